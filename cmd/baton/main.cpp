@@ -1,0 +1,132 @@
+// The one `baton` binary: `node`, `migrate` (and, with later work, `worker`
+// and `ctl`). This is the only place that chooses real implementations
+// (PostgreSQL) for the ports the libraries define.
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "baton/core/log.h"
+#include "baton/leader/node.h"
+#include "baton/leader/node_config.h"
+#include "baton/store_pg/migrate.h"
+#include "baton/store_pg/pg_lease_store.h"
+#include "baton/store_pg/pg_session.h"
+
+namespace {
+
+std::atomic<bool> stop_requested{false};
+extern "C" void on_signal(int) { stop_requested.store(true); }
+
+constexpr const char* usage =
+    "usage: baton <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  node --config FILE      run a coordinator node\n"
+    "  migrate --config FILE   apply schema migrations and exit\n"
+    "\n"
+    "`baton worker` and `baton ctl` are not part of this build yet.\n";
+
+int fail(const std::string& message, int code = 2) {
+  std::cerr << "baton: " << message;
+  if (message.empty() || message.back() != '\n') std::cerr << '\n';
+  return code;
+}
+
+/// Parses `--config FILE` (also `--config=FILE`); nothing else is accepted.
+bool parse_config_flag(const std::vector<std::string>& args, std::string& file, std::string& error) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--config" && i + 1 < args.size()) {
+      file = args[++i];
+    } else if (args[i].rfind("--config=", 0) == 0) {
+      file = args[i].substr(9);
+    } else {
+      error = "unexpected argument '" + args[i] + "'";
+      return false;
+    }
+  }
+  if (file.empty()) error = "--config FILE is required";
+  return !file.empty();
+}
+
+/// Applies migrations, retrying while the database is unreachable for up to
+/// `timeout`; a clear error naming the address and the reason otherwise.
+baton::Result<baton::store::pg::MigrateReport> migrate_with_retry(const std::string& url, const std::string& by,
+                                                                   baton::Millis timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto r = baton::store::pg::migrate(url, by);
+    if (r || r.error().code != baton::Errc::db_unavailable || std::chrono::steady_clock::now() >= deadline ||
+        stop_requested.load())
+      return r;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+int cmd_migrate(const std::vector<std::string>& args) {
+  std::string file, error;
+  if (!parse_config_flag(args, file, error)) return fail("migrate: " + error + "\n" + usage);
+  auto cfg = baton::leader::load_node_config(file);
+  if (!cfg) return fail("invalid config:\n" + cfg.error().message);
+  baton::init_logging("migrate", cfg->log_level);
+  auto r = migrate_with_retry(cfg->database_url, "baton migrate", cfg->database_start_timeout);
+  if (!r) return fail("migrate: cannot migrate database " + baton::store::pg::describe_url(cfg->database_url) +
+                      ": " + r.error().message);
+  std::cout << "schema at version " << r->current_version << " (applied " << r->applied.size() << " migration"
+            << (r->applied.size() == 1 ? "" : "s") << ")\n";
+  return 0;
+}
+
+int cmd_node(const std::vector<std::string>& args) {
+  std::string file, error;
+  if (!parse_config_flag(args, file, error)) return fail("node: " + error + "\n" + usage);
+  auto cfg = baton::leader::load_node_config(file);
+  if (!cfg) return fail("invalid config:\n" + cfg.error().message);
+  baton::init_logging(cfg->node_id, cfg->log_level);
+  std::signal(SIGTERM, on_signal);
+  std::signal(SIGINT, on_signal);
+
+  const std::string where = baton::store::pg::describe_url(cfg->database_url);
+  if (cfg->auto_migrate) {
+    auto r = migrate_with_retry(cfg->database_url, cfg->node_id, cfg->database_start_timeout);
+    if (!r) return fail("node " + cfg->node_id + ": cannot start: database " + where + ": " + r.error().message);
+  } else {
+    baton::store::pg::PgLeaseStore probe(cfg->database_url, "baton-node-" + cfg->node_id + "-probe");
+    auto r = probe.observe();
+    if (!r) return fail("node " + cfg->node_id + ": cannot start: database " + where + ": " + r.error().message +
+                        " (auto_migrate is false: run `baton migrate` first)");
+  }
+
+  baton::leader::NodePorts ports;
+  ports.lease_store = [url = cfg->database_url](const std::string& app) {
+    return std::make_unique<baton::store::pg::PgLeaseStore>(url, app);
+  };
+  return baton::leader::run_node(*cfg, ports, stop_requested);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << usage;
+    return args.empty() ? 2 : 0;
+  }
+  std::string command = args[0];
+  args.erase(args.begin());
+  try {
+    if (command == "node") return cmd_node(args);
+    if (command == "migrate") return cmd_migrate(args);
+    if (command == "worker" || command == "ctl")
+      return fail("'" + command + "' is not implemented in this build yet");
+    return fail("unknown command '" + command + "'\n" + usage);
+  } catch (const std::exception& e) {
+    return fail(std::string("fatal: ") + e.what(), 1);
+  }
+}

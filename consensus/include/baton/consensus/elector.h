@@ -1,0 +1,60 @@
+#pragma once
+// The imperative shell around election.h: performs the actions the pure
+// functions decide against a LeaseStore, and reports role changes.
+//
+// Threading: step() runs on one thread (the election thread) and may block in
+// the database for as long as the database makes it. enforce_deadline() runs
+// on a watchdog thread and steps the node down on time even while step() is
+// blocked in a renewal that never returns: that is what makes "a leader whose
+// database stops answering stops leading before its lease can expire" hold.
+#include <atomic>
+#include <functional>
+#include <mutex>
+
+#include "baton/consensus/election.h"
+#include "baton/store/lease_store.h"
+
+namespace baton::consensus {
+
+class Elector {
+ public:
+  using RoleListener = std::function<void(const RoleChange&)>;
+  using Sleep = std::function<void(Millis)>;
+
+  /// `sleep` is used only when the database is unreachable (there is nothing
+  /// to wait on); fakes make it advance a fake clock.
+  Elector(store::LeaseStore& store, const Clock& clock, NodeIdentity me, ElectionConfig cfg, RoleListener on_change,
+          Sleep sleep);
+
+  /// One round: at most one database write plus one bounded wait.
+  void step();
+  /// Thread-safe; steps down if the lease has gone unconfirmed too long.
+  void enforce_deadline();
+  /// Graceful stop: step down and release the lease (with NOTIFY) through
+  /// `via`, a store on its own connection, so shutdown need not wait for a
+  /// step() in progress on the election thread.
+  void shutdown(store::LeaseStore& via);
+
+  bool is_leader() const;
+  Epoch leader_epoch() const;  ///< 0 when not leading
+  ElectorState snapshot() const;
+  const NodeIdentity& identity() const { return me_; }
+
+ private:
+  void apply(const Transition& t);  // requires mutex_
+  void report_error(const char* what, const Error& e);
+
+  store::LeaseStore& store_;
+  const Clock& clock_;
+  NodeIdentity me_;
+  ElectionConfig cfg_;
+  RoleListener on_change_;
+  Sleep sleep_;
+  mutable std::mutex mutex_;
+  ElectorState state_;
+  Errc last_error_code_{};
+  bool had_error_ = false;
+  std::atomic<bool> stopping_{false};  // set by shutdown(): never campaign again
+};
+
+}  // namespace baton::consensus

@@ -1,0 +1,132 @@
+// Scripted stories we already know, with production Electors over the fake
+// lease database and one fake clock (STYLE practice 12).
+#include <gtest/gtest.h>
+
+#include "sim_cluster.h"
+
+using namespace baton;
+using namespace baton::consensus;
+using namespace baton::consensus::sim;
+
+TEST(ElectorScenario, OneOfThreeIsElectedAndKeepsItsEpoch) {
+  SimCluster c;
+  c.add("n1");
+  c.add("n2");
+  c.add("n3");
+  c.run_for(100ms);
+  int l = c.leader();
+  ASSERT_GE(l, 0);
+  EXPECT_EQ(c.db().epoch(), Epoch{1});
+  c.run_for(30s);  // renewals keep the same leader and epoch
+  EXPECT_EQ(c.leader(), l);
+  EXPECT_EQ(c.db().epoch(), Epoch{1});
+  EXPECT_EQ(c.db().history().size(), 1u);
+}
+
+TEST(ElectorScenario, PausedLeaderIsFencedOnResume) {
+  SimCluster c;
+  c.add("n1");
+  c.run_for(50ms);
+  ASSERT_EQ(c.leader(), 0);
+  c.add("n2");
+  c.node(0).paused = true;  // SIGSTOP
+  c.run_for(c.cfg().lease + 1s);
+  ASSERT_EQ(c.leader(), 1);
+  EXPECT_EQ(c.db().epoch(), Epoch{2});
+  c.node(0).paused = false;  // SIGCONT: the watchdog runs before anything else
+  c.tick();
+  EXPECT_EQ(c.leader(), 1);
+  ASSERT_FALSE(c.node(0).changes.empty());
+  EXPECT_EQ(c.node(0).changes.back().reason, "renew_unconfirmed");
+  EXPECT_FALSE(c.node(0).elector->is_leader());
+  // Its pending release of epoch 1 is refused (not its lease any more).
+  c.run_for(1s);
+  EXPECT_EQ(c.leader(), 1);
+  EXPECT_EQ(c.db().epoch(), Epoch{2});
+}
+
+TEST(ElectorScenario, LeaderWhoseDatabaseHangsStopsBeforeItsLeaseCanExpire) {
+  SimCluster c;
+  SimNode& n1 = c.add("n1");
+  c.run_for(50ms);
+  ASSERT_TRUE(n1.elector->is_leader());
+  // From now on every call of n1 hangs; time passes inside the call while the
+  // watchdog (enforce_deadline) keeps running, as the node's main thread does.
+  MonoTime stepped_down{};
+  n1.store.during_call = [&] {
+    for (int i = 0; i < 1000 && n1.elector->is_leader(); ++i) {
+      c.clock().advance(10ms);
+      n1.elector->enforce_deadline();
+      if (!n1.elector->is_leader()) stepped_down = c.clock().mono();
+    }
+    n1.store.unavailable = true;
+  };
+  const MonoTime lease_expiry = c.db().expires_at();
+  c.run_for(10s);
+  ASSERT_FALSE(n1.elector->is_leader());
+  ASSERT_NE(stepped_down, MonoTime{});
+  EXPECT_LT(stepped_down, lease_expiry) << "stepped down after the lease could have expired";
+  EXPECT_GE(lease_expiry - stepped_down, c.cfg().safety_margin - 20ms);
+}
+
+TEST(ElectorScenario, GracefulShutdownLetsAFollowerTakeOverAtOnce) {
+  SimCluster c;
+  c.add("n1");
+  c.run_for(50ms);
+  c.add("n2");
+  c.run_for(200ms);
+  ASSERT_EQ(c.leader(), 0);
+  c.node(0).elector->shutdown(c.node(0).shutdown_store);
+  c.node(0).stopped = true;
+  c.tick();  // one step: n2 observes the released lease and campaigns
+  EXPECT_EQ(c.leader(), 1);
+  EXPECT_EQ(c.db().epoch(), Epoch{2});
+}
+
+TEST(ElectorScenario, RestartedNodeNeverResumesItsPreviousEpoch) {
+  SimCluster c;
+  c.add("n1");
+  c.run_for(50ms);
+  ASSERT_EQ(c.db().epoch(), Epoch{1});
+  c.restart(0);  // kill -9 and start again with the same node_id
+  c.run_for(c.cfg().lease / 2);
+  EXPECT_EQ(c.leader(), -1) << "new incarnation must not inherit the old lease";
+  c.run_for(c.cfg().lease);
+  ASSERT_EQ(c.leader(), 0);
+  EXPECT_EQ(c.db().epoch(), Epoch{2});
+}
+
+TEST(ElectorScenario, TwoProcessesWithOneNodeIdNeverBothLead) {
+  SimCluster c;
+  c.add("same");
+  c.add("same");
+  c.run_for(5s);  // check_safety runs on every tick
+  EXPECT_GE(c.leader(), 0);
+  EXPECT_EQ(c.db().epoch(), Epoch{1});
+}
+
+TEST(ElectorScenario, LostCampaignReplyIsReleasedAndWonAgainAtANewEpoch) {
+  SimCluster c;
+  SimNode& n1 = c.add("n1");
+  n1.store.lose_next_reply = true;  // the election commits, its reply is lost
+  c.tick();
+  EXPECT_FALSE(n1.elector->is_leader());
+  EXPECT_EQ(c.db().epoch(), Epoch{1});
+  c.run_for(100ms);  // observes its own lease, releases it, campaigns again
+  EXPECT_TRUE(n1.elector->is_leader());
+  EXPECT_EQ(n1.elector->leader_epoch(), Epoch{2});
+}
+
+TEST(ElectorScenario, PartitionedLeaderStepsDownAndAnotherLeads) {
+  SimCluster c;
+  c.add("n1");
+  c.run_for(50ms);
+  c.add("n2");
+  c.node(0).store.unavailable = true;
+  c.run_for(c.cfg().lease + 1s);
+  EXPECT_EQ(c.leader(), 1);
+  c.node(0).store.unavailable = false;
+  c.run_for(2s);
+  EXPECT_EQ(c.leader(), 1);
+  EXPECT_EQ(c.db().epoch(), Epoch{2});
+}

@@ -1,0 +1,25 @@
+#pragma once
+// The typed configuration of `baton node`, parsed from YAML in one place.
+// Every key is documented in configs/node.yaml.
+#include <string>
+
+#include "baton/consensus/election.h"
+#include "baton/core/result.h"
+
+namespace baton::leader {
+
+struct NodeConfig {
+  std::string node_id;
+  std::string listen = "127.0.0.1:7001";  ///< admin HTTP + worker WebSocket; also the advertised endpoint
+  std::string database_url;
+  Millis database_start_timeout{5000};  ///< give up at start if the database stays unreachable this long
+  bool auto_migrate = true;
+  std::string log_level = "info";
+  consensus::ElectionConfig election;
+};
+
+/// Reads and validates FILE. The error lists every problem, each naming the
+/// file and the key.
+Result<NodeConfig> load_node_config(const std::string& file);
+
+}  // namespace baton::leader

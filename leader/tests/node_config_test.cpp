@@ -1,0 +1,74 @@
+#include "baton/leader/node_config.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+
+using namespace baton;
+
+namespace {
+
+std::string write_config(const std::string& body) {
+  char path[] = "/tmp/baton-node-config-XXXXXX.yaml";
+  int fd = ::mkstemps(path, 5);
+  EXPECT_GE(fd, 0);
+  ::close(fd);
+  std::ofstream(path) << body;
+  return path;
+}
+
+}  // namespace
+
+TEST(NodeConfig, ShippedExampleIsValid) {
+  auto cfg = leader::load_node_config(std::string(BATON_SOURCE_DIR) + "/configs/node.yaml");
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  EXPECT_EQ(cfg->node_id, "n1");
+  EXPECT_TRUE(consensus::validate(cfg->election).empty());
+}
+
+TEST(NodeConfig, ReadsEveryKey) {
+  auto file = write_config(
+      "node_id: a-1\nlisten: 127.0.0.1:9000\nauto_migrate: false\nlog_level: debug\n"
+      "database: {url: 'postgresql://u@127.0.0.1:5/db', start_timeout: 2s}\n"
+      "election: {lease: 4s, renew_every: 700ms, safety_margin: 1s, poll_every: 300ms}\n");
+  auto cfg = leader::load_node_config(file);
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  EXPECT_EQ(cfg->node_id, "a-1");
+  EXPECT_EQ(cfg->listen, "127.0.0.1:9000");
+  EXPECT_FALSE(cfg->auto_migrate);
+  EXPECT_EQ(cfg->database_start_timeout, Millis{2000});
+  EXPECT_EQ(cfg->election.lease, Millis{4000});
+  EXPECT_EQ(cfg->election.renew_every, Millis{700});
+  EXPECT_EQ(cfg->election.poll_every, Millis{300});
+}
+
+TEST(NodeConfig, EveryProblemNamesKeyAndFile) {
+  struct Case {
+    std::string body;
+    std::string expected;
+  };
+  const std::string db = "database: {url: 'postgresql://u@h:1/d'}\n";
+  for (const auto& c : std::vector<Case>{
+           {"node_id: n1\n" + db + "electon: {lease: 3s}\n", ": electon: unknown key"},
+           {"node_id: n1\n" + db + "election: {lease: 3 seconds}\n", ": election.lease: '3 seconds' has unknown unit"},
+           {"node_id: n1\n" + db + "election: {lease: 3}\n", ": election.lease: '3' has no unit"},
+           {"node_id: n1\n", ": database.url: is required"},
+           {"node_id: n1\ndatabase: {url: 'mysql://x'}\n", ": database.url: must be a postgresql:// URL"},
+           {db, ": node_id: is required"},
+           {"node_id: 'bad id'\n" + db, ": node_id: must be 1-64 characters"},
+           {"node_id: n1\n" + db + "auto_migrate: yes-please\n", ": auto_migrate: must be true or false"},
+           {"node_id: n1\n" + db + "election: {renew_every: 5s}\n", ": election.renew_every: must be less than"},
+           {"node_id: n1\n" + db + "listen: nowhere\n", ": listen: must be HOST:PORT"},
+           {"node_id: [1\n", "line "},
+           {"- a\n- b\n", "top level must be a mapping"},
+       }) {
+    auto file = write_config(c.body);
+    auto cfg = leader::load_node_config(file);
+    ASSERT_FALSE(cfg) << c.body;
+    EXPECT_NE(cfg.error().message.find(file), std::string::npos) << cfg.error().message;
+    EXPECT_NE(cfg.error().message.find(c.expected), std::string::npos)
+        << "wanted '" << c.expected << "' in: " << cfg.error().message;
+    std::remove(file.c_str());
+  }
+}

@@ -1,0 +1,56 @@
+#pragma once
+// Port for the leader lease (the single `leader_lease` row). The election
+// logic in consensus/ talks only to this interface; store/pg implements it on
+// PostgreSQL and store/fake in memory with the same predicates.
+//
+// Liveness is judged by the database clock only: `remaining` is
+// lease_expires_at - now() computed inside PostgreSQL.
+#include <string>
+
+#include "baton/core/clock.h"
+#include "baton/core/ids.h"
+#include "baton/core/result.h"
+#include "baton/store/write_outcome.h"
+
+namespace baton::store {
+
+struct LeaseView {
+  Epoch epoch{0};
+  std::string leader_id;
+  std::string leader_incarnation;
+  std::string leader_endpoint;
+  bool released = true;
+  Millis remaining{0};  ///< lease_expires_at - now() by the database clock; <= 0 means expired
+
+  bool expired() const { return released || remaining.count() <= 0; }
+  bool held_by(const NodeIdentity& n) const {
+    return !released && leader_id == n.node_id && leader_incarnation == n.incarnation;
+  }
+};
+
+struct CampaignResult {
+  bool won = false;
+  LeaseView lease;  ///< after the attempt: ours when won, the holder's otherwise
+};
+
+class LeaseStore {
+ public:
+  virtual ~LeaseStore() = default;
+
+  virtual Result<LeaseView> observe() = 0;
+  /// Bumps the epoch and takes the lease iff it is expired or released (by
+  /// the database clock), under FOR UPDATE on the lease row so no fenced write
+  /// of the old epoch can commit after this does.
+  virtual Result<CampaignResult> campaign(const NodeIdentity& me, Millis lease) = 0;
+  /// Extends our lease at the same epoch; Fenced if it is no longer ours or
+  /// has already expired (then we must campaign for a new epoch).
+  virtual Result<WriteOutcome> renew(Epoch epoch, const NodeIdentity& me, Millis lease) = 0;
+  /// Gives the lease up and notifies followers so one takes over at once.
+  virtual Result<WriteOutcome> release(Epoch epoch, const NodeIdentity& me) = 0;
+  /// Blocks up to `max` for a lease-change notification; true if one came.
+  virtual Result<bool> wait_for_change(Millis max) = 0;
+  /// Upserts this process in the node registry with its current role.
+  virtual Result<void> record_node(const NodeIdentity& me, const std::string& role) = 0;
+};
+
+}  // namespace baton::store

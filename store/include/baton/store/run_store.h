@@ -1,0 +1,109 @@
+#pragma once
+// Port for every write to run state. One function per transition of SPEC
+// section 3; each is ONE conditional statement carrying the run id, the
+// expected version, the expected state and the writer's epoch (the fence),
+// and each returns Applied / Conflict / Fenced. No other code writes
+// job_runs (enforced by the tidy test).
+#include <optional>
+#include <string>
+
+#include "baton/core/clock.h"
+#include "baton/core/ids.h"
+#include "baton/core/result.h"
+#include "baton/core/run_state.h"
+#include "baton/store/write_outcome.h"
+
+namespace baton::store {
+
+/// The predicates every fenced write carries.
+struct RunFence {
+  RunId run;
+  Version expected_version;
+  Epoch epoch;  ///< the writer's leader epoch
+};
+
+/// Additional predicates of writes made on behalf of one attempt.
+struct AttemptFence {
+  std::string worker_id;
+  int attempt = 1;
+  std::string lease_token;
+};
+
+struct WriteResult {
+  WriteOutcome outcome = WriteOutcome::conflict;
+  Epoch current_epoch{0};           ///< the lease epoch the write was judged against
+  Version new_version{0};           ///< when applied
+  std::string lease_token;          ///< when applied and the row has one
+  int attempt = 0;                  ///< when applied
+};
+
+struct NewRun {
+  std::optional<std::int64_t> job_definition_id;
+  std::optional<std::string> idempotency_key;
+  int max_attempts = 1;
+  int priority = 0;
+  std::string trigger_kind = "api";
+  std::string payload_json = "{}";
+};
+
+struct CreateResult {
+  WriteOutcome outcome = WriteOutcome::conflict;  ///< conflict: idempotency key already active
+  Epoch current_epoch{0};
+  RunId run{0};
+};
+
+struct RunRow {
+  RunId id{0};
+  RunState state = RunState::pending;
+  Version version{0};
+  int attempt = 1;
+  int max_attempts = 1;
+  Epoch leader_epoch{0};
+  std::optional<std::string> assigned_worker_id;
+  std::optional<std::string> lease_token;
+  ContinuationState continuation = ContinuationState::none;
+};
+
+struct Finish {
+  RunState final_state = RunState::succeeded;  ///< SUCCEEDED, FAILED or TIMED_OUT
+  std::optional<int> exit_code;
+  std::string error_code;
+  std::string error_msg;
+  std::string result_json = "{}";
+};
+
+class RunStore {
+ public:
+  virtual ~RunStore() = default;
+
+  virtual Result<CreateResult> create_run(Epoch epoch, const NewRun& run) = 0;
+  virtual Result<std::optional<RunRow>> read_run(RunId id) = 0;
+
+  /// PENDING -> ASSIGNED with a fresh lease token.
+  virtual Result<WriteResult> assign(const RunFence& f, const std::string& worker_id) = 0;
+  /// ORPHANED or RETRY_WAITING -> ASSIGNED, attempt + 1, fresh lease token.
+  virtual Result<WriteResult> reassign(const RunFence& f, RunState from, const std::string& worker_id) = 0;
+  /// ASSIGNED -> RUNNING; also requires the assigned worker and the lease token.
+  virtual Result<WriteResult> start(const RunFence& f, const AttemptFence& a, Millis stale_after) = 0;
+  /// RUNNING -> RUNNING: heartbeat_at = now(), stale_after = now() + stale_after.
+  virtual Result<WriteResult> heartbeat(const RunFence& f, const AttemptFence& a, Millis stale_after) = 0;
+  /// RUNNING -> SUCCEEDED | FAILED | TIMED_OUT, with a job_run_attempts row and,
+  /// for FAILED / TIMED_OUT, a dead_letters row, in the same statement.
+  virtual Result<WriteResult> finish(const RunFence& f, const AttemptFence& a, const Finish& fin) = 0;
+  /// RUNNING -> RETRY_WAITING, next_attempt_at = now() + delay, with an attempts row.
+  virtual Result<WriteResult> retry_later(const RunFence& f, const AttemptFence& a, const Finish& fin,
+                                          Millis delay) = 0;
+  /// ASSIGNED -> ORPHANED (its worker detached before starting it).
+  virtual Result<WriteResult> orphan(const RunFence& f) = 0;
+  /// ORPHANED -> FAILED with a dead letter (no attempts left).
+  virtual Result<WriteResult> fail_orphaned(const RunFence& f, const std::string& reason) = 0;
+  /// Any non-final state -> CANCELED.
+  virtual Result<WriteResult> cancel(const RunFence& f, RunState from, const std::string& reason) = 0;
+  /// RUNNING, continuation NONE -> CONFIRMING with a deadline (worker detached).
+  virtual Result<WriteResult> begin_confirming(const RunFence& f, Millis deadline_in) = 0;
+  /// RUNNING: re-stamp the run with this leader's epoch and continuation NONE
+  /// (the worker re-attached holding this attempt and token).
+  virtual Result<WriteResult> adopt(const RunFence& f, const AttemptFence& a) = 0;
+};
+
+}  // namespace baton::store

@@ -1,0 +1,15 @@
+# Generates a C++ file that holds every schemas/NNNN_name.sql as a string, so
+# the binary carries its schema. Run at build time by add_custom_command.
+file(GLOB sql_files "${SCHEMA_DIR}/[0-9][0-9][0-9][0-9]_*.sql")
+list(SORT sql_files)
+set(body "")
+foreach(f IN LISTS sql_files)
+  get_filename_component(base "${f}" NAME_WE)
+  string(SUBSTRING "${base}" 0 4 num)
+  math(EXPR version "${num}")
+  string(SUBSTRING "${base}" 5 -1 name)
+  file(READ "${f}" sql)
+  string(APPEND body "  {${version}, \"${name}\", R\"baton_sql(${sql})baton_sql\"},\n")
+endforeach()
+file(WRITE "${OUT}.tmp" "// Generated from schemas/*.sql by store/pg/embed_migrations.cmake. Do not edit.\n#include \"baton/store_pg/migrate.h\"\n\nnamespace baton::store::pg {\nnamespace {\nconst Migration migrations[] = {\n${body}};\n}  // namespace\nstd::span<const Migration> embedded_migrations() { return migrations; }\n}  // namespace baton::store::pg\n")
+execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different "${OUT}.tmp" "${OUT}")

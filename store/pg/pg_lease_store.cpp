@@ -1,0 +1,135 @@
+#include "baton/store_pg/pg_lease_store.h"
+
+#include <pqxx/pqxx>
+
+namespace baton::store::pg {
+
+namespace {
+
+constexpr const char* lease_columns =
+    "epoch, coalesce(leader_id, ''), coalesce(leader_incarnation, ''), coalesce(leader_endpoint, ''), released,"
+    " floor(extract(epoch FROM (lease_expires_at - now())) * 1000)::bigint";
+
+LeaseView read_lease(const pqxx::row& r) {
+  LeaseView v;
+  v.epoch = Epoch{r[0].as<std::int64_t>()};
+  v.leader_id = r[1].as<std::string>();
+  v.leader_incarnation = r[2].as<std::string>();
+  v.leader_endpoint = r[3].as<std::string>();
+  v.released = r[4].as<bool>();
+  v.remaining = Millis{r[5].as<std::int64_t>()};
+  return v;
+}
+
+}  // namespace
+
+PgLeaseStore::PgLeaseStore(const std::string& url, const std::string& application_name)
+    : session_(url, application_name) {
+  session_.on_connect([](pqxx::connection& c) {
+    pqxx::nontransaction tx{c};
+    tx.exec(std::string("LISTEN ") + lease_channel);
+  });
+}
+
+Result<LeaseView> PgLeaseStore::observe() {
+  return session_.with<LeaseView>([](pqxx::connection& c) -> Result<LeaseView> {
+    pqxx::nontransaction tx{c};
+    return read_lease(tx.exec1(std::string("SELECT ") + lease_columns + " FROM leader_lease WHERE id = 1"));
+  });
+}
+
+Result<CampaignResult> PgLeaseStore::campaign(const NodeIdentity& me, Millis lease) {
+  return session_.with<CampaignResult>([&](pqxx::connection& c) -> Result<CampaignResult> {
+    pqxx::work tx{c};
+    // FOR UPDATE conflicts with the FOR KEY SHARE every fenced write holds
+    // until it commits: from here on no write of the old epoch can commit.
+    LeaseView seen =
+        read_lease(tx.exec1(std::string("SELECT ") + lease_columns + " FROM leader_lease WHERE id = 1 FOR UPDATE"));
+    if (!seen.expired()) {
+      tx.abort();
+      return CampaignResult{false, seen};
+    }
+    auto row = tx.exec_params1(std::string("UPDATE leader_lease SET epoch = epoch + 1, leader_id = $1,"
+                                           " leader_incarnation = $2, leader_endpoint = $3,"
+                                           " lease_expires_at = now() + $4 * interval '1 millisecond',"
+                                           " elected_at = now(), renewed_at = now(), released = false"
+                                           " WHERE id = 1 RETURNING ") +
+                                   lease_columns,
+                               me.node_id, me.incarnation, me.endpoint, lease.count());
+    LeaseView won = read_lease(row);
+    tx.exec_params(
+        "UPDATE epoch_history SET ended_at = now(), end_reason = CASE WHEN $2 THEN 'released' ELSE 'expired' END"
+        " WHERE epoch = $1 AND ended_at IS NULL",
+        seen.epoch.value, seen.released);
+    tx.exec_params(
+        "INSERT INTO epoch_history (epoch, leader_id, leader_incarnation, leader_endpoint) VALUES ($1, $2, $3, $4)",
+        won.epoch.value, me.node_id, me.incarnation, me.endpoint);
+    tx.exec_params(
+        "INSERT INTO audit_log (actor, action, subject, epoch, details)"
+        " VALUES ($1, 'election', 'leader_lease', $2, jsonb_build_object('incarnation', $3::text,"
+        " 'previous_epoch', $4::bigint, 'previous_leader', $5::text))",
+        me.node_id, won.epoch.value, me.incarnation, seen.epoch.value, seen.leader_id);
+    tx.exec_params("SELECT pg_notify($1, $2)", lease_channel, "elected:" + std::to_string(won.epoch.value));
+    tx.commit();
+    return CampaignResult{true, won};
+  });
+}
+
+Result<WriteOutcome> PgLeaseStore::renew(Epoch epoch, const NodeIdentity& me, Millis lease) {
+  return session_.with<WriteOutcome>([&](pqxx::connection& c) -> Result<WriteOutcome> {
+    pqxx::work tx{c};
+    // A plain UPDATE (FOR NO KEY UPDATE): renewal must not wait for, or block,
+    // fenced writes of our own epoch. An expired lease is not renewed even if
+    // nobody took it: the holder campaigns for a new epoch instead.
+    auto r = tx.exec_params(
+        "UPDATE leader_lease SET lease_expires_at = now() + $4 * interval '1 millisecond', renewed_at = now()"
+        " WHERE id = 1 AND epoch = $1 AND leader_id = $2 AND leader_incarnation = $3 AND NOT released"
+        " AND lease_expires_at > now()",
+        epoch.value, me.node_id, me.incarnation, lease.count());
+    tx.commit();
+    return r.affected_rows() == 1 ? WriteOutcome::applied : WriteOutcome::fenced;
+  });
+}
+
+Result<WriteOutcome> PgLeaseStore::release(Epoch epoch, const NodeIdentity& me) {
+  return session_.with<WriteOutcome>([&](pqxx::connection& c) -> Result<WriteOutcome> {
+    pqxx::work tx{c};
+    auto r = tx.exec_params(
+        "UPDATE leader_lease SET released = true, lease_expires_at = now()"
+        " WHERE id = 1 AND epoch = $1 AND leader_id = $2 AND leader_incarnation = $3 AND NOT released",
+        epoch.value, me.node_id, me.incarnation);
+    if (r.affected_rows() != 1) {
+      tx.abort();
+      return WriteOutcome::fenced;
+    }
+    tx.exec_params("UPDATE epoch_history SET ended_at = now(), end_reason = 'released' WHERE epoch = $1",
+                   epoch.value);
+    tx.exec_params("SELECT pg_notify($1, $2)", lease_channel, "released:" + std::to_string(epoch.value));
+    tx.commit();
+    return WriteOutcome::applied;
+  });
+}
+
+Result<bool> PgLeaseStore::wait_for_change(Millis max) {
+  return session_.with<bool>([&](pqxx::connection& c) -> Result<bool> {
+    auto us = std::chrono::duration_cast<std::chrono::microseconds>(max).count();
+    int n = c.await_notification(static_cast<long>(us / 1'000'000), static_cast<long>(us % 1'000'000));
+    return n > 0;
+  });
+}
+
+Result<void> PgLeaseStore::record_node(const NodeIdentity& me, const std::string& role) {
+  return session_.with<void>([&](pqxx::connection& c) -> Result<void> {
+    pqxx::work tx{c};
+    tx.exec_params(
+        "INSERT INTO nodes (node_id, incarnation, endpoint, role) VALUES ($1, $2, $3, $4)"
+        " ON CONFLICT (node_id) DO UPDATE SET incarnation = EXCLUDED.incarnation, endpoint = EXCLUDED.endpoint,"
+        " role = EXCLUDED.role, last_heartbeat_at = now(),"
+        " started_at = CASE WHEN nodes.incarnation = EXCLUDED.incarnation THEN nodes.started_at ELSE now() END",
+        me.node_id, me.incarnation, me.endpoint, role);
+    tx.commit();
+    return {};
+  });
+}
+
+}  // namespace baton::store::pg

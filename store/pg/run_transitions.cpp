@@ -1,0 +1,231 @@
+// Every statement that writes job_runs. Parameters $1 = run id, $2 = expected
+// version, $3 = the writer's epoch in every fenced statement; the rest follow.
+#include <pqxx/pqxx>
+
+#include "baton/core/assert.h"
+#include "baton/store_pg/pg_run_store.h"
+
+namespace baton::store::pg {
+
+namespace {
+
+struct Statement {
+  const char* name;
+  std::string sql;
+};
+
+// The fence: lock the lease row FOR KEY SHARE (held to commit) and compare
+// its epoch inside the same statement as the row predicates.
+std::string fenced_update(const std::string& set, const std::string& where, const std::string& extra_ctes = "") {
+  return "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1 FOR KEY SHARE),"
+         " w AS (UPDATE job_runs SET " +
+         set +
+         ", version = version + 1, leader_epoch = $3, updated_at = now()"
+         " WHERE id = $1 AND version = $2 AND (SELECT epoch FROM fence) = $3 AND " +
+         where +
+         " RETURNING job_runs.*)" + extra_ctes +
+         " SELECT (SELECT epoch FROM fence), w.version, w.lease_token::text, w.attempt"
+         " FROM (VALUES (1)) AS one(x) LEFT JOIN w ON true";
+}
+
+// Predicates of a write made on behalf of one attempt: the worker holding it,
+// its attempt number and lease token, and that this leader has adopted it.
+const std::string attempt_predicates =
+    "assigned_worker_id = $4 AND attempt = $5 AND lease_token = $6::uuid AND leader_epoch = $3";
+
+const std::string attempt_row_cte =
+    ", att AS (INSERT INTO job_run_attempts (run_id, attempt, worker_id, leader_epoch, lease_token, started_at,"
+    " finished_at, outcome, exit_code, duration_ms)"
+    " SELECT id, attempt, assigned_worker_id, leader_epoch, lease_token, started_at, now(), $7, $11,"
+    " greatest(0, floor(extract(epoch FROM (now() - started_at)) * 1000))::bigint FROM w)";
+
+const std::string dead_letter_cte =
+    ", dl AS (INSERT INTO dead_letters (run_id, job_definition_id, final_state, attempts, error_code, error_msg,"
+    " run_snapshot) SELECT id, job_definition_id, state, attempt, error_code, error_msg, to_jsonb(w) FROM w"
+    " WHERE state IN ('FAILED', 'TIMED_OUT'))";
+
+const std::string finish_set =
+    "result = $8::jsonb, error_code = nullif($9, ''), error_msg = nullif($10, ''),"
+    " continuation_state = 'NONE', continuation_deadline_at = NULL";
+
+const std::vector<Statement>& statements() {
+  static const std::vector<Statement> all = {
+      {"run_create",
+       "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1 FOR KEY SHARE),"
+       " w AS (INSERT INTO job_runs (job_definition_id, idempotency_key, max_attempts, priority, trigger_kind,"
+       " payload, leader_epoch) SELECT $2::bigint, $3::text, $4::int, $5::int, $6::text, $7::jsonb, $1::bigint"
+       " WHERE (SELECT epoch FROM fence) = $1::bigint"
+       " ON CONFLICT DO NOTHING RETURNING id)"
+       " SELECT (SELECT epoch FROM fence), w.id FROM (VALUES (1)) AS one(x) LEFT JOIN w ON true"},
+      {"run_read",
+       "SELECT id, state, version, attempt, max_attempts, leader_epoch, assigned_worker_id, lease_token::text,"
+       " continuation_state FROM job_runs WHERE id = $1"},
+      {"run_assign",
+       fenced_update("state = 'ASSIGNED', assigned_worker_id = $4, lease_token = gen_random_uuid(),"
+                     " assigned_at = now(), continuation_state = 'NONE', continuation_deadline_at = NULL",
+                     "state = 'PENDING'")},
+      {"run_reassign",
+       fenced_update("state = 'ASSIGNED', attempt = attempt + 1, assigned_worker_id = $4,"
+                     " lease_token = gen_random_uuid(), assigned_at = now(), next_attempt_at = NULL,"
+                     " started_at = NULL, continuation_state = 'NONE', continuation_deadline_at = NULL",
+                     "state = $5 AND state IN ('ORPHANED', 'RETRY_WAITING')")},
+      {"run_start",
+       fenced_update("state = 'RUNNING', started_at = now(), heartbeat_at = now(),"
+                     " stale_after = now() + $7 * interval '1 millisecond'",
+                     "state = 'ASSIGNED' AND assigned_worker_id = $4 AND attempt = $5 AND lease_token = $6::uuid")},
+      {"run_heartbeat",
+       fenced_update("heartbeat_at = now(), stale_after = now() + $7 * interval '1 millisecond'",
+                     "state = 'RUNNING' AND " + attempt_predicates)},
+      {"run_finish",
+       fenced_update("state = $7, finished_at = now(), " + finish_set, "state = 'RUNNING' AND " + attempt_predicates,
+                     attempt_row_cte + dead_letter_cte)},
+      {"run_retry_later",
+       fenced_update("state = 'RETRY_WAITING', next_attempt_at = now() + $12 * interval '1 millisecond', " +
+                         finish_set,
+                     "state = 'RUNNING' AND " + attempt_predicates, attempt_row_cte)},
+      {"run_orphan", fenced_update("state = 'ORPHANED'", "state = 'ASSIGNED'")},
+      {"run_fail_orphaned",
+       fenced_update("state = 'FAILED', finished_at = now(), error_code = 'orphaned', error_msg = $4",
+                     "state = 'ORPHANED'", dead_letter_cte)},
+      {"run_cancel",
+       fenced_update("state = 'CANCELED', finished_at = now(), error_code = 'canceled', error_msg = $5,"
+                     " continuation_state = 'NONE', continuation_deadline_at = NULL",
+                     "state = $4 AND state NOT IN ('SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELED')")},
+      {"run_begin_confirming",
+       fenced_update("continuation_state = 'CONFIRMING',"
+                     " continuation_deadline_at = now() + $4 * interval '1 millisecond'",
+                     "state = 'RUNNING' AND continuation_state = 'NONE'")},
+      {"run_adopt",
+       fenced_update("continuation_state = 'NONE', continuation_deadline_at = NULL",
+                     "state = 'RUNNING' AND assigned_worker_id = $4 AND attempt = $5 AND lease_token = $6::uuid")},
+  };
+  return all;
+}
+
+WriteResult classify(const pqxx::row& r, Epoch writer) {
+  WriteResult out;
+  out.current_epoch = Epoch{r[0].is_null() ? 0 : r[0].as<std::int64_t>()};
+  if (!r[1].is_null()) {
+    out.outcome = WriteOutcome::applied;
+    out.new_version = Version{r[1].as<std::int64_t>()};
+    if (!r[2].is_null()) out.lease_token = r[2].as<std::string>();
+    out.attempt = r[3].as<int>();
+    BATON_ASSERT(out.current_epoch == writer);
+  } else {
+    out.outcome = out.current_epoch == writer ? WriteOutcome::conflict : WriteOutcome::fenced;
+  }
+  return out;
+}
+
+}  // namespace
+
+PgRunStore::PgRunStore(const std::string& url, const std::string& application_name)
+    : session_(url, application_name) {
+  session_.on_connect([](pqxx::connection& c) {
+    for (const auto& s : statements()) c.prepare(s.name, s.sql);
+  });
+}
+
+template <class... Args>
+Result<WriteResult> PgRunStore::fenced(const char* statement, const RunFence& f, Args&&... args) {
+  return session_.with<WriteResult>([&](pqxx::connection& c) -> Result<WriteResult> {
+    pqxx::work tx{c};
+    auto row = tx.exec_prepared1(statement, f.run.value, f.expected_version.value, f.epoch.value,
+                                 std::forward<Args>(args)...);
+    tx.commit();
+    return classify(row, f.epoch);
+  });
+}
+
+Result<CreateResult> PgRunStore::create_run(Epoch epoch, const NewRun& run) {
+  return session_.with<CreateResult>([&](pqxx::connection& c) -> Result<CreateResult> {
+    pqxx::work tx{c};
+    auto r = tx.exec_prepared1("run_create", epoch.value, run.job_definition_id, run.idempotency_key,
+                               run.max_attempts, run.priority, run.trigger_kind, run.payload_json);
+    tx.commit();
+    CreateResult out;
+    out.current_epoch = Epoch{r[0].as<std::int64_t>()};
+    if (!r[1].is_null()) {
+      out.outcome = WriteOutcome::applied;
+      out.run = RunId{r[1].as<std::int64_t>()};
+    } else {
+      out.outcome = out.current_epoch == epoch ? WriteOutcome::conflict : WriteOutcome::fenced;
+    }
+    return out;
+  });
+}
+
+Result<std::optional<RunRow>> PgRunStore::read_run(RunId id) {
+  return session_.with<std::optional<RunRow>>([&](pqxx::connection& c) -> Result<std::optional<RunRow>> {
+    pqxx::nontransaction tx{c};
+    auto rows = tx.exec_prepared("run_read", id.value);
+    if (rows.empty()) return std::optional<RunRow>{};
+    const auto& r = rows[0];
+    RunRow row;
+    row.id = RunId{r[0].as<std::int64_t>()};
+    auto state = parse_run_state(r[1].as<std::string>());
+    BATON_ASSERT(state.has_value());
+    row.state = *state;
+    row.version = Version{r[2].as<std::int64_t>()};
+    row.attempt = r[3].as<int>();
+    row.max_attempts = r[4].as<int>();
+    row.leader_epoch = Epoch{r[5].as<std::int64_t>()};
+    if (!r[6].is_null()) row.assigned_worker_id = r[6].as<std::string>();
+    if (!r[7].is_null()) row.lease_token = r[7].as<std::string>();
+    row.continuation = r[8].as<std::string>() == "CONFIRMING" ? ContinuationState::confirming : ContinuationState::none;
+    return std::optional<RunRow>{row};
+  });
+}
+
+Result<WriteResult> PgRunStore::assign(const RunFence& f, const std::string& worker_id) {
+  return fenced("run_assign", f, worker_id);
+}
+
+Result<WriteResult> PgRunStore::reassign(const RunFence& f, RunState from, const std::string& worker_id) {
+  BATON_ASSERT(from == RunState::orphaned || from == RunState::retry_waiting);
+  return fenced("run_reassign", f, worker_id, std::string(to_string(from)));
+}
+
+Result<WriteResult> PgRunStore::start(const RunFence& f, const AttemptFence& a, Millis stale_after) {
+  return fenced("run_start", f, a.worker_id, a.attempt, a.lease_token, stale_after.count());
+}
+
+Result<WriteResult> PgRunStore::heartbeat(const RunFence& f, const AttemptFence& a, Millis stale_after) {
+  return fenced("run_heartbeat", f, a.worker_id, a.attempt, a.lease_token, stale_after.count());
+}
+
+Result<WriteResult> PgRunStore::finish(const RunFence& f, const AttemptFence& a, const Finish& fin) {
+  BATON_ASSERT(fin.final_state == RunState::succeeded || fin.final_state == RunState::failed ||
+               fin.final_state == RunState::timed_out);
+  return fenced("run_finish", f, a.worker_id, a.attempt, a.lease_token, std::string(to_string(fin.final_state)),
+                fin.result_json, fin.error_code, fin.error_msg, fin.exit_code);
+}
+
+Result<WriteResult> PgRunStore::retry_later(const RunFence& f, const AttemptFence& a, const Finish& fin,
+                                            Millis delay) {
+  BATON_ASSERT(fin.final_state == RunState::failed || fin.final_state == RunState::timed_out);
+  return fenced("run_retry_later", f, a.worker_id, a.attempt, a.lease_token,
+                std::string(to_string(fin.final_state)), fin.result_json, fin.error_code, fin.error_msg,
+                fin.exit_code, delay.count());
+}
+
+Result<WriteResult> PgRunStore::orphan(const RunFence& f) { return fenced("run_orphan", f); }
+
+Result<WriteResult> PgRunStore::fail_orphaned(const RunFence& f, const std::string& reason) {
+  return fenced("run_fail_orphaned", f, reason);
+}
+
+Result<WriteResult> PgRunStore::cancel(const RunFence& f, RunState from, const std::string& reason) {
+  BATON_ASSERT(!is_terminal(from));
+  return fenced("run_cancel", f, std::string(to_string(from)), reason);
+}
+
+Result<WriteResult> PgRunStore::begin_confirming(const RunFence& f, Millis deadline_in) {
+  return fenced("run_begin_confirming", f, deadline_in.count());
+}
+
+Result<WriteResult> PgRunStore::adopt(const RunFence& f, const AttemptFence& a) {
+  return fenced("run_adopt", f, a.worker_id, a.attempt, a.lease_token);
+}
+
+}  // namespace baton::store::pg

@@ -1,0 +1,129 @@
+#include "baton/store_testing/pg_instance.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <pqxx/pqxx>
+#include <stdexcept>
+
+#include "baton/store_pg/migrate.h"
+
+namespace baton::testing {
+
+namespace {
+
+std::string run_command(const std::string& cmd) {
+  std::array<char, 512> buf{};
+  std::string out;
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(cmd.c_str(), "r"), ::pclose);
+  if (!pipe) throw std::runtime_error("popen failed: " + cmd);
+  while (std::fgets(buf.data(), buf.size(), pipe.get())) out += buf.data();
+  int status = ::pclose(pipe.release());
+  if (status != 0) throw std::runtime_error("command failed (" + std::to_string(status) + "): " + cmd + "\n" + out);
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
+std::string script() { return std::string(BATON_SOURCE_DIR) + "/scripts/pg-private"; }
+
+}  // namespace
+
+PgInstance& PgInstance::shared() {
+  static PgInstance instance;
+  return instance;
+}
+
+PgInstance::PgInstance() {
+  char tmpl[] = "/tmp/baton-test-pg-XXXXXX";
+  if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+  dir_ = tmpl;
+  std::filesystem::permissions(dir_, std::filesystem::perms::owner_all | std::filesystem::perms::group_exec |
+                                         std::filesystem::perms::others_exec);
+  std::string url;
+  try {
+    url = run_command(script() + " start " + dir_ + "/pg baton");
+  } catch (...) {
+    run_command(script() + " stop " + dir_ + "/pg");
+    throw;
+  }
+  auto colon = url.rfind(':');
+  auto slash = url.rfind('/');
+  port_ = std::stoi(url.substr(colon + 1, slash - colon - 1));
+}
+
+PgInstance::~PgInstance() {
+  try {
+    run_command(script() + " stop " + dir_ + "/pg");
+    std::filesystem::remove_all(dir_);
+  } catch (...) {
+  }
+}
+
+std::string PgInstance::url(const std::string& database) const {
+  return "postgresql://postgres@127.0.0.1:" + std::to_string(port_) + "/" + database;
+}
+
+std::string PgInstance::fresh_database(const std::string& prefix, bool migrated) {
+  pqxx::connection admin(url("postgres"));
+  pqxx::nontransaction tx(admin);
+  if (migrated && !template_ready_) {
+    tx.exec("CREATE DATABASE baton_template");
+    auto r = store::pg::migrate(url("baton_template"), "test-template");
+    if (!r) throw std::runtime_error("template migration failed: " + r.error().message);
+    template_ready_ = true;
+  }
+  std::string name = prefix + "_" + std::to_string(++next_db_);
+  tx.exec("CREATE DATABASE " + admin.quote_name(name) + (migrated ? " TEMPLATE baton_template" : ""));
+  return url(name);
+}
+
+LeaseRow DbInspector::lease() const {
+  pqxx::connection c(url_);
+  pqxx::nontransaction tx(c);
+  auto r = tx.exec1(
+      "SELECT epoch, coalesce(leader_id, ''), coalesce(leader_incarnation, ''), released FROM leader_lease");
+  return {r[0].as<std::int64_t>(), r[1].as<std::string>(), r[2].as<std::string>(), r[3].as<bool>()};
+}
+
+std::vector<EpochRow> DbInspector::epoch_history() const {
+  pqxx::connection c(url_);
+  pqxx::nontransaction tx(c);
+  std::vector<EpochRow> out;
+  for (const auto& r : tx.exec("SELECT epoch, leader_id, leader_incarnation, end_reason FROM epoch_history"
+                               " ORDER BY epoch")) {
+    EpochRow e{r[0].as<std::int64_t>(), r[1].as<std::string>(), r[2].as<std::string>(), std::nullopt};
+    if (!r[3].is_null()) e.end_reason = r[3].as<std::string>();
+    out.push_back(e);
+  }
+  return out;
+}
+
+std::vector<int> DbInspector::applied_migrations() const {
+  pqxx::connection c(url_);
+  pqxx::nontransaction tx(c);
+  std::vector<int> out;
+  for (const auto& r : tx.exec("SELECT version FROM schema_migrations ORDER BY version")) out.push_back(r[0].as<int>());
+  return out;
+}
+
+std::int64_t DbInspector::count_rows(const std::string& table) const {
+  pqxx::connection c(url_);
+  pqxx::nontransaction tx(c);
+  return tx.exec1("SELECT count(*) FROM " + c.quote_name(table))[0].as<std::int64_t>();
+}
+
+std::vector<int> DbInspector::backend_pids(const std::string& prefix) const {
+  pqxx::connection c(url_);
+  pqxx::nontransaction tx(c);
+  std::vector<int> out;
+  for (const auto& r : tx.exec_params("SELECT pid FROM pg_stat_activity WHERE application_name LIKE $1 || '%'",
+                                      prefix))
+    out.push_back(r[0].as<int>());
+  return out;
+}
+
+}  // namespace baton::testing

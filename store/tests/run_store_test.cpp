@@ -1,0 +1,176 @@
+// Every transition of PgRunStore against real PostgreSQL: each predicate
+// (version, state, epoch, worker, attempt, lease token) is shown to matter.
+#include <gtest/gtest.h>
+
+#include "store_test_support.h"
+
+using namespace baton;
+using namespace baton::store;
+using namespace baton::store::pg;
+using namespace baton::store::pg::test;
+
+namespace {
+
+class RunStoreTest : public ::testing::Test {
+ protected:
+  std::string url = baton::testing::PgInstance::shared().fresh_database("runs");
+  PgRunStore runs{url, "test-runs"};
+  Epoch epoch = force_election(url, "n1");
+
+  RunRow read(RunId id) {
+    auto r = runs.read_run(id);
+    EXPECT_TRUE(r && r->has_value());
+    return r && *r ? **r : RunRow{};
+  }
+  RunId create(int max_attempts = 3, std::optional<std::string> key = std::nullopt) {
+    NewRun n;
+    n.max_attempts = max_attempts;
+    n.idempotency_key = std::move(key);
+    auto r = runs.create_run(epoch, n);
+    EXPECT_TRUE(r && r->outcome == WriteOutcome::applied);
+    return r ? r->run : RunId{0};
+  }
+  std::int64_t scalar(const std::string& sql) {
+    pqxx::connection c(url);
+    pqxx::nontransaction tx(c);
+    return tx.exec1(sql)[0].as<std::int64_t>();
+  }
+};
+
+}  // namespace
+
+TEST_F(RunStoreTest, HappyPathWritesStateAttemptRowAndTransitions) {
+  RunId id = create();
+  RunRow r = read(id);
+  EXPECT_EQ(r.state, RunState::pending);
+  auto a = runs.assign({id, r.version, epoch}, "w1");
+  ASSERT_TRUE(a);
+  ASSERT_EQ(a->outcome, WriteOutcome::applied);
+  EXPECT_EQ(a->new_version.value, r.version.value + 1);
+  EXPECT_EQ(a->lease_token.size(), 36u);
+  AttemptFence att{"w1", 1, a->lease_token};
+  auto s = runs.start({id, a->new_version, epoch}, att, Millis{5000});
+  ASSERT_EQ(s->outcome, WriteOutcome::applied);
+  auto h = runs.heartbeat({id, s->new_version, epoch}, att, Millis{5000});
+  ASSERT_EQ(h->outcome, WriteOutcome::applied);
+  Finish fin;
+  fin.exit_code = 0;
+  auto f = runs.finish({id, h->new_version, epoch}, att, fin);
+  ASSERT_EQ(f->outcome, WriteOutcome::applied);
+  EXPECT_EQ(read(id).state, RunState::succeeded);
+  EXPECT_EQ(scalar("SELECT count(*) FROM job_run_attempts WHERE outcome = 'SUCCEEDED' AND exit_code = 0"), 1);
+  EXPECT_EQ(scalar("SELECT count(*) FROM job_run_transitions WHERE run_id = " + std::to_string(id.value)), 4);
+  EXPECT_EQ(scalar("SELECT count(*) FROM dead_letters"), 0);
+}
+
+TEST_F(RunStoreTest, StartNeedsTheAssignedWorkerAndTheCurrentLeaseToken) {
+  RunId id = create();
+  auto a = runs.assign({id, Version{1}, epoch}, "w1");
+  RunFence f{id, a->new_version, epoch};
+  EXPECT_EQ(runs.start(f, {"w2", 1, a->lease_token}, Millis{1000})->outcome, WriteOutcome::conflict);
+  EXPECT_EQ(runs.start(f, {"w1", 1, "00000000-0000-4000-8000-000000000000"}, Millis{1000})->outcome,
+            WriteOutcome::conflict);
+  EXPECT_EQ(runs.start(f, {"w1", 2, a->lease_token}, Millis{1000})->outcome, WriteOutcome::conflict);
+  EXPECT_EQ(read(id).state, RunState::assigned);
+  EXPECT_EQ(runs.start(f, {"w1", 1, a->lease_token}, Millis{1000})->outcome, WriteOutcome::applied);
+}
+
+TEST_F(RunStoreTest, StaleVersionIsConflictAndStaleEpochIsFenced) {
+  RunId id = create();
+  auto a = runs.assign({id, Version{1}, epoch}, "w1");
+  ASSERT_EQ(a->outcome, WriteOutcome::applied);
+  // Same epoch, old version: somebody else wrote first.
+  EXPECT_EQ(runs.assign({id, Version{1}, epoch}, "w2")->outcome, WriteOutcome::conflict);
+  Epoch newer = force_election(url, "n2");
+  auto stale = runs.orphan({id, a->new_version, epoch});
+  ASSERT_TRUE(stale);
+  EXPECT_EQ(stale->outcome, WriteOutcome::fenced);
+  EXPECT_EQ(stale->current_epoch, newer);
+  EXPECT_EQ(read(id).state, RunState::assigned);
+  EXPECT_EQ(runs.create_run(epoch, NewRun{})->outcome, WriteOutcome::fenced);
+  EXPECT_EQ(runs.orphan({id, a->new_version, newer})->outcome, WriteOutcome::applied);
+}
+
+TEST_F(RunStoreTest, OrphanedRunIsReassignedWithNextAttemptAndNewToken) {
+  RunId id = create();
+  auto a = runs.assign({id, Version{1}, epoch}, "w1");
+  auto o = runs.orphan({id, a->new_version, epoch});
+  ASSERT_EQ(o->outcome, WriteOutcome::applied);
+  auto b = runs.reassign({id, o->new_version, epoch}, RunState::orphaned, "w2");
+  ASSERT_EQ(b->outcome, WriteOutcome::applied);
+  EXPECT_EQ(b->attempt, 2);
+  EXPECT_NE(b->lease_token, a->lease_token);
+  // The first worker's token no longer starts anything.
+  EXPECT_EQ(runs.start({id, b->new_version, epoch}, {"w1", 1, a->lease_token}, Millis{1000})->outcome,
+            WriteOutcome::conflict);
+  EXPECT_EQ(runs.start({id, b->new_version, epoch}, {"w2", 2, b->lease_token}, Millis{1000})->outcome,
+            WriteOutcome::applied);
+}
+
+TEST_F(RunStoreTest, FailedAttemptsRetryThenDeadLetter) {
+  RunId id = create(/*max_attempts=*/2);
+  Version v{1};
+  auto a = runs.assign({id, v, epoch}, "w1");
+  auto s = runs.start({id, a->new_version, epoch}, {"w1", 1, a->lease_token}, Millis{1000});
+  Finish fail;
+  fail.final_state = RunState::failed;
+  fail.exit_code = 3;
+  fail.error_msg = "exit 3";
+  auto r = runs.retry_later({id, s->new_version, epoch}, {"w1", 1, a->lease_token}, fail, Millis{10});
+  ASSERT_EQ(r->outcome, WriteOutcome::applied);
+  EXPECT_EQ(read(id).state, RunState::retry_waiting);
+  auto b = runs.reassign({id, r->new_version, epoch}, RunState::retry_waiting, "w2");
+  ASSERT_EQ(b->outcome, WriteOutcome::applied);
+  EXPECT_EQ(b->attempt, 2);
+  AttemptFence att2{"w2", 2, b->lease_token};
+  auto s2 = runs.start({id, b->new_version, epoch}, att2, Millis{1000});
+  auto f = runs.finish({id, s2->new_version, epoch}, att2, fail);
+  ASSERT_EQ(f->outcome, WriteOutcome::applied);
+  EXPECT_EQ(read(id).state, RunState::failed);
+  EXPECT_EQ(scalar("SELECT count(*) FROM dead_letters WHERE run_id = " + std::to_string(id.value) +
+                   " AND attempts = 2 AND triage_status = 'pending'"),
+            1);
+  EXPECT_EQ(scalar("SELECT count(*) FROM job_run_attempts WHERE run_id = " + std::to_string(id.value)), 2);
+}
+
+TEST_F(RunStoreTest, ConfirmingAndAdoptionByANewLeader) {
+  RunId id = create();
+  auto a = runs.assign({id, Version{1}, epoch}, "w1");
+  AttemptFence att{"w1", 1, a->lease_token};
+  auto s = runs.start({id, a->new_version, epoch}, att, Millis{1000});
+  auto c = runs.begin_confirming({id, s->new_version, epoch}, Millis{30000});
+  ASSERT_EQ(c->outcome, WriteOutcome::applied);
+  EXPECT_EQ(read(id).continuation, ContinuationState::confirming);
+  Epoch newer = force_election(url, "n2");
+  // The new leader cannot heartbeat or finish a run it has not adopted.
+  EXPECT_EQ(runs.heartbeat({id, c->new_version, newer}, att, Millis{1000})->outcome, WriteOutcome::conflict);
+  auto ad = runs.adopt({id, c->new_version, newer}, att);
+  ASSERT_EQ(ad->outcome, WriteOutcome::applied);
+  RunRow r = read(id);
+  EXPECT_EQ(r.continuation, ContinuationState::none);
+  EXPECT_EQ(r.leader_epoch, newer);
+  EXPECT_EQ(r.state, RunState::running);
+  EXPECT_EQ(runs.finish({id, ad->new_version, newer}, att, Finish{})->outcome, WriteOutcome::applied);
+}
+
+TEST_F(RunStoreTest, CancelFromEveryActiveStateAndIdempotencyKeys) {
+  RunId id = create(3, "key-1");
+  auto dup = runs.create_run(epoch, NewRun{std::nullopt, "key-1", 1, 0, "api", "{}"});
+  ASSERT_TRUE(dup);
+  EXPECT_EQ(dup->outcome, WriteOutcome::conflict);
+  EXPECT_EQ(runs.cancel({id, Version{1}, epoch}, RunState::assigned, "wrong state")->outcome,
+            WriteOutcome::conflict);
+  auto c = runs.cancel({id, Version{1}, epoch}, RunState::pending, "operator");
+  ASSERT_EQ(c->outcome, WriteOutcome::applied);
+  EXPECT_EQ(read(id).state, RunState::canceled);
+  // The key is free again once its run is no longer active.
+  EXPECT_EQ(runs.create_run(epoch, NewRun{std::nullopt, "key-1", 1, 0, "api", "{}"})->outcome,
+            WriteOutcome::applied);
+}
+
+TEST_F(RunStoreTest, UnreachableDatabaseIsAnErrorNotAnOutcome) {
+  PgRunStore dead("postgresql://postgres@127.0.0.1:1/x", "dead");
+  auto r = dead.assign({RunId{1}, Version{1}, epoch}, "w1");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, Errc::db_unavailable);
+}

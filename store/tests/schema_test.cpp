@@ -1,0 +1,96 @@
+// The database itself rejects what SPEC section 3 forbids, even from raw SQL.
+#include <gtest/gtest.h>
+
+#include <pqxx/pqxx>
+
+#include "baton/core/run_state.h"
+#include "store_test_support.h"
+
+using namespace baton;
+using namespace baton::store::pg::test;
+
+namespace {
+
+// A legal path from PENDING to each state, to set up the "from" side.
+std::vector<RunState> path_to(RunState s) {
+  using S = RunState;
+  switch (s) {
+    case S::pending: return {};
+    case S::assigned: return {S::assigned};
+    case S::running: return {S::assigned, S::running};
+    case S::retry_waiting: return {S::assigned, S::running, S::retry_waiting};
+    case S::orphaned: return {S::assigned, S::orphaned};
+    case S::succeeded: return {S::assigned, S::running, S::succeeded};
+    case S::failed: return {S::assigned, S::running, S::failed};
+    case S::timed_out: return {S::assigned, S::running, S::timed_out};
+    case S::canceled: return {S::canceled};
+  }
+  return {};
+}
+
+// Raw UPDATE that satisfies every CHECK constraint, so only the transition
+// trigger can refuse it.
+bool raw_move(pqxx::connection& c, std::int64_t id, RunState to) {
+  try {
+    pqxx::work tx(c);
+    tx.exec_params(
+        "UPDATE job_runs SET state = $2, version = version + 1, assigned_worker_id = 'w1',"
+        " lease_token = gen_random_uuid(), next_attempt_at = now() WHERE id = $1",
+        id, std::string(to_string(to)));
+    tx.commit();
+    return true;
+  } catch (const pqxx::sql_error& e) {
+    EXPECT_NE(std::string(e.what()).find("job_runs"), std::string::npos) << e.what();
+    return false;
+  }
+}
+
+class Schema : public ::testing::Test {
+ protected:
+  std::string url = baton::testing::PgInstance::shared().fresh_database("schema");
+};
+
+}  // namespace
+
+TEST_F(Schema, DatabaseRejectsEveryIllegalTransitionPair) {
+  pqxx::connection c(url);
+  int accepted = 0, rejected = 0;
+  for (RunState from : all_run_states) {
+    for (RunState to : all_run_states) {
+      if (from == to) continue;
+      std::int64_t id = insert_pending_runs(url, 1);
+      for (RunState step : path_to(from)) ASSERT_TRUE(raw_move(c, id, step)) << "setting up " << to_string(from);
+      bool ok = raw_move(c, id, to);
+      EXPECT_EQ(ok, legal_transition(from, to)) << to_string(from) << " -> " << to_string(to);
+      (ok ? accepted : rejected)++;
+    }
+  }
+  EXPECT_EQ(accepted, 15);
+  EXPECT_EQ(rejected, 9 * 8 - 15);
+}
+
+TEST_F(Schema, DatabaseRejectsWritesThatSkipTheVersionOrRewindEpochs) {
+  pqxx::connection c(url);
+  std::int64_t id = insert_pending_runs(url, 1);
+  auto fails = [&](const std::string& sql) {
+    try {
+      pqxx::work tx(c);
+      tx.exec_params(sql, id);
+      tx.commit();
+      return false;
+    } catch (const pqxx::sql_error&) {
+      return true;
+    }
+  };
+  EXPECT_TRUE(fails("UPDATE job_runs SET priority = 5 WHERE id = $1"));  // version not bumped
+  EXPECT_TRUE(fails("UPDATE job_runs SET version = version + 2 WHERE id = $1"));
+  EXPECT_FALSE(fails("UPDATE job_runs SET leader_epoch = 5, version = version + 1 WHERE id = $1"));
+  EXPECT_TRUE(fails("UPDATE job_runs SET leader_epoch = 4, version = version + 1 WHERE id = $1"));
+  EXPECT_TRUE(fails("UPDATE job_runs SET attempt = 2, version = version + 1 WHERE id = $1"));
+  EXPECT_TRUE(fails("INSERT INTO job_runs (state, leader_epoch) VALUES ('RUNNING', 1) RETURNING $1::bigint"));
+  EXPECT_TRUE(fails("UPDATE job_runs SET state = 'ASSIGNED', version = version + 1 WHERE id = $1"))
+      << "ASSIGNED without a worker and lease token";
+  force_election(url, "n1");
+  EXPECT_TRUE(fails("UPDATE leader_lease SET epoch = epoch - 1 WHERE $1 > 0"));
+  EXPECT_TRUE(fails("DELETE FROM leader_lease WHERE $1 > 0"));
+}

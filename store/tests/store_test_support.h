@@ -1,0 +1,66 @@
+#pragma once
+// Helpers shared by the PostgreSQL-backed store tests. Raw SQL here is test
+// scaffolding (setting up rows and reading them back), never a run-state
+// write path of the product.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <pqxx/pqxx>
+#include <string>
+#include <thread>
+
+#include "baton/store_pg/pg_lease_store.h"
+#include "baton/store_pg/pg_run_store.h"
+#include "baton/store_testing/pg_instance.h"
+
+namespace baton::store::pg::test {
+
+inline NodeIdentity node(const std::string& name) { return NodeIdentity{name, name + "-incarnation", name + ":1"}; }
+
+/// Makes `who` leader at a new epoch whatever the lease says (releases the
+/// current holder first, as if its lease had expired). Returns the epoch.
+inline Epoch force_election(const std::string& url, const std::string& who) {
+  {
+    pqxx::connection c(url);
+    pqxx::nontransaction tx(c);
+    tx.exec("UPDATE leader_lease SET released = true");
+  }
+  PgLeaseStore lease(url, "test-elect");
+  auto r = lease.campaign(node(who), Millis{60000});
+  EXPECT_TRUE(r && r->won);
+  return r ? r->lease.epoch : Epoch{0};
+}
+
+/// Inserts `n` PENDING runs with raw SQL and returns the first id.
+inline std::int64_t insert_pending_runs(const std::string& url, int n, int max_attempts = 3) {
+  pqxx::connection c(url);
+  pqxx::work tx(c);
+  auto r = tx.exec_params1(
+      "WITH ins AS (INSERT INTO job_runs (leader_epoch, max_attempts) SELECT 0, $2 FROM generate_series(1, $1)"
+      " RETURNING id) SELECT min(id) FROM ins",
+      n, max_attempts);
+  tx.commit();
+  return r[0].as<std::int64_t>();
+}
+
+/// Waits until the backend with this application_name is blocked on a lock.
+inline bool wait_until_blocked(const std::string& url, const std::string& app,
+                               std::chrono::milliseconds max = std::chrono::milliseconds(3000)) {
+  pqxx::connection c(url);
+  auto deadline = std::chrono::steady_clock::now() + max;
+  while (std::chrono::steady_clock::now() < deadline) {
+    pqxx::nontransaction tx(c);
+    auto r = tx.exec_params1(
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'", app);
+    if (r[0].as<int>() > 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+/// Commit timestamp of a transaction recorded with txid_current().
+inline std::string commit_ts_sql(const std::string& xid_expr) {
+  return "pg_xact_commit_timestamp(((" + xid_expr + ") % 4294967296)::text::xid)";
+}
+
+}  // namespace baton::store::pg::test
