@@ -58,7 +58,7 @@ bool parse_config_flag(const std::vector<std::string>& args, std::string& file, 
 /// Applies migrations, retrying while the database is unreachable for up to
 /// `timeout`; a clear error naming the address and the reason otherwise.
 baton::Result<baton::store::pg::MigrateReport> migrate_with_retry(const std::string& url, const std::string& by,
-                                                                   baton::Millis timeout) {
+                                                                  baton::Millis timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     auto r = baton::store::pg::migrate(url, by);
@@ -76,8 +76,9 @@ int cmd_migrate(const std::vector<std::string>& args) {
   if (!cfg) return fail("invalid config:\n" + cfg.error().message);
   baton::init_logging("migrate", cfg->log_level);
   auto r = migrate_with_retry(cfg->database_url, "baton migrate", cfg->database_start_timeout);
-  if (!r) return fail("migrate: cannot migrate database " + baton::store::pg::describe_url(cfg->database_url) +
-                      ": " + r.error().message);
+  if (!r)
+    return fail("migrate: cannot migrate database " + baton::store::pg::describe_url(cfg->database_url) + ": " +
+                r.error().message);
   std::cout << "schema at version " << r->current_version << " (applied " << r->applied.size() << " migration"
             << (r->applied.size() == 1 ? "" : "s") << ")\n";
   return 0;
@@ -99,8 +100,9 @@ int cmd_node(const std::vector<std::string>& args) {
   } else {
     baton::store::pg::PgLeaseStore probe(cfg->database_url, "baton-node-" + cfg->node_id + "-probe");
     auto r = probe.observe();
-    if (!r) return fail("node " + cfg->node_id + ": cannot start: database " + where + ": " + r.error().message +
-                        " (auto_migrate is false: run `baton migrate` first)");
+    if (!r)
+      return fail("node " + cfg->node_id + ": cannot start: database " + where + ": " + r.error().message +
+                  " (auto_migrate is false: run `baton migrate` first)");
   }
 
   baton::leader::NodePorts ports;
@@ -123,8 +125,7 @@ int main(int argc, char** argv) {
   try {
     if (command == "node") return cmd_node(args);
     if (command == "migrate") return cmd_migrate(args);
-    if (command == "worker" || command == "ctl")
-      return fail("'" + command + "' is not implemented in this build yet");
+    if (command == "worker" || command == "ctl") return fail("'" + command + "' is not implemented in this build yet");
     return fail("unknown command '" + command + "'\n" + usage);
   } catch (const std::exception& e) {
     return fail(std::string("fatal: ") + e.what(), 1);

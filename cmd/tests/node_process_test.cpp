@@ -38,24 +38,27 @@ class NodeProcess : public ::testing::Test {
   void TearDown() override {
     nodes_.clear();  // SIGKILL + reap anything still running
     for (int pid : stopped_backends_) ::kill(pid, SIGCONT);
-    if (!HasFailure()) std::filesystem::remove_all(dir_);
-    else std::printf("logs kept in %s\n", dir_.c_str());
+    if (!HasFailure())
+      std::filesystem::remove_all(dir_);
+    else
+      std::printf("logs kept in %s\n", dir_.c_str());
   }
 
   std::string write_config(const std::string& name, const std::string& node_id, const std::string& url,
                            const std::string& extra = "") {
     std::string path = dir_ + "/" + name + ".yaml";
     std::ofstream(path) << "node_id: " << node_id << "\nlisten: 127.0.0.1:" << (17000 + configs_++)
-                        << "\ndatabase:\n  url: " << url << "\n  start_timeout: 1s\nelection:\n  lease: "
-                        << lease.count() << "ms\n  renew_every: " << renew_every.count()
+                        << "\ndatabase:\n  url: " << url
+                        << "\n  start_timeout: 1s\nelection:\n  lease: " << lease.count()
+                        << "ms\n  renew_every: " << renew_every.count()
                         << "ms\n  safety_margin: " << safety_margin.count() << "ms\n  poll_every: 500ms\n"
                         << extra;
     return path;
   }
 
   ChildProcess& start(const std::string& name, const std::string& config) {
-    nodes_.push_back(std::make_unique<ChildProcess>(
-        std::vector<std::string>{BATON_BINARY, "node", "--config", config}, dir_ + "/" + name + ".log"));
+    nodes_.push_back(std::make_unique<ChildProcess>(std::vector<std::string>{BATON_BINARY, "node", "--config", config},
+                                                    dir_ + "/" + name + ".log"));
     return *nodes_.back();
   }
 
@@ -112,7 +115,8 @@ TEST_F(NodeProcess, ThreeNodesStartedAtOnceApplyEachMigrationOnceAndElectOneLead
   int applied_lines = 0, leaders = 0;
   for (auto* p : procs) {
     std::string log = p->log();
-    for (auto pos = log.find("migration_applied"); pos != std::string::npos; pos = log.find("migration_applied", pos + 1))
+    for (auto pos = log.find("migration_applied"); pos != std::string::npos;
+         pos = log.find("migration_applied", pos + 1))
       ++applied_lines;
     leaders += static_cast<int>(!led_epochs(*p).empty());
   }
@@ -247,7 +251,8 @@ TEST_F(NodeProcess, BadConfigurationExitsNonZeroNamingKeyAndFile) {
   const std::string db = "database:\n  url: postgresql://postgres@127.0.0.1:1/baton\n  start_timeout: 300ms\n";
   std::vector<Case> cases = {
       {"unknown-key", "node_id: n1\n" + db + "leese: 3s\n", {"unknown-key.yaml", "leese: unknown key"}},
-      {"bad-duration", "node_id: n1\n" + db + "election:\n  lease: 3 secs\n",
+      {"bad-duration",
+       "node_id: n1\n" + db + "election:\n  lease: 3 secs\n",
        {"bad-duration.yaml", "election.lease", "'3 secs'"}},
       {"no-url", "node_id: n1\n", {"no-url.yaml", "database.url: is required"}},
       {"unreachable", "node_id: n1\n" + db, {"127.0.0.1:1/baton", "refused"}},

@@ -46,8 +46,10 @@ TEST(ElectionSim, SafeUnderRandomFaultsAndLiveAfterHealing) {
       // Heal faults whose time is up (or all of them once the run heals).
       for (auto it = faults.begin(); it != faults.end();) {
         if (!faulting || c.clock().mono() >= it->until) {
-          if (it->kind == 0) c.node(it->node).paused = false;
-          else c.node(it->node).store.unavailable = false;
+          if (it->kind == 0)
+            c.node(it->node).paused = false;
+          else
+            c.node(it->node).store.unavailable = false;
           it = faults.erase(it);
         } else {
           ++it;

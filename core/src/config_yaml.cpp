@@ -139,8 +139,8 @@ Result<YAML::Node> load_yaml_file(const std::string& path) {
     if (!root.IsMap()) return error(path + ": top level must be a mapping of keys to values");
     return root;
   } catch (const YAML::Exception& e) {
-    return error(path + ": line " + std::to_string(e.mark.line + 1) + ", column " +
-                                            std::to_string(e.mark.column + 1) + ": " + e.msg);
+    return error(path + ": line " + std::to_string(e.mark.line + 1) + ", column " + std::to_string(e.mark.column + 1) +
+                 ": " + e.msg);
   }
 }
 

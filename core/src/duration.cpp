@@ -20,12 +20,18 @@ std::optional<Millis> parse_duration(std::string_view text, std::string* why) {
   if (ec != std::errc{} || ptr != text.data() + digits) return fail("'" + std::string(text) + "' is out of range");
   std::string_view unit = text.substr(digits);
   std::int64_t scale = 0;
-  if (unit == "ms") scale = 1;
-  else if (unit == "s") scale = 1000;
-  else if (unit == "m") scale = 60 * 1000;
-  else if (unit == "h") scale = 60 * 60 * 1000;
-  else if (unit.empty()) return fail("'" + std::string(text) + "' has no unit; write e.g. 500ms, 3s, 2m");
-  else return fail("'" + std::string(text) + "' has unknown unit '" + std::string(unit) + "' (use ms, s, m or h)");
+  if (unit == "ms")
+    scale = 1;
+  else if (unit == "s")
+    scale = 1000;
+  else if (unit == "m")
+    scale = 60 * 1000;
+  else if (unit == "h")
+    scale = 60 * 60 * 1000;
+  else if (unit.empty())
+    return fail("'" + std::string(text) + "' has no unit; write e.g. 500ms, 3s, 2m");
+  else
+    return fail("'" + std::string(text) + "' has unknown unit '" + std::string(unit) + "' (use ms, s, m or h)");
   if (n > std::numeric_limits<std::int64_t>::max() / scale) return fail("'" + std::string(text) + "' is out of range");
   return Millis{n * scale};
 }

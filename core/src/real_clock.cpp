@@ -4,8 +4,6 @@
 
 namespace baton {
 
-MonoTime RealClock::mono() const {
-  return MonoTime{std::chrono::steady_clock::now().time_since_epoch()};
-}
+MonoTime RealClock::mono() const { return MonoTime{std::chrono::steady_clock::now().time_since_epoch()}; }
 
 }  // namespace baton

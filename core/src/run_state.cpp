@@ -36,8 +36,7 @@ bool legal_transition(RunState from, RunState to) {
     case S::assigned: return to == S::running || to == S::orphaned || to == S::canceled;
     case S::orphaned: return to == S::assigned || to == S::failed || to == S::canceled;
     case S::running:
-      return to == S::succeeded || to == S::failed || to == S::timed_out || to == S::retry_waiting ||
-             to == S::canceled;
+      return to == S::succeeded || to == S::failed || to == S::timed_out || to == S::retry_waiting || to == S::canceled;
     case S::retry_waiting: return to == S::assigned || to == S::canceled;
     case S::succeeded:
     case S::failed:

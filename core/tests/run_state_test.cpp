@@ -10,11 +10,11 @@ using S = RunState;
 
 TEST(RunState, TransitionTableIsExactlySpecSection3) {
   const std::set<std::pair<S, S>> allowed = {
-      {S::pending, S::assigned},       {S::pending, S::canceled},       {S::assigned, S::running},
-      {S::assigned, S::orphaned},      {S::assigned, S::canceled},      {S::orphaned, S::assigned},
-      {S::orphaned, S::failed},        {S::orphaned, S::canceled},      {S::running, S::succeeded},
-      {S::running, S::failed},         {S::running, S::timed_out},      {S::running, S::retry_waiting},
-      {S::running, S::canceled},       {S::retry_waiting, S::assigned}, {S::retry_waiting, S::canceled},
+      {S::pending, S::assigned},  {S::pending, S::canceled},       {S::assigned, S::running},
+      {S::assigned, S::orphaned}, {S::assigned, S::canceled},      {S::orphaned, S::assigned},
+      {S::orphaned, S::failed},   {S::orphaned, S::canceled},      {S::running, S::succeeded},
+      {S::running, S::failed},    {S::running, S::timed_out},      {S::running, S::retry_waiting},
+      {S::running, S::canceled},  {S::retry_waiting, S::assigned}, {S::retry_waiting, S::canceled},
   };
   int legal = 0;
   for (S from : all_run_states)

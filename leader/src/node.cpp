@@ -24,8 +24,8 @@ static_assert(watchdog_every < Millis{100});
 int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bool>& stop) {
   NodeIdentity me{cfg.node_id, random_uuid(), cfg.listen};
   spdlog::info("node_start node={} incarnation={} endpoint={} lease={}ms renew_every={}ms safety_margin={}ms",
-               me.node_id, me.incarnation, me.endpoint, cfg.election.lease.count(),
-               cfg.election.renew_every.count(), cfg.election.safety_margin.count());
+               me.node_id, me.incarnation, me.endpoint, cfg.election.lease.count(), cfg.election.renew_every.count(),
+               cfg.election.safety_margin.count());
 
   auto store = ports.lease_store("baton-node-" + me.node_id);
   auto shutdown_store = ports.lease_store("baton-node-" + me.node_id + "-shutdown");
@@ -34,9 +34,8 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
   consensus::Elector elector(
       *store, clock, me, cfg.election,
       [&](const consensus::RoleChange& c) {
-        spdlog::info("role_change node={} incarnation={} from={} to={} epoch={} reason={}", me.node_id,
-                     me.incarnation, consensus::to_string(c.from), consensus::to_string(c.to), c.epoch.value,
-                     c.reason);
+        spdlog::info("role_change node={} incarnation={} from={} to={} epoch={} reason={}", me.node_id, me.incarnation,
+                     consensus::to_string(c.from), consensus::to_string(c.to), c.epoch.value, c.reason);
         role_for_registry.store(c.to == consensus::Role::leader ? 1 : 0);
       },
       [](Millis d) { std::this_thread::sleep_for(d); });
@@ -49,8 +48,7 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
       elector.step();
       auto now = clock.mono();
       if (!registered || now - last_registry >= registry_every) {
-        registered = static_cast<bool>(
-            store->record_node(me, role_for_registry.load() == 1 ? "leader" : "follower"));
+        registered = static_cast<bool>(store->record_node(me, role_for_registry.load() == 1 ? "leader" : "follower"));
         last_registry = now;
       }
     }

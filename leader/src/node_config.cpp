@@ -23,28 +23,35 @@ Result<NodeConfig> load_node_config(const std::string& file) {
   NodeConfig cfg;
 
   if (auto v = top.string("node_id", /*required=*/true)) {
-    if (valid_node_id(*v)) cfg.node_id = *v;
-    else errors.add("node_id", "must be 1-64 characters of letters, digits, '-', '_' or '.', got '" + *v + "'");
+    if (valid_node_id(*v))
+      cfg.node_id = *v;
+    else
+      errors.add("node_id", "must be 1-64 characters of letters, digits, '-', '_' or '.', got '" + *v + "'");
   }
   if (auto v = top.string("listen")) {
     auto colon = v->rfind(':');
     if (colon == std::string::npos || colon == 0 || colon + 1 == v->size())
       errors.add("listen", "must be HOST:PORT, got '" + *v + "'");
-    else cfg.listen = *v;
+    else
+      cfg.listen = *v;
   }
   if (auto v = top.boolean("auto_migrate")) cfg.auto_migrate = *v;
   if (auto v = top.string("log_level")) {
     static const char* levels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
     bool ok = false;
     for (const char* l : levels) ok = ok || *v == l;
-    if (ok) cfg.log_level = *v;
-    else errors.add("log_level", "must be one of trace, debug, info, warn, error, critical, off; got '" + *v + "'");
+    if (ok)
+      cfg.log_level = *v;
+    else
+      errors.add("log_level", "must be one of trace, debug, info, warn, error, critical, off; got '" + *v + "'");
   }
 
   ConfigMap db = top.map("database");
   if (auto v = db.string("url", /*required=*/true)) {
-    if (v->rfind("postgresql://", 0) == 0 || v->rfind("postgres://", 0) == 0) cfg.database_url = *v;
-    else errors.add("database.url", "must be a postgresql:// URL, got '" + *v + "'");
+    if (v->rfind("postgresql://", 0) == 0 || v->rfind("postgres://", 0) == 0)
+      cfg.database_url = *v;
+    else
+      errors.add("database.url", "must be a postgresql:// URL, got '" + *v + "'");
   }
   if (auto v = db.duration("start_timeout")) cfg.database_start_timeout = *v;
   db.reject_unknown_keys();

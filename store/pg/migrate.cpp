@@ -30,8 +30,8 @@ Result<MigrateReport> migrate(const std::string& url, const std::string& applied
     for (const Migration& m : embedded_migrations()) {
       if (std::find(done.begin(), done.end(), m.version) != done.end()) continue;
       tx.exec(m.sql);
-      tx.exec_params("INSERT INTO schema_migrations (version, name, applied_by) VALUES ($1, $2, $3)", m.version,
-                     m.name, applied_by);
+      tx.exec_params("INSERT INTO schema_migrations (version, name, applied_by) VALUES ($1, $2, $3)", m.version, m.name,
+                     applied_by);
       report.applied.push_back(m.version);
     }
     report.current_version = tx.exec1("SELECT coalesce(max(version), 0) FROM schema_migrations")[0].as<int>();

@@ -102,8 +102,7 @@ Result<WriteOutcome> PgLeaseStore::release(Epoch epoch, const NodeIdentity& me) 
       tx.abort();
       return WriteOutcome::fenced;
     }
-    tx.exec_params("UPDATE epoch_history SET ended_at = now(), end_reason = 'released' WHERE epoch = $1",
-                   epoch.value);
+    tx.exec_params("UPDATE epoch_history SET ended_at = now(), end_reason = 'released' WHERE epoch = $1", epoch.value);
     tx.exec_params("SELECT pg_notify($1, $2)", lease_channel, "released:" + std::to_string(epoch.value));
     tx.commit();
     return WriteOutcome::applied;

@@ -24,7 +24,7 @@ std::string with_default_timeouts(const std::string& url) {
 std::string describe_url(const std::string& url) {
   auto at = url.find('@');
   auto scheme = url.find("://");
-  std::string rest = at != std::string::npos ? url.substr(at + 1)
+  std::string rest = at != std::string::npos       ? url.substr(at + 1)
                      : scheme != std::string::npos ? url.substr(scheme + 3)
                                                    : url;
   if (auto q = rest.find('?'); q != std::string::npos) rest.resize(q);

@@ -22,8 +22,7 @@ std::string fenced_update(const std::string& set, const std::string& where, cons
          set +
          ", version = version + 1, leader_epoch = $3, updated_at = now()"
          " WHERE id = $1 AND version = $2 AND (SELECT epoch FROM fence) = $3 AND " +
-         where +
-         " RETURNING job_runs.*)" + extra_ctes +
+         where + " RETURNING job_runs.*)" + extra_ctes +
          " SELECT (SELECT epoch FROM fence), w.version, w.lease_token::text, w.attempt"
          " FROM (VALUES (1)) AS one(x) LEFT JOIN w ON true";
 }
@@ -60,41 +59,34 @@ const std::vector<Statement>& statements() {
       {"run_read",
        "SELECT id, state, version, attempt, max_attempts, leader_epoch, assigned_worker_id, lease_token::text,"
        " continuation_state FROM job_runs WHERE id = $1"},
-      {"run_assign",
-       fenced_update("state = 'ASSIGNED', assigned_worker_id = $4, lease_token = gen_random_uuid(),"
-                     " assigned_at = now(), continuation_state = 'NONE', continuation_deadline_at = NULL",
-                     "state = 'PENDING'")},
-      {"run_reassign",
-       fenced_update("state = 'ASSIGNED', attempt = attempt + 1, assigned_worker_id = $4,"
-                     " lease_token = gen_random_uuid(), assigned_at = now(), next_attempt_at = NULL,"
-                     " started_at = NULL, continuation_state = 'NONE', continuation_deadline_at = NULL",
-                     "state = $5 AND state IN ('ORPHANED', 'RETRY_WAITING')")},
+      {"run_assign", fenced_update("state = 'ASSIGNED', assigned_worker_id = $4, lease_token = gen_random_uuid(),"
+                                   " assigned_at = now(), continuation_state = 'NONE', continuation_deadline_at = NULL",
+                                   "state = 'PENDING'")},
+      {"run_reassign", fenced_update("state = 'ASSIGNED', attempt = attempt + 1, assigned_worker_id = $4,"
+                                     " lease_token = gen_random_uuid(), assigned_at = now(), next_attempt_at = NULL,"
+                                     " started_at = NULL, continuation_state = 'NONE', continuation_deadline_at = NULL",
+                                     "state = $5 AND state IN ('ORPHANED', 'RETRY_WAITING')")},
       {"run_start",
        fenced_update("state = 'RUNNING', started_at = now(), heartbeat_at = now(),"
                      " stale_after = now() + $7 * interval '1 millisecond'",
                      "state = 'ASSIGNED' AND assigned_worker_id = $4 AND attempt = $5 AND lease_token = $6::uuid")},
-      {"run_heartbeat",
-       fenced_update("heartbeat_at = now(), stale_after = now() + $7 * interval '1 millisecond'",
-                     "state = 'RUNNING' AND " + attempt_predicates)},
-      {"run_finish",
-       fenced_update("state = $7, finished_at = now(), " + finish_set, "state = 'RUNNING' AND " + attempt_predicates,
-                     attempt_row_cte + dead_letter_cte)},
+      {"run_heartbeat", fenced_update("heartbeat_at = now(), stale_after = now() + $7 * interval '1 millisecond'",
+                                      "state = 'RUNNING' AND " + attempt_predicates)},
+      {"run_finish", fenced_update("state = $7, finished_at = now(), " + finish_set,
+                                   "state = 'RUNNING' AND " + attempt_predicates, attempt_row_cte + dead_letter_cte)},
       {"run_retry_later",
-       fenced_update("state = 'RETRY_WAITING', next_attempt_at = now() + $12 * interval '1 millisecond', " +
-                         finish_set,
+       fenced_update("state = 'RETRY_WAITING', next_attempt_at = now() + $12 * interval '1 millisecond', " + finish_set,
                      "state = 'RUNNING' AND " + attempt_predicates, attempt_row_cte)},
       {"run_orphan", fenced_update("state = 'ORPHANED'", "state = 'ASSIGNED'")},
       {"run_fail_orphaned",
        fenced_update("state = 'FAILED', finished_at = now(), error_code = 'orphaned', error_msg = $4",
                      "state = 'ORPHANED'", dead_letter_cte)},
-      {"run_cancel",
-       fenced_update("state = 'CANCELED', finished_at = now(), error_code = 'canceled', error_msg = $5,"
-                     " continuation_state = 'NONE', continuation_deadline_at = NULL",
-                     "state = $4 AND state NOT IN ('SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELED')")},
-      {"run_begin_confirming",
-       fenced_update("continuation_state = 'CONFIRMING',"
-                     " continuation_deadline_at = now() + $4 * interval '1 millisecond'",
-                     "state = 'RUNNING' AND continuation_state = 'NONE'")},
+      {"run_cancel", fenced_update("state = 'CANCELED', finished_at = now(), error_code = 'canceled', error_msg = $5,"
+                                   " continuation_state = 'NONE', continuation_deadline_at = NULL",
+                                   "state = $4 AND state NOT IN ('SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELED')")},
+      {"run_begin_confirming", fenced_update("continuation_state = 'CONFIRMING',"
+                                             " continuation_deadline_at = now() + $4 * interval '1 millisecond'",
+                                             "state = 'RUNNING' AND continuation_state = 'NONE'")},
       {"run_adopt",
        fenced_update("continuation_state = 'NONE', continuation_deadline_at = NULL",
                      "state = 'RUNNING' AND assigned_worker_id = $4 AND attempt = $5 AND lease_token = $6::uuid")},
@@ -119,8 +111,7 @@ WriteResult classify(const pqxx::row& r, Epoch writer) {
 
 }  // namespace
 
-PgRunStore::PgRunStore(const std::string& url, const std::string& application_name)
-    : session_(url, application_name) {
+PgRunStore::PgRunStore(const std::string& url, const std::string& application_name) : session_(url, application_name) {
   session_.on_connect([](pqxx::connection& c) {
     for (const auto& s : statements()) c.prepare(s.name, s.sql);
   });
@@ -130,8 +121,8 @@ template <class... Args>
 Result<WriteResult> PgRunStore::fenced(const char* statement, const RunFence& f, Args&&... args) {
   return session_.with<WriteResult>([&](pqxx::connection& c) -> Result<WriteResult> {
     pqxx::work tx{c};
-    auto row = tx.exec_prepared1(statement, f.run.value, f.expected_version.value, f.epoch.value,
-                                 std::forward<Args>(args)...);
+    auto row =
+        tx.exec_prepared1(statement, f.run.value, f.expected_version.value, f.epoch.value, std::forward<Args>(args)...);
     tx.commit();
     return classify(row, f.epoch);
   });
@@ -140,8 +131,8 @@ Result<WriteResult> PgRunStore::fenced(const char* statement, const RunFence& f,
 Result<CreateResult> PgRunStore::create_run(Epoch epoch, const NewRun& run) {
   return session_.with<CreateResult>([&](pqxx::connection& c) -> Result<CreateResult> {
     pqxx::work tx{c};
-    auto r = tx.exec_prepared1("run_create", epoch.value, run.job_definition_id, run.idempotency_key,
-                               run.max_attempts, run.priority, run.trigger_kind, run.payload_json);
+    auto r = tx.exec_prepared1("run_create", epoch.value, run.job_definition_id, run.idempotency_key, run.max_attempts,
+                               run.priority, run.trigger_kind, run.payload_json);
     tx.commit();
     CreateResult out;
     out.current_epoch = Epoch{r[0].as<std::int64_t>()};
@@ -201,12 +192,10 @@ Result<WriteResult> PgRunStore::finish(const RunFence& f, const AttemptFence& a,
                 fin.result_json, fin.error_code, fin.error_msg, fin.exit_code);
 }
 
-Result<WriteResult> PgRunStore::retry_later(const RunFence& f, const AttemptFence& a, const Finish& fin,
-                                            Millis delay) {
+Result<WriteResult> PgRunStore::retry_later(const RunFence& f, const AttemptFence& a, const Finish& fin, Millis delay) {
   BATON_ASSERT(fin.final_state == RunState::failed || fin.final_state == RunState::timed_out);
-  return fenced("run_retry_later", f, a.worker_id, a.attempt, a.lease_token,
-                std::string(to_string(fin.final_state)), fin.result_json, fin.error_code, fin.error_msg,
-                fin.exit_code, delay.count());
+  return fenced("run_retry_later", f, a.worker_id, a.attempt, a.lease_token, std::string(to_string(fin.final_state)),
+                fin.result_json, fin.error_code, fin.error_msg, fin.exit_code, delay.count());
 }
 
 Result<WriteResult> PgRunStore::orphan(const RunFence& f) { return fenced("run_orphan", f); }

@@ -84,8 +84,8 @@ std::string PgInstance::fresh_database(const std::string& prefix, bool migrated)
 LeaseRow DbInspector::lease() const {
   pqxx::connection c(url_);
   pqxx::nontransaction tx(c);
-  auto r = tx.exec1(
-      "SELECT epoch, coalesce(leader_id, ''), coalesce(leader_incarnation, ''), released FROM leader_lease");
+  auto r =
+      tx.exec1("SELECT epoch, coalesce(leader_id, ''), coalesce(leader_incarnation, ''), released FROM leader_lease");
   return {r[0].as<std::int64_t>(), r[1].as<std::string>(), r[2].as<std::string>(), r[3].as<bool>()};
 }
 
@@ -120,8 +120,7 @@ std::vector<int> DbInspector::backend_pids(const std::string& prefix) const {
   pqxx::connection c(url_);
   pqxx::nontransaction tx(c);
   std::vector<int> out;
-  for (const auto& r : tx.exec_params("SELECT pid FROM pg_stat_activity WHERE application_name LIKE $1 || '%'",
-                                      prefix))
+  for (const auto& r : tx.exec_params("SELECT pid FROM pg_stat_activity WHERE application_name LIKE $1 || '%'", prefix))
     out.push_back(r[0].as<int>());
   return out;
 }

@@ -59,12 +59,11 @@ struct Verdict {
 Verdict judge(const std::string& url, RunId run, Epoch stale) {
   pqxx::connection c(url);
   pqxx::nontransaction tx(c);
-  auto r = tx.exec_params(
-      "SELECT count(*), count(*) FILTER (WHERE " + commit_ts_sql("t.xid") + " > " +
-          commit_ts_sql("h.election_xid") +
-          ") FROM job_run_transitions t JOIN epoch_history h ON h.epoch = t.leader_epoch + 1"
-          " WHERE t.run_id = $1 AND t.to_state = 'ASSIGNED' AND t.leader_epoch = $2",
-      run.value, stale.value);
+  auto r = tx.exec_params("SELECT count(*), count(*) FILTER (WHERE " + commit_ts_sql("t.xid") + " > " +
+                              commit_ts_sql("h.election_xid") +
+                              ") FROM job_run_transitions t JOIN epoch_history h ON h.epoch = t.leader_epoch + 1"
+                              " WHERE t.run_id = $1 AND t.to_state = 'ASSIGNED' AND t.leader_epoch = $2",
+                          run.value, stale.value);
   return {r[0][0].as<int>() > 0, r[0][1].as<int>() > 0};
 }
 
@@ -117,11 +116,11 @@ TEST_P(FenceInterleaving, RowLockHeldWhileElectionStarts) {
   auto e = election.get();
   ASSERT_TRUE(e && e->won);
   Verdict v = judge(url, run, stale);
-  std::printf("fence=%s election_blocked=%d write=%s write_returned=#%d election_returned=#%d "
-              "committed_after_election=%d\n",
-              GetParam() == Fence::naive_subquery ? "naive" : "lease_row_lock", election_blocked,
-              std::string(to_string(w.outcome)).c_str(), write_returned, election_returned,
-              v.write_committed_after_election);
+  std::printf(
+      "fence=%s election_blocked=%d write=%s write_returned=#%d election_returned=#%d "
+      "committed_after_election=%d\n",
+      GetParam() == Fence::naive_subquery ? "naive" : "lease_row_lock", election_blocked,
+      std::string(to_string(w.outcome)).c_str(), write_returned, election_returned, v.write_committed_after_election);
   if (GetParam() == Fence::lease_row_lock) {
     EXPECT_TRUE(election_blocked);
     EXPECT_EQ(w.outcome, WriteOutcome::applied) << "the write held the fence before the election began";
@@ -162,11 +161,11 @@ TEST_P(FenceInterleaving, ElectionLockedLeaseBeforeWriteStarts) {
 
   WriteReport w = write.get();
   Verdict v = judge(url, run, stale);
-  std::printf("fence=%s write_blocked=%d write=%s write_returned=#%d election_returned=#%d "
-              "committed_after_election=%d\n",
-              GetParam() == Fence::naive_subquery ? "naive" : "lease_row_lock", write_blocked,
-              std::string(to_string(w.outcome)).c_str(), write_returned, election_returned,
-              v.write_committed_after_election);
+  std::printf(
+      "fence=%s write_blocked=%d write=%s write_returned=#%d election_returned=#%d "
+      "committed_after_election=%d\n",
+      GetParam() == Fence::naive_subquery ? "naive" : "lease_row_lock", write_blocked,
+      std::string(to_string(w.outcome)).c_str(), write_returned, election_returned, v.write_committed_after_election);
   EXPECT_FALSE(v.write_committed_after_election);
   if (GetParam() == Fence::lease_row_lock) {
     EXPECT_TRUE(write_blocked) << "the write should wait for the election's FOR UPDATE";

@@ -158,14 +158,12 @@ TEST_F(RunStoreTest, CancelFromEveryActiveStateAndIdempotencyKeys) {
   auto dup = runs.create_run(epoch, NewRun{std::nullopt, "key-1", 1, 0, "api", "{}"});
   ASSERT_TRUE(dup);
   EXPECT_EQ(dup->outcome, WriteOutcome::conflict);
-  EXPECT_EQ(runs.cancel({id, Version{1}, epoch}, RunState::assigned, "wrong state")->outcome,
-            WriteOutcome::conflict);
+  EXPECT_EQ(runs.cancel({id, Version{1}, epoch}, RunState::assigned, "wrong state")->outcome, WriteOutcome::conflict);
   auto c = runs.cancel({id, Version{1}, epoch}, RunState::pending, "operator");
   ASSERT_EQ(c->outcome, WriteOutcome::applied);
   EXPECT_EQ(read(id).state, RunState::canceled);
   // The key is free again once its run is no longer active.
-  EXPECT_EQ(runs.create_run(epoch, NewRun{std::nullopt, "key-1", 1, 0, "api", "{}"})->outcome,
-            WriteOutcome::applied);
+  EXPECT_EQ(runs.create_run(epoch, NewRun{std::nullopt, "key-1", 1, 0, "api", "{}"})->outcome, WriteOutcome::applied);
 }
 
 TEST_F(RunStoreTest, UnreachableDatabaseIsAnErrorNotAnOutcome) {

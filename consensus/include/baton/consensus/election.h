@@ -36,7 +36,7 @@ const char* to_string(Role r);
 
 struct ElectorState {
   Role role = Role::follower;
-  Epoch epoch{0};          ///< leader: the epoch led; follower: the last epoch led, if any
+  Epoch epoch{0};           ///< leader: the epoch led; follower: the last epoch led, if any
   MonoTime confirmed_at{};  ///< leader: send time of the last write that confirmed the lease
   Epoch highest_epoch_seen{0};
   /// Set when we stopped leading without the database knowing (renewal not
@@ -59,10 +59,10 @@ struct Transition {
 };
 
 enum class ActionKind {
-  release,   ///< give up state.must_release
-  renew,     ///< renew state.epoch
-  observe,   ///< read the lease (follower)
-  wait,      ///< leader: nothing due before `wait` elapses
+  release,  ///< give up state.must_release
+  renew,    ///< renew state.epoch
+  observe,  ///< read the lease (follower)
+  wait,     ///< leader: nothing due before `wait` elapses
 };
 
 struct Action {
@@ -86,8 +86,7 @@ bool should_campaign(const store::LeaseView& seen);
 Millis follower_wait(const store::LeaseView& seen, const ElectionConfig& cfg);
 
 Transition on_observed(const ElectorState& s, const store::LeaseView& seen);
-Transition on_campaign(const ElectorState& s, const store::CampaignResult& r, MonoTime sent_at,
-                       const NodeIdentity& me);
+Transition on_campaign(const ElectorState& s, const store::CampaignResult& r, MonoTime sent_at, const NodeIdentity& me);
 Transition on_renew(const ElectorState& s, store::WriteOutcome o, MonoTime sent_at);
 Transition on_released(const ElectorState& s);
 /// Leader -> follower now; `release` marks the epoch to be released.

@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define BATON_ASSERT(cond)                                                                         \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      std::fprintf(stderr, "baton: assertion failed: %s at %s:%d\n", #cond, __FILE__, __LINE__);  \
-      std::abort();                                                                                \
-    }                                                                                              \
+#define BATON_ASSERT(cond)                                                                       \
+  do {                                                                                           \
+    if (!(cond)) {                                                                               \
+      std::fprintf(stderr, "baton: assertion failed: %s at %s:%d\n", #cond, __FILE__, __LINE__); \
+      std::abort();                                                                              \
+    }                                                                                            \
   } while (0)

@@ -23,8 +23,8 @@ enum class RunState {
 };
 
 inline constexpr std::array<RunState, 9> all_run_states{
-    RunState::pending, RunState::assigned,  RunState::running,   RunState::retry_waiting, RunState::orphaned,
-    RunState::succeeded, RunState::failed, RunState::timed_out, RunState::canceled};
+    RunState::pending,   RunState::assigned, RunState::running,   RunState::retry_waiting, RunState::orphaned,
+    RunState::succeeded, RunState::failed,   RunState::timed_out, RunState::canceled};
 
 /// The database spelling ("PENDING", ...).
 std::string_view to_string(RunState s);

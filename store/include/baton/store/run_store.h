@@ -31,10 +31,10 @@ struct AttemptFence {
 
 struct WriteResult {
   WriteOutcome outcome = WriteOutcome::conflict;
-  Epoch current_epoch{0};           ///< the lease epoch the write was judged against
-  Version new_version{0};           ///< when applied
-  std::string lease_token;          ///< when applied and the row has one
-  int attempt = 0;                  ///< when applied
+  Epoch current_epoch{0};   ///< the lease epoch the write was judged against
+  Version new_version{0};   ///< when applied
+  std::string lease_token;  ///< when applied and the row has one
+  int attempt = 0;          ///< when applied
 };
 
 struct NewRun {
