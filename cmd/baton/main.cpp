@@ -13,11 +13,16 @@
 #include <vector>
 
 #include "baton/core/log.h"
+#include "baton/leader/job_files.h"
 #include "baton/leader/node.h"
 #include "baton/leader/node_config.h"
 #include "baton/store_pg/migrate.h"
+#include "baton/store_pg/pg_leader_store.h"
 #include "baton/store_pg/pg_lease_store.h"
+#include "baton/store_pg/pg_run_store.h"
 #include "baton/store_pg/pg_session.h"
+#include "baton/worker/agent.h"
+#include "baton/worker/worker_config.h"
 
 namespace {
 
@@ -30,8 +35,9 @@ constexpr const char* usage =
     "commands:\n"
     "  node --config FILE      run a coordinator node\n"
     "  migrate --config FILE   apply schema migrations and exit\n"
+    "  worker --config FILE    run a worker agent\n"
     "\n"
-    "`baton worker` and `baton ctl` are not part of this build yet.\n";
+    "`baton ctl` is not part of this build yet (use the HTTP API).\n";
 
 int fail(const std::string& message, int code = 2) {
   std::cerr << "baton: " << message;
@@ -84,6 +90,18 @@ int cmd_migrate(const std::vector<std::string>& args) {
   return 0;
 }
 
+int cmd_worker(const std::vector<std::string>& args) {
+  std::string file, error;
+  if (!parse_config_flag(args, file, error)) return fail("worker: " + error + "\n" + usage);
+  auto cfg = baton::worker::load_worker_config(file);
+  if (!cfg) return fail("invalid config:\n" + cfg.error().message);
+  baton::init_logging(cfg->worker_id, cfg->log_level);
+  std::signal(SIGTERM, on_signal);
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGPIPE, SIG_IGN);
+  return baton::worker::run_agent(*cfg, stop_requested);
+}
+
 int cmd_node(const std::vector<std::string>& args) {
   std::string file, error;
   if (!parse_config_flag(args, file, error)) return fail("node: " + error + "\n" + usage);
@@ -92,6 +110,7 @@ int cmd_node(const std::vector<std::string>& args) {
   baton::init_logging(cfg->node_id, cfg->log_level);
   std::signal(SIGTERM, on_signal);
   std::signal(SIGINT, on_signal);
+  std::signal(SIGPIPE, SIG_IGN);
 
   const std::string where = baton::store::pg::describe_url(cfg->database_url);
   if (cfg->auto_migrate) {
@@ -105,9 +124,26 @@ int cmd_node(const std::vector<std::string>& args) {
                   " (auto_migrate is false: run `baton migrate` first)");
   }
 
+  if (!cfg->jobs_dir.empty()) {
+    auto jobs = baton::leader::load_job_files(cfg->jobs_dir);
+    if (!jobs) return fail("invalid job definitions:\n" + jobs.error().message);
+    baton::store::pg::PgLeaderStore registry(cfg->database_url, "baton-node-" + cfg->node_id + "-jobs");
+    for (const auto& job : *jobs) {
+      if (auto r = registry.upsert_job(job); !r)
+        return fail("node " + cfg->node_id + ": cannot store job '" + job.name + "': " + r.error().message);
+    }
+    spdlog::info("jobs_loaded node={} dir={} count={}", cfg->node_id, cfg->jobs_dir, jobs->size());
+  }
+
   baton::leader::NodePorts ports;
   ports.lease_store = [url = cfg->database_url](const std::string& app) {
     return std::make_unique<baton::store::pg::PgLeaseStore>(url, app);
+  };
+  ports.run_store = [url = cfg->database_url](const std::string& app) {
+    return std::make_unique<baton::store::pg::PgRunStore>(url, app);
+  };
+  ports.leader_store = [url = cfg->database_url](const std::string& app) {
+    return std::make_unique<baton::store::pg::PgLeaderStore>(url, app);
   };
   return baton::leader::run_node(*cfg, ports, stop_requested);
 }
@@ -125,7 +161,8 @@ int main(int argc, char** argv) {
   try {
     if (command == "node") return cmd_node(args);
     if (command == "migrate") return cmd_migrate(args);
-    if (command == "worker" || command == "ctl") return fail("'" + command + "' is not implemented in this build yet");
+    if (command == "worker") return cmd_worker(args);
+    if (command == "ctl") return fail("'" + command + "' is not implemented in this build yet");
     return fail("unknown command '" + command + "'\n" + usage);
   } catch (const std::exception& e) {
     return fail(std::string("fatal: ") + e.what(), 1);

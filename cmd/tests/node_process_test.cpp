@@ -47,7 +47,10 @@ class NodeProcess : public ::testing::Test {
   std::string write_config(const std::string& name, const std::string& node_id, const std::string& url,
                            const std::string& extra = "") {
     std::string path = dir_ + "/" + name + ".yaml";
-    std::ofstream(path) << "node_id: " << node_id << "\nlisten: 127.0.0.1:" << (17000 + configs_++)
+    configs_++;
+    std::ofstream(path) << "node_id: " << node_id << "\nlisten: 127.0.0.1:" << baton::testing::free_loopback_port()
+                        << "\nworker_token_file: " << BATON_SOURCE_DIR << "/configs/example-worker.token"
+                        << "\nadmin_token_file: " << BATON_SOURCE_DIR << "/configs/example-admin.token"
                         << "\ndatabase:\n  url: " << url
                         << "\n  start_timeout: 1s\nelection:\n  lease: " << lease.count()
                         << "ms\n  renew_every: " << renew_every.count()
@@ -248,7 +251,13 @@ TEST_F(NodeProcess, BadConfigurationExitsNonZeroNamingKeyAndFile) {
     std::string body;
     std::vector<std::string> expected;
   };
-  const std::string db = "database:\n  url: postgresql://postgres@127.0.0.1:1/baton\n  start_timeout: 300ms\n";
+  const std::string db =
+      "database:\n  url: postgresql://postgres@127.0.0.1:1/baton\n  start_timeout: 300ms\n"
+      "worker_token_file: " +
+      std::string(BATON_SOURCE_DIR) +
+      "/configs/example-worker.token\n"
+      "admin_token_file: " +
+      std::string(BATON_SOURCE_DIR) + "/configs/example-admin.token\n";
   std::vector<Case> cases = {
       {"unknown-key", "node_id: n1\n" + db + "leese: 3s\n", {"unknown-key.yaml", "leese: unknown key"}},
       {"bad-duration",

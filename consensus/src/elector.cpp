@@ -84,6 +84,7 @@ void Elector::step() {
   {
     std::lock_guard lock(mutex_);
     apply(on_observed(state_, *seen));
+    last_seen_ = *seen;
   }
   if (seen->held_by(me_)) {
     // Our own incarnation holds an unexpired lease but we are a follower:
@@ -101,6 +102,7 @@ void Elector::step() {
   auto won = store_.campaign(me_, cfg_.lease);
   if (!won) return report_error("campaign", won.error()), sleep_(cfg_.poll_every);
   std::lock_guard lock(mutex_);
+  last_seen_ = won->lease;
   if (same_generation()) apply(on_campaign(state_, *won, campaign_sent, me_));
 }
 
@@ -131,6 +133,11 @@ bool Elector::is_leader() const {
 Epoch Elector::leader_epoch() const {
   std::lock_guard lock(mutex_);
   return state_.role == Role::leader ? state_.epoch : Epoch{0};
+}
+
+std::optional<store::LeaseView> Elector::last_seen_lease() const {
+  std::lock_guard lock(mutex_);
+  return last_seen_;
 }
 
 ElectorState Elector::snapshot() const {

@@ -3,10 +3,15 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <list>
+#include <map>
 #include <thread>
 
 #include "baton/consensus/elector.h"
 #include "baton/core/uuid.h"
+#include "baton/leader/admin_api.h"
+#include "baton/leader/control_loop.h"
+#include "baton/leader/node_server.h"
 
 namespace baton::leader {
 
@@ -19,6 +24,165 @@ constexpr Millis registry_every{5000};
 // hangs, exit anyway (the lease then expires on its own).
 constexpr Millis shutdown_join_max{3000};
 static_assert(watchdog_every < Millis{100});
+
+/// One epoch's control loop with its own connections and thread.
+struct LoopHandle {
+  Epoch epoch;
+  std::unique_ptr<store::RunStore> runs;
+  std::unique_ptr<store::LeaderStore> store;
+  std::unique_ptr<ControlLoop> loop;
+  std::atomic<bool> stop{false};
+  std::atomic<bool> done{false};
+  std::thread thread;
+};
+
+class NodeRuntime final : public ServerHandlers {
+ public:
+  NodeRuntime(const NodeConfig& cfg, const NodePorts& ports, NodeIdentity me, consensus::Elector& elector,
+              Metrics& metrics, store::LeaderStore& admin_store)
+      : cfg_(cfg),
+        ports_(ports),
+        me_(std::move(me)),
+        elector_(elector),
+        metrics_(metrics),
+        admin_([this] { return status(); }, admin_store, metrics, cfg.admin_token,
+               [this](std::int64_t run, const std::string& reason) { return cancel(run, reason); }) {}
+
+  HttpResponse handle_http(const HttpRequest& r) override { return admin_.handle(r); }
+
+  void on_worker_hello(const std::shared_ptr<WorkerLink>& link, const protocol::Hello& hello) override {
+    std::lock_guard lock(mutex_);
+    if (active_ && !active_->stop.load()) {
+      links_[link->id()] = active_;
+      active_->loop->post(WorkerAttached{link, hello});
+      return;
+    }
+    auto lease = elector_.last_seen_lease();
+    std::string endpoint = lease && !lease->expired() && !lease->held_by(me_) ? lease->leader_endpoint : "";
+    link->send(protocol::Redirect{endpoint, lease ? lease->epoch.value : 0});
+    link->close("not the leader");
+  }
+  void on_worker_message(std::uint64_t link_id, const std::string& worker_id, protocol::Message m) override {
+    std::lock_guard lock(mutex_);
+    auto it = links_.find(link_id);
+    if (it == links_.end()) return;
+    if (auto loop = it->second.lock()) loop->loop->post(WorkerMessage{link_id, worker_id, std::move(m)});
+  }
+  void on_worker_closed(std::uint64_t link_id, const std::string& worker_id) override {
+    std::lock_guard lock(mutex_);
+    auto it = links_.find(link_id);
+    if (it == links_.end()) return;
+    if (auto loop = it->second.lock()) loop->loop->post(WorkerDetached{link_id, worker_id});
+    links_.erase(it);
+  }
+  void on_protocol_error() override { metrics_.protocol_errors++; }
+
+  /// Called by the watchdog loop: keeps exactly one control loop running
+  /// for the epoch this node leads, and none otherwise.
+  void reconcile(NodeServer& server) {
+    const Epoch epoch = elector_.leader_epoch();
+    std::shared_ptr<LoopHandle> retired;
+    {
+      std::lock_guard lock(mutex_);
+      const bool fenced = active_ && active_->loop->fenced();
+      if (active_ && (active_->epoch != epoch || fenced || active_->done.load())) {
+        if (fenced) fenced_epoch_ = active_->epoch;
+        retired = active_;
+        active_.reset();
+      }
+      if (!active_ && epoch.value != 0 && epoch != fenced_epoch_) active_ = start_loop(epoch);
+      metrics_.epoch = epoch.value;
+      metrics_.is_leader = epoch.value != 0;
+    }
+    if (retired) {
+      retired->stop = true;
+      server.close_all_workers("leader stepped down");
+      retiring_.push_back(retired);
+    }
+    for (auto it = retiring_.begin(); it != retiring_.end();) {
+      if ((*it)->done.load()) {
+        (*it)->thread.join();
+        it = retiring_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  /// Stops every loop; waits at most `max` for their threads.
+  void stop_loops(Millis max) {
+    {
+      std::lock_guard lock(mutex_);
+      if (active_) retiring_.push_back(active_);
+      active_.reset();
+    }
+    auto deadline = std::chrono::steady_clock::now() + max;
+    for (auto& l : retiring_) l->stop = true;
+    for (auto& l : retiring_) {
+      while (!l->done.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(Millis{5});
+      if (l->done.load())
+        l->thread.join();
+      else
+        l->thread.detach();  // stuck in the database: its writes are fenced anyway
+    }
+    retiring_.clear();
+  }
+
+ private:
+  std::shared_ptr<LoopHandle> start_loop(Epoch epoch) {
+    auto h = std::make_shared<LoopHandle>();
+    h->epoch = epoch;
+    std::string app = "baton-node-" + me_.node_id + "-loop";
+    h->runs = ports_.run_store(app);
+    h->store = ports_.leader_store(app + "-q");
+    h->loop = std::make_unique<ControlLoop>(epoch, me_, cfg_.runtime, *h->runs, *h->store, clock_, metrics_);
+    h->thread = std::thread([h] {
+      h->loop->run(h->stop);
+      h->done = true;
+    });
+    return h;
+  }
+
+  bool cancel(std::int64_t run, const std::string& reason) {
+    std::lock_guard lock(mutex_);
+    if (!active_ || active_->stop.load()) return false;
+    active_->loop->post(CancelRun{RunId{run}, reason});
+    return true;
+  }
+
+  NodeStatus status() {
+    NodeStatus s;
+    s.node_id = me_.node_id;
+    s.incarnation = me_.incarnation;
+    Epoch led = elector_.leader_epoch();
+    s.role = led.value != 0 ? "leader" : "follower";
+    auto lease = elector_.last_seen_lease();
+    s.epoch = led.value != 0 ? led.value : (lease ? lease->epoch.value : 0);
+    if (led.value != 0) {
+      s.leader_id = me_.node_id;
+      s.leader_endpoint = me_.endpoint;
+    } else if (lease && !lease->expired()) {
+      s.leader_id = lease->leader_id;
+      s.leader_endpoint = lease->leader_endpoint;
+    }
+    s.attached_workers = metrics_.attached_workers.load();
+    return s;
+  }
+
+  const NodeConfig& cfg_;
+  const NodePorts& ports_;
+  const NodeIdentity me_;
+  consensus::Elector& elector_;
+  Metrics& metrics_;
+  AdminApi admin_;
+  RealClock clock_;
+  std::mutex mutex_;
+  std::shared_ptr<LoopHandle> active_;
+  Epoch fenced_epoch_{0};
+  std::list<std::shared_ptr<LoopHandle>> retiring_;
+  std::map<std::uint64_t, std::weak_ptr<LoopHandle>> links_;
+};
+
 }  // namespace
 
 int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bool>& stop) {
@@ -29,7 +193,9 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
 
   auto store = ports.lease_store("baton-node-" + me.node_id);
   auto shutdown_store = ports.lease_store("baton-node-" + me.node_id + "-shutdown");
+  auto admin_store = ports.leader_store("baton-node-" + me.node_id + "-admin");
   RealClock clock;
+  Metrics metrics;
   std::atomic<int> role_for_registry{0};
   consensus::Elector elector(
       *store, clock, me, cfg.election,
@@ -37,8 +203,18 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
         spdlog::info("role_change node={} incarnation={} from={} to={} epoch={} reason={}", me.node_id, me.incarnation,
                      consensus::to_string(c.from), consensus::to_string(c.to), c.epoch.value, c.reason);
         role_for_registry.store(c.to == consensus::Role::leader ? 1 : 0);
+        metrics.role_changes++;
       },
       [](Millis d) { std::this_thread::sleep_for(d); });
+
+  NodeRuntime runtime(cfg, ports, me, elector, metrics, *admin_store);
+  NodeServer server(cfg.listen, cfg.worker_token, runtime);
+  if (auto started = server.start(); !started) {
+    spdlog::error("node_listen_failed node={} error={}", me.node_id, started.error().message);
+    std::fprintf(stderr, "baton: node %s: cannot listen: %s\n", me.node_id.c_str(), started.error().message.c_str());
+    return 2;
+  }
+  spdlog::info("node_listening node={} endpoint=http://{}/ websocket=ws://{}/ws", me.node_id, cfg.listen, cfg.listen);
 
   std::atomic<bool> election_done{false};
   std::thread election([&] {
@@ -56,14 +232,18 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
   });
 
   // The main thread is the watchdog: it steps the node down on time even when
-  // the election thread is stuck in a database call.
+  // the election thread is stuck in a database call, and starts or stops the
+  // control loop to match the role.
   while (!stop.load()) {
     elector.enforce_deadline();
+    runtime.reconcile(server);
     std::this_thread::sleep_for(watchdog_every);
   }
 
   spdlog::info("node_stopping node={} incarnation={}", me.node_id, me.incarnation);
+  runtime.stop_loops(Millis{2000});
   elector.shutdown(*shutdown_store);
+  server.stop();
   auto deadline = clock.mono() + shutdown_join_max;
   while (!election_done.load() && clock.mono() < deadline) std::this_thread::sleep_for(Millis{10});
   if (!election_done.load()) {

@@ -1,5 +1,9 @@
 #include "baton/leader/node_config.h"
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include "baton/core/config_yaml.h"
 
 namespace baton::leader {
@@ -13,6 +17,24 @@ bool valid_node_id(const std::string& id) {
   return true;
 }
 
+// A secret from a file: trailing newlines are not part of it.
+std::optional<std::string> read_secret(const std::string& path, const std::string& key, ConfigErrors& errors) {
+  std::ifstream in(path);
+  if (!in) {
+    errors.add(key, "cannot read '" + path + "'");
+    return std::nullopt;
+  }
+  std::stringstream s;
+  s << in.rdbuf();
+  std::string v = s.str();
+  while (!v.empty() && (v.back() == '\n' || v.back() == '\r' || v.back() == ' ')) v.pop_back();
+  if (v.size() < 16) {
+    errors.add(key, "'" + path + "' must hold a secret of at least 16 characters");
+    return std::nullopt;
+  }
+  return v;
+}
+
 }  // namespace
 
 Result<NodeConfig> load_node_config(const std::string& file) {
@@ -21,6 +43,11 @@ Result<NodeConfig> load_node_config(const std::string& file) {
   ConfigErrors errors(file);
   ConfigMap top(*root, "", errors);
   NodeConfig cfg;
+  // Relative paths in a config file are relative to that file.
+  auto resolve = [&](const std::string& p) {
+    std::filesystem::path path(p);
+    return path.is_absolute() ? p : (std::filesystem::path(file).parent_path() / path).string();
+  };
 
   if (auto v = top.string("node_id", /*required=*/true)) {
     if (valid_node_id(*v))
@@ -45,6 +72,38 @@ Result<NodeConfig> load_node_config(const std::string& file) {
     else
       errors.add("log_level", "must be one of trace, debug, info, warn, error, critical, off; got '" + *v + "'");
   }
+
+  if (auto v = top.string("worker_token_file", /*required=*/true)) {
+    if (auto t = read_secret(resolve(*v), "worker_token_file", errors)) cfg.worker_token = *t;
+  }
+  if (auto v = top.string("admin_token_file", /*required=*/true)) {
+    if (auto t = read_secret(resolve(*v), "admin_token_file", errors)) cfg.admin_token = *t;
+  }
+  if (auto v = top.string("jobs_dir")) cfg.jobs_dir = resolve(*v);
+
+  ConfigMap rt = top.map("runtime");
+  auto dur = [&](const char* key, Millis& out) {
+    if (auto v = rt.duration(key)) {
+      if (v->count() <= 0)
+        errors.add(rt.key_path(key), "must be positive");
+      else
+        out = *v;
+    }
+  };
+  dur("heartbeat_interval", cfg.runtime.heartbeat_interval);
+  dur("heartbeat_timeout", cfg.runtime.heartbeat_timeout);
+  dur("reassign_after", cfg.runtime.reassign_after);
+  dur("continuation_timeout", cfg.runtime.continuation_timeout);
+  dur("continuation_margin", cfg.runtime.continuation_margin);
+  dur("timeout_grace", cfg.runtime.timeout_grace);
+  dur("dispatch_every", cfg.runtime.dispatch_every);
+  if (auto v = rt.integer("dispatch_batch", 1, 100000)) cfg.runtime.dispatch_batch = static_cast<int>(*v);
+  rt.reject_unknown_keys();
+  if (cfg.runtime.heartbeat_timeout <= cfg.runtime.heartbeat_interval)
+    errors.add("runtime.heartbeat_timeout", "must be greater than runtime.heartbeat_interval");
+  if (cfg.runtime.continuation_margin < cfg.runtime.heartbeat_timeout)
+    errors.add("runtime.continuation_margin",
+               "must be at least runtime.heartbeat_timeout (a worker may notice the detach that much later)");
 
   ConfigMap db = top.map("database");
   if (auto v = db.string("url", /*required=*/true)) {

@@ -28,10 +28,14 @@ TEST(NodeConfig, ShippedExampleIsValid) {
 }
 
 TEST(NodeConfig, ReadsEveryKey) {
-  auto file = write_config(
-      "node_id: a-1\nlisten: 127.0.0.1:9000\nauto_migrate: false\nlog_level: debug\n"
-      "database: {url: 'postgresql://u@127.0.0.1:5/db', start_timeout: 2s}\n"
-      "election: {lease: 4s, renew_every: 700ms, safety_margin: 1s, poll_every: 300ms}\n");
+  auto file = write_config("worker_token_file: " + std::string(BATON_SOURCE_DIR) +
+                           "/configs/example-worker.token\n"
+                           "admin_token_file: " +
+                           std::string(BATON_SOURCE_DIR) +
+                           "/configs/example-admin.token\n"
+                           "node_id: a-1\nlisten: 127.0.0.1:9000\nauto_migrate: false\nlog_level: debug\n"
+                           "database: {url: 'postgresql://u@127.0.0.1:5/db', start_timeout: 2s}\n"
+                           "election: {lease: 4s, renew_every: 700ms, safety_margin: 1s, poll_every: 300ms}\n");
   auto cfg = leader::load_node_config(file);
   ASSERT_TRUE(cfg) << cfg.error().message;
   EXPECT_EQ(cfg->node_id, "a-1");
@@ -48,13 +52,20 @@ TEST(NodeConfig, EveryProblemNamesKeyAndFile) {
     std::string body;
     std::string expected;
   };
-  const std::string db = "database: {url: 'postgresql://u@h:1/d'}\n";
+  const std::string db =
+      "database: {url: 'postgresql://u@h:1/d'}\nworker_token_file: " + std::string(BATON_SOURCE_DIR) +
+      "/configs/example-worker.token\nadmin_token_file: " + std::string(BATON_SOURCE_DIR) +
+      "/configs/example-admin.token\n";
   for (const auto& c : std::vector<Case>{
            {"node_id: n1\n" + db + "electon: {lease: 3s}\n", ": electon: unknown key"},
            {"node_id: n1\n" + db + "election: {lease: 3 seconds}\n", ": election.lease: '3 seconds' has unknown unit"},
            {"node_id: n1\n" + db + "election: {lease: 3}\n", ": election.lease: '3' has no unit"},
            {"node_id: n1\n", ": database.url: is required"},
            {"node_id: n1\ndatabase: {url: 'mysql://x'}\n", ": database.url: must be a postgresql:// URL"},
+           {"node_id: n1\ndatabase: {url: 'postgresql://h/d'}\nworker_token_file: /nonexistent\n",
+            ": worker_token_file: cannot read '/nonexistent'"},
+           {"node_id: n1\n" + db + "runtime: {heartbeat_timeout: 1s, heartbeat_interval: 2s}\n",
+            ": runtime.heartbeat_timeout: must be greater than"},
            {db, ": node_id: is required"},
            {"node_id: 'bad id'\n" + db, ": node_id: must be 1-64 characters"},
            {"node_id: n1\n" + db + "auto_migrate: yes-please\n", ": auto_migrate: must be true or false"},

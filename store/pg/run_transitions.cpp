@@ -4,6 +4,7 @@
 
 #include "baton/core/assert.h"
 #include "baton/store_pg/pg_run_store.h"
+#include "run_transitions_sql.h"
 
 namespace baton::store::pg {
 
@@ -110,6 +111,34 @@ WriteResult classify(const pqxx::row& r, Epoch writer) {
 }
 
 }  // namespace
+
+const std::string& heartbeat_batch_sql() {
+  // The lease lock is taken once for the statement; every row still carries
+  // its own version, state, attempt and token predicates.
+  static const std::string sql =
+      "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1 FOR KEY SHARE),"
+      " w AS (UPDATE job_runs r SET heartbeat_at = now(), stale_after = now() + $2 * interval '1 millisecond',"
+      " version = r.version + 1, updated_at = now()"
+      " FROM unnest($3::bigint[], $4::bigint[], $5::text[], $6::int[], $7::uuid[]) AS b(id, version, worker, attempt,"
+      " token)"
+      " WHERE r.id = b.id AND r.version = b.version AND r.state = 'RUNNING' AND r.assigned_worker_id = b.worker"
+      " AND r.attempt = b.attempt AND r.lease_token = b.token AND r.leader_epoch = $1"
+      " AND (SELECT epoch FROM fence) = $1 RETURNING r.id, r.version)"
+      " SELECT (SELECT epoch FROM fence), w.id, w.version FROM (VALUES (1)) AS one(x) LEFT JOIN w ON true";
+  return sql;
+}
+
+const std::string& create_job_run_sql() {
+  static const std::string sql =
+      "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1 FOR KEY SHARE),"
+      " job AS (SELECT * FROM job_definitions WHERE name = $2 AND deleted_at IS NULL),"
+      " w AS (INSERT INTO job_runs (job_definition_id, idempotency_key, max_attempts, priority, trigger_kind,"
+      " leader_epoch, scheduled_for)"
+      " SELECT job.id, $3::text, job.max_attempts, job.priority, $4::text, $1::bigint, to_timestamp($5::bigint)"
+      " FROM job WHERE (SELECT epoch FROM fence) = $1::bigint ON CONFLICT DO NOTHING RETURNING id)"
+      " SELECT (SELECT epoch FROM fence), (SELECT id FROM w), EXISTS (SELECT 1 FROM job)";
+  return sql;
+}
 
 PgRunStore::PgRunStore(const std::string& url, const std::string& application_name) : session_(url, application_name) {
   session_.on_connect([](pqxx::connection& c) {

@@ -126,3 +126,94 @@ std::vector<int> DbInspector::backend_pids(const std::string& prefix) const {
 }
 
 }  // namespace baton::testing
+
+namespace baton::testing {
+
+namespace {
+RunRowView read_run_row(const pqxx::row& r) {
+  return {r[0].as<std::int64_t>(),
+          r[1].as<std::string>(),
+          r[2].as<int>(),
+          r[3].is_null() ? "" : r[3].as<std::string>(),
+          r[4].as<std::string>(),
+          r[5].as<std::int64_t>(),
+          r[6].is_null() ? "" : r[6].as<std::string>()};
+}
+constexpr const char* run_columns =
+    "SELECT r.id, r.state, r.attempt, r.assigned_worker_id, r.continuation_state, r.leader_epoch, j.name"
+    " FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id ";
+}  // namespace
+
+std::optional<RunRowView> DbInspector::run(std::int64_t id) const {
+  pqxx::connection c(url_);
+  pqxx::nontransaction tx(c);
+  auto rows = tx.exec_params(std::string(run_columns) + "WHERE r.id = $1", id);
+  if (rows.empty()) return std::nullopt;
+  return read_run_row(rows[0]);
+}
+
+std::vector<RunRowView> DbInspector::runs_of_job(const std::string& job) const {
+  pqxx::connection c(url_);
+  pqxx::nontransaction tx(c);
+  std::vector<RunRowView> out;
+  for (const auto& r : tx.exec_params(std::string(run_columns) + "WHERE j.name = $1 ORDER BY r.id", job))
+    out.push_back(read_run_row(r));
+  return out;
+}
+
+std::vector<AttemptRowView> DbInspector::attempts(std::int64_t run_id) const {
+  pqxx::connection c(url_);
+  pqxx::nontransaction tx(c);
+  std::vector<AttemptRowView> out;
+  for (const auto& r :
+       tx.exec_params("SELECT attempt, coalesce(worker_id, ''), outcome, exit_code, leader_epoch,"
+                      " coalesce(extract(epoch FROM started_at), 0)::float8 FROM job_run_attempts WHERE run_id = $1"
+                      " ORDER BY attempt",
+                      run_id)) {
+    AttemptRowView a{r[0].as<int>(), r[1].as<std::string>(),  r[2].as<std::string>(),
+                     std::nullopt,   r[4].as<std::int64_t>(), r[5].as<double>()};
+    if (!r[3].is_null()) a.exit_code = r[3].as<int>();
+    out.push_back(a);
+  }
+  return out;
+}
+
+std::int64_t DbInspector::dead_letters(std::int64_t run_id) const {
+  pqxx::connection c(url_);
+  pqxx::nontransaction tx(c);
+  return tx.exec_params1("SELECT count(*) FROM dead_letters WHERE run_id = $1", run_id)[0].as<std::int64_t>();
+}
+
+std::string DbInspector::run_logs(std::int64_t run_id) const {
+  pqxx::connection c(url_);
+  pqxx::nontransaction tx(c);
+  std::string out;
+  for (const auto& r : tx.exec_params("SELECT stream, chunk FROM run_logs WHERE run_id = $1 ORDER BY id", run_id))
+    out += r[0].as<std::string>() + ":" + r[1].as<std::string>();
+  return out;
+}
+
+std::vector<std::string> DbInspector::transitions(std::int64_t run_id) const {
+  pqxx::connection c(url_);
+  pqxx::nontransaction tx(c);
+  std::vector<std::string> out;
+  for (const auto& r : tx.exec_params(
+           "SELECT coalesce(from_state, '') || '->' || to_state || '@' || leader_epoch FROM job_run_transitions"
+           " WHERE run_id = $1 ORDER BY id",
+           run_id))
+    out.push_back(r[0].as<std::string>());
+  return out;
+}
+
+std::int64_t DbInspector::stale_epoch_writes() const {
+  pqxx::connection c(url_);
+  pqxx::nontransaction tx(c);
+  return tx
+      .exec1(
+          "SELECT count(*) FROM job_run_transitions t JOIN epoch_history h ON h.epoch > t.leader_epoch"
+          " WHERE pg_xact_commit_timestamp((t.xid % 4294967296)::text::xid)"
+          " > pg_xact_commit_timestamp((h.election_xid % 4294967296)::text::xid)")[0]
+      .as<std::int64_t>();
+}
+
+}  // namespace baton::testing

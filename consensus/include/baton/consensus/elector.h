@@ -38,6 +38,8 @@ class Elector {
   bool is_leader() const;
   Epoch leader_epoch() const;  ///< 0 when not leading
   ElectorState snapshot() const;
+  /// The lease as last read or won (leader id and endpoint for redirects).
+  std::optional<store::LeaseView> last_seen_lease() const;
   const NodeIdentity& identity() const { return me_; }
 
  private:
@@ -52,6 +54,7 @@ class Elector {
   Sleep sleep_;
   mutable std::mutex mutex_;
   ElectorState state_;
+  std::optional<store::LeaseView> last_seen_;
   Errc last_error_code_{};
   bool had_error_ = false;
   std::atomic<bool> stopping_{false};  // set by shutdown(): never campaign again

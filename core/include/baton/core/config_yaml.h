@@ -42,6 +42,8 @@ class ConfigMap {
   std::optional<std::vector<std::string>> string_list(const std::string& key);
   /// A nested mapping; absent gives an empty map.
   ConfigMap map(const std::string& key);
+  /// Marks a key the caller reads from the raw YAML (lists, free-form maps).
+  void mark_known(const std::string& key) { asked_.insert(key); }
   /// Reports every key present in the file that no getter asked for.
   void reject_unknown_keys();
 

@@ -1,21 +1,25 @@
 #pragma once
-// `baton node`: migrations, then the election loop until asked to stop.
-// Later work adds the dispatcher, reaper and the HTTP/WebSocket endpoint,
-// which run only while this node leads.
+// `baton node`: the election loop, the HTTP/WebSocket endpoint, and, while
+// this node leads, one ControlLoop for its epoch. Stores are injected by
+// cmd/ (PostgreSQL) through NodePorts.
 #include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
 
 #include "baton/leader/node_config.h"
+#include "baton/store/leader_store.h"
 #include "baton/store/lease_store.h"
+#include "baton/store/run_store.h"
 
 namespace baton::leader {
 
-/// What the node needs from outside; cmd/ injects PostgreSQL (or a fake).
+/// What the node needs from outside. Each call opens a store on a
+/// connection of its own, named for pg_stat_activity.
 struct NodePorts {
-  /// A lease store on a connection of its own, named for pg_stat_activity.
   std::function<std::unique_ptr<store::LeaseStore>(const std::string& application_name)> lease_store;
+  std::function<std::unique_ptr<store::RunStore>(const std::string& application_name)> run_store;
+  std::function<std::unique_ptr<store::LeaderStore>(const std::string& application_name)> leader_store;
 };
 
 /// Runs until `stop` becomes true (SIGTERM/SIGINT), then releases the lease.

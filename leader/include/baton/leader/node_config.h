@@ -5,6 +5,7 @@
 
 #include "baton/consensus/election.h"
 #include "baton/core/result.h"
+#include "baton/leader/control_loop.h"
 
 namespace baton::leader {
 
@@ -16,6 +17,10 @@ struct NodeConfig {
   bool auto_migrate = true;
   std::string log_level = "info";
   consensus::ElectionConfig election;
+  RuntimeConfig runtime;
+  std::string worker_token;  ///< read from worker_token_file
+  std::string admin_token;   ///< read from admin_token_file
+  std::string jobs_dir;      ///< YAML job definitions upserted at start ("" = none)
 };
 
 /// Reads and validates FILE. The error lists every problem, each naming the

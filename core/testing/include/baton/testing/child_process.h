@@ -16,7 +16,70 @@
 #include <thread>
 #include <vector>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 namespace baton::testing {
+
+/// A TCP port on 127.0.0.1 that was free a moment ago (the kernel's choice).
+inline int free_loopback_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  ::close(fd);
+  return port;
+}
+
+/// A minimal HTTP/1.1 client for tests (Connection: close). Returns the
+/// status code and the body; status 0 if the connection failed.
+struct HttpReply {
+  int status = 0;
+  std::string body;
+  std::string headers;
+};
+inline HttpReply http_request(int port, const std::string& method, const std::string& target,
+                              const std::vector<std::pair<std::string, std::string>>& headers = {},
+                              const std::string& body = "") {
+  HttpReply reply;
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return reply;
+  }
+  std::string req = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+  for (const auto& [k, v] : headers) req += k + ": " + v + "\r\n";
+  req += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  for (std::size_t sent = 0; sent < req.size();) {
+    ssize_t n = ::send(fd, req.data() + sent, req.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    sent += static_cast<std::size_t>(n);
+  }
+  std::string raw;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) raw.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  auto sp = raw.find(' ');
+  if (sp == std::string::npos) return reply;
+  reply.status = std::atoi(raw.c_str() + sp + 1);
+  auto split = raw.find("\r\n\r\n");
+  reply.headers = raw.substr(0, split);
+  if (split != std::string::npos) reply.body = raw.substr(split + 4);
+  return reply;
+}
 
 class ChildProcess {
  public:

@@ -44,10 +44,39 @@ struct LeaseRow {
   bool released;
 };
 
+struct RunRowView {
+  std::int64_t id = 0;
+  std::string state;
+  int attempt = 0;
+  std::string worker_id;
+  std::string continuation_state;
+  std::int64_t leader_epoch = 0;
+  std::string job;
+};
+
+struct AttemptRowView {
+  int attempt = 0;
+  std::string worker_id;
+  std::string outcome;
+  std::optional<int> exit_code;
+  std::int64_t leader_epoch = 0;
+  double started_at_unix = 0;
+};
+
 /// Read-only views of a Baton database for assertions.
 class DbInspector {
  public:
   explicit DbInspector(std::string url) : url_(std::move(url)) {}
+  std::optional<RunRowView> run(std::int64_t id) const;
+  std::vector<RunRowView> runs_of_job(const std::string& job) const;
+  std::vector<AttemptRowView> attempts(std::int64_t run_id) const;
+  std::int64_t dead_letters(std::int64_t run_id) const;
+  std::string run_logs(std::int64_t run_id) const;
+  /// Transitions of a run as "FROM->TO@epoch" strings, oldest first.
+  std::vector<std::string> transitions(std::int64_t run_id) const;
+  /// Committed run writes whose epoch had already been superseded by an
+  /// election that committed before them (commit timestamps).
+  std::int64_t stale_epoch_writes() const;
   LeaseRow lease() const;
   std::vector<EpochRow> epoch_history() const;
   std::vector<int> applied_migrations() const;  ///< one entry per schema_migrations row

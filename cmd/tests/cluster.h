@@ -1,0 +1,205 @@
+#pragma once
+// A real Baton cluster for integration tests: a database in the executable's
+// private PostgreSQL, `baton node` and `baton worker` child processes on
+// free loopback ports, and helpers to read worker journals and call the API.
+// Every process is killed and reaped when the Cluster goes away.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "baton/store_testing/pg_instance.h"
+#include "baton/testing/child_process.h"
+
+namespace baton::testing {
+
+using namespace std::chrono_literals;
+using SteadyClock = std::chrono::steady_clock;
+
+inline const std::string admin_token = "example-admin-token-change-me";
+
+struct JournalEntry {
+  std::string event;  // start | exit
+  std::int64_t run = 0;
+  int attempt = 0;
+  std::string token;
+  int pid = 0;
+  std::int64_t wall_us = 0;
+};
+
+inline bool wait_until(const std::function<bool()>& cond, std::chrono::milliseconds max) {
+  for (auto end = SteadyClock::now() + max; SteadyClock::now() < end; std::this_thread::sleep_for(20ms)) {
+    try {
+      if (cond()) return true;
+    } catch (const std::exception&) {
+    }
+  }
+  try {
+    return cond();
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+struct ClusterOptions {
+  std::string lease = "3s", renew_every = "500ms", safety_margin = "1s";
+  std::string heartbeat_interval = "300ms", heartbeat_timeout = "1500ms", reassign_after = "3s";
+  std::string continuation_timeout = "4s", continuation_margin = "2s";
+};
+
+class Cluster {
+ public:
+  using Options = ClusterOptions;
+
+  explicit Cluster(const std::string& name, const std::string& jobs_yaml, ClusterOptions o = ClusterOptions())
+      : opt_(o) {
+    char tmpl[] = "/tmp/baton-cluster-XXXXXX";
+    if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp");
+    dir_ = tmpl;
+    url_ = PgInstance::shared().fresh_database(name);
+    std::filesystem::create_directories(dir_ + "/jobs");
+    std::ofstream(dir_ + "/jobs/jobs.yaml") << jobs_yaml;
+  }
+  ~Cluster() {
+    procs_.clear();
+    if (!::testing::Test::HasFailure())
+      std::filesystem::remove_all(dir_);
+    else
+      std::printf("cluster files kept in %s\n", dir_.c_str());
+  }
+
+  /// Starts node `id` (a fresh process each call).
+  ChildProcess& start_node(const std::string& id) {
+    if (!node_ports_.count(id)) node_ports_[id] = free_loopback_port();
+    std::string cfg = dir_ + "/" + id + ".yaml";
+    std::ofstream(cfg) << "node_id: " << id << "\nlisten: 127.0.0.1:" << node_ports_[id]
+                       << "\nworker_token_file: " << BATON_SOURCE_DIR << "/configs/example-worker.token"
+                       << "\nadmin_token_file: " << BATON_SOURCE_DIR << "/configs/example-admin.token"
+                       << "\njobs_dir: " << dir_ << "/jobs\ndatabase: {url: '" << url_ << "'}\n"
+                       << "election: {lease: " << opt_.lease << ", renew_every: " << opt_.renew_every
+                       << ", safety_margin: " << opt_.safety_margin << ", poll_every: 300ms}\n"
+                       << "runtime: {heartbeat_interval: " << opt_.heartbeat_interval
+                       << ", heartbeat_timeout: " << opt_.heartbeat_timeout
+                       << ", reassign_after: " << opt_.reassign_after
+                       << ", continuation_timeout: " << opt_.continuation_timeout
+                       << ", continuation_margin: " << opt_.continuation_margin << ", timeout_grace: 2s}\n";
+    return spawn(id, {BATON_BINARY, "node", "--config", cfg});
+  }
+
+  /// Starts worker `id`, pointed at every node started so far (in order).
+  ChildProcess& start_worker(const std::string& id, int capacity = 4) {
+    std::string cfg = dir_ + "/" + id + ".yaml";
+    std::ofstream out(cfg);
+    out << "worker_id: " << id << "\ncoordinators: [";
+    bool first = true;
+    for (const auto& [n, port] : node_ports_) {
+      out << (first ? "" : ", ") << "127.0.0.1:" << port;
+      first = false;
+    }
+    out << "]\ntoken_file: " << BATON_SOURCE_DIR << "/configs/example-worker.token\ncapacity: " << capacity
+        << "\nspool_dir: " << dir_ << "/spool-" << id << "\nsql_connections: {local: '" << url_ << "'}\n"
+        << "reconnect: {base: 50ms, max: 500ms}\n";
+    out.close();
+    return spawn(id, {BATON_BINARY, "worker", "--config", cfg});
+  }
+
+  ChildProcess& proc(const std::string& id) { return *procs_.at(id); }
+  int port(const std::string& node) const { return node_ports_.at(node); }
+  const std::string& url() const { return url_; }
+  const std::string& dir() const { return dir_; }
+  DbInspector db() const { return DbInspector(url_); }
+
+  /// The node the lease names, once there is a leader.
+  std::string wait_for_leader(std::chrono::milliseconds max = 10s, std::int64_t above_epoch = 0) {
+    std::string leader;
+    wait_until(
+        [&] {
+          auto l = db().lease();
+          if (l.released || l.epoch <= above_epoch) return false;
+          leader = l.leader_id;
+          return !leader.empty();
+        },
+        max);
+    return leader;
+  }
+
+  /// Waits until `n` workers are attached to the leader (its /status).
+  bool wait_for_workers(const std::string& leader, int n, std::chrono::milliseconds max = 10s) {
+    return wait_until(
+        [&] {
+          auto r = http_request(port(leader), "GET", "/status");
+          return r.body.find("\"attached_workers\":" + std::to_string(n)) != std::string::npos;
+        },
+        max);
+  }
+
+  /// POST /api/v1/jobs/{job}/trigger on `node`; returns the new run id (0 if none).
+  std::int64_t trigger(const std::string& node, const std::string& job, const std::string& key = "") {
+    std::vector<std::pair<std::string, std::string>> h{{"Authorization", "Bearer " + admin_token}};
+    if (!key.empty()) h.emplace_back("Idempotency-Key", key);
+    auto r = http_request(port(node), "POST", "/api/v1/jobs/" + job + "/trigger", h);
+    std::smatch m;
+    static const std::regex re("\"run_id\":(\\d+)");
+    if (std::regex_search(r.body, m, re)) return std::stoll(m[1]);
+    return 0;
+  }
+
+  bool wait_for_state(std::int64_t run, const std::string& state, std::chrono::milliseconds max) {
+    return wait_until(
+        [&] {
+          auto r = db().run(run);
+          return r && r->state == state;
+        },
+        max);
+  }
+
+  std::vector<JournalEntry> journal(const std::string& worker) const {
+    std::vector<JournalEntry> out;
+    std::ifstream in(dir_ + "/spool-" + worker + "/journal.log");
+    std::string line;
+    static const std::regex re(R"((\w+) run=(\d+) attempt=(\d+) token=(\S*) pid=(\d+) mono_ns=\d+ wall_us=(\d+))");
+    while (std::getline(in, line)) {
+      std::smatch m;
+      if (std::regex_search(line, m, re))
+        out.push_back({m[1], std::stoll(m[2]), std::stoi(m[3]), m[4], std::stoi(m[5]), std::stoll(m[6])});
+    }
+    return out;
+  }
+  std::size_t outbox_files(const std::string& worker) const {
+    std::size_t n = 0;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir_ + "/spool-" + worker + "/outbox", ec))
+      n += e.path().extension() == ".json";
+    return n;
+  }
+
+  static std::int64_t now_wall_us() {
+    return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+
+ private:
+  ChildProcess& spawn(const std::string& id, std::vector<std::string> argv) {
+    procs_.erase(id);
+    auto log = dir_ + "/" + id + "." + std::to_string(++spawns_) + ".log";
+    procs_[id] = std::make_unique<ChildProcess>(argv, log);
+    return *procs_[id];
+  }
+
+  Options opt_;
+  std::string dir_, url_;
+  std::map<std::string, int> node_ports_;
+  std::map<std::string, std::unique_ptr<ChildProcess>> procs_;
+  int spawns_ = 0;
+};
+
+}  // namespace baton::testing

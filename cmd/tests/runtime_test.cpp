@@ -1,0 +1,296 @@
+// The leader-worker runtime end to end: real `baton node` and `baton worker`
+// processes, real child processes for tasks, a real private PostgreSQL.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include "cluster.h"
+
+using namespace baton::testing;
+
+namespace {
+
+const char* jobs = R"(jobs:
+  - name: kinds
+    tasks:
+      - {kind: BUILTIN, builtin: LOG, argument: hello from a builtin}
+      - {kind: BUILTIN, builtin: SLEEP, argument: 50ms}
+      - {kind: PROGRAM, name: echo, command: [/bin/sh, -c, 'echo out-$BATON_RUN_ID-$BATON_ATTEMPT; echo err >&2']}
+      - {kind: SQL, connection: local, sql: 'SELECT 40 + 2 AS answer'}
+      - {kind: BUILTIN, builtin: NOOP}
+  - name: exit3
+    tasks:
+      - {kind: PROGRAM, command: [/bin/sh, -c, 'echo failing; exit 3']}
+  - name: sleeper
+    max_attempts: 2
+    retry: {base: 100ms, cap: 1s}
+    tasks:
+      - {kind: PROGRAM, command: [/bin/sleep, '3']}
+  - name: long
+    tasks:
+      - {kind: PROGRAM, command: [/bin/sleep, '30']}
+  - name: flaky
+    max_attempts: 3
+    retry: {base: 500ms, cap: 10s}
+    tasks:
+      - {kind: BUILTIN, builtin: FAIL, argument: always}
+  - name: every-second
+    schedule: '* * * * * *'
+    tasks:
+      - {kind: PROGRAM, command: [/bin/true]}
+)";
+
+// Jobs without the cron job, for tests that count runs.
+std::string quiet_jobs() {
+  std::string all = jobs;
+  return all.substr(0, all.find("  - name: every-second"));
+}
+
+std::size_t starts_of(const std::vector<JournalEntry>& j, std::int64_t run) {
+  std::size_t n = 0;
+  for (const auto& e : j) n += e.event == "start" && e.run == run;
+  return n;
+}
+
+}  // namespace
+
+TEST(Runtime, EveryTaskKindEndToEndWithOutputAndExitCodes) {
+  Cluster c("kinds", quiet_jobs());
+  c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(), "n1");
+  c.start_worker("w1");
+  ASSERT_TRUE(c.wait_for_workers("n1", 1));
+  auto ok = c.trigger("n1", "kinds");
+  auto bad = c.trigger("n1", "exit3");
+  ASSERT_GT(ok, 0);
+  ASSERT_GT(bad, 0);
+  ASSERT_TRUE(c.wait_for_state(ok, "SUCCEEDED", 15s)) << c.db().run(ok)->state;
+  ASSERT_TRUE(c.wait_for_state(bad, "FAILED", 15s));
+  auto logs = c.db().run_logs(ok);
+  EXPECT_NE(logs.find("hello from a builtin"), std::string::npos) << logs;
+  EXPECT_NE(logs.find("out-" + std::to_string(ok) + "-1"), std::string::npos) << logs;
+  EXPECT_NE(logs.find("stderr:err"), std::string::npos) << logs;
+  EXPECT_NE(logs.find("42"), std::string::npos) << "SQL task output: " << logs;
+  auto att = c.db().attempts(bad);
+  ASSERT_EQ(att.size(), 1u);
+  EXPECT_EQ(att[0].exit_code, 3);
+  EXPECT_EQ(att[0].outcome, "FAILED");
+  EXPECT_NE(c.db().run_logs(bad).find("failing"), std::string::npos);
+  EXPECT_EQ(c.db().dead_letters(bad), 1);
+  // The API shows the run with its attempts.
+  auto api = http_request(c.port("n1"), "GET", "/api/v1/runs/" + std::to_string(bad));
+  EXPECT_EQ(api.status, 200);
+  EXPECT_NE(api.body.find("\"exit_code\": 3"), std::string::npos) << api.body;
+}
+
+TEST(Runtime, KillNineOfWorkerHoldingAnAssignedRunReassignsItAtAttemptTwo) {
+  Cluster c("orphan", quiet_jobs());
+  c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(), "n1");
+  auto& w1 = c.start_worker("w1");
+  ASSERT_TRUE(c.wait_for_workers("n1", 1));
+  w1.signal(SIGSTOP);  // attached, but it will never ask to start
+  auto run = c.trigger("n1", "sleeper");
+  ASSERT_TRUE(c.wait_for_state(run, "ASSIGNED", 5s));
+  w1.signal(SIGKILL);
+  w1.wait_for_exit(5s);
+  c.start_worker("w2");
+  ASSERT_TRUE(wait_until([&] { return c.db().transitions(run).size() >= 3; }, 10s));
+  ASSERT_TRUE(c.wait_for_state(run, "SUCCEEDED", 20s)) << c.db().run(run)->state;
+  auto r = c.db().run(run);
+  EXPECT_EQ(r->attempt, 2);
+  EXPECT_EQ(r->worker_id, "w2");
+  auto t = c.db().transitions(run);
+  EXPECT_NE(std::find(t.begin(), t.end(), "ASSIGNED->ORPHANED@1"), t.end());
+  EXPECT_EQ(starts_of(c.journal("w1"), run), 0u);
+  EXPECT_EQ(starts_of(c.journal("w2"), run), 1u) << "exactly one process ran it";
+}
+
+TEST(Runtime, KillNineOfWorkerWhileRunningRetriesOnlyAfterContinuationDeadline) {
+  Cluster c("running_kill", quiet_jobs());
+  c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(), "n1");
+  auto& w1 = c.start_worker("w1");
+  ASSERT_TRUE(c.wait_for_workers("n1", 1));
+  auto run = c.trigger("n1", "sleeper");
+  ASSERT_TRUE(c.wait_for_state(run, "RUNNING", 5s));
+  ASSERT_TRUE(wait_until([&] { return starts_of(c.journal("w1"), run) == 1; }, 5s));
+  const auto killed_at = Cluster::now_wall_us();
+  w1.signal(SIGKILL);  // its task dies with it (PR_SET_PDEATHSIG)
+  c.start_worker("w2");
+  ASSERT_TRUE(wait_until([&] { return c.db().run(run)->continuation_state == "CONFIRMING"; }, 5s));
+  ASSERT_TRUE(c.wait_for_state(run, "SUCCEEDED", 30s)) << c.db().run(run)->state;
+  auto j2 = c.journal("w2");
+  ASSERT_EQ(starts_of(j2, run), 1u);
+  std::int64_t second_start = 0;
+  for (const auto& e : j2)
+    if (e.event == "start" && e.run == run) second_start = e.wall_us;
+  const double waited_s = static_cast<double>(second_start - killed_at) / 1e6;
+  std::printf("worker killed while RUNNING: attempt 2 started %.2f s later (continuation 4 s + margin 2 s)\n",
+              waited_s);
+  EXPECT_GE(waited_s, 4.0) << "retried before the continuation deadline";
+  EXPECT_EQ(c.db().run(run)->attempt, 2);
+  auto att = c.db().attempts(run);
+  ASSERT_EQ(att.size(), 2u);
+  EXPECT_EQ(att[0].outcome, "FAILED");
+}
+
+TEST(Runtime, KillNineOfLeaderWhileRunningFinishesUnderNewLeaderWithoutReexecution) {
+  Cluster c("leader_kill", quiet_jobs());
+  c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(), "n1");
+  c.start_node("n2");
+  c.start_worker("w1");
+  ASSERT_TRUE(c.wait_for_workers("n1", 1));
+  auto run = c.trigger("n1", "sleeper");
+  ASSERT_TRUE(c.wait_for_state(run, "RUNNING", 5s));
+  c.proc("n1").signal(SIGKILL);
+  ASSERT_EQ(c.wait_for_leader(10s, 1), "n2");
+  ASSERT_TRUE(c.wait_for_state(run, "SUCCEEDED", 20s)) << c.db().run(run)->state;
+  auto r = c.db().run(run);
+  EXPECT_EQ(r->attempt, 1) << "no re-execution";
+  EXPECT_EQ(r->leader_epoch, 2) << "adopted and finished by the new leader";
+  EXPECT_EQ(starts_of(c.journal("w1"), run), 1u);
+  EXPECT_EQ(c.outbox_files("w1"), 0u) << "finish delivered and acknowledged";
+  EXPECT_EQ(c.db().stale_epoch_writes(), 0);
+}
+
+TEST(Runtime, PausedLeaderIsFencedAfterResumeAndNothingRunsTwice) {
+  Cluster c("paused", jobs);
+  auto& n1 = c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(), "n1");
+  c.start_node("n2");
+  c.start_worker("w1");
+  c.start_worker("w2");
+  ASSERT_TRUE(c.wait_for_workers("n1", 2));
+  std::this_thread::sleep_for(1s);
+  n1.signal(SIGSTOP);
+  ASSERT_EQ(c.wait_for_leader(10s, 1), "n2");
+  ASSERT_TRUE(c.wait_for_workers("n2", 2, 10s));
+  std::this_thread::sleep_for(1s);
+  n1.signal(SIGCONT);
+  ASSERT_TRUE(wait_until([&] { return n1.log().find("to=follower") != std::string::npos; }, 5s)) << n1.log();
+  std::this_thread::sleep_for(2s);
+  const std::string log = n1.log();
+  const bool fenced = log.find("run_write_fenced") != std::string::npos;
+  std::printf("paused leader resumed: fenced writes logged=%d, stepped down: %s\n", fenced,
+              log.find("reason=renew_unconfirmed") != std::string::npos ? "renew_unconfirmed" : "lease_lost");
+  EXPECT_EQ(c.db().stale_epoch_writes(), 0);
+  // No run was started twice: every (run, attempt) has one process start.
+  std::map<std::pair<std::int64_t, int>, int> starts;
+  for (const auto* w : {"w1", "w2"})
+    for (const auto& e : c.journal(w))
+      if (e.event == "start") starts[{e.run, e.attempt}]++;
+  EXPECT_GT(starts.size(), 3u);
+  for (const auto& [k, n] : starts) EXPECT_EQ(n, 1) << "run " << k.first << " attempt " << k.second;
+  auto every = c.db().runs_of_job("every-second");
+  for (const auto& r : every) EXPECT_EQ(r.attempt, 1) << "run " << r.id;
+}
+
+TEST(Runtime, WorkerRestartedWithUnacknowledgedFinishDeliversItOnce) {
+  Cluster::Options o;
+  o.continuation_timeout = "20s";
+  Cluster c("outbox", quiet_jobs(), o);
+  auto& n1 = c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(), "n1");
+  auto& w1 = c.start_worker("w1");
+  ASSERT_TRUE(c.wait_for_workers("n1", 1));
+  auto run = c.trigger("n1", "sleeper");
+  ASSERT_TRUE(c.wait_for_state(run, "RUNNING", 5s));
+  n1.signal(SIGTERM);  // no leader: the finish cannot be acknowledged
+  ASSERT_EQ(n1.wait_for_exit(10s), 0);
+  ASSERT_TRUE(wait_until([&] { return c.outbox_files("w1") == 1; }, 10s)) << "finish should wait in the outbox";
+  w1.signal(SIGKILL);
+  w1.wait_for_exit(5s);
+  c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(10s, 1), "n1");
+  c.start_worker("w1");
+  ASSERT_TRUE(c.wait_for_state(run, "SUCCEEDED", 15s)) << c.db().run(run)->state;
+  ASSERT_TRUE(wait_until([&] { return c.outbox_files("w1") == 0; }, 5s));
+  EXPECT_EQ(c.db().attempts(run).size(), 1u);
+  auto t = c.db().transitions(run);
+  EXPECT_EQ(std::count_if(t.begin(), t.end(),
+                          [](const std::string& s) { return s.find("->SUCCEEDED") != std::string::npos; }),
+            1);
+  EXPECT_EQ(starts_of(c.journal("w1"), run), 1u);
+}
+
+TEST(Runtime, CancelOfARunningRunKillsItsProcessWithinOneSecond) {
+  Cluster c("cancel", quiet_jobs());
+  c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(), "n1");
+  c.start_worker("w1");
+  ASSERT_TRUE(c.wait_for_workers("n1", 1));
+  auto run = c.trigger("n1", "long");
+  ASSERT_TRUE(wait_until([&] { return starts_of(c.journal("w1"), run) == 1; }, 5s));
+  auto unauth = http_request(c.port("n1"), "POST", "/api/v1/runs/" + std::to_string(run) + "/cancel");
+  EXPECT_EQ(unauth.status, 401);
+  auto t0 = SteadyClock::now();
+  auto r = http_request(c.port("n1"), "POST", "/api/v1/runs/" + std::to_string(run) + "/cancel",
+                        {{"Authorization", "Bearer " + admin_token}});
+  EXPECT_EQ(r.status, 202) << r.body;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        for (const auto& e : c.journal("w1"))
+          if (e.event == "exit" && e.run == run) return true;
+        return false;
+      },
+      3s));
+  auto gone_ms = std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - t0).count();
+  std::printf("cancel: process gone after %lld ms\n", static_cast<long long>(gone_ms));
+  EXPECT_LT(gone_ms, 1000);
+  EXPECT_TRUE(c.wait_for_state(run, "CANCELED", 3s));
+}
+
+TEST(Runtime, FailingRunRetriesWithBackoffThenDeadLetters) {
+  Cluster c("retry", quiet_jobs());
+  c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(), "n1");
+  c.start_worker("w1");
+  ASSERT_TRUE(c.wait_for_workers("n1", 1));
+  auto run = c.trigger("n1", "flaky");
+  ASSERT_TRUE(c.wait_for_state(run, "FAILED", 20s)) << c.db().run(run)->state;
+  auto att = c.db().attempts(run);
+  ASSERT_EQ(att.size(), 3u);
+  const double gap1 = att[1].started_at_unix - att[0].started_at_unix;
+  const double gap2 = att[2].started_at_unix - att[1].started_at_unix;
+  std::printf("retry spacing: %.3f s then %.3f s (base 0.5 s, doubling)\n", gap1, gap2);
+  EXPECT_GE(gap1, 0.5);
+  EXPECT_GE(gap2, 1.0);
+  EXPECT_GT(gap2, gap1);
+  EXPECT_EQ(c.db().dead_letters(run), 1);
+}
+
+TEST(Runtime, CronSlotsAreMaterialisedOnceAndIdempotencyKeysCreateOneRun) {
+  Cluster c("cron", jobs);
+  c.start_node("n1");
+  c.start_node("n2");
+  ASSERT_FALSE(c.wait_for_leader().empty());
+  c.start_worker("w1");
+  std::this_thread::sleep_for(4s);
+  auto runs = c.db().runs_of_job("every-second");
+  EXPECT_GE(runs.size(), 3u);
+  std::size_t done = 0;
+  for (const auto& r : runs) done += r.state == "SUCCEEDED";
+  EXPECT_GE(done, 2u);
+  const std::string leader = c.wait_for_leader();
+  auto first = c.trigger(leader, "kinds", "key-1");
+  auto again = c.trigger(leader, "kinds", "key-1");
+  EXPECT_GT(first, 0);
+  EXPECT_EQ(again, 0) << "a second trigger with the same key must not create a run";
+  const std::string follower = leader == "n1" ? "n2" : "n1";
+  auto redirected = http_request(c.port(follower), "POST", "/api/v1/jobs/kinds/trigger",
+                                 {{"Authorization", "Bearer " + admin_token}});
+  EXPECT_EQ(redirected.status, 307);
+  EXPECT_NE(redirected.headers.find("Location: http://127.0.0.1:" + std::to_string(c.port(leader))), std::string::npos)
+      << redirected.headers;
+  auto unknown =
+      http_request(c.port(leader), "POST", "/api/v1/jobs/nope/trigger", {{"Authorization", "Bearer " + admin_token}});
+  EXPECT_EQ(unknown.status, 404);
+  EXPECT_NE(unknown.body.find("\"code\":\"unknown_job\""), std::string::npos);
+  auto status = http_request(c.port(leader), "GET", "/status");
+  EXPECT_NE(status.body.find("\"role\":\"leader\""), std::string::npos) << status.body;
+  auto metrics = http_request(c.port(leader), "GET", "/metrics");
+  EXPECT_NE(metrics.body.find("baton_runs{state=\"SUCCEEDED\"}"), std::string::npos);
+  EXPECT_NE(metrics.body.find("baton_dispatch_latency_seconds_bucket"), std::string::npos);
+  EXPECT_EQ(http_request(c.port(follower), "GET", "/healthz").status, 200);
+}

@@ -1,0 +1,74 @@
+#include "baton/leader_core/dispatch.h"
+
+#include <algorithm>
+
+#include "baton/core/assert.h"
+
+namespace baton::leader_core {
+
+bool labels_match(const std::map<std::string, std::string>& selector,
+                  const std::map<std::string, std::string>& labels) {
+  for (const auto& [k, v] : selector) {
+    auto it = labels.find(k);
+    if (it == labels.end() || it->second != v) return false;
+  }
+  return true;
+}
+
+DispatchPlan plan_dispatch(const std::vector<DispatchCandidate>& candidates, std::vector<WorkerCapacity> workers) {
+  DispatchPlan plan;
+  for (const auto& c : candidates) {
+    WorkerCapacity* best = nullptr;
+    bool any_match = false;
+    for (auto& w : workers) {
+      if (w.draining || !labels_match(c.selector, w.labels)) continue;
+      any_match = true;
+      if (w.free <= 0) continue;
+      if (!best || w.free > best->free || (w.free == best->free && w.worker_id < best->worker_id)) best = &w;
+    }
+    if (best) {
+      best->free--;
+      BATON_ASSERT(best->free >= 0);
+      plan.assignments.push_back({c.run_id, best->worker_id});
+    } else if (!any_match) {
+      plan.unmatched.push_back(c.run_id);
+    }
+  }
+  return plan;
+}
+
+FinishDecision decide_finish(RunState outcome, int attempt, int max_attempts, std::chrono::milliseconds base,
+                             std::chrono::milliseconds cap, std::chrono::milliseconds jitter) {
+  BATON_ASSERT(outcome == RunState::succeeded || outcome == RunState::failed || outcome == RunState::timed_out);
+  BATON_ASSERT(attempt >= 1 && attempt <= max_attempts);
+  if (outcome == RunState::succeeded) return {RunState::succeeded, {}};
+  if (attempt >= max_attempts) return {outcome, {}};
+  return {RunState::retry_waiting, retry_backoff(attempt, base, cap, jitter)};
+}
+
+std::vector<ReapAction> plan_reaping(const std::vector<ReaperView>& runs, const ReaperConfig& cfg) {
+  std::vector<ReapAction> out;
+  for (const auto& r : runs) {
+    if (r.state == RunState::assigned) {
+      if (!r.worker_attached && r.assigned_age_ms >= cfg.reassign_after.count())
+        out.push_back({r.run_id, ReapKind::orphan});
+      continue;
+    }
+    if (r.state != RunState::running) continue;
+    if (r.continuation == ContinuationState::confirming) {
+      // Never reassign while CONFIRMING: only once the worker's own deadline
+      // (plus margin) has passed is the attempt treated as lost.
+      if (r.continuation_expired && !r.worker_attached) out.push_back({r.run_id, ReapKind::attempt_lost});
+      continue;
+    }
+    if (!r.worker_attached) {
+      out.push_back({r.run_id, ReapKind::begin_confirming});
+      continue;
+    }
+    if (r.adopted && r.timeout_ms > 0 && r.running_age_ms >= r.timeout_ms + cfg.timeout_grace.count())
+      out.push_back({r.run_id, ReapKind::enforce_timeout});
+  }
+  return out;
+}
+
+}  // namespace baton::leader_core

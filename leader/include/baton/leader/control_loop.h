@@ -1,0 +1,133 @@
+#pragma once
+// The leader's control loop: the only place that decides about runs. It runs
+// on its own thread for exactly one epoch (a new epoch gets a new loop), takes
+// events from worker sessions through a queue, makes its decisions with the
+// pure functions of leader_core, and performs them as fenced store writes.
+// It never blocks a socket: messages out go through WorkerLink::send.
+//
+// A Fenced answer from any write means a newer leader exists: the loop stops
+// at once and sends nothing more.
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <string>
+#include <variant>
+
+#include "baton/core/clock.h"
+#include "baton/core/ids.h"
+#include "baton/leader/metrics.h"
+#include "baton/leader/worker_link.h"
+#include "baton/leader_core/cron.h"
+#include "baton/protocol/messages.h"
+#include "baton/store/leader_store.h"
+#include "baton/store/run_store.h"
+
+namespace baton::leader {
+
+struct RuntimeConfig {
+  Millis heartbeat_interval{1000};     ///< workers send heartbeats this often
+  Millis heartbeat_timeout{5000};      ///< a worker silent this long is detached
+  Millis reassign_after{10000};        ///< ASSIGNED and not started this long -> ORPHANED
+  Millis continuation_timeout{30000};  ///< how long a detached worker keeps a RUNNING attempt going
+  Millis continuation_margin{10000};   ///< the leader waits deadline + margin before retrying the attempt
+  Millis timeout_grace{5000};          ///< leader-side enforcement of a run timeout, after the worker's
+  Millis dispatch_every{50};
+  Millis reap_every{500};
+  Millis cron_every{200};
+  Millis retry_jitter_max{250};
+  int dispatch_batch = 512;
+};
+
+struct WorkerAttached {
+  std::shared_ptr<WorkerLink> link;
+  protocol::Hello hello;
+};
+struct WorkerDetached {
+  std::uint64_t link_id = 0;
+  std::string worker_id;
+};
+struct WorkerMessage {
+  std::uint64_t link_id = 0;
+  std::string worker_id;
+  protocol::Message message;
+};
+struct CancelRun {
+  RunId run{0};
+  std::string reason;
+};
+using LoopEvent = std::variant<WorkerAttached, WorkerDetached, WorkerMessage, CancelRun>;
+
+class ControlLoop {
+ public:
+  ControlLoop(Epoch epoch, NodeIdentity me, RuntimeConfig cfg, store::RunStore& runs, store::LeaderStore& store,
+              const Clock& clock, Metrics& metrics);
+
+  /// Thread-safe; wakes the loop.
+  void post(LoopEvent e);
+  /// Runs until `stop` is set or a write comes back Fenced. Closes every
+  /// worker link it holds on the way out.
+  void run(const std::atomic<bool>& stop);
+  bool fenced() const { return fenced_.load(); }
+  Epoch epoch() const { return epoch_; }
+
+ private:
+  struct Attached {
+    std::shared_ptr<WorkerLink> link;
+    int capacity = 0;
+    std::map<std::string, std::string> labels;
+    MonoTime last_seen{};
+    bool draining = false;
+  };
+  struct Tracked {  // an ASSIGNED or RUNNING run as this leader last wrote or read it
+    store::ActiveRun row;
+    std::vector<protocol::Task> tasks;
+  };
+
+  void handle(const LoopEvent& e);
+  void on_attached(const WorkerAttached& e);
+  void on_detached(const std::string& worker_id, std::uint64_t link_id, const char* why);
+  void on_message(const WorkerMessage& e);
+  void on_start(const std::string& worker, const protocol::Start& m);
+  void on_heartbeat(const std::string& worker, const protocol::Heartbeat& m);
+  void on_finish(const std::string& worker, const protocol::Finish& m);
+  void on_cancel(const CancelRun& c);
+  void dispatch();
+  void reap();
+  void flush_heartbeats();
+  void materialize_cron();
+  void refresh_runs();
+  bool adopt_if_needed(store::ActiveRun& r);
+  /// Records the outcome of a write; false if the loop must stop (fenced) or
+  /// the write failed.
+  bool note(const char* op, std::int64_t run, const Result<store::WriteResult>& r);
+  void send(const std::string& worker, const protocol::Message& m);
+  std::chrono::milliseconds jitter();
+
+  const Epoch epoch_;
+  const NodeIdentity me_;
+  const RuntimeConfig cfg_;
+  store::RunStore& runs_;
+  store::LeaderStore& store_;
+  const Clock& clock_;
+  Metrics& metrics_;
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<LoopEvent> inbox_;
+
+  std::atomic<bool> fenced_{false};
+  std::map<std::string, Attached> workers_;
+  std::map<std::int64_t, Tracked> tracked_;
+  std::map<std::int64_t, MonoTime> due_since_;
+  std::set<std::int64_t> heartbeat_due_;
+  std::map<std::string, std::optional<leader_core::CronSchedule>> cron_cache_;
+  std::mt19937_64 rng_;
+  MonoTime last_dispatch_{}, last_reap_{}, last_heartbeat_flush_{}, last_cron_{};
+};
+
+}  // namespace baton::leader

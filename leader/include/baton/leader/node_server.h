@@ -1,0 +1,76 @@
+#pragma once
+// The node's one listening port: HTTP admin requests and the worker
+// WebSocket endpoint (path /ws), on Boost.Beast. This header has no Beast in
+// it; node_server.cpp is the only translation unit of the node that includes
+// Beast (it takes ~20 s to compile).
+//
+// Discipline (Beast's examples): one strand per session, at most one write in
+// flight, a bounded send queue (a worker that cannot keep up is closed), every
+// handler checks its error_code first and a failure ends that session only.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "baton/core/result.h"
+#include "baton/leader/worker_link.h"
+#include "baton/protocol/messages.h"
+
+namespace baton::leader {
+
+inline constexpr std::size_t session_send_queue_max = 4096;
+inline constexpr std::size_t http_body_bytes_max = 1 << 20;
+static_assert(session_send_queue_max > 0);
+
+struct HttpRequest {
+  std::string method;
+  std::string target;
+  std::map<std::string, std::string> headers;  ///< names lower-cased
+  std::string body;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::map<std::string, std::string> headers;
+};
+
+/// What the server asks of the node. Worker callbacks run on the server's
+/// I/O thread and must not block; handle_http runs on an admin thread.
+class ServerHandlers {
+ public:
+  virtual ~ServerHandlers() = default;
+  virtual HttpResponse handle_http(const HttpRequest& request) = 0;
+  /// An authenticated hello. The node attaches the worker or answers
+  /// `redirect` (and closes) if it does not lead.
+  virtual void on_worker_hello(const std::shared_ptr<WorkerLink>& link, const protocol::Hello& hello) = 0;
+  virtual void on_worker_message(std::uint64_t link_id, const std::string& worker_id, protocol::Message m) = 0;
+  virtual void on_worker_closed(std::uint64_t link_id, const std::string& worker_id) = 0;
+  virtual void on_protocol_error() = 0;
+};
+
+class NodeServer {
+ public:
+  /// `worker_token`: the shared secret a worker's hello must carry (compared
+  /// in constant time).
+  NodeServer(std::string listen, std::string worker_token, ServerHandlers& handlers);
+  ~NodeServer();
+  NodeServer(const NodeServer&) = delete;
+  NodeServer& operator=(const NodeServer&) = delete;
+
+  /// Binds and starts serving on a background thread.
+  Result<void> start();
+  void stop();
+  /// Closes every worker session (the node stepped down).
+  void close_all_workers(const std::string& reason);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+bool constant_time_equal(const std::string& a, const std::string& b);
+
+}  // namespace baton::leader

@@ -1,0 +1,611 @@
+#include "baton/leader/control_loop.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "baton/core/assert.h"
+#include "baton/leader_core/dispatch.h"
+#include "baton/protocol/codec.h"
+
+namespace baton::leader {
+
+namespace {
+
+using store::WriteOutcome;
+
+// Catch-up bound for run_all misfire policy per job and pass.
+constexpr int misfire_catch_up_max = 100;
+// A missed slot older than this is not run under the `skip` policy.
+constexpr std::int64_t skip_tolerance_s = 2;
+
+std::string labels_json(const std::map<std::string, std::string>& labels) {
+  std::string out = "{";
+  for (const auto& [k, v] : labels) {
+    if (out.size() > 1) out += ',';
+    auto quote = [](const std::string& s) {
+      std::string q = "\"";
+      for (char c : s) {
+        if (c == '"' || c == '\\') q += '\\';
+        if (static_cast<unsigned char>(c) < 0x20) continue;
+        q += c;
+      }
+      return q + "\"";
+    };
+    out += quote(k) + ":" + quote(v);
+  }
+  return out + "}";
+}
+
+protocol::AttemptRef ref_of(const store::ActiveRun& r) {
+  return protocol::AttemptRef{r.id.value, r.attempt, r.lease_token};
+}
+
+}  // namespace
+
+ControlLoop::ControlLoop(Epoch epoch, NodeIdentity me, RuntimeConfig cfg, store::RunStore& runs,
+                         store::LeaderStore& store, const Clock& clock, Metrics& metrics)
+    : epoch_(epoch),
+      me_(std::move(me)),
+      cfg_(cfg),
+      runs_(runs),
+      store_(store),
+      clock_(clock),
+      metrics_(metrics),
+      rng_(static_cast<std::uint64_t>(epoch.value) * 7919u + 17u) {
+  BATON_ASSERT(epoch_ > Epoch{0});
+}
+
+void ControlLoop::post(LoopEvent e) {
+  {
+    std::lock_guard lock(mutex_);
+    inbox_.push_back(std::move(e));
+  }
+  wake_.notify_one();
+}
+
+std::chrono::milliseconds ControlLoop::jitter() {
+  if (cfg_.retry_jitter_max.count() <= 0) return Millis{0};
+  return Millis{static_cast<std::int64_t>(rng_() % static_cast<std::uint64_t>(cfg_.retry_jitter_max.count() + 1))};
+}
+
+void ControlLoop::run(const std::atomic<bool>& stop) {
+  spdlog::info("control_loop_start node={} epoch={}", me_.node_id, epoch_.value);
+  refresh_runs();
+  while (!stop.load() && !fenced_.load()) {
+    std::deque<LoopEvent> batch;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait_for(lock, std::chrono::milliseconds(10), [&] { return !inbox_.empty(); });
+      batch.swap(inbox_);
+    }
+    for (const auto& e : batch) {
+      if (fenced_.load() || stop.load()) break;
+      handle(e);
+    }
+    const MonoTime now = clock_.mono();
+    // Workers that stopped talking are detached (their runs go through the
+    // reaper like any detach).
+    std::vector<std::pair<std::string, std::uint64_t>> silent;
+    for (const auto& [id, w] : workers_)
+      if (now - w.last_seen > cfg_.heartbeat_timeout) silent.emplace_back(id, w.link->id());
+    for (const auto& [id, link] : silent) on_detached(id, link, "heartbeat_timeout");
+
+    if (!fenced_ && now - last_reap_ >= cfg_.reap_every) {
+      last_reap_ = now;
+      reap();
+    }
+    if (!fenced_ && now - last_heartbeat_flush_ >= cfg_.heartbeat_interval) {
+      last_heartbeat_flush_ = now;
+      flush_heartbeats();
+    }
+    if (!fenced_ && now - last_cron_ >= cfg_.cron_every) {
+      last_cron_ = now;
+      materialize_cron();
+    }
+    if (!fenced_ && now - last_dispatch_ >= cfg_.dispatch_every) {
+      last_dispatch_ = now;
+      dispatch();
+    }
+  }
+  for (auto& [id, w] : workers_) w.link->close(fenced_ ? "leader fenced" : "leader stepping down");
+  workers_.clear();
+  metrics_.attached_workers = 0;
+  spdlog::info("control_loop_stop node={} epoch={} fenced={}", me_.node_id, epoch_.value, fenced_.load());
+}
+
+bool ControlLoop::note(const char* op, std::int64_t run, const Result<store::WriteResult>& r) {
+  if (!r) {
+    spdlog::warn("run_write_error op={} run={} epoch={} error={}", op, run, epoch_.value, r.error().message);
+    return false;
+  }
+  switch (r->outcome) {
+    case WriteOutcome::applied: return true;
+    case WriteOutcome::conflict:
+      metrics_.conflict_writes++;
+      spdlog::debug("run_write_conflict op={} run={} epoch={}", op, run, epoch_.value);
+      return false;
+    case WriteOutcome::fenced:
+      metrics_.fenced_writes++;
+      fenced_ = true;
+      spdlog::warn("run_write_fenced op={} run={} epoch={} current_epoch={}", op, run, epoch_.value,
+                   r->current_epoch.value);
+      return false;
+  }
+  return false;
+}
+
+void ControlLoop::send(const std::string& worker, const protocol::Message& m) {
+  if (fenced_) return;
+  auto it = workers_.find(worker);
+  if (it != workers_.end()) it->second.link->send(m);
+}
+
+void ControlLoop::handle(const LoopEvent& e) {
+  std::visit(
+      [&](const auto& ev) {
+        using T = std::decay_t<decltype(ev)>;
+        if constexpr (std::is_same_v<T, WorkerAttached>)
+          on_attached(ev);
+        else if constexpr (std::is_same_v<T, WorkerDetached>)
+          on_detached(ev.worker_id, ev.link_id, "closed");
+        else if constexpr (std::is_same_v<T, WorkerMessage>)
+          on_message(ev);
+        else
+          on_cancel(ev);
+      },
+      e);
+}
+
+void ControlLoop::refresh_runs() {
+  auto rows = store_.active_runs(cfg_.continuation_margin);
+  if (!rows) {
+    spdlog::warn("refresh_runs_error epoch={} error={}", epoch_.value, rows.error().message);
+    return;
+  }
+  std::map<std::int64_t, Tracked> next;
+  for (auto& r : *rows) {
+    auto old = tracked_.find(r.id.value);
+    Tracked t{r, old != tracked_.end() ? old->second.tasks : std::vector<protocol::Task>{}};
+    next.emplace(r.id.value, std::move(t));
+  }
+  tracked_ = std::move(next);
+}
+
+void ControlLoop::on_attached(const WorkerAttached& e) {
+  const std::string& id = e.hello.worker_id;
+  if (auto old = workers_.find(id); old != workers_.end() && old->second.link->id() != e.link->id()) {
+    // The newest connection of a worker id wins; the old one is closed.
+    old->second.link->close("replaced by a newer connection of the same worker");
+  }
+  workers_[id] = Attached{e.link, e.hello.capacity, e.hello.labels, clock_.mono(), false};
+  metrics_.attached_workers = static_cast<int>(workers_.size());
+  if (auto r = store_.worker_attached(id, labels_json(e.hello.labels), e.hello.capacity, me_.node_id, epoch_); !r)
+    spdlog::warn("worker_registry_error worker={} error={}", id, r.error().message);
+  e.link->send(protocol::Welcome{me_.node_id, epoch_.value, cfg_.heartbeat_interval.count(),
+                                 cfg_.heartbeat_timeout.count(), cfg_.continuation_timeout.count()});
+  spdlog::info("worker_attached worker={} capacity={} running={} epoch={}", id, e.hello.capacity,
+               e.hello.running.size(), epoch_.value);
+
+  // Adopt what the worker is still executing; anything it runs that is no
+  // longer its attempt must be killed (no two attempts of a run at once).
+  refresh_runs();
+  for (const auto& ref : e.hello.running) {
+    auto it = tracked_.find(ref.run_id);
+    bool ours = it != tracked_.end() && it->second.row.state == RunState::running && it->second.row.worker_id == id &&
+                it->second.row.attempt == ref.attempt && it->second.row.lease_token == ref.lease_token;
+    if (!ours) {
+      spdlog::info("stale_attempt_cancel run={} attempt={} worker={} epoch={}", ref.run_id, ref.attempt, id,
+                   epoch_.value);
+      e.link->send(protocol::Cancel{ref, "attempt is no longer current"});
+      continue;
+    }
+    adopt_if_needed(it->second.row);
+  }
+}
+
+bool ControlLoop::adopt_if_needed(store::ActiveRun& r) {
+  if (r.leader_epoch == epoch_ && r.continuation == ContinuationState::none) return true;
+  auto w = runs_.adopt({r.id, r.version, epoch_}, {r.worker_id, r.attempt, r.lease_token});
+  if (!note("adopt", r.id.value, w)) return false;
+  r.version = w->new_version;
+  r.leader_epoch = epoch_;
+  r.continuation = ContinuationState::none;
+  spdlog::info("run_adopted run={} attempt={} worker={} epoch={}", r.id.value, r.attempt, r.worker_id, epoch_.value);
+  return true;
+}
+
+void ControlLoop::on_detached(const std::string& worker_id, std::uint64_t link_id, const char* why) {
+  auto it = workers_.find(worker_id);
+  if (it == workers_.end() || it->second.link->id() != link_id) return;
+  it->second.link->close(why);
+  workers_.erase(it);
+  metrics_.attached_workers = static_cast<int>(workers_.size());
+  if (auto r = store_.worker_detached(worker_id); !r)
+    spdlog::warn("worker_registry_error worker={} error={}", worker_id, r.error().message);
+  spdlog::info("worker_detached worker={} reason={} epoch={}", worker_id, why, epoch_.value);
+}
+
+void ControlLoop::on_message(const WorkerMessage& e) {
+  auto it = workers_.find(e.worker_id);
+  if (it == workers_.end() || it->second.link->id() != e.link_id) return;  // from a replaced connection
+  it->second.last_seen = clock_.mono();
+  std::visit(
+      [&](const auto& m) {
+        using T = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<T, protocol::Start>)
+          on_start(e.worker_id, m);
+        else if constexpr (std::is_same_v<T, protocol::Heartbeat>)
+          on_heartbeat(e.worker_id, m);
+        else if constexpr (std::is_same_v<T, protocol::Finish>)
+          on_finish(e.worker_id, m);
+        else if constexpr (std::is_same_v<T, protocol::Drain>)
+          it->second.draining = true;
+        else {
+          metrics_.protocol_errors++;
+          it->second.link->send(protocol::Error{
+              "protocol", std::string("unexpected message '") + protocol::type_name(e.message) + "' from a worker"});
+        }
+      },
+      e.message);
+}
+
+void ControlLoop::on_start(const std::string& worker, const protocol::Start& m) {
+  auto it = tracked_.find(m.ref.run_id);
+  if (it == tracked_.end()) {
+    refresh_runs();
+    it = tracked_.find(m.ref.run_id);
+  }
+  auto deny = [&](const std::string& why) {
+    spdlog::info("start_denied run={} attempt={} worker={} epoch={} reason={}", m.ref.run_id, m.ref.attempt, worker,
+                 epoch_.value, why);
+    send(worker, protocol::StartDenied{m.ref, why});
+  };
+  if (it == tracked_.end()) return deny("run is not assigned");
+  store::ActiveRun& r = it->second.row;
+  if (r.state != RunState::assigned || r.worker_id != worker || r.attempt != m.ref.attempt ||
+      r.lease_token != m.ref.lease_token)
+    return deny("not the current assignment of this run");
+  // "No start right, no process": the worker starts only after this write.
+  auto w = runs_.start({r.id, r.version, epoch_}, {worker, r.attempt, r.lease_token},
+                       cfg_.heartbeat_timeout + cfg_.heartbeat_interval);
+  if (!note("start", r.id.value, w)) {
+    if (!fenced_) {
+      refresh_runs();
+      deny("start lost a race");
+    }
+    return;
+  }
+  r.state = RunState::running;
+  r.version = w->new_version;
+  r.leader_epoch = epoch_;
+  r.running_age_ms = 0;
+  metrics_.runs_started++;
+  spdlog::info("run_started run={} attempt={} worker={} epoch={}", r.id.value, r.attempt, worker, epoch_.value);
+  send(worker, protocol::StartGranted{m.ref});
+}
+
+void ControlLoop::on_heartbeat(const std::string& worker, const protocol::Heartbeat& m) {
+  for (const auto& ref : m.running) {
+    auto it = tracked_.find(ref.run_id);
+    if (it == tracked_.end()) {
+      refresh_runs();
+      it = tracked_.find(ref.run_id);
+    }
+    const bool current = it != tracked_.end() && it->second.row.state == RunState::running &&
+                         it->second.row.worker_id == worker && it->second.row.attempt == ref.attempt &&
+                         it->second.row.lease_token == ref.lease_token;
+    if (!current) {
+      spdlog::info("stale_attempt_cancel run={} attempt={} worker={} epoch={}", ref.run_id, ref.attempt, worker,
+                   epoch_.value);
+      send(worker, protocol::Cancel{ref, "attempt is no longer current"});
+      continue;
+    }
+    if (adopt_if_needed(it->second.row)) heartbeat_due_.insert(ref.run_id);
+  }
+}
+
+void ControlLoop::flush_heartbeats() {
+  if (heartbeat_due_.empty()) return;
+  std::vector<store::HeartbeatRow> rows;
+  for (auto id : heartbeat_due_) {
+    auto it = tracked_.find(id);
+    if (it == tracked_.end()) continue;
+    const auto& r = it->second.row;
+    rows.push_back({r.id, r.version, {r.worker_id, r.attempt, r.lease_token}});
+  }
+  heartbeat_due_.clear();
+  auto res = store_.heartbeat_batch(epoch_, rows, cfg_.heartbeat_timeout * 2);
+  if (!res) {
+    spdlog::warn("heartbeat_batch_error epoch={} error={}", epoch_.value, res.error().message);
+    return;
+  }
+  if (res->current_epoch != epoch_) {
+    metrics_.fenced_writes++;
+    fenced_ = true;
+    spdlog::warn("run_write_fenced op=heartbeat_batch rows={} epoch={} current_epoch={}", rows.size(), epoch_.value,
+                 res->current_epoch.value);
+    return;
+  }
+  bool missed = false;
+  for (auto& row : rows) {
+    auto applied = res->applied.find(row.id.value);
+    if (applied == res->applied.end()) {
+      missed = true;
+      continue;
+    }
+    tracked_[row.id.value].row.version = applied->second;
+  }
+  if (missed) refresh_runs();
+}
+
+void ControlLoop::on_finish(const std::string& worker, const protocol::Finish& m) {
+  auto current = runs_.read_run(RunId{m.ref.run_id});
+  if (!current) {
+    spdlog::warn("finish_read_error run={} epoch={} error={}", m.ref.run_id, epoch_.value, current.error().message);
+    return;  // no ack: the worker keeps it in its outbox and sends it again
+  }
+  const auto& row = *current;
+  const bool is_current = row && row->state == RunState::running && row->attempt == m.ref.attempt &&
+                          row->lease_token == m.ref.lease_token && row->assigned_worker_id == worker;
+  if (!is_current) {
+    // A replay, or an attempt that was superseded: nothing to write.
+    spdlog::info("finish_ack_without_write run={} attempt={} worker={} epoch={}", m.ref.run_id, m.ref.attempt, worker,
+                 epoch_.value);
+    send(worker, protocol::FinishAck{m.ref});
+    return;
+  }
+  refresh_runs();
+  auto it = tracked_.find(m.ref.run_id);
+  if (it == tracked_.end()) return;
+  store::ActiveRun& r = it->second.row;
+  if (!adopt_if_needed(r)) return;
+
+  if (!m.stdout_tail.empty()) (void)store_.append_run_log(r.id, r.attempt, "stdout", m.stdout_tail);
+  if (!m.stderr_tail.empty()) (void)store_.append_run_log(r.id, r.attempt, "stderr", m.stderr_tail);
+
+  store::RunFence fence{r.id, r.version, epoch_};
+  store::AttemptFence att{worker, r.attempt, r.lease_token};
+  store::Finish fin;
+  fin.exit_code = m.exit_code;
+  fin.error_msg = m.error;
+  fin.result_json = "{\"duration_ms\":" + std::to_string(m.duration_ms) + "}";
+  Result<store::WriteResult> w = store::WriteResult{};
+  std::string final_state;
+  if (m.outcome == "CANCELED") {
+    w = runs_.cancel(fence, RunState::running, m.error.empty() ? "canceled on the worker" : m.error);
+    final_state = "CANCELED";
+  } else {
+    RunState outcome = m.outcome == "SUCCEEDED"   ? RunState::succeeded
+                       : m.outcome == "TIMED_OUT" ? RunState::timed_out
+                                                  : RunState::failed;
+    fin.final_state = outcome;
+    fin.error_code = outcome == RunState::succeeded ? "" : (outcome == RunState::timed_out ? "timeout" : "failed");
+    auto decision = leader_core::decide_finish(outcome, r.attempt, r.max_attempts, Millis{r.retry_base_ms},
+                                               Millis{r.retry_cap_ms}, jitter());
+    if (decision.next == RunState::retry_waiting) {
+      w = runs_.retry_later(fence, att, fin, decision.retry_delay);
+      final_state = "RETRY_WAITING";
+    } else {
+      w = runs_.finish(fence, att, fin);
+      final_state = std::string(to_string(decision.next));
+    }
+  }
+  if (!note("finish", r.id.value, w)) return;
+  metrics_.runs_finished++;
+  spdlog::info("run_finished run={} attempt={} worker={} outcome={} state={} epoch={}", r.id.value, r.attempt, worker,
+               m.outcome, final_state, epoch_.value);
+  tracked_.erase(it);
+  send(worker, protocol::FinishAck{m.ref});
+}
+
+void ControlLoop::on_cancel(const CancelRun& c) {
+  auto row = runs_.read_run(c.run);
+  if (!row || !*row || is_terminal((*row)->state)) return;
+  const auto& r = **row;
+  auto w = runs_.cancel({r.id, r.version, epoch_}, r.state, c.reason);
+  if (!note("cancel", r.id.value, w)) return;
+  spdlog::info("run_canceled run={} attempt={} from={} epoch={}", r.id.value, r.attempt, to_string(r.state),
+               epoch_.value);
+  if ((r.state == RunState::running || r.state == RunState::assigned) && r.assigned_worker_id && r.lease_token)
+    send(*r.assigned_worker_id, protocol::Cancel{{r.id.value, r.attempt, *r.lease_token}, c.reason});
+  tracked_.erase(r.id.value);
+}
+
+void ControlLoop::dispatch() {
+  std::map<std::string, int> holding;
+  for (const auto& [id, t] : tracked_) holding[t.row.worker_id]++;
+  std::vector<leader_core::WorkerCapacity> capacity;
+  int free_total = 0;
+  for (const auto& [id, w] : workers_) {
+    int free = std::max(0, w.capacity - holding[id]);
+    free_total += w.draining ? 0 : free;
+    capacity.push_back({id, w.labels, free, w.draining});
+  }
+  if (free_total == 0) return;
+  auto due = store_.due_runs(std::min(cfg_.dispatch_batch, free_total));
+  if (!due) {
+    spdlog::warn("due_runs_error epoch={} error={}", epoch_.value, due.error().message);
+    return;
+  }
+  const MonoTime now = clock_.mono();
+  std::map<std::int64_t, const store::DueRun*> by_id;
+  std::vector<leader_core::DispatchCandidate> candidates;
+  for (const auto& d : *due) {
+    due_since_.try_emplace(d.id.value, now);
+    if (d.state == RunState::orphaned && d.attempt >= d.max_attempts) {
+      auto w = runs_.fail_orphaned({d.id, d.version, epoch_}, "worker lost before start; no attempts left");
+      note("fail_orphaned", d.id.value, w);
+      continue;
+    }
+    by_id[d.id.value] = &d;
+    candidates.push_back({d.id.value, d.selector});
+  }
+  auto plan = leader_core::plan_dispatch(candidates, capacity);
+  for (const auto& a : plan.assignments) {
+    if (fenced_) return;
+    const store::DueRun& d = *by_id[a.run_id];
+    auto tasks = protocol::decode_tasks(d.tasks_json);
+    if (std::holds_alternative<protocol::DecodeError>(tasks)) {
+      spdlog::error("run_tasks_invalid run={} job={} error={}", d.id.value, d.job_name,
+                    std::get<protocol::DecodeError>(tasks).message);
+      continue;
+    }
+    auto& task_list = std::get<std::vector<protocol::Task>>(tasks);
+    if (task_list.empty()) task_list.push_back(protocol::Task{});  // a run without a job: NOOP
+    if (task_list.front().kind == protocol::TaskKind::builtin && task_list.front().builtin.empty())
+      task_list.front().builtin = "NOOP";
+    Result<store::WriteResult> w = d.state == RunState::pending
+                                       ? runs_.assign({d.id, d.version, epoch_}, a.worker_id)
+                                       : runs_.reassign({d.id, d.version, epoch_}, d.state, a.worker_id);
+    if (!note("assign", d.id.value, w)) continue;
+    store::ActiveRun row;
+    row.id = d.id;
+    row.version = w->new_version;
+    row.state = RunState::assigned;
+    row.attempt = w->attempt;
+    row.max_attempts = d.max_attempts;
+    row.worker_id = a.worker_id;
+    row.lease_token = w->lease_token;
+    row.leader_epoch = epoch_;
+    row.timeout_ms = d.timeout_ms;
+    tracked_[d.id.value] = Tracked{row, task_list};
+    metrics_.runs_assigned++;
+    if (auto since = due_since_.find(d.id.value); since != due_since_.end()) {
+      metrics_.observe_dispatch_latency_us(
+          std::chrono::duration_cast<std::chrono::microseconds>(clock_.mono() - since->second).count());
+      due_since_.erase(since);
+    }
+    spdlog::info("run_assigned run={} attempt={} worker={} epoch={}", d.id.value, w->attempt, a.worker_id,
+                 epoch_.value);
+    send(a.worker_id, protocol::Assign{ref_of(row), task_list, d.timeout_ms});
+  }
+  if (due_since_.size() > 100000) due_since_.clear();  // bound: only a latency metric depends on it
+}
+
+void ControlLoop::reap() {
+  refresh_runs();
+  std::vector<leader_core::ReaperView> views;
+  for (const auto& [id, t] : tracked_) {
+    const auto& r = t.row;
+    views.push_back({id, r.state, r.worker_id, workers_.count(r.worker_id) > 0, r.leader_epoch == epoch_,
+                     r.continuation, r.continuation_expired, r.assigned_age_ms, r.running_age_ms, r.timeout_ms});
+  }
+  leader_core::ReaperConfig rc{cfg_.reassign_after, cfg_.timeout_grace};
+  for (const auto& action : leader_core::plan_reaping(views, rc)) {
+    if (fenced_) return;
+    auto it = tracked_.find(action.run_id);
+    if (it == tracked_.end()) continue;
+    store::ActiveRun& r = it->second.row;
+    store::RunFence fence{r.id, r.version, epoch_};
+    switch (action.kind) {
+      case leader_core::ReapKind::orphan: {
+        auto w = runs_.orphan(fence);
+        if (note("orphan", r.id.value, w)) {
+          metrics_.runs_orphaned++;
+          spdlog::info("run_orphaned run={} attempt={} worker={} epoch={}", r.id.value, r.attempt, r.worker_id,
+                       epoch_.value);
+          send(r.worker_id, protocol::Cancel{ref_of(r), "assignment expired"});
+          tracked_.erase(it);
+        }
+        break;
+      }
+      case leader_core::ReapKind::begin_confirming: {
+        auto w = runs_.begin_confirming(fence, cfg_.continuation_timeout);
+        if (note("begin_confirming", r.id.value, w)) {
+          r.version = w->new_version;
+          r.continuation = ContinuationState::confirming;
+          spdlog::info("run_confirming run={} attempt={} worker={} deadline_in={}ms epoch={}", r.id.value, r.attempt,
+                       r.worker_id, cfg_.continuation_timeout.count(), epoch_.value);
+        }
+        break;
+      }
+      case leader_core::ReapKind::attempt_lost:
+      case leader_core::ReapKind::enforce_timeout: {
+        const bool lost = action.kind == leader_core::ReapKind::attempt_lost;
+        if (!lost) send(r.worker_id, protocol::Cancel{ref_of(r), "run timed out"});
+        if (!adopt_if_needed(r)) break;
+        store::Finish fin;
+        fin.final_state = lost ? RunState::failed : RunState::timed_out;
+        fin.error_code = lost ? "attempt_lost" : "timeout";
+        fin.error_msg = lost ? "worker did not return before its continuation deadline"
+                             : "no finish from the worker within timeout + grace";
+        auto decision = leader_core::decide_finish(fin.final_state, r.attempt, r.max_attempts, Millis{r.retry_base_ms},
+                                                   Millis{r.retry_cap_ms}, jitter());
+        store::AttemptFence att{r.worker_id, r.attempt, r.lease_token};
+        store::RunFence f2{r.id, r.version, epoch_};
+        auto w = decision.next == RunState::retry_waiting ? runs_.retry_later(f2, att, fin, decision.retry_delay)
+                                                          : runs_.finish(f2, att, fin);
+        if (note(lost ? "attempt_lost" : "enforce_timeout", r.id.value, w)) {
+          spdlog::info("run_attempt_ended run={} attempt={} reason={} next={} epoch={}", r.id.value, r.attempt,
+                       fin.error_code, to_string(decision.next), epoch_.value);
+          tracked_.erase(it);
+        }
+        break;
+      }
+    }
+  }
+}
+
+void ControlLoop::materialize_cron() {
+  auto jobs = store_.scheduled_jobs();
+  if (!jobs) {
+    spdlog::warn("cron_read_error epoch={} error={}", epoch_.value, jobs.error().message);
+    return;
+  }
+  for (const auto& j : *jobs) {
+    auto cached = cron_cache_.find(j.schedule);
+    if (cached == cron_cache_.end()) {
+      auto parsed = leader_core::parse_cron(j.schedule);
+      std::optional<leader_core::CronSchedule> s;
+      if (auto* ok = std::get_if<leader_core::CronSchedule>(&parsed))
+        s = *ok;
+      else
+        spdlog::error("cron_invalid job={} schedule='{}' error={}", j.name, j.schedule,
+                      std::get<leader_core::CronParseError>(parsed).message);
+      cached = cron_cache_.emplace(j.schedule, s).first;
+    }
+    if (!cached->second) continue;
+    using std::chrono::seconds;
+    using std::chrono::sys_seconds;
+    const sys_seconds now{seconds{j.now_unix}};
+    // A job never materialised starts with the slot due now (if any).
+    sys_seconds from{seconds{j.last_slot_unix.value_or(j.now_unix - 1)}};
+    std::vector<sys_seconds> due;
+    for (int i = 0; i < 100000; ++i) {
+      auto next = leader_core::next_fire(*cached->second, from);
+      if (!next || *next > now) break;
+      due.push_back(*next);
+      from = *next;
+      if (j.misfire_policy == "run_all" && static_cast<int>(due.size()) >= misfire_catch_up_max) break;
+    }
+    if (due.empty()) continue;
+    if (j.misfire_policy == "run_latest") due = {due.back()};
+    if (j.misfire_policy == "skip") {
+      if ((now - due.back()).count() > skip_tolerance_s) continue;
+      due = {due.back()};
+    }
+    for (auto slot : due) {
+      auto w = store_.create_job_run(epoch_, j.name, std::nullopt, "cron", slot.time_since_epoch().count());
+      if (!w) {
+        spdlog::warn("cron_create_error job={} slot={} error={}", j.name, slot.time_since_epoch().count(),
+                     w.error().message);
+        break;
+      }
+      if (w->outcome == WriteOutcome::fenced) {
+        metrics_.fenced_writes++;
+        fenced_ = true;
+        spdlog::warn("run_write_fenced op=cron_create job={} epoch={} current_epoch={}", j.name, epoch_.value,
+                     w->current_epoch.value);
+        return;
+      }
+      if (w->outcome == WriteOutcome::applied) {
+        metrics_.runs_created_by_cron++;
+        spdlog::info("cron_slot_fired job={} slot={} run={} epoch={}", j.name, slot.time_since_epoch().count(),
+                     w->run.value, epoch_.value);
+      }
+    }
+  }
+}
+
+}  // namespace baton::leader

@@ -1,0 +1,153 @@
+#include "baton/leader/job_files.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "baton/core/config_yaml.h"
+#include "baton/leader_core/cron.h"
+#include "baton/protocol/codec.h"
+
+namespace baton::leader {
+
+namespace {
+
+std::string json_quote(const std::string& s) {
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') q += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) continue;
+    q += c;
+  }
+  return q + "\"";
+}
+
+std::optional<protocol::Task> read_task(ConfigMap& t, ConfigErrors& errors) {
+  protocol::Task task;
+  auto kind = t.string("kind", true).value_or("");
+  if (kind == "PROGRAM")
+    task.kind = protocol::TaskKind::program;
+  else if (kind == "SQL")
+    task.kind = protocol::TaskKind::sql;
+  else if (kind == "BUILTIN")
+    task.kind = protocol::TaskKind::builtin;
+  else if (!kind.empty())
+    errors.add(t.key_path("kind"), "must be PROGRAM, SQL or BUILTIN, got '" + kind + "'");
+  task.name = t.string("name").value_or("");
+  if (auto c = t.string_list("command")) task.command = *c;
+  t.mark_known("env");
+  task.cwd = t.string("cwd").value_or("");
+  task.connection = t.string("connection").value_or("");
+  task.sql = t.string("sql").value_or("");
+  task.builtin = t.string("builtin").value_or("");
+  task.argument = t.string("argument").value_or("");
+  task.ignore_error = t.boolean("ignore_error").value_or(false);
+  t.reject_unknown_keys();
+  if (task.kind == protocol::TaskKind::program && task.command.empty())
+    errors.add(t.key_path("command"), "a PROGRAM task needs a command (a list: program and arguments)");
+  if (task.kind == protocol::TaskKind::sql && (task.connection.empty() || task.sql.empty()))
+    errors.add(t.key_path("sql"), "an SQL task needs both connection and sql");
+  if (task.kind == protocol::TaskKind::builtin) {
+    static const char* ok[] = {"NOOP", "SLEEP", "LOG", "FAIL"};
+    if (std::none_of(std::begin(ok), std::end(ok), [&](const char* b) { return task.builtin == b; }))
+      errors.add(t.key_path("builtin"), "must be NOOP, SLEEP, LOG or FAIL, got '" + task.builtin + "'");
+  }
+  return task;
+}
+
+}  // namespace
+
+Result<std::vector<store::JobDefinition>> load_job_file(const std::string& file) {
+  auto root = load_yaml_file(file);
+  if (!root) return root.error();
+  ConfigErrors errors(file);
+  ConfigMap top(*root, "", errors);
+  std::vector<store::JobDefinition> out;
+  YAML::Node list = (*root)["jobs"];
+  top.mark_known("jobs");
+  top.reject_unknown_keys();
+  if (!list || !list.IsSequence()) {
+    errors.add("jobs", "must be a list of job definitions");
+  } else {
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      ConfigMap j(list[i], "jobs[" + std::to_string(i) + "]", errors);
+      store::JobDefinition job;
+      job.name = j.string("name", true).value_or("");
+      if (auto s = j.string("schedule")) {
+        auto parsed = leader_core::parse_cron(*s);
+        if (auto* e = std::get_if<leader_core::CronParseError>(&parsed))
+          errors.add(j.key_path("schedule"),
+                     "'" + *s + "' at position " + std::to_string(e->position) + ": " + e->message);
+        job.schedule = *s;
+      }
+      if (auto z = j.string("time_zone")) {
+        if (auto e = leader_core::validate_time_zone(*z)) errors.add(j.key_path("time_zone"), *e);
+        job.time_zone = *z;
+      }
+      job.max_attempts = static_cast<int>(j.integer("max_attempts", 1, 100).value_or(1));
+      job.priority = static_cast<int>(j.integer("priority", -1000, 1000).value_or(0));
+      if (auto t = j.duration("timeout")) job.timeout_ms = t->count();
+      ConfigMap retry = j.map("retry");
+      if (auto b = retry.duration("base")) job.retry_base_ms = b->count();
+      if (auto c = retry.duration("cap")) job.retry_cap_ms = c->count();
+      retry.reject_unknown_keys();
+      job.live = j.boolean("live").value_or(true);
+      job.misfire_policy = j.string("misfire_policy").value_or("run_latest");
+      if (job.misfire_policy != "run_all" && job.misfire_policy != "run_latest" && job.misfire_policy != "skip")
+        errors.add(j.key_path("misfire_policy"), "must be run_all, run_latest or skip");
+      YAML::Node sel = list[i]["selector"];
+      std::string selector = "{";
+      if (sel && sel.IsMap()) {
+        for (const auto& kv : sel) {
+          if (selector.size() > 1) selector += ',';
+          selector += json_quote(kv.first.as<std::string>()) + ":" + json_quote(kv.second.as<std::string>());
+        }
+      } else if (sel && !sel.IsNull()) {
+        errors.add(j.key_path("selector"), "must be a mapping of label to value");
+      }
+      j.mark_known("selector");
+      job.selector_json = selector + "}";
+      std::vector<protocol::Task> tasks;
+      YAML::Node tl = list[i]["tasks"];
+      j.mark_known("tasks");
+      if (!tl || !tl.IsSequence() || tl.size() == 0) {
+        errors.add(j.key_path("tasks"), "must be a non-empty list of tasks");
+      } else {
+        for (std::size_t k = 0; k < tl.size(); ++k) {
+          ConfigMap t(tl[k], j.key_path("tasks[" + std::to_string(k) + "]"), errors);
+          YAML::Node env = tl[k]["env"];
+          auto task = read_task(t, errors);
+          if (task && env && env.IsMap())
+            for (const auto& kv : env) task->env[kv.first.as<std::string>()] = kv.second.as<std::string>();
+          if (task) tasks.push_back(*task);
+        }
+      }
+      job.tasks_json = protocol::encode_tasks(tasks);
+      j.reject_unknown_keys();
+      out.push_back(std::move(job));
+    }
+  }
+  if (!errors.empty()) return make_error(Errc::bad_config, errors.joined());
+  return out;
+}
+
+Result<std::vector<store::JobDefinition>> load_job_files(const std::string& dir) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.path().extension() == ".yaml" || e.path().extension() == ".yml") files.push_back(e.path().string());
+  if (ec) return make_error(Errc::bad_config, "jobs_dir '" + dir + "': " + ec.message());
+  std::sort(files.begin(), files.end());
+  std::vector<store::JobDefinition> all;
+  std::string errors;
+  for (const auto& f : files) {
+    auto jobs = load_job_file(f);
+    if (!jobs)
+      errors += jobs.error().message;
+    else
+      all.insert(all.end(), jobs->begin(), jobs->end());
+  }
+  if (!errors.empty()) return make_error(Errc::bad_config, errors);
+  return all;
+}
+
+}  // namespace baton::leader

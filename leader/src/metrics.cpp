@@ -1,0 +1,50 @@
+#include "baton/leader/metrics.h"
+
+#include <sstream>
+
+namespace baton::leader {
+
+void Metrics::observe_dispatch_latency_us(std::int64_t us) {
+  std::size_t i = 0;
+  while (i < latency_buckets_ms.size() && static_cast<double>(us) / 1000.0 > latency_buckets_ms[i]) ++i;
+  dispatch_latency_bucket[i]++;
+  dispatch_latency_count++;
+  dispatch_latency_sum_us += us;
+}
+
+std::string Metrics::render() const {
+  std::ostringstream o;
+  auto gauge = [&](const char* name, const char* help, std::int64_t v, const char* type = "gauge") {
+    o << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n' << name << ' ' << v << '\n';
+  };
+  gauge("baton_epoch", "Leader epoch this node leads (0 when following).", epoch.load());
+  gauge("baton_is_leader", "1 if this node is the leader.", is_leader.load());
+  gauge("baton_attached_workers", "Workers attached to this node.", attached_workers.load());
+  gauge("baton_fenced_writes_total", "Run writes rejected because a newer epoch holds the lease.", fenced_writes.load(),
+        "counter");
+  gauge("baton_conflict_writes_total", "Run writes that lost a version or state race.", conflict_writes.load(),
+        "counter");
+  gauge("baton_runs_assigned_total", "Runs assigned by this node.", runs_assigned.load(), "counter");
+  gauge("baton_runs_started_total", "Start grants by this node.", runs_started.load(), "counter");
+  gauge("baton_runs_finished_total", "Finishes recorded by this node.", runs_finished.load(), "counter");
+  gauge("baton_runs_orphaned_total", "Runs this node moved to ORPHANED.", runs_orphaned.load(), "counter");
+  gauge("baton_cron_runs_created_total", "Cron slots materialised by this node.", runs_created_by_cron.load(),
+        "counter");
+  gauge("baton_protocol_errors_total", "Frames rejected from workers.", protocol_errors.load(), "counter");
+  gauge("baton_role_changes_total", "Leader/follower transitions of this node.", role_changes.load(), "counter");
+  o << "# HELP baton_dispatch_latency_seconds Time from a run first seen due to its assignment committed.\n"
+       "# TYPE baton_dispatch_latency_seconds histogram\n";
+  std::int64_t cumulative = 0;
+  for (std::size_t i = 0; i < latency_buckets_ms.size(); ++i) {
+    cumulative += dispatch_latency_bucket[i].load();
+    o << "baton_dispatch_latency_seconds_bucket{le=\"" << latency_buckets_ms[i] / 1000.0 << "\"} " << cumulative
+      << '\n';
+  }
+  cumulative += dispatch_latency_bucket.back().load();
+  o << "baton_dispatch_latency_seconds_bucket{le=\"+Inf\"} " << cumulative << '\n';
+  o << "baton_dispatch_latency_seconds_sum " << static_cast<double>(dispatch_latency_sum_us.load()) / 1e6 << '\n';
+  o << "baton_dispatch_latency_seconds_count " << dispatch_latency_count.load() << '\n';
+  return o.str();
+}
+
+}  // namespace baton::leader

@@ -1,0 +1,127 @@
+#pragma once
+// Port for everything the leader's control loop and the admin API read, and
+// for the registries (workers, job definitions, run logs) they write. Writes
+// of run *state* are not here: they are RunStore's fenced transitions, plus
+// the two fenced inserts and the batched heartbeat below, which carry the
+// same epoch fence.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "baton/core/clock.h"
+#include "baton/core/ids.h"
+#include "baton/core/result.h"
+#include "baton/core/run_state.h"
+#include "baton/store/run_store.h"
+
+namespace baton::store {
+
+/// A run the dispatcher may assign: PENDING, due RETRY_WAITING, or ORPHANED.
+struct DueRun {
+  RunId id{0};
+  Version version{0};
+  RunState state = RunState::pending;
+  int attempt = 1;
+  int max_attempts = 1;
+  int priority = 0;
+  std::string job_name;
+  std::string tasks_json = "[]";  ///< the job's task chain, as stored
+  std::int64_t timeout_ms = 0;
+  std::map<std::string, std::string> selector;  ///< labels a worker must carry
+};
+
+/// An ASSIGNED or RUNNING run, with the facts the reaper decides on. Ages and
+/// deadlines are computed by the database clock.
+struct ActiveRun {
+  RunId id{0};
+  Version version{0};
+  RunState state = RunState::assigned;
+  int attempt = 1;
+  int max_attempts = 1;
+  std::string worker_id;
+  std::string lease_token;
+  Epoch leader_epoch{0};
+  ContinuationState continuation = ContinuationState::none;
+  bool continuation_expired = false;  ///< continuation_deadline_at + margin < now()
+  std::int64_t assigned_age_ms = 0;   ///< now() - assigned_at
+  std::int64_t running_age_ms = 0;    ///< now() - started_at (RUNNING)
+  std::int64_t timeout_ms = 0;        ///< the job's timeout (0: none)
+  std::int64_t retry_base_ms = 1000;
+  std::int64_t retry_cap_ms = 3600000;
+};
+
+struct HeartbeatRow {
+  RunId id{0};
+  Version version{0};
+  AttemptFence attempt;
+};
+
+struct HeartbeatBatchResult {
+  Epoch current_epoch{0};
+  std::map<std::int64_t, Version> applied;  ///< run id -> new version; missing ids were not written
+};
+
+struct JobDefinition {
+  std::string name;
+  std::optional<std::string> schedule;
+  std::string time_zone = "UTC";
+  std::string tasks_json = "[]";
+  int max_attempts = 1;
+  int priority = 0;
+  std::int64_t timeout_ms = 0;
+  std::int64_t retry_base_ms = 1000;
+  std::int64_t retry_cap_ms = 3600000;
+  std::string selector_json = "{}";
+  bool live = true;
+  std::string misfire_policy = "run_latest";
+};
+
+struct ScheduledJob {
+  std::int64_t id = 0;
+  std::string name;
+  std::string schedule;
+  std::string time_zone;
+  std::string misfire_policy;
+  std::optional<std::int64_t> last_slot_unix;  ///< newest materialised slot (seconds)
+  std::int64_t now_unix = 0;                   ///< the database clock, seconds
+  std::int64_t now_unix_ms = 0;
+};
+
+struct RunCounts {
+  std::map<std::string, std::int64_t> by_state;
+};
+
+class LeaderStore {
+ public:
+  virtual ~LeaderStore() = default;
+
+  virtual Result<std::vector<DueRun>> due_runs(int limit) = 0;
+  virtual Result<std::vector<ActiveRun>> active_runs(Millis continuation_margin) = 0;
+  /// One statement, fenced per row: RUNNING rows still held by the given
+  /// attempts get heartbeat_at = now(), stale_after = now() + stale_after.
+  virtual Result<HeartbeatBatchResult> heartbeat_batch(Epoch epoch, const std::vector<HeartbeatRow>& rows,
+                                                       Millis stale_after) = 0;
+  /// Fenced insert of a run of job `job_name` (its settings copied). Conflict
+  /// when the idempotency key is active or the slot already exists.
+  virtual Result<CreateResult> create_job_run(Epoch epoch, const std::string& job_name,
+                                              const std::optional<std::string>& idempotency_key,
+                                              const std::string& trigger_kind,
+                                              std::optional<std::int64_t> slot_unix) = 0;
+  virtual Result<void> worker_attached(const std::string& worker_id, const std::string& labels_json, int capacity,
+                                       const std::string& node_id, Epoch epoch) = 0;
+  virtual Result<void> worker_detached(const std::string& worker_id) = 0;
+  virtual Result<void> append_run_log(RunId run, int attempt, const std::string& stream, const std::string& chunk) = 0;
+  virtual Result<void> upsert_job(const JobDefinition& job) = 0;
+  virtual Result<bool> job_exists(const std::string& name) = 0;
+  virtual Result<std::vector<ScheduledJob>> scheduled_jobs() = 0;
+  virtual Result<RunCounts> run_counts() = 0;
+  /// The run as a JSON object (for GET /api/v1/runs/{id}), nullopt if absent.
+  virtual Result<std::optional<std::string>> run_json(RunId id) = 0;
+  /// Records an admin mutation in audit_log.
+  virtual Result<void> audit(const std::string& actor, const std::string& action, const std::string& subject,
+                             Epoch epoch, const std::string& details_json) = 0;
+};
+
+}  // namespace baton::store

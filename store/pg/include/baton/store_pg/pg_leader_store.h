@@ -1,0 +1,38 @@
+#pragma once
+// LeaderStore on PostgreSQL (reads and registries; fenced statements come
+// from run_transitions.cpp).
+#include <string>
+
+#include "baton/store/leader_store.h"
+#include "baton/store_pg/pg_session.h"
+
+namespace baton::store::pg {
+
+class PgLeaderStore final : public LeaderStore {
+ public:
+  PgLeaderStore(const std::string& url, const std::string& application_name);
+
+  Result<std::vector<DueRun>> due_runs(int limit) override;
+  Result<std::vector<ActiveRun>> active_runs(Millis continuation_margin) override;
+  Result<HeartbeatBatchResult> heartbeat_batch(Epoch epoch, const std::vector<HeartbeatRow>& rows,
+                                               Millis stale_after) override;
+  Result<CreateResult> create_job_run(Epoch epoch, const std::string& job_name,
+                                      const std::optional<std::string>& idempotency_key,
+                                      const std::string& trigger_kind, std::optional<std::int64_t> slot_unix) override;
+  Result<void> worker_attached(const std::string& worker_id, const std::string& labels_json, int capacity,
+                               const std::string& node_id, Epoch epoch) override;
+  Result<void> worker_detached(const std::string& worker_id) override;
+  Result<void> append_run_log(RunId run, int attempt, const std::string& stream, const std::string& chunk) override;
+  Result<void> upsert_job(const JobDefinition& job) override;
+  Result<bool> job_exists(const std::string& name) override;
+  Result<std::vector<ScheduledJob>> scheduled_jobs() override;
+  Result<RunCounts> run_counts() override;
+  Result<std::optional<std::string>> run_json(RunId id) override;
+  Result<void> audit(const std::string& actor, const std::string& action, const std::string& subject, Epoch epoch,
+                     const std::string& details_json) override;
+
+ private:
+  PgSession session_;
+};
+
+}  // namespace baton::store::pg

@@ -1,0 +1,308 @@
+#include "baton/store_pg/pg_leader_store.h"
+
+#include <boost/json.hpp>
+
+#include "baton/core/assert.h"
+#include "run_transitions_sql.h"
+
+namespace baton::store::pg {
+
+namespace {
+
+std::map<std::string, std::string> parse_selector(const std::string& json_text) {
+  std::map<std::string, std::string> out;
+  boost::system::error_code ec;
+  auto v = boost::json::parse(json_text, ec);
+  if (ec || !v.is_object()) return out;
+  for (const auto& kv : v.as_object())
+    if (kv.value().is_string()) out[std::string(kv.key())] = std::string(kv.value().as_string());
+  return out;
+}
+
+template <class T>
+std::string pg_array(const std::vector<T>& values) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i) out += ',';
+    if constexpr (std::is_same_v<T, std::string>) {
+      out += '"';
+      for (char c : values[i]) {
+        if (c == '"' || c == '\\') out += '\\';
+        out += c;
+      }
+      out += '"';
+    } else {
+      out += std::to_string(values[i]);
+    }
+  }
+  return out + "}";
+}
+
+}  // namespace
+
+PgLeaderStore::PgLeaderStore(const std::string& url, const std::string& application_name)
+    : session_(url, application_name) {}
+
+Result<std::vector<DueRun>> PgLeaderStore::due_runs(int limit) {
+  return session_.with<std::vector<DueRun>>([&](pqxx::connection& c) -> Result<std::vector<DueRun>> {
+    pqxx::nontransaction tx{c};
+    // Three index-backed slices (partial indexes on PENDING and due
+    // RETRY_WAITING; ORPHANED is rare), merged by priority then due time.
+    auto rows = tx.exec_params(
+        "SELECT r.id, r.version, r.state, r.attempt, r.max_attempts, r.priority, coalesce(j.name, ''),"
+        " coalesce(j.tasks::text, '[]'), coalesce(j.timeout_ms, 0), coalesce(j.worker_selector::text, '{}')"
+        " FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id"
+        " WHERE r.state = 'PENDING' OR (r.state = 'RETRY_WAITING' AND r.next_attempt_at <= now())"
+        " OR (r.state = 'ORPHANED' AND r.attempt < r.max_attempts)"
+        " ORDER BY r.priority DESC, coalesce(r.next_attempt_at, r.scheduled_for, r.created_at), r.id LIMIT $1",
+        limit);
+    std::vector<DueRun> out;
+    out.reserve(rows.size());
+    for (const auto& r : rows) {
+      DueRun d;
+      d.id = RunId{r[0].as<std::int64_t>()};
+      d.version = Version{r[1].as<std::int64_t>()};
+      d.state = parse_run_state(r[2].as<std::string>()).value_or(RunState::pending);
+      d.attempt = r[3].as<int>();
+      d.max_attempts = r[4].as<int>();
+      d.priority = r[5].as<int>();
+      d.job_name = r[6].as<std::string>();
+      d.tasks_json = r[7].as<std::string>();
+      d.timeout_ms = r[8].as<std::int64_t>();
+      d.selector = parse_selector(r[9].as<std::string>());
+      out.push_back(std::move(d));
+    }
+    return out;
+  });
+}
+
+Result<std::vector<ActiveRun>> PgLeaderStore::active_runs(Millis continuation_margin) {
+  return session_.with<std::vector<ActiveRun>>([&](pqxx::connection& c) -> Result<std::vector<ActiveRun>> {
+    pqxx::nontransaction tx{c};
+    auto rows = tx.exec_params(
+        "SELECT r.id, r.version, r.state, r.attempt, r.max_attempts, coalesce(r.assigned_worker_id, ''),"
+        " coalesce(r.lease_token::text, ''), r.leader_epoch, r.continuation_state,"
+        " coalesce(r.continuation_deadline_at + $1 * interval '1 millisecond' < now(), false),"
+        " coalesce(floor(extract(epoch FROM now() - r.assigned_at) * 1000), 0)::bigint,"
+        " coalesce(floor(extract(epoch FROM now() - r.started_at) * 1000), 0)::bigint,"
+        " coalesce(j.timeout_ms, 0), coalesce(j.retry_base_ms, 1000), coalesce(j.retry_cap_ms, 3600000)"
+        " FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id"
+        " WHERE r.state IN ('ASSIGNED', 'RUNNING') ORDER BY r.id",
+        continuation_margin.count());
+    std::vector<ActiveRun> out;
+    out.reserve(rows.size());
+    for (const auto& r : rows) {
+      ActiveRun a;
+      a.id = RunId{r[0].as<std::int64_t>()};
+      a.version = Version{r[1].as<std::int64_t>()};
+      a.state = parse_run_state(r[2].as<std::string>()).value_or(RunState::assigned);
+      a.attempt = r[3].as<int>();
+      a.max_attempts = r[4].as<int>();
+      a.worker_id = r[5].as<std::string>();
+      a.lease_token = r[6].as<std::string>();
+      a.leader_epoch = Epoch{r[7].as<std::int64_t>()};
+      a.continuation = r[8].as<std::string>() == "CONFIRMING" ? ContinuationState::confirming : ContinuationState::none;
+      a.continuation_expired = r[9].as<bool>();
+      a.assigned_age_ms = r[10].as<std::int64_t>();
+      a.running_age_ms = r[11].as<std::int64_t>();
+      a.timeout_ms = r[12].as<std::int64_t>();
+      a.retry_base_ms = r[13].as<std::int64_t>();
+      a.retry_cap_ms = r[14].as<std::int64_t>();
+      out.push_back(std::move(a));
+    }
+    return out;
+  });
+}
+
+Result<HeartbeatBatchResult> PgLeaderStore::heartbeat_batch(Epoch epoch, const std::vector<HeartbeatRow>& rows,
+                                                            Millis stale_after) {
+  std::vector<std::int64_t> ids, versions;
+  std::vector<std::string> workers, tokens;
+  std::vector<int> attempts;
+  for (const auto& r : rows) {
+    ids.push_back(r.id.value);
+    versions.push_back(r.version.value);
+    workers.push_back(r.attempt.worker_id);
+    attempts.push_back(r.attempt.attempt);
+    tokens.push_back(r.attempt.lease_token);
+  }
+  return session_.with<HeartbeatBatchResult>([&](pqxx::connection& c) -> Result<HeartbeatBatchResult> {
+    pqxx::work tx{c};
+    auto res = tx.exec_params(heartbeat_batch_sql(), epoch.value, stale_after.count(), pg_array(ids),
+                              pg_array(versions), pg_array(workers), pg_array(attempts), pg_array(tokens));
+    tx.commit();
+    HeartbeatBatchResult out;
+    for (const auto& r : res) {
+      out.current_epoch = Epoch{r[0].as<std::int64_t>()};
+      if (!r[1].is_null()) out.applied[r[1].as<std::int64_t>()] = Version{r[2].as<std::int64_t>()};
+    }
+    return out;
+  });
+}
+
+Result<CreateResult> PgLeaderStore::create_job_run(Epoch epoch, const std::string& job_name,
+                                                   const std::optional<std::string>& idempotency_key,
+                                                   const std::string& trigger_kind,
+                                                   std::optional<std::int64_t> slot_unix) {
+  return session_.with<CreateResult>([&](pqxx::connection& c) -> Result<CreateResult> {
+    pqxx::work tx{c};
+    auto r = tx.exec_params1(create_job_run_sql(), epoch.value, job_name, idempotency_key, trigger_kind, slot_unix);
+    tx.commit();
+    CreateResult out;
+    out.current_epoch = Epoch{r[0].as<std::int64_t>()};
+    if (!r[2].as<bool>()) return make_error(Errc::bad_input, "unknown job '" + job_name + "'");
+    if (!r[1].is_null()) {
+      out.outcome = WriteOutcome::applied;
+      out.run = RunId{r[1].as<std::int64_t>()};
+    } else {
+      out.outcome = out.current_epoch == epoch ? WriteOutcome::conflict : WriteOutcome::fenced;
+    }
+    return out;
+  });
+}
+
+Result<void> PgLeaderStore::worker_attached(const std::string& worker_id, const std::string& labels_json, int capacity,
+                                            const std::string& node_id, Epoch epoch) {
+  return session_.with<void>([&](pqxx::connection& c) -> Result<void> {
+    pqxx::work tx{c};
+    tx.exec_params(
+        "INSERT INTO workers (worker_id, labels, capacity, attached_node_id, attached_epoch, state,"
+        " last_heartbeat_at, attached_at) VALUES ($1, $2::jsonb, $3, $4, $5, 'ATTACHED', now(), now())"
+        " ON CONFLICT (worker_id) DO UPDATE SET labels = EXCLUDED.labels, capacity = EXCLUDED.capacity,"
+        " attached_node_id = EXCLUDED.attached_node_id, attached_epoch = EXCLUDED.attached_epoch,"
+        " state = 'ATTACHED', last_heartbeat_at = now(), attached_at = now()",
+        worker_id, labels_json, capacity, node_id, epoch.value);
+    tx.commit();
+    return {};
+  });
+}
+
+Result<void> PgLeaderStore::worker_detached(const std::string& worker_id) {
+  return session_.with<void>([&](pqxx::connection& c) -> Result<void> {
+    pqxx::work tx{c};
+    tx.exec_params("UPDATE workers SET state = 'DETACHED', detached_at = now() WHERE worker_id = $1", worker_id);
+    tx.commit();
+    return {};
+  });
+}
+
+Result<void> PgLeaderStore::append_run_log(RunId run, int attempt, const std::string& stream,
+                                           const std::string& chunk) {
+  return session_.with<void>([&](pqxx::connection& c) -> Result<void> {
+    pqxx::work tx{c};
+    tx.exec_params("INSERT INTO run_logs (run_id, attempt, stream, chunk) VALUES ($1, $2, $3, $4)", run.value, attempt,
+                   stream, chunk);
+    tx.commit();
+    return {};
+  });
+}
+
+Result<void> PgLeaderStore::upsert_job(const JobDefinition& j) {
+  return session_.with<void>([&](pqxx::connection& c) -> Result<void> {
+    pqxx::work tx{c};
+    tx.exec_params(
+        "INSERT INTO job_definitions (name, schedule, time_zone, tasks, max_attempts, priority, timeout_ms,"
+        " retry_base_ms, retry_cap_ms, worker_selector, live, misfire_policy)"
+        " VALUES ($1, $2, $3, $4::jsonb, $5, $6, nullif($7, 0), $8, $9, $10::jsonb, $11, $12)"
+        " ON CONFLICT (name) DO UPDATE SET schedule = EXCLUDED.schedule, time_zone = EXCLUDED.time_zone,"
+        " tasks = EXCLUDED.tasks, max_attempts = EXCLUDED.max_attempts, priority = EXCLUDED.priority,"
+        " timeout_ms = EXCLUDED.timeout_ms, retry_base_ms = EXCLUDED.retry_base_ms,"
+        " retry_cap_ms = EXCLUDED.retry_cap_ms, worker_selector = EXCLUDED.worker_selector,"
+        " live = EXCLUDED.live, misfire_policy = EXCLUDED.misfire_policy, deleted_at = NULL,"
+        " updated_at = now(), version = job_definitions.version + 1"
+        " WHERE (job_definitions.schedule, job_definitions.time_zone, job_definitions.tasks,"
+        " job_definitions.max_attempts, job_definitions.priority, job_definitions.timeout_ms,"
+        " job_definitions.retry_base_ms, job_definitions.retry_cap_ms, job_definitions.worker_selector,"
+        " job_definitions.live, job_definitions.misfire_policy, job_definitions.deleted_at)"
+        " IS DISTINCT FROM (EXCLUDED.schedule, EXCLUDED.time_zone, EXCLUDED.tasks, EXCLUDED.max_attempts,"
+        " EXCLUDED.priority, EXCLUDED.timeout_ms, EXCLUDED.retry_base_ms, EXCLUDED.retry_cap_ms,"
+        " EXCLUDED.worker_selector, EXCLUDED.live, EXCLUDED.misfire_policy, NULL::timestamptz)",
+        j.name, j.schedule, j.time_zone, j.tasks_json, j.max_attempts, j.priority, j.timeout_ms, j.retry_base_ms,
+        j.retry_cap_ms, j.selector_json, j.live, j.misfire_policy);
+    tx.commit();
+    return {};
+  });
+}
+
+Result<bool> PgLeaderStore::job_exists(const std::string& name) {
+  return session_.with<bool>([&](pqxx::connection& c) -> Result<bool> {
+    pqxx::nontransaction tx{c};
+    return tx
+        .exec_params1("SELECT EXISTS (SELECT 1 FROM job_definitions WHERE name = $1 AND deleted_at IS NULL)", name)[0]
+        .as<bool>();
+  });
+}
+
+Result<std::vector<ScheduledJob>> PgLeaderStore::scheduled_jobs() {
+  return session_.with<std::vector<ScheduledJob>>([&](pqxx::connection& c) -> Result<std::vector<ScheduledJob>> {
+    pqxx::nontransaction tx{c};
+    auto rows = tx.exec(
+        "SELECT j.id, j.name, j.schedule, j.time_zone, j.misfire_policy,"
+        " (SELECT floor(extract(epoch FROM max(r.scheduled_for)))::bigint FROM job_runs r"
+        "  WHERE r.job_definition_id = j.id AND r.scheduled_for IS NOT NULL),"
+        " floor(extract(epoch FROM now()))::bigint, floor(extract(epoch FROM now()) * 1000)::bigint"
+        " FROM job_definitions j WHERE j.schedule IS NOT NULL AND j.live AND j.deleted_at IS NULL ORDER BY j.id");
+    std::vector<ScheduledJob> out;
+    for (const auto& r : rows) {
+      ScheduledJob s;
+      s.id = r[0].as<std::int64_t>();
+      s.name = r[1].as<std::string>();
+      s.schedule = r[2].as<std::string>();
+      s.time_zone = r[3].as<std::string>();
+      s.misfire_policy = r[4].as<std::string>();
+      if (!r[5].is_null()) s.last_slot_unix = r[5].as<std::int64_t>();
+      s.now_unix = r[6].as<std::int64_t>();
+      s.now_unix_ms = r[7].as<std::int64_t>();
+      out.push_back(std::move(s));
+    }
+    return out;
+  });
+}
+
+Result<RunCounts> PgLeaderStore::run_counts() {
+  return session_.with<RunCounts>([&](pqxx::connection& c) -> Result<RunCounts> {
+    pqxx::nontransaction tx{c};
+    RunCounts out;
+    for (auto s : all_run_states) out.by_state[std::string(to_string(s))] = 0;
+    for (const auto& r : tx.exec("SELECT state, count(*) FROM job_runs GROUP BY state"))
+      out.by_state[r[0].as<std::string>()] = r[1].as<std::int64_t>();
+    return out;
+  });
+}
+
+Result<std::optional<std::string>> PgLeaderStore::run_json(RunId id) {
+  return session_.with<std::optional<std::string>>([&](pqxx::connection& c) -> Result<std::optional<std::string>> {
+    pqxx::nontransaction tx{c};
+    auto rows = tx.exec_params(
+        "SELECT jsonb_build_object('id', r.id, 'job', j.name, 'state', r.state, 'version', r.version,"
+        " 'attempt', r.attempt, 'max_attempts', r.max_attempts, 'leader_epoch', r.leader_epoch,"
+        " 'assigned_worker_id', r.assigned_worker_id, 'continuation_state', r.continuation_state,"
+        " 'scheduled_for', r.scheduled_for, 'next_attempt_at', r.next_attempt_at, 'priority', r.priority,"
+        " 'idempotency_key', r.idempotency_key, 'trigger_kind', r.trigger_kind, 'created_at', r.created_at,"
+        " 'started_at', r.started_at, 'finished_at', r.finished_at, 'result', r.result,"
+        " 'error_code', r.error_code, 'error_msg', r.error_msg,"
+        " 'attempts', coalesce((SELECT jsonb_agg(jsonb_build_object('attempt', a.attempt, 'worker_id',"
+        "   a.worker_id, 'leader_epoch', a.leader_epoch, 'outcome', a.outcome, 'exit_code', a.exit_code,"
+        "   'duration_ms', a.duration_ms, 'started_at', a.started_at, 'finished_at', a.finished_at)"
+        "   ORDER BY a.attempt) FROM job_run_attempts a WHERE a.run_id = r.id), '[]'::jsonb),"
+        " 'logs', coalesce((SELECT jsonb_agg(jsonb_build_object('attempt', l.attempt, 'stream', l.stream,"
+        "   'chunk', l.chunk) ORDER BY l.id) FROM run_logs l WHERE l.run_id = r.id), '[]'::jsonb))::text"
+        " FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id WHERE r.id = $1",
+        id.value);
+    if (rows.empty()) return std::optional<std::string>{};
+    return std::optional<std::string>{rows[0][0].as<std::string>()};
+  });
+}
+
+Result<void> PgLeaderStore::audit(const std::string& actor, const std::string& action, const std::string& subject,
+                                  Epoch epoch, const std::string& details_json) {
+  return session_.with<void>([&](pqxx::connection& c) -> Result<void> {
+    pqxx::work tx{c};
+    tx.exec_params("INSERT INTO audit_log (actor, action, subject, epoch, details) VALUES ($1, $2, $3, $4, $5::jsonb)",
+                   actor, action, subject, epoch.value, details_json);
+    tx.commit();
+    return {};
+  });
+}
+
+}  // namespace baton::store::pg

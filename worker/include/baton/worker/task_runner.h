@@ -1,0 +1,56 @@
+#pragma once
+// Executes one attempt of a run: its chain of tasks in order, on the calling
+// thread. PROGRAM tasks are exec'd without a shell in their own process group
+// (killed as a group on timeout or cancel, and by the kernel if the worker
+// itself dies: PR_SET_PDEATHSIG); SQL tasks run psql against a connection
+// named in the worker's own config; BUILTIN tasks are NOOP, SLEEP, LOG, FAIL.
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "baton/protocol/messages.h"
+
+namespace baton::worker {
+
+struct AttemptContext {
+  protocol::AttemptRef ref;
+  std::chrono::milliseconds timeout{0};  ///< whole chain; 0 = none
+  std::map<std::string, std::string> sql_connections;
+  /// Called with (pid, started) when a child process starts and exits: the
+  /// journal the chaos checker replays.
+  std::function<void(int pid, bool started)> on_process;
+};
+
+class TaskRunner {
+ public:
+  /// Runs every task; returns the finish report (outcome, exit code, tails,
+  /// per-task results).
+  protocol::Finish run(const AttemptContext& ctx, const std::vector<protocol::Task>& tasks);
+  /// Thread-safe: kills the running process group and stops the chain; the
+  /// outcome becomes CANCELED (or FAILED with `reason` if `as_failure`).
+  void cancel(const std::string& reason, bool as_failure);
+
+ private:
+  struct TaskOutcome {
+    bool ok = false;
+    int exit_code = 0;
+    bool timed_out = false;
+    bool canceled = false;
+    std::string error;
+  };
+  TaskOutcome run_program(const AttemptContext& ctx, const std::vector<std::string>& argv,
+                          const std::map<std::string, std::string>& env, const std::string& cwd,
+                          std::chrono::steady_clock::time_point deadline);
+  TaskOutcome run_builtin(const protocol::Task& t, std::chrono::steady_clock::time_point deadline);
+  void append(std::string& tail, const char* data, std::size_t n);
+
+  std::atomic<bool> cancel_{false};
+  std::atomic<bool> cancel_as_failure_{false};
+  std::string cancel_reason_;
+  std::atomic<int> child_pgid_{0};
+  std::string stdout_tail_, stderr_tail_;
+};
+
+}  // namespace baton::worker

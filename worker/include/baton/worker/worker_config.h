@@ -1,0 +1,28 @@
+#pragma once
+// The typed configuration of `baton worker` (configs/worker.yaml documents
+// every key). A worker holds no credentials for the coordinator database.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "baton/core/clock.h"
+#include "baton/core/result.h"
+
+namespace baton::worker {
+
+struct WorkerConfig {
+  std::string worker_id;
+  std::vector<std::string> coordinators;  ///< HOST:PORT of nodes, tried in order
+  std::string token;                      ///< read from token_file
+  int capacity = 4;
+  std::map<std::string, std::string> labels;
+  std::string spool_dir;
+  std::map<std::string, std::string> sql_connections;  ///< name -> postgresql:// URL for SQL tasks
+  Millis reconnect_base{200};
+  Millis reconnect_max{5000};
+  std::string log_level = "info";
+};
+
+Result<WorkerConfig> load_worker_config(const std::string& file);
+
+}  // namespace baton::worker

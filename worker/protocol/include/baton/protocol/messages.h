@@ -1,0 +1,133 @@
+#pragma once
+// The worker <-> leader WebSocket protocol (docs/protocol.md): one typed
+// struct per message and a variant of all of them. JSON text frames; every
+// frame carries "type" and "version". This header has no I/O and no JSON:
+// codec.h turns frames into these values and back.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace baton::protocol {
+
+inline constexpr int protocol_version = 1;
+/// Frames larger than this are rejected before parsing (and the socket closed).
+inline constexpr std::size_t frame_bytes_max = 1 << 20;
+inline constexpr std::size_t tasks_per_run_max = 64;
+inline constexpr std::size_t running_per_worker_max = 4096;
+inline constexpr std::size_t output_tail_bytes_max = 16 * 1024;
+static_assert(output_tail_bytes_max < frame_bytes_max / 4);
+
+/// Identifies one attempt of one run; every run-scoped message carries it.
+struct AttemptRef {
+  std::int64_t run_id = 0;
+  int attempt = 0;
+  std::string lease_token;
+  friend bool operator==(const AttemptRef&, const AttemptRef&) = default;
+};
+
+enum class TaskKind { program, sql, builtin };
+
+struct Task {
+  TaskKind kind = TaskKind::builtin;
+  std::string name;
+  std::vector<std::string> command;        ///< PROGRAM: argv (exec, no shell)
+  std::map<std::string, std::string> env;  ///< PROGRAM: extra environment
+  std::string cwd;                         ///< PROGRAM: working directory
+  std::string connection;                  ///< SQL: a connection name from the worker's config
+  std::string sql;                         ///< SQL: statement text
+  std::string builtin;                     ///< BUILTIN: NOOP | SLEEP | LOG | FAIL
+  std::string argument;                    ///< BUILTIN: SLEEP duration, LOG text, FAIL message
+  bool ignore_error = false;
+  friend bool operator==(const Task&, const Task&) = default;
+};
+
+struct Hello {
+  std::string worker_id;
+  std::string token;
+  int capacity = 1;
+  std::map<std::string, std::string> labels;
+  std::vector<AttemptRef> running;  ///< attempts this worker is executing right now
+  friend bool operator==(const Hello&, const Hello&) = default;
+};
+struct Welcome {
+  std::string node_id;
+  std::int64_t epoch = 0;
+  std::int64_t heartbeat_interval_ms = 1000;
+  std::int64_t heartbeat_timeout_ms = 5000;
+  std::int64_t continuation_timeout_ms = 30000;  ///< how long to keep a run going while detached
+  friend bool operator==(const Welcome&, const Welcome&) = default;
+};
+struct Redirect {
+  std::string leader_endpoint;  ///< empty when no leader is known
+  std::int64_t epoch = 0;
+  friend bool operator==(const Redirect&, const Redirect&) = default;
+};
+struct Error {
+  std::string code;  ///< stable: bad_frame, too_large, unauthenticated, bad_version, protocol
+  std::string message;
+  friend bool operator==(const Error&, const Error&) = default;
+};
+struct Assign {
+  AttemptRef ref;
+  std::vector<Task> tasks;
+  std::int64_t timeout_ms = 0;  ///< 0: no timeout
+  friend bool operator==(const Assign&, const Assign&) = default;
+};
+struct Start {
+  AttemptRef ref;
+  friend bool operator==(const Start&, const Start&) = default;
+};
+struct StartGranted {
+  AttemptRef ref;
+  friend bool operator==(const StartGranted&, const StartGranted&) = default;
+};
+struct StartDenied {
+  AttemptRef ref;
+  std::string reason;
+  friend bool operator==(const StartDenied&, const StartDenied&) = default;
+};
+struct Heartbeat {
+  std::vector<AttemptRef> running;
+  friend bool operator==(const Heartbeat&, const Heartbeat&) = default;
+};
+struct TaskResult {
+  std::string name;
+  int exit_code = 0;
+  std::int64_t duration_ms = 0;
+  bool ok = true;
+  friend bool operator==(const TaskResult&, const TaskResult&) = default;
+};
+struct Finish {
+  AttemptRef ref;
+  std::string outcome;  ///< SUCCEEDED | FAILED | TIMED_OUT | CANCELED
+  std::optional<int> exit_code;
+  std::string error;
+  std::string stdout_tail;
+  std::string stderr_tail;
+  std::int64_t duration_ms = 0;
+  std::vector<TaskResult> tasks;
+  friend bool operator==(const Finish&, const Finish&) = default;
+};
+struct FinishAck {
+  AttemptRef ref;
+  friend bool operator==(const FinishAck&, const FinishAck&) = default;
+};
+struct Cancel {
+  AttemptRef ref;
+  std::string reason;
+  friend bool operator==(const Cancel&, const Cancel&) = default;
+};
+struct Drain {
+  friend bool operator==(const Drain&, const Drain&) = default;
+};
+
+using Message = std::variant<Hello, Welcome, Redirect, Error, Assign, Start, StartGranted, StartDenied, Heartbeat,
+                             Finish, FinishAck, Cancel, Drain>;
+
+/// The "type" string of a message.
+const char* type_name(const Message& m);
+
+}  // namespace baton::protocol

@@ -1,0 +1,387 @@
+#include "baton/protocol/codec.h"
+
+#include <boost/json.hpp>
+#include <limits>
+
+namespace baton::protocol {
+
+namespace json = boost::json;
+
+namespace {
+
+// Internal only: decode() catches it and returns a DecodeError.
+struct Invalid {
+  std::string message;
+};
+
+class Fields {
+ public:
+  Fields(const json::object& o, std::string where) : o_(o), where_(std::move(where)) {}
+
+  const json::value* find(const char* key) const {
+    auto it = o_.find(key);
+    return it == o_.end() || it->value().is_null() ? nullptr : &it->value();
+  }
+  [[noreturn]] void fail(const char* key, const std::string& what) const {
+    throw Invalid{where_ + "." + key + ": " + what};
+  }
+  std::string str(const char* key, bool required = true, std::size_t max = 4096) const {
+    const json::value* v = find(key);
+    if (!v) {
+      if (required) fail(key, "is required");
+      return {};
+    }
+    if (!v->is_string()) fail(key, "must be a string");
+    if (v->as_string().size() > max) fail(key, "is longer than " + std::to_string(max) + " bytes");
+    return std::string(v->as_string());
+  }
+  std::int64_t integer(const char* key, std::int64_t min, std::int64_t max, std::optional<std::int64_t> dflt) const {
+    const json::value* v = find(key);
+    if (!v) {
+      if (!dflt) fail(key, "is required");
+      return *dflt;
+    }
+    std::int64_t n = 0;
+    if (v->is_int64())
+      n = v->as_int64();
+    else if (v->is_uint64() && v->as_uint64() <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+      n = static_cast<std::int64_t>(v->as_uint64());
+    else
+      fail(key, "must be an integer");
+    if (n < min || n > max)
+      fail(key,
+           "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " + std::to_string(n));
+    return n;
+  }
+  bool boolean(const char* key, bool dflt) const {
+    const json::value* v = find(key);
+    if (!v) return dflt;
+    if (!v->is_bool()) fail(key, "must be true or false");
+    return v->as_bool();
+  }
+  const json::array* array(const char* key, std::size_t max) const {
+    const json::value* v = find(key);
+    if (!v) return nullptr;
+    if (!v->is_array()) fail(key, "must be an array");
+    if (v->as_array().size() > max) fail(key, "has more than " + std::to_string(max) + " entries");
+    return &v->as_array();
+  }
+  const json::object& object(const json::value& v, const std::string& what) const {
+    if (!v.is_object()) throw Invalid{where_ + "." + what + ": must be an object"};
+    return v.as_object();
+  }
+  std::map<std::string, std::string> string_map(const char* key) const {
+    std::map<std::string, std::string> out;
+    const json::value* v = find(key);
+    if (!v) return out;
+    if (!v->is_object()) fail(key, "must be an object of strings");
+    if (v->as_object().size() > 256) fail(key, "has more than 256 entries");
+    for (const auto& kv : v->as_object()) {
+      if (!kv.value().is_string()) fail(key, "value of '" + std::string(kv.key()) + "' must be a string");
+      out[std::string(kv.key())] = std::string(kv.value().as_string());
+    }
+    return out;
+  }
+  std::string where() const { return where_; }
+
+ private:
+  const json::object& o_;
+  std::string where_;
+};
+
+constexpr std::int64_t int_max = std::numeric_limits<int>::max();
+constexpr std::int64_t ms_max = std::int64_t{1} << 40;
+
+AttemptRef read_ref(const Fields& f) {
+  AttemptRef r;
+  r.run_id = f.integer("run_id", 1, std::numeric_limits<std::int64_t>::max(), std::nullopt);
+  r.attempt = static_cast<int>(f.integer("attempt", 1, 1000, std::nullopt));
+  r.lease_token = f.str("lease_token", true, 64);
+  return r;
+}
+
+std::vector<AttemptRef> read_refs(const Fields& f, const char* key) {
+  std::vector<AttemptRef> out;
+  if (const json::array* a = f.array(key, running_per_worker_max)) {
+    for (std::size_t i = 0; i < a->size(); ++i) {
+      Fields item(f.object((*a)[i], std::string(key) + "[" + std::to_string(i) + "]"),
+                  f.where() + "." + key + "[" + std::to_string(i) + "]");
+      out.push_back(read_ref(item));
+    }
+  }
+  return out;
+}
+
+Task read_task(const Fields& f) {
+  Task t;
+  std::string kind = f.str("kind");
+  if (kind == "PROGRAM")
+    t.kind = TaskKind::program;
+  else if (kind == "SQL")
+    t.kind = TaskKind::sql;
+  else if (kind == "BUILTIN")
+    t.kind = TaskKind::builtin;
+  else
+    f.fail("kind", "must be PROGRAM, SQL or BUILTIN, got '" + kind + "'");
+  t.name = f.str("name", false, 200);
+  if (const json::array* a = f.array("command", 1024)) {
+    for (const auto& v : *a) {
+      if (!v.is_string()) f.fail("command", "must be an array of strings");
+      t.command.emplace_back(v.as_string());
+    }
+  }
+  t.env = f.string_map("env");
+  t.cwd = f.str("cwd", false);
+  t.connection = f.str("connection", false, 200);
+  t.sql = f.str("sql", false, 256 * 1024);
+  t.builtin = f.str("builtin", false, 32);
+  t.argument = f.str("argument", false, 64 * 1024);
+  t.ignore_error = f.boolean("ignore_error", false);
+  if (t.kind == TaskKind::program && t.command.empty()) f.fail("command", "PROGRAM needs a non-empty command");
+  if (t.kind == TaskKind::sql && (t.connection.empty() || t.sql.empty()))
+    f.fail("sql", "SQL needs both connection and sql");
+  if (t.kind == TaskKind::builtin && t.builtin != "NOOP" && t.builtin != "SLEEP" && t.builtin != "LOG" &&
+      t.builtin != "FAIL")
+    f.fail("builtin", "must be NOOP, SLEEP, LOG or FAIL, got '" + t.builtin + "'");
+  return t;
+}
+
+Message read_message(const std::string& type, const Fields& f) {
+  if (type == "hello") {
+    Hello m;
+    m.worker_id = f.str("worker_id", true, 200);
+    if (m.worker_id.empty()) f.fail("worker_id", "must not be empty");
+    m.token = f.str("token", true, 4096);
+    m.capacity = static_cast<int>(f.integer("capacity", 0, 100000, std::nullopt));
+    m.labels = f.string_map("labels");
+    m.running = read_refs(f, "running");
+    return m;
+  }
+  if (type == "welcome") {
+    Welcome m;
+    m.node_id = f.str("node_id");
+    m.epoch = f.integer("epoch", 0, std::numeric_limits<std::int64_t>::max(), std::nullopt);
+    m.heartbeat_interval_ms = f.integer("heartbeat_interval_ms", 1, ms_max, 1000);
+    m.heartbeat_timeout_ms = f.integer("heartbeat_timeout_ms", 1, ms_max, 5000);
+    m.continuation_timeout_ms = f.integer("continuation_timeout_ms", 1, ms_max, 30000);
+    return m;
+  }
+  if (type == "redirect") {
+    Redirect m;
+    m.leader_endpoint = f.str("leader_endpoint", false, 512);
+    m.epoch = f.integer("epoch", 0, std::numeric_limits<std::int64_t>::max(), 0);
+    return m;
+  }
+  if (type == "error") return Error{f.str("code", true, 64), f.str("message", false)};
+  if (type == "assign") {
+    Assign m;
+    m.ref = read_ref(f);
+    if (const json::array* a = f.array("tasks", tasks_per_run_max)) {
+      for (std::size_t i = 0; i < a->size(); ++i)
+        m.tasks.push_back(read_task(Fields(f.object((*a)[i], "tasks[" + std::to_string(i) + "]"),
+                                           f.where() + ".tasks[" + std::to_string(i) + "]")));
+    }
+    if (m.tasks.empty()) f.fail("tasks", "must hold at least one task");
+    m.timeout_ms = f.integer("timeout_ms", 0, ms_max, 0);
+    return m;
+  }
+  if (type == "start") return Start{read_ref(f)};
+  if (type == "start_granted") return StartGranted{read_ref(f)};
+  if (type == "start_denied") return StartDenied{read_ref(f), f.str("reason", false)};
+  if (type == "heartbeat") return Heartbeat{read_refs(f, "running")};
+  if (type == "finish") {
+    Finish m;
+    m.ref = read_ref(f);
+    m.outcome = f.str("outcome", true, 32);
+    if (m.outcome != "SUCCEEDED" && m.outcome != "FAILED" && m.outcome != "TIMED_OUT" && m.outcome != "CANCELED")
+      f.fail("outcome", "must be SUCCEEDED, FAILED, TIMED_OUT or CANCELED, got '" + m.outcome + "'");
+    if (f.find("exit_code")) m.exit_code = static_cast<int>(f.integer("exit_code", -int_max, int_max, 0));
+    m.error = f.str("error", false, 4096);
+    m.stdout_tail = f.str("stdout_tail", false, output_tail_bytes_max);
+    m.stderr_tail = f.str("stderr_tail", false, output_tail_bytes_max);
+    m.duration_ms = f.integer("duration_ms", 0, ms_max, 0);
+    if (const json::array* a = f.array("tasks", tasks_per_run_max)) {
+      for (std::size_t i = 0; i < a->size(); ++i) {
+        Fields t(f.object((*a)[i], "tasks[" + std::to_string(i) + "]"),
+                 f.where() + ".tasks[" + std::to_string(i) + "]");
+        m.tasks.push_back(TaskResult{t.str("name", false, 200),
+                                     static_cast<int>(t.integer("exit_code", -int_max, int_max, 0)),
+                                     t.integer("duration_ms", 0, ms_max, 0), t.boolean("ok", true)});
+      }
+    }
+    return m;
+  }
+  if (type == "finish_ack") return FinishAck{read_ref(f)};
+  if (type == "cancel") return Cancel{read_ref(f), f.str("reason", false)};
+  if (type == "drain") return Drain{};
+  throw Invalid{"unknown message type '" + type.substr(0, 64) + "'"};
+}
+
+json::object ref_json(const AttemptRef& r) {
+  return {{"run_id", r.run_id}, {"attempt", r.attempt}, {"lease_token", r.lease_token}};
+}
+json::array refs_json(const std::vector<AttemptRef>& refs) {
+  json::array a;
+  for (const auto& r : refs) a.push_back(ref_json(r));
+  return a;
+}
+json::object map_json(const std::map<std::string, std::string>& m) {
+  json::object o;
+  for (const auto& [k, v] : m) o[k] = v;
+  return o;
+}
+void put_ref(json::object& o, const AttemptRef& r) {
+  o["run_id"] = r.run_id;
+  o["attempt"] = r.attempt;
+  o["lease_token"] = r.lease_token;
+}
+
+struct Encoder {
+  json::object& o;
+  void operator()(const Hello& m) {
+    o["worker_id"] = m.worker_id;
+    o["token"] = m.token;
+    o["capacity"] = m.capacity;
+    o["labels"] = map_json(m.labels);
+    o["running"] = refs_json(m.running);
+  }
+  void operator()(const Welcome& m) {
+    o["node_id"] = m.node_id;
+    o["epoch"] = m.epoch;
+    o["heartbeat_interval_ms"] = m.heartbeat_interval_ms;
+    o["heartbeat_timeout_ms"] = m.heartbeat_timeout_ms;
+    o["continuation_timeout_ms"] = m.continuation_timeout_ms;
+  }
+  void operator()(const Redirect& m) {
+    o["leader_endpoint"] = m.leader_endpoint;
+    o["epoch"] = m.epoch;
+  }
+  void operator()(const Error& m) {
+    o["code"] = m.code;
+    o["message"] = m.message;
+  }
+  void operator()(const Assign& m) {
+    put_ref(o, m.ref);
+    json::array tasks;
+    for (const Task& t : m.tasks) {
+      json::object j;
+      j["kind"] = t.kind == TaskKind::program ? "PROGRAM" : t.kind == TaskKind::sql ? "SQL" : "BUILTIN";
+      if (!t.name.empty()) j["name"] = t.name;
+      if (!t.command.empty()) {
+        json::array c;
+        for (const auto& s : t.command) c.push_back(json::string(s));
+        j["command"] = std::move(c);
+      }
+      if (!t.env.empty()) j["env"] = map_json(t.env);
+      if (!t.cwd.empty()) j["cwd"] = t.cwd;
+      if (!t.connection.empty()) j["connection"] = t.connection;
+      if (!t.sql.empty()) j["sql"] = t.sql;
+      if (!t.builtin.empty()) j["builtin"] = t.builtin;
+      if (!t.argument.empty()) j["argument"] = t.argument;
+      if (t.ignore_error) j["ignore_error"] = true;
+      tasks.push_back(std::move(j));
+    }
+    o["tasks"] = std::move(tasks);
+    o["timeout_ms"] = m.timeout_ms;
+  }
+  void operator()(const Start& m) { put_ref(o, m.ref); }
+  void operator()(const StartGranted& m) { put_ref(o, m.ref); }
+  void operator()(const StartDenied& m) {
+    put_ref(o, m.ref);
+    o["reason"] = m.reason;
+  }
+  void operator()(const Heartbeat& m) { o["running"] = refs_json(m.running); }
+  void operator()(const Finish& m) {
+    put_ref(o, m.ref);
+    o["outcome"] = m.outcome;
+    if (m.exit_code) o["exit_code"] = *m.exit_code;
+    if (!m.error.empty()) o["error"] = m.error;
+    if (!m.stdout_tail.empty()) o["stdout_tail"] = m.stdout_tail;
+    if (!m.stderr_tail.empty()) o["stderr_tail"] = m.stderr_tail;
+    o["duration_ms"] = m.duration_ms;
+    json::array tasks;
+    for (const auto& t : m.tasks)
+      tasks.push_back(
+          json::object{{"name", t.name}, {"exit_code", t.exit_code}, {"duration_ms", t.duration_ms}, {"ok", t.ok}});
+    o["tasks"] = std::move(tasks);
+  }
+  void operator()(const FinishAck& m) { put_ref(o, m.ref); }
+  void operator()(const Cancel& m) {
+    put_ref(o, m.ref);
+    o["reason"] = m.reason;
+  }
+  void operator()(const Drain&) {}
+};
+
+}  // namespace
+
+const char* type_name(const Message& m) {
+  static const char* names[] = {"hello",      "welcome",       "redirect",     "error",     "assign",
+                                "start",      "start_granted", "start_denied", "heartbeat", "finish",
+                                "finish_ack", "cancel",        "drain"};
+  static_assert(std::variant_size_v<Message> == 13);
+  return names[m.index()];
+}
+
+std::variant<Message, DecodeError> decode(std::string_view frame) {
+  if (frame.size() > frame_bytes_max)
+    return DecodeError{"too_large", "frame of " + std::to_string(frame.size()) + " bytes exceeds the limit of " +
+                                        std::to_string(frame_bytes_max)};
+  boost::system::error_code ec;
+  json::parse_options opts;
+  opts.max_depth = 16;
+  json::value v = json::parse(frame, ec, {}, opts);
+  if (ec) return DecodeError{"bad_frame", "invalid JSON: " + ec.message()};
+  if (!v.is_object()) return DecodeError{"bad_frame", "a frame must be a JSON object"};
+  const json::object& o = v.as_object();
+  try {
+    Fields f(o, "frame");
+    std::int64_t version = f.integer("version", 0, 1000000, std::nullopt);
+    if (version != protocol_version)
+      return DecodeError{"bad_version", "protocol version " + std::to_string(version) + " is not supported (this is " +
+                                            std::to_string(protocol_version) + ")"};
+    std::string type = f.str("type", true, 64);
+    return read_message(type, Fields(o, type));
+  } catch (const Invalid& e) {
+    return DecodeError{"bad_frame", e.message};
+  } catch (const std::exception& e) {
+    return DecodeError{"bad_frame", e.what()};
+  }
+}
+
+std::variant<std::vector<Task>, DecodeError> decode_tasks(std::string_view json_array) {
+  boost::system::error_code ec;
+  json::value v = json::parse(json_array, ec);
+  if (ec) return DecodeError{"bad_frame", "tasks: invalid JSON: " + ec.message()};
+  if (!v.is_array()) return DecodeError{"bad_frame", "tasks: must be an array"};
+  if (v.as_array().size() > tasks_per_run_max)
+    return DecodeError{"bad_frame", "tasks: more than " + std::to_string(tasks_per_run_max) + " tasks"};
+  std::vector<Task> out;
+  try {
+    for (std::size_t i = 0; i < v.as_array().size(); ++i) {
+      const json::value& t = v.as_array()[i];
+      std::string where = "tasks[" + std::to_string(i) + "]";
+      if (!t.is_object()) return DecodeError{"bad_frame", where + ": must be an object"};
+      out.push_back(read_task(Fields(t.as_object(), where)));
+    }
+  } catch (const Invalid& e) {
+    return DecodeError{"bad_frame", e.message};
+  }
+  return out;
+}
+
+std::string encode_tasks(const std::vector<Task>& tasks) {
+  json::object o;
+  Encoder{o}(Assign{AttemptRef{}, tasks, 0});
+  return json::serialize(o["tasks"]);
+}
+
+std::string encode(const Message& m) {
+  json::object o;
+  o["type"] = type_name(m);
+  o["version"] = protocol_version;
+  std::visit(Encoder{o}, m);
+  return json::serialize(o);
+}
+
+}  // namespace baton::protocol

@@ -1,0 +1,102 @@
+#include "baton/protocol/codec.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+using namespace baton::protocol;
+
+namespace {
+
+AttemptRef ref() { return {42, 2, "2b1c3f9e-0000-4000-8000-000000000001"}; }
+
+std::vector<Message> samples() {
+  Task program{TaskKind::program, "p", {"/bin/echo", "hi"}, {{"A", "1"}}, "/tmp", "", "", "", "", true};
+  Task sql{TaskKind::sql, "q", {}, {}, "", "local", "SELECT 1", "", "", false};
+  Task builtin{TaskKind::builtin, "", {}, {}, "", "", "", "SLEEP", "2s", false};
+  Finish fin{ref(), "FAILED", 3, "exit 3", "out", "err", 1234, {{"p", 3, 1200, false}}};
+  return {Hello{"w1", "secret", 8, {{"zone", "a"}}, {ref()}},
+          Welcome{"n1", 7, 500, 3000, 20000},
+          Redirect{"127.0.0.1:7002", 7},
+          Error{"unauthenticated", "bad token"},
+          Assign{ref(), {program, sql, builtin}, 60000},
+          Start{ref()},
+          StartGranted{ref()},
+          StartDenied{ref(), "lease token is stale"},
+          Heartbeat{{ref(), AttemptRef{43, 1, "x"}}},
+          fin,
+          FinishAck{ref()},
+          Cancel{ref(), "operator"},
+          Drain{}};
+}
+
+std::string decode_error(std::string_view frame) {
+  auto r = decode(frame);
+  if (std::holds_alternative<Message>(r)) return "decoded";
+  return std::get<DecodeError>(r).code + ": " + std::get<DecodeError>(r).message;
+}
+
+}  // namespace
+
+TEST(Codec, EveryMessageRoundTrips) {
+  for (const Message& m : samples()) {
+    std::string frame = encode(m);
+    auto back = decode(frame);
+    ASSERT_TRUE(std::holds_alternative<Message>(back)) << frame << " -> " << std::get<DecodeError>(back).message;
+    EXPECT_EQ(std::get<Message>(back), m) << frame;
+  }
+}
+
+TEST(Codec, BadFramesAreNamedErrors) {
+  struct Case {
+    std::string frame;
+    std::string expected;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"", "bad_frame: invalid JSON"},
+           {"{", "bad_frame: invalid JSON"},
+           {"[1,2]", "must be a JSON object"},
+           {R"({"type":"hello"})", "frame.version: is required"},
+           {R"({"type":"hello","version":2})", "bad_version"},
+           {R"({"version":1})", "frame.type: is required"},
+           {R"({"type":"nope","version":1})", "unknown message type 'nope'"},
+           {R"({"type":"hello","version":1,"worker_id":"w","token":"t"})", "hello.capacity: is required"},
+           {R"({"type":"hello","version":1,"worker_id":"w","token":"t","capacity":"8"})",
+            "hello.capacity: must be an integer"},
+           {R"({"type":"hello","version":1,"worker_id":"w","token":"t","capacity":-1})", "must be between 0"},
+           {R"({"type":"start","version":1,"run_id":0,"attempt":1,"lease_token":"x"})",
+            "start.run_id: must be between"},
+           {R"({"type":"start","version":1,"run_id":1,"attempt":1})", "start.lease_token: is required"},
+           {R"({"type":"finish","version":1,"run_id":1,"attempt":1,"lease_token":"x","outcome":"WON"})",
+            "finish.outcome: must be"},
+           {R"({"type":"assign","version":1,"run_id":1,"attempt":1,"lease_token":"x","tasks":[]})",
+            "assign.tasks: must hold at least one task"},
+           {R"({"type":"assign","version":1,"run_id":1,"attempt":1,"lease_token":"x","tasks":[{"kind":"SHELL"}]})",
+            "assign.tasks[0].kind: must be PROGRAM, SQL or BUILTIN"},
+           {R"({"type":"heartbeat","version":1,"running":[{"run_id":1}]})", "heartbeat.running[0].attempt"},
+           {R"({"type":"heartbeat","version":1,"running":{}})", "heartbeat.running: must be an array"},
+           {std::string(2 << 20, ' '), "too_large"},
+           {std::string(100, '[') + std::string(100, ']'), "bad_frame"},
+       }) {
+    EXPECT_NE(decode_error(c.frame).find(c.expected), std::string::npos)
+        << c.frame.substr(0, 80) << " -> " << decode_error(c.frame);
+  }
+}
+
+TEST(Codec, RandomBytesAndMutatedFramesNeverCrash) {
+  std::mt19937 rng(1234);
+  int decoded = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string frame;
+    if (i % 2 == 0) {
+      frame.resize(rng() % 200);
+      for (char& ch : frame) ch = static_cast<char>(rng());
+    } else {
+      auto all = samples();
+      frame = encode(all[rng() % all.size()]);
+      for (int k = 0; k < 3; ++k) frame[rng() % frame.size()] = static_cast<char>(rng() % 128);
+    }
+    decoded += std::holds_alternative<Message>(decode(frame));
+  }
+  SUCCEED() << decoded << " mutated frames still decoded";
+}

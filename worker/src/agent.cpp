@@ -1,0 +1,429 @@
+// The only translation unit of the worker that includes Boost.Beast.
+#include "baton/worker/agent.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
+#include <deque>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "baton/protocol/codec.h"
+#include "baton/worker/outbox.h"
+#include "baton/worker/task_runner.h"
+
+namespace baton::worker {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+using tcp = asio::ip::tcp;
+using SteadyClock = std::chrono::steady_clock;
+
+namespace {
+
+// Consecutive redirects followed without backoff before backing off.
+constexpr int redirects_without_backoff_max = 3;
+constexpr auto continuation_check_every = std::chrono::milliseconds(100);
+
+std::string key_of(const protocol::AttemptRef& r) {
+  return std::to_string(r.run_id) + ":" + std::to_string(r.attempt) + ":" + r.lease_token;
+}
+
+struct Attempt {
+  protocol::Assign assign;
+  bool start_requested = false;
+  bool started = false;
+  bool finished = false;
+  bool continuation_killed = false;
+  std::shared_ptr<TaskRunner> runner;
+  std::thread thread;
+};
+
+class Agent {
+ public:
+  Agent(const WorkerConfig& cfg, const std::atomic<bool>& stop)
+      : cfg_(cfg),
+        stop_(stop),
+        outbox_(cfg.spool_dir),
+        journal_(cfg.spool_dir + "/journal.log"),
+        resolver_(ioc_),
+        reconnect_timer_(ioc_),
+        heartbeat_timer_(ioc_),
+        tick_timer_(ioc_),
+        rng_(std::random_device{}()) {}
+
+  int run() {
+    if (auto r = outbox_.open(); !r) {
+      std::fprintf(stderr, "baton: worker %s: %s\n", cfg_.worker_id.c_str(), r.error().message.c_str());
+      return 2;
+    }
+    detached_since_ = SteadyClock::now();
+    connect();
+    tick();
+    ioc_.run();
+    for (auto& [k, a] : attempts_)
+      if (a.thread.joinable()) a.thread.join();
+    return 0;
+  }
+
+ private:
+  // ---- connection -------------------------------------------------------
+  std::string current_endpoint() const {
+    return !redirect_.empty() ? redirect_ : cfg_.coordinators[endpoint_index_ % cfg_.coordinators.size()];
+  }
+
+  void connect() {
+    if (stop_) return;
+    const std::uint64_t gen = ++generation_;
+    const std::string ep = current_endpoint();
+    auto colon = ep.rfind(':');
+    host_ = ep.substr(0, colon);
+    std::string port = ep.substr(colon + 1);
+    ws_ = std::make_unique<websocket::stream<beast::tcp_stream>>(ioc_);
+    ws_->read_message_max(protocol::frame_bytes_max * 2);
+    beast::get_lowest_layer(*ws_).expires_after(std::chrono::seconds(3));
+    resolver_.async_resolve(host_, port, [this, gen, ep](beast::error_code ec, tcp::resolver::results_type results) {
+      if (gen != generation_) return;
+      if (ec) return connection_failed(ep, "resolve: " + ec.message());
+      beast::get_lowest_layer(*ws_).async_connect(
+          results, [this, gen, ep](beast::error_code ec2, tcp::resolver::results_type::endpoint_type) {
+            if (gen != generation_) return;
+            if (ec2) return connection_failed(ep, "connect: " + ec2.message());
+            beast::get_lowest_layer(*ws_).expires_never();
+            websocket::stream_base::timeout t{};
+            t.handshake_timeout = std::chrono::seconds(3);
+            t.idle_timeout = std::chrono::milliseconds(heartbeat_timeout_ms_);
+            t.keep_alive_pings = true;  // a leader that stops answering is noticed within idle_timeout
+            ws_->set_option(t);
+            ws_->async_handshake(host_, "/ws", [this, gen, ep](beast::error_code ec3) {
+              if (gen != generation_) return;
+              if (ec3) return connection_failed(ep, "handshake: " + ec3.message());
+              connected_ = true;
+              send(hello());
+              read(gen);
+            });
+          });
+    });
+  }
+
+  protocol::Hello hello() const {
+    protocol::Hello h{cfg_.worker_id, cfg_.token, cfg_.capacity, cfg_.labels, {}};
+    for (const auto& [k, a] : attempts_)
+      if (a.started && !a.finished) h.running.push_back(a.assign.ref);
+    return h;
+  }
+
+  void connection_failed(const std::string& ep, const std::string& why) {
+    if (!redirect_.empty())
+      redirect_.clear();
+    else
+      endpoint_index_++;
+    spdlog::info("worker_connect_failed worker={} endpoint={} error={}", cfg_.worker_id, ep, why);
+    disconnected(true);
+  }
+
+  void disconnected(bool backoff) {
+    const bool was_attached = attached_;
+    connected_ = false;
+    attached_ = false;
+    writing_ = false;
+    queue_.clear();
+    heartbeat_timer_.cancel();
+    if (was_attached) {
+      detached_since_ = SteadyClock::now();
+      spdlog::warn("worker_detached worker={} running={}", cfg_.worker_id, running_count());
+    }
+    ++generation_;
+    if (ws_) {
+      beast::error_code ignored;
+      beast::get_lowest_layer(*ws_).socket().close(ignored);
+    }
+    if (stop_) return;
+    auto delay = std::chrono::milliseconds(0);
+    if (backoff || redirects_in_a_row_ > redirects_without_backoff_max) {
+      failures_ = std::min(failures_ + 1, 20);
+      auto raw = cfg_.reconnect_base * (std::int64_t{1} << std::min(failures_ - 1, 10));
+      auto capped = std::min<std::chrono::milliseconds>(raw, cfg_.reconnect_max);
+      // Full jitter in [capped/2, capped]: a fleet does not reconnect in step.
+      std::uniform_int_distribution<std::int64_t> d(capped.count() / 2, capped.count());
+      delay = std::chrono::milliseconds(d(rng_));
+    }
+    reconnect_timer_.expires_after(delay);
+    reconnect_timer_.async_wait([this](beast::error_code ec) {
+      if (!ec) connect();
+    });
+  }
+
+  void read(std::uint64_t gen) {
+    ws_->async_read(buffer_, [this, gen](beast::error_code ec, std::size_t) {
+      if (gen != generation_) return;
+      if (ec) {
+        if (attached_ || connected_)
+          spdlog::info("worker_connection_lost worker={} endpoint={} error={}", cfg_.worker_id, current_endpoint(),
+                       ec.message());
+        return disconnected(true);
+      }
+      std::string frame = beast::buffers_to_string(buffer_.data());
+      buffer_.consume(buffer_.size());
+      auto decoded = protocol::decode(frame);
+      if (auto* err = std::get_if<protocol::DecodeError>(&decoded)) {
+        spdlog::warn("worker_bad_frame worker={} code={} message={}", cfg_.worker_id, err->code, err->message);
+      } else {
+        handle(std::get<protocol::Message>(decoded));
+      }
+      if (gen == generation_ && connected_) read(gen);
+    });
+  }
+
+  void send(const protocol::Message& m) {
+    if (!connected_) return;
+    queue_.push_back(protocol::encode(m));
+    if (!writing_) write_next();
+  }
+  void write_next() {
+    if (queue_.empty() || !connected_) return;
+    writing_ = true;
+    const std::uint64_t gen = generation_;
+    ws_->text(true);
+    ws_->async_write(asio::buffer(queue_.front()), [this, gen](beast::error_code ec, std::size_t) {
+      if (gen != generation_) return;
+      writing_ = false;
+      if (ec) return disconnected(true);
+      queue_.pop_front();
+      write_next();
+    });
+  }
+
+  // ---- protocol ---------------------------------------------------------
+  void handle(const protocol::Message& m) {
+    std::visit(
+        [&](const auto& msg) {
+          using T = std::decay_t<decltype(msg)>;
+          if constexpr (std::is_same_v<T, protocol::Welcome>)
+            on_welcome(msg);
+          else if constexpr (std::is_same_v<T, protocol::Redirect>)
+            on_redirect(msg);
+          else if constexpr (std::is_same_v<T, protocol::Error>)
+            spdlog::warn("worker_error_from_node worker={} code={} message={}", cfg_.worker_id, msg.code, msg.message);
+          else if constexpr (std::is_same_v<T, protocol::Assign>)
+            on_assign(msg);
+          else if constexpr (std::is_same_v<T, protocol::StartGranted>)
+            on_start_granted(msg);
+          else if constexpr (std::is_same_v<T, protocol::StartDenied>)
+            on_start_denied(msg);
+          else if constexpr (std::is_same_v<T, protocol::Cancel>)
+            on_cancel(msg);
+          else if constexpr (std::is_same_v<T, protocol::FinishAck>)
+            on_finish_ack(msg);
+          else
+            spdlog::warn("worker_unexpected_message worker={} type={}", cfg_.worker_id, protocol::type_name(m));
+        },
+        m);
+  }
+
+  void on_welcome(const protocol::Welcome& w) {
+    attached_ = true;
+    failures_ = 0;
+    redirects_in_a_row_ = 0;
+    heartbeat_interval_ms_ = w.heartbeat_interval_ms;
+    heartbeat_timeout_ms_ = w.heartbeat_timeout_ms;
+    continuation_timeout_ms_ = w.continuation_timeout_ms;
+    spdlog::info("worker_attached worker={} node={} epoch={} running={}", cfg_.worker_id, w.node_id, w.epoch,
+                 running_count());
+    for (const auto& f : outbox_.pending()) send(f);
+    heartbeat();
+  }
+
+  void on_redirect(const protocol::Redirect& r) {
+    spdlog::info("worker_redirected worker={} from={} to={} epoch={}", cfg_.worker_id, current_endpoint(),
+                 r.leader_endpoint.empty() ? "(no leader yet)" : r.leader_endpoint, r.epoch);
+    redirects_in_a_row_++;
+    if (r.leader_endpoint.empty()) {
+      endpoint_index_++;
+      redirect_.clear();
+      return disconnected(true);
+    }
+    redirect_ = r.leader_endpoint;
+    disconnected(false);
+  }
+
+  void on_assign(const protocol::Assign& a) {
+    const std::string key = key_of(a.ref);
+    if (attempts_.count(key)) return;  // a replayed assign
+    attempts_[key].assign = a;
+    spdlog::info("attempt_assigned worker={} run={} attempt={}", cfg_.worker_id, a.ref.run_id, a.ref.attempt);
+    request_starts();
+  }
+
+  /// Asks to start assigned attempts, but never while another attempt of the
+  /// same run is still alive here.
+  void request_starts() {
+    for (auto& [key, a] : attempts_) {
+      if (a.start_requested || a.started) continue;
+      bool other_alive = false;
+      for (const auto& [k2, b] : attempts_)
+        if (k2 != key && b.assign.ref.run_id == a.assign.ref.run_id && b.started && !b.finished) other_alive = true;
+      if (other_alive) continue;
+      a.start_requested = true;
+      send(protocol::Start{a.assign.ref});
+    }
+  }
+
+  void on_start_granted(const protocol::StartGranted& g) {
+    auto it = attempts_.find(key_of(g.ref));
+    if (it == attempts_.end() || it->second.started) return;
+    Attempt& a = it->second;
+    a.started = true;
+    a.runner = std::make_shared<TaskRunner>();
+    AttemptContext ctx;
+    ctx.ref = a.assign.ref;
+    ctx.timeout = std::chrono::milliseconds(a.assign.timeout_ms);
+    ctx.sql_connections = cfg_.sql_connections;
+    ctx.on_process = [this, ref = a.assign.ref](int pid, bool started) {
+      journal_.record(started ? "start" : "exit", ref, pid);
+    };
+    spdlog::info("attempt_started worker={} run={} attempt={}", cfg_.worker_id, g.ref.run_id, g.ref.attempt);
+    a.thread = std::thread([this, runner = a.runner, ctx, tasks = a.assign.tasks] {
+      protocol::Finish fin = runner->run(ctx, tasks);
+      asio::post(ioc_, [this, fin = std::move(fin)] { on_attempt_done(fin); });
+    });
+  }
+
+  void on_start_denied(const protocol::StartDenied& d) {
+    auto it = attempts_.find(key_of(d.ref));
+    if (it == attempts_.end() || it->second.started) return;
+    spdlog::info("attempt_start_denied worker={} run={} attempt={} reason={}", cfg_.worker_id, d.ref.run_id,
+                 d.ref.attempt, d.reason);
+    attempts_.erase(it);
+  }
+
+  void on_cancel(const protocol::Cancel& c) {
+    auto it = attempts_.find(key_of(c.ref));
+    if (it == attempts_.end()) return;
+    Attempt& a = it->second;
+    spdlog::info("attempt_cancel worker={} run={} attempt={} reason={}", cfg_.worker_id, c.ref.run_id, c.ref.attempt,
+                 c.reason);
+    if (!a.started) {
+      attempts_.erase(it);
+      return;
+    }
+    if (!a.finished) a.runner->cancel(c.reason, false);
+  }
+
+  void on_attempt_done(const protocol::Finish& fin) {
+    auto it = attempts_.find(key_of(fin.ref));
+    if (it == attempts_.end()) return;
+    it->second.finished = true;
+    if (it->second.thread.joinable()) it->second.thread.join();
+    // Durable before it is sent: a crash from here on still delivers it.
+    if (auto r = outbox_.put(fin); !r)
+      spdlog::error("outbox_write_failed worker={} run={} error={}", cfg_.worker_id, fin.ref.run_id, r.error().message);
+    spdlog::info("attempt_finished worker={} run={} attempt={} outcome={} exit_code={}", cfg_.worker_id, fin.ref.run_id,
+                 fin.ref.attempt, fin.outcome, fin.exit_code.value_or(0));
+    if (attached_) send(fin);
+    attempts_.erase(it);
+    request_starts();
+  }
+
+  void on_finish_ack(const protocol::FinishAck& a) {
+    outbox_.remove(a.ref);
+    spdlog::info("finish_acked worker={} run={} attempt={}", cfg_.worker_id, a.ref.run_id, a.ref.attempt);
+  }
+
+  // ---- timers -----------------------------------------------------------
+  void heartbeat() {
+    if (!attached_) return;
+    protocol::Heartbeat h;
+    for (const auto& [k, a] : attempts_)
+      if (a.started && !a.finished) h.running.push_back(a.assign.ref);
+    send(h);
+    heartbeat_timer_.expires_after(std::chrono::milliseconds(heartbeat_interval_ms_));
+    heartbeat_timer_.async_wait([this](beast::error_code ec) {
+      if (!ec) heartbeat();
+    });
+  }
+
+  void tick() {
+    if (stop_) {
+      shutdown();
+      return;
+    }
+    // Continuation on the worker side: detached longer than the leader's
+    // continuation timeout -> kill and report failed. The leader retries only
+    // after its own deadline + margin, so the two never overlap.
+    if (!attached_ && SteadyClock::now() - detached_since_ > std::chrono::milliseconds(continuation_timeout_ms_)) {
+      for (auto& [k, a] : attempts_) {
+        if (a.started && !a.finished && a.runner && !a.continuation_killed) {
+          a.continuation_killed = true;
+          spdlog::warn("attempt_continuation_expired worker={} run={} attempt={}", cfg_.worker_id, a.assign.ref.run_id,
+                       a.assign.ref.attempt);
+          a.runner->cancel("continuation deadline passed while detached from the leader", true);
+        }
+      }
+    }
+    tick_timer_.expires_after(continuation_check_every);
+    tick_timer_.async_wait([this](beast::error_code ec) {
+      if (!ec) tick();
+    });
+  }
+
+  void shutdown() {
+    spdlog::info("worker_stopping worker={} running={}", cfg_.worker_id, running_count());
+    for (auto& [k, a] : attempts_)
+      if (a.started && !a.finished && a.runner) a.runner->cancel("worker stopping", true);
+    for (auto& [k, a] : attempts_) {
+      if (!a.thread.joinable()) continue;
+      a.thread.join();
+    }
+    // Finishes posted by the runners are still queued: run them (they write
+    // the outbox) before leaving.
+    ioc_.poll();
+    ++generation_;
+    reconnect_timer_.cancel();
+    heartbeat_timer_.cancel();
+    if (ws_) {
+      beast::error_code ignored;
+      beast::get_lowest_layer(*ws_).socket().close(ignored);
+    }
+    ioc_.stop();
+  }
+
+  int running_count() const {
+    int n = 0;
+    for (const auto& [k, a] : attempts_) n += a.started && !a.finished;
+    return n;
+  }
+
+  const WorkerConfig& cfg_;
+  const std::atomic<bool>& stop_;
+  Outbox outbox_;
+  Journal journal_;
+  asio::io_context ioc_;
+  tcp::resolver resolver_;
+  asio::steady_timer reconnect_timer_, heartbeat_timer_, tick_timer_;
+  std::unique_ptr<websocket::stream<beast::tcp_stream>> ws_;
+  beast::flat_buffer buffer_;
+  std::deque<std::string> queue_;
+  bool writing_ = false, connected_ = false, attached_ = false;
+  std::uint64_t generation_ = 0;
+  std::string host_, redirect_;
+  std::size_t endpoint_index_ = 0;
+  int failures_ = 0, redirects_in_a_row_ = 0;
+  std::int64_t heartbeat_interval_ms_ = 1000, heartbeat_timeout_ms_ = 5000, continuation_timeout_ms_ = 30000;
+  SteadyClock::time_point detached_since_;
+  std::map<std::string, Attempt> attempts_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace
+
+int run_agent(const WorkerConfig& cfg, const std::atomic<bool>& stop) {
+  Agent agent(cfg, stop);
+  return agent.run();
+}
+
+}  // namespace baton::worker

@@ -1,0 +1,208 @@
+#include "baton/worker/task_runner.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+#include "baton/core/duration.h"
+
+extern char** environ;
+
+namespace baton::worker {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+constexpr auto poll_step = std::chrono::milliseconds(20);
+}  // namespace
+
+void TaskRunner::cancel(const std::string& reason, bool as_failure) {
+  cancel_reason_ = reason;
+  cancel_as_failure_ = as_failure;
+  cancel_ = true;
+  if (int pg = child_pgid_.load(); pg > 0) ::kill(-pg, SIGKILL);
+}
+
+void TaskRunner::append(std::string& tail, const char* data, std::size_t n) {
+  tail.append(data, n);
+  if (tail.size() > protocol::output_tail_bytes_max) tail.erase(0, tail.size() - protocol::output_tail_bytes_max);
+}
+
+TaskRunner::TaskOutcome TaskRunner::run_program(const AttemptContext& ctx, const std::vector<std::string>& argv,
+                                                const std::map<std::string, std::string>& env, const std::string& cwd,
+                                                Clock::time_point deadline) {
+  int out[2], err[2];
+  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) return {false, -1, false, false, "pipe failed"};
+  // Build everything the child needs before fork: only async-signal-safe
+  // calls after it.
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
+  env_strings.push_back("BATON_RUN_ID=" + std::to_string(ctx.ref.run_id));
+  env_strings.push_back("BATON_ATTEMPT=" + std::to_string(ctx.ref.attempt));
+  env_strings.push_back("BATON_FENCE_TOKEN=" + ctx.ref.lease_token);
+  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp, args;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_copy = argv;
+  for (auto& a : argv_copy) args.push_back(a.data());
+  args.push_back(nullptr);
+  const pid_t parent = ::getpid();
+
+  pid_t pid = ::fork();
+  if (pid < 0) return {false, -1, false, false, std::string("fork failed: ") + std::strerror(errno)};
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(126);  // the worker died before prctl
+    ::dup2(out[1], 1);
+    ::dup2(err[1], 2);
+    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) {
+      const char msg[] = "baton: cannot chdir to working directory\n";
+      (void)!::write(2, msg, sizeof msg - 1);
+      ::_exit(126);
+    }
+    ::execvpe(args[0], args.data(), envp.data());
+    const char msg[] = "baton: exec failed\n";
+    (void)!::write(2, msg, sizeof msg - 1);
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);
+  child_pgid_ = pid;
+  ::close(out[1]);
+  ::close(err[1]);
+  if (ctx.on_process) ctx.on_process(pid, true);
+  if (cancel_) ::kill(-pid, SIGKILL);
+
+  TaskOutcome result;
+  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  int open_fds = 2;
+  bool killed = false;
+  char buf[4096];
+  while (open_fds > 0) {
+    if (!killed && (cancel_ || (deadline != Clock::time_point::max() && Clock::now() >= deadline))) {
+      result.timed_out = !cancel_;
+      result.canceled = cancel_;
+      ::kill(-pid, SIGKILL);
+      killed = true;
+    }
+    int n = ::poll(fds, 2, static_cast<int>(poll_step.count()));
+    if (n < 0 && errno != EINTR) break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      ssize_t got = ::read(fds[i].fd, buf, sizeof buf);
+      if (got > 0) {
+        append(i == 0 ? stdout_tail_ : stderr_tail_, buf, static_cast<std::size_t>(got));
+      } else {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+      }
+    }
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  // Anything left in the group (grandchildren) goes with it.
+  ::kill(-pid, SIGKILL);
+  child_pgid_ = 0;
+  if (ctx.on_process) ctx.on_process(pid, false);
+  if (killed && result.timed_out) {
+    result.exit_code = -1;
+    result.error = "timed out";
+    return result;
+  }
+  if (killed || cancel_) {  // cancel() may have killed the group before this loop saw the flag
+    result.canceled = true;
+    result.exit_code = -1;
+    result.error = cancel_reason_;
+    return result;
+  }
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.ok = result.exit_code == 0;
+  if (!result.ok) result.error = "exit code " + std::to_string(result.exit_code);
+  return result;
+}
+
+TaskRunner::TaskOutcome TaskRunner::run_builtin(const protocol::Task& t, Clock::time_point deadline) {
+  if (t.builtin == "NOOP" || t.builtin.empty()) return {true, 0, false, false, ""};
+  if (t.builtin == "LOG") {
+    std::string line = t.argument + "\n";
+    append(stdout_tail_, line.data(), line.size());
+    return {true, 0, false, false, ""};
+  }
+  if (t.builtin == "FAIL") {
+    std::string line = (t.argument.empty() ? "FAIL" : t.argument) + "\n";
+    append(stderr_tail_, line.data(), line.size());
+    return {false, 1, false, false, t.argument.empty() ? "FAIL" : t.argument};
+  }
+  if (t.builtin == "SLEEP") {
+    std::string why;
+    auto d = parse_duration(t.argument.empty() ? "1s" : t.argument, &why);
+    if (!d) return {false, 2, false, false, "SLEEP: " + why};
+    auto until = Clock::now() + *d;
+    while (Clock::now() < until) {
+      if (cancel_) return {false, -1, false, true, cancel_reason_};
+      if (deadline != Clock::time_point::max() && Clock::now() >= deadline)
+        return {false, -1, true, false, "timed out"};
+      std::this_thread::sleep_for(std::min<Clock::duration>(poll_step, until - Clock::now()));
+    }
+    return {true, 0, false, false, ""};
+  }
+  return {false, 2, false, false, "unknown builtin '" + t.builtin + "'"};
+}
+
+protocol::Finish TaskRunner::run(const AttemptContext& ctx, const std::vector<protocol::Task>& tasks) {
+  const auto start = Clock::now();
+  const auto deadline = ctx.timeout.count() > 0 ? start + ctx.timeout : Clock::time_point::max();
+  protocol::Finish fin;
+  fin.ref = ctx.ref;
+  fin.outcome = "SUCCEEDED";
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    const auto& t = tasks[i];
+    const auto t0 = Clock::now();
+    TaskOutcome o;
+    if (cancel_) {
+      o = {false, -1, false, true, cancel_reason_};
+    } else if (t.kind == protocol::TaskKind::program) {
+      o = run_program(ctx, t.command, t.env, t.cwd, deadline);
+    } else if (t.kind == protocol::TaskKind::sql) {
+      auto c = ctx.sql_connections.find(t.connection);
+      if (c == ctx.sql_connections.end())
+        o = {false, 2, false, false, "SQL: no connection named '" + t.connection + "' in this worker's config"};
+      else
+        o = run_program(ctx, {"psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", c->second, "-c", t.sql}, {}, "",
+                        deadline);
+    } else {
+      o = run_builtin(t, deadline);
+    }
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+    fin.tasks.push_back({t.name.empty() ? "task" + std::to_string(i) : t.name, o.exit_code, ms, o.ok});
+    fin.exit_code = o.exit_code;
+    if (o.ok) continue;
+    if (o.canceled) {
+      fin.outcome = cancel_as_failure_ ? "FAILED" : "CANCELED";
+      fin.error = o.error;
+      break;
+    }
+    if (o.timed_out) {
+      fin.outcome = "TIMED_OUT";
+      fin.error = "run timed out after " + std::to_string(ctx.timeout.count()) + "ms";
+      break;
+    }
+    if (t.ignore_error) continue;
+    fin.outcome = "FAILED";
+    fin.error = (t.name.empty() ? "task " + std::to_string(i) : t.name) + ": " + o.error;
+    break;
+  }
+  fin.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+  fin.stdout_tail = stdout_tail_;
+  fin.stderr_tail = stderr_tail_;
+  return fin;
+}
+
+}  // namespace baton::worker

@@ -1,0 +1,70 @@
+#include "baton/worker/worker_config.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "baton/core/config_yaml.h"
+
+namespace baton::worker {
+
+Result<WorkerConfig> load_worker_config(const std::string& file) {
+  auto root = load_yaml_file(file);
+  if (!root) return root.error();
+  ConfigErrors errors(file);
+  ConfigMap top(*root, "", errors);
+  WorkerConfig cfg;
+  auto resolve = [&](const std::string& p) {
+    std::filesystem::path path(p);
+    return path.is_absolute() ? p : (std::filesystem::path(file).parent_path() / path).string();
+  };
+  if (auto v = top.string("worker_id", true)) {
+    if (v->empty() || v->size() > 200) errors.add("worker_id", "must be 1-200 characters");
+    cfg.worker_id = *v;
+  }
+  if (auto v = top.string_list("coordinators")) {
+    for (const auto& ep : *v) {
+      auto colon = ep.rfind(':');
+      if (colon == std::string::npos || colon == 0 || colon + 1 == ep.size())
+        errors.add("coordinators", "'" + ep + "' must be HOST:PORT");
+    }
+    cfg.coordinators = *v;
+  }
+  if (cfg.coordinators.empty()) errors.add("coordinators", "must list at least one HOST:PORT");
+  if (auto v = top.string("token_file", true)) {
+    std::ifstream in(resolve(*v));
+    if (!in) {
+      errors.add("token_file", "cannot read '" + resolve(*v) + "'");
+    } else {
+      std::stringstream s;
+      s << in.rdbuf();
+      cfg.token = s.str();
+      while (!cfg.token.empty() && (cfg.token.back() == '\n' || cfg.token.back() == '\r' || cfg.token.back() == ' '))
+        cfg.token.pop_back();
+    }
+  }
+  if (auto v = top.integer("capacity", 0, 10000)) cfg.capacity = static_cast<int>(*v);
+  if (auto v = top.string("spool_dir", true)) cfg.spool_dir = resolve(*v);
+  if (auto v = top.string("log_level")) cfg.log_level = *v;
+  top.mark_known("labels");
+  if (auto l = (*root)["labels"]; l && l.IsMap()) {
+    for (const auto& kv : l) cfg.labels[kv.first.as<std::string>()] = kv.second.as<std::string>();
+  } else if (l && !l.IsNull()) {
+    errors.add("labels", "must be a mapping of label to value");
+  }
+  top.mark_known("sql_connections");
+  if (auto c = (*root)["sql_connections"]; c && c.IsMap()) {
+    for (const auto& kv : c) cfg.sql_connections[kv.first.as<std::string>()] = kv.second.as<std::string>();
+  } else if (c && !c.IsNull()) {
+    errors.add("sql_connections", "must be a mapping of name to postgresql:// URL");
+  }
+  ConfigMap rc = top.map("reconnect");
+  if (auto v = rc.duration("base")) cfg.reconnect_base = *v;
+  if (auto v = rc.duration("max")) cfg.reconnect_max = *v;
+  rc.reject_unknown_keys();
+  top.reject_unknown_keys();
+  if (!errors.empty()) return make_error(Errc::bad_config, errors.joined());
+  return cfg;
+}
+
+}  // namespace baton::worker
