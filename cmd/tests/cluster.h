@@ -5,6 +5,7 @@
 // Every process is killed and reaped when the Cluster goes away.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -96,12 +97,13 @@ class Cluster {
   }
 
   /// Starts worker `id`, pointed at every node started so far (in order).
-  ChildProcess& start_worker(const std::string& id, int capacity = 4) {
+  ChildProcess& start_worker(const std::string& id, int capacity = 4, std::vector<std::string> only_nodes = {}) {
     std::string cfg = dir_ + "/" + id + ".yaml";
     std::ofstream out(cfg);
     out << "worker_id: " << id << "\ncoordinators: [";
     bool first = true;
     for (const auto& [n, port] : node_ports_) {
+      if (!only_nodes.empty() && std::find(only_nodes.begin(), only_nodes.end(), n) == only_nodes.end()) continue;
       out << (first ? "" : ", ") << "127.0.0.1:" << port;
       first = false;
     }

@@ -33,6 +33,10 @@ const char* jobs = R"(jobs:
     retry: {base: 500ms, cap: 10s}
     tasks:
       - {kind: BUILTIN, builtin: FAIL, argument: always}
+  - name: short-timeout
+    timeout: 500ms
+    tasks:
+      - {kind: PROGRAM, command: [/bin/sleep, '30']}
   - name: every-second
     schedule: '* * * * * *'
     tasks:
@@ -293,4 +297,25 @@ TEST(Runtime, CronSlotsAreMaterialisedOnceAndIdempotencyKeysCreateOneRun) {
   EXPECT_NE(metrics.body.find("baton_runs{state=\"SUCCEEDED\"}"), std::string::npos);
   EXPECT_NE(metrics.body.find("baton_dispatch_latency_seconds_bucket"), std::string::npos);
   EXPECT_EQ(http_request(c.port(follower), "GET", "/healthz").status, 200);
+}
+
+TEST(Runtime, FollowerRedirectsWorkersAndTimeoutsEndTimedOut) {
+  Cluster c("redirect", quiet_jobs());
+  c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(), "n1");
+  c.start_node("n2");
+  std::this_thread::sleep_for(700ms);
+  auto& w = c.start_worker("w1", 4, {"n2"});  // knows only the follower
+  ASSERT_TRUE(c.wait_for_workers("n1", 1)) << w.log();
+  EXPECT_NE(w.log().find("worker_redirected"), std::string::npos) << w.log();
+  auto run = c.trigger("n1", "short-timeout");
+  ASSERT_TRUE(c.wait_for_state(run, "TIMED_OUT", 10s)) << c.db().run(run)->state;
+  auto att = c.db().attempts(run);
+  ASSERT_EQ(att.size(), 1u);
+  EXPECT_EQ(att[0].outcome, "TIMED_OUT");
+  EXPECT_EQ(c.db().dead_letters(run), 1);
+  auto j = c.journal("w1");
+  ASSERT_EQ(j.size(), 2u) << "one start and its exit";
+  const double lived_s = static_cast<double>(j[1].wall_us - j[0].wall_us) / 1e6;
+  EXPECT_LT(lived_s, 2.0) << "the timeout killed the process group";
 }

@@ -116,10 +116,10 @@ class NodeRuntime final : public ServerHandlers {
       if (active_) retiring_.push_back(active_);
       active_.reset();
     }
-    auto deadline = std::chrono::steady_clock::now() + max;
+    auto deadline = clock_.mono() + max;
     for (auto& l : retiring_) l->stop = true;
     for (auto& l : retiring_) {
-      while (!l->done.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(Millis{5});
+      while (!l->done.load() && clock_.mono() < deadline) std::this_thread::sleep_for(Millis{5});
       if (l->done.load())
         l->thread.join();
       else

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "baton/protocol/codec.h"
+#include "baton/worker/backoff.h"
 #include "baton/worker/outbox.h"
 #include "baton/worker/task_runner.h"
 
@@ -146,11 +147,7 @@ class Agent {
     auto delay = std::chrono::milliseconds(0);
     if (backoff || redirects_in_a_row_ > redirects_without_backoff_max) {
       failures_ = std::min(failures_ + 1, 20);
-      auto raw = cfg_.reconnect_base * (std::int64_t{1} << std::min(failures_ - 1, 10));
-      auto capped = std::min<std::chrono::milliseconds>(raw, cfg_.reconnect_max);
-      // Full jitter in [capped/2, capped]: a fleet does not reconnect in step.
-      std::uniform_int_distribution<std::int64_t> d(capped.count() / 2, capped.count());
-      delay = std::chrono::milliseconds(d(rng_));
+      delay = reconnect_delay(failures_, cfg_.reconnect_base, cfg_.reconnect_max, rng_());
     }
     reconnect_timer_.expires_after(delay);
     reconnect_timer_.async_wait([this](beast::error_code ec) {

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "baton/core/clock.h"
 #include "baton/protocol/codec.h"
 
 namespace baton::worker {
@@ -73,7 +74,7 @@ std::vector<protocol::Finish> Outbox::pending() const {
 
 void Journal::record(const char* event, const protocol::AttemptRef& ref, int pid) {
   using namespace std::chrono;
-  auto mono = duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count();
+  auto mono = RealClock().mono().since_start.count();
   auto wall = duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
   std::lock_guard lock(mutex_);
   std::ofstream out(path_, std::ios::app);

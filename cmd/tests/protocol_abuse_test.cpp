@@ -1,0 +1,155 @@
+// Protocol abuse against a running leader: random bytes, invalid JSON, wrong
+// types, huge frames, missing or wrong tokens, and `start` for someone else's
+// run. Each gets an error (and a close); the node keeps serving; no run state
+// changes. The client here is Boost.Beast (this test's one Beast TU).
+#include <gtest/gtest.h>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
+#include <random>
+
+#include "cluster.h"
+
+using namespace baton::testing;
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+const char* jobs = R"(jobs:
+  - name: long
+    tasks:
+      - {kind: PROGRAM, command: [/bin/sleep, '30']}
+)";
+
+const std::string worker_token = "example-worker-token-change-me";
+
+std::string hello(const std::string& id, const std::string& token) {
+  return R"({"type":"hello","version":1,"worker_id":")" + id + R"(","token":")" + token +
+         R"(","capacity":0,"labels":{},"running":[]})";
+}
+
+struct Exchange {
+  std::vector<std::string> received;  // text frames received before the close
+  bool closed = false;
+};
+
+/// Connects to /ws, sends `frames` (text, or binary when `binary`), and reads
+/// until the server closes or 3 s pass.
+Exchange talk(int port, const std::vector<std::string>& frames, bool binary = false) {
+  Exchange out;
+  asio::io_context ioc;
+  websocket::stream<beast::tcp_stream> ws(ioc);
+  beast::get_lowest_layer(ws).connect(
+      tcp::endpoint(asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)));
+  ws.handshake("127.0.0.1", "/ws");
+  ws.write_buffer_bytes(1 << 16);
+  beast::error_code ec;
+  for (const auto& f : frames) {
+    ws.binary(binary);
+    ws.write(asio::buffer(f), ec);
+    if (ec) break;
+  }
+  beast::get_lowest_layer(ws).expires_after(std::chrono::seconds(3));
+  for (int i = 0; i < 10; ++i) {
+    beast::flat_buffer buf;
+    ws.read(buf, ec);
+    if (ec) {
+      out.closed = ec != beast::error::timeout;  // closed by the server, not by our patience
+      break;
+    }
+    out.received.push_back(beast::buffers_to_string(buf.data()));
+  }
+  return out;
+}
+
+bool has(const Exchange& e, const std::string& needle) {
+  for (const auto& r : e.received)
+    if (r.find(needle) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST(ProtocolAbuse, BadFramesGetAnErrorAndACloseAndChangeNothing) {
+  Cluster c("abuse", jobs);
+  c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(), "n1");
+  c.start_worker("w1");
+  ASSERT_TRUE(c.wait_for_workers("n1", 1));
+  auto run = c.trigger("n1", "long");
+  ASSERT_TRUE(c.wait_for_state(run, "RUNNING", 5s));
+  auto before = c.db().run(run);
+  const int port = c.port("n1");
+
+  struct Case {
+    const char* name;
+    std::vector<std::string> frames;
+    std::string expected;
+  };
+  std::vector<Case> cases = {
+      {"invalid json", {"{not json"}, "\"code\":\"bad_frame\""},
+      {"not an object", {"[1,2,3]"}, "must be a JSON object"},
+      {"wrong version", {R"({"type":"hello","version":9})"}, "\"code\":\"bad_version\""},
+      {"wrong types",
+       {R"({"type":"hello","version":1,"worker_id":7,"token":"x","capacity":"lots"})"},
+       "must be a string"},
+      {"missing token", {R"({"type":"hello","version":1,"worker_id":"evil","capacity":1})"}, "token: is required"},
+      {"wrong token", {hello("evil", "not-the-token-at-all")}, "\"code\":\"unauthenticated\""},
+      {"start before hello",
+       {R"({"type":"start","version":1,"run_id":)" + std::to_string(run) + R"(,"attempt":1,"lease_token":"x"})"},
+       "the first message must be hello"},
+      {"huge frame", {std::string(1500 * 1024, 'x')}, "\"code\":\"too_large\""},
+      {"second hello",
+       {hello("intruder", worker_token), hello("intruder", worker_token)},
+       "hello was already received"},
+  };
+  for (const auto& tc : cases) {
+    auto e = talk(port, tc.frames);
+    EXPECT_TRUE(has(e, tc.expected)) << tc.name << ": got " << (e.received.empty() ? "(nothing)" : e.received.back());
+    EXPECT_TRUE(e.closed) << tc.name << ": the node should close the connection";
+  }
+  // Binary frames and frames far beyond the limit are refused at the WebSocket level.
+  EXPECT_TRUE(talk(port, {"\x01\x02\x03"}, true).closed);
+  EXPECT_TRUE(talk(port, {std::string(3 * 1024 * 1024, 'y')}).closed);
+
+  // Random bytes on the raw TCP port (not even HTTP): the connection ends.
+  {
+    std::mt19937 rng(99);
+    for (int i = 0; i < 20; ++i) {
+      std::string junk(1 + rng() % 3000, '\0');
+      for (char& ch : junk) ch = static_cast<char>(rng());
+      auto r = http_request(port, "GET", "/" + junk.substr(0, 10));
+      (void)r;
+    }
+  }
+
+  // An authenticated intruder asking to start someone else's run is denied.
+  auto tok = c.db().run(run);
+  auto e = talk(port, {hello("intruder", worker_token),
+                       R"({"type":"start","version":1,"run_id":)" + std::to_string(run) +
+                           R"(,"attempt":1,"lease_token":"00000000-0000-4000-8000-000000000000"})"});
+  EXPECT_TRUE(has(e, "\"type\":\"welcome\""));
+  EXPECT_TRUE(has(e, "\"type\":\"start_denied\"")) << (e.received.empty() ? "" : e.received.back());
+
+  // The node still serves, and nothing about the run changed.
+  EXPECT_EQ(http_request(port, "GET", "/healthz").status, 200);
+  auto after = c.db().run(run);
+  EXPECT_EQ(after->state, before->state);
+  EXPECT_EQ(after->attempt, before->attempt);
+  EXPECT_EQ(after->worker_id, "w1");
+  EXPECT_EQ(c.db().transitions(run).size(), 3u) << "created, assigned, running: nothing more";
+  EXPECT_TRUE(c.proc("n1").running());
+  auto metrics = http_request(port, "GET", "/metrics");
+  EXPECT_NE(metrics.body.find("baton_protocol_errors_total"), std::string::npos);
+
+  // Bad HTTP: unknown routes and bad ids are JSON errors with a stable code.
+  auto bad_id = http_request(port, "GET", "/api/v1/runs/abc");
+  EXPECT_EQ(bad_id.status, 400);
+  EXPECT_NE(bad_id.body.find("\"code\":\"bad_request\""), std::string::npos);
+  EXPECT_EQ(http_request(port, "GET", "/nope").status, 404);
+  EXPECT_EQ(http_request(port, "GET", "/api/v1/runs/999999").status, 404);
+}
