@@ -186,7 +186,7 @@ class NodeRuntime final : public ServerHandlers {
 }  // namespace
 
 int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bool>& stop) {
-  NodeIdentity me{cfg.node_id, random_uuid(), cfg.listen};
+  NodeIdentity me{cfg.node_id, random_uuid(), cfg.advertise};
   spdlog::info("node_start node={} incarnation={} endpoint={} lease={}ms renew_every={}ms safety_margin={}ms",
                me.node_id, me.incarnation, me.endpoint, cfg.election.lease.count(), cfg.election.renew_every.count(),
                cfg.election.safety_margin.count());

@@ -62,6 +62,13 @@ Result<NodeConfig> load_node_config(const std::string& file) {
     else
       cfg.listen = *v;
   }
+  if (auto v = top.string("advertise")) {
+    auto colon = v->rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == v->size())
+      errors.add("advertise", "must be HOST:PORT, got '" + *v + "'");
+    else
+      cfg.advertise = *v;
+  }
   if (auto v = top.boolean("auto_migrate")) cfg.auto_migrate = *v;
   if (auto v = top.string("log_level")) {
     static const char* levels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
@@ -129,6 +136,7 @@ Result<NodeConfig> load_node_config(const std::string& file) {
   }
 
   top.reject_unknown_keys();
+  if (cfg.advertise.empty()) cfg.advertise = cfg.listen;
   if (!errors.empty()) return make_error(Errc::bad_config, errors.joined());
   return cfg;
 }

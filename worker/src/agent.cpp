@@ -244,7 +244,8 @@ class Agent {
       redirect_.clear();
       return disconnected(true);
     }
-    redirect_ = r.leader_endpoint;
+    auto mapped = cfg_.endpoint_map.find(r.leader_endpoint);
+    redirect_ = mapped != cfg_.endpoint_map.end() ? mapped->second : r.leader_endpoint;
     disconnected(false);
   }
 

@@ -58,6 +58,12 @@ Result<WorkerConfig> load_worker_config(const std::string& file) {
   } else if (c && !c.IsNull()) {
     errors.add("sql_connections", "must be a mapping of name to postgresql:// URL");
   }
+  top.mark_known("endpoint_map");
+  if (auto m = (*root)["endpoint_map"]; m && m.IsMap()) {
+    for (const auto& kv : m) cfg.endpoint_map[kv.first.as<std::string>()] = kv.second.as<std::string>();
+  } else if (m && !m.IsNull()) {
+    errors.add("endpoint_map", "must be a mapping of HOST:PORT to HOST:PORT");
+  }
   ConfigMap rc = top.map("reconnect");
   if (auto v = rc.duration("base")) cfg.reconnect_base = *v;
   if (auto v = rc.duration("max")) cfg.reconnect_max = *v;

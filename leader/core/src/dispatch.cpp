@@ -55,6 +55,15 @@ std::vector<ReapAction> plan_reaping(const std::vector<ReaperView>& runs, const 
       continue;
     }
     if (r.state != RunState::running) continue;
+#ifdef BATON_CHAOS_WEAKEN
+    // DELIBERATELY BROKEN, chaos-test builds only (-DBATON_CHAOS_WEAKEN=ON):
+    // retry a RUNNING attempt the moment its worker detaches, skipping the
+    // continuation rule, so the checker can be shown to catch the overlap.
+    if (!r.worker_attached) {
+      out.push_back({r.run_id, ReapKind::attempt_lost});
+      continue;
+    }
+#endif
     if (r.continuation == ContinuationState::confirming) {
       // Never reassign while CONFIRMING: only once the worker's own deadline
       // (plus margin) has passed is the attempt treated as lost.

@@ -11,7 +11,8 @@ namespace baton::leader {
 
 struct NodeConfig {
   std::string node_id;
-  std::string listen = "127.0.0.1:7001";  ///< admin HTTP + worker WebSocket; also the advertised endpoint
+  std::string listen = "127.0.0.1:7001";  ///< admin HTTP + worker WebSocket
+  std::string advertise;                  ///< endpoint others are sent to (redirects); default: listen
   std::string database_url;
   Millis database_start_timeout{5000};  ///< give up at start if the database stays unreachable this long
   bool auto_migrate = true;

@@ -18,6 +18,9 @@ struct WorkerConfig {
   std::map<std::string, std::string> labels;
   std::string spool_dir;
   std::map<std::string, std::string> sql_connections;  ///< name -> postgresql:// URL for SQL tasks
+  /// Redirect targets to rewrite: advertised HOST:PORT -> the address this
+  /// worker must use to reach it (NAT, proxies, the chaos harness).
+  std::map<std::string, std::string> endpoint_map;
   Millis reconnect_base{200};
   Millis reconnect_max{5000};
   std::string log_level = "info";

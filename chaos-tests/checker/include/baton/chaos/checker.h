@@ -1,0 +1,35 @@
+#pragma once
+// The chaos history checker. It reads only files (worker journals, the
+// nemesis log, node logs, API submissions and CSV exports of the database's
+// own records) and shares no code path with the coordinator: it has its own
+// copy of the transition table. Each invariant reports how many cases it
+// examined and every violation with evidence.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace baton::chaos {
+
+struct InvariantResult {
+  std::string name;
+  std::string description;
+  std::int64_t examined = 0;
+  std::int64_t violations = 0;
+  std::vector<std::string> evidence;  ///< at most a few dozen lines
+};
+
+struct Report {
+  std::vector<InvariantResult> invariants;
+  std::map<std::string, int> faults;  ///< fault kind -> injections
+  std::map<std::string, std::int64_t> totals;
+  bool ok() const;
+  std::string markdown() const;
+  std::string json() const;
+};
+
+/// Reads the history directory written by `baton-chaos run` (layout in
+/// docs/chaos.md) and checks every invariant of SPEC section 9.
+Report check_history(const std::string& dir);
+
+}  // namespace baton::chaos
