@@ -90,7 +90,9 @@ class Harness {
     submissions_.open(o_.out + "/submissions.log");
 
     char tmpl[] = "/tmp/baton-chaos-pg-XXXXXX";
-    pg_dir_ = std::string(::mkdtemp(tmpl)) + "/pg";
+    const std::string pg_parent = ::mkdtemp(tmpl);
+    fs::permissions(pg_parent, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+    pg_dir_ = pg_parent + "/pg";
     url_ = run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private start " + pg_dir_ + " baton");
     if (url_.rfind("postgresql://", 0) != 0) return fail("cannot start PostgreSQL");
     pg_port_ = std::stoi(url_.substr(url_.rfind(':') + 1, url_.rfind('/') - url_.rfind(':') - 1));
@@ -121,7 +123,10 @@ class Harness {
     heal_all();
     stop_workload = true;
     workload.join();
-    std::ofstream(o_.out + "/window.txt") << "start_us=" << start << " end_us=" << end << " cron_job=chaos-cron\n";
+    std::string requested;
+    for (const auto& f : o_.faults) requested += (requested.empty() ? "" : ",") + f;
+    std::ofstream(o_.out + "/window.txt")
+        << "start_us=" << start << " end_us=" << end << " cron_job=chaos-cron faults=" << requested << "\n";
     log("window closed; waiting for quiescence");
     bool quiet = false;
     for (int i = 0; i < 120 && !quiet; ++i) {
@@ -194,6 +199,11 @@ class Harness {
     retry: {base: 200ms, cap: 1s}
     tasks:
       - {kind: PROGRAM, command: [/bin/sh, -c, 'sleep 0.3; exit 7']}
+  - name: chaos-slow
+    max_attempts: 3
+    retry: {base: 200ms, cap: 2s}
+    tasks:
+      - {kind: PROGRAM, command: [/bin/sleep, '8']}
   - name: chaos-long
     max_attempts: 3
     tasks:
@@ -287,7 +297,7 @@ class Harness {
   void drive(const std::atomic<bool>& stop) {
     std::mt19937_64 rng(o_.seed * 31 + 7);
     int n = 0;
-    const std::vector<std::string> jobs = {"chaos-short", "chaos-short", "chaos-medium", "chaos-fail"};
+    const std::vector<std::string> jobs = {"chaos-short", "chaos-short", "chaos-medium", "chaos-fail", "chaos-slow"};
     auto next_cancel = std::chrono::steady_clock::now() + 3s;
     while (!stop.load()) {
       const std::string key = "s" + std::to_string(o_.seed) + "-" + std::to_string(++n);
@@ -353,7 +363,7 @@ class Harness {
       if (i % kinds.size() == 0) std::shuffle(kinds.begin(), kinds.end(), rng_);
       inject(fault);
       // Let the cluster settle between faults.
-      std::this_thread::sleep_for(std::chrono::milliseconds(2000 + rng_() % 3000));
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500 + rng_() % 2000));
     }
     while (std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(100ms);
     (void)start;

@@ -21,7 +21,8 @@ struct History {
   History() {
     fs::remove_all(dir);
     for (auto d : {"journals", "logs", "db"}) fs::create_directories(dir + "/" + d);
-    std::ofstream(dir + "/window.txt") << "start_us=" << T << " end_us=" << T + 10'000'000 << " cron_job=cron\n";
+    std::ofstream(dir + "/window.txt") << "start_us=" << T << " end_us=" << T + 10'000'000
+                                       << " cron_job=cron faults=kill9_worker\n";
     std::ofstream(dir + "/nemesis.log") << "t_us=" << T + 1 << " phase=inject fault=kill9_worker target=w2\n"
                                         << "t_us=" << T + 2 << " phase=heal fault=kill9_worker target=w2\n";
     // Cron slots S .. S+5 (the checker examines slots up to end - 5 s), one API key.
@@ -31,7 +32,7 @@ struct History {
     std::ofstream(dir + "/submissions.log") << "key=k1 job=api accepted=1 status=201 run=10\n";
     std::ofstream(dir + "/db/epochs.csv") << "1,n1,i1," << T << "\n2,n2,i2," << T + 5'000'000 << "\n";
     std::ofstream(dir + "/db/transitions.csv")
-        << "10,,PENDING,1," << T + 100 << "\n10,PENDING,ASSIGNED,1," << T + 200 << "\n"
+        << "10,\"\",PENDING,1," << T + 100 << "\n10,PENDING,ASSIGNED,1," << T + 200 << "\n"
         << "10,ASSIGNED,RUNNING,1," << T + 300 << "\n10,RUNNING,RETRY_WAITING,1," << T + 400 << "\n"
         << "10,RETRY_WAITING,ASSIGNED,2," << T + 6'000'000 << "\n10,ASSIGNED,RUNNING,2," << T + 6'100'000 << "\n"
         << "10,RUNNING,SUCCEEDED,2," << T + 7'000'000 << "\n";
@@ -83,7 +84,8 @@ TEST(Checker, FindsEachKindOfViolation) {
   for (int i : {0, 2, 3, 4, 5}) runs << i + 1 << ",cron,SUCCEEDED,1,," << S + i << "," << T + i * 1'000'000 << "\n";
   runs << "10,api,SUCCEEDED,2,k1,0," << T + 100 << "\n11,api,RUNNING,1,k1,0," << T + 200 << "\n";
   runs.close();
-  std::ofstream(h.dir + "/window.txt") << "start_us=" << T << " end_us=" << T + 12'000'000 << " cron_job=cron\n";
+  std::ofstream(h.dir + "/window.txt") << "start_us=" << T << " end_us=" << T + 12'000'000
+                                       << " cron_job=cron faults=kill9_worker,pg_restart\n";
   auto r = check_history(h.dir);
   EXPECT_FALSE(r.ok());
   EXPECT_EQ(h.get(r, "no_overlapping_attempts").violations, 1) << r.markdown();
@@ -92,6 +94,7 @@ TEST(Checker, FindsEachKindOfViolation) {
   EXPECT_GE(h.get(r, "cron_slots_complete").violations, 1) << r.markdown();
   EXPECT_EQ(h.get(r, "idempotency_keys_once").violations, 1) << r.markdown();
   EXPECT_EQ(h.get(r, "quiescent").violations, 1) << r.markdown();
+  EXPECT_EQ(h.get(r, "fault_coverage").violations, 1) << "pg_restart was asked for and never injected";
   EXPECT_NE(r.markdown().find("overlaps attempt"), std::string::npos);
   EXPECT_NE(r.json().find("\"ok\":false"), std::string::npos);
 }

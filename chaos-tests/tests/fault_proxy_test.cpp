@@ -34,19 +34,6 @@ int listen_on(int& port) {
   return fd;
 }
 
-int connect_to(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 /// Reads what arrives within `wait`.
 std::string read_for(int fd, std::chrono::milliseconds wait) {
   std::string out;
@@ -92,7 +79,7 @@ struct Fixture {
   }
   /// Client socket through the proxy and the server's accepted socket.
   std::pair<int, int> pair() {
-    int c = connect_to(proxy->port());
+    int c = baton::testing::connect_loopback(proxy->port());
     int s = ::accept(listen_fd, nullptr, nullptr);
     return {c, s};
   }
@@ -157,7 +144,7 @@ TEST(FaultProxy, ResetAbortsConnectionsAndRefusesNewOnes) {
   pollfd p{c, POLLIN, 0};
   ASSERT_EQ(::poll(&p, 1, 2000), 1);
   EXPECT_LE(::recv(c, buf, sizeof buf, 0), 0) << "the client connection should be reset";
-  int again = connect_to(f.proxy->port());
+  int again = baton::testing::connect_loopback(f.proxy->port());
   if (again >= 0) {
     pollfd q{again, POLLIN, 0};
     ASSERT_EQ(::poll(&q, 1, 2000), 1);

@@ -94,7 +94,9 @@ TEST(Runtime, KillNineOfWorkerHoldingAnAssignedRunReassignsItAtAttemptTwo) {
   ASSERT_TRUE(c.wait_for_workers("n1", 1));
   w1.signal(SIGSTOP);  // attached, but it will never ask to start
   auto run = c.trigger("n1", "sleeper");
+  auto single = c.trigger("n1", "exit3");  // max_attempts 1: an orphan with no attempts left fails
   ASSERT_TRUE(c.wait_for_state(run, "ASSIGNED", 5s));
+  ASSERT_TRUE(c.wait_for_state(single, "ASSIGNED", 5s));
   w1.signal(SIGKILL);
   w1.wait_for_exit(5s);
   c.start_worker("w2");
@@ -107,6 +109,10 @@ TEST(Runtime, KillNineOfWorkerHoldingAnAssignedRunReassignsItAtAttemptTwo) {
   EXPECT_NE(std::find(t.begin(), t.end(), "ASSIGNED->ORPHANED@1"), t.end());
   EXPECT_EQ(starts_of(c.journal("w1"), run), 0u);
   EXPECT_EQ(starts_of(c.journal("w2"), run), 1u) << "exactly one process ran it";
+  ASSERT_TRUE(c.wait_for_state(single, "FAILED", 5s)) << c.db().run(single)->state;
+  EXPECT_EQ(c.db().dead_letters(single), 1);
+  auto ts = c.db().transitions(single);
+  EXPECT_EQ(ts.back(), "ORPHANED->FAILED@1");
 }
 
 TEST(Runtime, KillNineOfWorkerWhileRunningRetriesOnlyAfterContinuationDeadline) {

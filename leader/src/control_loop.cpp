@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "baton/core/assert.h"
+#include "baton/core/json_text.h"
 #include "baton/leader_core/dispatch.h"
 #include "baton/protocol/codec.h"
 
@@ -18,24 +19,6 @@ using store::WriteOutcome;
 constexpr int misfire_catch_up_max = 100;
 // A missed slot older than this is not run under the `skip` policy.
 constexpr std::int64_t skip_tolerance_s = 2;
-
-std::string labels_json(const std::map<std::string, std::string>& labels) {
-  std::string out = "{";
-  for (const auto& [k, v] : labels) {
-    if (out.size() > 1) out += ',';
-    auto quote = [](const std::string& s) {
-      std::string q = "\"";
-      for (char c : s) {
-        if (c == '"' || c == '\\') q += '\\';
-        if (static_cast<unsigned char>(c) < 0x20) continue;
-        q += c;
-      }
-      return q + "\"";
-    };
-    out += quote(k) + ":" + quote(v);
-  }
-  return out + "}";
-}
 
 protocol::AttemptRef ref_of(const store::ActiveRun& r) {
   return protocol::AttemptRef{r.id.value, r.attempt, r.lease_token};
@@ -180,7 +163,7 @@ void ControlLoop::on_attached(const WorkerAttached& e) {
   }
   workers_[id] = Attached{e.link, e.hello.capacity, e.hello.labels, clock_.mono(), false};
   metrics_.attached_workers = static_cast<int>(workers_.size());
-  if (auto r = store_.worker_attached(id, labels_json(e.hello.labels), e.hello.capacity, me_.node_id, epoch_); !r)
+  if (auto r = store_.worker_attached(id, json_object(e.hello.labels), e.hello.capacity, me_.node_id, epoch_); !r)
     spdlog::warn("worker_registry_error worker={} error={}", id, r.error().message);
   e.link->send(protocol::Welcome{me_.node_id, epoch_.value, cfg_.heartbeat_interval.count(),
                                  cfg_.heartbeat_timeout.count(), cfg_.continuation_timeout.count()});

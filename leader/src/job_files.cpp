@@ -4,22 +4,13 @@
 #include <filesystem>
 
 #include "baton/core/config_yaml.h"
+#include "baton/core/json_text.h"
 #include "baton/leader_core/cron.h"
 #include "baton/protocol/codec.h"
 
 namespace baton::leader {
 
 namespace {
-
-std::string json_quote(const std::string& s) {
-  std::string q = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') q += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) continue;
-    q += c;
-  }
-  return q + "\"";
-}
 
 std::optional<protocol::Task> read_task(ConfigMap& t, ConfigErrors& errors) {
   protocol::Task task;

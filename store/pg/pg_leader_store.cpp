@@ -48,12 +48,13 @@ Result<std::vector<DueRun>> PgLeaderStore::due_runs(int limit) {
     pqxx::nontransaction tx{c};
     // Three index-backed slices (partial indexes on PENDING and due
     // RETRY_WAITING; ORPHANED is rare), merged by priority then due time.
+    // Orphans with no attempts left come too: dispatch fails them.
     auto rows = tx.exec_params(
         "SELECT r.id, r.version, r.state, r.attempt, r.max_attempts, r.priority, coalesce(j.name, ''),"
         " coalesce(j.tasks::text, '[]'), coalesce(j.timeout_ms, 0), coalesce(j.worker_selector::text, '{}')"
         " FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id"
         " WHERE r.state = 'PENDING' OR (r.state = 'RETRY_WAITING' AND r.next_attempt_at <= now())"
-        " OR (r.state = 'ORPHANED' AND r.attempt < r.max_attempts)"
+        " OR r.state = 'ORPHANED'"
         " ORDER BY r.priority DESC, coalesce(r.next_attempt_at, r.scheduled_for, r.created_at), r.id LIMIT $1",
         limit);
     std::vector<DueRun> out;
@@ -148,16 +149,8 @@ Result<CreateResult> PgLeaderStore::create_job_run(Epoch epoch, const std::strin
     pqxx::work tx{c};
     auto r = tx.exec_params1(create_job_run_sql(), epoch.value, job_name, idempotency_key, trigger_kind, slot_unix);
     tx.commit();
-    CreateResult out;
-    out.current_epoch = Epoch{r[0].as<std::int64_t>()};
     if (!r[2].as<bool>()) return make_error(Errc::bad_input, "unknown job '" + job_name + "'");
-    if (!r[1].is_null()) {
-      out.outcome = WriteOutcome::applied;
-      out.run = RunId{r[1].as<std::int64_t>()};
-    } else {
-      out.outcome = out.current_epoch == epoch ? WriteOutcome::conflict : WriteOutcome::fenced;
-    }
-    return out;
+    return classify_create(r, epoch);
   });
 }
 

@@ -112,6 +112,18 @@ WriteResult classify(const pqxx::row& r, Epoch writer) {
 
 }  // namespace
 
+CreateResult classify_create(const pqxx::row& r, Epoch writer) {
+  CreateResult out;
+  out.current_epoch = Epoch{r[0].as<std::int64_t>()};
+  if (!r[1].is_null()) {
+    out.outcome = WriteOutcome::applied;
+    out.run = RunId{r[1].as<std::int64_t>()};
+  } else {
+    out.outcome = out.current_epoch == writer ? WriteOutcome::conflict : WriteOutcome::fenced;
+  }
+  return out;
+}
+
 const std::string& heartbeat_batch_sql() {
   // The lease lock is taken once for the statement; every row still carries
   // its own version, state, attempt and token predicates.
@@ -163,15 +175,7 @@ Result<CreateResult> PgRunStore::create_run(Epoch epoch, const NewRun& run) {
     auto r = tx.exec_prepared1("run_create", epoch.value, run.job_definition_id, run.idempotency_key, run.max_attempts,
                                run.priority, run.trigger_kind, run.payload_json);
     tx.commit();
-    CreateResult out;
-    out.current_epoch = Epoch{r[0].as<std::int64_t>()};
-    if (!r[1].is_null()) {
-      out.outcome = WriteOutcome::applied;
-      out.run = RunId{r[1].as<std::int64_t>()};
-    } else {
-      out.outcome = out.current_epoch == epoch ? WriteOutcome::conflict : WriteOutcome::fenced;
-    }
-    return out;
+    return classify_create(r, epoch);
   });
 }
 

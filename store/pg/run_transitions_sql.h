@@ -1,7 +1,10 @@
 #pragma once
 // Internal to store/pg: fenced statements defined in run_transitions.cpp (the
 // one file that writes job_runs) and used by other stores in this folder.
+#include <pqxx/pqxx>
 #include <string>
+
+#include "baton/store/run_store.h"
 
 namespace baton::store::pg {
 
@@ -12,5 +15,8 @@ const std::string& heartbeat_batch_sql();
 /// $1 epoch, $2 job name, $3 idempotency key, $4 trigger kind, $5 slot (unix seconds or NULL).
 /// Returns (current_epoch, new run id or NULL, job exists).
 const std::string& create_job_run_sql();
+
+/// Classifies the (current_epoch, new run id or NULL) row of a fenced insert.
+CreateResult classify_create(const pqxx::row& r, Epoch writer);
 
 }  // namespace baton::store::pg

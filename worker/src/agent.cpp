@@ -232,6 +232,12 @@ class Agent {
     spdlog::info("worker_attached worker={} node={} epoch={} running={}", cfg_.worker_id, w.node_id, w.epoch,
                  running_count());
     for (const auto& f : outbox_.pending()) send(f);
+    // A `start` sent on a connection that died may never have arrived: ask
+    // again; the leader grants it if the assignment is still current and
+    // denies it otherwise.
+    for (auto& [k, a] : attempts_)
+      if (!a.started) a.start_requested = false;
+    request_starts();
     heartbeat();
   }
 

@@ -15,6 +15,8 @@ namespace {
 
 constexpr std::size_t evidence_max = 40;
 
+// PostgreSQL CSV: fields may be "quoted" (with "" for a quote); an empty
+// quoted field is an empty string.
 std::vector<std::vector<std::string>> read_csv(const std::string& path) {
   std::vector<std::vector<std::string>> rows;
   std::ifstream in(path);
@@ -22,8 +24,21 @@ std::vector<std::vector<std::string>> read_csv(const std::string& path) {
   while (std::getline(in, line)) {
     std::vector<std::string> cols;
     std::string cur;
-    for (char c : line) {
-      if (c == ',') {
+    bool quoted = false;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+      char c = line[i];
+      if (quoted) {
+        if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+          cur += '"';
+          ++i;
+        } else if (c == '"') {
+          quoted = false;
+        } else {
+          cur += c;
+        }
+      } else if (c == '"') {
+        quoted = true;
+      } else if (c == ',') {
         cols.push_back(cur);
         cur.clear();
       } else {
@@ -364,6 +379,19 @@ Report check_history(const std::string& dir) {
     report.invariants.push_back(inv);
   }
 
+  // ---- 8. the run did what was asked: every requested fault happened --------
+  {
+    InvariantResult inv{"fault_coverage", "every requested fault kind was injected at least once", 0, 0, {}};
+    std::stringstream requested(window["faults"]);
+    std::string f;
+    while (std::getline(requested, f, ',')) {
+      if (f.empty()) continue;
+      inv.examined++;
+      if (!report.faults.count(f)) add(inv, "fault " + f + " was requested but never injected");
+    }
+    report.invariants.push_back(inv);
+  }
+
   // ---- 7. nothing left unfinished after quiescence --------------------------
   {
     InvariantResult inv{"quiescent", "every run created in the window reached a final state", 0, 0, {}};
@@ -374,6 +402,10 @@ Report check_history(const std::string& dir) {
     }
     report.invariants.push_back(inv);
   }
+  // A check that examined nothing proves nothing: count it as a failure.
+  for (auto& inv : report.invariants)
+    if (inv.examined == 0 && !(inv.name == "fault_coverage" && window["faults"].empty()))
+      add(inv, "nothing was examined: the run was too short or the history is missing");
   return report;
 }
 

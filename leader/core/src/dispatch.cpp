@@ -50,8 +50,10 @@ std::vector<ReapAction> plan_reaping(const std::vector<ReaperView>& runs, const 
   std::vector<ReapAction> out;
   for (const auto& r : runs) {
     if (r.state == RunState::assigned) {
-      if (!r.worker_attached && r.assigned_age_ms >= cfg.reassign_after.count())
-        out.push_back({r.run_id, ReapKind::orphan});
+      // Not started in time, whether or not its worker is attached: a worker
+      // that is attached but has not asked to start lost the assignment (it
+      // reconnected, or the assign went down a connection that died).
+      if (r.assigned_age_ms >= cfg.reassign_after.count()) out.push_back({r.run_id, ReapKind::orphan});
       continue;
     }
     if (r.state != RunState::running) continue;

@@ -51,13 +51,15 @@ TEST(Reaper, OrphansConfirmsAndNeverReassignsWhileConfirming) {
       {9, RunState::running, "w2", true, true, ContinuationState::none, false, 0, 14000, 10000},
   };
   auto actions = plan_reaping(runs, cfg);
-  ASSERT_EQ(actions.size(), 4u);
+  ASSERT_EQ(actions.size(), 5u);
   EXPECT_EQ(actions[0].run_id, 2);
   EXPECT_EQ(actions[0].kind, ReapKind::orphan);
-  EXPECT_EQ(actions[1].run_id, 4);
-  EXPECT_EQ(actions[1].kind, ReapKind::begin_confirming);
-  EXPECT_EQ(actions[2].run_id, 6);
-  EXPECT_EQ(actions[2].kind, ReapKind::attempt_lost);
-  EXPECT_EQ(actions[3].run_id, 8);
-  EXPECT_EQ(actions[3].kind, ReapKind::enforce_timeout);
+  EXPECT_EQ(actions[1].run_id, 3) << "attached but never started: the assignment was lost";
+  EXPECT_EQ(actions[1].kind, ReapKind::orphan);
+  EXPECT_EQ(actions[2].run_id, 4);
+  EXPECT_EQ(actions[2].kind, ReapKind::begin_confirming);
+  EXPECT_EQ(actions[3].run_id, 6);
+  EXPECT_EQ(actions[3].kind, ReapKind::attempt_lost);
+  EXPECT_EQ(actions[4].run_id, 8);
+  EXPECT_EQ(actions[4].kind, ReapKind::enforce_timeout);
 }

@@ -38,6 +38,20 @@ inline int free_loopback_port() {
   return port;
 }
 
+/// A blocking TCP connection to 127.0.0.1:port, or -1.
+inline int connect_loopback(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 /// A minimal HTTP/1.1 client for tests (Connection: close). Returns the
 /// status code and the body; status 0 if the connection failed.
 struct HttpReply {
@@ -49,17 +63,10 @@ inline HttpReply http_request(int port, const std::string& method, const std::st
                               const std::vector<std::pair<std::string, std::string>>& headers = {},
                               const std::string& body = "") {
   HttpReply reply;
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  int fd = connect_loopback(port);
+  if (fd < 0) return reply;
   timeval tv{5, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return reply;
-  }
   std::string req = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
   for (const auto& [k, v] : headers) req += k + ": " + v + "\r\n";
   req += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;

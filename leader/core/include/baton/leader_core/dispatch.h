@@ -57,7 +57,7 @@ FinishDecision decide_finish(RunState outcome, int attempt, int max_attempts, st
                              std::chrono::milliseconds cap, std::chrono::milliseconds jitter);
 
 struct ReaperConfig {
-  std::chrono::milliseconds reassign_after{10000};  ///< ASSIGNED with a detached worker this long -> ORPHANED
+  std::chrono::milliseconds reassign_after{10000};  ///< ASSIGNED and not started this long -> ORPHANED
   std::chrono::milliseconds timeout_grace{
       5000};  ///< leader enforces a run timeout this long after the worker should have
 };
