@@ -3,6 +3,7 @@
 # answers the harness's quiescence question. Read-only.
 #   export-history.sh export URL OUTDIR
 #   export-history.sh pending URL WINDOW_END_UNIX_US   -> count of unfinished runs created before the window end
+#   export-history.sh activity URL FILE                  -> pg_stat_activity of the database, as CSV
 set -euo pipefail
 mode=$1; url=$2
 q() { psql -X -q -t -A -v ON_ERROR_STOP=1 "$url" -c "$1"; }
@@ -10,6 +11,11 @@ case "$mode" in
 pending)
   q "SELECT count(*) FROM job_runs WHERE state NOT IN ('SUCCEEDED','FAILED','TIMED_OUT','CANCELED')
      AND created_at <= to_timestamp($3 / 1e6)"
+  ;;
+activity)
+  # Who is connected and what they wait for (written when a run is not quiescent).
+  q "\\copy (SELECT pid, application_name, state, coalesce(wait_event_type, ''), coalesce(wait_event, ''),
+      xact_start, left(query, 200) FROM pg_stat_activity WHERE datname = current_database()) TO '$3' CSV"
   ;;
 export)
   out=$3; mkdir -p "$out"

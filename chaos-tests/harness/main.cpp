@@ -135,6 +135,9 @@ class Harness {
       if (!quiet) std::this_thread::sleep_for(1s);
     }
     log(quiet ? "quiescent" : "not quiescent after 120 s (the checker will say what is left)");
+    if (!quiet)
+      run_cmd(std::string(BATON_SOURCE_DIR) + "/chaos-tests/export-history.sh activity '" + url_ + "' " + o_.out +
+              "/db/activity_at_timeout.csv");
     stop_all();
     run_cmd(std::string(BATON_SOURCE_DIR) + "/chaos-tests/export-history.sh export '" + url_ + "' " + o_.out + "/db");
     collect_files();

@@ -128,10 +128,9 @@ Result<HeartbeatBatchResult> PgLeaderStore::heartbeat_batch(Epoch epoch, const s
     tokens.push_back(r.attempt.lease_token);
   }
   return session_.with<HeartbeatBatchResult>([&](pqxx::connection& c) -> Result<HeartbeatBatchResult> {
-    pqxx::work tx{c};
+    pqxx::nontransaction tx{c};  // one autocommit statement, like every fenced write
     auto res = tx.exec_params(heartbeat_batch_sql(), epoch.value, stale_after.count(), pg_array(ids),
                               pg_array(versions), pg_array(workers), pg_array(attempts), pg_array(tokens));
-    tx.commit();
     HeartbeatBatchResult out;
     for (const auto& r : res) {
       out.current_epoch = Epoch{r[0].as<std::int64_t>()};
@@ -146,9 +145,8 @@ Result<CreateResult> PgLeaderStore::create_job_run(Epoch epoch, const std::strin
                                                    const std::string& trigger_kind,
                                                    std::optional<std::int64_t> slot_unix) {
   return session_.with<CreateResult>([&](pqxx::connection& c) -> Result<CreateResult> {
-    pqxx::work tx{c};
+    pqxx::nontransaction tx{c};
     auto r = tx.exec_params1(create_job_run_sql(), epoch.value, job_name, idempotency_key, trigger_kind, slot_unix);
-    tx.commit();
     if (!r[2].as<bool>()) return make_error(Errc::bad_input, "unknown job '" + job_name + "'");
     return classify_create(r, epoch);
   });

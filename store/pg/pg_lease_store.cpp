@@ -77,7 +77,9 @@ Result<CampaignResult> PgLeaseStore::campaign(const NodeIdentity& me, Millis lea
 
 Result<WriteOutcome> PgLeaseStore::renew(Epoch epoch, const NodeIdentity& me, Millis lease) {
   return session_.with<WriteOutcome>([&](pqxx::connection& c) -> Result<WriteOutcome> {
-    pqxx::work tx{c};
+    // One autocommit statement: a renewal that loses its client cannot sit
+    // idle in a transaction holding the lease row.
+    pqxx::nontransaction tx{c};
     // A plain UPDATE (FOR NO KEY UPDATE): renewal must not wait for, or block,
     // fenced writes of our own epoch. An expired lease is not renewed even if
     // nobody took it: the holder campaigns for a new epoch instead.
@@ -86,7 +88,6 @@ Result<WriteOutcome> PgLeaseStore::renew(Epoch epoch, const NodeIdentity& me, Mi
         " WHERE id = 1 AND epoch = $1 AND leader_id = $2 AND leader_incarnation = $3 AND NOT released"
         " AND lease_expires_at > now()",
         epoch.value, me.node_id, me.incarnation, lease.count());
-    tx.commit();
     return r.affected_rows() == 1 ? WriteOutcome::applied : WriteOutcome::fenced;
   });
 }

@@ -18,6 +18,11 @@ std::string with_default_timeouts(const std::string& url) {
   add("keepalives_interval", "2");
   add("keepalives_count", "2");
   add("tcp_user_timeout", "10000");
+  // A client that vanished in the middle of a transaction (partitioned,
+  // paused, killed behind a proxy) must not hold the lease row's lock for
+  // long: the server ends such a session after 5 s. A statement never runs
+  // for more than 30 s.
+  add("options", "-c%20idle_in_transaction_session_timeout%3D5000%20-c%20statement_timeout%3D30000");
   return out;
 }
 

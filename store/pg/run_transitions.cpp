@@ -171,10 +171,9 @@ Result<WriteResult> PgRunStore::fenced(const char* statement, const RunFence& f,
 
 Result<CreateResult> PgRunStore::create_run(Epoch epoch, const NewRun& run) {
   return session_.with<CreateResult>([&](pqxx::connection& c) -> Result<CreateResult> {
-    pqxx::work tx{c};
+    pqxx::nontransaction tx{c};
     auto r = tx.exec_prepared1("run_create", epoch.value, run.job_definition_id, run.idempotency_key, run.max_attempts,
                                run.priority, run.trigger_kind, run.payload_json);
-    tx.commit();
     return classify_create(r, epoch);
   });
 }

@@ -62,6 +62,9 @@ TaskRunner::TaskOutcome TaskRunner::run_program(const AttemptContext& ctx, const
     if (::getppid() != parent) ::_exit(126);  // the worker died before prctl
     ::dup2(out[1], 1);
     ::dup2(err[1], 2);
+    // The task must not inherit the worker's sockets (its WebSocket to the
+    // leader, a log file): only stdio crosses.
+    ::close_range(3, ~0U, 0);
     if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) {
       const char msg[] = "baton: cannot chdir to working directory\n";
       (void)!::write(2, msg, sizeof msg - 1);

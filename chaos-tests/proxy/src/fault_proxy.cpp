@@ -126,7 +126,8 @@ struct FaultProxy::Impl : std::enable_shared_from_this<FaultProxy::Impl> {
 
   void accept() {
     acceptor.async_accept([self = shared_from_this()](boost::system::error_code ec, tcp::socket socket) {
-      if (ec) return;  // stopped
+      if (ec == asio::error::operation_aborted || !self->acceptor.is_open()) return;  // stopped
+      if (ec) return self->accept();  // a client gave up mid-handshake: keep accepting
       if (self->mode.load() == ProxyMode::reset) {
         boost::system::error_code ignored;
         socket.set_option(asio::socket_base::linger(true, 0), ignored);

@@ -100,6 +100,10 @@ class ChildProcess {
         ::dup2(fd, 2);
         ::close(fd);
       }
+      // Nothing but stdio crosses into the child: an inherited socket (the
+      // chaos proxy's, a test's) would keep a connection alive after its
+      // owner closed it.
+      ::close_range(3, ~0U, 0);
       std::vector<char*> args;
       for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
       args.push_back(nullptr);
