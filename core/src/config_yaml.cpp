@@ -1,5 +1,6 @@
 #include "baton/core/config_yaml.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -123,6 +124,11 @@ void ConfigMap::reject_unknown_keys() {
     std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "?";
     if (!asked_.count(key)) errors_.add(key_path(key), "unknown key");
   }
+}
+
+std::string resolve_config_path(const std::string& file, const std::string& path) {
+  std::filesystem::path p(path);
+  return p.is_absolute() ? path : (std::filesystem::path(file).parent_path() / p).string();
 }
 
 Result<YAML::Node> load_yaml_file(const std::string& path) {

@@ -43,11 +43,7 @@ Result<NodeConfig> load_node_config(const std::string& file) {
   ConfigErrors errors(file);
   ConfigMap top(*root, "", errors);
   NodeConfig cfg;
-  // Relative paths in a config file are relative to that file.
-  auto resolve = [&](const std::string& p) {
-    std::filesystem::path path(p);
-    return path.is_absolute() ? p : (std::filesystem::path(file).parent_path() / path).string();
-  };
+  auto resolve = [&](const std::string& p) { return resolve_config_path(file, p); };
 
   if (auto v = top.string("node_id", /*required=*/true)) {
     if (valid_node_id(*v))

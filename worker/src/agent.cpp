@@ -29,6 +29,10 @@ namespace {
 // Consecutive redirects followed without backoff before backing off.
 constexpr int redirects_without_backoff_max = 3;
 constexpr auto continuation_check_every = std::chrono::milliseconds(100);
+// A finish not acknowledged this long is sent again (the leader may have been
+// unable to record it: database unavailable, a lost race); replays are
+// idempotent on the leader.
+constexpr auto finish_resend_after = std::chrono::seconds(3);
 
 std::string key_of(const protocol::AttemptRef& r) {
   return std::to_string(r.run_id) + ":" + std::to_string(r.attempt) + ":" + r.lease_token;
@@ -369,6 +373,10 @@ class Agent {
         }
       }
     }
+    if (attached_ && SteadyClock::now() - last_resend_ >= finish_resend_after) {
+      last_resend_ = SteadyClock::now();
+      for (const auto& f : outbox_.pending(finish_resend_after)) send(f);
+    }
     tick_timer_.expires_after(continuation_check_every);
     tick_timer_.async_wait([this](beast::error_code ec) {
       if (!ec) tick();
@@ -419,6 +427,7 @@ class Agent {
   int failures_ = 0, redirects_in_a_row_ = 0;
   std::int64_t heartbeat_interval_ms_ = 1000, heartbeat_timeout_ms_ = 5000, continuation_timeout_ms_ = 30000;
   SteadyClock::time_point detached_since_;
+  SteadyClock::time_point last_resend_{};
   std::map<std::string, Attempt> attempts_;
   std::mt19937_64 rng_;
 };

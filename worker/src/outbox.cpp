@@ -54,11 +54,13 @@ void Outbox::remove(const protocol::AttemptRef& ref) {
   fs::remove(path_for(ref), ec);
 }
 
-std::vector<protocol::Finish> Outbox::pending() const {
+std::vector<protocol::Finish> Outbox::pending(std::chrono::seconds min_age) const {
   std::vector<std::pair<fs::file_time_type, protocol::Finish>> found;
   std::error_code ec;
+  const auto newest = fs::file_time_type::clock::now() - min_age;
   for (const auto& e : fs::directory_iterator(dir_, ec)) {
     if (e.path().extension() != ".json") continue;
+    if (min_age.count() > 0 && e.last_write_time(ec) > newest) continue;
     std::ifstream in(e.path());
     std::stringstream s;
     s << in.rdbuf();

@@ -14,10 +14,7 @@ Result<WorkerConfig> load_worker_config(const std::string& file) {
   ConfigErrors errors(file);
   ConfigMap top(*root, "", errors);
   WorkerConfig cfg;
-  auto resolve = [&](const std::string& p) {
-    std::filesystem::path path(p);
-    return path.is_absolute() ? p : (std::filesystem::path(file).parent_path() / path).string();
-  };
+  auto resolve = [&](const std::string& p) { return resolve_config_path(file, p); };
   if (auto v = top.string("worker_id", true)) {
     if (v->empty() || v->size() > 200) errors.add("worker_id", "must be 1-200 characters");
     cfg.worker_id = *v;

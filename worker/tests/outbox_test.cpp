@@ -28,5 +28,6 @@ TEST(Outbox, KeepsFinishesUntilAcknowledgedAcrossReopen) {
   pending = again.pending();
   ASSERT_EQ(pending.size(), 1u);
   EXPECT_EQ(pending[0], b);
+  EXPECT_TRUE(again.pending(std::chrono::seconds(60)).empty()) << "just written: not yet due for a resend";
   std::filesystem::remove_all(dir);
 }

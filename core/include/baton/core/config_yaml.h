@@ -58,6 +58,10 @@ class ConfigMap {
   std::set<std::string> asked_;
 };
 
+/// A path written in config file `file`: relative paths are relative to the
+/// file's directory, as an operator expects.
+std::string resolve_config_path(const std::string& file, const std::string& path);
+
 /// Parses a YAML file whose top level must be a mapping. Errors name the file
 /// and, for syntax errors, the line and column.
 Result<YAML::Node> load_yaml_file(const std::string& path);

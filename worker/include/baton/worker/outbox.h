@@ -6,6 +6,7 @@
 //   on the leader (keyed by run, attempt, lease token);
 // - the journal: one line per real process start and exit, with run,
 //   attempt, fence token, pid and monotonic and wall times, for checkers.
+#include <chrono>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -21,8 +22,9 @@ class Outbox {
   Result<void> open();  ///< creates the directories
   Result<void> put(const protocol::Finish& f);
   void remove(const protocol::AttemptRef& ref);
-  /// Every finish not yet acknowledged, oldest first.
-  std::vector<protocol::Finish> pending() const;
+  /// Every finish not yet acknowledged, oldest first; with `min_age`, only
+  /// those written at least that long ago.
+  std::vector<protocol::Finish> pending(std::chrono::seconds min_age = std::chrono::seconds(0)) const;
 
  private:
   std::string path_for(const protocol::AttemptRef& ref) const;
