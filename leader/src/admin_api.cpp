@@ -34,12 +34,14 @@ bool valid_name(std::string_view s) {
 }  // namespace
 
 AdminApi::AdminApi(std::function<NodeStatus()> status, store::LeaderStore& store, Metrics& metrics,
-                   std::string admin_token, std::function<bool(std::int64_t, const std::string&)> cancel)
+                   std::string admin_token, std::function<bool(std::int64_t, const std::string&)> cancel,
+                   std::function<void()> run_created)
     : status_(std::move(status)),
       store_(store),
       metrics_(metrics),
       admin_token_(std::move(admin_token)),
-      cancel_(std::move(cancel)) {}
+      cancel_(std::move(cancel)),
+      run_created_(std::move(run_created)) {}
 
 HttpResponse AdminApi::handle(const HttpRequest& r) {
   std::string path = r.target.substr(0, r.target.find('?'));

@@ -86,8 +86,9 @@ void ControlLoop::run(const std::atomic<bool>& stop) {
       last_cron_ = now;
       materialize_cron();
     }
-    if (!fenced_ && now - last_dispatch_ >= cfg_.dispatch_every) {
+    if (!fenced_ && (dispatch_requested_ || now - last_dispatch_ >= cfg_.dispatch_every)) {
       last_dispatch_ = now;
+      dispatch_requested_ = false;
       dispatch();
     }
   }
@@ -134,8 +135,10 @@ void ControlLoop::handle(const LoopEvent& e) {
           on_detached(ev.worker_id, ev.link_id, "closed");
         else if constexpr (std::is_same_v<T, WorkerMessage>)
           on_message(ev);
-        else
+        else if constexpr (std::is_same_v<T, CancelRun>)
           on_cancel(ev);
+        else
+          dispatch_requested_ = true;
       },
       e);
 }

@@ -46,7 +46,8 @@ class NodeRuntime final : public ServerHandlers {
         elector_(elector),
         metrics_(metrics),
         admin_([this] { return status(); }, admin_store, metrics, cfg.admin_token,
-               [this](std::int64_t run, const std::string& reason) { return cancel(run, reason); }) {}
+               [this](std::int64_t run, const std::string& reason) { return cancel(run, reason); },
+               [this] { wake_dispatcher(); }) {}
 
   HttpResponse handle_http(const HttpRequest& r) override { return admin_.handle(r); }
 
@@ -141,6 +142,11 @@ class NodeRuntime final : public ServerHandlers {
       h->done = true;
     });
     return h;
+  }
+
+  void wake_dispatcher() {
+    std::lock_guard lock(mutex_);
+    if (active_ && !active_->stop.load()) active_->loop->post(DispatchNow{});
   }
 
   bool cancel(std::int64_t run, const std::string& reason) {

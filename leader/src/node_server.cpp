@@ -268,6 +268,10 @@ struct NodeServer::Impl {
         if (ec == asio::error::operation_aborted) return;
         spdlog::warn("accept_error error={}", ec.message());
       } else {
+        // Small frames (assign, start, start_granted) must not wait for
+        // Nagle's algorithm and delayed ACKs (~40 ms each way).
+        beast::error_code nodelay_ec;
+        socket.set_option(tcp::no_delay(true), nodelay_ec);
         std::make_shared<HttpSession>(std::move(socket), token, handlers, admin, registry())->run();
       }
       do_accept();

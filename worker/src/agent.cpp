@@ -99,6 +99,8 @@ class Agent {
             if (gen != generation_) return;
             if (ec2) return connection_failed(ep, "connect: " + ec2.message());
             beast::get_lowest_layer(*ws_).expires_never();
+            beast::error_code nodelay_ec;  // small frames: no Nagle delay
+            beast::get_lowest_layer(*ws_).socket().set_option(tcp::no_delay(true), nodelay_ec);
             websocket::stream_base::timeout t{};
             t.handshake_timeout = std::chrono::seconds(3);
             t.idle_timeout = std::chrono::milliseconds(heartbeat_timeout_ms_);

@@ -26,8 +26,10 @@ struct NodeStatus {
 
 class AdminApi {
  public:
+  /// `run_created` is called after a trigger created a run (the node wakes
+  /// its dispatcher).
   AdminApi(std::function<NodeStatus()> status, store::LeaderStore& store, Metrics& metrics, std::string admin_token,
-           std::function<bool(std::int64_t run, const std::string& reason)> cancel);
+           std::function<bool(std::int64_t run, const std::string& reason)> cancel, std::function<void()> run_created);
 
   HttpResponse handle(const HttpRequest& r);
 
@@ -43,6 +45,7 @@ class AdminApi {
   Metrics& metrics_;
   std::string admin_token_;
   std::function<bool(std::int64_t, const std::string&)> cancel_;
+  std::function<void()> run_created_;
 };
 
 }  // namespace baton::leader

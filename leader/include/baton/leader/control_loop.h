@@ -60,7 +60,10 @@ struct CancelRun {
   RunId run{0};
   std::string reason;
 };
-using LoopEvent = std::variant<WorkerAttached, WorkerDetached, WorkerMessage, CancelRun>;
+/// A run was just created (API trigger): dispatch now instead of at the next
+/// dispatch period, so trigger-to-start latency is not the period.
+struct DispatchNow {};
+using LoopEvent = std::variant<WorkerAttached, WorkerDetached, WorkerMessage, CancelRun, DispatchNow>;
 
 class ControlLoop {
  public:
@@ -128,6 +131,7 @@ class ControlLoop {
   std::map<std::string, std::optional<leader_core::CronSchedule>> cron_cache_;
   std::mt19937_64 rng_;
   MonoTime last_dispatch_{}, last_reap_{}, last_heartbeat_flush_{}, last_cron_{};
+  bool dispatch_requested_ = false;
 };
 
 }  // namespace baton::leader
