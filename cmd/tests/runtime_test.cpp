@@ -265,6 +265,7 @@ TEST(Runtime, FailingRunRetriesWithBackoffThenDeadLetters) {
   const double gap2 = att[2].started_at_unix - att[1].started_at_unix;
   std::printf("retry spacing: %.3f s then %.3f s (base 0.5 s, doubling)\n", gap1, gap2);
   EXPECT_GE(gap1, 0.5);
+  EXPECT_LT(gap1, 0.95) << "the job's retry base (500 ms), not the 1 s default, must be used";
   EXPECT_GE(gap2, 1.0);
   EXPECT_GT(gap2, gap1);
   EXPECT_EQ(c.db().dead_letters(run), 1);

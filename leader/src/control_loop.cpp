@@ -341,8 +341,13 @@ void ControlLoop::on_finish(const std::string& worker, const protocol::Finish& m
     send(worker, protocol::FinishAck{m.ref});
     return;
   }
-  refresh_runs();
+  // The row just read is authoritative; re-read the whole active set only if
+  // this loop's copy is missing or stale (not on every finish: hot path).
   auto it = tracked_.find(m.ref.run_id);
+  if (it == tracked_.end() || it->second.row.version != row->version) {
+    refresh_runs();
+    it = tracked_.find(m.ref.run_id);
+  }
   if (it == tracked_.end()) return;
   store::ActiveRun& r = it->second.row;
   if (!adopt_if_needed(r)) return;
@@ -455,6 +460,8 @@ void ControlLoop::dispatch() {
     row.lease_token = w->lease_token;
     row.leader_epoch = epoch_;
     row.timeout_ms = d.timeout_ms;
+    row.retry_base_ms = d.retry_base_ms;
+    row.retry_cap_ms = d.retry_cap_ms;
     tracked_[d.id.value] = Tracked{row, task_list};
     metrics_.runs_assigned++;
     if (auto since = due_since_.find(d.id.value); since != due_since_.end()) {

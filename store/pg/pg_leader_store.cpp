@@ -51,7 +51,8 @@ Result<std::vector<DueRun>> PgLeaderStore::due_runs(int limit) {
     // Orphans with no attempts left come too: dispatch fails them.
     auto rows = tx.exec_params(
         "SELECT r.id, r.version, r.state, r.attempt, r.max_attempts, r.priority, coalesce(j.name, ''),"
-        " coalesce(j.tasks::text, '[]'), coalesce(j.timeout_ms, 0), coalesce(j.worker_selector::text, '{}')"
+        " coalesce(j.tasks::text, '[]'), coalesce(j.timeout_ms, 0), coalesce(j.worker_selector::text, '{}'),"
+        " coalesce(j.retry_base_ms, 1000), coalesce(j.retry_cap_ms, 3600000)"
         " FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id"
         " WHERE r.state = 'PENDING' OR (r.state = 'RETRY_WAITING' AND r.next_attempt_at <= now())"
         " OR r.state = 'ORPHANED'"
@@ -71,6 +72,8 @@ Result<std::vector<DueRun>> PgLeaderStore::due_runs(int limit) {
       d.tasks_json = r[7].as<std::string>();
       d.timeout_ms = r[8].as<std::int64_t>();
       d.selector = parse_selector(r[9].as<std::string>());
+      d.retry_base_ms = r[10].as<std::int64_t>();
+      d.retry_cap_ms = r[11].as<std::int64_t>();
       out.push_back(std::move(d));
     }
     return out;

@@ -29,6 +29,8 @@ struct DueRun {
   std::string job_name;
   std::string tasks_json = "[]";  ///< the job's task chain, as stored
   std::int64_t timeout_ms = 0;
+  std::int64_t retry_base_ms = 1000;
+  std::int64_t retry_cap_ms = 3600000;
   std::map<std::string, std::string> selector;  ///< labels a worker must carry
 };
 
