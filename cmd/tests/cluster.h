@@ -180,7 +180,7 @@ class Cluster {
     std::size_t n = 0;
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator(dir_ + "/spool-" + worker + "/outbox", ec))
-      n += e.path().extension() == ".json";
+      n += e.path().extension() == ".json" || e.path().extension() == ".jsonl";
     return n;
   }
 

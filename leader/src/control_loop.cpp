@@ -66,6 +66,10 @@ void ControlLoop::run(const std::atomic<bool>& stop) {
       if (fenced_.load() || stop.load()) break;
       handle(e);
     }
+    // Group commit: every finish and start that arrived in this pass is
+    // written by one statement each (finishes first: they free capacity).
+    flush_finishes();
+    flush_starts();
     const MonoTime now = clock_.mono();
     // Workers that stopped talking are detached (their runs go through the
     // reaper like any detach).
@@ -143,11 +147,11 @@ void ControlLoop::handle(const LoopEvent& e) {
       e);
 }
 
-void ControlLoop::refresh_runs() {
+bool ControlLoop::refresh_runs() {
   auto rows = store_.active_runs(cfg_.continuation_margin);
   if (!rows) {
     spdlog::warn("refresh_runs_error epoch={} error={}", epoch_.value, rows.error().message);
-    return;
+    return false;
   }
   std::map<std::int64_t, Tracked> next;
   for (auto& r : *rows) {
@@ -156,6 +160,7 @@ void ControlLoop::refresh_runs() {
     next.emplace(r.id.value, std::move(t));
   }
   tracked_ = std::move(next);
+  return true;
 }
 
 void ControlLoop::on_attached(const WorkerAttached& e) {
@@ -242,33 +247,66 @@ void ControlLoop::on_start(const std::string& worker, const protocol::Start& m) 
     refresh_runs();
     it = tracked_.find(m.ref.run_id);
   }
-  auto deny = [&](const std::string& why) {
-    spdlog::info("start_denied run={} attempt={} worker={} epoch={} reason={}", m.ref.run_id, m.ref.attempt, worker,
-                 epoch_.value, why);
-    send(worker, protocol::StartDenied{m.ref, why});
-  };
-  if (it == tracked_.end()) return deny("run is not assigned");
-  store::ActiveRun& r = it->second.row;
+  if (it == tracked_.end()) return deny_start(worker, m.ref, "run is not assigned");
+  const store::ActiveRun& r = it->second.row;
   if (r.state != RunState::assigned || r.worker_id != worker || r.attempt != m.ref.attempt ||
       r.lease_token != m.ref.lease_token)
-    return deny("not the current assignment of this run");
-  // "No start right, no process": the worker starts only after this write.
-  auto w = runs_.start({r.id, r.version, epoch_}, {worker, r.attempt, r.lease_token},
-                       cfg_.heartbeat_timeout + cfg_.heartbeat_interval);
-  if (!note("start", r.id.value, w)) {
-    if (!fenced_) {
-      refresh_runs();
-      deny("start lost a race");
-    }
-    return;
+    return deny_start(worker, m.ref, "not the current assignment of this run");
+  // "No start right, no process": the grant is sent only after the batched
+  // start write (flush_starts) has committed.
+  if (!pending_start_ids_.insert(r.id.value).second) return;  // a repeated start already queued
+  pending_starts_.push_back({r.id, r.version, {worker, r.attempt, r.lease_token}});
+}
+
+void ControlLoop::deny_start(const std::string& worker, const protocol::AttemptRef& ref, const std::string& why) {
+  spdlog::info("start_denied run={} attempt={} worker={} epoch={} reason={}", ref.run_id, ref.attempt, worker,
+               epoch_.value, why);
+  send(worker, protocol::StartDenied{ref, why});
+}
+
+bool ControlLoop::batch_fenced(const char* op, std::size_t rows, const Result<store::BatchWriteResult>& r) {
+  if (!r) {
+    spdlog::warn("run_write_error op={} rows={} epoch={} error={}", op, rows, epoch_.value, r.error().message);
+    return false;
   }
-  r.state = RunState::running;
-  r.version = w->new_version;
-  r.leader_epoch = epoch_;
-  r.running_age_ms = 0;
-  metrics_.runs_started++;
-  spdlog::info("run_started run={} attempt={} worker={} epoch={}", r.id.value, r.attempt, worker, epoch_.value);
-  send(worker, protocol::StartGranted{m.ref});
+  if (!r->fenced(epoch_)) return false;
+  metrics_.fenced_writes++;
+  fenced_ = true;
+  spdlog::warn("run_write_fenced op={} rows={} epoch={} current_epoch={}", op, rows, epoch_.value,
+               r->current_epoch.value);
+  return true;
+}
+
+void ControlLoop::flush_starts() {
+  if (pending_starts_.empty() || fenced_) return;
+  std::vector<store::StartRow> rows;
+  rows.swap(pending_starts_);
+  pending_start_ids_.clear();
+  auto res = runs_.start_batch(epoch_, rows, cfg_.heartbeat_timeout + cfg_.heartbeat_interval);
+  if (batch_fenced("start_batch", rows.size(), res)) return;
+  bool lost = false;
+  for (const auto& row : rows) {
+    const protocol::AttemptRef ref{row.run.value, row.attempt.attempt, row.attempt.lease_token};
+    const store::WriteResult* applied = nullptr;
+    if (res)
+      if (auto a = res->applied.find(row.run.value); a != res->applied.end()) applied = &a->second;
+    auto it = tracked_.find(row.run.value);
+    if (!applied || it == tracked_.end()) {
+      lost = true;
+      deny_start(row.attempt.worker_id, ref, "start lost a race");
+      continue;
+    }
+    store::ActiveRun& r = it->second.row;
+    r.state = RunState::running;
+    r.version = applied->new_version;
+    r.leader_epoch = epoch_;
+    r.running_age_ms = 0;
+    metrics_.runs_started++;
+    spdlog::info("run_started run={} attempt={} worker={} epoch={}", r.id.value, r.attempt, r.worker_id,
+                 epoch_.value);
+    send(r.worker_id, protocol::StartGranted{ref});
+  }
+  if (lost) refresh_runs();
 }
 
 void ControlLoop::on_heartbeat(const std::string& worker, const protocol::Heartbeat& m) {
@@ -326,68 +364,87 @@ void ControlLoop::flush_heartbeats() {
 }
 
 void ControlLoop::on_finish(const std::string& worker, const protocol::Finish& m) {
-  auto current = runs_.read_run(RunId{m.ref.run_id});
-  if (!current) {
-    spdlog::warn("finish_read_error run={} epoch={} error={}", m.ref.run_id, epoch_.value, current.error().message);
-    return;  // no ack: the worker keeps it in its outbox and sends it again
+  auto matches = [&](const store::ActiveRun& r) {
+    return r.state == RunState::running && r.attempt == m.ref.attempt && r.lease_token == m.ref.lease_token &&
+           r.worker_id == worker;
+  };
+  auto it = tracked_.find(m.ref.run_id);
+  if (it == tracked_.end() || !matches(it->second.row)) {
+    // This loop's copy may be stale (another epoch's writes, a lost race):
+    // decide on a fresh read of every active run, never on a failed one.
+    if (!refresh_runs()) return;  // no ack: the worker keeps it in its outbox and sends it again
+    it = tracked_.find(m.ref.run_id);
   }
-  const auto& row = *current;
-  const bool is_current = row && row->state == RunState::running && row->attempt == m.ref.attempt &&
-                          row->lease_token == m.ref.lease_token && row->assigned_worker_id == worker;
-  if (!is_current) {
+  if (it == tracked_.end() || !matches(it->second.row)) {
     // A replay, or an attempt that was superseded: nothing to write.
     spdlog::info("finish_ack_without_write run={} attempt={} worker={} epoch={}", m.ref.run_id, m.ref.attempt, worker,
                  epoch_.value);
     send(worker, protocol::FinishAck{m.ref});
     return;
   }
-  // The row just read is authoritative; re-read the whole active set only if
-  // this loop's copy is missing or stale (not on every finish: hot path).
-  auto it = tracked_.find(m.ref.run_id);
-  if (it == tracked_.end() || it->second.row.version != row->version) {
-    refresh_runs();
-    it = tracked_.find(m.ref.run_id);
-  }
-  if (it == tracked_.end()) return;
+  if (pending_finish_ids_.count(m.ref.run_id)) return;  // a resend of a finish already queued
   store::ActiveRun& r = it->second.row;
   if (!adopt_if_needed(r)) return;
 
   if (!m.stdout_tail.empty()) (void)store_.append_run_log(r.id, r.attempt, "stdout", m.stdout_tail);
   if (!m.stderr_tail.empty()) (void)store_.append_run_log(r.id, r.attempt, "stderr", m.stderr_tail);
 
-  store::RunFence fence{r.id, r.version, epoch_};
   store::AttemptFence att{worker, r.attempt, r.lease_token};
-  store::Finish fin;
-  fin.exit_code = m.exit_code;
-  fin.error_msg = m.error;
-  fin.result_json = "{\"duration_ms\":" + std::to_string(m.duration_ms) + "}";
-  Result<store::WriteResult> w = store::WriteResult{};
-  std::string final_state;
   if (m.outcome == "CANCELED") {
-    w = runs_.cancel(fence, RunState::running, m.error.empty() ? "canceled on the worker" : m.error);
-    final_state = "CANCELED";
-  } else {
-    RunState outcome = m.outcome == "SUCCEEDED"   ? RunState::succeeded
-                       : m.outcome == "TIMED_OUT" ? RunState::timed_out
-                                                  : RunState::failed;
-    fin.final_state = outcome;
-    fin.error_code = outcome == RunState::succeeded ? "" : (outcome == RunState::timed_out ? "timeout" : "failed");
-    auto decision = leader_core::decide_finish(outcome, r.attempt, r.max_attempts, Millis{r.retry_base_ms},
-                                               Millis{r.retry_cap_ms}, jitter());
-    if (decision.next == RunState::retry_waiting) {
-      w = runs_.retry_later(fence, att, fin, decision.retry_delay);
-      final_state = "RETRY_WAITING";
-    } else {
-      w = runs_.finish(fence, att, fin);
-      final_state = std::string(to_string(decision.next));
-    }
+    auto w = runs_.cancel({r.id, r.version, epoch_}, RunState::running,
+                          m.error.empty() ? "canceled on the worker" : m.error);
+    if (!note("finish", r.id.value, w)) return;
+    metrics_.runs_finished++;
+    spdlog::info("run_finished run={} attempt={} worker={} outcome={} state=CANCELED epoch={}", r.id.value, r.attempt,
+                 worker, m.outcome, epoch_.value);
+    tracked_.erase(it);
+    send(worker, protocol::FinishAck{m.ref});
+    return;
   }
-  if (!note("finish", r.id.value, w)) return;
-  metrics_.runs_finished++;
-  spdlog::info("run_finished run={} attempt={} worker={} outcome={} state={} epoch={}", r.id.value, r.attempt, worker,
-               m.outcome, final_state, epoch_.value);
-  tracked_.erase(it);
-  send(worker, protocol::FinishAck{m.ref});
+  store::FinishRow row{r.id, r.version, att, {}, std::nullopt};
+  row.finish.exit_code = m.exit_code;
+  row.finish.error_msg = m.error;
+  row.finish.result_json = "{\"duration_ms\":" + std::to_string(m.duration_ms) + "}";
+  const RunState outcome = m.outcome == "SUCCEEDED"   ? RunState::succeeded
+                           : m.outcome == "TIMED_OUT" ? RunState::timed_out
+                                                      : RunState::failed;
+  row.finish.final_state = outcome;
+  row.finish.error_code = outcome == RunState::succeeded ? "" : (outcome == RunState::timed_out ? "timeout" : "failed");
+  auto decision = leader_core::decide_finish(outcome, r.attempt, r.max_attempts, Millis{r.retry_base_ms},
+                                             Millis{r.retry_cap_ms}, jitter());
+  if (decision.next == RunState::retry_waiting) row.retry_delay = decision.retry_delay;
+  pending_finish_ids_.insert(r.id.value);
+  pending_finishes_.push_back(std::move(row));
+}
+
+void ControlLoop::flush_finishes() {
+  if (pending_finishes_.empty() || fenced_) return;
+  std::vector<store::FinishRow> rows;
+  rows.swap(pending_finishes_);
+  pending_finish_ids_.clear();
+  auto res = runs_.finish_batch(epoch_, rows);
+  if (batch_fenced("finish_batch", rows.size(), res)) return;
+  bool lost = false;
+  for (const auto& row : rows) {
+    const protocol::AttemptRef ref{row.run.value, row.attempt.attempt, row.attempt.lease_token};
+    if (!res || !res->applied.count(row.run.value)) {
+      // No ack: the worker sends it again and it is judged on a fresh read.
+      lost = true;
+      spdlog::debug("run_write_conflict op=finish run={} epoch={}", row.run.value, epoch_.value);
+      continue;
+    }
+    metrics_.runs_finished++;
+    spdlog::info("run_finished run={} attempt={} worker={} outcome={} state={} epoch={}", row.run.value,
+                 row.attempt.attempt, row.attempt.worker_id, to_string(row.finish.final_state),
+                 row.retry_delay ? "RETRY_WAITING" : to_string(row.finish.final_state), epoch_.value);
+    tracked_.erase(row.run.value);
+    send(row.attempt.worker_id, protocol::FinishAck{ref});
+  }
+  if (res) dispatch_requested_ = true;  // capacity was freed
+  if (lost) {
+    metrics_.conflict_writes++;
+    refresh_runs();
+  }
 }
 
 void ControlLoop::on_cancel(const CancelRun& c) {
@@ -414,7 +471,8 @@ void ControlLoop::dispatch() {
     capacity.push_back({id, w.labels, free, w.draining});
   }
   if (free_total == 0) return;
-  auto due = store_.due_runs(std::min(cfg_.dispatch_batch, free_total));
+  const int limit = std::min(cfg_.dispatch_batch, free_total);
+  auto due = store_.due_runs(limit);
   if (!due) {
     spdlog::warn("due_runs_error epoch={} error={}", epoch_.value, due.error().message);
     return;
@@ -433,8 +491,13 @@ void ControlLoop::dispatch() {
     candidates.push_back({d.id.value, d.selector});
   }
   auto plan = leader_core::plan_dispatch(candidates, capacity);
+  struct Planned {
+    const store::DueRun* due;
+    std::vector<protocol::Task> tasks;
+  };
+  std::vector<store::AssignRow> rows;
+  std::map<std::int64_t, Planned> planned;
   for (const auto& a : plan.assignments) {
-    if (fenced_) return;
     const store::DueRun& d = *by_id[a.run_id];
     auto tasks = protocol::decode_tasks(d.tasks_json);
     if (std::holds_alternative<protocol::DecodeError>(tasks)) {
@@ -446,33 +509,44 @@ void ControlLoop::dispatch() {
     if (task_list.empty()) task_list.push_back(protocol::Task{});  // a run without a job: NOOP
     if (task_list.front().kind == protocol::TaskKind::builtin && task_list.front().builtin.empty())
       task_list.front().builtin = "NOOP";
-    Result<store::WriteResult> w = d.state == RunState::pending
-                                       ? runs_.assign({d.id, d.version, epoch_}, a.worker_id)
-                                       : runs_.reassign({d.id, d.version, epoch_}, d.state, a.worker_id);
-    if (!note("assign", d.id.value, w)) continue;
+    rows.push_back({d.id, d.version, d.state, a.worker_id});
+    planned[d.id.value] = Planned{&d, std::move(task_list)};
+  }
+  if (rows.empty() || fenced_) return;
+  auto res = runs_.assign_batch(epoch_, rows);
+  if (batch_fenced("assign_batch", rows.size(), res) || !res) return;
+  if (res->applied.size() < rows.size()) metrics_.conflict_writes += rows.size() - res->applied.size();
+  for (const auto& a : rows) {
+    auto applied = res->applied.find(a.run.value);
+    if (applied == res->applied.end()) continue;  // lost a race: the next dispatch re-reads it
+    const auto& w = applied->second;
+    const store::DueRun& d = *planned[a.run.value].due;
     store::ActiveRun row;
     row.id = d.id;
-    row.version = w->new_version;
+    row.version = w.new_version;
     row.state = RunState::assigned;
-    row.attempt = w->attempt;
+    row.attempt = w.attempt;
     row.max_attempts = d.max_attempts;
     row.worker_id = a.worker_id;
-    row.lease_token = w->lease_token;
+    row.lease_token = w.lease_token;
     row.leader_epoch = epoch_;
     row.timeout_ms = d.timeout_ms;
     row.retry_base_ms = d.retry_base_ms;
     row.retry_cap_ms = d.retry_cap_ms;
-    tracked_[d.id.value] = Tracked{row, task_list};
+    auto& tasks = planned[a.run.value].tasks;
     metrics_.runs_assigned++;
     if (auto since = due_since_.find(d.id.value); since != due_since_.end()) {
       metrics_.observe_dispatch_latency_us(
           std::chrono::duration_cast<std::chrono::microseconds>(clock_.mono() - since->second).count());
       due_since_.erase(since);
     }
-    spdlog::info("run_assigned run={} attempt={} worker={} epoch={}", d.id.value, w->attempt, a.worker_id,
+    spdlog::info("run_assigned run={} attempt={} worker={} epoch={}", d.id.value, w.attempt, a.worker_id,
                  epoch_.value);
-    send(a.worker_id, protocol::Assign{ref_of(row), task_list, d.timeout_ms});
+    send(a.worker_id, protocol::Assign{ref_of(row), tasks, d.timeout_ms});
+    tracked_[d.id.value] = Tracked{row, std::move(tasks)};
   }
+  // A full batch means more may be waiting: dispatch again on the next pass.
+  if (static_cast<int>(due->size()) >= limit) dispatch_requested_ = true;
   if (due_since_.size() > 100000) due_since_.clear();  // bound: only a latency metric depends on it
 }
 

@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 
 #include "baton/core/assert.h"
+#include "pg_array.h"
 #include "run_transitions_sql.h"
 
 namespace baton::store::pg {
@@ -19,45 +20,35 @@ std::map<std::string, std::string> parse_selector(const std::string& json_text) 
   return out;
 }
 
-template <class T>
-std::string pg_array(const std::vector<T>& values) {
-  std::string out = "{";
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (i) out += ',';
-    if constexpr (std::is_same_v<T, std::string>) {
-      out += '"';
-      for (char c : values[i]) {
-        if (c == '"' || c == '\\') out += '\\';
-        out += c;
-      }
-      out += '"';
-    } else {
-      out += std::to_string(values[i]);
-    }
-  }
-  return out + "}";
-}
-
 }  // namespace
 
 PgLeaderStore::PgLeaderStore(const std::string& url, const std::string& application_name)
-    : session_(url, application_name) {}
+    : session_(url, application_name) {
+  // Prepared once per connection: the dispatcher runs it on every pass.
+  session_.on_connect([](pqxx::connection& c) {
+    c.prepare("due_runs",
+              "SELECT r.id, r.version, r.state, r.attempt, r.max_attempts, r.priority, coalesce(j.name, ''),"
+              " coalesce(j.tasks::text, '[]'), coalesce(j.timeout_ms, 0), coalesce(j.worker_selector::text, '{}'),"
+              " coalesce(j.retry_base_ms, 1000), coalesce(j.retry_cap_ms, 3600000)"
+              " FROM ((SELECT id, coalesce(scheduled_for, created_at) AS due_at FROM job_runs WHERE state = 'PENDING'"
+              "        ORDER BY priority DESC, coalesce(scheduled_for, created_at), id LIMIT $1)"
+              "       UNION ALL (SELECT id, next_attempt_at FROM job_runs"
+              "        WHERE state = 'RETRY_WAITING' AND next_attempt_at <= now()"
+              "        ORDER BY priority DESC, next_attempt_at, id LIMIT $1)"
+              "       UNION ALL (SELECT id, created_at FROM job_runs WHERE state = 'ORPHANED'"
+              "        ORDER BY priority DESC, id LIMIT $1)) AS due"
+              " JOIN job_runs r ON r.id = due.id LEFT JOIN job_definitions j ON j.id = r.job_definition_id"
+              " ORDER BY r.priority DESC, due.due_at, r.id LIMIT $1");
+  });
+}
 
 Result<std::vector<DueRun>> PgLeaderStore::due_runs(int limit) {
   return session_.with<std::vector<DueRun>>([&](pqxx::connection& c) -> Result<std::vector<DueRun>> {
     pqxx::nontransaction tx{c};
-    // Three index-backed slices (partial indexes on PENDING and due
-    // RETRY_WAITING; ORPHANED is rare), merged by priority then due time.
+    // Three slices, each read in dispatch order from its own partial index
+    // (schemas/0002) and cut by the limit, merged by priority then due time.
     // Orphans with no attempts left come too: dispatch fails them.
-    auto rows = tx.exec_params(
-        "SELECT r.id, r.version, r.state, r.attempt, r.max_attempts, r.priority, coalesce(j.name, ''),"
-        " coalesce(j.tasks::text, '[]'), coalesce(j.timeout_ms, 0), coalesce(j.worker_selector::text, '{}'),"
-        " coalesce(j.retry_base_ms, 1000), coalesce(j.retry_cap_ms, 3600000)"
-        " FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id"
-        " WHERE r.state = 'PENDING' OR (r.state = 'RETRY_WAITING' AND r.next_attempt_at <= now())"
-        " OR r.state = 'ORPHANED'"
-        " ORDER BY r.priority DESC, coalesce(r.next_attempt_at, r.scheduled_for, r.created_at), r.id LIMIT $1",
-        limit);
+    auto rows = tx.exec_prepared("due_runs", limit);
     std::vector<DueRun> out;
     out.reserve(rows.size());
     for (const auto& r : rows) {

@@ -4,6 +4,7 @@
 
 #include "baton/core/assert.h"
 #include "baton/store_pg/pg_run_store.h"
+#include "pg_array.h"
 #include "run_transitions_sql.h"
 
 namespace baton::store::pg {
@@ -25,6 +26,21 @@ std::string fenced_update(const std::string& set, const std::string& where, cons
          " WHERE id = $1 AND version = $2 AND (SELECT epoch FROM fence) = $3 AND " +
          where + " RETURNING job_runs.*)" + extra_ctes +
          " SELECT (SELECT epoch FROM fence), w.version, w.lease_token::text, w.attempt"
+         " FROM (VALUES (1)) AS one(x) LEFT JOIN w ON true";
+}
+
+// The batched form: one UPDATE ... FROM <rows> with the lease row locked
+// once for the statement; $1 is the writer's epoch, each row of `b` carries
+// its own id, expected version and state/attempt predicates.
+std::string batch_update(const std::string& set, const std::string& from, const std::string& where,
+                         const std::string& extra_returning = "", const std::string& extra_ctes = "") {
+  return "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1 FOR KEY SHARE),"
+         " w AS (UPDATE job_runs r SET " +
+         set +
+         ", version = r.version + 1, leader_epoch = $1, updated_at = now() FROM " + from +
+         " WHERE r.id = b.id AND r.version = b.version AND (SELECT epoch FROM fence) = $1 AND " + where +
+         " RETURNING r.*" + extra_returning + ")" + extra_ctes +
+         " SELECT (SELECT epoch FROM fence), w.id, w.version, w.lease_token::text, w.attempt"
          " FROM (VALUES (1)) AS one(x) LEFT JOIN w ON true";
 }
 
@@ -91,6 +107,42 @@ const std::vector<Statement>& statements() {
       {"run_adopt",
        fenced_update("continuation_state = 'NONE', continuation_deadline_at = NULL",
                      "state = 'RUNNING' AND assigned_worker_id = $4 AND attempt = $5 AND lease_token = $6::uuid")},
+      {"run_assign_batch",
+       batch_update("state = 'ASSIGNED', attempt = CASE WHEN r.state = 'PENDING' THEN r.attempt ELSE r.attempt + 1 END,"
+                    " assigned_worker_id = b.worker, lease_token = gen_random_uuid(), assigned_at = now(),"
+                    " next_attempt_at = NULL, started_at = CASE WHEN r.state = 'PENDING' THEN r.started_at END,"
+                    " continuation_state = 'NONE', continuation_deadline_at = NULL",
+                    "unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[]) AS b(id, version, from_state, worker)",
+                    "r.state = b.from_state AND r.state IN ('PENDING', 'ORPHANED', 'RETRY_WAITING')")},
+      {"run_start_batch",
+       batch_update("state = 'RUNNING', started_at = now(), heartbeat_at = now(),"
+                    " stale_after = now() + $2 * interval '1 millisecond'",
+                    "unnest($3::bigint[], $4::bigint[], $5::text[], $6::int[], $7::uuid[])"
+                    " AS b(id, version, worker, attempt, token)",
+                    "r.state = 'ASSIGNED' AND r.assigned_worker_id = b.worker AND r.attempt = b.attempt"
+                    " AND r.lease_token = b.token")},
+      {"run_finish_batch",
+       batch_update(
+           "state = b.next_state,"
+           " finished_at = CASE WHEN b.next_state = 'RETRY_WAITING' THEN r.finished_at ELSE now() END,"
+           " next_attempt_at = CASE WHEN b.next_state = 'RETRY_WAITING'"
+           " THEN now() + b.delay_ms * interval '1 millisecond' ELSE r.next_attempt_at END,"
+           " result = b.result::jsonb, error_code = nullif(b.error_code, ''), error_msg = nullif(b.error_msg, ''),"
+           " continuation_state = 'NONE', continuation_deadline_at = NULL",
+           "unnest($2::bigint[], $3::bigint[], $4::text[], $5::int[], $6::uuid[], $7::text[], $8::text[], $9::text[],"
+           " $10::text[], $11::text[], $12::int[], $13::bigint[]) AS b(id, version, worker, attempt, token,"
+           " next_state, outcome, result, error_code, error_msg, exit_code, delay_ms)",
+           "r.state = 'RUNNING' AND r.assigned_worker_id = b.worker AND r.attempt = b.attempt"
+           " AND r.lease_token = b.token AND r.leader_epoch = $1"
+           " AND b.next_state IN ('SUCCEEDED', 'FAILED', 'TIMED_OUT', 'RETRY_WAITING')",
+           ", b.outcome AS attempt_outcome, b.exit_code AS attempt_exit_code",
+           ", att AS (INSERT INTO job_run_attempts (run_id, attempt, worker_id, leader_epoch, lease_token,"
+           " started_at, finished_at, outcome, exit_code, duration_ms)"
+           " SELECT id, attempt, assigned_worker_id, leader_epoch, lease_token, started_at, now(), attempt_outcome,"
+           " attempt_exit_code, greatest(0, floor(extract(epoch FROM (now() - started_at)) * 1000))::bigint FROM w)"
+           ", dl AS (INSERT INTO dead_letters (run_id, job_definition_id, final_state, attempts, error_code,"
+           " error_msg, run_snapshot) SELECT id, job_definition_id, state, attempt, error_code, error_msg,"
+           " to_jsonb(w) - 'attempt_outcome' - 'attempt_exit_code' FROM w WHERE state IN ('FAILED', 'TIMED_OUT'))")},
   };
   return all;
 }
@@ -107,6 +159,23 @@ WriteResult classify(const pqxx::row& r, Epoch writer) {
   } else {
     out.outcome = out.current_epoch == writer ? WriteOutcome::conflict : WriteOutcome::fenced;
   }
+  return out;
+}
+
+BatchWriteResult classify_batch(const pqxx::result& rows, Epoch writer) {
+  BatchWriteResult out;
+  for (const auto& r : rows) {
+    out.current_epoch = Epoch{r[0].is_null() ? 0 : r[0].as<std::int64_t>()};
+    if (r[1].is_null()) continue;
+    WriteResult w;
+    w.outcome = WriteOutcome::applied;
+    w.current_epoch = out.current_epoch;
+    w.new_version = Version{r[2].as<std::int64_t>()};
+    if (!r[3].is_null()) w.lease_token = r[3].as<std::string>();
+    w.attempt = r[4].as<int>();
+    out.applied[r[1].as<std::int64_t>()] = std::move(w);
+  }
+  BATON_ASSERT(out.applied.empty() || out.current_epoch == writer);
   return out;
 }
 
@@ -161,10 +230,11 @@ PgRunStore::PgRunStore(const std::string& url, const std::string& application_na
 template <class... Args>
 Result<WriteResult> PgRunStore::fenced(const char* statement, const RunFence& f, Args&&... args) {
   return session_.with<WriteResult>([&](pqxx::connection& c) -> Result<WriteResult> {
-    pqxx::work tx{c};
+    // One autocommit statement: no BEGIN/COMMIT round trips, and the lease
+    // row's FOR KEY SHARE lock is held only while the statement runs.
+    pqxx::nontransaction tx{c};
     auto row =
         tx.exec_prepared1(statement, f.run.value, f.expected_version.value, f.epoch.value, std::forward<Args>(args)...);
-    tx.commit();
     return classify(row, f.epoch);
   });
 }
@@ -247,6 +317,72 @@ Result<WriteResult> PgRunStore::begin_confirming(const RunFence& f, Millis deadl
 
 Result<WriteResult> PgRunStore::adopt(const RunFence& f, const AttemptFence& a) {
   return fenced("run_adopt", f, a.worker_id, a.attempt, a.lease_token);
+}
+
+Result<BatchWriteResult> PgRunStore::assign_batch(Epoch epoch, const std::vector<AssignRow>& rows) {
+  if (rows.empty()) return BatchWriteResult{epoch, {}};
+  std::vector<std::int64_t> ids, versions;
+  std::vector<std::string> from, workers;
+  for (const auto& r : rows) {
+    BATON_ASSERT(r.from == RunState::pending || r.from == RunState::orphaned || r.from == RunState::retry_waiting);
+    ids.push_back(r.run.value);
+    versions.push_back(r.expected_version.value);
+    from.emplace_back(to_string(r.from));
+    workers.push_back(r.worker_id);
+  }
+  return batch("run_assign_batch", epoch, pg_array(ids), pg_array(versions), pg_array(from), pg_array(workers));
+}
+
+Result<BatchWriteResult> PgRunStore::start_batch(Epoch epoch, const std::vector<StartRow>& rows, Millis stale_after) {
+  if (rows.empty()) return BatchWriteResult{epoch, {}};
+  std::vector<std::int64_t> ids, versions;
+  std::vector<std::string> workers, tokens;
+  std::vector<int> attempts;
+  for (const auto& r : rows) {
+    ids.push_back(r.run.value);
+    versions.push_back(r.expected_version.value);
+    workers.push_back(r.attempt.worker_id);
+    attempts.push_back(r.attempt.attempt);
+    tokens.push_back(r.attempt.lease_token);
+  }
+  return batch("run_start_batch", epoch, stale_after.count(), pg_array(ids), pg_array(versions), pg_array(workers),
+               pg_array(attempts), pg_array(tokens));
+}
+
+Result<BatchWriteResult> PgRunStore::finish_batch(Epoch epoch, const std::vector<FinishRow>& rows) {
+  if (rows.empty()) return BatchWriteResult{epoch, {}};
+  std::vector<std::int64_t> ids, versions, delays;
+  std::vector<std::string> workers, tokens, next, outcome, result, code, msg;
+  std::vector<int> attempts;
+  std::vector<std::optional<int>> exit_codes;
+  for (const auto& r : rows) {
+    const RunState fs = r.finish.final_state;
+    BATON_ASSERT(fs == RunState::succeeded || fs == RunState::failed || fs == RunState::timed_out);
+    BATON_ASSERT(!r.retry_delay || fs != RunState::succeeded);
+    ids.push_back(r.run.value);
+    versions.push_back(r.expected_version.value);
+    workers.push_back(r.attempt.worker_id);
+    attempts.push_back(r.attempt.attempt);
+    tokens.push_back(r.attempt.lease_token);
+    next.emplace_back(r.retry_delay ? "RETRY_WAITING" : to_string(fs));
+    outcome.emplace_back(to_string(fs));
+    result.push_back(r.finish.result_json);
+    code.push_back(r.finish.error_code);
+    msg.push_back(r.finish.error_msg);
+    exit_codes.push_back(r.finish.exit_code);
+    delays.push_back(r.retry_delay ? r.retry_delay->count() : 0);
+  }
+  return batch("run_finish_batch", epoch, pg_array(ids), pg_array(versions), pg_array(workers), pg_array(attempts),
+               pg_array(tokens), pg_array(next), pg_array(outcome), pg_array(result), pg_array(code), pg_array(msg),
+               pg_array(exit_codes), pg_array(delays));
+}
+
+template <class... Args>
+Result<BatchWriteResult> PgRunStore::batch(const char* statement, Epoch epoch, Args&&... args) {
+  return session_.with<BatchWriteResult>([&](pqxx::connection& c) -> Result<BatchWriteResult> {
+    pqxx::nontransaction tx{c};  // one autocommit statement: the lease lock is held only while it runs
+    return classify_batch(tx.exec_prepared(statement, epoch.value, std::forward<Args>(args)...), epoch);
+  });
 }
 
 }  // namespace baton::store::pg

@@ -329,14 +329,26 @@ class Agent {
     if (it == attempts_.end()) return;
     it->second.finished = true;
     if (it->second.thread.joinable()) it->second.thread.join();
-    // Durable before it is sent: a crash from here on still delivers it.
-    if (auto r = outbox_.put(fin); !r)
-      spdlog::error("outbox_write_failed worker={} run={} error={}", cfg_.worker_id, fin.ref.run_id, r.error().message);
     spdlog::info("attempt_finished worker={} run={} attempt={} outcome={} exit_code={}", cfg_.worker_id, fin.ref.run_id,
                  fin.ref.attempt, fin.outcome, fin.exit_code.value_or(0));
-    if (attached_) send(fin);
     attempts_.erase(it);
+    // Group commit: every finish that completes before the queued flush runs
+    // is made durable by the same fsync, then sent.
+    unsent_finishes_.push_back(fin);
+    if (unsent_finishes_.size() == 1) asio::post(ioc_, [this] { persist_and_send_finishes(); });
     request_starts();
+  }
+
+  void persist_and_send_finishes() {
+    std::vector<protocol::Finish> group;
+    group.swap(unsent_finishes_);
+    if (group.empty()) return;
+    // Durable before it is sent: a crash from here on still delivers it.
+    if (auto r = outbox_.put_all(group); !r)
+      spdlog::error("outbox_write_failed worker={} finishes={} error={}", cfg_.worker_id, group.size(),
+                    r.error().message);
+    if (attached_)
+      for (const auto& f : group) send(f);
   }
 
   void on_finish_ack(const protocol::FinishAck& a) {
@@ -396,6 +408,7 @@ class Agent {
     // Finishes posted by the runners are still queued: run them (they write
     // the outbox) before leaving.
     ioc_.poll();
+    persist_and_send_finishes();
     ++generation_;
     reconnect_timer_.cancel();
     heartbeat_timer_.cancel();
@@ -415,6 +428,7 @@ class Agent {
   const WorkerConfig& cfg_;
   const std::atomic<bool>& stop_;
   Outbox outbox_;
+  std::vector<protocol::Finish> unsent_finishes_;  ///< finished, not yet durable (see persist_and_send_finishes)
   Journal journal_;
   asio::io_context ioc_;
   tcp::resolver resolver_;

@@ -98,12 +98,21 @@ class ControlLoop {
   void on_start(const std::string& worker, const protocol::Start& m);
   void on_heartbeat(const std::string& worker, const protocol::Heartbeat& m);
   void on_finish(const std::string& worker, const protocol::Finish& m);
+  void deny_start(const std::string& worker, const protocol::AttemptRef& ref, const std::string& why);
+  /// Writes the starts / finishes queued during one pass of the loop as one
+  /// statement each, then sends the grants / acks of the rows it applied.
+  void flush_starts();
+  void flush_finishes();
+  /// True (and the loop stops) when a batched write came back Fenced.
+  bool batch_fenced(const char* op, std::size_t rows, const Result<store::BatchWriteResult>& r);
   void on_cancel(const CancelRun& c);
   void dispatch();
   void reap();
   void flush_heartbeats();
   void materialize_cron();
-  void refresh_runs();
+  /// Re-reads every ASSIGNED/RUNNING run; false (tracked_ unchanged) on a
+  /// database error.
+  bool refresh_runs();
   bool adopt_if_needed(store::ActiveRun& r);
   /// Records the outcome of a write; false if the loop must stop (fenced) or
   /// the write failed.
@@ -128,6 +137,10 @@ class ControlLoop {
   std::map<std::int64_t, Tracked> tracked_;
   std::map<std::int64_t, MonoTime> due_since_;
   std::set<std::int64_t> heartbeat_due_;
+  std::vector<store::StartRow> pending_starts_;
+  std::set<std::int64_t> pending_start_ids_;
+  std::vector<store::FinishRow> pending_finishes_;
+  std::set<std::int64_t> pending_finish_ids_;
   std::map<std::string, std::optional<leader_core::CronSchedule>> cron_cache_;
   std::mt19937_64 rng_;
   MonoTime last_dispatch_{}, last_reap_{}, last_heartbeat_flush_{}, last_cron_{};

@@ -4,8 +4,11 @@
 // expected version, the expected state and the writer's epoch (the fence),
 // and each returns Applied / Conflict / Fenced. No other code writes
 // job_runs (enforced by the tidy test).
+#include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "baton/core/clock.h"
 #include "baton/core/ids.h"
@@ -72,6 +75,43 @@ struct Finish {
   std::string result_json = "{}";
 };
 
+/// One row of a batched assignment: PENDING -> ASSIGNED, or ORPHANED /
+/// RETRY_WAITING -> ASSIGNED with attempt + 1 (as `assign` / `reassign`).
+struct AssignRow {
+  RunId run{0};
+  Version expected_version{0};
+  RunState from = RunState::pending;
+  std::string worker_id;
+};
+
+/// One row of a batched start grant (ASSIGNED -> RUNNING, as `start`).
+struct StartRow {
+  RunId run{0};
+  Version expected_version{0};
+  AttemptFence attempt;
+};
+
+/// One row of a batched finish: RUNNING -> final state (as `finish`) when
+/// `retry_delay` is empty, RUNNING -> RETRY_WAITING (as `retry_later`) otherwise.
+struct FinishRow {
+  RunId run{0};
+  Version expected_version{0};
+  AttemptFence attempt;
+  Finish finish;
+  std::optional<Millis> retry_delay;
+};
+
+/// The answer to a batched write. The epoch fence is judged once for the
+/// statement: if `current_epoch` is not the writer's, nothing was written
+/// (Fenced). Otherwise every row was judged on its own predicates: rows in
+/// `applied` were written, every other row is a Conflict.
+struct BatchWriteResult {
+  Epoch current_epoch{0};
+  std::map<std::int64_t, WriteResult> applied;  ///< run id -> outcome applied, new version, token, attempt
+
+  bool fenced(Epoch writer) const { return current_epoch != writer; }
+};
+
 class RunStore {
  public:
   virtual ~RunStore() = default;
@@ -104,6 +144,15 @@ class RunStore {
   /// RUNNING: re-stamp the run with this leader's epoch and continuation NONE
   /// (the worker re-attached holding this attempt and token).
   virtual Result<WriteResult> adopt(const RunFence& f, const AttemptFence& a) = 0;
+
+  // Batched forms of assign/reassign, start and finish/retry_later: ONE
+  // statement each, the lease row locked once for the statement and every
+  // row carrying its own version, state and attempt predicates. A batch is
+  // all-or-nothing only with respect to the fence; rows that lost a race
+  // are simply absent from `applied`.
+  virtual Result<BatchWriteResult> assign_batch(Epoch epoch, const std::vector<AssignRow>& rows) = 0;
+  virtual Result<BatchWriteResult> start_batch(Epoch epoch, const std::vector<StartRow>& rows, Millis stale_after) = 0;
+  virtual Result<BatchWriteResult> finish_batch(Epoch epoch, const std::vector<FinishRow>& rows) = 0;
 };
 
 }  // namespace baton::store

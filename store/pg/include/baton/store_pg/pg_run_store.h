@@ -37,6 +37,9 @@ class PgRunStore final : public RunStore {
   Result<WriteResult> cancel(const RunFence& f, RunState from, const std::string& reason) override;
   Result<WriteResult> begin_confirming(const RunFence& f, Millis deadline_in) override;
   Result<WriteResult> adopt(const RunFence& f, const AttemptFence& a) override;
+  Result<BatchWriteResult> assign_batch(Epoch epoch, const std::vector<AssignRow>& rows) override;
+  Result<BatchWriteResult> start_batch(Epoch epoch, const std::vector<StartRow>& rows, Millis stale_after) override;
+  Result<BatchWriteResult> finish_batch(Epoch epoch, const std::vector<FinishRow>& rows) override;
 
   /// Connects now (useful to fail fast with a clear message at start).
   Result<void> connect() { return session_.ensure_connected(); }
@@ -44,6 +47,8 @@ class PgRunStore final : public RunStore {
  private:
   template <class... Args>
   Result<WriteResult> fenced(const char* statement, const RunFence& f, Args&&... args);
+  template <class... Args>
+  Result<BatchWriteResult> batch(const char* statement, Epoch epoch, Args&&... args);
 
   PgSession session_;
 };

@@ -1,0 +1,141 @@
+// The batched transitions (assign_batch, start_batch, finish_batch) against
+// real PostgreSQL: one statement for many runs, but every row still judged on
+// its own version, state and attempt predicates, and the epoch fence judged
+// for the whole statement.
+#include <gtest/gtest.h>
+
+#include "store_test_support.h"
+
+using namespace baton;
+using namespace baton::store;
+using namespace baton::store::pg;
+using namespace baton::store::pg::test;
+
+namespace {
+
+class RunStoreBatchTest : public ::testing::Test {
+ protected:
+  std::string url = baton::testing::PgInstance::shared().fresh_database("batch");
+  PgRunStore runs{url, "test-batch"};
+  Epoch epoch = force_election(url, "n1");
+
+  RunId create(int max_attempts = 1) {
+    NewRun n;
+    n.max_attempts = max_attempts;
+    auto r = runs.create_run(epoch, n);
+    EXPECT_TRUE(r && r->outcome == WriteOutcome::applied);
+    return r ? r->run : RunId{0};
+  }
+  RunRow read(RunId id) {
+    auto r = runs.read_run(id);
+    EXPECT_TRUE(r && r->has_value());
+    return r && *r ? **r : RunRow{};
+  }
+  std::int64_t scalar(const std::string& sql) {
+    pqxx::connection c(url);
+    pqxx::nontransaction tx(c);
+    return tx.exec1(sql)[0].as<std::int64_t>();
+  }
+};
+
+}  // namespace
+
+TEST_F(RunStoreBatchTest, AssignStartFinishManyRunsInThreeStatements) {
+  std::vector<RunId> ids;
+  for (int i = 0; i < 50; ++i) ids.push_back(create());
+  std::vector<AssignRow> assign;
+  for (auto id : ids) assign.push_back({id, Version{1}, RunState::pending, "w1"});
+  auto a = runs.assign_batch(epoch, assign);
+  ASSERT_TRUE(a);
+  ASSERT_FALSE(a->fenced(epoch));
+  ASSERT_EQ(a->applied.size(), ids.size());
+
+  std::vector<StartRow> start;
+  for (auto id : ids) {
+    const auto& w = a->applied.at(id.value);
+    EXPECT_EQ(w.attempt, 1);
+    EXPECT_EQ(w.lease_token.size(), 36u);
+    start.push_back({id, w.new_version, {"w1", w.attempt, w.lease_token}});
+  }
+  auto s = runs.start_batch(epoch, start, Millis{5000});
+  ASSERT_TRUE(s);
+  ASSERT_EQ(s->applied.size(), ids.size());
+
+  std::vector<FinishRow> fin;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    FinishRow f{ids[i], s->applied.at(ids[i].value).new_version, start[i].attempt, {}, std::nullopt};
+    f.finish.final_state = i % 2 ? RunState::failed : RunState::succeeded;
+    f.finish.exit_code = i % 2 ? std::optional<int>{3} : std::nullopt;
+    f.finish.error_msg = i % 2 ? "bad \"quote\" \\ back\nslash" : "";
+    fin.push_back(f);
+  }
+  auto f = runs.finish_batch(epoch, fin);
+  ASSERT_TRUE(f);
+  ASSERT_EQ(f->applied.size(), ids.size());
+  EXPECT_EQ(read(ids[0]).state, RunState::succeeded);
+  EXPECT_EQ(read(ids[1]).state, RunState::failed);
+  EXPECT_EQ(scalar("SELECT count(*) FROM job_run_attempts WHERE outcome = 'SUCCEEDED' AND exit_code IS NULL"), 25);
+  EXPECT_EQ(scalar("SELECT count(*) FROM job_run_attempts WHERE outcome = 'FAILED' AND exit_code = 3"), 25);
+  EXPECT_EQ(scalar("SELECT count(*) FROM dead_letters WHERE final_state = 'FAILED'"
+                   " AND error_msg = E'bad \"quote\" \\\\ back\\nslash' AND NOT run_snapshot ? 'attempt_outcome'"),
+            25);
+  EXPECT_EQ(scalar("SELECT count(*) FROM job_run_transitions"), 50 * 4);
+}
+
+TEST_F(RunStoreBatchTest, EachRowKeepsItsOwnPredicates) {
+  RunId ok = create(), stale = create(), wrong_state = create();
+  ASSERT_EQ(runs.assign({wrong_state, Version{1}, epoch}, "w9")->outcome, WriteOutcome::applied);
+  auto a = runs.assign_batch(epoch, {{ok, Version{1}, RunState::pending, "w1"},
+                                     {stale, Version{7}, RunState::pending, "w1"},
+                                     {wrong_state, Version{2}, RunState::pending, "w1"}});
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->applied.size(), 1u);
+  EXPECT_TRUE(a->applied.count(ok.value));
+  EXPECT_EQ(read(stale).state, RunState::pending);
+  EXPECT_EQ(*read(wrong_state).assigned_worker_id, "w9");
+
+  const auto& w = a->applied.at(ok.value);
+  // Wrong worker, wrong token, wrong attempt: none starts; the right one does.
+  auto s = runs.start_batch(epoch,
+                            {{ok, w.new_version, {"w2", 1, w.lease_token}},
+                             {ok, w.new_version, {"w1", 1, "00000000-0000-4000-8000-000000000000"}},
+                             {ok, w.new_version, {"w1", 2, w.lease_token}}},
+                            Millis{5000});
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(s->applied.empty());
+  EXPECT_EQ(read(ok).state, RunState::assigned);
+  s = runs.start_batch(epoch, {{ok, w.new_version, {"w1", 1, w.lease_token}}}, Millis{5000});
+  EXPECT_EQ(s->applied.size(), 1u);
+}
+
+TEST_F(RunStoreBatchTest, RetryRowsGoToRetryWaitingAndAreReassignedWithTheNextAttempt) {
+  RunId id = create(3);
+  auto a = runs.assign_batch(epoch, {{id, Version{1}, RunState::pending, "w1"}});
+  const auto& w = a->applied.at(id.value);
+  AttemptFence att{"w1", 1, w.lease_token};
+  auto s = runs.start_batch(epoch, {{id, w.new_version, att}}, Millis{5000});
+  FinishRow f{id, s->applied.at(id.value).new_version, att, {}, Millis{0}};
+  f.finish.final_state = RunState::failed;
+  f.finish.exit_code = 1;
+  auto r = runs.finish_batch(epoch, {f});
+  ASSERT_EQ(r->applied.size(), 1u);
+  EXPECT_EQ(read(id).state, RunState::retry_waiting);
+  EXPECT_EQ(scalar("SELECT count(*) FROM dead_letters"), 0);
+  auto again = runs.assign_batch(epoch, {{id, r->applied.at(id.value).new_version, RunState::retry_waiting, "w2"}});
+  ASSERT_EQ(again->applied.size(), 1u);
+  EXPECT_EQ(again->applied.at(id.value).attempt, 2);
+  EXPECT_NE(again->applied.at(id.value).lease_token, w.lease_token);
+}
+
+TEST_F(RunStoreBatchTest, AStaleEpochWritesNothingAndIsReportedFenced) {
+  std::vector<AssignRow> rows;
+  for (int i = 0; i < 10; ++i) rows.push_back({create(), Version{1}, RunState::pending, "w1"});
+  Epoch newer = force_election(url, "n2");
+  ASSERT_GT(newer, epoch);
+  auto a = runs.assign_batch(epoch, rows);
+  ASSERT_TRUE(a);
+  EXPECT_TRUE(a->fenced(epoch));
+  EXPECT_EQ(a->current_epoch, newer);
+  EXPECT_TRUE(a->applied.empty());
+  EXPECT_EQ(scalar("SELECT count(*) FROM job_runs WHERE state <> 'PENDING'"), 0);
+}
