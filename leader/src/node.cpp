@@ -20,6 +20,8 @@ namespace {
 // be this late, so it is small next to any sane safety_margin.
 constexpr Millis watchdog_every{20};
 constexpr Millis registry_every{5000};
+// How long a follower holds a worker's connection while no leader is known.
+constexpr Millis park_max{5000};
 // Bound on waiting for the election thread at shutdown: if the database
 // hangs, exit anyway (the lease then expires on its own).
 constexpr Millis shutdown_join_max{3000};
@@ -60,6 +62,19 @@ class NodeRuntime final : public ServerHandlers {
     }
     auto lease = elector_.last_seen_lease();
     std::string endpoint = lease && !lease->expired() && !lease->held_by(me_) ? lease->leader_endpoint : "";
+    Epoch skip{0};
+    if (!endpoint.empty() && endpoint == hello.unreachable_leader) {
+      skip = lease->epoch;  // the worker could not reach that leader: wait for a newer one
+      endpoint.clear();
+    }
+    if (endpoint.empty() && !stopping_) {
+      // No leader is known (an election is under way): hold the connection
+      // and tell the worker as soon as one is (reconcile), instead of making
+      // it poll the coordinators with growing backoff. This is most of the
+      // time a fleet takes to reattach after a failover.
+      parked_[link->id()] = Parked{link, hello, clock_.mono(), skip};
+      return;
+    }
     link->send(protocol::Redirect{endpoint, lease ? lease->epoch.value : 0});
     link->close("not the leader");
   }
@@ -71,6 +86,7 @@ class NodeRuntime final : public ServerHandlers {
   }
   void on_worker_closed(std::uint64_t link_id, const std::string& worker_id) override {
     std::lock_guard lock(mutex_);
+    parked_.erase(link_id);
     auto it = links_.find(link_id);
     if (it == links_.end()) return;
     if (auto loop = it->second.lock()) loop->loop->post(WorkerDetached{link_id, worker_id});
@@ -94,6 +110,7 @@ class NodeRuntime final : public ServerHandlers {
       if (!active_ && epoch.value != 0 && epoch != fenced_epoch_) active_ = start_loop(epoch);
       metrics_.epoch = epoch.value;
       metrics_.is_leader = epoch.value != 0;
+      release_parked();
     }
     if (retired) {
       retired->stop = true;
@@ -110,10 +127,44 @@ class NodeRuntime final : public ServerHandlers {
     }
   }
 
+  /// Workers held while no leader was known: attach them here if this node
+  /// now leads, redirect them once another leader is known, and let them go
+  /// (to retry with backoff) if the election takes too long.
+  void release_parked() {
+    if (parked_.empty()) return;
+    const auto lease = elector_.last_seen_lease();
+    const bool other_leader = lease && !lease->expired() && !lease->held_by(me_) && !lease->leader_endpoint.empty();
+
+    const MonoTime now = clock_.mono();
+    for (auto it = parked_.begin(); it != parked_.end();) {
+      Parked& p = it->second;
+      if (active_ && !active_->stop.load()) {
+        links_[it->first] = active_;
+        active_->loop->post(WorkerAttached{p.link, p.hello});
+      } else if (other_leader && lease->epoch > p.skip_epoch) {
+        p.link->send(protocol::Redirect{lease->leader_endpoint, lease->epoch.value});
+        p.link->close("not the leader");
+      } else if (now - p.since > park_max) {
+        p.link->send(protocol::Redirect{"", lease ? lease->epoch.value : 0});
+        p.link->close("no leader elected yet");
+      } else {
+        ++it;
+        continue;
+      }
+      it = parked_.erase(it);
+    }
+  }
+
   /// Stops every loop; waits at most `max` for their threads.
   void stop_loops(Millis max) {
     {
       std::lock_guard lock(mutex_);
+      stopping_ = true;  // from now on, workers are sent on at once, not held
+      for (auto& [id, p] : parked_) {
+        p.link->send(protocol::Redirect{"", 0});
+        p.link->close("node stopping");
+      }
+      parked_.clear();
       if (active_) retiring_.push_back(active_);
       active_.reset();
     }
@@ -187,6 +238,14 @@ class NodeRuntime final : public ServerHandlers {
   Epoch fenced_epoch_{0};
   std::list<std::shared_ptr<LoopHandle>> retiring_;
   std::map<std::uint64_t, std::weak_ptr<LoopHandle>> links_;
+  struct Parked {
+    std::shared_ptr<WorkerLink> link;
+    protocol::Hello hello;
+    MonoTime since;
+    Epoch skip_epoch{0};  ///< do not redirect to the leader of this epoch (the worker could not reach it)
+  };
+  std::map<std::uint64_t, Parked> parked_;
+  bool stopping_ = false;  ///< link id -> a worker waiting for a leader to be known
 };
 
 }  // namespace

@@ -77,6 +77,14 @@ class Agent {
 
  private:
   // ---- connection -------------------------------------------------------
+  /// The endpoint as the leader lease names it (endpoint_map maps advertised
+  /// endpoints to the addresses this worker dials).
+  std::string advertised(const std::string& dialed) const {
+    for (const auto& [adv, addr] : cfg_.endpoint_map)
+      if (addr == dialed) return adv;
+    return dialed;
+  }
+
   std::string current_endpoint() const {
     return !redirect_.empty() ? redirect_ : cfg_.coordinators[endpoint_index_ % cfg_.coordinators.size()];
   }
@@ -118,17 +126,20 @@ class Agent {
   }
 
   protocol::Hello hello() const {
-    protocol::Hello h{cfg_.worker_id, cfg_.token, cfg_.capacity, cfg_.labels, {}};
+    protocol::Hello h{cfg_.worker_id, cfg_.token, cfg_.capacity, cfg_.labels, {}, unreachable_leader_};
     for (const auto& [k, a] : attempts_)
       if (a.started && !a.finished) h.running.push_back(a.assign.ref);
     return h;
   }
 
   void connection_failed(const std::string& ep, const std::string& why) {
-    if (!redirect_.empty())
+    if (!redirect_.empty()) {
+      unreachable_leader_ = redirect_advertised_;
       redirect_.clear();
-    else
+    } else {
+      unreachable_leader_ = advertised(ep);
       endpoint_index_++;
+    }
     spdlog::info("worker_connect_failed worker={} endpoint={} error={}", cfg_.worker_id, ep, why);
     disconnected(true);
   }
@@ -153,7 +164,12 @@ class Agent {
     auto delay = std::chrono::milliseconds(0);
     if (backoff || redirects_in_a_row_ > redirects_without_backoff_max) {
       failures_ = std::min(failures_ + 1, 20);
-      delay = reconnect_delay(failures_, cfg_.reconnect_base, cfg_.reconnect_max, rng_());
+      // The first failures of a round go straight to the next coordinator:
+      // after a leader dies, the followers answer at once (they hold the
+      // connection until a new leader is known). Back off only once every
+      // coordinator has failed in a row.
+      const int round = static_cast<int>(cfg_.coordinators.size());
+      if (failures_ > round) delay = reconnect_delay(failures_ - round, cfg_.reconnect_base, cfg_.reconnect_max, rng_());
     }
     reconnect_timer_.expires_after(delay);
     reconnect_timer_.async_wait([this](beast::error_code ec) {
@@ -230,6 +246,7 @@ class Agent {
 
   void on_welcome(const protocol::Welcome& w) {
     attached_ = true;
+    unreachable_leader_.clear();
     failures_ = 0;
     redirects_in_a_row_ = 0;
     heartbeat_interval_ms_ = w.heartbeat_interval_ms;
@@ -252,10 +269,14 @@ class Agent {
                  r.leader_endpoint.empty() ? "(no leader yet)" : r.leader_endpoint, r.epoch);
     redirects_in_a_row_++;
     if (r.leader_endpoint.empty()) {
+      // This node knows no leader, so it is not one: a follower that still
+      // names it (its view of the lease is older) must not send us back.
+      unreachable_leader_ = redirect_.empty() ? advertised(current_endpoint()) : redirect_advertised_;
       endpoint_index_++;
       redirect_.clear();
       return disconnected(true);
     }
+    redirect_advertised_ = r.leader_endpoint;
     auto mapped = cfg_.endpoint_map.find(r.leader_endpoint);
     redirect_ = mapped != cfg_.endpoint_map.end() ? mapped->second : r.leader_endpoint;
     disconnected(false);
@@ -428,6 +449,8 @@ class Agent {
   const WorkerConfig& cfg_;
   const std::atomic<bool>& stop_;
   Outbox outbox_;
+  std::string redirect_advertised_;  ///< the endpoint a redirect named (redirect_ is it after endpoint_map)
+  std::string unreachable_leader_;   ///< see protocol::Hello::unreachable_leader
   std::vector<protocol::Finish> unsent_finishes_;  ///< finished, not yet durable (see persist_and_send_finishes)
   Journal journal_;
   asio::io_context ioc_;

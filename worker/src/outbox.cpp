@@ -59,8 +59,8 @@ Result<void> Outbox::open() {
   for (const auto& [t, path] : files) {
     // Keep the file's age: a finish written long ago is due for a resend.
     const auto age = fs::file_time_type::clock::now() - t;
-    const auto loaded_at =
-        std::chrono::steady_clock::now() - std::chrono::duration_cast<std::chrono::steady_clock::duration>(age);
+    const MonoTime loaded_at{RealClock().mono().since_start -
+                             std::chrono::duration_cast<std::chrono::nanoseconds>(age)};
     std::ifstream in(path);
     std::string line;
     int live = 0;
@@ -96,7 +96,7 @@ Result<void> Outbox::put_all(const std::vector<protocol::Finish>& group) {
   const std::string path = dir_ + "/" + std::to_string(first.run_id) + "-" + std::to_string(first.attempt) + "-" +
                            std::to_string(next_seq_) + "-" + std::to_string(fresh.size()) + ".jsonl";
   if (!write_durably(dir_, path, body)) return make_error(Errc::bad_input, "outbox: cannot write " + path);
-  const auto now = std::chrono::steady_clock::now();
+  const MonoTime now = RealClock().mono();
   for (const auto* f : fresh) entries_.emplace(key_of(f->ref), Entry{*f, path, now, next_seq_++});
   live_per_file_[path] = static_cast<int>(fresh.size());
   return {};
@@ -117,10 +117,10 @@ void Outbox::remove(const protocol::AttemptRef& ref) {
 
 std::vector<protocol::Finish> Outbox::pending(std::chrono::seconds min_age) const {
   std::lock_guard lock(mutex_);
-  const auto newest = std::chrono::steady_clock::now() - min_age;
+  const MonoTime now = RealClock().mono();
   std::vector<const Entry*> found;
   for (const auto& [k, e] : entries_)
-    if (min_age.count() == 0 || e.written <= newest) found.push_back(&e);
+    if (min_age.count() == 0 || now - e.written >= min_age) found.push_back(&e);
   std::sort(found.begin(), found.end(), [](const Entry* a, const Entry* b) { return a->seq < b->seq; });
   std::vector<protocol::Finish> out;
   for (const auto* e : found) out.push_back(e->finish);

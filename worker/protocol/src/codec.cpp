@@ -155,6 +155,7 @@ Message read_message(const std::string& type, const Fields& f) {
     m.capacity = static_cast<int>(f.integer("capacity", 0, 100000, std::nullopt));
     m.labels = f.string_map("labels");
     m.running = read_refs(f, "running");
+    m.unreachable_leader = f.str("unreachable_leader", false, 512);
     return m;
   }
   if (type == "welcome") {
@@ -244,6 +245,7 @@ struct Encoder {
     o["capacity"] = m.capacity;
     o["labels"] = map_json(m.labels);
     o["running"] = refs_json(m.running);
+    if (!m.unreachable_leader.empty()) o["unreachable_leader"] = m.unreachable_leader;
   }
   void operator()(const Welcome& m) {
     o["node_id"] = m.node_id;

@@ -15,7 +15,7 @@ std::vector<Message> samples() {
   Task sql{TaskKind::sql, "q", {}, {}, "", "local", "SELECT 1", "", "", false};
   Task builtin{TaskKind::builtin, "", {}, {}, "", "", "", "SLEEP", "2s", false};
   Finish fin{ref(), "FAILED", 3, "exit 3", "out", "err", 1234, {{"p", 3, 1200, false}}};
-  return {Hello{"w1", "secret", 8, {{"zone", "a"}}, {ref()}},
+  return {Hello{"w1", "secret", 8, {{"zone", "a"}}, {ref()}, "127.0.0.1:7001"},
           Welcome{"n1", 7, 500, 3000, 20000},
           Redirect{"127.0.0.1:7002", 7},
           Error{"unauthenticated", "bad token"},

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "baton/core/clock.h"
 #include "baton/core/result.h"
 #include "baton/protocol/messages.h"
 
@@ -42,7 +43,7 @@ class Outbox {
   struct Entry {
     protocol::Finish finish;
     std::string file;
-    std::chrono::steady_clock::time_point written;
+    MonoTime written;
     std::uint64_t seq = 0;  ///< write order, for oldest-first
   };
   static std::string key_of(const protocol::AttemptRef& ref);

@@ -50,6 +50,11 @@ struct Hello {
   int capacity = 1;
   std::map<std::string, std::string> labels;
   std::vector<AttemptRef> running;  ///< attempts this worker is executing right now
+  /// A leader endpoint this worker failed to connect to since it was last
+  /// attached: a follower that would redirect it there holds the connection
+  /// until a newer leader is known instead (no redirect ping-pong while a
+  /// dead leader's lease runs out).
+  std::string unreachable_leader;
   friend bool operator==(const Hello&, const Hello&) = default;
 };
 struct Welcome {
