@@ -176,12 +176,19 @@ class Cluster {
     }
     return out;
   }
-  std::size_t outbox_files(const std::string& worker) const {
-    std::size_t n = 0;
+  /// Finishes in the worker's outbox not yet acknowledged, read from its
+  /// log files (finish lines minus ack lines).
+  std::size_t outbox_pending(const std::string& worker) const {
+    std::size_t finishes = 0, acks = 0;
     std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(dir_ + "/spool-" + worker + "/outbox", ec))
-      n += e.path().extension() == ".json" || e.path().extension() == ".jsonl";
-    return n;
+    for (const auto& e : std::filesystem::directory_iterator(dir_ + "/spool-" + worker + "/outbox", ec)) {
+      std::ifstream in(e.path());
+      for (std::string l; std::getline(in, l);) {
+        finishes += l.find("\"type\":\"finish\"") != std::string::npos;
+        acks += l.rfind("{\"ack\":", 0) == 0;
+      }
+    }
+    return finishes > acks ? finishes - acks : 0;
   }
 
   static std::int64_t now_wall_us() {

@@ -160,7 +160,7 @@ TEST(Runtime, KillNineOfLeaderWhileRunningFinishesUnderNewLeaderWithoutReexecuti
   EXPECT_EQ(r->attempt, 1) << "no re-execution";
   EXPECT_EQ(r->leader_epoch, 2) << "adopted and finished by the new leader";
   EXPECT_EQ(starts_of(c.journal("w1"), run), 1u);
-  EXPECT_EQ(c.outbox_files("w1"), 0u) << "finish delivered and acknowledged";
+  EXPECT_EQ(c.outbox_pending("w1"), 0u) << "finish delivered and acknowledged";
   EXPECT_EQ(c.db().stale_epoch_writes(), 0);
 }
 
@@ -208,14 +208,14 @@ TEST(Runtime, WorkerRestartedWithUnacknowledgedFinishDeliversItOnce) {
   ASSERT_TRUE(c.wait_for_state(run, "RUNNING", 5s));
   n1.signal(SIGTERM);  // no leader: the finish cannot be acknowledged
   ASSERT_EQ(n1.wait_for_exit(10s), 0);
-  ASSERT_TRUE(wait_until([&] { return c.outbox_files("w1") == 1; }, 10s)) << "finish should wait in the outbox";
+  ASSERT_TRUE(wait_until([&] { return c.outbox_pending("w1") == 1; }, 10s)) << "finish should wait in the outbox";
   w1.signal(SIGKILL);
   w1.wait_for_exit(5s);
   c.start_node("n1");
   ASSERT_EQ(c.wait_for_leader(10s, 1), "n1");
   c.start_worker("w1");
   ASSERT_TRUE(c.wait_for_state(run, "SUCCEEDED", 15s)) << c.db().run(run)->state;
-  ASSERT_TRUE(wait_until([&] { return c.outbox_files("w1") == 0; }, 5s));
+  ASSERT_TRUE(wait_until([&] { return c.outbox_pending("w1") == 0; }, 5s));
   EXPECT_EQ(c.db().attempts(run).size(), 1u);
   auto t = c.db().transitions(run);
   EXPECT_EQ(std::count_if(t.begin(), t.end(),

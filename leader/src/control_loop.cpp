@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <future>
 
 #include "baton/core/assert.h"
 #include "baton/core/json_text.h"
@@ -19,6 +20,10 @@ using store::WriteOutcome;
 constexpr int misfire_catch_up_max = 100;
 // A missed slot older than this is not run under the `skip` policy.
 constexpr std::int64_t skip_tolerance_s = 2;
+// Cron runs are created this far ahead of their slot (see materialize_cron).
+constexpr Millis cron_lookahead{1500};
+// The loop waits for events at most this long between passes.
+constexpr Millis loop_wait_max{10};
 
 protocol::AttemptRef ref_of(const store::ActiveRun& r) {
   return protocol::AttemptRef{r.id.value, r.attempt, r.lease_token};
@@ -26,12 +31,13 @@ protocol::AttemptRef ref_of(const store::ActiveRun& r) {
 
 }  // namespace
 
-ControlLoop::ControlLoop(Epoch epoch, NodeIdentity me, RuntimeConfig cfg, store::RunStore& runs,
-                         store::LeaderStore& store, const Clock& clock, Metrics& metrics)
+ControlLoop::ControlLoop(Epoch epoch, NodeIdentity me, RuntimeConfig cfg, RunLanes runs, store::LeaderStore& store,
+                         const Clock& clock, Metrics& metrics)
     : epoch_(epoch),
       me_(std::move(me)),
       cfg_(cfg),
-      runs_(runs),
+      runs_(runs.main),
+      lanes_(runs),
       store_(store),
       clock_(clock),
       metrics_(metrics),
@@ -54,12 +60,15 @@ std::chrono::milliseconds ControlLoop::jitter() {
 
 void ControlLoop::run(const std::atomic<bool>& stop) {
   spdlog::info("control_loop_start node={} epoch={}", me_.node_id, epoch_.value);
+  started_at_ = clock_.mono();
   refresh_runs();
   while (!stop.load() && !fenced_.load()) {
     std::deque<LoopEvent> batch;
     {
+      auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(loop_wait_max);
+      if (!cron_wakeups_.empty()) wait = std::clamp(*cron_wakeups_.begin() - clock_.mono(), decltype(wait){0}, wait);
       std::unique_lock lock(mutex_);
-      wake_.wait_for(lock, std::chrono::milliseconds(10), [&] { return !inbox_.empty(); });
+      wake_.wait_for(lock, wait, [&] { return !inbox_.empty(); });
       batch.swap(inbox_);
     }
     for (const auto& e : batch) {
@@ -68,9 +77,12 @@ void ControlLoop::run(const std::atomic<bool>& stop) {
     }
     // Group commit: every finish and start that arrived in this pass is
     // written by one statement each (finishes first: they free capacity).
-    flush_finishes();
-    flush_starts();
+    flush_starts_and_finishes();
     const MonoTime now = clock_.mono();
+    while (!cron_wakeups_.empty() && *cron_wakeups_.begin() <= now) {
+      cron_wakeups_.erase(cron_wakeups_.begin());
+      dispatch_requested_ = true;  // a cron slot is due now
+    }
     // Workers that stopped talking are detached (their runs go through the
     // reaper like any detach).
     std::vector<std::pair<std::string, std::uint64_t>> silent;
@@ -277,13 +289,27 @@ bool ControlLoop::batch_fenced(const char* op, std::size_t rows, const Result<st
   return true;
 }
 
-void ControlLoop::flush_starts() {
-  if (pending_starts_.empty() || fenced_) return;
-  std::vector<store::StartRow> rows;
-  rows.swap(pending_starts_);
+void ControlLoop::flush_starts_and_finishes() {
+  if (fenced_ || (pending_starts_.empty() && pending_finishes_.empty())) return;
+  std::vector<store::StartRow> starts;
+  std::vector<store::FinishRow> finishes;
+  starts.swap(pending_starts_);
+  finishes.swap(pending_finishes_);
   pending_start_ids_.clear();
-  auto res = runs_.start_batch(epoch_, rows, cfg_.heartbeat_timeout + cfg_.heartbeat_interval);
-  if (batch_fenced("start_batch", rows.size(), res)) return;
+  pending_finish_ids_.clear();
+  // The two statements touch disjoint rows (ASSIGNED vs RUNNING runs) and
+  // are each fenced on their own: run them at the same time.
+  std::future<Result<store::BatchWriteResult>> started;
+  if (!starts.empty())
+    started = std::async(std::launch::async, [&] {
+      return lanes_.starts.start_batch(epoch_, starts, cfg_.heartbeat_timeout + cfg_.heartbeat_interval);
+    });
+  if (!finishes.empty()) apply_finishes(finishes, lanes_.finishes.finish_batch(epoch_, finishes));
+  if (started.valid()) apply_starts(starts, started.get());
+}
+
+void ControlLoop::apply_starts(const std::vector<store::StartRow>& rows, const Result<store::BatchWriteResult>& res) {
+  if (batch_fenced("start_batch", rows.size(), res) || fenced_) return;
   bool lost = false;
   for (const auto& row : rows) {
     const protocol::AttemptRef ref{row.run.value, row.attempt.attempt, row.attempt.lease_token};
@@ -417,13 +443,9 @@ void ControlLoop::on_finish(const std::string& worker, const protocol::Finish& m
   pending_finishes_.push_back(std::move(row));
 }
 
-void ControlLoop::flush_finishes() {
-  if (pending_finishes_.empty() || fenced_) return;
-  std::vector<store::FinishRow> rows;
-  rows.swap(pending_finishes_);
-  pending_finish_ids_.clear();
-  auto res = runs_.finish_batch(epoch_, rows);
-  if (batch_fenced("finish_batch", rows.size(), res)) return;
+void ControlLoop::apply_finishes(const std::vector<store::FinishRow>& rows,
+                                 const Result<store::BatchWriteResult>& res) {
+  if (batch_fenced("finish_batch", rows.size(), res) || fenced_) return;
   bool lost = false;
   for (const auto& row : rows) {
     const protocol::AttemptRef ref{row.run.value, row.attempt.attempt, row.attempt.lease_token};
@@ -552,13 +574,16 @@ void ControlLoop::dispatch() {
 
 void ControlLoop::reap() {
   refresh_runs();
+  // A new leader starts with no worker attached: give the fleet one
+  // heartbeat interval to reattach before treating its workers as gone.
+  const bool reattach_window = clock_.mono() - started_at_ < cfg_.heartbeat_interval;
   std::vector<leader_core::ReaperView> views;
   for (const auto& [id, t] : tracked_) {
     const auto& r = t.row;
-    views.push_back({id, r.state, r.worker_id, workers_.count(r.worker_id) > 0, r.leader_epoch == epoch_,
+    views.push_back({id, r.state, r.worker_id, workers_.count(r.worker_id) > 0 || reattach_window, r.leader_epoch == epoch_,
                      r.continuation, r.continuation_expired, r.assigned_age_ms, r.running_age_ms, r.timeout_ms});
   }
-  leader_core::ReaperConfig rc{cfg_.reassign_after, cfg_.timeout_grace};
+  leader_core::ReaperConfig rc{cfg_.reassign_after, cfg_.reassign_detached_after, cfg_.timeout_grace};
   for (const auto& action : leader_core::plan_reaping(views, rc)) {
     if (fenced_) return;
     auto it = tracked_.find(action.run_id);
@@ -636,22 +661,31 @@ void ControlLoop::materialize_cron() {
     using std::chrono::seconds;
     using std::chrono::sys_seconds;
     const sys_seconds now{seconds{j.now_unix}};
+    // Slots up to `cron_lookahead` ahead are created now, PENDING with their
+    // slot time; the dispatcher does not see them before the slot, and the
+    // loop wakes at the slot (cron_wakeups_), so a run starts within a few
+    // milliseconds of its slot instead of up to a materialisation period late.
+    const std::int64_t horizon_ms = j.now_unix_ms + cron_lookahead.count();
     // A job never materialised starts with the slot due now (if any).
     sys_seconds from{seconds{j.last_slot_unix.value_or(j.now_unix - 1)}};
-    std::vector<sys_seconds> due;
+    std::vector<sys_seconds> due, ahead;
     for (int i = 0; i < 100000; ++i) {
       auto next = leader_core::next_fire(*cached->second, from);
-      if (!next || *next > now) break;
-      due.push_back(*next);
+      if (!next || next->time_since_epoch().count() * 1000 > horizon_ms) break;
+      (*next > now ? ahead : due).push_back(*next);
       from = *next;
       if (j.misfire_policy == "run_all" && static_cast<int>(due.size()) >= misfire_catch_up_max) break;
     }
-    if (due.empty()) continue;
-    if (j.misfire_policy == "run_latest") due = {due.back()};
-    if (j.misfire_policy == "skip") {
-      if ((now - due.back()).count() > skip_tolerance_s) continue;
-      due = {due.back()};
+    if (!due.empty()) {
+      if (j.misfire_policy == "run_latest") due = {due.back()};
+      if (j.misfire_policy == "skip") {
+        if ((now - due.back()).count() > skip_tolerance_s)
+          due.clear();
+        else
+          due = {due.back()};
+      }
     }
+    due.insert(due.end(), ahead.begin(), ahead.end());
     for (auto slot : due) {
       auto w = store_.create_job_run(epoch_, j.name, std::nullopt, "cron", slot.time_since_epoch().count());
       if (!w) {
@@ -668,6 +702,8 @@ void ControlLoop::materialize_cron() {
       }
       if (w->outcome == WriteOutcome::applied) {
         metrics_.runs_created_by_cron++;
+        const std::int64_t due_in_ms = slot.time_since_epoch().count() * 1000 - j.now_unix_ms;
+        if (due_in_ms > 0) cron_wakeups_.insert(clock_.mono() + Millis{due_in_ms + 1});
         spdlog::info("cron_slot_fired job={} slot={} run={} epoch={}", j.name, slot.time_since_epoch().count(),
                      w->run.value, epoch_.value);
       }

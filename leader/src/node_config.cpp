@@ -96,6 +96,7 @@ Result<NodeConfig> load_node_config(const std::string& file) {
   dur("heartbeat_interval", cfg.runtime.heartbeat_interval);
   dur("heartbeat_timeout", cfg.runtime.heartbeat_timeout);
   dur("reassign_after", cfg.runtime.reassign_after);
+  dur("reassign_detached_after", cfg.runtime.reassign_detached_after);
   dur("continuation_timeout", cfg.runtime.continuation_timeout);
   dur("continuation_margin", cfg.runtime.continuation_margin);
   dur("timeout_grace", cfg.runtime.timeout_grace);

@@ -31,7 +31,7 @@ PgLeaderStore::PgLeaderStore(const std::string& url, const std::string& applicat
               " coalesce(j.tasks::text, '[]'), coalesce(j.timeout_ms, 0), coalesce(j.worker_selector::text, '{}'),"
               " coalesce(j.retry_base_ms, 1000), coalesce(j.retry_cap_ms, 3600000)"
               " FROM ((SELECT id, coalesce(scheduled_for, created_at) AS due_at FROM job_runs WHERE state = 'PENDING'"
-              "        ORDER BY priority DESC, coalesce(scheduled_for, created_at), id LIMIT $1)"
+              "        AND coalesce(scheduled_for, created_at) <= now() ORDER BY priority DESC, coalesce(scheduled_for, created_at), id LIMIT $1)"
               "       UNION ALL (SELECT id, next_attempt_at FROM job_runs"
               "        WHERE state = 'RETRY_WAITING' AND next_attempt_at <= now()"
               "        ORDER BY priority DESC, next_attempt_at, id LIMIT $1)"

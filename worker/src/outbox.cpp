@@ -4,6 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/json.hpp>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -18,27 +21,72 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool write_durably(const std::string& dir, const std::string& path, const std::string& body) {
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return false;
-  bool ok = ::write(fd, body.data(), body.size()) == static_cast<ssize_t>(body.size()) && ::fsync(fd) == 0;
-  ::close(fd);
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) return false;
-  // The rename is durable only once the directory is.
-  if (int d = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY); d >= 0) {
-    ::fsync(d);
-    ::close(d);
+// A log is closed for appends past this size; it is deleted once all of its
+// finishes are acknowledged.
+constexpr std::size_t log_rotate_bytes = 4 << 20;
+
+bool write_all(int fd, const std::string& body) {
+  std::size_t done = 0;
+  while (done < body.size()) {
+    ssize_t n = ::write(fd, body.data() + done, body.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
   }
   return true;
+}
+
+std::string ack_line(const std::string& key) {
+  boost::json::object o;
+  o["ack"] = key;
+  return boost::json::serialize(o) + "\n";
+}
+
+std::uint64_t log_number(const fs::path& p) {
+  const std::string stem = p.stem().string();  // log-N
+  if (stem.rfind("log-", 0) != 0) return 0;
+  try {
+    return std::stoull(stem.substr(4));
+  } catch (const std::exception&) {
+    return 0;
+  }
 }
 
 }  // namespace
 
 Outbox::Outbox(std::string spool_dir) : dir_(std::move(spool_dir) + "/outbox") {}
 
+Outbox::~Outbox() {
+  if (log_fd_ >= 0) ::close(log_fd_);
+}
+
 std::string Outbox::key_of(const protocol::AttemptRef& ref) {
   return std::to_string(ref.run_id) + "/" + std::to_string(ref.attempt) + "/" + ref.lease_token;
+}
+
+bool Outbox::open_next_log() {
+  if (log_fd_ >= 0) ::close(log_fd_);
+  const std::string previous = log_path_;
+  log_path_ = dir_ + "/log-" + std::to_string(next_log_++) + ".jsonl";
+  log_fd_ = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  log_bytes_ = 0;
+  if (log_fd_ < 0) return false;
+  // The new file's directory entry must be durable before a finish in it is.
+  if (int d = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); d >= 0) {
+    ::fsync(d);
+    ::close(d);
+  }
+  if (!previous.empty()) retire_if_done(previous);
+  return true;
+}
+
+void Outbox::retire_if_done(const std::string& file) {
+  if (file == log_path_) return;  // still appended to
+  auto it = live_per_file_.find(file);
+  if (it != live_per_file_.end() && it->second > 0) return;
+  if (it != live_per_file_.end()) live_per_file_.erase(it);
+  std::error_code ec;
+  fs::remove(file, ec);
 }
 
 Result<void> Outbox::open() {
@@ -48,41 +96,59 @@ Result<void> Outbox::open() {
   std::lock_guard lock(mutex_);
   entries_.clear();
   live_per_file_.clear();
-  // Files hold one encoded finish per line (older versions wrote one finish
-  // per *.json file: same format, one line). Oldest file first.
-  std::vector<std::pair<fs::file_time_type, fs::path>> files;
+  // Replay: legacy one-finish files first (oldest first), then the logs in
+  // order, so an ack always follows the finish it acknowledges.
+  std::vector<std::pair<fs::file_time_type, fs::path>> legacy;
+  std::vector<std::pair<std::uint64_t, fs::path>> logs;
   for (const auto& e : fs::directory_iterator(dir_, ec)) {
-    const auto ext = e.path().extension();
-    if (ext == ".json" || ext == ".jsonl") files.emplace_back(e.last_write_time(ec), e.path());
+    if (e.path().extension() == ".json") legacy.emplace_back(e.last_write_time(ec), e.path());
+    if (e.path().extension() == ".jsonl" && log_number(e.path()) > 0) logs.emplace_back(log_number(e.path()), e.path());
   }
-  std::sort(files.begin(), files.end());
-  for (const auto& [t, path] : files) {
+  std::sort(legacy.begin(), legacy.end());
+  std::sort(logs.begin(), logs.end());
+  std::vector<fs::path> files;
+  for (auto& [t, p] : legacy) files.push_back(p);
+  for (auto& [n, p] : logs) {
+    files.push_back(p);
+    next_log_ = std::max(next_log_, n + 1);
+  }
+  for (const auto& path : files) {
     // Keep the file's age: a finish written long ago is due for a resend.
-    const auto age = fs::file_time_type::clock::now() - t;
-    const MonoTime loaded_at{RealClock().mono().since_start -
-                             std::chrono::duration_cast<std::chrono::nanoseconds>(age)};
+    const auto age = fs::file_time_type::clock::now() - fs::last_write_time(path, ec);
+    const MonoTime written{RealClock().mono().since_start - std::chrono::duration_cast<std::chrono::nanoseconds>(age)};
     std::ifstream in(path);
     std::string line;
-    int live = 0;
+    live_per_file_[path.string()] += 0;
     while (std::getline(in, line)) {
       if (line.empty()) continue;
+      if (line.rfind("{\"ack\":", 0) == 0) {
+        boost::system::error_code jec;
+        auto v = boost::json::parse(line, jec);
+        if (jec || !v.is_object() || !v.as_object().contains("ack") || !v.as_object().at("ack").is_string()) continue;
+        auto it = entries_.find(std::string(v.as_object().at("ack").as_string()));
+        if (it == entries_.end()) continue;
+        live_per_file_[it->second.file]--;
+        entries_.erase(it);
+        continue;
+      }
+      // A torn last line (crash mid-append) does not decode and is skipped:
+      // its finish was never sent, since sends follow the sync.
       auto m = protocol::decode(line);
       auto* msg = std::get_if<protocol::Message>(&m);
       auto* f = msg ? std::get_if<protocol::Finish>(msg) : nullptr;
       if (!f) continue;
-      auto [it, added] = entries_.try_emplace(key_of(f->ref), Entry{*f, path.string(), loaded_at, next_seq_++});
-      if (added) live++;
+      if (entries_.try_emplace(key_of(f->ref), Entry{*f, path.string(), written, next_seq_++}).second)
+        live_per_file_[path.string()]++;
     }
-    if (live > 0)
-      live_per_file_[path.string()] = live;
-    else
-      fs::remove(path, ec);
   }
+  for (const auto& path : files) retire_if_done(path.string());
+  if (!open_next_log()) return make_error(Errc::bad_config, "outbox: cannot create a log in " + dir_);
   return {};
 }
 
 Result<void> Outbox::put_all(const std::vector<protocol::Finish>& group) {
   std::lock_guard lock(mutex_);
+  if (log_fd_ < 0) return make_error(Errc::bad_input, "outbox: not open");
   std::string body;
   std::vector<const protocol::Finish*> fresh;
   for (const auto& f : group) {
@@ -92,13 +158,14 @@ Result<void> Outbox::put_all(const std::vector<protocol::Finish>& group) {
     fresh.push_back(&f);
   }
   if (fresh.empty()) return {};
-  const auto& first = fresh.front()->ref;
-  const std::string path = dir_ + "/" + std::to_string(first.run_id) + "-" + std::to_string(first.attempt) + "-" +
-                           std::to_string(next_seq_) + "-" + std::to_string(fresh.size()) + ".jsonl";
-  if (!write_durably(dir_, path, body)) return make_error(Errc::bad_input, "outbox: cannot write " + path);
+  if (!write_all(log_fd_, body) || ::fdatasync(log_fd_) != 0)
+    return make_error(Errc::bad_input, "outbox: cannot write " + log_path_ + ": " + std::strerror(errno));
+  log_bytes_ += body.size();
   const MonoTime now = RealClock().mono();
-  for (const auto* f : fresh) entries_.emplace(key_of(f->ref), Entry{*f, path, now, next_seq_++});
-  live_per_file_[path] = static_cast<int>(fresh.size());
+  for (const auto* f : fresh) entries_.emplace(key_of(f->ref), Entry{*f, log_path_, now, next_seq_++});
+  live_per_file_[log_path_] += static_cast<int>(fresh.size());
+  if (log_bytes_ > log_rotate_bytes && !open_next_log())
+    return make_error(Errc::bad_input, "outbox: cannot create a log in " + dir_);
   return {};
 }
 
@@ -107,12 +174,11 @@ void Outbox::remove(const protocol::AttemptRef& ref) {
   auto it = entries_.find(key_of(ref));
   if (it == entries_.end()) return;
   const std::string file = it->second.file;
+  // Appended at once but not synced: a lost ack costs one harmless replay.
+  if (log_fd_ >= 0) (void)write_all(log_fd_, ack_line(it->first));
   entries_.erase(it);
-  if (auto f = live_per_file_.find(file); f != live_per_file_.end() && --f->second <= 0) {
-    live_per_file_.erase(f);
-    std::error_code ec;
-    fs::remove(file, ec);
-  }
+  if (auto f = live_per_file_.find(file); f != live_per_file_.end()) f->second--;
+  retire_if_done(file);
 }
 
 std::vector<protocol::Finish> Outbox::pending(std::chrono::seconds min_age) const {
@@ -130,6 +196,52 @@ std::vector<protocol::Finish> Outbox::pending(std::chrono::seconds min_age) cons
 std::size_t Outbox::size() const {
   std::lock_guard lock(mutex_);
   return entries_.size();
+}
+
+OutboxWriter::OutboxWriter(Outbox& outbox, Durable on_durable)
+    : outbox_(outbox), on_durable_(std::move(on_durable)), thread_([this] { run(); }) {}
+
+OutboxWriter::~OutboxWriter() { drain_and_stop(); }
+
+void OutboxWriter::push(protocol::Finish f) {
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back(std::move(f));
+  }
+  wake_.notify_one();
+}
+
+void OutboxWriter::run() {
+  std::unique_lock lock(mutex_);
+  while (!stop_) {
+    wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (queue_.empty()) continue;
+    std::vector<protocol::Finish> group;
+    group.swap(queue_);
+    lock.unlock();
+    auto written = outbox_.put_all(group);
+    on_durable_(std::move(group), std::move(written));
+    lock.lock();
+  }
+}
+
+void OutboxWriter::drain_and_stop() {
+  {
+    std::lock_guard lock(mutex_);
+    if (stop_) return;
+    stop_ = true;
+  }
+  wake_.notify_one();
+  if (thread_.joinable()) thread_.join();
+  std::vector<protocol::Finish> rest;
+  {
+    std::lock_guard lock(mutex_);
+    rest.swap(queue_);
+  }
+  if (!rest.empty()) {
+    auto written = outbox_.put_all(rest);
+    on_durable_(std::move(rest), std::move(written));
+  }
 }
 
 void Journal::record(const char* event, const protocol::AttemptRef& ref, int pid) {

@@ -52,8 +52,12 @@ std::vector<ReapAction> plan_reaping(const std::vector<ReaperView>& runs, const 
     if (r.state == RunState::assigned) {
       // Not started in time, whether or not its worker is attached: a worker
       // that is attached but has not asked to start lost the assignment (it
-      // reconnected, or the assign went down a connection that died).
-      if (r.assigned_age_ms >= cfg.reassign_after.count()) out.push_back({r.run_id, ReapKind::orphan});
+      // reconnected, or the assign went down a connection that died). A
+      // worker that is gone loses it much sooner (seed rule 4.1: not started
+      // and the worker detached).
+      if (r.assigned_age_ms >= cfg.reassign_after.count() ||
+          (!r.worker_attached && r.assigned_age_ms >= cfg.reassign_detached_after.count()))
+        out.push_back({r.run_id, ReapKind::orphan});
       continue;
     }
     if (r.state != RunState::running) continue;

@@ -37,8 +37,21 @@ TEST(Dispatch, FinishRetriesWithBackoffUntilAttemptsAreExhausted) {
   EXPECT_EQ(decide_finish(RunState::succeeded, 1, 3, 1000ms, 60000ms, 0ms).next, RunState::succeeded);
 }
 
+TEST(Reaper, AssignedRunOfADetachedWorkerIsOrphanedAfterTheShortThreshold) {
+  ReaperConfig cfg{10000ms, 1000ms, 5000ms};
+  std::vector<ReaperView> runs = {
+      {1, RunState::assigned, "w1", false, true, ContinuationState::none, false, 999, 0, 0},
+      {2, RunState::assigned, "w1", false, true, ContinuationState::none, false, 1000, 0, 0},
+      {3, RunState::assigned, "w2", true, true, ContinuationState::none, false, 9999, 0, 0},
+  };
+  auto actions = plan_reaping(runs, cfg);
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(actions[0].run_id, 2);
+  EXPECT_EQ(actions[0].kind, ReapKind::orphan);
+}
+
 TEST(Reaper, OrphansConfirmsAndNeverReassignsWhileConfirming) {
-  ReaperConfig cfg{10000ms, 5000ms};
+  ReaperConfig cfg{10000ms, 10000ms, 5000ms};
   std::vector<ReaperView> runs = {
       {1, RunState::assigned, "w1", false, true, ContinuationState::none, false, 9999, 0, 0},
       {2, RunState::assigned, "w1", false, true, ContinuationState::none, false, 10000, 0, 0},

@@ -33,6 +33,7 @@ struct RuntimeConfig {
   Millis heartbeat_interval{1000};     ///< workers send heartbeats this often
   Millis heartbeat_timeout{5000};      ///< a worker silent this long is detached
   Millis reassign_after{10000};        ///< ASSIGNED and not started this long -> ORPHANED
+  Millis reassign_detached_after{1000};  ///< ... or this long when its worker is not attached
   Millis continuation_timeout{30000};  ///< how long a detached worker keeps a RUNNING attempt going
   Millis continuation_margin{10000};   ///< the leader waits deadline + margin before retrying the attempt
   Millis timeout_grace{5000};          ///< leader-side enforcement of a run timeout, after the worker's
@@ -65,9 +66,19 @@ struct CancelRun {
 struct DispatchNow {};
 using LoopEvent = std::variant<WorkerAttached, WorkerDetached, WorkerMessage, CancelRun, DispatchNow>;
 
+/// The run stores a loop writes through: `main` for dispatch and the rare
+/// single-run writes; the batched finishes and starts of one pass go through
+/// their own stores (own connections) at the same time, so a pass costs the
+/// slower of the two statements rather than their sum.
+struct RunLanes {
+  store::RunStore& main;
+  store::RunStore& starts;
+  store::RunStore& finishes;
+};
+
 class ControlLoop {
  public:
-  ControlLoop(Epoch epoch, NodeIdentity me, RuntimeConfig cfg, store::RunStore& runs, store::LeaderStore& store,
+  ControlLoop(Epoch epoch, NodeIdentity me, RuntimeConfig cfg, RunLanes runs, store::LeaderStore& store,
               const Clock& clock, Metrics& metrics);
 
   /// Thread-safe; wakes the loop.
@@ -101,8 +112,9 @@ class ControlLoop {
   void deny_start(const std::string& worker, const protocol::AttemptRef& ref, const std::string& why);
   /// Writes the starts / finishes queued during one pass of the loop as one
   /// statement each, then sends the grants / acks of the rows it applied.
-  void flush_starts();
-  void flush_finishes();
+  void flush_starts_and_finishes();
+  void apply_starts(const std::vector<store::StartRow>& rows, const Result<store::BatchWriteResult>& res);
+  void apply_finishes(const std::vector<store::FinishRow>& rows, const Result<store::BatchWriteResult>& res);
   /// True (and the loop stops) when a batched write came back Fenced.
   bool batch_fenced(const char* op, std::size_t rows, const Result<store::BatchWriteResult>& r);
   void on_cancel(const CancelRun& c);
@@ -124,6 +136,7 @@ class ControlLoop {
   const NodeIdentity me_;
   const RuntimeConfig cfg_;
   store::RunStore& runs_;
+  RunLanes lanes_;
   store::LeaderStore& store_;
   const Clock& clock_;
   Metrics& metrics_;
@@ -137,13 +150,14 @@ class ControlLoop {
   std::map<std::int64_t, Tracked> tracked_;
   std::map<std::int64_t, MonoTime> due_since_;
   std::set<std::int64_t> heartbeat_due_;
+  std::set<MonoTime> cron_wakeups_;  ///< when cron runs created ahead of their slot become due
   std::vector<store::StartRow> pending_starts_;
   std::set<std::int64_t> pending_start_ids_;
   std::vector<store::FinishRow> pending_finishes_;
   std::set<std::int64_t> pending_finish_ids_;
   std::map<std::string, std::optional<leader_core::CronSchedule>> cron_cache_;
   std::mt19937_64 rng_;
-  MonoTime last_dispatch_{}, last_reap_{}, last_heartbeat_flush_{}, last_cron_{};
+  MonoTime started_at_{}, last_dispatch_{}, last_reap_{}, last_heartbeat_flush_{}, last_cron_{};
   bool dispatch_requested_ = false;
 };
 

@@ -18,7 +18,8 @@
 
 namespace baton::store {
 
-/// A run the dispatcher may assign: PENDING, due RETRY_WAITING, or ORPHANED.
+/// A run the dispatcher may assign: PENDING whose slot has come (cron runs are
+/// created ahead of their slot), due RETRY_WAITING, or ORPHANED.
 struct DueRun {
   RunId id{0};
   Version version{0};

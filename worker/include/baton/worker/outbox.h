@@ -1,20 +1,25 @@
 #pragma once
 // Durable state of a worker in its spool directory:
-// - the finish outbox: finishes are written (tmp, fsync, rename, fsync of
-//   the directory) before they are sent, and forgotten only on finish_ack,
-//   so a finish survives disconnects and worker restarts; replays are
-//   idempotent on the leader (keyed by run, attempt, lease token). Finishes
-//   that complete together are written together: one file and one fsync for
-//   the group (group commit), since an fsync per finish was the worker's
-//   throughput ceiling. A file is removed when its last finish is acked;
-//   which finishes are still pending is kept in memory and rebuilt from the
-//   files on open();
+// - the finish outbox: an append-only log (outbox/log-N.jsonl, one JSON
+//   record per line). Finishes are appended and fdatasync'ed before they are
+//   sent, and forgotten only on finish_ack, so a finish survives disconnects
+//   and worker restarts; replays are idempotent on the leader (keyed by run,
+//   attempt, lease token). Finishes that complete together are written
+//   together: one write and one fdatasync for the group (group commit). Acks
+//   are appended at once, without a sync of their own (a lost ack only means
+//   one harmless replay). A log is deleted once every finish in it
+//   is acknowledged and a newer log is current; open() rebuilds what is
+//   pending by replaying the logs in order. Older worker versions wrote one
+//   finish per *.json file: those are read too;
 // - the journal: one line per real process start and exit, with run,
 //   attempt, fence token, pid and monotonic and wall times, for checkers.
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <condition_variable>
+#include <functional>
 #include <mutex>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -27,6 +32,9 @@ namespace baton::worker {
 class Outbox {
  public:
   explicit Outbox(std::string spool_dir);
+  ~Outbox();
+  Outbox(const Outbox&) = delete;
+  Outbox& operator=(const Outbox&) = delete;
   /// Creates the directories and loads the finishes still pending on disk.
   Result<void> open();
   /// Durable when it returns: one file and one fsync for the whole group. A
@@ -47,12 +55,44 @@ class Outbox {
     std::uint64_t seq = 0;  ///< write order, for oldest-first
   };
   static std::string key_of(const protocol::AttemptRef& ref);
+  bool open_next_log();
+  void retire_if_done(const std::string& file);
 
   mutable std::mutex mutex_;
   std::string dir_;
-  std::map<std::string, Entry> entries_;        ///< attempt key -> pending finish
-  std::map<std::string, int> live_per_file_;    ///< file -> pending finishes in it
+  std::map<std::string, Entry> entries_;      ///< attempt key -> pending finish
+  std::map<std::string, int> live_per_file_;  ///< file -> pending finishes in it
+  std::string log_path_;                      ///< the log appended to now
+  int log_fd_ = -1;
+  std::size_t log_bytes_ = 0;
+  std::uint64_t next_log_ = 1;
   std::uint64_t next_seq_ = 0;
+};
+
+/// Group commit into an Outbox on its own thread, so a worker's network
+/// thread never waits for an fsync: finishes queued while one group is being
+/// written form the next group. `on_durable` runs on the writer thread, once
+/// per group, after the group is on disk (the agent posts the sends to its
+/// own thread from there).
+class OutboxWriter {
+ public:
+  using Durable = std::function<void(std::vector<protocol::Finish> group, Result<void> written)>;
+  OutboxWriter(Outbox& outbox, Durable on_durable);
+  ~OutboxWriter();  ///< writes what is queued, then stops
+  void push(protocol::Finish f);
+  /// Writes everything queued now, on the calling thread, and stops the
+  /// writer thread (shutdown: nothing may be left only in memory).
+  void drain_and_stop();
+
+ private:
+  void run();
+  Outbox& outbox_;
+  Durable on_durable_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::vector<protocol::Finish> queue_;
+  bool stop_ = false;
+  std::thread thread_;
 };
 
 class Journal {

@@ -58,6 +58,10 @@ FinishDecision decide_finish(RunState outcome, int attempt, int max_attempts, st
 
 struct ReaperConfig {
   std::chrono::milliseconds reassign_after{10000};  ///< ASSIGNED and not started this long -> ORPHANED
+  /// ASSIGNED to a worker that is not attached, this long -> ORPHANED. Safe
+  /// at any value: no process starts without a start grant, and a run that
+  /// is no longer ASSIGNED gets none.
+  std::chrono::milliseconds reassign_detached_after{1000};
   std::chrono::milliseconds timeout_grace{
       5000};  ///< leader enforces a run timeout this long after the worker should have
 };
