@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 using namespace baton;
 using namespace baton::leader_core;
 using namespace std::chrono_literals;
@@ -23,6 +25,62 @@ TEST(Dispatch, FullOrDrainingWorkersTakeNothing) {
   auto plan = plan_dispatch({{1, {}}}, workers);
   EXPECT_TRUE(plan.assignments.empty());
   EXPECT_TRUE(plan.unmatched.empty()) << "a full worker matches: the run waits, it is not unmatched";
+}
+
+namespace {
+// The definition plan_dispatch must keep: each run, in order, to the matching
+// worker with the most free slots (ties: smallest id). O(runs x workers).
+DispatchPlan reference_plan(const std::vector<DispatchCandidate>& due, std::vector<WorkerCapacity> workers) {
+  DispatchPlan plan;
+  for (const auto& c : due) {
+    WorkerCapacity* best = nullptr;
+    bool any = false;
+    for (auto& w : workers) {
+      if (w.draining || !labels_match(c.selector, w.labels)) continue;
+      any = true;
+      if (w.free > 0 && (!best || w.free > best->free || (w.free == best->free && w.worker_id < best->worker_id)))
+        best = &w;
+    }
+    if (best) {
+      best->free--;
+      plan.assignments.push_back({c.run_id, best->worker_id});
+    } else if (!any) {
+      plan.unmatched.push_back(c.run_id);
+    }
+  }
+  return plan;
+}
+}  // namespace
+
+TEST(Dispatch, MatchesTheReferenceOnSeededRandomFleets) {
+  std::mt19937_64 rng(20261122);
+  for (int round = 0; round < 300; ++round) {
+    std::vector<WorkerCapacity> workers;
+    const int nw = 1 + static_cast<int>(rng() % 40);
+    for (int i = 0; i < nw; ++i) {
+      std::map<std::string, std::string> labels;
+      if (rng() % 2) labels["zone"] = rng() % 2 ? "a" : "b";
+      if (rng() % 3 == 0) labels["gpu"] = "yes";
+      workers.push_back({"w" + std::to_string((i * 37) % 101), labels, static_cast<int>(rng() % 5), rng() % 10 == 0});
+    }
+    std::vector<DispatchCandidate> due;
+    const int nr = static_cast<int>(rng() % 80);
+    for (int i = 0; i < nr; ++i) {
+      std::map<std::string, std::string> sel;
+      if (rng() % 3 == 0) sel["zone"] = rng() % 2 ? "a" : "b";
+      if (rng() % 4 == 0) sel["gpu"] = "yes";
+      if (rng() % 20 == 0) sel["zone"] = "mars";
+      due.push_back({i, sel});
+    }
+    auto got = plan_dispatch(due, workers);
+    auto want = reference_plan(due, workers);
+    ASSERT_EQ(got.assignments.size(), want.assignments.size()) << "round " << round;
+    for (std::size_t i = 0; i < want.assignments.size(); ++i) {
+      EXPECT_EQ(got.assignments[i].run_id, want.assignments[i].run_id) << "round " << round;
+      EXPECT_EQ(got.assignments[i].worker_id, want.assignments[i].worker_id) << "round " << round << " run " << i;
+    }
+    EXPECT_EQ(got.unmatched, want.unmatched) << "round " << round;
+  }
 }
 
 TEST(Dispatch, FinishRetriesWithBackoffUntilAttemptsAreExhausted) {
