@@ -7,6 +7,7 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
+#include <pqxx/pqxx>
 #include <random>
 
 #include "cluster.h"
@@ -152,4 +153,43 @@ TEST(ProtocolAbuse, BadFramesGetAnErrorAndACloseAndChangeNothing) {
   EXPECT_NE(bad_id.body.find("\"code\":\"bad_request\""), std::string::npos);
   EXPECT_EQ(http_request(port, "GET", "/nope").status, 404);
   EXPECT_EQ(http_request(port, "GET", "/api/v1/runs/999999").status, 404);
+}
+
+// A start whose grant never reached the worker (its connection, or the leader
+// that sent it, died right after the start was written) must be granted
+// again when the worker asks again: the database already holds that
+// attempt's start right. Denying it left the run RUNNING with no worker
+// running it (found by bench/run's failover trials).
+TEST(ProtocolAbuse, ARepeatedStartOfAnAttemptAlreadyStartedIsGrantedAgain) {
+  Cluster c("regrant", jobs);
+  c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(), "n1");
+  c.start_worker("w1");
+  ASSERT_TRUE(c.wait_for_workers("n1", 1));
+  auto run = c.trigger("n1", "long");
+  ASSERT_TRUE(c.wait_for_state(run, "RUNNING", 5s));
+  std::string token;
+  {
+    pqxx::connection conn(c.url());
+    pqxx::nontransaction tx(conn);
+    token = tx.exec1("SELECT lease_token::text FROM job_runs WHERE id = " + std::to_string(run))[0].as<std::string>();
+  }
+  const std::string start = R"({"type":"start","version":1,"run_id":)" + std::to_string(run) +
+                            R"(,"attempt":1,"lease_token":")" + token + R"("})";
+  // The real w1 is paused so that it cannot reconnect and replace the
+  // connections below (the newest connection of a worker id wins).
+  c.proc("w1").signal(SIGSTOP);
+  // The same worker id, asking again for the attempt it holds.
+  auto e = talk(c.port("n1"), {hello("w1", worker_token), start});
+  EXPECT_TRUE(has(e, "\"type\":\"start_granted\"")) << (e.received.empty() ? "(nothing)" : e.received.back());
+  EXPECT_FALSE(has(e, "\"type\":\"start_denied\""));
+  // Another attempt number or token is still denied.
+  auto wrong = talk(c.port("n1"), {hello("w1", worker_token),
+                                   R"({"type":"start","version":1,"run_id":)" + std::to_string(run) +
+                                       R"(,"attempt":2,"lease_token":")" + token + R"("})"});
+  EXPECT_TRUE(has(wrong, "\"type\":\"start_denied\""));
+  auto after = c.db().run(run);
+  EXPECT_EQ(after->state, "RUNNING");
+  EXPECT_EQ(after->attempt, 1);
+  c.proc("w1").signal(SIGCONT);
 }

@@ -168,7 +168,8 @@ bool ControlLoop::refresh_runs() {
   std::map<std::int64_t, Tracked> next;
   for (auto& r : *rows) {
     auto old = tracked_.find(r.id.value);
-    Tracked t{r, old != tracked_.end() ? old->second.tasks : std::vector<protocol::Task>{}};
+    Tracked t{r, old != tracked_.end() ? old->second.tasks : std::vector<protocol::Task>{},
+              old != tracked_.end() ? old->second.reported : clock_.mono()};
     next.emplace(r.id.value, std::move(t));
   }
   tracked_ = std::move(next);
@@ -193,6 +194,10 @@ void ControlLoop::on_attached(const WorkerAttached& e) {
   // Adopt what the worker is still executing; anything it runs that is no
   // longer its attempt must be killed (no two attempts of a run at once).
   refresh_runs();
+  // Its runs get a fresh "reported" time: the finishes in its outbox arrive
+  // right after this welcome, and what it runs is in its next heartbeats.
+  for (auto& [rid, t] : tracked_)
+    if (t.row.worker_id == id) t.reported = clock_.mono();
   for (const auto& ref : e.hello.running) {
     auto it = tracked_.find(ref.run_id);
     bool ours = it != tracked_.end() && it->second.row.state == RunState::running && it->second.row.worker_id == id &&
@@ -261,6 +266,17 @@ void ControlLoop::on_start(const std::string& worker, const protocol::Start& m) 
   }
   if (it == tracked_.end()) return deny_start(worker, m.ref, "run is not assigned");
   const store::ActiveRun& r = it->second.row;
+  if (r.state == RunState::running && r.worker_id == worker && r.attempt == m.ref.attempt &&
+      r.lease_token == m.ref.lease_token) {
+    // The start was written but its grant never reached the worker (the
+    // connection, or the leader that sent it, died): the database already
+    // holds this attempt's start right, so grant it again. Denying it left
+    // the run RUNNING with no worker running it.
+    spdlog::info("start_regranted run={} attempt={} worker={} epoch={}", r.id.value, r.attempt, worker, epoch_.value);
+    it->second.reported = clock_.mono();
+    send(worker, protocol::StartGranted{m.ref});
+    return;
+  }
   if (r.state != RunState::assigned || r.worker_id != worker || r.attempt != m.ref.attempt ||
       r.lease_token != m.ref.lease_token)
     return deny_start(worker, m.ref, "not the current assignment of this run");
@@ -310,7 +326,7 @@ void ControlLoop::flush_starts_and_finishes() {
 
 void ControlLoop::apply_starts(const std::vector<store::StartRow>& rows, const Result<store::BatchWriteResult>& res) {
   if (batch_fenced("start_batch", rows.size(), res) || fenced_) return;
-  bool lost = false;
+  std::vector<const store::StartRow*> lost;
   for (const auto& row : rows) {
     const protocol::AttemptRef ref{row.run.value, row.attempt.attempt, row.attempt.lease_token};
     const store::WriteResult* applied = nullptr;
@@ -318,8 +334,7 @@ void ControlLoop::apply_starts(const std::vector<store::StartRow>& rows, const R
       if (auto a = res->applied.find(row.run.value); a != res->applied.end()) applied = &a->second;
     auto it = tracked_.find(row.run.value);
     if (!applied || it == tracked_.end()) {
-      lost = true;
-      deny_start(row.attempt.worker_id, ref, "start lost a race");
+      lost.push_back(&row);
       continue;
     }
     store::ActiveRun& r = it->second.row;
@@ -327,12 +342,34 @@ void ControlLoop::apply_starts(const std::vector<store::StartRow>& rows, const R
     r.version = applied->new_version;
     r.leader_epoch = epoch_;
     r.running_age_ms = 0;
+    it->second.reported = clock_.mono();
     metrics_.runs_started++;
     spdlog::info("run_started run={} attempt={} worker={} epoch={}", r.id.value, r.attempt, r.worker_id,
                  epoch_.value);
     send(r.worker_id, protocol::StartGranted{ref});
   }
-  if (lost) refresh_runs();
+  if (lost.empty()) return;
+  // Judge the rows that were not written on a fresh read: one whose start is
+  // already in the database (this loop's copy was stale) is granted, the
+  // others are denied. After a failed read, all are denied (the run is then
+  // orphaned or found lost by the reaper).
+  const bool fresh = refresh_runs();
+  for (const auto* row : lost) {
+    const protocol::AttemptRef ref{row->run.value, row->attempt.attempt, row->attempt.lease_token};
+    auto it = tracked_.find(row->run.value);
+    const bool started = fresh && it != tracked_.end() && it->second.row.state == RunState::running &&
+                         it->second.row.worker_id == row->attempt.worker_id &&
+                         it->second.row.attempt == row->attempt.attempt &&
+                         it->second.row.lease_token == row->attempt.lease_token;
+    if (started) {
+      spdlog::info("start_regranted run={} attempt={} worker={} epoch={}", ref.run_id, ref.attempt,
+                   row->attempt.worker_id, epoch_.value);
+      it->second.reported = clock_.mono();
+      send(row->attempt.worker_id, protocol::StartGranted{ref});
+    } else {
+      deny_start(row->attempt.worker_id, ref, "start lost a race");
+    }
+  }
 }
 
 void ControlLoop::on_heartbeat(const std::string& worker, const protocol::Heartbeat& m) {
@@ -351,6 +388,7 @@ void ControlLoop::on_heartbeat(const std::string& worker, const protocol::Heartb
       send(worker, protocol::Cancel{ref, "attempt is no longer current"});
       continue;
     }
+    it->second.reported = clock_.mono();
     if (adopt_if_needed(it->second.row)) heartbeat_due_.insert(ref.run_id);
   }
 }
@@ -565,7 +603,7 @@ void ControlLoop::dispatch() {
     spdlog::info("run_assigned run={} attempt={} worker={} epoch={}", d.id.value, w.attempt, a.worker_id,
                  epoch_.value);
     send(a.worker_id, protocol::Assign{ref_of(row), tasks, d.timeout_ms});
-    tracked_[d.id.value] = Tracked{row, std::move(tasks)};
+    tracked_[d.id.value] = Tracked{row, std::move(tasks), clock_.mono()};
   }
   // A full batch means more may be waiting: dispatch again on the next pass.
   if (static_cast<int>(due->size()) >= limit) dispatch_requested_ = true;
@@ -576,14 +614,19 @@ void ControlLoop::reap() {
   refresh_runs();
   // A new leader starts with no worker attached: give the fleet one
   // heartbeat interval to reattach before treating its workers as gone.
-  const bool reattach_window = clock_.mono() - started_at_ < cfg_.heartbeat_interval;
+  const MonoTime now = clock_.mono();
+  const bool reattach_window = now - started_at_ < cfg_.heartbeat_interval;
   std::vector<leader_core::ReaperView> views;
   for (const auto& [id, t] : tracked_) {
     const auto& r = t.row;
-    views.push_back({id, r.state, r.worker_id, workers_.count(r.worker_id) > 0 || reattach_window, r.leader_epoch == epoch_,
-                     r.continuation, r.continuation_expired, r.assigned_age_ms, r.running_age_ms, r.timeout_ms});
+    const bool attached = workers_.count(r.worker_id) > 0;
+    const std::int64_t unreported =
+        attached ? std::chrono::duration_cast<std::chrono::milliseconds>(now - t.reported).count() : 0;
+    views.push_back({id, r.state, r.worker_id, attached || reattach_window, r.leader_epoch == epoch_, r.continuation,
+                     r.continuation_expired, r.assigned_age_ms, r.running_age_ms, r.timeout_ms, unreported});
   }
-  leader_core::ReaperConfig rc{cfg_.reassign_after, cfg_.reassign_detached_after, cfg_.timeout_grace};
+  leader_core::ReaperConfig rc{cfg_.reassign_after, cfg_.reassign_detached_after, cfg_.heartbeat_timeout,
+                               cfg_.timeout_grace};
   for (const auto& action : leader_core::plan_reaping(views, rc)) {
     if (fenced_) return;
     auto it = tracked_.find(action.run_id);

@@ -116,6 +116,13 @@ std::vector<ReapAction> plan_reaping(const std::vector<ReaperView>& runs, const 
       continue;
     }
 #endif
+    if (r.worker_attached && r.unreported_ms >= cfg.unreported_lost_after.count()) {
+      // The worker is here and says (every heartbeat) what it runs; this is
+      // not among it, so no process of it can be alive: retrying cannot
+      // overlap. Without this rule such a run stayed RUNNING for ever.
+      out.push_back({r.run_id, ReapKind::attempt_lost});
+      continue;
+    }
     if (r.continuation == ContinuationState::confirming) {
       // Never reassign while CONFIRMING: only once the worker's own deadline
       // (plus margin) has passed is the attempt treated as lost.

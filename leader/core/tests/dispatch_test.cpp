@@ -96,11 +96,11 @@ TEST(Dispatch, FinishRetriesWithBackoffUntilAttemptsAreExhausted) {
 }
 
 TEST(Reaper, AssignedRunOfADetachedWorkerIsOrphanedAfterTheShortThreshold) {
-  ReaperConfig cfg{10000ms, 1000ms, 5000ms};
+  ReaperConfig cfg{10000ms, 1000ms, 5000ms, 5000ms};
   std::vector<ReaperView> runs = {
-      {1, RunState::assigned, "w1", false, true, ContinuationState::none, false, 999, 0, 0},
-      {2, RunState::assigned, "w1", false, true, ContinuationState::none, false, 1000, 0, 0},
-      {3, RunState::assigned, "w2", true, true, ContinuationState::none, false, 9999, 0, 0},
+      {1, RunState::assigned, "w1", false, true, ContinuationState::none, false, 999, 0, 0, 0},
+      {2, RunState::assigned, "w1", false, true, ContinuationState::none, false, 1000, 0, 0, 0},
+      {3, RunState::assigned, "w2", true, true, ContinuationState::none, false, 9999, 0, 0, 0},
   };
   auto actions = plan_reaping(runs, cfg);
   ASSERT_EQ(actions.size(), 1u);
@@ -108,18 +108,36 @@ TEST(Reaper, AssignedRunOfADetachedWorkerIsOrphanedAfterTheShortThreshold) {
   EXPECT_EQ(actions[0].kind, ReapKind::orphan);
 }
 
-TEST(Reaper, OrphansConfirmsAndNeverReassignsWhileConfirming) {
-  ReaperConfig cfg{10000ms, 10000ms, 5000ms};
+TEST(Reaper, ARunningAttemptItsAttachedWorkerDoesNotReportIsLost) {
+  ReaperConfig cfg{10000ms, 1000ms, 5000ms, 5000ms};
   std::vector<ReaperView> runs = {
-      {1, RunState::assigned, "w1", false, true, ContinuationState::none, false, 9999, 0, 0},
-      {2, RunState::assigned, "w1", false, true, ContinuationState::none, false, 10000, 0, 0},
-      {3, RunState::assigned, "w2", true, true, ContinuationState::none, false, 99999, 0, 0},
-      {4, RunState::running, "w1", false, true, ContinuationState::none, false, 0, 100, 0},
-      {5, RunState::running, "w1", false, true, ContinuationState::confirming, false, 0, 100, 0},
-      {6, RunState::running, "w1", false, true, ContinuationState::confirming, true, 0, 100, 0},
-      {7, RunState::running, "w2", true, true, ContinuationState::confirming, true, 0, 100, 0},
-      {8, RunState::running, "w2", true, true, ContinuationState::none, false, 0, 16000, 10000},
-      {9, RunState::running, "w2", true, true, ContinuationState::none, false, 0, 14000, 10000},
+      {1, RunState::running, "w1", true, true, ContinuationState::none, false, 0, 100, 0, 4999},
+      {2, RunState::running, "w1", true, true, ContinuationState::none, false, 0, 100, 0, 5000},
+      {3, RunState::running, "w1", true, false, ContinuationState::confirming, false, 0, 100, 0, 6000},
+      {4, RunState::running, "w2", false, true, ContinuationState::none, false, 0, 100, 0, 9000},
+  };
+  auto actions = plan_reaping(runs, cfg);
+  ASSERT_EQ(actions.size(), 3u);
+  EXPECT_EQ(actions[0].run_id, 2);
+  EXPECT_EQ(actions[0].kind, ReapKind::attempt_lost);
+  EXPECT_EQ(actions[1].run_id, 3) << "reattached without listing it: not CONFIRMING for ever";
+  EXPECT_EQ(actions[1].kind, ReapKind::attempt_lost);
+  EXPECT_EQ(actions[2].run_id, 4) << "a detached worker's run goes through CONFIRMING, not this rule";
+  EXPECT_EQ(actions[2].kind, ReapKind::begin_confirming);
+}
+
+TEST(Reaper, OrphansConfirmsAndNeverReassignsWhileConfirming) {
+  ReaperConfig cfg{10000ms, 10000ms, 5000ms, 5000ms};
+  std::vector<ReaperView> runs = {
+      {1, RunState::assigned, "w1", false, true, ContinuationState::none, false, 9999, 0, 0, 0},
+      {2, RunState::assigned, "w1", false, true, ContinuationState::none, false, 10000, 0, 0, 0},
+      {3, RunState::assigned, "w2", true, true, ContinuationState::none, false, 99999, 0, 0, 0},
+      {4, RunState::running, "w1", false, true, ContinuationState::none, false, 0, 100, 0, 0},
+      {5, RunState::running, "w1", false, true, ContinuationState::confirming, false, 0, 100, 0, 0},
+      {6, RunState::running, "w1", false, true, ContinuationState::confirming, true, 0, 100, 0, 0},
+      {7, RunState::running, "w2", true, true, ContinuationState::confirming, true, 0, 100, 0, 0},
+      {8, RunState::running, "w2", true, true, ContinuationState::none, false, 0, 16000, 10000, 0},
+      {9, RunState::running, "w2", true, true, ContinuationState::none, false, 0, 14000, 10000, 0},
   };
   auto actions = plan_reaping(runs, cfg);
   ASSERT_EQ(actions.size(), 5u);

@@ -100,6 +100,7 @@ class ControlLoop {
   struct Tracked {  // an ASSIGNED or RUNNING run as this leader last wrote or read it
     store::ActiveRun row;
     std::vector<protocol::Task> tasks;
+    MonoTime reported{};  ///< RUNNING: when its worker last listed it (or it started, or this loop first saw it)
   };
 
   void handle(const LoopEvent& e);

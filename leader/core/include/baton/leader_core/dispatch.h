@@ -62,6 +62,10 @@ struct ReaperConfig {
   /// at any value: no process starts without a start grant, and a run that
   /// is no longer ASSIGNED gets none.
   std::chrono::milliseconds reassign_detached_after{1000};
+  /// A RUNNING attempt its attached worker has not listed in its heartbeats
+  /// for this long is lost: the worker does not have it (its start grant or
+  /// its finish went down a connection that died, or it restarted).
+  std::chrono::milliseconds unreported_lost_after{5000};
   std::chrono::milliseconds timeout_grace{
       5000};  ///< leader enforces a run timeout this long after the worker should have
 };
@@ -77,12 +81,15 @@ struct ReaperView {
   std::int64_t assigned_age_ms = 0;
   std::int64_t running_age_ms = 0;
   std::int64_t timeout_ms = 0;
+  /// RUNNING: how long the worker, while attached, has not listed this
+  /// attempt in its heartbeats (0 when it just did).
+  std::int64_t unreported_ms = 0;
 };
 
 enum class ReapKind {
   orphan,            ///< ASSIGNED -> ORPHANED
   begin_confirming,  ///< RUNNING, worker gone -> CONFIRMING with a deadline
-  attempt_lost,      ///< CONFIRMING past deadline + margin -> retry or fail
+  attempt_lost,      ///< CONFIRMING past deadline + margin, or not held by its attached worker -> retry or fail
   enforce_timeout,   ///< RUNNING past timeout + grace -> TIMED_OUT (retry or final)
 };
 
