@@ -7,7 +7,6 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
-#include <pqxx/pqxx>
 #include <random>
 
 #include "cluster.h"
@@ -168,12 +167,8 @@ TEST(ProtocolAbuse, ARepeatedStartOfAnAttemptAlreadyStartedIsGrantedAgain) {
   ASSERT_TRUE(c.wait_for_workers("n1", 1));
   auto run = c.trigger("n1", "long");
   ASSERT_TRUE(c.wait_for_state(run, "RUNNING", 5s));
-  std::string token;
-  {
-    pqxx::connection conn(c.url());
-    pqxx::nontransaction tx(conn);
-    token = tx.exec1("SELECT lease_token::text FROM job_runs WHERE id = " + std::to_string(run))[0].as<std::string>();
-  }
+  const std::string token = c.db().run(run)->lease_token;
+  ASSERT_EQ(token.size(), 36u);
   const std::string start = R"({"type":"start","version":1,"run_id":)" + std::to_string(run) +
                             R"(,"attempt":1,"lease_token":")" + token + R"("})";
   // The real w1 is paused so that it cannot reconnect and replace the

@@ -137,10 +137,12 @@ RunRowView read_run_row(const pqxx::row& r) {
           r[3].is_null() ? "" : r[3].as<std::string>(),
           r[4].as<std::string>(),
           r[5].as<std::int64_t>(),
-          r[6].is_null() ? "" : r[6].as<std::string>()};
+          r[6].is_null() ? "" : r[6].as<std::string>(),
+          r[7].is_null() ? "" : r[7].as<std::string>()};
 }
 constexpr const char* run_columns =
-    "SELECT r.id, r.state, r.attempt, r.assigned_worker_id, r.continuation_state, r.leader_epoch, j.name"
+    "SELECT r.id, r.state, r.attempt, r.assigned_worker_id, r.continuation_state, r.leader_epoch, j.name,"
+    " r.lease_token::text"
     " FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id ";
 }  // namespace
 

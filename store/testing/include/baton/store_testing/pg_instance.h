@@ -52,6 +52,7 @@ struct RunRowView {
   std::string continuation_state;
   std::int64_t leader_epoch = 0;
   std::string job;
+  std::string lease_token;
 };
 
 struct AttemptRowView {
