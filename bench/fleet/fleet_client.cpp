@@ -195,7 +195,8 @@ int main(int argc, char** argv) {
       return usage(("bad value for " + k + ": '" + v + "'").c_str());
     }
   }
-  if (o.endpoint.empty() || o.endpoint.rfind(':') == std::string::npos) return usage("--endpoint HOST:PORT is required");
+  if (o.endpoint.empty() || o.endpoint.rfind(':') == std::string::npos)
+    return usage("--endpoint HOST:PORT is required");
   std::ifstream in(token_file);
   if (!std::getline(in, o.token) || o.token.empty()) return usage("--token-file must name a file holding the token");
   if (o.workers < 1 || o.workers > 100000 || o.capacity < 1) return usage("--workers 1..100000, --capacity >= 1");

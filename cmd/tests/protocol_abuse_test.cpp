@@ -179,9 +179,9 @@ TEST(ProtocolAbuse, ARepeatedStartOfAnAttemptAlreadyStartedIsGrantedAgain) {
   EXPECT_TRUE(has(e, "\"type\":\"start_granted\"")) << (e.received.empty() ? "(nothing)" : e.received.back());
   EXPECT_FALSE(has(e, "\"type\":\"start_denied\""));
   // Another attempt number or token is still denied.
-  auto wrong = talk(c.port("n1"), {hello("w1", worker_token),
-                                   R"({"type":"start","version":1,"run_id":)" + std::to_string(run) +
-                                       R"(,"attempt":2,"lease_token":")" + token + R"("})"});
+  auto wrong =
+      talk(c.port("n1"), {hello("w1", worker_token), R"({"type":"start","version":1,"run_id":)" + std::to_string(run) +
+                                                         R"(,"attempt":2,"lease_token":")" + token + R"("})"});
   EXPECT_TRUE(has(wrong, "\"type\":\"start_denied\""));
   auto after = c.db().run(run);
   EXPECT_EQ(after->state, "RUNNING");

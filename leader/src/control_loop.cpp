@@ -29,6 +29,11 @@ protocol::AttemptRef ref_of(const store::ActiveRun& r) {
   return protocol::AttemptRef{r.id.value, r.attempt, r.lease_token};
 }
 
+/// True when `r` is in `state` and held by exactly this worker's attempt.
+bool held_by(const store::ActiveRun& r, RunState state, const std::string& worker, const protocol::AttemptRef& ref) {
+  return r.state == state && r.worker_id == worker && r.attempt == ref.attempt && r.lease_token == ref.lease_token;
+}
+
 }  // namespace
 
 ControlLoop::ControlLoop(Epoch epoch, NodeIdentity me, RuntimeConfig cfg, RunLanes runs, store::LeaderStore& store,
@@ -200,8 +205,7 @@ void ControlLoop::on_attached(const WorkerAttached& e) {
     if (t.row.worker_id == id) t.reported = clock_.mono();
   for (const auto& ref : e.hello.running) {
     auto it = tracked_.find(ref.run_id);
-    bool ours = it != tracked_.end() && it->second.row.state == RunState::running && it->second.row.worker_id == id &&
-                it->second.row.attempt == ref.attempt && it->second.row.lease_token == ref.lease_token;
+    const bool ours = it != tracked_.end() && held_by(it->second.row, RunState::running, id, ref);
     if (!ours) {
       spdlog::info("stale_attempt_cancel run={} attempt={} worker={} epoch={}", ref.run_id, ref.attempt, id,
                    epoch_.value);
@@ -266,24 +270,23 @@ void ControlLoop::on_start(const std::string& worker, const protocol::Start& m) 
   }
   if (it == tracked_.end()) return deny_start(worker, m.ref, "run is not assigned");
   const store::ActiveRun& r = it->second.row;
-  if (r.state == RunState::running && r.worker_id == worker && r.attempt == m.ref.attempt &&
-      r.lease_token == m.ref.lease_token) {
-    // The start was written but its grant never reached the worker (the
-    // connection, or the leader that sent it, died): the database already
-    // holds this attempt's start right, so grant it again. Denying it left
-    // the run RUNNING with no worker running it.
-    spdlog::info("start_regranted run={} attempt={} worker={} epoch={}", r.id.value, r.attempt, worker, epoch_.value);
-    it->second.reported = clock_.mono();
-    send(worker, protocol::StartGranted{m.ref});
-    return;
-  }
-  if (r.state != RunState::assigned || r.worker_id != worker || r.attempt != m.ref.attempt ||
-      r.lease_token != m.ref.lease_token)
+  if (held_by(r, RunState::running, worker, m.ref)) return regrant_start(it->second, worker, m.ref);
+  if (!held_by(r, RunState::assigned, worker, m.ref))
     return deny_start(worker, m.ref, "not the current assignment of this run");
   // "No start right, no process": the grant is sent only after the batched
-  // start write (flush_starts) has committed.
+  // start write (flush_starts_and_finishes) has committed.
   if (!pending_start_ids_.insert(r.id.value).second) return;  // a repeated start already queued
   pending_starts_.push_back({r.id, r.version, {worker, r.attempt, r.lease_token}});
+}
+
+void ControlLoop::regrant_start(Tracked& t, const std::string& worker, const protocol::AttemptRef& ref) {
+  // The start was written but its grant never reached the worker (the
+  // connection, or the leader that sent it, died): the database already holds
+  // this attempt's start right, so grant it again. Denying it left the run
+  // RUNNING with no worker running it.
+  spdlog::info("start_regranted run={} attempt={} worker={} epoch={}", ref.run_id, ref.attempt, worker, epoch_.value);
+  t.reported = clock_.mono();
+  send(worker, protocol::StartGranted{ref});
 }
 
 void ControlLoop::deny_start(const std::string& worker, const protocol::AttemptRef& ref, const std::string& why) {
@@ -344,8 +347,7 @@ void ControlLoop::apply_starts(const std::vector<store::StartRow>& rows, const R
     r.running_age_ms = 0;
     it->second.reported = clock_.mono();
     metrics_.runs_started++;
-    spdlog::info("run_started run={} attempt={} worker={} epoch={}", r.id.value, r.attempt, r.worker_id,
-                 epoch_.value);
+    spdlog::info("run_started run={} attempt={} worker={} epoch={}", r.id.value, r.attempt, r.worker_id, epoch_.value);
     send(r.worker_id, protocol::StartGranted{ref});
   }
   if (lost.empty()) return;
@@ -357,15 +359,8 @@ void ControlLoop::apply_starts(const std::vector<store::StartRow>& rows, const R
   for (const auto* row : lost) {
     const protocol::AttemptRef ref{row->run.value, row->attempt.attempt, row->attempt.lease_token};
     auto it = tracked_.find(row->run.value);
-    const bool started = fresh && it != tracked_.end() && it->second.row.state == RunState::running &&
-                         it->second.row.worker_id == row->attempt.worker_id &&
-                         it->second.row.attempt == row->attempt.attempt &&
-                         it->second.row.lease_token == row->attempt.lease_token;
-    if (started) {
-      spdlog::info("start_regranted run={} attempt={} worker={} epoch={}", ref.run_id, ref.attempt,
-                   row->attempt.worker_id, epoch_.value);
-      it->second.reported = clock_.mono();
-      send(row->attempt.worker_id, protocol::StartGranted{ref});
+    if (fresh && it != tracked_.end() && held_by(it->second.row, RunState::running, row->attempt.worker_id, ref)) {
+      regrant_start(it->second, row->attempt.worker_id, ref);
     } else {
       deny_start(row->attempt.worker_id, ref, "start lost a race");
     }
@@ -379,9 +374,7 @@ void ControlLoop::on_heartbeat(const std::string& worker, const protocol::Heartb
       refresh_runs();
       it = tracked_.find(ref.run_id);
     }
-    const bool current = it != tracked_.end() && it->second.row.state == RunState::running &&
-                         it->second.row.worker_id == worker && it->second.row.attempt == ref.attempt &&
-                         it->second.row.lease_token == ref.lease_token;
+    const bool current = it != tracked_.end() && held_by(it->second.row, RunState::running, worker, ref);
     if (!current) {
       spdlog::info("stale_attempt_cancel run={} attempt={} worker={} epoch={}", ref.run_id, ref.attempt, worker,
                    epoch_.value);
@@ -428,10 +421,7 @@ void ControlLoop::flush_heartbeats() {
 }
 
 void ControlLoop::on_finish(const std::string& worker, const protocol::Finish& m) {
-  auto matches = [&](const store::ActiveRun& r) {
-    return r.state == RunState::running && r.attempt == m.ref.attempt && r.lease_token == m.ref.lease_token &&
-           r.worker_id == worker;
-  };
+  auto matches = [&](const store::ActiveRun& r) { return held_by(r, RunState::running, worker, m.ref); };
   auto it = tracked_.find(m.ref.run_id);
   if (it == tracked_.end() || !matches(it->second.row)) {
     // This loop's copy may be stale (another epoch's writes, a lost race):
@@ -600,8 +590,7 @@ void ControlLoop::dispatch() {
           std::chrono::duration_cast<std::chrono::microseconds>(clock_.mono() - since->second).count());
       due_since_.erase(since);
     }
-    spdlog::info("run_assigned run={} attempt={} worker={} epoch={}", d.id.value, w.attempt, a.worker_id,
-                 epoch_.value);
+    spdlog::info("run_assigned run={} attempt={} worker={} epoch={}", d.id.value, w.attempt, a.worker_id, epoch_.value);
     send(a.worker_id, protocol::Assign{ref_of(row), tasks, d.timeout_ms});
     tracked_[d.id.value] = Tracked{row, std::move(tasks), clock_.mono()};
   }

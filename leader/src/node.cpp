@@ -189,8 +189,8 @@ class NodeRuntime final : public ServerHandlers {
     h->start_runs = ports_.run_store(app + "-starts");
     h->finish_runs = ports_.run_store(app + "-finishes");
     h->store = ports_.leader_store(app + "-q");
-    h->loop = std::make_unique<ControlLoop>(epoch, me_, cfg_.runtime, RunLanes{*h->runs, *h->start_runs, *h->finish_runs},
-                                            *h->store, clock_, metrics_);
+    h->loop = std::make_unique<ControlLoop>(
+        epoch, me_, cfg_.runtime, RunLanes{*h->runs, *h->start_runs, *h->finish_runs}, *h->store, clock_, metrics_);
     h->thread = std::thread([h] {
       h->loop->run(h->stop);
       h->done = true;

@@ -36,8 +36,7 @@ std::string batch_update(const std::string& set, const std::string& from, const 
                          const std::string& extra_returning = "", const std::string& extra_ctes = "") {
   return "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1 FOR KEY SHARE),"
          " w AS (UPDATE job_runs r SET " +
-         set +
-         ", version = r.version + 1, leader_epoch = $1, updated_at = now() FROM " + from +
+         set + ", version = r.version + 1, leader_epoch = $1, updated_at = now() FROM " + from +
          " WHERE r.id = b.id AND r.version = b.version AND (SELECT epoch FROM fence) = $1 AND " + where +
          " RETURNING r.*" + extra_returning + ")" + extra_ctes +
          " SELECT (SELECT epoch FROM fence), w.id, w.version, w.lease_token::text, w.attempt"

@@ -3,10 +3,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
-#include <algorithm>
 #include <deque>
 #include <map>
 #include <random>
@@ -170,7 +170,8 @@ class Agent {
       // connection until a new leader is known). Back off only once every
       // coordinator has failed in a row.
       const int round = static_cast<int>(cfg_.coordinators.size());
-      if (failures_ > round) delay = reconnect_delay(failures_ - round, cfg_.reconnect_base, cfg_.reconnect_max, rng_());
+      if (failures_ > round)
+        delay = reconnect_delay(failures_ - round, cfg_.reconnect_base, cfg_.reconnect_max, rng_());
     }
     reconnect_timer_.expires_after(delay);
     reconnect_timer_.async_wait([this](beast::error_code ec) {
@@ -463,9 +464,8 @@ class Agent {
   Journal journal_;
   asio::io_context ioc_;
   // After ioc_: it posts to ioc_, so it must stop first.
-  OutboxWriter outbox_writer_{outbox_, [this](std::vector<protocol::Finish> g, Result<void> w) {
-                                on_durable(std::move(g), w);
-                              }};
+  OutboxWriter outbox_writer_{outbox_,
+                              [this](std::vector<protocol::Finish> g, Result<void> w) { on_durable(std::move(g), w); }};
   tcp::resolver resolver_;
   asio::steady_timer reconnect_timer_, heartbeat_timer_, tick_timer_;
   std::unique_ptr<websocket::stream<beast::tcp_stream>> ws_;

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <boost/json.hpp>
 #include <cerrno>
-#include <cstring>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>

@@ -30,13 +30,13 @@
 namespace baton::leader {
 
 struct RuntimeConfig {
-  Millis heartbeat_interval{1000};     ///< workers send heartbeats this often
-  Millis heartbeat_timeout{5000};      ///< a worker silent this long is detached
-  Millis reassign_after{10000};        ///< ASSIGNED and not started this long -> ORPHANED
+  Millis heartbeat_interval{1000};       ///< workers send heartbeats this often
+  Millis heartbeat_timeout{5000};        ///< a worker silent this long is detached
+  Millis reassign_after{10000};          ///< ASSIGNED and not started this long -> ORPHANED
   Millis reassign_detached_after{1000};  ///< ... or this long when its worker is not attached
-  Millis continuation_timeout{30000};  ///< how long a detached worker keeps a RUNNING attempt going
-  Millis continuation_margin{10000};   ///< the leader waits deadline + margin before retrying the attempt
-  Millis timeout_grace{5000};          ///< leader-side enforcement of a run timeout, after the worker's
+  Millis continuation_timeout{30000};    ///< how long a detached worker keeps a RUNNING attempt going
+  Millis continuation_margin{10000};     ///< the leader waits deadline + margin before retrying the attempt
+  Millis timeout_grace{5000};            ///< leader-side enforcement of a run timeout, after the worker's
   Millis dispatch_every{50};
   Millis reap_every{500};
   Millis cron_every{200};
@@ -111,6 +111,7 @@ class ControlLoop {
   void on_heartbeat(const std::string& worker, const protocol::Heartbeat& m);
   void on_finish(const std::string& worker, const protocol::Finish& m);
   void deny_start(const std::string& worker, const protocol::AttemptRef& ref, const std::string& why);
+  void regrant_start(Tracked& t, const std::string& worker, const protocol::AttemptRef& ref);
   /// Writes the starts / finishes queued during one pass of the loop as one
   /// statement each, then sends the grants / acks of the rows it applied.
   void flush_starts_and_finishes();

@@ -14,13 +14,13 @@
 // - the journal: one line per real process start and exit, with run,
 //   attempt, fence token, pid and monotonic and wall times, for checkers.
 #include <chrono>
-#include <cstdint>
-#include <map>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "baton/core/clock.h"
