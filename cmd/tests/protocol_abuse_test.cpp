@@ -66,6 +66,22 @@ Exchange talk(int port, const std::vector<std::string>& frames, bool binary = fa
   return out;
 }
 
+std::string start_frame(std::int64_t run, int attempt, const std::string& token) {
+  return R"({"type":"start","version":1,"run_id":)" + std::to_string(run) + R"(,"attempt":)" + std::to_string(attempt) +
+         R"(,"lease_token":")" + token + R"("})";
+}
+
+/// One node, worker w1, and a run of `long` that w1 is RUNNING.
+std::int64_t running_run(Cluster& c) {
+  c.start_node("n1");
+  EXPECT_EQ(c.wait_for_leader(), "n1");
+  c.start_worker("w1");
+  EXPECT_TRUE(c.wait_for_workers("n1", 1));
+  auto run = c.trigger("n1", "long");
+  EXPECT_TRUE(c.wait_for_state(run, "RUNNING", 5s));
+  return run;
+}
+
 bool has(const Exchange& e, const std::string& needle) {
   for (const auto& r : e.received)
     if (r.find(needle) != std::string::npos) return true;
@@ -76,12 +92,8 @@ bool has(const Exchange& e, const std::string& needle) {
 
 TEST(ProtocolAbuse, BadFramesGetAnErrorAndACloseAndChangeNothing) {
   Cluster c("abuse", jobs);
-  c.start_node("n1");
-  ASSERT_EQ(c.wait_for_leader(), "n1");
-  c.start_worker("w1");
-  ASSERT_TRUE(c.wait_for_workers("n1", 1));
-  auto run = c.trigger("n1", "long");
-  ASSERT_TRUE(c.wait_for_state(run, "RUNNING", 5s));
+  auto run = running_run(c);
+  ASSERT_FALSE(::testing::Test::HasFailure());
   auto before = c.db().run(run);
   const int port = c.port("n1");
 
@@ -129,9 +141,7 @@ TEST(ProtocolAbuse, BadFramesGetAnErrorAndACloseAndChangeNothing) {
 
   // An authenticated intruder asking to start someone else's run is denied.
   auto tok = c.db().run(run);
-  auto e = talk(port, {hello("intruder", worker_token),
-                       R"({"type":"start","version":1,"run_id":)" + std::to_string(run) +
-                           R"(,"attempt":1,"lease_token":"00000000-0000-4000-8000-000000000000"})"});
+  auto e = talk(port, {hello("intruder", worker_token), start_frame(run, 1, "00000000-0000-4000-8000-000000000000")});
   EXPECT_TRUE(has(e, "\"type\":\"welcome\""));
   EXPECT_TRUE(has(e, "\"type\":\"start_denied\"")) << (e.received.empty() ? "" : e.received.back());
 
@@ -161,16 +171,11 @@ TEST(ProtocolAbuse, BadFramesGetAnErrorAndACloseAndChangeNothing) {
 // running it (found by bench/run's failover trials).
 TEST(ProtocolAbuse, ARepeatedStartOfAnAttemptAlreadyStartedIsGrantedAgain) {
   Cluster c("regrant", jobs);
-  c.start_node("n1");
-  ASSERT_EQ(c.wait_for_leader(), "n1");
-  c.start_worker("w1");
-  ASSERT_TRUE(c.wait_for_workers("n1", 1));
-  auto run = c.trigger("n1", "long");
-  ASSERT_TRUE(c.wait_for_state(run, "RUNNING", 5s));
+  auto run = running_run(c);
+  ASSERT_FALSE(::testing::Test::HasFailure());
   const std::string token = c.db().run(run)->lease_token;
   ASSERT_EQ(token.size(), 36u);
-  const std::string start = R"({"type":"start","version":1,"run_id":)" + std::to_string(run) +
-                            R"(,"attempt":1,"lease_token":")" + token + R"("})";
+  const std::string start = start_frame(run, 1, token);
   // The real w1 is paused so that it cannot reconnect and replace the
   // connections below (the newest connection of a worker id wins).
   c.proc("w1").signal(SIGSTOP);
@@ -179,9 +184,7 @@ TEST(ProtocolAbuse, ARepeatedStartOfAnAttemptAlreadyStartedIsGrantedAgain) {
   EXPECT_TRUE(has(e, "\"type\":\"start_granted\"")) << (e.received.empty() ? "(nothing)" : e.received.back());
   EXPECT_FALSE(has(e, "\"type\":\"start_denied\""));
   // Another attempt number or token is still denied.
-  auto wrong =
-      talk(c.port("n1"), {hello("w1", worker_token), R"({"type":"start","version":1,"run_id":)" + std::to_string(run) +
-                                                         R"(,"attempt":2,"lease_token":")" + token + R"("})"});
+  auto wrong = talk(c.port("n1"), {hello("w1", worker_token), start_frame(run, 2, token)});
   EXPECT_TRUE(has(wrong, "\"type\":\"start_denied\""));
   auto after = c.db().run(run);
   EXPECT_EQ(after->state, "RUNNING");

@@ -247,8 +247,8 @@ class NodeRuntime final : public ServerHandlers {
     MonoTime since;
     Epoch skip_epoch{0};  ///< do not redirect to the leader of this epoch (the worker could not reach it)
   };
-  std::map<std::uint64_t, Parked> parked_;
-  bool stopping_ = false;  ///< link id -> a worker waiting for a leader to be known
+  std::map<std::uint64_t, Parked> parked_;  ///< link id -> a worker waiting for a leader to be known
+  bool stopping_ = false;                   ///< stop_loops() has begun: hold no more workers
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 // (`unnest($n::type[])`), so a batch is one parameter per column whatever its
 // length. Strings are quoted and escaped; NUL bytes, which PostgreSQL text
 // cannot hold, are dropped rather than failing the whole batch.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -42,5 +43,21 @@ std::string pg_array(const std::vector<T>& values) {
   }
   return out + "}";
 }
+
+/// The per-attempt columns of a batched statement (run id, expected
+/// version, worker, attempt, lease token), one array parameter each.
+struct AttemptArrays {
+  std::vector<std::int64_t> ids, versions;
+  std::vector<std::string> workers, tokens;
+  std::vector<int> attempts;
+
+  void add(std::int64_t id, std::int64_t version, const std::string& worker, int attempt, const std::string& token) {
+    ids.push_back(id);
+    versions.push_back(version);
+    workers.push_back(worker);
+    attempts.push_back(attempt);
+    tokens.push_back(token);
+  }
+};
 
 }  // namespace baton::store::pg

@@ -112,20 +112,13 @@ Result<std::vector<ActiveRun>> PgLeaderStore::active_runs(Millis continuation_ma
 
 Result<HeartbeatBatchResult> PgLeaderStore::heartbeat_batch(Epoch epoch, const std::vector<HeartbeatRow>& rows,
                                                             Millis stale_after) {
-  std::vector<std::int64_t> ids, versions;
-  std::vector<std::string> workers, tokens;
-  std::vector<int> attempts;
-  for (const auto& r : rows) {
-    ids.push_back(r.id.value);
-    versions.push_back(r.version.value);
-    workers.push_back(r.attempt.worker_id);
-    attempts.push_back(r.attempt.attempt);
-    tokens.push_back(r.attempt.lease_token);
-  }
+  AttemptArrays a;
+  for (const auto& r : rows)
+    a.add(r.id.value, r.version.value, r.attempt.worker_id, r.attempt.attempt, r.attempt.lease_token);
   return session_.with<HeartbeatBatchResult>([&](pqxx::connection& c) -> Result<HeartbeatBatchResult> {
     pqxx::nontransaction tx{c};  // one autocommit statement, like every fenced write
-    auto res = tx.exec_params(heartbeat_batch_sql(), epoch.value, stale_after.count(), pg_array(ids),
-                              pg_array(versions), pg_array(workers), pg_array(attempts), pg_array(tokens));
+    auto res = tx.exec_params(heartbeat_batch_sql(), epoch.value, stale_after.count(), pg_array(a.ids),
+                              pg_array(a.versions), pg_array(a.workers), pg_array(a.attempts), pg_array(a.tokens));
     HeartbeatBatchResult out;
     for (const auto& r : res) {
       out.current_epoch = Epoch{r[0].as<std::int64_t>()};

@@ -334,35 +334,24 @@ Result<BatchWriteResult> PgRunStore::assign_batch(Epoch epoch, const std::vector
 
 Result<BatchWriteResult> PgRunStore::start_batch(Epoch epoch, const std::vector<StartRow>& rows, Millis stale_after) {
   if (rows.empty()) return BatchWriteResult{epoch, {}};
-  std::vector<std::int64_t> ids, versions;
-  std::vector<std::string> workers, tokens;
-  std::vector<int> attempts;
-  for (const auto& r : rows) {
-    ids.push_back(r.run.value);
-    versions.push_back(r.expected_version.value);
-    workers.push_back(r.attempt.worker_id);
-    attempts.push_back(r.attempt.attempt);
-    tokens.push_back(r.attempt.lease_token);
-  }
-  return batch("run_start_batch", epoch, stale_after.count(), pg_array(ids), pg_array(versions), pg_array(workers),
-               pg_array(attempts), pg_array(tokens));
+  AttemptArrays a;
+  for (const auto& r : rows)
+    a.add(r.run.value, r.expected_version.value, r.attempt.worker_id, r.attempt.attempt, r.attempt.lease_token);
+  return batch("run_start_batch", epoch, stale_after.count(), pg_array(a.ids), pg_array(a.versions),
+               pg_array(a.workers), pg_array(a.attempts), pg_array(a.tokens));
 }
 
 Result<BatchWriteResult> PgRunStore::finish_batch(Epoch epoch, const std::vector<FinishRow>& rows) {
   if (rows.empty()) return BatchWriteResult{epoch, {}};
-  std::vector<std::int64_t> ids, versions, delays;
-  std::vector<std::string> workers, tokens, next, outcome, result, code, msg;
-  std::vector<int> attempts;
+  AttemptArrays a;
+  std::vector<std::int64_t> delays;
+  std::vector<std::string> next, outcome, result, code, msg;
   std::vector<std::optional<int>> exit_codes;
   for (const auto& r : rows) {
     const RunState fs = r.finish.final_state;
     BATON_ASSERT(fs == RunState::succeeded || fs == RunState::failed || fs == RunState::timed_out);
     BATON_ASSERT(!r.retry_delay || fs != RunState::succeeded);
-    ids.push_back(r.run.value);
-    versions.push_back(r.expected_version.value);
-    workers.push_back(r.attempt.worker_id);
-    attempts.push_back(r.attempt.attempt);
-    tokens.push_back(r.attempt.lease_token);
+    a.add(r.run.value, r.expected_version.value, r.attempt.worker_id, r.attempt.attempt, r.attempt.lease_token);
     next.emplace_back(r.retry_delay ? "RETRY_WAITING" : to_string(fs));
     outcome.emplace_back(to_string(fs));
     result.push_back(r.finish.result_json);
@@ -371,9 +360,9 @@ Result<BatchWriteResult> PgRunStore::finish_batch(Epoch epoch, const std::vector
     exit_codes.push_back(r.finish.exit_code);
     delays.push_back(r.retry_delay ? r.retry_delay->count() : 0);
   }
-  return batch("run_finish_batch", epoch, pg_array(ids), pg_array(versions), pg_array(workers), pg_array(attempts),
-               pg_array(tokens), pg_array(next), pg_array(outcome), pg_array(result), pg_array(code), pg_array(msg),
-               pg_array(exit_codes), pg_array(delays));
+  return batch("run_finish_batch", epoch, pg_array(a.ids), pg_array(a.versions), pg_array(a.workers),
+               pg_array(a.attempts), pg_array(a.tokens), pg_array(next), pg_array(outcome), pg_array(result),
+               pg_array(code), pg_array(msg), pg_array(exit_codes), pg_array(delays));
 }
 
 template <class... Args>
