@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Exports the database's own records for the chaos checker as CSV files, and
+# Exports the database's own records for the chaos checker as JSON lines, and
 # answers the harness's quiescence question. Read-only.
 #   export-history.sh export URL OUTDIR
 #   export-history.sh pending URL WINDOW_END_UNIX_US   -> count of unfinished runs created before the window end
@@ -18,18 +18,30 @@ activity)
       xact_start, left(query, 200) FROM pg_stat_activity WHERE datname = current_database()) TO '$3' CSV"
   ;;
 export)
+  # JSON lines, one object per row (psql unaligned tuples: no COPY escaping);
+  # a missing commit timestamp stays null, which the checker fails.
   out=$3; mkdir -p "$out"
-  q "\\copy (SELECT r.id, coalesce(j.name, ''), r.state, r.attempt, coalesce(r.idempotency_key, ''),
-      coalesce(floor(extract(epoch FROM r.scheduled_for))::bigint, 0), floor(extract(epoch FROM r.created_at) * 1e6)::bigint
-      FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id ORDER BY r.id) TO '$out/runs.csv' CSV"
-  q "\\copy (SELECT run_id, coalesce(from_state, ''), to_state, leader_epoch,
-      floor(extract(epoch FROM pg_xact_commit_timestamp((xid % 4294967296)::text::xid)) * 1e6)::bigint
-      FROM job_run_transitions ORDER BY id) TO '$out/transitions.csv' CSV"
-  q "\\copy (SELECT epoch, leader_id, leader_incarnation,
-      floor(extract(epoch FROM pg_xact_commit_timestamp((election_xid % 4294967296)::text::xid)) * 1e6)::bigint
-      FROM epoch_history ORDER BY epoch) TO '$out/epochs.csv' CSV"
-  q "\\copy (SELECT run_id, attempt, coalesce(worker_id, ''), outcome, leader_epoch FROM job_run_attempts ORDER BY id) TO '$out/attempts.csv' CSV"
-  q "\\copy (SELECT id, at, actor, action, coalesce(subject, ''), coalesce(epoch, 0) FROM audit_log ORDER BY id) TO '$out/audit_log.csv' CSV"
+  j() { psql -X -q -t -A -v ON_ERROR_STOP=1 "$url" -o "$out/$1" -c "$2"; }
+  cts="floor(extract(epoch FROM pg_xact_commit_timestamp((%s %% 4294967296)::text::xid)) * 1e6)::bigint"
+  j runs.jsonl "SELECT json_build_object('id', r.id, 'job', j.name, 'state', r.state, 'attempt', r.attempt,
+      'max_attempts', r.max_attempts, 'key', r.idempotency_key,
+      'slot', floor(extract(epoch FROM r.scheduled_for))::bigint, 'created_us', floor(extract(epoch FROM r.created_at) * 1e6)::bigint,
+      'error_code', r.error_code)
+      FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id ORDER BY r.id"
+  j transitions.jsonl "SELECT json_build_object('id', id, 'run', run_id, 'from', from_state, 'to', to_state,
+      'from_version', from_version, 'to_version', to_version, 'attempt', attempt, 'epoch', leader_epoch,
+      'continuation', continuation_state, 'commit_us', $(printf "$cts" xid))
+      FROM job_run_transitions ORDER BY id"
+  j epochs.jsonl "SELECT json_build_object('epoch', epoch, 'node', leader_id, 'incarnation', leader_incarnation,
+      'commit_us', $(printf "$cts" election_xid), 'end_reason', end_reason)
+      FROM epoch_history ORDER BY epoch"
+  j attempts.jsonl "SELECT json_build_object('run', run_id, 'attempt', attempt, 'worker', worker_id, 'outcome', outcome,
+      'exit_code', exit_code, 'token', lease_token::text, 'epoch', leader_epoch)
+      FROM job_run_attempts ORDER BY id"
+  j dead_letters.jsonl "SELECT json_build_object('run', run_id, 'final_state', final_state, 'attempts', attempts,
+      'error_code', error_code) FROM dead_letters ORDER BY id"
+  j audit_log.jsonl "SELECT json_build_object('id', id, 'at', at, 'actor', actor, 'action', action, 'subject', subject,
+      'epoch', epoch) FROM audit_log ORDER BY id"
   ;;
 *) echo "usage: $0 export URL OUTDIR | pending URL WINDOW_END_US" >&2; exit 2 ;;
 esac

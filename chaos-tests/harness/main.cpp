@@ -44,10 +44,29 @@ using baton::testing::http_request;
 namespace {
 
 const std::vector<std::string> all_faults = {
-    "kill9_leader",      "kill9_follower", "kill9_worker", "pause_leader", "partition_leader_db",
+    "kill9_leader",      "kill9_follower", "kill9_worker", "pause_leader", "pause_worker", "partition_leader_db",
     "partition_workers", "proxy_latency",  "proxy_reset",  "pg_restart",   "clock_skew"};
 const std::string admin_token = "example-admin-token-change-me";
+// The cluster's timing (written into every node config and into window.txt
+// for the checker, which derives its bounds from them).
 constexpr auto lease = 3000ms;
+constexpr auto poll_every = 300ms;
+constexpr auto continuation = 4000ms;
+constexpr auto continuation_margin = 2000ms;
+constexpr auto probe_every = 200ms;
+
+std::int64_t mono_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// The state letter of /proc/PID/stat (R, S, T for stopped, ...).
+char process_state(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto close = all.rfind(')');
+  return close == std::string::npos || close + 2 >= all.size() ? '?' : all[close + 2];
+}
 
 std::int64_t wall_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -84,9 +103,13 @@ class Harness {
     fs::create_directories(o_.out + "/journals");
     fs::create_directories(o_.out + "/logs");
     fs::create_directories(o_.out + "/db");
+    fs::create_directories(o_.out + "/evidence");
+    fs::create_directories(o_.out + "/outbox");
+    evidence_ = fs::absolute(o_.out).string() + "/evidence/tasks.jsonl";
     work_ = fs::absolute(o_.out).string() + "/work";
     fs::create_directories(work_ + "/jobs");
     nemesis_.open(o_.out + "/nemesis.log");
+    probes_.open(o_.out + "/probes.log");
     submissions_.open(o_.out + "/submissions.log");
 
     char tmpl[] = "/tmp/baton-chaos-pg-XXXXXX";
@@ -114,19 +137,32 @@ class Harness {
     std::this_thread::sleep_for(1500ms);
     for (int i = 1; i <= o_.workers; ++i) start_worker("w" + std::to_string(i));
     if (!wait_leader(20s).size()) return fail("no leader elected");
+    if (skewed_node_.size()) {
+      // The skewed node runs under libfaketime: its environment says so.
+      std::ifstream env("/proc/" + std::to_string(procs_.at(skewed_node_)->pid()) + "/environ");
+      std::string all((std::istreambuf_iterator<char>(env)), std::istreambuf_iterator<char>());
+      if (all.find("FAKETIME=+3m") != std::string::npos) event("effect", "clock_skew", skewed_node_, "faketime");
+    }
 
-    const std::int64_t start = wall_us();
+    const std::int64_t start = wall_us(), start_mono = mono_ns();
     std::atomic<bool> stop_workload{false};
     std::thread workload([&] { drive(stop_workload); });
+    std::vector<std::thread> probers;
+    for (auto& [id, port] : node_port_)
+      probers.emplace_back([&, id = id, port = port] { probe(id, port, stop_workload); });
     nemesis(start);
-    const std::int64_t end = wall_us();
+    const std::int64_t end = wall_us(), end_mono = mono_ns();
     heal_all();
     stop_workload = true;
     workload.join();
+    for (auto& t : probers) t.join();
     std::string requested;
     for (const auto& f : o_.faults) requested += (requested.empty() ? "" : ",") + f;
     std::ofstream(o_.out + "/window.txt")
-        << "start_us=" << start << " end_us=" << end << " cron_job=chaos-cron faults=" << requested << "\n";
+        << "start_us=" << start << " end_us=" << end << " start_mono_ns=" << start_mono << " end_mono_ns=" << end_mono
+        << " cron_job=chaos-cron faults=" << requested << " continuation_ms=" << continuation.count()
+        << " continuation_margin_ms=" << continuation_margin.count() << " lease_ms=" << lease.count()
+        << " poll_ms=" << poll_every.count() << "\n";
     log("window closed; waiting for quiescence");
     bool quiet = false;
     for (int i = 0; i < 120 && !quiet; ++i) {
@@ -146,6 +182,7 @@ class Harness {
     for (auto& [k, p] : worker_proxy_) p->stop();
     ioc_.stop();
     io_thread_.join();
+    for (auto* f : {&nemesis_, &submissions_, &probes_}) f->close();
     return check(o_.out);
   }
 
@@ -172,46 +209,72 @@ class Harness {
   void event(const std::string& phase, const std::string& fault, const std::string& target,
              const std::string& detail = "") {
     std::lock_guard lock(mutex_);
-    nemesis_ << "t_us=" << wall_us() << " phase=" << phase << " fault=" << fault << " target=" << target
-             << (detail.empty() ? "" : " detail=" + detail) << "\n";
+    nemesis_ << "t_us=" << wall_us() << " mono_ns=" << mono_ns() << " phase=" << phase << " fault=" << fault
+             << " target=" << target << (detail.empty() ? "" : " detail=" + detail) << "\n";
     nemesis_.flush();
     log(phase + " " + fault + " " + target + " " + detail);
   }
 
+  /// Every job runs baton-chaos-task, which writes its own evidence.
+  std::string task(const std::string& args) const {
+    return "[" + std::string(BATON_CHAOS_TASK) + ", --evidence, " + evidence_ + ", " + args + "]";
+  }
+
   void write_jobs() {
-    std::ofstream(work_ + "/jobs/chaos.yaml") << R"(jobs:
-  - name: chaos-cron
-    schedule: '* * * * * *'
-    misfire_policy: run_all
-    max_attempts: 3
-    retry: {base: 200ms, cap: 2s}
-    tasks:
-      - {kind: PROGRAM, command: [/bin/true]}
-  - name: chaos-short
-    max_attempts: 3
-    retry: {base: 200ms, cap: 2s}
-    tasks:
-      - {kind: PROGRAM, command: [/bin/sleep, '1']}
-  - name: chaos-medium
-    max_attempts: 3
-    retry: {base: 200ms, cap: 2s}
-    tasks:
-      - {kind: PROGRAM, command: [/bin/sh, -c, 'sleep 2; echo done']}
-  - name: chaos-fail
-    max_attempts: 2
-    retry: {base: 200ms, cap: 1s}
-    tasks:
-      - {kind: PROGRAM, command: [/bin/sh, -c, 'sleep 0.3; exit 7']}
-  - name: chaos-slow
-    max_attempts: 3
-    retry: {base: 200ms, cap: 2s}
-    tasks:
-      - {kind: PROGRAM, command: [/bin/sleep, '8']}
-  - name: chaos-long
-    max_attempts: 3
-    tasks:
-      - {kind: PROGRAM, command: [/bin/sleep, '4']}
-)";
+    std::ofstream(work_ + "/jobs/chaos.yaml") << "jobs:\n"
+                                                 "  - name: chaos-cron\n"
+                                                 "    schedule: '* * * * * *'\n"
+                                                 "    misfire_policy: run_all\n"
+                                                 "    max_attempts: 3\n"
+                                                 "    retry: {base: 200ms, cap: 2s}\n"
+                                                 "    tasks:\n"
+                                                 "      - {kind: PROGRAM, command: "
+                                              << task("--sleep, '50'")
+                                              << "}\n"
+                                                 "  - name: chaos-short\n"
+                                                 "    max_attempts: 3\n"
+                                                 "    retry: {base: 200ms, cap: 2s}\n"
+                                                 "    tasks:\n"
+                                                 "      - {kind: PROGRAM, command: "
+                                              << task("--sleep, '1000'")
+                                              << "}\n"
+                                                 // Forks a detached grandchild that outlives nothing if contained.
+                                                 "  - name: chaos-medium\n"
+                                                 "    max_attempts: 3\n"
+                                                 "    retry: {base: 200ms, cap: 2s}\n"
+                                                 "    tasks:\n"
+                                                 "      - {kind: PROGRAM, command: "
+                                              << task("--sleep, '2000', --grandchild, '2000'")
+                                              << "}\n"
+                                                 "  - name: chaos-fail\n"
+                                                 "    max_attempts: 2\n"
+                                                 "    retry: {base: 200ms, cap: 1s}\n"
+                                                 "    tasks:\n"
+                                                 "      - {kind: PROGRAM, command: "
+                                              << task("--sleep, '300', --exit, '7'")
+                                              << "}\n"
+                                                 // Longer than a partition, with a grandchild: a partitioned or
+                                                 // paused worker is busy, and its whole tree must die with it.
+                                                 "  - name: chaos-slow\n"
+                                                 "    max_attempts: 3\n"
+                                                 "    retry: {base: 200ms, cap: 2s}\n"
+                                                 "    tasks:\n"
+                                                 "      - {kind: PROGRAM, command: "
+                                              << task("--sleep, '8000', --grandchild, '8000'")
+                                              << "}\n"
+                                                 // Invalid UTF-8 and a multi-byte tail cut mid-character.
+                                                 "  - name: chaos-garbage\n"
+                                                 "    max_attempts: 3\n"
+                                                 "    retry: {base: 200ms, cap: 2s}\n"
+                                                 "    tasks:\n"
+                                                 "      - {kind: PROGRAM, command: "
+                                              << task("--sleep, '200', --garbage")
+                                              << "}\n"
+                                                 "  - name: chaos-long\n"
+                                                 "    max_attempts: 3\n"
+                                                 "    tasks:\n"
+                                                 "      - {kind: PROGRAM, command: "
+                                              << task("--sleep, '4000'") << "}\n";
   }
 
   void start_node(const std::string& id) {
@@ -222,9 +285,12 @@ class Harness {
                        << "\njobs_dir: " << work_
                        << "/jobs\ndatabase: {url: 'postgresql://postgres@127.0.0.1:" << db_proxy_[id]->port()
                        << "/baton', start_timeout: 20s}\n"
-                       << "election: {lease: 3s, renew_every: 500ms, safety_margin: 1s, poll_every: 300ms}\n"
+                       << "election: {lease: " << lease.count()
+                       << "ms, renew_every: 500ms, safety_margin: 1s, poll_every: " << poll_every.count() << "ms}\n"
                        << "runtime: {heartbeat_interval: 300ms, heartbeat_timeout: 1500ms, reassign_after: 3s, "
-                          "continuation_timeout: 4s, continuation_margin: 2s, timeout_grace: 2s}\n";
+                          "continuation_timeout: "
+                       << continuation.count() << "ms, continuation_margin: " << continuation_margin.count()
+                       << "ms, timeout_grace: 2s}\n";
     std::vector<std::string> argv = {binary(), "node", "--config", cfg};
     // One node lives minutes in the future: nothing may depend on synchronised clocks.
     const bool skewed = o_.faults.count("clock_skew") && id == "n" + std::to_string(o_.nodes);
@@ -241,6 +307,7 @@ class Harness {
       if (!skew_logged_) {
         event("inject", "clock_skew", id, "+3m");
         skew_logged_ = true;
+        skewed_node_ = id;
       }
     }
     spawn(id, argv);
@@ -268,7 +335,8 @@ class Harness {
     out << "}\ntoken_file: " << BATON_SOURCE_DIR << "/configs/example-worker.token\ncapacity: 6\nspool_dir: " << work_
         << "/spool-" << id << "\nreconnect: {base: 50ms, max: 1s}\n";
     out.close();
-    spawn(id, {binary(), "worker", "--config", cfg});
+    // BATON_CHAOS_WORKER reaches the tasks, which put it in their evidence.
+    spawn(id, {"/usr/bin/env", "BATON_CHAOS_WORKER=" + id, binary(), "worker", "--config", cfg});
   }
 
   void spawn(const std::string& id, const std::vector<std::string>& argv) {
@@ -300,7 +368,8 @@ class Harness {
   void drive(const std::atomic<bool>& stop) {
     std::mt19937_64 rng(o_.seed * 31 + 7);
     int n = 0;
-    const std::vector<std::string> jobs = {"chaos-short", "chaos-short", "chaos-medium", "chaos-fail", "chaos-slow"};
+    const std::vector<std::string> jobs = {"chaos-short", "chaos-short", "chaos-medium",
+                                           "chaos-fail",  "chaos-slow",  "chaos-garbage"};
     auto next_cancel = std::chrono::steady_clock::now() + 3s;
     while (!stop.load()) {
       const std::string key = "s" + std::to_string(o_.seed) + "-" + std::to_string(++n);
@@ -352,6 +421,29 @@ class Harness {
     return 0;
   }
 
+  // ---- probes: what each node says about leadership ---------------------------
+  /// Asks one node's /status every probe_every until `stop`; one line per
+  /// answer (or non-answer) in probes.log. The checker derives liveness from
+  /// these, never from a node's own log.
+  void probe(const std::string& node, int port, const std::atomic<bool>& stop) {
+    static const std::regex role_re("\"role\":\"(\\w+)\""), epoch_re("\"epoch\":(\\d+)"),
+        leader_re("\"leader_id\":\"([^\"]*)\"");
+    while (!stop.load()) {
+      const std::int64_t at = mono_ns(), at_us = wall_us();
+      auto r = http_request(port, "GET", "/status", {}, "", 1000ms);
+      std::smatch role, epoch, leader;
+      const bool up = r.status == 200 && std::regex_search(r.body, role, role_re) &&
+                      std::regex_search(r.body, epoch, epoch_re) && std::regex_search(r.body, leader, leader_re);
+      {
+        std::lock_guard lock(mutex_);
+        probes_ << "mono_ns=" << at << " t_us=" << at_us << " node=" << node << " up=" << (up ? 1 : 0)
+                << " role=" << (up ? role[1].str() : "") << " epoch=" << (up ? epoch[1].str() : "0")
+                << " leader=" << (up ? leader[1].str() : "") << "\n";
+      }
+      std::this_thread::sleep_for(probe_every);
+    }
+  }
+
   // ---- nemesis ---------------------------------------------------------------
   void nemesis(std::int64_t start) {
     std::vector<std::string> kinds;
@@ -372,6 +464,37 @@ class Harness {
     (void)start;
   }
 
+  /// A proxy fault took effect if the proxy held, delayed or reset
+  /// something while it was on.
+  void proxy_effect(const std::string& fault, const std::string& target, const FaultProxy& p, std::uint64_t before) {
+    if (p.faults_applied() > before)
+      event("effect", fault, target, "applied=" + std::to_string(p.faults_applied() - before));
+  }
+  void kill_effect(const std::string& fault, const std::string& target) {
+    if (auto code = procs_.at(target)->wait_for_exit(3s))
+      event("effect", fault, target, "exit=" + std::to_string(*code));
+  }
+  void stop_effect(const std::string& fault, const std::string& target) {
+    for (int i = 0; i < 50; ++i) {
+      if (process_state(procs_.at(target)->pid()) == 'T') return event("effect", fault, target, "state=T");
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+  std::string postmaster_pid() {
+    std::ifstream in(pg_dir_ + "/data/postmaster.pid");
+    std::string pid;
+    std::getline(in, pid);
+    return pid;
+  }
+  /// What a killed worker's outbox held while it was down: the checker
+  /// tells a finish that was durable from one that was not.
+  void snapshot_outbox(const std::string& worker) {
+    std::error_code ec;
+    const std::string to = o_.out + "/outbox/" + worker + "-" + std::to_string(++snapshots_);
+    fs::create_directories(to, ec);
+    fs::copy(work_ + "/spool-" + worker + "/outbox", to, fs::copy_options::recursive, ec);
+  }
+
   void inject(const std::string& fault) {
     const std::string l = wait_leader(10s);
     std::vector<std::string> followers, workers;
@@ -382,6 +505,7 @@ class Harness {
     if (fault == "kill9_leader" && !l.empty()) {
       event("inject", fault, l);
       procs_.at(l)->signal(SIGKILL);
+      kill_effect(fault, l);
       std::this_thread::sleep_for(std::chrono::milliseconds(1500 + rng_() % 2000));
       start_node(l);
       event("heal", fault, l, "restarted");
@@ -389,6 +513,7 @@ class Harness {
       auto f = pick(followers);
       event("inject", fault, f);
       procs_.at(f)->signal(SIGKILL);
+      kill_effect(fault, f);
       std::this_thread::sleep_for(std::chrono::milliseconds(1000 + rng_() % 2000));
       start_node(f);
       event("heal", fault, f, "restarted");
@@ -396,19 +521,36 @@ class Harness {
       auto w = pick(workers);
       event("inject", fault, w);
       procs_.at(w)->signal(SIGKILL);
+      kill_effect(fault, w);
+      snapshot_outbox(w);
       std::this_thread::sleep_for(std::chrono::milliseconds(500 + rng_() % 2500));
       start_worker(w);
       event("heal", fault, w, "restarted");
     } else if (fault == "pause_leader" && !l.empty()) {
       event("inject", fault, l, "SIGSTOP");
       procs_.at(l)->signal(SIGSTOP);
+      stop_effect(fault, l);
       std::this_thread::sleep_for(lease + std::chrono::milliseconds(1500 + rng_() % 1500));
       procs_.at(l)->signal(SIGCONT);
       event("heal", fault, l, "SIGCONT");
+    } else if (fault == "pause_worker") {
+      // Past the heartbeat timeout, sometimes past continuation + margin:
+      // a paused worker cannot kill anything, so its task trees must die by
+      // themselves before the leader retries their runs.
+      auto w = pick(workers);
+      auto len = std::chrono::milliseconds(2000 + rng_() % 7000);
+      event("inject", fault, w, "SIGSTOP pause_ms=" + std::to_string(len.count()));
+      procs_.at(w)->signal(SIGSTOP);
+      stop_effect(fault, w);
+      std::this_thread::sleep_for(len);
+      procs_.at(w)->signal(SIGCONT);
+      event("heal", fault, w, "SIGCONT");
     } else if (fault == "partition_leader_db" && !l.empty()) {
       event("inject", fault, l, "blackhole");
+      const auto before = db_proxy_[l]->faults_applied();
       db_proxy_[l]->set_mode(ProxyMode::blackhole);
       std::this_thread::sleep_for(lease + std::chrono::milliseconds(1000 + rng_() % 2000));
+      proxy_effect(fault, l, *db_proxy_[l], before);
       db_proxy_[l]->heal();
       event("heal", fault, l);
     } else if (fault == "partition_workers" && !l.empty()) {
@@ -417,27 +559,37 @@ class Harness {
       auto w = pick(workers);
       auto len = std::chrono::milliseconds(2000 + rng_() % 5000);
       event("inject", fault, w, "from=" + l + " blackhole_ms=" + std::to_string(len.count()));
-      worker_proxy_[w + ">" + l]->set_mode(ProxyMode::blackhole);
+      auto& proxy = *worker_proxy_[w + ">" + l];
+      const auto before = proxy.faults_applied();
+      proxy.set_mode(ProxyMode::blackhole);
       std::this_thread::sleep_for(len);
-      worker_proxy_[w + ">" + l]->heal();
+      proxy_effect(fault, w, proxy, before);
+      proxy.heal();
       event("heal", fault, w);
     } else if (fault == "proxy_latency" && !l.empty()) {
       event("inject", fault, l, "db_latency_ms=150");
+      const auto before = db_proxy_[l]->faults_applied();
       db_proxy_[l]->set_mode(ProxyMode::latency, 150ms);
       std::this_thread::sleep_for(4s);
+      proxy_effect(fault, l, *db_proxy_[l], before);
       db_proxy_[l]->heal();
       event("heal", fault, l);
     } else if (fault == "proxy_reset") {
       auto n = pick(std::vector<std::string>{l.empty() ? "n1" : l,
                                              pick(followers.empty() ? std::vector<std::string>{"n1"} : followers)});
       event("inject", fault, n, "db_reset");
+      const auto before = db_proxy_[n]->faults_applied();
       db_proxy_[n]->set_mode(ProxyMode::reset);
       std::this_thread::sleep_for(500ms);
+      proxy_effect(fault, n, *db_proxy_[n], before);
       db_proxy_[n]->heal();
       event("heal", fault, n);
     } else if (fault == "pg_restart") {
+      const std::string before = postmaster_pid();
       event("inject", fault, "postgres");
       run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private restart " + pg_dir_);
+      const std::string after = postmaster_pid();
+      if (!after.empty() && after != before) event("effect", fault, "postgres", "postmaster " + before + "->" + after);
       event("heal", fault, "postgres", "restarted");
     }
   }
@@ -491,8 +643,9 @@ class Harness {
   std::map<std::string, std::unique_ptr<FaultProxy>> db_proxy_, worker_proxy_;
   std::map<std::string, std::unique_ptr<ChildProcess>> procs_;
   std::mutex mutex_;
-  std::ofstream nemesis_, submissions_;
-  int spawns_ = 0;
+  std::ofstream nemesis_, submissions_, probes_;
+  std::string evidence_, skewed_node_;
+  int spawns_ = 0, snapshots_ = 0;
   bool skew_logged_ = false;
   const std::int64_t t0_ = wall_us();
 };

@@ -12,7 +12,10 @@
 #include <fstream>
 #include <sstream>
 
+#include <spdlog/spdlog.h>
+
 #include "baton/core/clock.h"
+#include "baton/core/json_text.h"
 #include "baton/protocol/codec.h"
 
 namespace baton::worker {
@@ -89,6 +92,15 @@ void Outbox::retire_if_done(const std::string& file) {
   fs::remove(file, ec);
 }
 
+void Outbox::quarantine(const std::string& file, const std::string& line, const std::string& why) {
+  quarantined_++;
+  spdlog::error("outbox_record_quarantined file={} bytes={} error={}", file, line.size(), json_quote(why));
+  if (int fd = ::open((dir_ + "/quarantine.txt").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600); fd >= 0) {
+    (void)write_all(fd, file + "\t" + line + "\n");
+    ::close(fd);
+  }
+}
+
 Result<void> Outbox::open() {
   std::error_code ec;
   fs::create_directories(dir_, ec);
@@ -131,12 +143,18 @@ Result<void> Outbox::open() {
         entries_.erase(it);
         continue;
       }
-      // A torn last line (crash mid-append) does not decode and is skipped:
-      // its finish was never sent, since sends follow the sync.
       auto m = protocol::decode(line);
       auto* msg = std::get_if<protocol::Message>(&m);
       auto* f = msg ? std::get_if<protocol::Finish>(msg) : nullptr;
-      if (!f) continue;
+      if (!f) {
+        // A torn line (a crash or a failed write mid-append) or a record
+        // this version cannot read: kept aside with an error, never dropped
+        // silently and never allowed to block the records after it.
+        quarantine(path.string(), line,
+                   std::holds_alternative<protocol::DecodeError>(m) ? std::get<protocol::DecodeError>(m).message
+                                                                    : "not a finish");
+        continue;
+      }
       if (entries_.try_emplace(key_of(f->ref), Entry{*f, path.string(), written, next_seq_++}).second)
         live_per_file_[path.string()]++;
     }
@@ -158,8 +176,13 @@ Result<void> Outbox::put_all(const std::vector<protocol::Finish>& group) {
     fresh.push_back(&f);
   }
   if (fresh.empty()) return {};
-  if (!write_all(log_fd_, body) || ::fdatasync(log_fd_) != 0)
-    return make_error(Errc::bad_input, "outbox: cannot write " + log_path_ + ": " + std::strerror(errno));
+  if (!write_all(log_fd_, body) || ::fdatasync(log_fd_) != 0) {
+    const std::string why = std::strerror(errno);
+    // Cut a partial append back off, so the next record starts on a line
+    // of its own instead of continuing a torn one.
+    (void)!::ftruncate(log_fd_, static_cast<off_t>(log_bytes_));
+    return make_error(Errc::bad_input, "outbox: cannot write " + log_path_ + ": " + why);
+  }
   log_bytes_ += body.size();
   const MonoTime now = RealClock().mono();
   for (const auto* f : fresh) entries_.emplace(key_of(f->ref), Entry{*f, log_path_, now, next_seq_++});
@@ -175,7 +198,13 @@ void Outbox::remove(const protocol::AttemptRef& ref) {
   if (it == entries_.end()) return;
   const std::string file = it->second.file;
   // Appended at once but not synced: a lost ack costs one harmless replay.
-  if (log_fd_ >= 0) (void)write_all(log_fd_, ack_line(it->first));
+  if (log_fd_ >= 0) {
+    const std::string line = ack_line(it->first);
+    if (write_all(log_fd_, line))
+      log_bytes_ += line.size();
+    else
+      (void)!::ftruncate(log_fd_, static_cast<off_t>(log_bytes_));
+  }
   entries_.erase(it);
   if (auto f = live_per_file_.find(file); f != live_per_file_.end()) f->second--;
   retire_if_done(file);

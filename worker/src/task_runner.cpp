@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "baton/core/duration.h"
+#include "baton/core/utf8.h"
 
 extern char** environ;
 
@@ -203,8 +204,11 @@ protocol::Finish TaskRunner::run(const AttemptContext& ctx, const std::vector<pr
     break;
   }
   fin.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
-  fin.stdout_tail = stdout_tail_;
-  fin.stderr_tail = stderr_tail_;
+  // Whatever bytes the task printed, the tails are valid UTF-8 on a
+  // character boundary: a finish must always encode into a text frame.
+  fin.stdout_tail = utf8_tail(stdout_tail_, protocol::output_tail_bytes_max);
+  fin.stderr_tail = utf8_tail(stderr_tail_, protocol::output_tail_bytes_max);
+  fin.error = to_valid_utf8(fin.error);
   return fin;
 }
 

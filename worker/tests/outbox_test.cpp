@@ -1,5 +1,7 @@
 #include "baton/worker/outbox.h"
 
+#include "baton/protocol/codec.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -76,7 +78,7 @@ TEST(Outbox, AGroupIsOneAppendAndAcksSurviveARestart) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(Outbox, ATornLastLineIsSkipped) {
+TEST(Outbox, ATornLastLineIsQuarantinedNotSilentlyDropped) {
   std::string dir = "/tmp/baton-outbox-torn-test-" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
   protocol::Finish a{{7, 1, "aaaa"}, "SUCCEEDED", 0, "", "", "", 5, {}};
@@ -94,5 +96,29 @@ TEST(Outbox, ATornLastLineIsSkipped) {
   auto pending = again.pending();
   ASSERT_EQ(pending.size(), 1u);
   EXPECT_EQ(pending[0], a);
+  EXPECT_EQ(again.quarantined(), 1);
+  std::ifstream q(dir + "/outbox/quarantine.txt");
+  std::string kept((std::istreambuf_iterator<char>(q)), std::istreambuf_iterator<char>());
+  EXPECT_NE(kept.find("\"run_id\":8"), std::string::npos) << "the unreadable record is kept aside";
+  std::filesystem::remove_all(dir);
+}
+
+// A record that cannot be decoded in the middle of a log does not take the
+// records after it down with it.
+TEST(Outbox, AnUnreadableRecordDoesNotHideTheOnesAfterIt) {
+  std::string dir = "/tmp/baton-outbox-bad-test-" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/outbox");
+  protocol::Finish b{{9, 2, "bbbb"}, "SUCCEEDED", 0, "", "", "", 5, {}};
+  {
+    std::ofstream out(dir + "/outbox/log-1.jsonl");
+    out << "{\"type\":\"finish\",\"version\":1,\"run_id\":\"not a number\"}\n" << protocol::encode(b) << "\n";
+  }
+  Outbox o(dir);
+  ASSERT_TRUE(o.open());
+  auto pending = o.pending();
+  ASSERT_EQ(pending.size(), 1u);
+  EXPECT_EQ(pending[0], b);
+  EXPECT_EQ(o.quarantined(), 1);
   std::filesystem::remove_all(dir);
 }

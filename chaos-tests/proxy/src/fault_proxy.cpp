@@ -66,9 +66,11 @@ struct FaultProxy::Impl : std::enable_shared_from_this<FaultProxy::Impl> {
       if (mode == ProxyMode::blackhole) {
         held[dir] = buf;
         paused[dir] = true;
+        proxy->applied++;
         return;
       }
       if (mode == ProxyMode::latency) {
+        proxy->applied++;
         auto timer = std::make_shared<asio::steady_timer>(strand, proxy->latency());
         timer->async_wait(asio::bind_executor(strand, [self = shared_from_this(), dir, buf,
                                                        timer](boost::system::error_code) { self->write(dir, buf); }));
@@ -106,6 +108,7 @@ struct FaultProxy::Impl : std::enable_shared_from_this<FaultProxy::Impl> {
           s->close(ignored);
         }
         self->closed = true;
+        self->proxy->applied++;
         self->proxy->forget(self.get());
       });
     }
@@ -132,6 +135,7 @@ struct FaultProxy::Impl : std::enable_shared_from_this<FaultProxy::Impl> {
         boost::system::error_code ignored;
         socket.set_option(asio::socket_base::linger(true, 0), ignored);
         socket.close(ignored);
+        self->applied++;
         return self->accept();
       }
       auto conn = std::make_shared<Conn>(self->ioc, self);
@@ -165,6 +169,7 @@ struct FaultProxy::Impl : std::enable_shared_from_this<FaultProxy::Impl> {
   std::atomic<ProxyMode> mode{ProxyMode::pass};
   std::atomic<std::int64_t> latency_ms{0};
   std::atomic<std::uint64_t> forwarded{0};
+  std::atomic<std::uint64_t> applied{0};
   std::mutex mutex;
   std::set<std::shared_ptr<Conn>> conns;
 };
@@ -181,6 +186,7 @@ int FaultProxy::port() const { return impl_->acceptor.local_endpoint().port(); }
 ProxyMode FaultProxy::mode() const { return impl_->mode.load(); }
 
 std::uint64_t FaultProxy::bytes_forwarded() const { return impl_->forwarded.load(); }
+std::uint64_t FaultProxy::faults_applied() const { return impl_->applied.load(); }
 
 void FaultProxy::set_mode(ProxyMode m, std::chrono::milliseconds latency) {
   impl_->latency_ms = latency.count();

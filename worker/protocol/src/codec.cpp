@@ -3,6 +3,8 @@
 #include <boost/json.hpp>
 #include <limits>
 
+#include "baton/core/utf8.h"
+
 namespace baton::protocol {
 
 namespace json = boost::json;
@@ -297,9 +299,10 @@ struct Encoder {
     put_ref(o, m.ref);
     o["outcome"] = m.outcome;
     if (m.exit_code) o["exit_code"] = *m.exit_code;
-    if (!m.error.empty()) o["error"] = m.error;
-    if (!m.stdout_tail.empty()) o["stdout_tail"] = m.stdout_tail;
-    if (!m.stderr_tail.empty()) o["stderr_tail"] = m.stderr_tail;
+    // Free text from a task: never let invalid UTF-8 make the frame unsendable.
+    if (!m.error.empty()) o["error"] = to_valid_utf8(m.error);
+    if (!m.stdout_tail.empty()) o["stdout_tail"] = utf8_tail(m.stdout_tail, output_tail_bytes_max);
+    if (!m.stderr_tail.empty()) o["stderr_tail"] = utf8_tail(m.stderr_tail, output_tail_bytes_max);
     o["duration_ms"] = m.duration_ms;
     json::array tasks;
     for (const auto& t : m.tasks)

@@ -100,3 +100,20 @@ TEST(Codec, RandomBytesAndMutatedFramesNeverCrash) {
   }
   SUCCEED() << decoded << " mutated frames still decoded";
 }
+
+// A finish carrying whatever bytes a task printed still encodes into a frame
+// that decodes (it used to make every replay fail: a poison record).
+TEST(Codec, FinishWithInvalidUtf8TailsRoundTripsAsValidText) {
+  Finish f;
+  f.ref = {7, 1, "tok"};
+  f.outcome = "SUCCEEDED";
+  f.stdout_tail = "binary:\xff\xfe";
+  f.stderr_tail = std::string(20000, '\xe9');
+  f.error = "bad \xc3";
+  auto decoded = decode(encode(f));
+  ASSERT_TRUE(std::holds_alternative<Message>(decoded)) << std::get<DecodeError>(decoded).message;
+  const auto& back = std::get<Finish>(std::get<Message>(decoded));
+  EXPECT_EQ(back.stdout_tail, "binary:\xEF\xBF\xBD\xEF\xBF\xBD");
+  EXPECT_LE(back.stderr_tail.size(), output_tail_bytes_max);
+  EXPECT_EQ(back.error, "bad \xEF\xBF\xBD");
+}

@@ -46,6 +46,9 @@ class Outbox {
   /// those written at least that long ago.
   std::vector<protocol::Finish> pending(std::chrono::seconds min_age = std::chrono::seconds(0)) const;
   std::size_t size() const;
+  /// Records found at open() that could not be read; each was copied to
+  /// outbox/quarantine.txt and logged as an error.
+  int quarantined() const { return quarantined_; }
 
  private:
   struct Entry {
@@ -57,6 +60,7 @@ class Outbox {
   static std::string key_of(const protocol::AttemptRef& ref);
   bool open_next_log();
   void retire_if_done(const std::string& file);
+  void quarantine(const std::string& file, const std::string& line, const std::string& why);
 
   mutable std::mutex mutex_;
   std::string dir_;
@@ -67,6 +71,7 @@ class Outbox {
   std::size_t log_bytes_ = 0;
   std::uint64_t next_log_ = 1;
   std::uint64_t next_seq_ = 0;
+  int quarantined_ = 0;
 };
 
 /// Group commit into an Outbox on its own thread, so a worker's network

@@ -32,6 +32,9 @@ class FaultProxy {
   void heal() { set_mode(ProxyMode::pass); }
   ProxyMode mode() const;
   std::uint64_t bytes_forwarded() const;
+  /// Chunks held by a blackhole or delayed by latency, and connections reset
+  /// or refused: how the harness knows a fault took effect.
+  std::uint64_t faults_applied() const;
   void stop();
 
  private:

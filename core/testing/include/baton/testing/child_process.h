@@ -61,11 +61,12 @@ struct HttpReply {
 };
 inline HttpReply http_request(int port, const std::string& method, const std::string& target,
                               const std::vector<std::pair<std::string, std::string>>& headers = {},
-                              const std::string& body = "") {
+                              const std::string& body = "",
+                              std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
   HttpReply reply;
   int fd = connect_loopback(port);
   if (fd < 0) return reply;
-  timeval tv{5, 0};
+  timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   std::string req = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
   for (const auto& [k, v] : headers) req += k + ": " + v + "\r\n";
