@@ -10,7 +10,10 @@
 // runs); injects faults on a schedule derived from the seed; heals; waits for
 // quiescence; exports the history and runs the independent checker. Exit
 // code 0 only if every invariant holds.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <boost/asio.hpp>
@@ -73,15 +76,32 @@ std::int64_t wall_us() {
       .count();
 }
 
+/// Runs `cmd` under /bin/sh and returns its stdout (trailing blanks cut).
+/// Not popen: the child must not inherit the harness's descriptors. A
+/// `pg_ctl restart` that inherited the fault proxies' sockets kept them
+/// open in the new postmaster, so a proxied connection whose server had
+/// gone never saw its end (every node then hung on a dead connection until
+/// a client-side deadline cut it).
 std::string run_cmd(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return out;
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return "";
+  const pid_t pid = ::fork();
+  if (pid < 0) return "";
+  if (pid == 0) {
+    ::dup2(out[1], 1);
+    ::close_range(3, ~0U, 0);
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  std::string text;
   char buf[512];
-  while (std::fgets(buf, sizeof buf, p)) out += buf;
-  ::pclose(p);
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  return out;
+  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+  ::close(out[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
 }
 
 struct Options {

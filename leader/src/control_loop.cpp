@@ -173,8 +173,14 @@ bool ControlLoop::refresh_runs() {
   std::map<std::int64_t, Tracked> next;
   for (auto& r : *rows) {
     auto old = tracked_.find(r.id.value);
-    Tracked t{r, old != tracked_.end() ? old->second.tasks : std::vector<protocol::Task>{},
-              old != tracked_.end() ? old->second.reported : clock_.mono()};
+    Tracked t{r, {}, 0, 0};
+    if (old != tracked_.end()) {
+      t.tasks = old->second.tasks;
+      t.link = old->second.link;
+      t.listed_at = old->second.listed_at;
+    }
+    if (old == tracked_.end() || old->second.row.worker_id != r.worker_id || old->second.row.attempt != r.attempt)
+      mark_listed(t);  // counted from now
     next.emplace(r.id.value, std::move(t));
   }
   tracked_ = std::move(next);
@@ -187,33 +193,59 @@ void ControlLoop::on_attached(const WorkerAttached& e) {
     // The newest connection of a worker id wins; the old one is closed.
     old->second.link->close("replaced by a newer connection of the same worker");
   }
-  workers_[id] = Attached{e.link, e.hello.capacity, e.hello.labels, clock_.mono(), false};
+  workers_[id] = Attached{e.link, e.hello.capacity, e.hello.labels, clock_.mono(), false, 0};
   metrics_.attached_workers = static_cast<int>(workers_.size());
   if (auto r = store_.worker_attached(id, json_object(e.hello.labels), e.hello.capacity, me_.node_id, epoch_); !r)
     spdlog::warn("worker_registry_error worker={} error={}", id, r.error().message);
-  e.link->send(protocol::Welcome{me_.node_id, epoch_.value, cfg_.heartbeat_interval.count(),
-                                 cfg_.heartbeat_timeout.count(), cfg_.continuation_timeout.count()});
-  spdlog::info("worker_attached worker={} capacity={} running={} epoch={}", id, e.hello.capacity,
-               e.hello.running.size(), epoch_.value);
 
-  // Adopt what the worker is still executing; anything it runs that is no
-  // longer its attempt must be killed (no two attempts of a run at once).
-  refresh_runs();
-  // Its runs get a fresh "reported" time: the finishes in its outbox arrive
-  // right after this welcome, and what it runs is in its next heartbeats.
+  // Adopt what the worker is still executing before welcoming it: the
+  // welcome names the adopted attempts, and only those restart their
+  // continuation clock on the worker. Anything it runs that is no longer its
+  // attempt is killed (no two attempts of a run at once) -- but only on a
+  // fresh read: a failed read proves nothing about a run.
+  const bool fresh = refresh_runs();
+  // Its listing count starts over on this connection.
   for (auto& [rid, t] : tracked_)
-    if (t.row.worker_id == id) t.reported = clock_.mono();
+    if (t.row.worker_id == id) mark_listed(t);
+  protocol::Welcome welcome{me_.node_id,
+                            epoch_.value,
+                            cfg_.heartbeat_interval.count(),
+                            cfg_.heartbeat_timeout.count(),
+                            cfg_.continuation_timeout.count(),
+                            cfg_.continuation_margin.count(),
+                            {}};
+  std::vector<protocol::AttemptRef> stale;
   for (const auto& ref : e.hello.running) {
     auto it = tracked_.find(ref.run_id);
     const bool ours = it != tracked_.end() && held_by(it->second.row, RunState::running, id, ref);
-    if (!ours) {
-      spdlog::info("stale_attempt_cancel run={} attempt={} worker={} epoch={}", ref.run_id, ref.attempt, id,
-                   epoch_.value);
-      e.link->send(protocol::Cancel{ref, "attempt is no longer current"});
-      continue;
+    if (ours) {
+      if (adopt_if_needed(it->second.row)) welcome.adopted.push_back(ref);
+    } else if (fresh || it != tracked_.end()) {
+      stale.push_back(ref);
     }
-    adopt_if_needed(it->second.row);
   }
+  e.link->send(welcome);
+  spdlog::info("worker_attached worker={} capacity={} running={} finished={} adopted={} epoch={}", id, e.hello.capacity,
+               e.hello.running.size(), e.hello.finished.size(), welcome.adopted.size(), epoch_.value);
+  for (const auto& ref : stale) {
+    spdlog::info("stale_attempt_cancel run={} attempt={} worker={} epoch={}", ref.run_id, ref.attempt, id,
+                 epoch_.value);
+    e.link->send(protocol::Cancel{ref, "attempt is no longer current"});
+  }
+}
+
+void ControlLoop::mark_listed(Tracked& t) {
+  auto w = workers_.find(t.row.worker_id);
+  if (w == workers_.end()) return;
+  t.link = w->second.link->id();
+  t.listed_at = w->second.heartbeats;
+}
+
+std::int64_t ControlLoop::unlisted_heartbeats(Tracked& t) {
+  auto w = workers_.find(t.row.worker_id);
+  if (w == workers_.end()) return 0;
+  if (t.link != w->second.link->id()) mark_listed(t);  // a new connection: count from now
+  return static_cast<std::int64_t>(w->second.heartbeats - t.listed_at);
 }
 
 bool ControlLoop::adopt_if_needed(store::ActiveRun& r) {
@@ -285,7 +317,7 @@ void ControlLoop::regrant_start(Tracked& t, const std::string& worker, const pro
   // this attempt's start right, so grant it again. Denying it left the run
   // RUNNING with no worker running it.
   spdlog::info("start_regranted run={} attempt={} worker={} epoch={}", ref.run_id, ref.attempt, worker, epoch_.value);
-  t.reported = clock_.mono();
+  mark_listed(t);
   send(worker, protocol::StartGranted{ref});
 }
 
@@ -345,43 +377,63 @@ void ControlLoop::apply_starts(const std::vector<store::StartRow>& rows, const R
     r.version = applied->new_version;
     r.leader_epoch = epoch_;
     r.running_age_ms = 0;
-    it->second.reported = clock_.mono();
+    mark_listed(it->second);
     metrics_.runs_started++;
     spdlog::info("run_started run={} attempt={} worker={} epoch={}", r.id.value, r.attempt, r.worker_id, epoch_.value);
     send(r.worker_id, protocol::StartGranted{ref});
   }
   if (lost.empty()) return;
   // Judge the rows that were not written on a fresh read: one whose start is
-  // already in the database (this loop's copy was stale) is granted, the
-  // others are denied. After a failed read, all are denied (the run is then
-  // orphaned or found lost by the reaper).
-  const bool fresh = refresh_runs();
+  // already in the database (this loop's copy was stale) is granted, one
+  // that is no longer this worker's assignment is denied. After a failed
+  // write and a failed read the outcome is unknown: nothing is sent, and the
+  // worker asks again (a denial there cost the run an attempt that never ran).
+  if (!refresh_runs()) return;
   for (const auto* row : lost) {
     const protocol::AttemptRef ref{row->run.value, row->attempt.attempt, row->attempt.lease_token};
     auto it = tracked_.find(row->run.value);
-    if (fresh && it != tracked_.end() && held_by(it->second.row, RunState::running, row->attempt.worker_id, ref)) {
+    if (it != tracked_.end() && held_by(it->second.row, RunState::running, row->attempt.worker_id, ref))
       regrant_start(it->second, row->attempt.worker_id, ref);
-    } else {
+    else if (it == tracked_.end() || !held_by(it->second.row, RunState::assigned, row->attempt.worker_id, ref))
       deny_start(row->attempt.worker_id, ref, "start lost a race");
-    }
+    // Still ASSIGNED to it: the write failed, not the race; the next start it sends is written.
   }
 }
 
 void ControlLoop::on_heartbeat(const std::string& worker, const protocol::Heartbeat& m) {
+  auto w = workers_.find(worker);
+  if (w == workers_.end()) return;
+  w->second.heartbeats++;
+  // Everything the worker holds -- running, ended with its finish not yet
+  // acknowledged, assigned and not started -- counts as listed: only an
+  // attempt in none of the lists is one the worker does not have.
+  auto listed = [&](const protocol::AttemptRef& ref) {
+    auto it = tracked_.find(ref.run_id);
+    if (it != tracked_.end() && it->second.row.worker_id == worker && it->second.row.attempt == ref.attempt &&
+        it->second.row.lease_token == ref.lease_token)
+      mark_listed(it->second);
+  };
+  for (const auto& ref : m.finished) listed(ref);
+  for (const auto& ref : m.assigned) listed(ref);
+  // Unknown running refs are judged on one fresh read per heartbeat, never
+  // on a failed one (a failed read proves nothing: no cancel then).
+  bool read = false, fresh = true;
   for (const auto& ref : m.running) {
     auto it = tracked_.find(ref.run_id);
-    if (it == tracked_.end()) {
-      refresh_runs();
+    if (it == tracked_.end() && !read) {
+      read = true;
+      fresh = refresh_runs();
       it = tracked_.find(ref.run_id);
     }
     const bool current = it != tracked_.end() && held_by(it->second.row, RunState::running, worker, ref);
     if (!current) {
+      if (it == tracked_.end() && !fresh) continue;
       spdlog::info("stale_attempt_cancel run={} attempt={} worker={} epoch={}", ref.run_id, ref.attempt, worker,
                    epoch_.value);
       send(worker, protocol::Cancel{ref, "attempt is no longer current"});
       continue;
     }
-    it->second.reported = clock_.mono();
+    mark_listed(it->second);
     if (adopt_if_needed(it->second.row)) heartbeat_due_.insert(ref.run_id);
   }
 }
@@ -444,21 +496,26 @@ void ControlLoop::on_finish(const std::string& worker, const protocol::Finish& m
   if (!m.stderr_tail.empty()) (void)store_.append_run_log(r.id, r.attempt, "stderr", m.stderr_tail);
 
   store::AttemptFence att{worker, r.attempt, r.lease_token};
-  if (m.outcome == "CANCELED") {
-    auto w = runs_.cancel({r.id, r.version, epoch_}, RunState::running,
-                          m.error.empty() ? "canceled on the worker" : m.error);
+  const auto requested = cancel_requested_.find(r.id.value);
+  if (m.outcome != "SUCCEEDED" && requested != cancel_requested_.end()) {
+    auto w = runs_.cancel({r.id, r.version, epoch_}, RunState::running, requested->second);
     if (!note("finish", r.id.value, w)) return;
     metrics_.runs_finished++;
     spdlog::info("run_finished run={} attempt={} worker={} outcome={} state=CANCELED epoch={}", r.id.value, r.attempt,
                  worker, m.outcome, epoch_.value);
+    cancel_requested_.erase(requested);
     tracked_.erase(it);
     send(worker, protocol::FinishAck{m.ref});
     return;
   }
+  // A CANCELED this leader did not ask for (an older leader's cancel from a
+  // stale view, a cancel whose write then failed) is a failed attempt that
+  // may be retried, never a final CANCELED.
   store::FinishRow row{r.id, r.version, att, {}, std::nullopt};
   row.finish.exit_code = m.exit_code;
   row.finish.error_msg = m.error;
   row.finish.result_json = "{\"duration_ms\":" + std::to_string(m.duration_ms) + "}";
+  if (requested != cancel_requested_.end()) cancel_requested_.erase(requested);
   const RunState outcome = m.outcome == "SUCCEEDED"   ? RunState::succeeded
                            : m.outcome == "TIMED_OUT" ? RunState::timed_out
                                                       : RunState::failed;
@@ -501,6 +558,16 @@ void ControlLoop::on_cancel(const CancelRun& c) {
   auto row = runs_.read_run(c.run);
   if (!row || !*row || is_terminal((*row)->state)) return;
   const auto& r = **row;
+  if (r.state == RunState::running && r.assigned_worker_id && r.lease_token && workers_.count(*r.assigned_worker_id)) {
+    // A running attempt is cancelled by its worker, and its finish decides:
+    // CANCELED if the worker killed it, SUCCEEDED if it had already ended
+    // successfully (a cancel never throws a completed success away).
+    cancel_requested_[r.id.value] = c.reason;
+    spdlog::info("run_cancel_requested run={} attempt={} worker={} epoch={}", r.id.value, r.attempt,
+                 *r.assigned_worker_id, epoch_.value);
+    send(*r.assigned_worker_id, protocol::Cancel{{r.id.value, r.attempt, *r.lease_token}, c.reason});
+    return;
+  }
   auto w = runs_.cancel({r.id, r.version, epoch_}, r.state, c.reason);
   if (!note("cancel", r.id.value, w)) return;
   spdlog::info("run_canceled run={} attempt={} from={} epoch={}", r.id.value, r.attempt, to_string(r.state),
@@ -592,7 +659,9 @@ void ControlLoop::dispatch() {
     }
     spdlog::info("run_assigned run={} attempt={} worker={} epoch={}", d.id.value, w.attempt, a.worker_id, epoch_.value);
     send(a.worker_id, protocol::Assign{ref_of(row), tasks, d.timeout_ms});
-    tracked_[d.id.value] = Tracked{row, std::move(tasks), clock_.mono()};
+    Tracked t{row, std::move(tasks), 0, 0};
+    mark_listed(t);
+    tracked_[d.id.value] = std::move(t);
   }
   // A full batch means more may be waiting: dispatch again on the next pass.
   if (static_cast<int>(due->size()) >= limit) dispatch_requested_ = true;
@@ -606,16 +675,14 @@ void ControlLoop::reap() {
   const MonoTime now = clock_.mono();
   const bool reattach_window = now - started_at_ < cfg_.heartbeat_interval;
   std::vector<leader_core::ReaperView> views;
-  for (const auto& [id, t] : tracked_) {
+  for (auto& [id, t] : tracked_) {
     const auto& r = t.row;
     const bool attached = workers_.count(r.worker_id) > 0;
-    const std::int64_t unreported =
-        attached ? std::chrono::duration_cast<std::chrono::milliseconds>(now - t.reported).count() : 0;
     views.push_back({id, r.state, r.worker_id, attached || reattach_window, r.leader_epoch == epoch_, r.continuation,
-                     r.continuation_expired, r.assigned_age_ms, r.running_age_ms, r.timeout_ms, unreported});
+                     r.continuation_expired, r.assigned_age_ms, r.running_age_ms, r.timeout_ms,
+                     r.state == RunState::running ? unlisted_heartbeats(t) : 0});
   }
-  leader_core::ReaperConfig rc{cfg_.reassign_after, cfg_.reassign_detached_after, cfg_.heartbeat_timeout,
-                               cfg_.timeout_grace};
+  leader_core::ReaperConfig rc{cfg_.reassign_after, cfg_.reassign_detached_after, cfg_.timeout_grace};
   for (const auto& action : leader_core::plan_reaping(views, rc)) {
     if (fenced_) return;
     auto it = tracked_.find(action.run_id);
@@ -647,7 +714,6 @@ void ControlLoop::reap() {
       case leader_core::ReapKind::attempt_lost:
       case leader_core::ReapKind::enforce_timeout: {
         const bool lost = action.kind == leader_core::ReapKind::attempt_lost;
-        if (!lost) send(r.worker_id, protocol::Cancel{ref_of(r), "run timed out"});
         if (!adopt_if_needed(r)) break;
         store::Finish fin;
         fin.final_state = lost ? RunState::failed : RunState::timed_out;
@@ -658,11 +724,18 @@ void ControlLoop::reap() {
                                                    Millis{r.retry_cap_ms}, jitter());
         store::AttemptFence att{r.worker_id, r.attempt, r.lease_token};
         store::RunFence f2{r.id, r.version, epoch_};
-        auto w = decision.next == RunState::retry_waiting ? runs_.retry_later(f2, att, fin, decision.retry_delay)
-                                                          : runs_.finish(f2, att, fin);
+        auto cancel = cancel_requested_.find(r.id.value);
+        auto w = cancel != cancel_requested_.end()          ? runs_.cancel(f2, RunState::running, cancel->second)
+                 : decision.next == RunState::retry_waiting ? runs_.retry_later(f2, att, fin, decision.retry_delay)
+                                                            : runs_.finish(f2, att, fin);
+        if (cancel != cancel_requested_.end()) cancel_requested_.erase(cancel);
         if (note(lost ? "attempt_lost" : "enforce_timeout", r.id.value, w)) {
           spdlog::info("run_attempt_ended run={} attempt={} reason={} next={} epoch={}", r.id.value, r.attempt,
                        fin.error_code, to_string(decision.next), epoch_.value);
+          // Cancel only after the write committed (a cancel whose write then
+          // failed turned a healthy run into a final CANCELED), and always:
+          // whatever of the attempt may still exist on the worker must die.
+          send(r.worker_id, protocol::Cancel{ref_of(r), lost ? "attempt declared lost" : "run timed out"});
           tracked_.erase(it);
         }
         break;

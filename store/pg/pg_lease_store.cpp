@@ -25,6 +25,10 @@ LeaseView read_lease(const pqxx::row& r) {
 
 PgLeaseStore::PgLeaseStore(const std::string& url, const std::string& application_name)
     : session_(url, application_name) {
+  // Election statements touch one row: one that takes seconds is stuck
+  // (a dead peer, a lock held by a paused campaigner), and an election
+  // thread stuck in it is a node that no longer follows elections.
+  session_.set_call_deadline(std::chrono::seconds(3));
   session_.on_connect([](pqxx::connection& c) {
     pqxx::nontransaction tx{c};
     tx.exec(std::string("LISTEN ") + lease_channel);
@@ -111,7 +115,7 @@ Result<WriteOutcome> PgLeaseStore::release(Epoch epoch, const NodeIdentity& me) 
 }
 
 Result<bool> PgLeaseStore::wait_for_change(Millis max) {
-  return session_.with<bool>([&](pqxx::connection& c) -> Result<bool> {
+  return session_.with<bool>(max + std::chrono::seconds(2), [&](pqxx::connection& c) -> Result<bool> {
     auto us = std::chrono::duration_cast<std::chrono::microseconds>(max).count();
     int n = c.await_notification(static_cast<long>(us / 1'000'000), static_cast<long>(us % 1'000'000));
     return n > 0;

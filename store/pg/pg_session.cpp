@@ -2,7 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <sys/socket.h>
+
 #include <pqxx/pqxx>
+#include <set>
+#include <thread>
 
 namespace baton::store::pg {
 
@@ -36,12 +40,80 @@ std::string describe_url(const std::string& url) {
   return rest;
 }
 
-PgSession::PgSession(std::string url, std::string application_name)
-    : url_(std::move(url)), application_name_(std::move(application_name)) {}
+namespace {
 
-PgSession::~PgSession() = default;
+/// One thread per process watches every session's call in progress and cuts
+/// the ones that overran their deadline.
+class Watchdog {
+ public:
+  // Never destroyed: sessions owned by static objects may outlive any
+  // destruction order we could choose.
+  static Watchdog& instance() {
+    static Watchdog* w = new Watchdog;
+    return *w;
+  }
+  void add(PgSession* s) {
+    std::lock_guard lock(mutex_);
+    sessions_.insert(s);
+    if (!started_) {
+      started_ = true;
+      std::thread([this] { run(); }).detach();
+    }
+  }
+  void remove(PgSession* s) {
+    std::lock_guard lock(mutex_);
+    sessions_.erase(s);
+  }
+
+ private:
+  void run() {
+    for (;;) {
+      {
+        std::lock_guard lock(mutex_);
+        const auto now = std::chrono::steady_clock::now();
+        for (auto* s : sessions_) s->cut_if_overdue(now);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  std::mutex mutex_;
+  std::set<PgSession*> sessions_;
+  bool started_ = false;
+};
+
+}  // namespace
+
+PgSession::PgSession(std::string url, std::string application_name)
+    : url_(std::move(url)), application_name_(std::move(application_name)) {
+  Watchdog::instance().add(this);
+}
+
+PgSession::~PgSession() { Watchdog::instance().remove(this); }
 
 void PgSession::disconnect() { conn_.reset(); }
+
+PgSession::CallGuard::CallGuard(PgSession& session, std::chrono::milliseconds deadline) : s(session) {
+  std::lock_guard lock(s.call_mutex_);
+  s.call_fd_ = s.conn_ ? s.conn_->sock() : -1;
+  s.call_due_ = std::chrono::steady_clock::now() + deadline;
+  s.cut_ = false;
+}
+
+PgSession::CallGuard::~CallGuard() {
+  std::lock_guard lock(s.call_mutex_);
+  s.call_fd_ = -1;
+  if (s.cut_) s.conn_.reset();  // its socket is shut: never reuse it
+}
+
+void PgSession::cut_if_overdue(std::chrono::steady_clock::time_point now) {
+  std::lock_guard lock(call_mutex_);
+  if (call_fd_ < 0 || cut_ || now < call_due_) return;
+  // The fd is still open (the owner clears call_fd_ under this mutex before
+  // the connection can be closed), so this cannot hit a reused descriptor.
+  cut_ = true;
+  ::shutdown(call_fd_, SHUT_RDWR);
+  spdlog::warn("db_call_cut session={} reason=deadline_passed", application_name_);
+}
 
 Result<void> PgSession::ensure_connected() {
   if (conn_ && conn_->is_open()) return {};
@@ -50,6 +122,13 @@ Result<void> PgSession::ensure_connected() {
     std::string url = with_default_timeouts(url_);
     url += "&application_name=" + application_name_;
     auto c = std::make_unique<pqxx::connection>(url);
+    // A broken connection must be an error this code sees, never a silent
+    // reconnect inside libpqxx (see the header). Deprecated in 6.4 because 7
+    // removed reactivation altogether.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    c->inhibit_reactivation(true);
+#pragma GCC diagnostic pop
     pqxx::nontransaction tx{*c};
     bool standby = tx.exec1("SELECT pg_is_in_recovery()")[0].as<bool>();
     tx.commit();

@@ -9,6 +9,7 @@
 #include <boost/beast/websocket.hpp>
 #include <deque>
 #include <map>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -34,6 +35,12 @@ constexpr auto continuation_check_every = std::chrono::milliseconds(100);
 // unable to record it: database unavailable, a lost race); replays are
 // idempotent on the leader.
 constexpr auto finish_resend_after = std::chrono::seconds(3);
+// A start not answered this long is asked again: the leader answers an
+// uncertain start outcome (its write failed, its re-read failed) with
+// nothing rather than a denial, so the worker must ask again.
+constexpr auto start_resend_after = std::chrono::seconds(2);
+// A finish that could not be made durable is written again after this.
+constexpr auto outbox_retry_after = std::chrono::seconds(1);
 
 std::string key_of(const protocol::AttemptRef& r) {
   return std::to_string(r.run_id) + ":" + std::to_string(r.attempt) + ":" + r.lease_token;
@@ -42,9 +49,14 @@ std::string key_of(const protocol::AttemptRef& r) {
 struct Attempt {
   protocol::Assign assign;
   bool start_requested = false;
+  SteadyClock::time_point start_requested_at{};
   bool started = false;
   bool finished = false;
   bool continuation_killed = false;
+  /// Set when the worker lost its leader while this attempt ran; cleared
+  /// only by a welcome that lists the attempt as adopted. The attempt is
+  /// killed once it has been unadopted for the continuation timeout.
+  std::optional<SteadyClock::time_point> detached_since;
   std::shared_ptr<TaskRunner> runner;
   std::thread thread;
 };
@@ -67,7 +79,9 @@ class Agent {
       std::fprintf(stderr, "baton: worker %s: %s\n", cfg_.worker_id.c_str(), r.error().message.c_str());
       return 2;
     }
-    detached_since_ = SteadyClock::now();
+    // Finishes left by a previous incarnation are held until acknowledged:
+    // listed in hello and heartbeats, so no leader takes them for lost.
+    for (const auto& f : outbox_.pending()) unacked_[key_of(f.ref)] = f.ref;
     connect();
     tick();
     ioc_.run();
@@ -127,9 +141,10 @@ class Agent {
   }
 
   protocol::Hello hello() const {
-    protocol::Hello h{cfg_.worker_id, cfg_.token, cfg_.capacity, cfg_.labels, {}, unreachable_leader_};
+    protocol::Hello h{cfg_.worker_id, cfg_.token, cfg_.capacity, cfg_.labels, {}, {}, unreachable_leader_};
     for (const auto& [k, a] : attempts_)
       if (a.started && !a.finished) h.running.push_back(a.assign.ref);
+    for (const auto& [k, ref] : unacked_) h.finished.push_back(ref);
     return h;
   }
 
@@ -153,7 +168,9 @@ class Agent {
     queue_.clear();
     heartbeat_timer_.cancel();
     if (was_attached) {
-      detached_since_ = SteadyClock::now();
+      const auto now = SteadyClock::now();
+      for (auto& [k, a] : attempts_)
+        if (a.started && !a.finished && !a.detached_since) a.detached_since = now;
       spdlog::warn("worker_detached worker={} running={}", cfg_.worker_id, running_count());
     }
     ++generation_;
@@ -254,8 +271,14 @@ class Agent {
     heartbeat_interval_ms_ = w.heartbeat_interval_ms;
     heartbeat_timeout_ms_ = w.heartbeat_timeout_ms;
     continuation_timeout_ms_ = w.continuation_timeout_ms;
-    spdlog::info("worker_attached worker={} node={} epoch={} running={}", cfg_.worker_id, w.node_id, w.epoch,
-                 running_count());
+    continuation_margin_ms_ = w.continuation_margin_ms;
+    // Only an adoption (the leader wrote the run at its epoch) restarts an
+    // attempt's continuation clock; a welcome from a leader that did not,
+    // or could not, adopt it leaves the deadline where it was.
+    for (const auto& ref : w.adopted)
+      if (auto it = attempts_.find(key_of(ref)); it != attempts_.end()) it->second.detached_since.reset();
+    spdlog::info("worker_attached worker={} node={} epoch={} running={} adopted={}", cfg_.worker_id, w.node_id, w.epoch,
+                 running_count(), w.adopted.size());
     for (const auto& f : outbox_.pending()) send(f);
     // A `start` sent on a connection that died may never have arrived: ask
     // again; the leader grants it if the assignment is still current and
@@ -302,6 +325,7 @@ class Agent {
         if (k2 != key && b.assign.ref.run_id == a.assign.ref.run_id && b.started && !b.finished) other_alive = true;
       if (other_alive) continue;
       a.start_requested = true;
+      a.start_requested_at = SteadyClock::now();
       send(protocol::Start{a.assign.ref});
     }
   }
@@ -316,6 +340,11 @@ class Agent {
     ctx.ref = a.assign.ref;
     ctx.timeout = std::chrono::milliseconds(a.assign.timeout_ms);
     ctx.sql_connections = cfg_.sql_connections;
+    // The tree must be dead before a leader may retry the run: the leader
+    // waits continuation timeout + margin after it lost this worker, and the
+    // renewals stop at the continuation deadline (or when this process
+    // stops running), so half the margin leaves room for scheduling delays.
+    ctx.switch_timeout = std::chrono::milliseconds(std::max<std::int64_t>(continuation_margin_ms_ / 2, 200));
     ctx.on_process = [this, ref = a.assign.ref](int pid, bool started) {
       journal_.record(started ? "start" : "exit", ref, pid);
     };
@@ -365,6 +394,7 @@ class Agent {
     spdlog::info("attempt_finished worker={} run={} attempt={} outcome={} exit_code={}", cfg_.worker_id, fin.ref.run_id,
                  fin.ref.attempt, fin.outcome, fin.exit_code.value_or(0));
     attempts_.erase(it);
+    unacked_[key_of(fin.ref)] = fin.ref;
     // Durable before it is sent (a crash from then on still delivers it):
     // the writer thread group-commits it and hands it back (on_durable).
     outbox_writer_.push(fin);
@@ -373,16 +403,28 @@ class Agent {
 
   /// Writer thread: a group of finishes is on disk; send it from the io thread.
   void on_durable(std::vector<protocol::Finish> group, const Result<void>& written) {
-    if (!written)
+    if (!written) {
+      // Not durable: keep it in memory (still listed as finished, so no
+      // leader declares it lost), send it anyway, and write it again later.
       spdlog::error("outbox_write_failed worker={} finishes={} error={}", cfg_.worker_id, group.size(),
                     written.error().message);
+      asio::post(ioc_, [this, group] {
+        for (const auto& f : group) undurable_[key_of(f.ref)] = f;
+        if (attached_)
+          for (const auto& f : group) send(f);
+      });
+      return;
+    }
     asio::post(ioc_, [this, group = std::move(group)] {
+      for (const auto& f : group) undurable_.erase(key_of(f.ref));
       if (attached_)
         for (const auto& f : group) send(f);
     });
   }
 
   void on_finish_ack(const protocol::FinishAck& a) {
+    unacked_.erase(key_of(a.ref));
+    undurable_.erase(key_of(a.ref));
     outbox_.remove(a.ref);
     spdlog::info("finish_acked worker={} run={} attempt={}", cfg_.worker_id, a.ref.run_id, a.ref.attempt);
   }
@@ -391,8 +433,13 @@ class Agent {
   void heartbeat() {
     if (!attached_) return;
     protocol::Heartbeat h;
-    for (const auto& [k, a] : attempts_)
-      if (a.started && !a.finished) h.running.push_back(a.assign.ref);
+    for (const auto& [k, a] : attempts_) {
+      if (a.started && !a.finished)
+        h.running.push_back(a.assign.ref);
+      else if (!a.started)
+        h.assigned.push_back(a.assign.ref);
+    }
+    for (const auto& [k, ref] : unacked_) h.finished.push_back(ref);
     send(h);
     heartbeat_timer_.expires_after(std::chrono::milliseconds(heartbeat_interval_ms_));
     heartbeat_timer_.async_wait([this](beast::error_code ec) {
@@ -405,22 +452,37 @@ class Agent {
       shutdown();
       return;
     }
-    // Continuation on the worker side: detached longer than the leader's
-    // continuation timeout -> kill and report failed. The leader retries only
-    // after its own deadline + margin, so the two never overlap.
-    if (!attached_ && SteadyClock::now() - detached_since_ > std::chrono::milliseconds(continuation_timeout_ms_)) {
+    // Continuation on the worker side: an attempt not adopted by a leader
+    // for the continuation timeout since its worker lost the leader is
+    // killed and reported failed. The leader retries only after its own
+    // deadline + margin, so the two never overlap.
+    const auto now = SteadyClock::now();
+    for (auto& [k, a] : attempts_) {
+      if (!a.started || a.finished || !a.runner || a.continuation_killed) continue;
+      if (!a.detached_since || now - *a.detached_since <= std::chrono::milliseconds(continuation_timeout_ms_)) {
+        a.runner->renew();  // this attempt may go on: renew its dead-man's switch
+        continue;
+      }
+      a.continuation_killed = true;
+      spdlog::warn("attempt_continuation_expired worker={} run={} attempt={}", cfg_.worker_id, a.assign.ref.run_id,
+                   a.assign.ref.attempt);
+      a.runner->cancel("continuation deadline passed while detached from the leader", true);
+    }
+    if (attached_) {
       for (auto& [k, a] : attempts_) {
-        if (a.started && !a.finished && a.runner && !a.continuation_killed) {
-          a.continuation_killed = true;
-          spdlog::warn("attempt_continuation_expired worker={} run={} attempt={}", cfg_.worker_id, a.assign.ref.run_id,
-                       a.assign.ref.attempt);
-          a.runner->cancel("continuation deadline passed while detached from the leader", true);
-        }
+        if (a.started || !a.start_requested || now - a.start_requested_at < start_resend_after) continue;
+        a.start_requested_at = now;
+        send(protocol::Start{a.assign.ref});
       }
     }
-    if (attached_ && SteadyClock::now() - last_resend_ >= finish_resend_after) {
-      last_resend_ = SteadyClock::now();
+    if (!undurable_.empty() && now - last_outbox_retry_ >= outbox_retry_after) {
+      last_outbox_retry_ = now;
+      for (const auto& [k, f] : undurable_) outbox_writer_.push(f);
+    }
+    if (attached_ && now - last_resend_ >= finish_resend_after) {
+      last_resend_ = now;
       for (const auto& f : outbox_.pending(finish_resend_after)) send(f);
+      for (const auto& [k, f] : undurable_) send(f);
     }
     tick_timer_.expires_after(continuation_check_every);
     tick_timer_.async_wait([this](beast::error_code ec) {
@@ -476,10 +538,14 @@ class Agent {
   std::string host_, redirect_;
   std::size_t endpoint_index_ = 0;
   int failures_ = 0, redirects_in_a_row_ = 0;
-  std::int64_t heartbeat_interval_ms_ = 1000, heartbeat_timeout_ms_ = 5000, continuation_timeout_ms_ = 30000;
-  SteadyClock::time_point detached_since_;
-  SteadyClock::time_point last_resend_{};
+  std::int64_t heartbeat_interval_ms_ = 1000, heartbeat_timeout_ms_ = 5000, continuation_timeout_ms_ = 30000,
+               continuation_margin_ms_ = 10000;
+  SteadyClock::time_point last_resend_{}, last_outbox_retry_{};
   std::map<std::string, Attempt> attempts_;
+  /// Attempts whose process ended and whose finish is not acknowledged.
+  std::map<std::string, protocol::AttemptRef> unacked_;
+  /// Finishes whose outbox write failed: retried until durable or acked.
+  std::map<std::string, protocol::Finish> undurable_;
   std::mt19937_64 rng_;
 };
 

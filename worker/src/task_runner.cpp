@@ -12,6 +12,7 @@
 
 #include "baton/core/duration.h"
 #include "baton/core/utf8.h"
+#include "baton/worker/task_supervisor.h"
 
 extern char** environ;
 
@@ -26,8 +27,10 @@ void TaskRunner::cancel(const std::string& reason, bool as_failure) {
   cancel_reason_ = reason;
   cancel_as_failure_ = as_failure;
   cancel_ = true;
-  if (int pg = child_pgid_.load(); pg > 0) ::kill(-pg, SIGKILL);
+  kill_tree(control_fd_.load());
 }
+
+void TaskRunner::renew() { renew_switch(control_fd_.load()); }
 
 void TaskRunner::append(std::string& tail, const char* data, std::size_t n) {
   tail.append(data, n);
@@ -53,35 +56,22 @@ TaskRunner::TaskOutcome TaskRunner::run_program(const AttemptContext& ctx, const
   std::vector<std::string> argv_copy = argv;
   for (auto& a : argv_copy) args.push_back(a.data());
   args.push_back(nullptr);
-  const pid_t parent = ::getpid();
-
-  pid_t pid = ::fork();
-  if (pid < 0) return {false, -1, false, false, std::string("fork failed: ") + std::strerror(errno)};
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(126);  // the worker died before prctl
-    ::dup2(out[1], 1);
-    ::dup2(err[1], 2);
-    // The task must not inherit the worker's sockets (its WebSocket to the
-    // leader, a log file): only stdio crosses.
-    ::close_range(3, ~0U, 0);
-    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) {
-      const char msg[] = "baton: cannot chdir to working directory\n";
-      (void)!::write(2, msg, sizeof msg - 1);
-      ::_exit(126);
-    }
-    ::execvpe(args[0], args.data(), envp.data());
-    const char msg[] = "baton: exec failed\n";
-    (void)!::write(2, msg, sizeof msg - 1);
-    ::_exit(127);
-  }
-  ::setpgid(pid, pid);
-  child_pgid_ = pid;
+  // The task runs under a supervisor (task_supervisor.h) that kills its
+  // whole tree when it ends, when it is cancelled, when this worker dies,
+  // and when this worker stops renewing the dead-man's switch.
+  const SupervisedTask sup = start_supervised(args.data(), envp.data(), cwd.empty() ? nullptr : cwd.c_str(), out[1],
+                                              err[1], ctx.switch_timeout);
   ::close(out[1]);
   ::close(err[1]);
+  if (sup.supervisor < 0) {
+    ::close(out[0]);
+    ::close(err[0]);
+    return {false, -1, false, false, std::string("fork failed: ") + std::strerror(errno)};
+  }
+  const pid_t pid = sup.supervisor;
+  control_fd_ = sup.control_fd;
   if (ctx.on_process) ctx.on_process(pid, true);
-  if (cancel_) ::kill(-pid, SIGKILL);
+  if (cancel_) kill_tree(sup.control_fd);
 
   TaskOutcome result;
   pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
@@ -92,7 +82,7 @@ TaskRunner::TaskOutcome TaskRunner::run_program(const AttemptContext& ctx, const
     if (!killed && (cancel_ || (deadline != Clock::time_point::max() && Clock::now() >= deadline))) {
       result.timed_out = !cancel_;
       result.canceled = cancel_;
-      ::kill(-pid, SIGKILL);
+      kill_tree(sup.control_fd);
       killed = true;
     }
     int n = ::poll(fds, 2, static_cast<int>(poll_step.count()));
@@ -110,10 +100,9 @@ TaskRunner::TaskOutcome TaskRunner::run_program(const AttemptContext& ctx, const
     }
   }
   int status = 0;
-  ::waitpid(pid, &status, 0);
-  // Anything left in the group (grandchildren) goes with it.
-  ::kill(-pid, SIGKILL);
-  child_pgid_ = 0;
+  ::waitpid(pid, &status, 0);  // the supervisor exits once the whole tree is gone
+  control_fd_ = -1;
+  ::close(sup.control_fd);
   if (ctx.on_process) ctx.on_process(pid, false);
   if (killed && result.timed_out) {
     result.exit_code = -1;

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
 
 #include <filesystem>
 #include <fstream>
@@ -116,4 +120,128 @@ TEST(TaskRunner, SqlNeedsANamedConnectionAndMissingProgramsFail) {
   auto g = r2.run(ctx(), {program({"/nonexistent/binary"})});
   EXPECT_EQ(g.outcome, "FAILED");
   EXPECT_EQ(g.exit_code, 127);
+}
+
+// ---- task trees (task_supervisor.h) ----------------------------------------
+namespace {
+
+/// A shell command that leaves a detached grandchild (own session, re-parented
+/// away from the task) sleeping for a long time, and writes its pid to `file`.
+std::vector<std::string> leaves_grandchild(const std::string& file, const std::string& then = "exit 0") {
+  return {"/bin/sh", "-c", "setsid sh -c 'echo $$ > " + file + "; exec sleep 60' & sleep 0.2; " + then};
+}
+
+pid_t read_pid(const std::string& file) {
+  for (int i = 0; i < 100; ++i) {
+    std::ifstream in(file);
+    pid_t pid = 0;
+    if (in >> pid && pid > 0) return pid;
+    std::this_thread::sleep_for(20ms);
+  }
+  return 0;
+}
+
+/// True if `pid` is gone (or a zombie nobody reaps) within `within`.
+bool dies(pid_t pid, std::chrono::milliseconds within) {
+  for (auto end = std::chrono::steady_clock::now() + within; std::chrono::steady_clock::now() < end;) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string all((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    auto close = all.rfind(')');
+    if (all.empty() || (close != std::string::npos && all[close + 2] == 'Z')) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
+std::string temp_file(const char* name) {
+  return "/tmp/baton-tree-" + std::string(name) + "-" + std::to_string(::getpid());
+}
+
+}  // namespace
+
+// A detached grandchild does not outlive the attempt that started it.
+TEST(TaskTree, DetachedGrandchildDiesWhenTheTaskEnds) {
+  const std::string file = temp_file("ends");
+  std::filesystem::remove(file);
+  TaskRunner r;
+  auto fin = r.run(ctx(), {program(leaves_grandchild(file))});
+  EXPECT_EQ(fin.outcome, "SUCCEEDED") << fin.error;
+  const pid_t grandchild = read_pid(file);
+  ASSERT_GT(grandchild, 0);
+  EXPECT_TRUE(dies(grandchild, 2s)) << "pid " << grandchild << " outlived its attempt";
+  std::filesystem::remove(file);
+}
+
+// Cancel kills the whole tree, not only the task's process group.
+TEST(TaskTree, CancelKillsTheDetachedGrandchild) {
+  const std::string file = temp_file("cancel");
+  std::filesystem::remove(file);
+  TaskRunner r;
+  std::thread canceller([&] {
+    read_pid(file);
+    r.cancel("test", false);
+  });
+  auto fin = r.run(ctx(), {program(leaves_grandchild(file, "sleep 60"))});
+  canceller.join();
+  EXPECT_EQ(fin.outcome, "CANCELED");
+  const pid_t grandchild = read_pid(file);
+  ASSERT_GT(grandchild, 0);
+  EXPECT_TRUE(dies(grandchild, 2s));
+  std::filesystem::remove(file);
+}
+
+// Nobody renews the dead-man's switch (a paused or stalled worker): the tree
+// kills itself after the switch timeout.
+TEST(TaskTree, MissedRenewalsKillTheTree) {
+  const std::string file = temp_file("switch");
+  std::filesystem::remove(file);
+  TaskRunner r;
+  auto c = ctx();
+  c.switch_timeout = 400ms;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto fin = r.run(c, {program(leaves_grandchild(file, "sleep 60"))});
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  EXPECT_EQ(fin.outcome, "FAILED");
+  const pid_t grandchild = read_pid(file);
+  ASSERT_GT(grandchild, 0);
+  EXPECT_TRUE(dies(grandchild, 2s));
+  std::filesystem::remove(file);
+}
+
+// ... while renewals keep it alive for as long as they come.
+TEST(TaskTree, RenewalsKeepTheTaskRunning) {
+  TaskRunner r;
+  auto c = ctx();
+  c.switch_timeout = 300ms;
+  std::atomic<bool> done{false};
+  std::thread renewer([&] {
+    while (!done) {
+      r.renew();
+      std::this_thread::sleep_for(50ms);
+    }
+  });
+  auto fin = r.run(c, {program({"/bin/sleep", "1"})});
+  done = true;
+  renewer.join();
+  EXPECT_EQ(fin.outcome, "SUCCEEDED") << fin.error;
+}
+
+// The worker dies (kill -9): the supervisor sees its end of the control
+// socket close and kills the tree at once.
+TEST(TaskTree, WorkerDeathKillsTheTree) {
+  const std::string file = temp_file("death");
+  std::filesystem::remove(file);
+  const pid_t worker = ::fork();
+  ASSERT_GE(worker, 0);
+  if (worker == 0) {
+    TaskRunner r;
+    r.run(ctx(), {program(leaves_grandchild(file, "sleep 60"))});
+    ::_exit(0);
+  }
+  const pid_t grandchild = read_pid(file);
+  ASSERT_GT(grandchild, 0);
+  ::kill(worker, SIGKILL);
+  ::waitpid(worker, nullptr, 0);
+  EXPECT_TRUE(dies(grandchild, 2s)) << "pid " << grandchild << " outlived its killed worker";
+  std::filesystem::remove(file);
 }

@@ -116,10 +116,11 @@ std::vector<ReapAction> plan_reaping(const std::vector<ReaperView>& runs, const 
       continue;
     }
 #endif
-    if (r.worker_attached && r.unreported_ms >= cfg.unreported_lost_after.count()) {
-      // The worker is here and says (every heartbeat) what it runs; this is
-      // not among it, so no process of it can be alive: retrying cannot
-      // overlap. Without this rule such a run stayed RUNNING for ever.
+    if (r.worker_attached && r.unlisted_heartbeats >= cfg.unlisted_heartbeats_lost) {
+      // The worker is here and says (every heartbeat) what it holds; this is
+      // not among it, so no process of it can be alive (a worker's task
+      // trees die with it): retrying cannot overlap. Without this rule such
+      // a run stayed RUNNING for ever.
       out.push_back({r.run_id, ReapKind::attempt_lost});
       continue;
     }

@@ -96,7 +96,7 @@ TEST(Dispatch, FinishRetriesWithBackoffUntilAttemptsAreExhausted) {
 }
 
 TEST(Reaper, AssignedRunOfADetachedWorkerIsOrphanedAfterTheShortThreshold) {
-  ReaperConfig cfg{10000ms, 1000ms, 5000ms, 5000ms};
+  ReaperConfig cfg{10000ms, 1000ms, 5000ms, 2};
   std::vector<ReaperView> runs = {
       {1, RunState::assigned, "w1", false, true, ContinuationState::none, false, 999, 0, 0, 0},
       {2, RunState::assigned, "w1", false, true, ContinuationState::none, false, 1000, 0, 0, 0},
@@ -108,13 +108,18 @@ TEST(Reaper, AssignedRunOfADetachedWorkerIsOrphanedAfterTheShortThreshold) {
   EXPECT_EQ(actions[0].kind, ReapKind::orphan);
 }
 
-TEST(Reaper, ARunningAttemptItsAttachedWorkerDoesNotReportIsLost) {
-  ReaperConfig cfg{10000ms, 1000ms, 5000ms, 5000ms};
+// Lost only on positive evidence: two heartbeats in a row from the attached
+// worker that did not list the attempt. Time alone (a slow leader) never
+// makes an attempt lost: run 5 has been RUNNING for minutes with its worker
+// listing it in every heartbeat.
+TEST(Reaper, ARunningAttemptItsAttachedWorkerDoesNotListIsLost) {
+  ReaperConfig cfg{10000ms, 1000ms, 5000ms, 2};
   std::vector<ReaperView> runs = {
-      {1, RunState::running, "w1", true, true, ContinuationState::none, false, 0, 100, 0, 4999},
-      {2, RunState::running, "w1", true, true, ContinuationState::none, false, 0, 100, 0, 5000},
-      {3, RunState::running, "w1", true, false, ContinuationState::confirming, false, 0, 100, 0, 6000},
-      {4, RunState::running, "w2", false, true, ContinuationState::none, false, 0, 100, 0, 9000},
+      {1, RunState::running, "w1", true, true, ContinuationState::none, false, 0, 100, 0, 1},
+      {2, RunState::running, "w1", true, true, ContinuationState::none, false, 0, 100, 0, 2},
+      {3, RunState::running, "w1", true, false, ContinuationState::confirming, false, 0, 100, 0, 3},
+      {4, RunState::running, "w2", false, true, ContinuationState::none, false, 0, 100, 0, 9},
+      {5, RunState::running, "w1", true, true, ContinuationState::none, false, 0, 600000, 0, 0},
   };
   auto actions = plan_reaping(runs, cfg);
   ASSERT_EQ(actions.size(), 3u);
@@ -127,7 +132,7 @@ TEST(Reaper, ARunningAttemptItsAttachedWorkerDoesNotReportIsLost) {
 }
 
 TEST(Reaper, OrphansConfirmsAndNeverReassignsWhileConfirming) {
-  ReaperConfig cfg{10000ms, 10000ms, 5000ms, 5000ms};
+  ReaperConfig cfg{10000ms, 10000ms, 5000ms, 2};
   std::vector<ReaperView> runs = {
       {1, RunState::assigned, "w1", false, true, ContinuationState::none, false, 9999, 0, 0, 0},
       {2, RunState::assigned, "w1", false, true, ContinuationState::none, false, 10000, 0, 0, 0},

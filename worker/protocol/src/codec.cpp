@@ -157,6 +157,7 @@ Message read_message(const std::string& type, const Fields& f) {
     m.capacity = static_cast<int>(f.integer("capacity", 0, 100000, std::nullopt));
     m.labels = f.string_map("labels");
     m.running = read_refs(f, "running");
+    m.finished = read_refs(f, "finished");
     m.unreachable_leader = f.str("unreachable_leader", false, 512);
     return m;
   }
@@ -167,6 +168,8 @@ Message read_message(const std::string& type, const Fields& f) {
     m.heartbeat_interval_ms = f.integer("heartbeat_interval_ms", 1, ms_max, 1000);
     m.heartbeat_timeout_ms = f.integer("heartbeat_timeout_ms", 1, ms_max, 5000);
     m.continuation_timeout_ms = f.integer("continuation_timeout_ms", 1, ms_max, 30000);
+    m.continuation_margin_ms = f.integer("continuation_margin_ms", 1, ms_max, 10000);
+    m.adopted = read_refs(f, "adopted");
     return m;
   }
   if (type == "redirect") {
@@ -191,7 +194,8 @@ Message read_message(const std::string& type, const Fields& f) {
   if (type == "start") return Start{read_ref(f)};
   if (type == "start_granted") return StartGranted{read_ref(f)};
   if (type == "start_denied") return StartDenied{read_ref(f), f.str("reason", false)};
-  if (type == "heartbeat") return Heartbeat{read_refs(f, "running")};
+  if (type == "heartbeat")
+    return Heartbeat{read_refs(f, "running"), read_refs(f, "finished"), read_refs(f, "assigned")};
   if (type == "finish") {
     Finish m;
     m.ref = read_ref(f);
@@ -247,6 +251,7 @@ struct Encoder {
     o["capacity"] = m.capacity;
     o["labels"] = map_json(m.labels);
     o["running"] = refs_json(m.running);
+    if (!m.finished.empty()) o["finished"] = refs_json(m.finished);
     if (!m.unreachable_leader.empty()) o["unreachable_leader"] = m.unreachable_leader;
   }
   void operator()(const Welcome& m) {
@@ -255,6 +260,8 @@ struct Encoder {
     o["heartbeat_interval_ms"] = m.heartbeat_interval_ms;
     o["heartbeat_timeout_ms"] = m.heartbeat_timeout_ms;
     o["continuation_timeout_ms"] = m.continuation_timeout_ms;
+    o["continuation_margin_ms"] = m.continuation_margin_ms;
+    if (!m.adopted.empty()) o["adopted"] = refs_json(m.adopted);
   }
   void operator()(const Redirect& m) {
     o["leader_endpoint"] = m.leader_endpoint;
@@ -294,7 +301,11 @@ struct Encoder {
     put_ref(o, m.ref);
     o["reason"] = m.reason;
   }
-  void operator()(const Heartbeat& m) { o["running"] = refs_json(m.running); }
+  void operator()(const Heartbeat& m) {
+    o["running"] = refs_json(m.running);
+    if (!m.finished.empty()) o["finished"] = refs_json(m.finished);
+    if (!m.assigned.empty()) o["assigned"] = refs_json(m.assigned);
+  }
   void operator()(const Finish& m) {
     put_ref(o, m.ref);
     o["outcome"] = m.outcome;

@@ -15,15 +15,15 @@ std::vector<Message> samples() {
   Task sql{TaskKind::sql, "q", {}, {}, "", "local", "SELECT 1", "", "", false};
   Task builtin{TaskKind::builtin, "", {}, {}, "", "", "", "SLEEP", "2s", false};
   Finish fin{ref(), "FAILED", 3, "exit 3", "out", "err", 1234, {{"p", 3, 1200, false}}};
-  return {Hello{"w1", "secret", 8, {{"zone", "a"}}, {ref()}, "127.0.0.1:7001"},
-          Welcome{"n1", 7, 500, 3000, 20000},
+  return {Hello{"w1", "secret", 8, {{"zone", "a"}}, {ref()}, {AttemptRef{44, 2, "f"}}, "127.0.0.1:7001"},
+          Welcome{"n1", 7, 500, 3000, 20000, 5000, {ref()}},
           Redirect{"127.0.0.1:7002", 7},
           Error{"unauthenticated", "bad token"},
           Assign{ref(), {program, sql, builtin}, 60000},
           Start{ref()},
           StartGranted{ref()},
           StartDenied{ref(), "lease token is stale"},
-          Heartbeat{{ref(), AttemptRef{43, 1, "x"}}},
+          Heartbeat{{ref(), AttemptRef{43, 1, "x"}}, {AttemptRef{44, 2, "f"}}, {AttemptRef{45, 1, "a"}}},
           fin,
           FinishAck{ref()},
           Cancel{ref(), "operator"},

@@ -96,11 +96,18 @@ class ControlLoop {
     std::map<std::string, std::string> labels;
     MonoTime last_seen{};
     bool draining = false;
+    std::uint64_t heartbeats = 0;  ///< heartbeats processed on this connection
   };
   struct Tracked {  // an ASSIGNED or RUNNING run as this leader last wrote or read it
     store::ActiveRun row;
     std::vector<protocol::Task> tasks;
-    MonoTime reported{};  ///< RUNNING: when its worker last listed it (or it started, or this loop first saw it)
+    /// Positive evidence of a lost attempt is counted in heartbeats, not in
+    /// time (a slow pass of this loop must never look like a silent
+    /// worker): `listed_at` is the worker connection `link`'s heartbeat
+    /// count when it last listed this attempt (or the attempt started, or
+    /// this loop first saw it).
+    std::uint64_t link = 0;
+    std::uint64_t listed_at = 0;
   };
 
   void handle(const LoopEvent& e);
@@ -110,6 +117,10 @@ class ControlLoop {
   void on_start(const std::string& worker, const protocol::Start& m);
   void on_heartbeat(const std::string& worker, const protocol::Heartbeat& m);
   void on_finish(const std::string& worker, const protocol::Finish& m);
+  /// Marks `t` as listed by its worker now (on the worker's current connection).
+  void mark_listed(Tracked& t);
+  /// Heartbeats of the holding worker's connection since it last listed `t`.
+  std::int64_t unlisted_heartbeats(Tracked& t);
   void deny_start(const std::string& worker, const protocol::AttemptRef& ref, const std::string& why);
   void regrant_start(Tracked& t, const std::string& worker, const protocol::AttemptRef& ref);
   /// Writes the starts / finishes queued during one pass of the loop as one
@@ -152,6 +163,9 @@ class ControlLoop {
   std::map<std::int64_t, Tracked> tracked_;
   std::map<std::int64_t, MonoTime> due_since_;
   std::set<std::int64_t> heartbeat_due_;
+  /// Running runs an operator cancelled: run -> reason. Written CANCELED
+  /// when the worker reports the kill (or the attempt is lost).
+  std::map<std::int64_t, std::string> cancel_requested_;
   std::set<MonoTime> cron_wakeups_;  ///< when cron runs created ahead of their slot become due
   std::vector<store::StartRow> pending_starts_;
   std::set<std::int64_t> pending_start_ids_;

@@ -1,8 +1,8 @@
 #pragma once
 // Executes one attempt of a run: its chain of tasks in order, on the calling
-// thread. PROGRAM tasks are exec'd without a shell in their own process group
-// (killed as a group on timeout or cancel, and by the kernel if the worker
-// itself dies: PR_SET_PDEATHSIG); SQL tasks run psql against a connection
+// thread. PROGRAM tasks are exec'd without a shell under a supervisor that
+// kills their whole process tree on exit, timeout, cancel, worker death or a
+// missed renewal (task_supervisor.h); SQL tasks run psql against a connection
 // named in the worker's own config; BUILTIN tasks are NOOP, SLEEP, LOG, FAIL.
 #include <atomic>
 #include <chrono>
@@ -18,9 +18,12 @@ struct AttemptContext {
   protocol::AttemptRef ref;
   std::chrono::milliseconds timeout{0};  ///< whole chain; 0 = none
   std::map<std::string, std::string> sql_connections;
-  /// Called with (pid, started) when a child process starts and exits: the
-  /// journal the chaos checker replays.
+  /// Called with (pid, started) when a task's supervisor starts and exits
+  /// (a record for operators; the chaos checker keeps its own evidence).
   std::function<void(int pid, bool started)> on_process;
+  /// The task tree is killed if renew() is not called for this long (the
+  /// dead-man's switch; task_supervisor.h). 0: no switch.
+  std::chrono::milliseconds switch_timeout{0};
 };
 
 class TaskRunner {
@@ -31,6 +34,9 @@ class TaskRunner {
   /// Thread-safe: kills the running process group and stops the chain; the
   /// outcome becomes CANCELED (or FAILED with `reason` if `as_failure`).
   void cancel(const std::string& reason, bool as_failure);
+  /// Thread-safe: renews the dead-man's switch of the running PROGRAM task.
+  /// The agent calls it while the attempt may continue.
+  void renew();
 
  private:
   struct TaskOutcome {
@@ -49,7 +55,7 @@ class TaskRunner {
   std::atomic<bool> cancel_{false};
   std::atomic<bool> cancel_as_failure_{false};
   std::string cancel_reason_;
-  std::atomic<int> child_pgid_{0};
+  std::atomic<int> control_fd_{-1};  ///< the running task's supervisor, -1 if none
   std::string stdout_tail_, stderr_tail_;
 };
 

@@ -62,12 +62,15 @@ struct ReaperConfig {
   /// at any value: no process starts without a start grant, and a run that
   /// is no longer ASSIGNED gets none.
   std::chrono::milliseconds reassign_detached_after{1000};
-  /// A RUNNING attempt its attached worker has not listed in its heartbeats
-  /// for this long is lost: the worker does not have it (its start grant or
-  /// its finish went down a connection that died, or it restarted).
-  std::chrono::milliseconds unreported_lost_after{5000};
   std::chrono::milliseconds timeout_grace{
       5000};  ///< leader enforces a run timeout this long after the worker should have
+  /// A RUNNING attempt its attached worker left out of this many heartbeats
+  /// in a row is lost: the worker does not have it (it restarted, or the
+  /// attempt never reached it). A worker lists what it runs, what it ended
+  /// and has not had acknowledged, and what it was assigned, so this is
+  /// positive evidence; it is counted in heartbeats, never in time, so a
+  /// slow leader cannot mistake itself for a silent worker.
+  std::int64_t unlisted_heartbeats_lost = 2;
 };
 
 struct ReaperView {
@@ -81,9 +84,9 @@ struct ReaperView {
   std::int64_t assigned_age_ms = 0;
   std::int64_t running_age_ms = 0;
   std::int64_t timeout_ms = 0;
-  /// RUNNING: how long the worker, while attached, has not listed this
-  /// attempt in its heartbeats (0 when it just did).
-  std::int64_t unreported_ms = 0;
+  /// RUNNING: heartbeats its attached worker has sent since it last listed
+  /// this attempt (0 when the last one did).
+  std::int64_t unlisted_heartbeats = 0;
 };
 
 enum class ReapKind {

@@ -4,8 +4,22 @@
 // written to, and a failover means a new primary that must be re-checked),
 // and maps libpqxx exceptions to Result errors at this boundary so nothing
 // above store/ sees pqxx. Included only inside store/.
+//
+// libpqxx 6.4 (Debian 12) silently reconnects a broken connection inside
+// its own calls ("reactivation"), bypassing the standby check and the
+// on_connect hooks (a LISTEN is lost), and was seen to hang a node's threads
+// for ~20 s after a PostgreSQL restart. Every session therefore inhibits
+// reactivation (a broken connection is an error this code sees, and the
+// next call reconnects through ensure_connected), and every call runs under
+// a client-side deadline: a watchdog thread shuts the socket of a call that
+// overran it, so the call fails at once instead of waiting on a peer that
+// will never answer (server-side statement_timeout cannot fire for a
+// request that never reached a live backend).
+#include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include <pqxx/pqxx>
@@ -25,8 +39,17 @@ class PgSession {
 
   /// Runs `fn` on a connected, primary connection. libpqxx exceptions become
   /// errors; a broken connection is dropped and re-opened on the next call.
+  /// A call that takes longer than `deadline` (default call_deadline()) is
+  /// cut off by closing its socket and fails with db_unavailable.
   template <class T>
   Result<T> with(const std::function<Result<T>(pqxx::connection&)>& fn);
+  template <class T>
+  Result<T> with(std::chrono::milliseconds deadline, const std::function<Result<T>(pqxx::connection&)>& fn);
+  /// The deadline of a call made without one.
+  void set_call_deadline(std::chrono::milliseconds d) { call_deadline_ = d; }
+  std::chrono::milliseconds call_deadline() const { return call_deadline_; }
+  /// Called by the watchdog: cuts the call in progress if it is overdue.
+  void cut_if_overdue(std::chrono::steady_clock::time_point now);
 
   /// Connects now (if not connected) and checks the server is a primary.
   Result<void> ensure_connected();
@@ -40,8 +63,21 @@ class PgSession {
 
   std::string url_;
   std::string application_name_;
+  /// Marks a call in progress on `conn_` (its socket and deadline) for the
+  /// watchdog; the guard's end clears it before the connection can close.
+  struct CallGuard {
+    CallGuard(PgSession& s, std::chrono::milliseconds deadline);
+    ~CallGuard();
+    PgSession& s;
+  };
+
   std::unique_ptr<pqxx::connection> conn_;
   std::function<void(pqxx::connection&)> on_connect_;
+  std::chrono::milliseconds call_deadline_{10000};
+  std::mutex call_mutex_;                           ///< guards the two below against the watchdog
+  int call_fd_ = -1;                                ///< socket of the call in progress, -1 if none
+  std::chrono::steady_clock::time_point call_due_;  ///< when it is overdue
+  bool cut_ = false;                                ///< the watchdog cut the call in progress
 };
 
 /// The URL with libpq connect/keepalive timeouts added unless present, so a
@@ -52,7 +88,13 @@ std::string describe_url(const std::string& url);
 
 template <class T>
 Result<T> PgSession::with(const std::function<Result<T>(pqxx::connection&)>& fn) {
+  return with<T>(call_deadline_, fn);
+}
+
+template <class T>
+Result<T> PgSession::with(std::chrono::milliseconds deadline, const std::function<Result<T>(pqxx::connection&)>& fn) {
   if (auto ok = ensure_connected(); !ok) return ok.error();
+  CallGuard guard(*this, deadline);
   try {
     return fn(*conn_);
   } catch (...) {

@@ -50,6 +50,9 @@ struct Hello {
   int capacity = 1;
   std::map<std::string, std::string> labels;
   std::vector<AttemptRef> running;  ///< attempts this worker is executing right now
+  /// Attempts whose process has ended and whose finish is not yet
+  /// acknowledged (in the outbox): held, not lost, until finish_ack.
+  std::vector<AttemptRef> finished;
   /// A leader endpoint this worker failed to connect to since it was last
   /// attached: a follower that would redirect it there holds the connection
   /// until a newer leader is known instead (no redirect ping-pong while a
@@ -63,6 +66,14 @@ struct Welcome {
   std::int64_t heartbeat_interval_ms = 1000;
   std::int64_t heartbeat_timeout_ms = 5000;
   std::int64_t continuation_timeout_ms = 30000;  ///< how long to keep a run going while detached
+  /// The leader waits continuation timeout + this before it retries an
+  /// attempt of a detached worker; the worker's dead-man's switch fires well
+  /// inside it (docs/protocol.md).
+  std::int64_t continuation_margin_ms = 10000;
+  /// Attempts of `hello.running` this leader has adopted (written at its
+  /// epoch) before this welcome: only these restart their continuation
+  /// clock on the worker. A welcome alone proves nothing about a run.
+  std::vector<AttemptRef> adopted;
   friend bool operator==(const Welcome&, const Welcome&) = default;
 };
 struct Redirect {
@@ -96,6 +107,12 @@ struct StartDenied {
 };
 struct Heartbeat {
   std::vector<AttemptRef> running;
+  /// Ended, finish not yet acknowledged (see Hello::finished).
+  std::vector<AttemptRef> finished;
+  /// Assigned to this worker and not started (a start asked for or due).
+  /// A RUNNING attempt in none of the three lists of a heartbeat is one the
+  /// worker does not have: positive evidence that it is lost.
+  std::vector<AttemptRef> assigned;
   friend bool operator==(const Heartbeat&, const Heartbeat&) = default;
 };
 struct TaskResult {

@@ -1,0 +1,47 @@
+#pragma once
+// The per-task supervisor: a process between the worker and a PROGRAM task
+// that makes the task's whole process tree die with its attempt, and with
+// its worker, including detached grandchildren (double fork, setsid) that
+// neither the task's process group nor PR_SET_PDEATHSIG reaches.
+//
+//   worker --fork--> supervisor (child subreaper) --fork/exec--> task ...
+//
+// The supervisor is a child subreaper, so every descendant orphaned below it
+// is re-parented to it, and it can find and kill all of them. It kills the
+// whole tree when:
+//   - the task's main process exits (nothing of an ended attempt lives on);
+//   - the worker asks (cancel, timeout, continuation deadline);
+//   - the worker dies: its end of the control pipe closes (kill -9, OOM);
+//   - the dead-man's switch fires: the worker renews it (a byte on the
+//     control pipe) only while the attempt may continue -- attached, or
+//     detached for less than the continuation timeout -- so a worker that is
+//     paused (SIGSTOP), stalled or cut off cannot keep the tree alive. The
+//     switch timeout is below the leader's continuation margin, so the tree
+//     is dead before any leader may retry the run (docs/protocol.md).
+// The supervisor then exits with the task's status (exit code, or 128 +
+// signal). It runs in the forked child of a multi-threaded process without
+// exec, so it uses only async-signal-safe calls (no allocation).
+#include <sys/types.h>
+
+#include <chrono>
+
+namespace baton::worker {
+
+struct SupervisedTask {
+  pid_t supervisor = -1;  ///< wait for this pid: its exit status is the task's
+  int control_fd = -1;    ///< renew / kill; closing it kills the tree
+};
+
+/// Forks the supervisor, which starts `argv` (execvpe with `envp`, in `cwd`
+/// if not null, stdout/stderr on `out_fd`/`err_fd`, in its own process
+/// group). All arrays must be built before the call. supervisor = -1 if the
+/// fork failed.
+SupervisedTask start_supervised(char* const* argv, char* const* envp, const char* cwd, int out_fd, int err_fd,
+                                std::chrono::milliseconds switch_timeout);
+
+/// Renews the dead-man's switch. Thread-safe (one write).
+void renew_switch(int control_fd);
+/// Asks the supervisor to kill the whole tree now. Thread-safe.
+void kill_tree(int control_fd);
+
+}  // namespace baton::worker

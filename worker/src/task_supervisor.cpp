@@ -1,0 +1,239 @@
+#include "baton/worker/task_supervisor.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+
+namespace baton::worker {
+
+namespace {
+
+// ---- async-signal-safe helpers (the supervisor never allocates) ----------
+
+std::int64_t mono_ms() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+}
+
+void sleep_ms(long ms) {
+  timespec ts{ms / 1000, (ms % 1000) * 1'000'000};
+  ::nanosleep(&ts, nullptr);
+}
+
+/// The parent pid from /proc/PID/stat, or -1.
+pid_t parent_of(const char* pid_name) {
+  char path[64] = "/proc/";
+  std::size_t n = 6;
+  for (const char* p = pid_name; *p && n < sizeof path - 6; ++p) path[n++] = *p;
+  const char tail[] = "/stat";
+  for (std::size_t i = 0; i < sizeof tail; ++i) path[n + i] = tail[i];
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[512];
+  ssize_t got = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (got <= 0) return -1;
+  buf[got] = 0;
+  // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so
+  // parse from the last ')'.
+  char* close = nullptr;
+  for (char* p = buf; *p; ++p)
+    if (*p == ')') close = p;
+  if (!close || close[1] == 0 || close[2] == 0) return -1;
+  char* p = close + 2;
+  while (*p && *p != ' ') ++p;  // the state letter
+  if (*p != ' ') return -1;
+  ++p;
+  pid_t ppid = 0;
+  for (; *p >= '0' && *p <= '9'; ++p) ppid = ppid * 10 + (*p - '0');
+  return ppid;
+}
+
+/// SIGKILLs every process whose parent is `self`; returns how many.
+int kill_children(pid_t self) {
+  int fd = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  int killed = 0;
+  alignas(8) char buf[8192];
+  for (;;) {
+    long got = ::syscall(SYS_getdents64, fd, buf, sizeof buf);
+    if (got <= 0) break;
+    for (long off = 0; off < got;) {
+      auto* d = reinterpret_cast<struct dirent64*>(buf + off);
+      off += d->d_reclen;
+      if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
+      if (parent_of(d->d_name) != self) continue;
+      pid_t pid = 0;
+      for (const char* p = d->d_name; *p; ++p) pid = pid * 10 + (*p - '0');
+      ::kill(pid, SIGKILL);
+      ++killed;
+    }
+  }
+  ::close(fd);
+  return killed;
+}
+
+/// Kills the task's group and every descendant, reaping until none is
+/// left. A killed process's children are re-parented to this subreaper, so
+/// repeating "kill my children, reap" reaches the whole tree. Returns the
+/// main task's wait status if it was reaped here.
+void kill_everything(pid_t self, pid_t task, bool& task_reaped, int& task_status) {
+  ::kill(-task, SIGKILL);
+  const std::int64_t give_up = mono_ms() + 5000;
+  for (;;) {
+    kill_children(self);
+    int st = 0;
+    pid_t r;
+    while ((r = ::waitpid(-1, &st, WNOHANG)) > 0)
+      if (r == task) {
+        task_reaped = true;
+        task_status = st;
+      }
+    if (r < 0 && errno == ECHILD) return;  // nothing left below us
+    if (mono_ms() > give_up) return;
+    sleep_ms(5);
+  }
+}
+
+/// Closes every descriptor above stderr but the three given (by listing
+/// /proc/self/fd: no allocation).
+void close_all_except(int a, int b, int c) {
+  int dir = ::open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return;
+  int to_close[1024];
+  int count = 0;
+  alignas(8) char buf[8192];
+  for (;;) {
+    long got = ::syscall(SYS_getdents64, dir, buf, sizeof buf);
+    if (got <= 0) break;
+    for (long off = 0; off < got && count < 1024;) {
+      auto* d = reinterpret_cast<struct dirent64*>(buf + off);
+      off += d->d_reclen;
+      if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
+      int fd = 0;
+      for (const char* p = d->d_name; *p; ++p) fd = fd * 10 + (*p - '0');
+      if (fd > 2 && fd != a && fd != b && fd != c && fd != dir) to_close[count++] = fd;
+    }
+  }
+  ::close(dir);
+  for (int i = 0; i < count; ++i) ::close(to_close[i]);
+}
+
+[[noreturn]] void exit_with(int status) {
+  if (WIFEXITED(status)) ::_exit(WEXITSTATUS(status));
+  ::_exit(128 + (WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL));
+}
+
+[[noreturn]] void supervise(int control, char* const* argv, char* const* envp, const char* cwd, int out_fd, int err_fd,
+                            long switch_ms) {
+  const pid_t self = ::getpid();
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  const pid_t task = ::fork();
+  if (task < 0) ::_exit(126);
+  if (task == 0) {
+    ::setpgid(0, 0);
+    ::signal(SIGPIPE, SIG_DFL);  // the worker ignores it; a task must not inherit that
+    // Should the supervisor itself be killed, the task's main process goes too.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != self) ::_exit(126);
+    ::dup2(out_fd, 1);
+    ::dup2(err_fd, 2);
+    ::close_range(3, ~0U, 0);
+    if (cwd && ::chdir(cwd) != 0) {
+      const char msg[] = "baton: cannot chdir to working directory\n";
+      (void)!::write(2, msg, sizeof msg - 1);
+      ::_exit(126);
+    }
+    ::execvpe(argv[0], argv, envp);
+    const char msg[] = "baton: exec failed\n";
+    (void)!::write(2, msg, sizeof msg - 1);
+    ::_exit(127);
+  }
+  ::setpgid(task, task);
+  ::close(out_fd);
+  ::close(err_fd);
+  bool reaped = false;
+  int status = 0;
+  std::int64_t renewed = mono_ms();
+  for (;;) {
+    pollfd p{control, POLLIN, 0};
+    int n = ::poll(&p, 1, 20);
+    bool kill = false;
+    if (n > 0) {
+      char buf[64];
+      ssize_t got = ::read(control, buf, sizeof buf);
+      if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) {
+        kill = true;  // the worker is gone
+      } else {
+        for (ssize_t i = 0; i < got; ++i) {
+          if (buf[i] == 'r') renewed = mono_ms();
+          if (buf[i] == 'k') kill = true;
+        }
+      }
+    }
+    if (switch_ms > 0 && mono_ms() - renewed > switch_ms) kill = true;  // dead-man's switch
+    int st = 0;
+    pid_t r;
+    while ((r = ::waitpid(-1, &st, WNOHANG)) > 0)
+      if (r == task) {
+        reaped = true;
+        status = st;
+      }
+    if (kill || reaped) {
+      // The attempt is over (or must be): nothing of its tree outlives it.
+      kill_everything(self, task, reaped, status);
+      exit_with(reaped ? status : (SIGKILL & 0x7f));
+    }
+  }
+}
+
+}  // namespace
+
+SupervisedTask start_supervised(char* const* argv, char* const* envp, const char* cwd, int out_fd, int err_fd,
+                                std::chrono::milliseconds switch_timeout) {
+  // A socket pair, not a pipe: writes use MSG_NOSIGNAL, so a supervisor
+  // that already exited never raises SIGPIPE in the worker.
+  int control[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, control) != 0) return {};
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(control[0]);
+    ::close(control[1]);
+    return {};
+  }
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::close(control[1]);
+    // Keep only what the supervisor needs: the control pipe's read end and
+    // the task's stdout/stderr; everything else of the worker's (its
+    // WebSocket, log files) must not be held open by a task tree.
+    close_all_except(control[0], out_fd, err_fd);
+    if (::getppid() != parent) ::_exit(126);
+    supervise(control[0], argv, envp, cwd, out_fd, err_fd, static_cast<long>(switch_timeout.count()));
+  }
+  ::setpgid(pid, pid);
+  ::close(control[0]);
+  return {pid, control[1]};
+}
+
+void renew_switch(int control_fd) {
+  if (control_fd >= 0) (void)!::send(control_fd, "r", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+void kill_tree(int control_fd) {
+  if (control_fd >= 0) (void)!::send(control_fd, "k", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+}  // namespace baton::worker
