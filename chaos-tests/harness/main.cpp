@@ -48,7 +48,7 @@ namespace {
 
 const std::vector<std::string> all_faults = {
     "kill9_leader",      "kill9_follower", "kill9_worker", "pause_leader", "pause_worker", "partition_leader_db",
-    "partition_workers", "proxy_latency",  "proxy_reset",  "pg_restart",   "clock_skew"};
+    "partition_workers", "proxy_latency",  "proxy_reset",  "pg_restart",   "clock_skew",   "db_stale_connections"};
 const std::string admin_token = "example-admin-token-change-me";
 // The cluster's timing (written into every node config and into window.txt
 // for the checker, which derives its bounds from them).
@@ -604,6 +604,16 @@ class Harness {
       proxy_effect(fault, n, *db_proxy_[n], before);
       db_proxy_[n]->heal();
       event("heal", fault, n);
+    } else if (fault == "db_stale_connections") {
+      // Every open database connection of one node goes silent for good
+      // (no FIN, no RST); only its client-side deadlines get it out.
+      auto n = l.empty() ? pick(followers) : l;
+      event("inject", fault, n, "stranded");
+      const auto before = db_proxy_[n]->faults_applied();
+      db_proxy_[n]->strand_existing();
+      std::this_thread::sleep_for(200ms);
+      proxy_effect(fault, n, *db_proxy_[n], before);
+      event("heal", fault, n, "new connections pass");
     } else if (fault == "pg_restart") {
       const std::string before = postmaster_pid();
       event("inject", fault, "postgres");

@@ -8,6 +8,8 @@
 #include <set>
 #include <thread>
 
+#include "baton/core/weaken.h"
+
 namespace baton::store::pg {
 
 std::string with_default_timeouts(const std::string& url) {
@@ -108,6 +110,7 @@ PgSession::CallGuard::~CallGuard() {
 void PgSession::cut_if_overdue(std::chrono::steady_clock::time_point now) {
   std::lock_guard lock(call_mutex_);
   if (call_fd_ < 0 || cut_ || now < call_due_) return;
+  if (weakened("no_db_deadline")) return;  // weakened chaos builds only
   // The fd is still open (the owner clears call_fd_ under this mutex before
   // the connection can be closed), so this cannot hit a reused descriptor.
   cut_ = true;
@@ -127,7 +130,7 @@ Result<void> PgSession::ensure_connected() {
     // removed reactivation altogether.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-    c->inhibit_reactivation(true);
+    c->inhibit_reactivation(!weakened("no_db_deadline"));
 #pragma GCC diagnostic pop
     pqxx::nontransaction tx{*c};
     bool standby = tx.exec1("SELECT pg_is_in_recovery()")[0].as<bool>();

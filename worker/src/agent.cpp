@@ -13,6 +13,7 @@
 #include <random>
 #include <thread>
 
+#include "baton/core/weaken.h"
 #include "baton/protocol/codec.h"
 #include "baton/worker/backoff.h"
 #include "baton/worker/outbox.h"
@@ -144,7 +145,9 @@ class Agent {
     protocol::Hello h{cfg_.worker_id, cfg_.token, cfg_.capacity, cfg_.labels, {}, {}, unreachable_leader_};
     for (const auto& [k, a] : attempts_)
       if (a.started && !a.finished) h.running.push_back(a.assign.ref);
-    for (const auto& [k, ref] : unacked_) h.finished.push_back(ref);
+    // Weakened chaos builds only: the old rule, ended attempts not listed.
+    if (!weakened("lost_rule"))
+      for (const auto& [k, ref] : unacked_) h.finished.push_back(ref);
     return h;
   }
 
@@ -439,7 +442,8 @@ class Agent {
       else if (!a.started)
         h.assigned.push_back(a.assign.ref);
     }
-    for (const auto& [k, ref] : unacked_) h.finished.push_back(ref);
+    if (!weakened("lost_rule"))
+      for (const auto& [k, ref] : unacked_) h.finished.push_back(ref);
     send(h);
     heartbeat_timer_.expires_after(std::chrono::milliseconds(heartbeat_interval_ms_));
     heartbeat_timer_.async_wait([this](beast::error_code ec) {

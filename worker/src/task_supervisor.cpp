@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+
 #include <cstdint>
+#include "baton/core/weaken.h"
 
 namespace baton::worker {
 
@@ -136,9 +138,9 @@ void close_all_except(int a, int b, int c) {
 }
 
 [[noreturn]] void supervise(int control, char* const* argv, char* const* envp, const char* cwd, int out_fd, int err_fd,
-                            long switch_ms) {
+                            long switch_ms, bool contain) {
   const pid_t self = ::getpid();
-  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  if (contain) ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   const pid_t task = ::fork();
   if (task < 0) ::_exit(126);
   if (task == 0) {
@@ -182,7 +184,7 @@ void close_all_except(int a, int b, int c) {
         }
       }
     }
-    if (switch_ms > 0 && mono_ms() - renewed > switch_ms) kill = true;  // dead-man's switch
+    if (contain && switch_ms > 0 && mono_ms() - renewed > switch_ms) kill = true;  // dead-man's switch
     int st = 0;
     pid_t r;
     while ((r = ::waitpid(-1, &st, WNOHANG)) > 0)
@@ -191,6 +193,11 @@ void close_all_except(int a, int b, int c) {
         status = st;
       }
     if (kill || reaped) {
+      if (!contain) {  // weakened chaos builds only: the task's process group, nothing more
+        ::kill(-task, SIGKILL);
+        if (!reaped) ::waitpid(task, &status, 0);
+        exit_with(status);
+      }
       // The attempt is over (or must be): nothing of its tree outlives it.
       kill_everything(self, task, reaped, status);
       exit_with(reaped ? status : (SIGKILL & 0x7f));
@@ -207,6 +214,7 @@ SupervisedTask start_supervised(char* const* argv, char* const* envp, const char
   int control[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, control) != 0) return {};
   const pid_t parent = ::getpid();
+  const bool contain = !weakened("no_containment");  // read before fork: no getenv in the child
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(control[0]);
@@ -221,7 +229,7 @@ SupervisedTask start_supervised(char* const* argv, char* const* envp, const char
     // WebSocket, log files) must not be held open by a task tree.
     close_all_except(control[0], out_fd, err_fd);
     if (::getppid() != parent) ::_exit(126);
-    supervise(control[0], argv, envp, cwd, out_fd, err_fd, static_cast<long>(switch_timeout.count()));
+    supervise(control[0], argv, envp, cwd, out_fd, err_fd, static_cast<long>(switch_timeout.count()), contain);
   }
   ::setpgid(pid, pid);
   ::close(control[0]);

@@ -34,6 +34,7 @@ struct FaultProxy::Impl : std::enable_shared_from_this<FaultProxy::Impl> {
     asio::strand<asio::io_context::executor_type> strand;
     std::shared_ptr<Impl> proxy;
     bool closed = false;
+    bool stranded = false;  ///< never moves a byte again (see FaultProxy::strand_existing)
     // Paused directions waiting for heal, with the chunk that arrived as the
     // blackhole began (held, not dropped: a partition delays, TCP retransmits).
     bool paused[2] = {false, false};
@@ -48,7 +49,7 @@ struct FaultProxy::Impl : std::enable_shared_from_this<FaultProxy::Impl> {
 
     void read(int dir) {
       if (closed) return;
-      if (proxy->mode.load() == ProxyMode::blackhole) {
+      if (stranded || proxy->mode.load() == ProxyMode::blackhole) {
         paused[dir] = true;  // stop pulling bytes: the stream stalls both ways
         return;
       }
@@ -63,7 +64,7 @@ struct FaultProxy::Impl : std::enable_shared_from_this<FaultProxy::Impl> {
     }
     void forward(int dir, std::shared_ptr<std::vector<char>> buf) {
       auto mode = proxy->mode.load();
-      if (mode == ProxyMode::blackhole) {
+      if (stranded || mode == ProxyMode::blackhole) {
         held[dir] = buf;
         paused[dir] = true;
         proxy->applied++;
@@ -187,6 +188,20 @@ ProxyMode FaultProxy::mode() const { return impl_->mode.load(); }
 
 std::uint64_t FaultProxy::bytes_forwarded() const { return impl_->forwarded.load(); }
 std::uint64_t FaultProxy::faults_applied() const { return impl_->applied.load(); }
+
+void FaultProxy::strand_existing() {
+  std::vector<std::shared_ptr<Impl::Conn>> conns;
+  {
+    std::lock_guard lock(impl_->mutex);
+    conns.assign(impl_->conns.begin(), impl_->conns.end());
+  }
+  for (auto& c : conns)
+    asio::post(c->strand, [c, impl = impl_] {
+      if (c->closed || c->stranded) return;
+      c->stranded = true;
+      impl->applied++;
+    });
+}
 
 void FaultProxy::set_mode(ProxyMode m, std::chrono::milliseconds latency) {
   impl_->latency_ms = latency.count();

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "baton/core/assert.h"
+#include "baton/core/weaken.h"
 
 namespace baton::leader_core {
 
@@ -107,15 +108,13 @@ std::vector<ReapAction> plan_reaping(const std::vector<ReaperView>& runs, const 
       continue;
     }
     if (r.state != RunState::running) continue;
-#ifdef BATON_CHAOS_WEAKEN
-    // DELIBERATELY BROKEN, chaos-test builds only (-DBATON_CHAOS_WEAKEN=ON):
+    // DELIBERATELY BROKEN in weakened chaos builds only (core/weaken.h):
     // retry a RUNNING attempt the moment its worker detaches, skipping the
     // continuation rule, so the checker can be shown to catch the overlap.
-    if (!r.worker_attached) {
+    if (weakened("continuation") && !r.worker_attached) {
       out.push_back({r.run_id, ReapKind::attempt_lost});
       continue;
     }
-#endif
     if (r.worker_attached && r.unlisted_heartbeats >= cfg.unlisted_heartbeats_lost) {
       // The worker is here and says (every heartbeat) what it holds; this is
       // not among it, so no process of it can be alive (a worker's task

@@ -30,6 +30,11 @@ class FaultProxy {
   int port() const;
   void set_mode(ProxyMode mode, std::chrono::milliseconds latency = std::chrono::milliseconds(0));
   void heal() { set_mode(ProxyMode::pass); }
+  /// Every connection open now stops moving bytes for good while staying
+  /// open (a middlebox that lost its state, a server host gone without a
+  /// FIN); new connections pass. Only a client-side deadline gets a client
+  /// out of a call on such a connection.
+  void strand_existing();
   ProxyMode mode() const;
   std::uint64_t bytes_forwarded() const;
   /// Chunks held by a blackhole or delayed by latency, and connections reset
