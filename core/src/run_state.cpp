@@ -37,7 +37,9 @@ bool legal_transition(RunState from, RunState to) {
     case S::orphaned: return to == S::assigned || to == S::failed || to == S::canceled;
     case S::running:
       return to == S::succeeded || to == S::failed || to == S::timed_out || to == S::retry_waiting || to == S::canceled;
-    case S::retry_waiting: return to == S::assigned || to == S::canceled;
+    // -> SUCCEEDED: a late success of the attempt still waiting to be
+    // retried (schemas/0004_late_success.sql).
+    case S::retry_waiting: return to == S::assigned || to == S::succeeded || to == S::canceled;
     case S::succeeded:
     case S::failed:
     case S::timed_out:

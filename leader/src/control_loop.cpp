@@ -482,6 +482,7 @@ void ControlLoop::on_finish(const std::string& worker, const protocol::Finish& m
     it = tracked_.find(m.ref.run_id);
   }
   if (it == tracked_.end() || !matches(it->second.row)) {
+    if (m.outcome == "SUCCEEDED" && late_success(worker, m)) return;
     // A replay, or an attempt that was superseded: nothing to write.
     spdlog::info("finish_ack_without_write run={} attempt={} worker={} epoch={}", m.ref.run_id, m.ref.attempt, worker,
                  epoch_.value);
@@ -526,6 +527,28 @@ void ControlLoop::on_finish(const std::string& worker, const protocol::Finish& m
   if (decision.next == RunState::retry_waiting) row.retry_delay = decision.retry_delay;
   pending_finish_ids_.insert(r.id.value);
   pending_finishes_.push_back(std::move(row));
+}
+
+bool ControlLoop::late_success(const std::string& worker, const protocol::Finish& m) {
+  auto row = runs_.read_run(RunId{m.ref.run_id});
+  if (!row) return true;  // unknown: no ack, the worker sends it again
+  if (!*row) return false;
+  const store::RunRow& r = **row;
+  if (r.state != RunState::retry_waiting || r.attempt != m.ref.attempt || r.assigned_worker_id != worker ||
+      r.lease_token != m.ref.lease_token)
+    return false;
+  // The attempt was ended as lost, yet it succeeded, and nothing has run
+  // since: keep the success rather than run the work again.
+  store::Finish fin;
+  fin.exit_code = m.exit_code;
+  fin.result_json = "{\"duration_ms\":" + std::to_string(m.duration_ms) + "}";
+  auto w = runs_.late_success({r.id, r.version, epoch_}, {worker, r.attempt, *r.lease_token}, fin);
+  if (!note("late_success", r.id.value, w)) return true;
+  metrics_.runs_finished++;
+  spdlog::info("run_finished run={} attempt={} worker={} outcome=SUCCEEDED state=SUCCEEDED late=true epoch={}",
+               r.id.value, r.attempt, worker, epoch_.value);
+  send(worker, protocol::FinishAck{m.ref});
+  return true;
 }
 
 void ControlLoop::apply_finishes(const std::vector<store::FinishRow>& rows,

@@ -94,6 +94,11 @@ const std::vector<Statement>& statements() {
        fenced_update("state = 'RETRY_WAITING', next_attempt_at = now() + $12 * interval '1 millisecond', " + finish_set,
                      "state = 'RUNNING' AND " + attempt_predicates, attempt_row_cte)},
       {"run_orphan", fenced_update("state = 'ORPHANED'", "state = 'ASSIGNED'")},
+      {"run_late_success",
+       fenced_update("state = 'SUCCEEDED', finished_at = now(), next_attempt_at = NULL, " + finish_set,
+                     "state = 'RETRY_WAITING' AND assigned_worker_id = $4 AND attempt = $5 AND lease_token = $6::uuid",
+                     ", att AS (UPDATE job_run_attempts a SET outcome = $7, exit_code = $11, finished_at = now()"
+                     " FROM w WHERE a.run_id = w.id AND a.attempt = w.attempt)")},
       {"run_fail_orphaned",
        fenced_update("state = 'FAILED', finished_at = now(), error_code = 'orphaned', error_msg = $4",
                      "state = 'ORPHANED'", dead_letter_cte)},
@@ -300,6 +305,11 @@ Result<WriteResult> PgRunStore::retry_later(const RunFence& f, const AttemptFenc
 }
 
 Result<WriteResult> PgRunStore::orphan(const RunFence& f) { return fenced("run_orphan", f); }
+
+Result<WriteResult> PgRunStore::late_success(const RunFence& f, const AttemptFence& a, const Finish& fin) {
+  return fenced("run_late_success", f, a.worker_id, a.attempt, a.lease_token, std::string("SUCCEEDED"), fin.result_json,
+                std::string(), std::string(), fin.exit_code);
+}
 
 Result<WriteResult> PgRunStore::fail_orphaned(const RunFence& f, const std::string& reason) {
   return fenced("run_fail_orphaned", f, reason);

@@ -174,3 +174,37 @@ TEST_F(RunStoreTest, UnreachableDatabaseIsAnErrorNotAnOutcome) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, Errc::db_unavailable);
 }
+
+// An attempt ended as lost whose success arrives while the run still waits
+// to retry it is recorded SUCCEEDED; once the run moved on, it is not.
+TEST_F(RunStoreTest, LateSuccessOnlyWhileTheSameAttemptWaitsToRetry) {
+  RunId id = create();
+  auto a = runs.assign({id, read(id).version, epoch}, "w1");
+  AttemptFence att{"w1", 1, a->lease_token};
+  auto s = runs.start({id, a->new_version, epoch}, att, Millis{5000});
+  Finish lost;
+  lost.final_state = RunState::failed;
+  lost.error_code = "attempt_lost";
+  auto l = runs.retry_later({id, s->new_version, epoch}, att, lost, Millis{60000});
+  ASSERT_EQ(l->outcome, WriteOutcome::applied);
+  Finish ok;
+  ok.exit_code = 0;
+  auto wrong = runs.late_success({id, l->new_version, epoch}, {"w1", 1, "00000000-0000-4000-8000-000000000000"}, ok);
+  EXPECT_EQ(wrong->outcome, WriteOutcome::conflict) << "another attempt's token";
+  auto late = runs.late_success({id, l->new_version, epoch}, att, ok);
+  ASSERT_EQ(late->outcome, WriteOutcome::applied);
+  EXPECT_EQ(read(id).state, RunState::succeeded);
+  EXPECT_EQ(scalar("SELECT count(*) FROM job_run_attempts WHERE outcome = 'SUCCEEDED' AND run_id = " +
+                   std::to_string(id.value)),
+            1);
+
+  RunId moved = create();
+  auto a2 = runs.assign({moved, read(moved).version, epoch}, "w1");
+  AttemptFence att2{"w1", 1, a2->lease_token};
+  auto s2 = runs.start({moved, a2->new_version, epoch}, att2, Millis{5000});
+  auto l2 = runs.retry_later({moved, s2->new_version, epoch}, att2, lost, Millis{0});
+  auto r2 = runs.reassign({moved, l2->new_version, epoch}, RunState::retry_waiting, "w2");
+  ASSERT_EQ(r2->outcome, WriteOutcome::applied);
+  auto too_late = runs.late_success({moved, r2->new_version, epoch}, att2, ok);
+  EXPECT_EQ(too_late->outcome, WriteOutcome::conflict) << "the retry was assigned: the success is not recorded";
+}

@@ -117,6 +117,11 @@ class ControlLoop {
   void on_start(const std::string& worker, const protocol::Start& m);
   void on_heartbeat(const std::string& worker, const protocol::Heartbeat& m);
   void on_finish(const std::string& worker, const protocol::Finish& m);
+  /// A SUCCEEDED finish of an attempt that was ended as lost while the run
+  /// still waits to retry that very attempt: recorded SUCCEEDED. True if
+  /// handled (written and acknowledged, or left unacknowledged after an
+  /// error); false if the run has moved on.
+  bool late_success(const std::string& worker, const protocol::Finish& m);
   /// Marks `t` as listed by its worker now (on the worker's current connection).
   void mark_listed(Tracked& t);
   /// Heartbeats of the holding worker's connection since it last listed `t`.

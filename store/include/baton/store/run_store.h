@@ -137,6 +137,11 @@ class RunStore {
   virtual Result<WriteResult> orphan(const RunFence& f) = 0;
   /// ORPHANED -> FAILED with a dead letter (no attempts left).
   virtual Result<WriteResult> fail_orphaned(const RunFence& f, const std::string& reason) = 0;
+  /// RETRY_WAITING -> SUCCEEDED: the attempt that was ended as lost (or
+  /// failed by its deadline) did succeed, and the run has not been
+  /// reassigned since: same worker, attempt and lease token. Its attempt row
+  /// becomes SUCCEEDED. Conflict if anything moved on.
+  virtual Result<WriteResult> late_success(const RunFence& f, const AttemptFence& a, const Finish& fin) = 0;
   /// Any non-final state -> CANCELED.
   virtual Result<WriteResult> cancel(const RunFence& f, RunState from, const std::string& reason) = 0;
   /// RUNNING, continuation NONE -> CONFIRMING with a deadline (worker detached).

@@ -11,6 +11,9 @@ namespace baton::store::pg {
 class PgLeaderStore final : public LeaderStore {
  public:
   PgLeaderStore(const std::string& url, const std::string& application_name);
+  /// Calls cut off after `d` (PgSession); the admin API's store uses a short
+  /// one so /status answers while the database does not.
+  void set_call_deadline(Millis d) { session_.set_call_deadline(d); }
 
   Result<std::vector<DueRun>> due_runs(int limit) override;
   Result<std::vector<ActiveRun>> active_runs(Millis continuation_margin) override;
