@@ -27,10 +27,14 @@ void TaskRunner::cancel(const std::string& reason, bool as_failure) {
   cancel_reason_ = reason;
   cancel_as_failure_ = as_failure;
   cancel_ = true;
-  kill_tree(control_fd_.load());
+  std::lock_guard lock(control_mutex_);
+  kill_tree(control_fd_);
 }
 
-void TaskRunner::renew() { renew_switch(control_fd_.load()); }
+void TaskRunner::renew() {
+  std::lock_guard lock(control_mutex_);
+  renew_switch(control_fd_);
+}
 
 void TaskRunner::append(std::string& tail, const char* data, std::size_t n) {
   tail.append(data, n);
@@ -69,7 +73,10 @@ TaskRunner::TaskOutcome TaskRunner::run_program(const AttemptContext& ctx, const
     return {false, -1, false, false, std::string("fork failed: ") + std::strerror(errno)};
   }
   const pid_t pid = sup.supervisor;
-  control_fd_ = sup.control_fd;
+  {
+    std::lock_guard lock(control_mutex_);
+    control_fd_ = sup.control_fd;
+  }
   if (ctx.on_process) ctx.on_process(pid, true);
   if (cancel_) kill_tree(sup.control_fd);
 
@@ -101,8 +108,13 @@ TaskRunner::TaskOutcome TaskRunner::run_program(const AttemptContext& ctx, const
   }
   int status = 0;
   ::waitpid(pid, &status, 0);  // the supervisor exits once the whole tree is gone
-  control_fd_ = -1;
-  ::close(sup.control_fd);
+  {
+    // Under the lock: a cancel() or renew() on another thread must never
+    // write to this descriptor number after it was closed (and reused).
+    std::lock_guard lock(control_mutex_);
+    control_fd_ = -1;
+    ::close(sup.control_fd);
+  }
   if (ctx.on_process) ctx.on_process(pid, false);
   if (killed && result.timed_out) {
     result.exit_code = -1;

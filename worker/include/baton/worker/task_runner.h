@@ -8,6 +8,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <string>
 
 #include "baton/protocol/messages.h"
@@ -55,7 +56,8 @@ class TaskRunner {
   std::atomic<bool> cancel_{false};
   std::atomic<bool> cancel_as_failure_{false};
   std::string cancel_reason_;
-  std::atomic<int> control_fd_{-1};  ///< the running task's supervisor, -1 if none
+  std::mutex control_mutex_;
+  int control_fd_ = -1;  ///< the running task's supervisor, -1 if none (under control_mutex_)
   std::string stdout_tail_, stderr_tail_;
 };
 
