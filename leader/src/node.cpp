@@ -22,6 +22,12 @@ constexpr Millis watchdog_every{20};
 constexpr Millis registry_every{5000};
 // How long a follower holds a worker's connection while no leader is known.
 constexpr Millis park_max{5000};
+// A worker that could not reach the leader is held this long before it is
+// sent back to that same leader (if its lease is still held): long enough to
+// stop a tight redirect loop to a dead leader, short enough that a worker
+// whose partition just healed reattaches before its runs' continuation
+// deadline (a 5 s hold re-executed finished runs in the 30-minute chaos run).
+constexpr Millis unreachable_hold{1000};
 // Bound on waiting for the election thread at shutdown: if the database
 // hangs, exit anyway (the lease then expires on its own).
 constexpr Millis shutdown_join_max{3000};
@@ -141,7 +147,7 @@ class NodeRuntime final : public ServerHandlers {
       if (active_ && !active_->stop.load()) {
         links_[it->first] = active_;
         active_->loop->post(WorkerAttached{p.link, p.hello});
-      } else if (other_leader && lease->epoch > p.skip_epoch) {
+      } else if (other_leader && (lease->epoch > p.skip_epoch || now - p.since > unreachable_hold)) {
         p.link->send(protocol::Redirect{lease->leader_endpoint, lease->epoch.value});
         p.link->close("not the leader");
       } else if (now - p.since > park_max) {
