@@ -357,3 +357,19 @@ TEST(Checker, MissingInputsAndTornEvidenceAreViolations) {
   EXPECT_EQ(Fixture::violations(r, "history_complete"), 1) << r.markdown();
   EXPECT_EQ(Fixture::violations(r2, "history_complete"), 2) << r2.markdown();
 }
+
+// A worker killed long after its task exited had its finish on disk (or
+// acknowledged): a re-execution then is a violation, not the excused
+// "finish not durable" case (the 30-minute run excused one 48 s later).
+TEST(Checker, AWorkerKillLongAfterTheExitExcusesNothing) {
+  Fixture f;
+  f.nemesis << Fixture::line("inject", "kill9_worker", "w1", T + 15 * sec)
+            << Fixture::line("effect", "kill9_worker", "w1", T + 15 * sec)
+            << Fixture::line("heal", "kill9_worker", "w1", T + 16 * sec);
+  f.run(200, "api", "SUCCEEDED", "", 0, 2, 3);
+  f.exec(200, 1, "x1", "w1", 700, T + 12'000'000, T + 12'500'000, 0);
+  f.exec(200, 2, "x2", "w2", 701, T + 17'000'000, T + 17'400'000, 0);
+  auto r = f.check();
+  EXPECT_EQ(Fixture::violations(r, "one_successful_execution"), 1) << r.markdown();
+  EXPECT_EQ(Fixture::get(r, "one_successful_execution").excused, 0);
+}

@@ -73,7 +73,12 @@ std::string at_least_once_reason(const History& h, const Execution& x, std::int6
   if (x.main && x.main->exit_status) {
     const std::int64_t ended = x.main->last_ns;
     for (const auto& f : h.faults) {
-      if (f.fault != "kill9_worker" || f.target != x.worker || f.from_ns < ended || f.from_ns > next_start_ns) continue;
+      // Only a kill within a second of the exit can have beaten the outbox's
+      // fsync (one group commit, milliseconds after the exit); a kill later
+      // than that found the finish on disk, or acknowledged, so it excuses nothing.
+      if (f.fault != "kill9_worker" || f.target != x.worker || f.from_ns < ended || f.from_ns > next_start_ns ||
+          f.from_ns > ended + 1000 * ms_ns)
+        continue;
       const bool durable = std::any_of(h.durable_finishes.begin(), h.durable_finishes.end(), [&](const auto& d) {
         return d.run == x.run && d.attempt == x.attempt && d.token == x.token;
       });
