@@ -30,7 +30,8 @@ export)
       FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id ORDER BY r.id"
   j transitions.jsonl "SELECT json_build_object('id', id, 'run', run_id, 'from', from_state, 'to', to_state,
       'from_version', from_version, 'to_version', to_version, 'attempt', attempt, 'epoch', leader_epoch,
-      'continuation', continuation_state, 'commit_us', $(printf "$cts" xid))
+      'continuation', continuation_state, 'continuation_ms', continuation_timeout_ms,
+      'commit_us', $(printf "$cts" xid))
       FROM job_run_transitions ORDER BY id"
   j epochs.jsonl "SELECT json_build_object('epoch', epoch, 'node', leader_id, 'incarnation', leader_incarnation,
       'commit_us', $(printf "$cts" election_xid), 'end_reason', end_reason)

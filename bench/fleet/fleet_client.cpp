@@ -67,7 +67,8 @@ class Session : public std::enable_shared_from_this<Session> {
       beast::get_lowest_layer(*self->ws_).socket().set_option(tcp::no_delay(true), ignored);
       self->ws_->async_handshake(self->endpoint_, "/ws", [self](beast::error_code ec2) {
         if (ec2) return self->retry();
-        self->send(protocol::Hello{self->id_, self->opt_.token, self->opt_.capacity, {{"fleet", "bench"}}, {}, {}, ""});
+        self->send(protocol::Hello{
+            self->id_, self->opt_.token, self->opt_.capacity, {{"fleet", "bench"}}, {}, {}, "", "", ""});
         self->read();
       });
     });

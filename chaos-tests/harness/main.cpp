@@ -47,14 +47,22 @@ using baton::testing::http_request;
 namespace {
 
 const std::vector<std::string> all_faults = {
-    "kill9_leader",      "kill9_follower", "kill9_worker", "pause_leader", "pause_worker", "partition_leader_db",
-    "partition_workers", "proxy_latency",  "proxy_reset",  "pg_restart",   "clock_skew",   "db_stale_connections"};
+    "kill9_leader",        "kill9_follower",       "kill9_worker",      "pause_leader",     "pause_worker",
+    "partition_leader_db", "partition_workers",    "proxy_latency",     "proxy_reset",      "pg_restart",
+    "clock_skew",          "db_stale_connections", "continuation_skew", "duplicate_worker", "outbox_disk"};
+// Set up when the cluster starts and kept for the whole run, not injected
+// by the nemesis schedule.
+const std::set<std::string> static_faults = {"clock_skew", "continuation_skew"};
 const std::string admin_token = "example-admin-token-change-me";
 // The cluster's timing (written into every node config and into window.txt
 // for the checker, which derives its bounds from them).
 constexpr auto lease = 3000ms;
 constexpr auto poll_every = 300ms;
 constexpr auto continuation = 4000ms;
+// continuation_skew: the first node's continuation timeout (the others use
+// `continuation`). Runs it assigns carry it; every later leader must wait
+// for it, not for its own.
+constexpr auto continuation_skewed = 7000ms;
 constexpr auto continuation_margin = 2000ms;
 constexpr auto probe_every = 200ms;
 
@@ -196,6 +204,15 @@ class Harness {
               "/db/activity_at_timeout.csv");
     stop_all();
     run_cmd(std::string(BATON_SOURCE_DIR) + "/chaos-tests/export-history.sh export '" + url_ + "' " + o_.out + "/db");
+    if (continuation_skew_logged_) {
+      // Took effect if runs carry the skewed node's timeout.
+      std::ifstream in(o_.out + "/db/transitions.jsonl");
+      std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const std::string mark = "\"continuation_ms\" : " + std::to_string(continuation_skewed.count());
+      const std::string mark2 = "\"continuation_ms\":" + std::to_string(continuation_skewed.count());
+      if (all.find(mark) != std::string::npos || all.find(mark2) != std::string::npos)
+        event("effect", "continuation_skew", "n1", "runs carry it");
+    }
     collect_files();
     run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private stop " + pg_dir_);
     for (auto& [k, p] : db_proxy_) p->stop();
@@ -299,6 +316,12 @@ class Harness {
 
   void start_node(const std::string& id) {
     std::string cfg = work_ + "/" + id + ".yaml";
+    const bool long_continuation = o_.faults.count("continuation_skew") && id == "n1";
+    if (long_continuation && !continuation_skew_logged_) {
+      event("inject", "continuation_skew", id,
+            "continuation_timeout_ms=" + std::to_string(continuation_skewed.count()));
+      continuation_skew_logged_ = true;
+    }
     std::ofstream(cfg) << "node_id: " << id << "\nlisten: 127.0.0.1:" << node_port_[id]
                        << "\nworker_token_file: " << BATON_SOURCE_DIR << "/configs/example-worker.token"
                        << "\nadmin_token_file: " << BATON_SOURCE_DIR << "/configs/example-admin.token"
@@ -309,8 +332,8 @@ class Harness {
                        << "ms, renew_every: 500ms, safety_margin: 1s, poll_every: " << poll_every.count() << "ms}\n"
                        << "runtime: {heartbeat_interval: 300ms, heartbeat_timeout: 1500ms, reassign_after: 3s, "
                           "continuation_timeout: "
-                       << continuation.count() << "ms, continuation_margin: " << continuation_margin.count()
-                       << "ms, timeout_grace: 2s}\n";
+                       << (long_continuation ? continuation_skewed : continuation).count()
+                       << "ms, continuation_margin: " << continuation_margin.count() << "ms, timeout_grace: 2s}\n";
     std::vector<std::string> argv = {binary(), "node", "--config", cfg};
     // One node lives minutes in the future: nothing may depend on synchronised clocks.
     const bool skewed = o_.faults.count("clock_skew") && id == "n" + std::to_string(o_.nodes);
@@ -333,8 +356,12 @@ class Harness {
     spawn(id, argv);
   }
 
-  void start_worker(const std::string& id) {
-    std::string cfg = work_ + "/" + id + ".yaml";
+  /// Starts worker `id`; `process` names the process when it is not the
+  /// worker's own (a duplicate using the same worker id: own spool, own
+  /// log, own name in the task evidence).
+  void start_worker(const std::string& id, const std::string& process = "") {
+    const std::string name = process.empty() ? id : process;
+    std::string cfg = work_ + "/" + name + ".yaml";
     std::ofstream out(cfg);
     // Each worker reaches each node through a proxy of its own, so one
     // worker can be cut off from the leader alone; redirects to a node's
@@ -353,10 +380,19 @@ class Harness {
       first = false;
     }
     out << "}\ntoken_file: " << BATON_SOURCE_DIR << "/configs/example-worker.token\ncapacity: 6\nspool_dir: " << work_
-        << "/spool-" << id << "\nreconnect: {base: 50ms, max: 1s}\n";
+        << "/spool-" << name << "\nreconnect: {base: 50ms, max: 1s}\n";
     out.close();
     // BATON_CHAOS_WORKER reaches the tasks, which put it in their evidence.
-    spawn(id, {"/usr/bin/env", "BATON_CHAOS_WORKER=" + id, binary(), "worker", "--config", cfg});
+    // The disk-fault shim (outbox_disk) is loaded into every worker; it does
+    // nothing until the harness writes a mode into its control file.
+    spawn(name, {"/usr/bin/env", "BATON_CHAOS_WORKER=" + name, "LD_PRELOAD=" + std::string(BATON_CHAOS_DISK),
+                 "BATON_CHAOS_DISK_CTL=" + disk_ctl(name), binary(), "worker", "--config", cfg});
+  }
+  std::string disk_ctl(const std::string& worker) const { return work_ + "/disk-" + worker; }
+  std::uintmax_t disk_hits(const std::string& worker) const {
+    std::error_code ec;
+    auto n = fs::file_size(disk_ctl(worker) + ".hits", ec);
+    return ec ? 0 : n;
   }
 
   void spawn(const std::string& id, const std::vector<std::string>& argv) {
@@ -468,7 +504,7 @@ class Harness {
   void nemesis(std::int64_t start) {
     std::vector<std::string> kinds;
     for (const auto& f : all_faults)
-      if (o_.faults.count(f) && f != "clock_skew") kinds.push_back(f);
+      if (o_.faults.count(f) && !static_faults.count(f)) kinds.push_back(f);
     std::shuffle(kinds.begin(), kinds.end(), rng_);
     const auto end = std::chrono::steady_clock::now() + o_.duration;
     std::size_t i = 0;
@@ -614,6 +650,44 @@ class Harness {
       std::this_thread::sleep_for(200ms);
       proxy_effect(fault, n, *db_proxy_[n], before);
       event("heal", fault, n, "new connections pass");
+    } else if (fault == "duplicate_worker") {
+      // A second process with the same worker id (a copied config) joins
+      // for a few seconds: the leader must refuse it while the first is
+      // alive, and nothing of either may run twice.
+      auto w = pick(workers);
+      const std::string dup = w + "-dup";
+      event("inject", fault, w, "process=" + dup);
+      start_worker(w, dup);
+      std::this_thread::sleep_for(std::chrono::milliseconds(3000 + rng_() % 2000));
+      std::string log_text;
+      {
+        std::ifstream in(procs_.at(dup)->log_path());
+        log_text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      }
+      if (log_text.find("duplicate_worker_id") != std::string::npos)
+        event("effect", fault, w, "refused");
+      else if (log_text.find("worker_attached") != std::string::npos)
+        event("effect", fault, w, "attached");
+      procs_.at(dup)->signal(SIGTERM);
+      procs_.at(dup)->wait_for_exit(10s);
+      {
+        std::lock_guard lock(mutex_);
+        procs_.erase(dup);  // never restarted by heal_all
+      }
+      event("heal", fault, w, "stopped " + dup);
+    } else if (fault == "outbox_disk") {
+      // One worker's spool disk stalls (fsync blocks) or is full (fsync
+      // fails): finishes cannot be made durable for a while.
+      auto w = pick(workers);
+      const std::string mode = (++disk_faults_ % 2) ? "stall" : "full";
+      auto len = std::chrono::milliseconds(2000 + rng_() % 3000);
+      event("inject", fault, w, "mode=" + mode + " ms=" + std::to_string(len.count()));
+      const auto before = disk_hits(w);
+      std::ofstream(disk_ctl(w)) << mode << "\n";
+      std::this_thread::sleep_for(len);
+      std::ofstream(disk_ctl(w)) << "ok\n";
+      if (disk_hits(w) > before) event("effect", fault, w, "mode=" + mode);
+      event("heal", fault, w);
     } else if (fault == "pg_restart") {
       const std::string before = postmaster_pid();
       event("inject", fault, "postgres");
@@ -675,8 +749,8 @@ class Harness {
   std::mutex mutex_;
   std::ofstream nemesis_, submissions_, probes_;
   std::string evidence_, skewed_node_;
-  int spawns_ = 0, snapshots_ = 0;
-  bool skew_logged_ = false;
+  int spawns_ = 0, snapshots_ = 0, disk_faults_ = 0;
+  bool skew_logged_ = false, continuation_skew_logged_ = false;
   const std::int64_t t0_ = wall_us();
 };
 

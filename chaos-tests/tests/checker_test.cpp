@@ -86,12 +86,13 @@ struct Fixture {
   }
   void tr(std::int64_t r, const std::string& from, const std::string& to, std::optional<std::int64_t> from_v,
           std::int64_t to_v, int attempt, int epoch, std::optional<std::int64_t> commit,
-          const std::string& continuation = "NONE") {
+          const std::string& continuation = "NONE", std::optional<std::int64_t> continuation_ms = std::nullopt) {
     transitions << "{\"id\":" << ++log_id << ",\"run\":" << r
                 << ",\"from\":" << (from.empty() ? "null" : "\"" + from + "\"") << ",\"to\":\"" << to
                 << "\",\"from_version\":" << (from_v ? std::to_string(*from_v) : "null") << ",\"to_version\":" << to_v
                 << ",\"attempt\":" << attempt << ",\"epoch\":" << epoch << ",\"continuation\":\"" << continuation
-                << "\",\"commit_us\":" << (commit ? std::to_string(*commit) : "null") << "}\n";
+                << "\",\"commit_us\":" << (commit ? std::to_string(*commit) : "null")
+                << ",\"continuation_ms\":" << (continuation_ms ? std::to_string(*continuation_ms) : "null") << "}\n";
   }
   void attempt(std::int64_t r, int a, const std::string& worker, const std::string& outcome, const std::string& token) {
     attempts << "{\"run\":" << r << ",\"attempt\":" << a << ",\"worker\":\"" << worker << "\",\"outcome\":\"" << outcome
@@ -336,6 +337,39 @@ TEST(Checker, ConfirmingCutShortIsAViolation) {
   f.tr(500, "RUNNING", "RETRY_WAITING", 4, 5, 1, 2, T + 13 * sec);  // 2 s, needs 6 s
   auto r = f.check();
   EXPECT_EQ(Fixture::violations(r, "confirming_not_cut_short"), 1) << r.markdown();
+}
+
+// Nodes may be configured with different continuation timeouts: the run
+// carries the one its worker was sent, and the confirming wait is judged on
+// that (7 s is enough for the configured 4 s + 2 s, not for this run's 8 s).
+TEST(Checker, ConfirmingIsJudgedOnTheRunsOwnContinuationTimeout) {
+  for (const std::optional<std::int64_t> carried : {std::optional<std::int64_t>{}, std::optional<std::int64_t>{8000}}) {
+    Fixture f;
+    f.run(510, "api", "RETRY_WAITING", "", 0, 1, 3);
+    f.tr(510, "", "PENDING", {}, 1, 1, 2, T + 10 * sec);
+    f.tr(510, "PENDING", "ASSIGNED", 1, 2, 1, 2, T + 10 * sec, "NONE", carried);
+    f.tr(510, "ASSIGNED", "RUNNING", 2, 3, 1, 2, T + 10 * sec, "NONE", carried);
+    f.tr(510, "RUNNING", "RUNNING", 3, 4, 1, 2, T + 11 * sec, "CONFIRMING", carried);
+    f.tr(510, "RUNNING", "RETRY_WAITING", 4, 5, 1, 2, T + 18 * sec, "NONE", carried);
+    auto r = f.check();
+    EXPECT_EQ(Fixture::violations(r, "confirming_not_cut_short"), carried ? 1 : 0) << r.markdown();
+  }
+}
+
+// An assignment that never started is not an attempt: its reassignment
+// keeps the number; growing it there (or not growing it after a retry) is a
+// violation.
+TEST(Checker, OrphanedReassignmentKeepsTheAttemptNumber) {
+  for (int reassigned_as : {1, 2}) {
+    Fixture f;
+    f.run(520, "api", "SUCCEEDED", "", 0, reassigned_as, 1);
+    f.tr(520, "", "PENDING", {}, 1, 1, 2, T + 10 * sec);
+    f.tr(520, "PENDING", "ASSIGNED", 1, 2, 1, 2, T + 10 * sec);
+    f.tr(520, "ASSIGNED", "ORPHANED", 2, 3, 1, 2, T + 11 * sec);
+    f.tr(520, "ORPHANED", "ASSIGNED", 3, 4, reassigned_as, 2, T + 12 * sec);
+    auto r = f.check();
+    EXPECT_EQ(Fixture::violations(r, "attempts_and_tokens"), reassigned_as == 1 ? 0 : 2) << r.markdown();
+  }
 }
 
 TEST(Checker, AFaultThatNeverTookEffectIsNotCovered) {

@@ -97,10 +97,14 @@ class Cluster {
   }
 
   /// Starts worker `id`, pointed at every node started so far (in order).
-  ChildProcess& start_worker(const std::string& id, int capacity = 4, std::vector<std::string> only_nodes = {}) {
-    std::string cfg = dir_ + "/" + id + ".yaml";
+  /// `process` names a second process using the same worker id (own spool
+  /// and log); `labels` is a YAML map.
+  ChildProcess& start_worker(const std::string& id, int capacity = 4, std::vector<std::string> only_nodes = {},
+                             const std::string& process = "", const std::string& labels = "{}") {
+    const std::string name = process.empty() ? id : process;
+    std::string cfg = dir_ + "/" + name + ".yaml";
     std::ofstream out(cfg);
-    out << "worker_id: " << id << "\ncoordinators: [";
+    out << "worker_id: " << id << "\nlabels: " << labels << "\ncoordinators: [";
     bool first = true;
     for (const auto& [n, port] : node_ports_) {
       if (!only_nodes.empty() && std::find(only_nodes.begin(), only_nodes.end(), n) == only_nodes.end()) continue;
@@ -108,10 +112,10 @@ class Cluster {
       first = false;
     }
     out << "]\ntoken_file: " << BATON_SOURCE_DIR << "/configs/example-worker.token\ncapacity: " << capacity
-        << "\nspool_dir: " << dir_ << "/spool-" << id << "\nsql_connections: {local: '" << url_ << "'}\n"
+        << "\nspool_dir: " << dir_ << "/spool-" << name << "\nsql_connections: {local: '" << url_ << "'}\n"
         << "reconnect: {base: 50ms, max: 500ms}\n";
     out.close();
-    return spawn(id, {BATON_BINARY, "worker", "--config", cfg});
+    return spawn(name, {BATON_BINARY, "worker", "--config", cfg});
   }
 
   ChildProcess& proc(const std::string& id) { return *procs_.at(id); }

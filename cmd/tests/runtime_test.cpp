@@ -86,7 +86,10 @@ TEST(Runtime, EveryTaskKindEndToEndWithOutputAndExitCodes) {
   EXPECT_NE(api.body.find("\"exit_code\": 3"), std::string::npos) << api.body;
 }
 
-TEST(Runtime, KillNineOfWorkerHoldingAnAssignedRunReassignsItAtAttemptTwo) {
+// An assignment that never started is not an attempt (H7): the run is
+// reassigned at the same attempt, and a run allowed one attempt still gets
+// its one execution instead of failing without ever running.
+TEST(Runtime, KillNineOfWorkerHoldingAnAssignedRunReassignsItAtTheSameAttempt) {
   Cluster c("orphan", quiet_jobs());
   c.start_node("n1");
   ASSERT_EQ(c.wait_for_leader(), "n1");
@@ -94,7 +97,7 @@ TEST(Runtime, KillNineOfWorkerHoldingAnAssignedRunReassignsItAtAttemptTwo) {
   ASSERT_TRUE(c.wait_for_workers("n1", 1));
   w1.signal(SIGSTOP);  // attached, but it will never ask to start
   auto run = c.trigger("n1", "sleeper");
-  auto single = c.trigger("n1", "exit3");  // max_attempts 1: an orphan with no attempts left fails
+  auto single = c.trigger("n1", "exit3");  // max_attempts 1: its one attempt is still to come
   ASSERT_TRUE(c.wait_for_state(run, "ASSIGNED", 5s));
   ASSERT_TRUE(c.wait_for_state(single, "ASSIGNED", 5s));
   w1.signal(SIGKILL);
@@ -103,16 +106,18 @@ TEST(Runtime, KillNineOfWorkerHoldingAnAssignedRunReassignsItAtAttemptTwo) {
   ASSERT_TRUE(wait_until([&] { return c.db().transitions(run).size() >= 3; }, 10s));
   ASSERT_TRUE(c.wait_for_state(run, "SUCCEEDED", 20s)) << c.db().run(run)->state;
   auto r = c.db().run(run);
-  EXPECT_EQ(r->attempt, 2);
+  EXPECT_EQ(r->attempt, 1);
   EXPECT_EQ(r->worker_id, "w2");
   auto t = c.db().transitions(run);
   EXPECT_NE(std::find(t.begin(), t.end(), "ASSIGNED->ORPHANED@1"), t.end());
+  EXPECT_NE(std::find(t.begin(), t.end(), "ORPHANED->ASSIGNED@1"), t.end());
   EXPECT_EQ(starts_of(c.journal("w1"), run), 0u);
   EXPECT_EQ(starts_of(c.journal("w2"), run), 1u) << "exactly one process ran it";
-  ASSERT_TRUE(c.wait_for_state(single, "FAILED", 5s)) << c.db().run(single)->state;
+  ASSERT_TRUE(c.wait_for_state(single, "FAILED", 20s)) << c.db().run(single)->state;
+  EXPECT_EQ(starts_of(c.journal("w2"), single), 1u) << "its one attempt was executed";
   EXPECT_EQ(c.db().dead_letters(single), 1);
   auto ts = c.db().transitions(single);
-  EXPECT_EQ(ts.back(), "ORPHANED->FAILED@1");
+  EXPECT_EQ(ts.back(), "RUNNING->FAILED@1");
 }
 
 TEST(Runtime, KillNineOfWorkerWhileRunningRetriesOnlyAfterContinuationDeadline) {
@@ -325,4 +330,49 @@ TEST(Runtime, FollowerRedirectsWorkersAndTimeoutsEndTimedOut) {
   ASSERT_EQ(j.size(), 2u) << "one start and its exit";
   const double lived_s = static_cast<double>(j[1].wall_us - j[0].wall_us) / 1e6;
   EXPECT_LT(lived_s, 2.0) << "the timeout killed the process group";
+}
+
+// Two processes using one worker id would each make the other's attempts
+// look lost: while the first is attached and alive, the second is refused
+// with an error that says why, and work still runs on the first only.
+TEST(Runtime, SecondProcessWithTheSameWorkerIdIsRefused) {
+  Cluster c("dupid", quiet_jobs());
+  c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(), "n1");
+  c.start_worker("w1");
+  ASSERT_TRUE(c.wait_for_workers("n1", 1));
+  auto& copy = c.start_worker("w1", 4, {}, "w1-copy");
+  ASSERT_TRUE(wait_until([&] { return copy.log().find("duplicate_worker_id") != std::string::npos; }, 10s))
+      << copy.log();
+  auto run = c.trigger("n1", "sleeper");
+  ASSERT_TRUE(c.wait_for_state(run, "SUCCEEDED", 20s)) << c.db().run(run)->state;
+  EXPECT_EQ(c.db().run(run)->attempt, 1);
+  EXPECT_EQ(starts_of(c.journal("w1"), run), 1u);
+  EXPECT_EQ(starts_of(c.journal("w1-copy"), run), 0u);
+  copy.signal(SIGTERM);
+  copy.wait_for_exit(10s);
+}
+
+// Head-of-line blocking (H6): older, higher-priority runs that no attached
+// worker can take do not keep the one free worker from the run it can take.
+TEST(Runtime, UnplaceableRunsDoNotBlockTheRunsBehindThem) {
+  Cluster c("hol", quiet_jobs() + R"(  - name: needs-c
+    priority: 10
+    selector: {pool: c}
+    tasks:
+      - {kind: PROGRAM, command: [/bin/true]}
+  - name: needs-b
+    selector: {pool: b}
+    tasks:
+      - {kind: PROGRAM, command: [/bin/true]}
+)");
+  c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(), "n1");
+  c.start_worker("wb", 1, {}, "", "{pool: b}");
+  ASSERT_TRUE(c.wait_for_workers("n1", 1));
+  std::vector<std::int64_t> blocked;
+  for (int i = 0; i < 3; ++i) blocked.push_back(c.trigger("n1", "needs-c"));
+  auto run = c.trigger("n1", "needs-b");
+  ASSERT_TRUE(c.wait_for_state(run, "SUCCEEDED", 10s)) << c.db().run(run)->state;
+  for (auto b : blocked) EXPECT_EQ(c.db().run(b)->state, "PENDING");
 }

@@ -32,14 +32,16 @@ bool is_terminal(RunState s) {
 bool legal_transition(RunState from, RunState to) {
   using S = RunState;
   switch (from) {
-    case S::pending: return to == S::assigned || to == S::canceled;
+    // -> FAILED from where a run waits: it can never be dispatched (its
+    // definition does not decode; schemas/0005).
+    case S::pending: return to == S::assigned || to == S::failed || to == S::canceled;
     case S::assigned: return to == S::running || to == S::orphaned || to == S::canceled;
     case S::orphaned: return to == S::assigned || to == S::failed || to == S::canceled;
     case S::running:
       return to == S::succeeded || to == S::failed || to == S::timed_out || to == S::retry_waiting || to == S::canceled;
     // -> SUCCEEDED: a late success of the attempt still waiting to be
     // retried (schemas/0004_late_success.sql).
-    case S::retry_waiting: return to == S::assigned || to == S::succeeded || to == S::canceled;
+    case S::retry_waiting: return to == S::assigned || to == S::succeeded || to == S::failed || to == S::canceled;
     case S::succeeded:
     case S::failed:
     case S::timed_out:

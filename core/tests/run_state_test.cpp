@@ -8,16 +8,17 @@
 using namespace baton;
 using S = RunState;
 
-// SPEC section 3 plus one documented addition (docs/fencing.md): a late
-// success, RETRY_WAITING -> SUCCEEDED.
-TEST(RunState, TransitionTableIsSpecSection3PlusLateSuccess) {
+// SPEC section 3 plus documented additions (docs/fencing.md): a late
+// success, RETRY_WAITING -> SUCCEEDED, and an unrunnable run failed where it
+// waits, PENDING / RETRY_WAITING -> FAILED.
+TEST(RunState, TransitionTableIsSpecSection3PlusDocumentedAdditions) {
   const std::set<std::pair<S, S>> allowed = {
       {S::pending, S::assigned},        {S::pending, S::canceled},       {S::assigned, S::running},
       {S::assigned, S::orphaned},       {S::assigned, S::canceled},      {S::orphaned, S::assigned},
       {S::orphaned, S::failed},         {S::orphaned, S::canceled},      {S::running, S::succeeded},
       {S::running, S::failed},          {S::running, S::timed_out},      {S::running, S::retry_waiting},
       {S::running, S::canceled},        {S::retry_waiting, S::assigned}, {S::retry_waiting, S::canceled},
-      {S::retry_waiting, S::succeeded},
+      {S::retry_waiting, S::succeeded}, {S::pending, S::failed},         {S::retry_waiting, S::failed},
   };
   int legal = 0;
   for (S from : all_run_states)
@@ -25,7 +26,7 @@ TEST(RunState, TransitionTableIsSpecSection3PlusLateSuccess) {
       EXPECT_EQ(legal_transition(from, to), allowed.count({from, to}) == 1) << to_string(from) << "->" << to_string(to);
       legal += legal_transition(from, to);
     }
-  EXPECT_EQ(legal, 16);
+  EXPECT_EQ(legal, 18);
 }
 
 TEST(RunState, TerminalStatesHaveNoExit) {

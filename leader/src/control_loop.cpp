@@ -76,6 +76,7 @@ void ControlLoop::run(const std::atomic<bool>& stop) {
       wake_.wait_for(lock, wait, [&] { return !inbox_.empty(); });
       batch.swap(inbox_);
     }
+    refreshed_in_pass_ = false;
     for (const auto& e : batch) {
       if (fenced_.load() || stop.load()) break;
       handle(e);
@@ -121,12 +122,14 @@ void ControlLoop::run(const std::atomic<bool>& stop) {
 
 bool ControlLoop::note(const char* op, std::int64_t run, const Result<store::WriteResult>& r) {
   if (!r) {
+    refreshed_in_pass_ = false;  // the outcome is unknown: the next read is needed
     spdlog::warn("run_write_error op={} run={} epoch={} error={}", op, run, epoch_.value, r.error().message);
     return false;
   }
   switch (r->outcome) {
     case WriteOutcome::applied: return true;
     case WriteOutcome::conflict:
+      refreshed_in_pass_ = false;  // this loop's copy was stale
       metrics_.conflict_writes++;
       spdlog::debug("run_write_conflict op={} run={} epoch={}", op, run, epoch_.value);
       return false;
@@ -165,6 +168,12 @@ void ControlLoop::handle(const LoopEvent& e) {
 }
 
 bool ControlLoop::refresh_runs() {
+  // At most one full read per pass of the loop, however many messages ask
+  // for one (a heartbeat listing thousands of unknown refs, a fleet
+  // reattaching at once): within a pass, tracked_ is that read plus this
+  // loop's own applied writes, and any write whose outcome was not what the
+  // copy predicted (error, conflict) allows the next read.
+  if (refreshed_in_pass_) return true;
   auto rows = store_.active_runs(cfg_.continuation_margin);
   if (!rows) {
     spdlog::warn("refresh_runs_error epoch={} error={}", epoch_.value, rows.error().message);
@@ -173,27 +182,58 @@ bool ControlLoop::refresh_runs() {
   std::map<std::int64_t, Tracked> next;
   for (auto& r : *rows) {
     auto old = tracked_.find(r.id.value);
-    Tracked t{r, {}, 0, 0};
+    Tracked t{r, {}, 0, 0, {}, {}};
+    const bool same_attempt = old != tracked_.end() && old->second.row.worker_id == r.worker_id &&
+                              old->second.row.attempt == r.attempt && old->second.row.lease_token == r.lease_token;
     if (old != tracked_.end()) {
       t.tasks = old->second.tasks;
       t.link = old->second.link;
       t.listed_at = old->second.listed_at;
+      if (same_attempt) t.holder = old->second.holder;
+    }
+    if (r.continuation == ContinuationState::confirming) {
+      // The deadline this leader waits for, on its own monotonic clock: set
+      // once, when it first sees the attempt confirming; a later step of the
+      // database clock cannot bring it forward.
+      if (same_attempt && old->second.confirm_until)
+        t.confirm_until = old->second.confirm_until;
+      else
+        t.confirm_until = clock_.mono() + Millis{std::max<std::int64_t>(0, r.continuation_remaining_ms.value_or(0))} +
+                          cfg_.continuation_margin;
     }
     if (old == tracked_.end() || old->second.row.worker_id != r.worker_id || old->second.row.attempt != r.attempt)
       mark_listed(t);  // counted from now
     next.emplace(r.id.value, std::move(t));
   }
   tracked_ = std::move(next);
+  refreshed_in_pass_ = true;
   return true;
 }
 
 void ControlLoop::on_attached(const WorkerAttached& e) {
   const std::string& id = e.hello.worker_id;
   if (auto old = workers_.find(id); old != workers_.end() && old->second.link->id() != e.link->id()) {
-    // The newest connection of a worker id wins; the old one is closed.
+    // Two live processes using one worker id would each make the other's
+    // attempts look lost: while the connection we have is alive and from
+    // another process (not a reconnect, not its successor on the same
+    // spool), the newcomer is refused. Otherwise the newest connection wins.
+    const Attached& was = old->second;
+    const bool other_process = !was.instance.empty() && !e.hello.instance.empty() && was.instance != e.hello.instance &&
+                               e.hello.succeeds != was.instance;
+    if (other_process && clock_.mono() - was.last_seen < cfg_.heartbeat_timeout) {
+      metrics_.protocol_errors++;
+      spdlog::error("worker_refused_duplicate_id worker={} instance={} attached_instance={} epoch={}", json_quote(id),
+                    json_quote(e.hello.instance), json_quote(was.instance), epoch_.value);
+      e.link->send(protocol::Error{"duplicate_worker_id", "worker id '" + id +
+                                                              "' is in use by another attached worker process; "
+                                                              "every worker needs an id of its own"});
+      e.link->close("duplicate worker id");
+      return;
+    }
     old->second.link->close("replaced by a newer connection of the same worker");
   }
-  workers_[id] = Attached{e.link, e.hello.capacity, e.hello.labels, clock_.mono(), false, 0};
+  workers_[id] =
+      Attached{e.link, e.hello.capacity, e.hello.labels, clock_.mono(), false, 0, e.hello.instance, e.hello.succeeds};
   metrics_.attached_workers = static_cast<int>(workers_.size());
   if (auto r = store_.worker_attached(id, json_object(e.hello.labels), e.hello.capacity, me_.node_id, epoch_); !r)
     spdlog::warn("worker_registry_error worker={} error={}", id, r.error().message);
@@ -219,12 +259,17 @@ void ControlLoop::on_attached(const WorkerAttached& e) {
     auto it = tracked_.find(ref.run_id);
     const bool ours = it != tracked_.end() && held_by(it->second.row, RunState::running, id, ref);
     if (ours) {
+      note_holder(it->second);
       if (adopt_if_needed(it->second.row)) welcome.adopted.push_back(ref);
     } else if (fresh || it != tracked_.end()) {
       stale.push_back(ref);
     }
   }
   e.link->send(welcome);
+  // Cancels requested while it was away.
+  for (const auto& ref : welcome.adopted)
+    if (auto c = cancel_requested_.find(ref.run_id); c != cancel_requested_.end())
+      e.link->send(protocol::Cancel{ref, c->second});
   spdlog::info("worker_attached worker={} capacity={} running={} finished={} adopted={} epoch={}", id, e.hello.capacity,
                e.hello.running.size(), e.hello.finished.size(), welcome.adopted.size(), epoch_.value);
   for (const auto& ref : stale) {
@@ -241,9 +286,20 @@ void ControlLoop::mark_listed(Tracked& t) {
   t.listed_at = w->second.heartbeats;
 }
 
+void ControlLoop::note_holder(Tracked& t) {
+  if (auto w = workers_.find(t.row.worker_id); w != workers_.end()) t.holder = w->second.instance;
+}
+
+bool ControlLoop::speaks_for(const Tracked& t) const {
+  auto w = workers_.find(t.row.worker_id);
+  if (w == workers_.end()) return false;
+  return t.holder.empty() || w->second.instance.empty() || w->second.instance == t.holder ||
+         w->second.succeeds == t.holder;
+}
+
 std::int64_t ControlLoop::unlisted_heartbeats(Tracked& t) {
   auto w = workers_.find(t.row.worker_id);
-  if (w == workers_.end()) return 0;
+  if (w == workers_.end() || !speaks_for(t)) return 0;
   if (t.link != w->second.link->id()) mark_listed(t);  // a new connection: count from now
   return static_cast<std::int64_t>(w->second.heartbeats - t.listed_at);
 }
@@ -329,9 +385,11 @@ void ControlLoop::deny_start(const std::string& worker, const protocol::AttemptR
 
 bool ControlLoop::batch_fenced(const char* op, std::size_t rows, const Result<store::BatchWriteResult>& r) {
   if (!r) {
+    refreshed_in_pass_ = false;
     spdlog::warn("run_write_error op={} rows={} epoch={} error={}", op, rows, epoch_.value, r.error().message);
     return false;
   }
+  if (r->applied.size() < rows) refreshed_in_pass_ = false;
   if (!r->fenced(epoch_)) return false;
   metrics_.fenced_writes++;
   fenced_ = true;
@@ -403,6 +461,19 @@ void ControlLoop::apply_starts(const std::vector<store::StartRow>& rows, const R
 void ControlLoop::on_heartbeat(const std::string& worker, const protocol::Heartbeat& m) {
   auto w = workers_.find(worker);
   if (w == workers_.end()) return;
+  // A worker holds at most its capacity running plus as many ended or
+  // assigned: a frame listing far more is refused whole, so no frame can
+  // make the loop chase thousands of refs it never handed out.
+  const std::size_t refs = m.running.size() + m.finished.size() + m.assigned.size();
+  const std::size_t cap = 4 * static_cast<std::size_t>(std::max(1, w->second.capacity)) + 64;
+  if (refs > cap) {
+    metrics_.protocol_errors++;
+    spdlog::warn("heartbeat_refused worker={} refs={} limit={} epoch={}", worker, refs, cap, epoch_.value);
+    w->second.link->send(protocol::Error{
+        "protocol", "heartbeat lists " + std::to_string(refs) + " attempts; a worker of capacity " +
+                        std::to_string(w->second.capacity) + " may list at most " + std::to_string(cap)});
+    return;
+  }
   w->second.heartbeats++;
   // Everything the worker holds -- running, ended with its finish not yet
   // acknowledged, assigned and not started -- counts as listed: only an
@@ -410,8 +481,10 @@ void ControlLoop::on_heartbeat(const std::string& worker, const protocol::Heartb
   auto listed = [&](const protocol::AttemptRef& ref) {
     auto it = tracked_.find(ref.run_id);
     if (it != tracked_.end() && it->second.row.worker_id == worker && it->second.row.attempt == ref.attempt &&
-        it->second.row.lease_token == ref.lease_token)
+        it->second.row.lease_token == ref.lease_token) {
       mark_listed(it->second);
+      note_holder(it->second);
+    }
   };
   for (const auto& ref : m.finished) listed(ref);
   for (const auto& ref : m.assigned) listed(ref);
@@ -434,6 +507,7 @@ void ControlLoop::on_heartbeat(const std::string& worker, const protocol::Heartb
       continue;
     }
     mark_listed(it->second);
+    note_holder(it->second);
     if (adopt_if_needed(it->second.row)) heartbeat_due_.insert(ref.run_id);
   }
 }
@@ -449,6 +523,7 @@ void ControlLoop::flush_heartbeats() {
   }
   heartbeat_due_.clear();
   auto res = store_.heartbeat_batch(epoch_, rows, cfg_.heartbeat_timeout * 2);
+  if (!res || res->applied.size() < rows.size()) refreshed_in_pass_ = false;
   if (!res) {
     spdlog::warn("heartbeat_batch_error epoch={} error={}", epoch_.value, res.error().message);
     return;
@@ -581,13 +656,18 @@ void ControlLoop::on_cancel(const CancelRun& c) {
   auto row = runs_.read_run(c.run);
   if (!row || !*row || is_terminal((*row)->state)) return;
   const auto& r = **row;
-  if (r.state == RunState::running && r.assigned_worker_id && r.lease_token && workers_.count(*r.assigned_worker_id)) {
+  if (r.state == RunState::running && r.assigned_worker_id && r.lease_token) {
     // A running attempt is cancelled by its worker, and its finish decides:
     // CANCELED if the worker killed it, SUCCEEDED if it had already ended
-    // successfully (a cancel never throws a completed success away).
+    // successfully (a cancel never throws a completed success away). Its
+    // worker may be away (CONFIRMING): the cancel is sent when it comes
+    // back, and if it never does the attempt ends CANCELED at the
+    // continuation deadline instead of being retried -- never written
+    // CANCELED at once while its process may still be running or may
+    // already have succeeded.
     cancel_requested_[r.id.value] = c.reason;
-    spdlog::info("run_cancel_requested run={} attempt={} worker={} epoch={}", r.id.value, r.attempt,
-                 *r.assigned_worker_id, epoch_.value);
+    spdlog::info("run_cancel_requested run={} attempt={} worker={} attached={} epoch={}", r.id.value, r.attempt,
+                 *r.assigned_worker_id, workers_.count(*r.assigned_worker_id) > 0, epoch_.value);
     send(*r.assigned_worker_id, protocol::Cancel{{r.id.value, r.attempt, *r.lease_token}, c.reason});
     return;
   }
@@ -604,27 +684,46 @@ void ControlLoop::dispatch() {
   std::map<std::string, int> holding;
   for (const auto& [id, t] : tracked_) holding[t.row.worker_id]++;
   std::vector<leader_core::WorkerCapacity> capacity;
+  // Free slots per label set: due runs are read per label set, each read
+  // only returning runs a worker of that set can take, so runs that no free
+  // worker can place never fill the batch ahead of runs that one can.
+  std::map<std::map<std::string, std::string>, int> free_by_labels;
   int free_total = 0;
   for (const auto& [id, w] : workers_) {
     int free = std::max(0, w.capacity - holding[id]);
-    free_total += w.draining ? 0 : free;
+    if (!w.draining && free > 0) {
+      free_total += free;
+      free_by_labels[w.labels] += free;
+    }
     capacity.push_back({id, w.labels, free, w.draining});
   }
   if (free_total == 0) return;
-  const int limit = std::min(cfg_.dispatch_batch, free_total);
-  auto due = store_.due_runs(limit);
-  if (!due) {
-    spdlog::warn("due_runs_error epoch={} error={}", epoch_.value, due.error().message);
-    return;
-  }
   const MonoTime now = clock_.mono();
+  std::vector<store::DueRun> due;
+  std::set<std::int64_t> seen;
+  for (const auto& [labels, free] : free_by_labels) {
+    const int limit = std::min(cfg_.dispatch_batch, free);
+    auto slice = store_.due_runs(limit, labels);
+    if (!slice) {
+      spdlog::warn("due_runs_error epoch={} error={}", epoch_.value, slice.error().message);
+      return;
+    }
+    // A full slice means more may be waiting: dispatch again on the next pass.
+    if (static_cast<int>(slice->size()) >= limit) dispatch_requested_ = true;
+    for (auto& d : *slice)
+      if (seen.insert(d.id.value).second) due.push_back(std::move(d));
+  }
   std::map<std::int64_t, const store::DueRun*> by_id;
   std::vector<leader_core::DispatchCandidate> candidates;
-  for (const auto& d : *due) {
+  for (const auto& d : due) {
     due_since_.try_emplace(d.id.value, now);
-    if (d.state == RunState::orphaned && d.attempt >= d.max_attempts) {
-      auto w = runs_.fail_orphaned({d.id, d.version, epoch_}, "worker lost before start; no attempts left");
-      note("fail_orphaned", d.id.value, w);
+    if (d.state == RunState::orphaned && d.unstarted_assignments >= cfg_.max_unstarted_assignments) {
+      auto w = runs_.fail_unrunnable({d.id, d.version, epoch_}, RunState::orphaned, "orphaned",
+                                     "assigned " + std::to_string(d.unstarted_assignments) +
+                                         " times and never started (the worker was lost each time)");
+      if (note("fail_unrunnable", d.id.value, w))
+        spdlog::warn("run_failed_unstarted run={} assignments={} epoch={}", d.id.value, d.unstarted_assignments,
+                     epoch_.value);
       continue;
     }
     by_id[d.id.value] = &d;
@@ -641,15 +740,21 @@ void ControlLoop::dispatch() {
     const store::DueRun& d = *by_id[a.run_id];
     auto tasks = protocol::decode_tasks(d.tasks_json);
     if (std::holds_alternative<protocol::DecodeError>(tasks)) {
+      // It can never run: fail it with a clear error (and a dead letter)
+      // rather than skip it on every pass, holding a slot of the batch.
+      const std::string why = "job '" + d.job_name + "' has a task list that cannot be sent to a worker: " +
+                              std::get<protocol::DecodeError>(tasks).message;
       spdlog::error("run_tasks_invalid run={} job={} error={}", d.id.value, d.job_name,
                     std::get<protocol::DecodeError>(tasks).message);
+      note("fail_unrunnable", d.id.value,
+           runs_.fail_unrunnable({d.id, d.version, epoch_}, d.state, "bad_definition", why));
       continue;
     }
     auto& task_list = std::get<std::vector<protocol::Task>>(tasks);
     if (task_list.empty()) task_list.push_back(protocol::Task{});  // a run without a job: NOOP
     if (task_list.front().kind == protocol::TaskKind::builtin && task_list.front().builtin.empty())
       task_list.front().builtin = "NOOP";
-    rows.push_back({d.id, d.version, d.state, a.worker_id});
+    rows.push_back({d.id, d.version, d.state, a.worker_id, cfg_.continuation_timeout});
     planned[d.id.value] = Planned{&d, std::move(task_list)};
   }
   if (rows.empty() || fenced_) return;
@@ -673,6 +778,7 @@ void ControlLoop::dispatch() {
     row.timeout_ms = d.timeout_ms;
     row.retry_base_ms = d.retry_base_ms;
     row.retry_cap_ms = d.retry_cap_ms;
+    row.continuation_timeout_ms = cfg_.continuation_timeout.count();
     auto& tasks = planned[a.run.value].tasks;
     metrics_.runs_assigned++;
     if (auto since = due_since_.find(d.id.value); since != due_since_.end()) {
@@ -681,13 +787,12 @@ void ControlLoop::dispatch() {
       due_since_.erase(since);
     }
     spdlog::info("run_assigned run={} attempt={} worker={} epoch={}", d.id.value, w.attempt, a.worker_id, epoch_.value);
-    send(a.worker_id, protocol::Assign{ref_of(row), tasks, d.timeout_ms});
-    Tracked t{row, std::move(tasks), 0, 0};
+    send(a.worker_id, protocol::Assign{ref_of(row), tasks, d.timeout_ms, row.continuation_timeout_ms});
+    Tracked t{row, std::move(tasks), 0, 0, {}, {}};
     mark_listed(t);
+    note_holder(t);
     tracked_[d.id.value] = std::move(t);
   }
-  // A full batch means more may be waiting: dispatch again on the next pass.
-  if (static_cast<int>(due->size()) >= limit) dispatch_requested_ = true;
   if (due_since_.size() > 100000) due_since_.clear();  // bound: only a latency metric depends on it
 }
 
@@ -700,9 +805,15 @@ void ControlLoop::reap() {
   std::vector<leader_core::ReaperView> views;
   for (auto& [id, t] : tracked_) {
     const auto& r = t.row;
-    const bool attached = workers_.count(r.worker_id) > 0;
+    // A worker attached through a process that cannot speak for this
+    // attempt (another process using the same id) counts as absent for it:
+    // the attempt goes through CONFIRMING like any detach.
+    const bool attached = workers_.count(r.worker_id) > 0 && speaks_for(t);
+    // Expired only when both clocks say so: the database's deadline (wall
+    // clock, shared by every leader) and this leader's own monotonic one.
+    const bool expired = r.continuation_expired && t.confirm_until && now >= *t.confirm_until;
     views.push_back({id, r.state, r.worker_id, attached || reattach_window, r.leader_epoch == epoch_, r.continuation,
-                     r.continuation_expired, r.assigned_age_ms, r.running_age_ms, r.timeout_ms,
+                     expired, r.assigned_age_ms, r.running_age_ms, r.timeout_ms,
                      r.state == RunState::running ? unlisted_heartbeats(t) : 0});
   }
   leader_core::ReaperConfig rc{cfg_.reassign_after, cfg_.reassign_detached_after, cfg_.timeout_grace};
@@ -727,10 +838,16 @@ void ControlLoop::reap() {
       case leader_core::ReapKind::begin_confirming: {
         auto w = runs_.begin_confirming(fence, cfg_.continuation_timeout);
         if (note("begin_confirming", r.id.value, w)) {
+          // The run's own timeout (the worker got it with the attempt) when
+          // it has one; read after the write, so never earlier than the
+          // database's deadline.
+          const Millis timeout{r.continuation_timeout_ms > 0 ? r.continuation_timeout_ms
+                                                             : cfg_.continuation_timeout.count()};
           r.version = w->new_version;
           r.continuation = ContinuationState::confirming;
+          it->second.confirm_until = clock_.mono() + timeout + cfg_.continuation_margin;
           spdlog::info("run_confirming run={} attempt={} worker={} deadline_in={}ms epoch={}", r.id.value, r.attempt,
-                       r.worker_id, cfg_.continuation_timeout.count(), epoch_.value);
+                       r.worker_id, timeout.count(), epoch_.value);
         }
         break;
       }

@@ -26,30 +26,43 @@ PgLeaderStore::PgLeaderStore(const std::string& url, const std::string& applicat
     : session_(url, application_name) {
   // Prepared once per connection: the dispatcher runs it on every pass.
   session_.on_connect([](pqxx::connection& c) {
+    // Each slice is cut by the limit after the selector filter: a run no
+    // worker of this label set can take never fills the batch and blocks
+    // the runs behind it (head-of-line blocking).
+    const std::string fits =
+        " AND coalesce((SELECT jd.worker_selector FROM job_definitions jd WHERE jd.id = jr.job_definition_id),"
+        " '{}'::jsonb) <@ $2::jsonb";
     c.prepare("due_runs",
               "SELECT r.id, r.version, r.state, r.attempt, r.max_attempts, r.priority, coalesce(j.name, ''),"
               " coalesce(j.tasks::text, '[]'), coalesce(j.timeout_ms, 0), coalesce(j.worker_selector::text, '{}'),"
-              " coalesce(j.retry_base_ms, 1000), coalesce(j.retry_cap_ms, 3600000)"
-              " FROM ((SELECT id, coalesce(scheduled_for, created_at) AS due_at FROM job_runs WHERE state = 'PENDING'"
-              "        AND coalesce(scheduled_for, created_at) <= now() ORDER BY priority DESC, "
-              "coalesce(scheduled_for, created_at), id LIMIT $1)"
-              "       UNION ALL (SELECT id, next_attempt_at FROM job_runs"
-              "        WHERE state = 'RETRY_WAITING' AND next_attempt_at <= now()"
-              "        ORDER BY priority DESC, next_attempt_at, id LIMIT $1)"
-              "       UNION ALL (SELECT id, created_at FROM job_runs WHERE state = 'ORPHANED'"
-              "        ORDER BY priority DESC, id LIMIT $1)) AS due"
-              " JOIN job_runs r ON r.id = due.id LEFT JOIN job_definitions j ON j.id = r.job_definition_id"
-              " ORDER BY r.priority DESC, due.due_at, r.id LIMIT $1");
+              " coalesce(j.retry_base_ms, 1000), coalesce(j.retry_cap_ms, 3600000), r.unstarted_assignments"
+              " FROM ((SELECT id, coalesce(scheduled_for, created_at) AS due_at FROM job_runs jr"
+              "        WHERE state = 'PENDING' AND coalesce(scheduled_for, created_at) <= now()" +
+                  fits +
+                  " ORDER BY priority DESC, coalesce(scheduled_for, created_at), id LIMIT $1)"
+                  "       UNION ALL (SELECT id, next_attempt_at FROM job_runs jr"
+                  "        WHERE state = 'RETRY_WAITING' AND next_attempt_at <= now()" +
+                  fits +
+                  " ORDER BY priority DESC, next_attempt_at, id LIMIT $1)"
+                  "       UNION ALL (SELECT id, created_at FROM job_runs jr WHERE state = 'ORPHANED'" +
+                  fits +
+                  " ORDER BY priority DESC, id LIMIT $1)) AS due"
+                  " JOIN job_runs r ON r.id = due.id LEFT JOIN job_definitions j ON j.id = r.job_definition_id"
+                  " ORDER BY r.priority DESC, due.due_at, r.id LIMIT $1");
   });
 }
 
-Result<std::vector<DueRun>> PgLeaderStore::due_runs(int limit) {
+Result<std::vector<DueRun>> PgLeaderStore::due_runs(int limit, const std::map<std::string, std::string>& labels) {
+  boost::json::object label_object;
+  for (const auto& [k, v] : labels) label_object[k] = v;
+  const std::string labels_json = boost::json::serialize(label_object);
   return session_.with<std::vector<DueRun>>([&](pqxx::connection& c) -> Result<std::vector<DueRun>> {
     pqxx::nontransaction tx{c};
     // Three slices, each read in dispatch order from its own partial index
     // (schemas/0002) and cut by the limit, merged by priority then due time.
-    // Orphans with no attempts left come too: dispatch fails them.
-    auto rows = tx.exec_prepared("due_runs", limit);
+    // Orphans over their unstarted-assignment budget come too: dispatch
+    // fails them.
+    auto rows = tx.exec_prepared("due_runs", limit, labels_json);
     std::vector<DueRun> out;
     out.reserve(rows.size());
     for (const auto& r : rows) {
@@ -66,6 +79,7 @@ Result<std::vector<DueRun>> PgLeaderStore::due_runs(int limit) {
       d.selector = parse_selector(r[9].as<std::string>());
       d.retry_base_ms = r[10].as<std::int64_t>();
       d.retry_cap_ms = r[11].as<std::int64_t>();
+      d.unstarted_assignments = r[12].as<int>();
       out.push_back(std::move(d));
     }
     return out;
@@ -81,7 +95,9 @@ Result<std::vector<ActiveRun>> PgLeaderStore::active_runs(Millis continuation_ma
         " coalesce(r.continuation_deadline_at + $1 * interval '1 millisecond' < now(), false),"
         " coalesce(floor(extract(epoch FROM now() - r.assigned_at) * 1000), 0)::bigint,"
         " coalesce(floor(extract(epoch FROM now() - r.started_at) * 1000), 0)::bigint,"
-        " coalesce(j.timeout_ms, 0), coalesce(j.retry_base_ms, 1000), coalesce(j.retry_cap_ms, 3600000)"
+        " coalesce(j.timeout_ms, 0), coalesce(j.retry_base_ms, 1000), coalesce(j.retry_cap_ms, 3600000),"
+        " coalesce(r.continuation_timeout_ms, 0),"
+        " floor(extract(epoch FROM r.continuation_deadline_at - now()) * 1000)::bigint"
         " FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id"
         " WHERE r.state IN ('ASSIGNED', 'RUNNING') ORDER BY r.id",
         continuation_margin.count());
@@ -104,6 +120,8 @@ Result<std::vector<ActiveRun>> PgLeaderStore::active_runs(Millis continuation_ma
       a.timeout_ms = r[12].as<std::int64_t>();
       a.retry_base_ms = r[13].as<std::int64_t>();
       a.retry_cap_ms = r[14].as<std::int64_t>();
+      a.continuation_timeout_ms = r[15].as<std::int64_t>();
+      if (!r[16].is_null()) a.continuation_remaining_ms = r[16].as<std::int64_t>();
       out.push_back(std::move(a));
     }
     return out;

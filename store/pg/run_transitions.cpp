@@ -78,7 +78,12 @@ const std::vector<Statement>& statements() {
       {"run_assign", fenced_update("state = 'ASSIGNED', assigned_worker_id = $4, lease_token = gen_random_uuid(),"
                                    " assigned_at = now(), continuation_state = 'NONE', continuation_deadline_at = NULL",
                                    "state = 'PENDING'")},
-      {"run_reassign", fenced_update("state = 'ASSIGNED', attempt = attempt + 1, assigned_worker_id = $4,"
+      // From ORPHANED the attempt keeps its number: the orphaned assignment
+      // never started (ORPHANED is reached only from ASSIGNED), so it is not
+      // an attempt; the fresh lease token alone fences the abandoned grant.
+      {"run_reassign", fenced_update("state = 'ASSIGNED',"
+                                     " attempt = CASE WHEN state = 'ORPHANED' THEN attempt ELSE attempt + 1 END,"
+                                     " assigned_worker_id = $4,"
                                      " lease_token = gen_random_uuid(), assigned_at = now(), next_attempt_at = NULL,"
                                      " started_at = NULL, continuation_state = 'NONE', continuation_deadline_at = NULL",
                                      "state = $5 AND state IN ('ORPHANED', 'RETRY_WAITING')")},
@@ -93,7 +98,8 @@ const std::vector<Statement>& statements() {
       {"run_retry_later",
        fenced_update("state = 'RETRY_WAITING', next_attempt_at = now() + $12 * interval '1 millisecond', " + finish_set,
                      "state = 'RUNNING' AND " + attempt_predicates, attempt_row_cte)},
-      {"run_orphan", fenced_update("state = 'ORPHANED'", "state = 'ASSIGNED'")},
+      {"run_orphan",
+       fenced_update("state = 'ORPHANED', unstarted_assignments = unstarted_assignments + 1", "state = 'ASSIGNED'")},
       {"run_late_success",
        fenced_update("state = 'SUCCEEDED', finished_at = now(), next_attempt_at = NULL, " + finish_set,
                      "state = 'RETRY_WAITING' AND assigned_worker_id = $4 AND attempt = $5 AND lease_token = $6::uuid",
@@ -102,21 +108,30 @@ const std::vector<Statement>& statements() {
       {"run_fail_orphaned",
        fenced_update("state = 'FAILED', finished_at = now(), error_code = 'orphaned', error_msg = $4",
                      "state = 'ORPHANED'", dead_letter_cte)},
+      {"run_fail_unrunnable",
+       fenced_update("state = 'FAILED', finished_at = now(), next_attempt_at = NULL, error_code = $5, error_msg = $6",
+                     "state = $4 AND state IN ('PENDING', 'ORPHANED', 'RETRY_WAITING')", dead_letter_cte)},
       {"run_cancel", fenced_update("state = 'CANCELED', finished_at = now(), error_code = 'canceled', error_msg = $5,"
                                    " continuation_state = 'NONE', continuation_deadline_at = NULL",
                                    "state = $4 AND state NOT IN ('SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELED')")},
-      {"run_begin_confirming", fenced_update("continuation_state = 'CONFIRMING',"
-                                             " continuation_deadline_at = now() + $4 * interval '1 millisecond'",
+      // The deadline uses the continuation timeout the worker was sent with
+      // the attempt (stored at assignment); $4 only for runs assigned before
+      // the column existed.
+      {"run_begin_confirming", fenced_update("continuation_state = 'CONFIRMING', continuation_deadline_at = now()"
+                                             " + coalesce(continuation_timeout_ms, $4) * interval '1 millisecond'",
                                              "state = 'RUNNING' AND continuation_state = 'NONE'")},
       {"run_adopt",
        fenced_update("continuation_state = 'NONE', continuation_deadline_at = NULL",
                      "state = 'RUNNING' AND assigned_worker_id = $4 AND attempt = $5 AND lease_token = $6::uuid")},
       {"run_assign_batch",
-       batch_update("state = 'ASSIGNED', attempt = CASE WHEN r.state = 'PENDING' THEN r.attempt ELSE r.attempt + 1 END,"
+       batch_update("state = 'ASSIGNED',"
+                    " attempt = CASE WHEN r.state = 'RETRY_WAITING' THEN r.attempt + 1 ELSE r.attempt END,"
                     " assigned_worker_id = b.worker, lease_token = gen_random_uuid(), assigned_at = now(),"
                     " next_attempt_at = NULL, started_at = CASE WHEN r.state = 'PENDING' THEN r.started_at END,"
-                    " continuation_state = 'NONE', continuation_deadline_at = NULL",
-                    "unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[]) AS b(id, version, from_state, worker)",
+                    " continuation_state = 'NONE', continuation_deadline_at = NULL,"
+                    " continuation_timeout_ms = coalesce(nullif(b.continuation_ms, 0), r.continuation_timeout_ms)",
+                    "unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bigint[])"
+                    " AS b(id, version, from_state, worker, continuation_ms)",
                     "r.state = b.from_state AND r.state IN ('PENDING', 'ORPHANED', 'RETRY_WAITING')")},
       {"run_start_batch",
        batch_update("state = 'RUNNING', started_at = now(), heartbeat_at = now(),"
@@ -315,6 +330,12 @@ Result<WriteResult> PgRunStore::fail_orphaned(const RunFence& f, const std::stri
   return fenced("run_fail_orphaned", f, reason);
 }
 
+Result<WriteResult> PgRunStore::fail_unrunnable(const RunFence& f, RunState from, const std::string& code,
+                                                const std::string& reason) {
+  BATON_ASSERT(from == RunState::pending || from == RunState::orphaned || from == RunState::retry_waiting);
+  return fenced("run_fail_unrunnable", f, std::string(to_string(from)), code, reason);
+}
+
 Result<WriteResult> PgRunStore::cancel(const RunFence& f, RunState from, const std::string& reason) {
   BATON_ASSERT(!is_terminal(from));
   return fenced("run_cancel", f, std::string(to_string(from)), reason);
@@ -330,7 +351,7 @@ Result<WriteResult> PgRunStore::adopt(const RunFence& f, const AttemptFence& a) 
 
 Result<BatchWriteResult> PgRunStore::assign_batch(Epoch epoch, const std::vector<AssignRow>& rows) {
   if (rows.empty()) return BatchWriteResult{epoch, {}};
-  std::vector<std::int64_t> ids, versions;
+  std::vector<std::int64_t> ids, versions, continuation;
   std::vector<std::string> from, workers;
   for (const auto& r : rows) {
     BATON_ASSERT(r.from == RunState::pending || r.from == RunState::orphaned || r.from == RunState::retry_waiting);
@@ -338,8 +359,10 @@ Result<BatchWriteResult> PgRunStore::assign_batch(Epoch epoch, const std::vector
     versions.push_back(r.expected_version.value);
     from.emplace_back(to_string(r.from));
     workers.push_back(r.worker_id);
+    continuation.push_back(r.continuation_timeout.count());
   }
-  return batch("run_assign_batch", epoch, pg_array(ids), pg_array(versions), pg_array(from), pg_array(workers));
+  return batch("run_assign_batch", epoch, pg_array(ids), pg_array(versions), pg_array(from), pg_array(workers),
+               pg_array(continuation));
 }
 
 Result<BatchWriteResult> PgRunStore::start_batch(Epoch epoch, const std::vector<StartRow>& rows, Millis stale_after) {

@@ -4,6 +4,9 @@
 // for the whole statement.
 #include <gtest/gtest.h>
 
+#include <set>
+
+#include "baton/store_pg/pg_leader_store.h"
 #include "store_test_support.h"
 
 using namespace baton;
@@ -138,4 +141,77 @@ TEST_F(RunStoreBatchTest, AStaleEpochWritesNothingAndIsReportedFenced) {
   EXPECT_EQ(a->current_epoch, newer);
   EXPECT_TRUE(a->applied.empty());
   EXPECT_EQ(scalar("SELECT count(*) FROM job_runs WHERE state <> 'PENDING'"), 0);
+}
+
+// Head-of-line blocking (H6): due runs are read for one label set at a time,
+// and the limit applies after the selector, so older, higher-priority runs
+// that no worker of that set can take never hide the ones it can.
+TEST_F(RunStoreBatchTest, DueRunsSkipRunsTheLabelSetCannotTake) {
+  PgLeaderStore leader{url, "test-leader"};
+  JobDefinition c_job;
+  c_job.name = "needs-c";
+  c_job.priority = 10;
+  c_job.selector_json = R"({"pool": "c"})";
+  JobDefinition b_job;
+  b_job.name = "needs-b";
+  b_job.selector_json = R"({"pool": "b"})";
+  ASSERT_TRUE(leader.upsert_job(c_job));
+  ASSERT_TRUE(leader.upsert_job(b_job));
+  for (int i = 0; i < 3; ++i)
+    ASSERT_EQ(leader.create_job_run(epoch, "needs-c", std::nullopt, "api", std::nullopt)->outcome,
+              WriteOutcome::applied);
+  auto b_run = leader.create_job_run(epoch, "needs-b", std::nullopt, "api", std::nullopt);
+  ASSERT_EQ(b_run->outcome, WriteOutcome::applied);
+  RunId plain = create();  // no job, no selector: any worker
+
+  auto for_b = leader.due_runs(2, {{"pool", "b"}, {"zone", "x"}});
+  ASSERT_TRUE(for_b);
+  ASSERT_EQ(for_b->size(), 2u);
+  std::set<std::int64_t> got{(*for_b)[0].id.value, (*for_b)[1].id.value};
+  EXPECT_EQ(got, (std::set<std::int64_t>{b_run->run.value, plain.value}));
+  auto for_c = leader.due_runs(10, {{"pool", "c"}});
+  ASSERT_TRUE(for_c);
+  EXPECT_EQ(for_c->size(), 4u);  // the three c runs (priority first) and the plain one
+  EXPECT_EQ(for_c->front().priority, 10);
+}
+
+// H5b: the continuation timeout sent with an attempt is stored with the run
+// and is the one its CONFIRMING deadline uses, whatever the confirming
+// leader's own configuration says; active_runs reports what is left of it.
+TEST_F(RunStoreBatchTest, ConfirmingDeadlineUsesTheRunsOwnContinuationTimeout) {
+  PgLeaderStore leader{url, "test-leader"};
+  RunId id = create();
+  auto a = runs.assign_batch(epoch, {{id, Version{1}, RunState::pending, "w1", Millis{60000}}});
+  const auto& w = a->applied.at(id.value);
+  auto s = runs.start_batch(epoch, {{id, w.new_version, {"w1", 1, w.lease_token}}}, Millis{5000});
+  auto c = runs.begin_confirming({id, s->applied.at(id.value).new_version, epoch}, Millis{1000});
+  ASSERT_EQ(c->outcome, WriteOutcome::applied);
+  auto active = leader.active_runs(Millis{0});
+  ASSERT_TRUE(active);
+  ASSERT_EQ(active->size(), 1u);
+  EXPECT_EQ(active->front().continuation_timeout_ms, 60000);
+  ASSERT_TRUE(active->front().continuation_remaining_ms);
+  EXPECT_GT(*active->front().continuation_remaining_ms, 50000);
+  EXPECT_FALSE(active->front().continuation_expired);
+  EXPECT_EQ(scalar("SELECT continuation_timeout_ms FROM job_run_transitions WHERE run_id = " +
+                   std::to_string(id.value) + " ORDER BY id DESC LIMIT 1"),
+            60000);
+}
+
+// H7: a run orphaned before it ever started keeps its attempt when it is
+// reassigned (batched form), and counts the unstarted assignment.
+TEST_F(RunStoreBatchTest, ReassignmentFromOrphanedKeepsTheAttempt) {
+  PgLeaderStore leader{url, "test-leader"};
+  RunId id = create(/*max_attempts=*/1);
+  auto a = runs.assign_batch(epoch, {{id, Version{1}, RunState::pending, "w1"}});
+  auto o = runs.orphan({id, a->applied.at(id.value).new_version, epoch});
+  ASSERT_EQ(o->outcome, WriteOutcome::applied);
+  auto due = leader.due_runs(10, {});
+  ASSERT_TRUE(due);
+  ASSERT_EQ(due->size(), 1u);
+  EXPECT_EQ(due->front().unstarted_assignments, 1);
+  auto again = runs.assign_batch(epoch, {{id, o->new_version, RunState::orphaned, "w2"}});
+  ASSERT_EQ(again->applied.size(), 1u);
+  EXPECT_EQ(again->applied.at(id.value).attempt, 1);
+  EXPECT_NE(again->applied.at(id.value).lease_token, a->applied.at(id.value).lease_token);
 }

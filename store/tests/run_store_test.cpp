@@ -93,20 +93,42 @@ TEST_F(RunStoreTest, StaleVersionIsConflictAndStaleEpochIsFenced) {
   EXPECT_EQ(runs.orphan({id, a->new_version, newer})->outcome, WriteOutcome::applied);
 }
 
-TEST_F(RunStoreTest, OrphanedRunIsReassignedWithNextAttemptAndNewToken) {
-  RunId id = create();
+// An assignment that never started is not an attempt: the reassignment
+// keeps the attempt number (max_attempts counts executions) and rotates the
+// token, which alone fences the abandoned grant.
+TEST_F(RunStoreTest, OrphanedRunIsReassignedWithTheSameAttemptAndNewToken) {
+  RunId id = create(/*max_attempts=*/1);
   auto a = runs.assign({id, Version{1}, epoch}, "w1");
   auto o = runs.orphan({id, a->new_version, epoch});
   ASSERT_EQ(o->outcome, WriteOutcome::applied);
   auto b = runs.reassign({id, o->new_version, epoch}, RunState::orphaned, "w2");
   ASSERT_EQ(b->outcome, WriteOutcome::applied);
-  EXPECT_EQ(b->attempt, 2);
+  EXPECT_EQ(b->attempt, 1);
   EXPECT_NE(b->lease_token, a->lease_token);
   // The first worker's token no longer starts anything.
   EXPECT_EQ(runs.start({id, b->new_version, epoch}, {"w1", 1, a->lease_token}, Millis{1000})->outcome,
             WriteOutcome::conflict);
-  EXPECT_EQ(runs.start({id, b->new_version, epoch}, {"w2", 2, b->lease_token}, Millis{1000})->outcome,
+  EXPECT_EQ(runs.start({id, b->new_version, epoch}, {"w2", 1, b->lease_token}, Millis{1000})->outcome,
             WriteOutcome::applied);
+}
+
+// A run that can never be dispatched fails where it waits, with a dead
+// letter naming why.
+TEST_F(RunStoreTest, UnrunnableRunFailsFromPendingWithADeadLetter) {
+  RunId id = create();
+  auto f = runs.fail_unrunnable({id, Version{1}, epoch}, RunState::pending, "bad_definition", "65 tasks");
+  ASSERT_EQ(f->outcome, WriteOutcome::applied);
+  EXPECT_EQ(read(id).state, RunState::failed);
+  pqxx::connection c{url};
+  pqxx::work tx{c};
+  auto dl = tx.exec_params1("SELECT error_code, error_msg FROM dead_letters WHERE run_id = $1", id.value);
+  EXPECT_EQ(dl[0].as<std::string>(), "bad_definition");
+  EXPECT_EQ(dl[1].as<std::string>(), "65 tasks");
+  // Only from a waiting state.
+  RunId other = create();
+  auto a = runs.assign({other, Version{1}, epoch}, "w1");
+  EXPECT_EQ(runs.fail_unrunnable({other, a->new_version, epoch}, RunState::pending, "bad_definition", "x")->outcome,
+            WriteOutcome::conflict);
 }
 
 TEST_F(RunStoreTest, FailedAttemptsRetryThenDeadLetter) {

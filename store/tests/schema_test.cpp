@@ -65,8 +65,8 @@ TEST_F(Schema, DatabaseRejectsEveryIllegalTransitionPair) {
       (ok ? accepted : rejected)++;
     }
   }
-  EXPECT_EQ(accepted, 16);  // SPEC section 3 plus the late success (docs/fencing.md)
-  EXPECT_EQ(rejected, 9 * 8 - 16);
+  EXPECT_EQ(accepted, 18);  // SPEC section 3 plus the documented additions (docs/fencing.md)
+  EXPECT_EQ(rejected, 9 * 8 - 18);
 }
 
 TEST_F(Schema, DatabaseRejectsWritesThatSkipTheVersionOrRewindEpochs) {

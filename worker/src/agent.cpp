@@ -8,6 +8,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
 #include <deque>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <random>
@@ -18,6 +19,7 @@
 #include "baton/worker/backoff.h"
 #include "baton/worker/outbox.h"
 #include "baton/worker/task_runner.h"
+#include "baton/worker/task_supervisor.h"
 
 namespace baton::worker {
 
@@ -73,7 +75,11 @@ class Agent {
         reconnect_timer_(ioc_),
         heartbeat_timer_(ioc_),
         tick_timer_(ioc_),
-        rng_(std::random_device{}()) {}
+        rng_(std::random_device{}()) {
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(rng_()));
+    instance_ = hex;
+  }
 
   int run() {
     if (auto r = outbox_.open(); !r) {
@@ -83,6 +89,16 @@ class Agent {
     // Finishes left by a previous incarnation are held until acknowledged:
     // listed in hello and heartbeats, so no leader takes them for lost.
     for (const auto& f : outbox_.pending()) unacked_[key_of(f.ref)] = f.ref;
+    // Task trees a previous incarnation left alive die before this one
+    // attaches: nothing of an attempt this worker no longer knows may run on
+    // next to whatever it is assigned next.
+    if (int n = kill_leftover_supervisors(trees_dir(), std::chrono::seconds(5)); n > 0)
+      spdlog::warn("leftover_task_trees_killed worker={} count={}", cfg_.worker_id, n);
+    // Only now may this process vouch for its predecessor's attempts.
+    std::ifstream(cfg_.spool_dir + "/instance") >> succeeds_;
+    std::ofstream(cfg_.spool_dir + "/instance") << instance_ << '\n';
+    spdlog::info("worker_instance worker={} instance={} succeeds={}", cfg_.worker_id, instance_,
+                 succeeds_.empty() ? "-" : succeeds_);
     connect();
     tick();
     ioc_.run();
@@ -92,6 +108,8 @@ class Agent {
   }
 
  private:
+  std::string trees_dir() const { return cfg_.spool_dir + "/trees"; }
+
   // ---- connection -------------------------------------------------------
   /// The endpoint as the leader lease names it (endpoint_map maps advertised
   /// endpoints to the addresses this worker dials).
@@ -142,7 +160,8 @@ class Agent {
   }
 
   protocol::Hello hello() const {
-    protocol::Hello h{cfg_.worker_id, cfg_.token, cfg_.capacity, cfg_.labels, {}, {}, unreachable_leader_};
+    protocol::Hello h{cfg_.worker_id,      cfg_.token, cfg_.capacity, cfg_.labels, {}, {},
+                      unreachable_leader_, instance_,  succeeds_};
     for (const auto& [k, a] : attempts_)
       if (a.started && !a.finished) h.running.push_back(a.assign.ref);
     // Weakened chaos builds only: the old rule, ended attempts not listed.
@@ -349,6 +368,10 @@ class Agent {
     // stops running), so half the margin leaves room for scheduling delays.
     ctx.switch_timeout = std::chrono::milliseconds(std::max<std::int64_t>(continuation_margin_ms_ / 2, 200));
     ctx.on_process = [this, ref = a.assign.ref](int pid, bool started) {
+      if (started)
+        record_supervisor(trees_dir(), pid);
+      else
+        forget_supervisor(trees_dir(), pid);
       journal_.record(started ? "start" : "exit", ref, pid);
     };
     spdlog::info("attempt_started worker={} run={} attempt={}", cfg_.worker_id, g.ref.run_id, g.ref.attempt);
@@ -428,7 +451,7 @@ class Agent {
   void on_finish_ack(const protocol::FinishAck& a) {
     unacked_.erase(key_of(a.ref));
     undurable_.erase(key_of(a.ref));
-    outbox_.remove(a.ref);
+    outbox_writer_.ack(a.ref);
     spdlog::info("finish_acked worker={} run={} attempt={}", cfg_.worker_id, a.ref.run_id, a.ref.attempt);
   }
 
@@ -463,7 +486,11 @@ class Agent {
     const auto now = SteadyClock::now();
     for (auto& [k, a] : attempts_) {
       if (!a.started || a.finished || !a.runner || a.continuation_killed) continue;
-      if (!a.detached_since || now - *a.detached_since <= std::chrono::milliseconds(continuation_timeout_ms_)) {
+      // The timeout the assigning leader sent with the attempt: the one it
+      // stored with the run, so every later leader waits for this very value.
+      const std::int64_t limit_ms =
+          a.assign.continuation_timeout_ms > 0 ? a.assign.continuation_timeout_ms : continuation_timeout_ms_;
+      if (!a.detached_since || now - *a.detached_since <= std::chrono::milliseconds(limit_ms)) {
         a.runner->renew();  // this attempt may go on: renew its dead-man's switch
         continue;
       }
@@ -546,6 +573,7 @@ class Agent {
                continuation_margin_ms_ = 10000;
   SteadyClock::time_point last_resend_{}, last_outbox_retry_{};
   std::map<std::string, Attempt> attempts_;
+  std::string instance_, succeeds_;  ///< this process; the one before it on this spool
   /// Attempts whose process ended and whose finish is not acknowledged.
   std::map<std::string, protocol::AttemptRef> unacked_;
   /// Finishes whose outbox write failed: retried until durable or acked.

@@ -85,9 +85,12 @@ bool Outbox::open_next_log() {
 
 void Outbox::retire_if_done(const std::string& file) {
   if (file == log_path_) return;  // still appended to
-  auto it = live_per_file_.find(file);
-  if (it != live_per_file_.end() && it->second > 0) return;
-  if (it != live_per_file_.end()) live_per_file_.erase(it);
+  {
+    std::lock_guard lock(mutex_);
+    auto it = live_per_file_.find(file);
+    if (it != live_per_file_.end() && it->second > 0) return;
+    if (it != live_per_file_.end()) live_per_file_.erase(it);
+  }
   std::error_code ec;
   fs::remove(file, ec);
 }
@@ -105,7 +108,9 @@ Result<void> Outbox::open() {
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) return make_error(Errc::bad_config, "spool_dir: cannot create " + dir_ + ": " + ec.message());
-  std::lock_guard lock(mutex_);
+  // Called before any other thread uses the outbox; the file lock is enough
+  // (retire_if_done takes the index lock itself).
+  std::lock_guard io(io_mutex_);
   entries_.clear();
   live_per_file_.clear();
   // Replay: legacy one-finish files first (oldest first), then the logs in
@@ -165,15 +170,21 @@ Result<void> Outbox::open() {
 }
 
 Result<void> Outbox::put_all(const std::vector<protocol::Finish>& group) {
-  std::lock_guard lock(mutex_);
+  // io_mutex_ serialises the file; mutex_ guards only the in-memory index
+  // and is never held across a write or an fsync, so pending() and size()
+  // (the network thread) never wait for a stalled disk.
+  std::lock_guard io(io_mutex_);
   if (log_fd_ < 0) return make_error(Errc::bad_input, "outbox: not open");
   std::string body;
   std::vector<const protocol::Finish*> fresh;
-  for (const auto& f : group) {
-    if (entries_.count(key_of(f.ref))) continue;
-    body += protocol::encode(f);
-    body += '\n';
-    fresh.push_back(&f);
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& f : group) {
+      if (entries_.count(key_of(f.ref))) continue;
+      body += protocol::encode(f);
+      body += '\n';
+      fresh.push_back(&f);
+    }
   }
   if (fresh.empty()) return {};
   if (!write_all(log_fd_, body) || ::fdatasync(log_fd_) != 0) {
@@ -185,28 +196,36 @@ Result<void> Outbox::put_all(const std::vector<protocol::Finish>& group) {
   }
   log_bytes_ += body.size();
   const MonoTime now = RealClock().mono();
-  for (const auto* f : fresh) entries_.emplace(key_of(f->ref), Entry{*f, log_path_, now, next_seq_++});
-  live_per_file_[log_path_] += static_cast<int>(fresh.size());
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto* f : fresh) entries_.emplace(key_of(f->ref), Entry{*f, log_path_, now, next_seq_++});
+    live_per_file_[log_path_] += static_cast<int>(fresh.size());
+  }
   if (log_bytes_ > log_rotate_bytes && !open_next_log())
     return make_error(Errc::bad_input, "outbox: cannot create a log in " + dir_);
   return {};
 }
 
 void Outbox::remove(const protocol::AttemptRef& ref) {
-  std::lock_guard lock(mutex_);
-  auto it = entries_.find(key_of(ref));
-  if (it == entries_.end()) return;
-  const std::string file = it->second.file;
+  std::lock_guard io(io_mutex_);
+  std::string file, key;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = entries_.find(key_of(ref));
+    if (it == entries_.end()) return;
+    file = it->second.file;
+    key = it->first;
+    entries_.erase(it);
+    if (auto f = live_per_file_.find(file); f != live_per_file_.end()) f->second--;
+  }
   // Appended at once but not synced: a lost ack costs one harmless replay.
   if (log_fd_ >= 0) {
-    const std::string line = ack_line(it->first);
+    const std::string line = ack_line(key);
     if (write_all(log_fd_, line))
       log_bytes_ += line.size();
     else
       (void)!::ftruncate(log_fd_, static_cast<off_t>(log_bytes_));
   }
-  entries_.erase(it);
-  if (auto f = live_per_file_.find(file); f != live_per_file_.end()) f->second--;
   retire_if_done(file);
 }
 
@@ -240,16 +259,28 @@ void OutboxWriter::push(protocol::Finish f) {
   wake_.notify_one();
 }
 
+void OutboxWriter::ack(protocol::AttemptRef ref) {
+  {
+    std::lock_guard lock(mutex_);
+    acks_.push_back(std::move(ref));
+  }
+  wake_.notify_one();
+}
+
 void OutboxWriter::run() {
   std::unique_lock lock(mutex_);
   while (!stop_) {
-    wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-    if (queue_.empty()) continue;
+    wake_.wait(lock, [&] { return stop_ || !queue_.empty() || !acks_.empty(); });
     std::vector<protocol::Finish> group;
+    std::vector<protocol::AttemptRef> acks;
     group.swap(queue_);
+    acks.swap(acks_);
     lock.unlock();
-    auto written = outbox_.put_all(group);
-    on_durable_(std::move(group), std::move(written));
+    for (const auto& ref : acks) outbox_.remove(ref);
+    if (!group.empty()) {
+      auto written = outbox_.put_all(group);
+      on_durable_(std::move(group), std::move(written));
+    }
     lock.lock();
   }
 }
@@ -263,10 +294,13 @@ void OutboxWriter::drain_and_stop() {
   wake_.notify_one();
   if (thread_.joinable()) thread_.join();
   std::vector<protocol::Finish> rest;
+  std::vector<protocol::AttemptRef> acks;
   {
     std::lock_guard lock(mutex_);
     rest.swap(queue_);
+    acks.swap(acks_);
   }
+  for (const auto& ref : acks) outbox_.remove(ref);
   if (!rest.empty()) {
     auto written = outbox_.put_all(rest);
     on_durable_(std::move(rest), std::move(written));

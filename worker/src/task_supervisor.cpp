@@ -12,8 +12,15 @@
 #include <unistd.h>
 
 #include <cerrno>
-
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <thread>
+#include <utility>
+#include <vector>
+
 #include "baton/core/weaken.h"
 
 namespace baton::worker {
@@ -137,15 +144,27 @@ void close_all_except(int a, int b, int c) {
   ::_exit(128 + (WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL));
 }
 
+volatile sig_atomic_t terminate_requested = 0;
+extern "C" void on_terminate(int) { terminate_requested = 1; }
+
 [[noreturn]] void supervise(int control, char* const* argv, char* const* envp, const char* cwd, int out_fd, int err_fd,
                             long switch_ms, bool contain) {
   const pid_t self = ::getpid();
   if (contain) ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  // SIGTERM (a new incarnation of the worker cleaning up after the old one,
+  // or an operator) kills the tree like a cancel; dying at once would leave
+  // detached descendants to init. Installed before the task is forked, which
+  // restores the default for itself.
+  struct sigaction sa {};
+  sa.sa_handler = on_terminate;
+  ::sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGTERM, &sa, nullptr);
   const pid_t task = ::fork();
   if (task < 0) ::_exit(126);
   if (task == 0) {
     ::setpgid(0, 0);
     ::signal(SIGPIPE, SIG_DFL);  // the worker ignores it; a task must not inherit that
+    ::signal(SIGTERM, SIG_DFL);
     // Should the supervisor itself be killed, the task's main process goes too.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != self) ::_exit(126);
@@ -185,6 +204,7 @@ void close_all_except(int a, int b, int c) {
       }
     }
     if (contain && switch_ms > 0 && mono_ms() - renewed > switch_ms) kill = true;  // dead-man's switch
+    if (terminate_requested) kill = true;
     int st = 0;
     pid_t r;
     while ((r = ::waitpid(-1, &st, WNOHANG)) > 0)
@@ -242,6 +262,72 @@ void renew_switch(int control_fd) {
 
 void kill_tree(int control_fd) {
   if (control_fd >= 0) (void)!::send(control_fd, "k", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+namespace {
+
+/// Field 22 of /proc/PID/stat (start time in clock ticks since boot): with
+/// the pid, it names one process for good (pids are reused, this pair is
+/// not). Empty if the process does not exist.
+std::string start_time_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto close = stat.rfind(')');
+  if (close == std::string::npos) return {};
+  std::istringstream fields(stat.substr(close + 2));
+  std::string f;
+  for (int i = 3; i <= 22 && fields >> f; ++i)
+    if (i == 22) return f;
+  return {};
+}
+
+}  // namespace
+
+void record_supervisor(const std::string& dir, pid_t supervisor) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::ofstream(dir + "/" + std::to_string(supervisor)) << start_time_of(supervisor) << '\n';
+}
+
+void forget_supervisor(const std::string& dir, pid_t supervisor) {
+  std::error_code ec;
+  std::filesystem::remove(dir + "/" + std::to_string(supervisor), ec);
+}
+
+int kill_leftover_supervisors(const std::string& dir, std::chrono::milliseconds grace) {
+  std::error_code ec;
+  std::vector<std::pair<pid_t, std::string>> alive;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    pid_t pid = 0;
+    try {
+      pid = static_cast<pid_t>(std::stol(name));
+    } catch (const std::exception&) {
+      continue;
+    }
+    std::string recorded;
+    std::ifstream(entry.path()) >> recorded;
+    if (pid > 1 && !recorded.empty() && start_time_of(pid) == recorded) {
+      ::kill(pid, SIGTERM);  // the supervisor kills its whole tree, then exits
+      alive.emplace_back(pid, recorded);
+    } else {
+      std::filesystem::remove(entry.path(), ec);
+    }
+  }
+  // Bounded by steps of 10 ms, `grace` in all (no clock: a slow step only
+  // waits longer).
+  const auto step = std::chrono::milliseconds(10);
+  std::int64_t steps_left = grace / step;
+  for (auto& [pid, started] : alive) {
+    while (start_time_of(pid) == started && steps_left-- > 0) std::this_thread::sleep_for(step);
+    if (start_time_of(pid) == started) {
+      // It did not answer (stopped, stuck): its group and itself, at least.
+      ::kill(-pid, SIGKILL);
+      ::kill(pid, SIGKILL);
+    }
+    forget_supervisor(dir, pid);
+  }
+  return static_cast<int>(alive.size());
 }
 
 }  // namespace baton::worker

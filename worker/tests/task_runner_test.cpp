@@ -1,4 +1,5 @@
 #include "baton/worker/task_runner.h"
+#include "baton/worker/task_supervisor.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -244,4 +245,49 @@ TEST(TaskTree, WorkerDeathKillsTheTree) {
   ::waitpid(worker, nullptr, 0);
   EXPECT_TRUE(dies(grandchild, 2s)) << "pid " << grandchild << " outlived its killed worker";
   std::filesystem::remove(file);
+}
+
+// A new incarnation of a worker finds the supervisors its predecessor left
+// alive (here: the old worker is stopped, so its control socket never
+// closes and, without a switch, nothing else would end the tree) and kills
+// their whole trees, detached grandchildren included, before it attaches.
+TEST(TaskTree, NewIncarnationKillsTreesLeftByThePreviousOne) {
+  const std::string file = temp_file("leftover");
+  const std::string trees = temp_file("leftover-trees");
+  std::filesystem::remove(file);
+  std::filesystem::remove_all(trees);
+  const pid_t old_worker = ::fork();
+  ASSERT_GE(old_worker, 0);
+  if (old_worker == 0) {
+    TaskRunner r;
+    AttemptContext c = ctx();
+    c.on_process = [&](int pid, bool started) {
+      if (started) record_supervisor(trees, pid);
+    };
+    r.run(c, {program(leaves_grandchild(file, "sleep 60"))});
+    ::_exit(0);
+  }
+  const pid_t grandchild = read_pid(file);
+  ASSERT_GT(grandchild, 0);
+  ::kill(old_worker, SIGSTOP);
+  EXPECT_FALSE(dies(grandchild, 300ms));
+  EXPECT_EQ(kill_leftover_supervisors(trees, 3s), 1);
+  EXPECT_TRUE(dies(grandchild, 2s)) << "pid " << grandchild << " outlived the cleanup";
+  EXPECT_TRUE(std::filesystem::is_empty(trees));
+  ::kill(old_worker, SIGKILL);
+  ::waitpid(old_worker, nullptr, 0);
+  std::filesystem::remove(file);
+  std::filesystem::remove_all(trees);
+}
+
+// A record whose pid now names another process (pid reuse: the start time
+// differs) is dropped, and that process is left alone.
+TEST(TaskTree, LeftoverRecordOfAReusedPidIsIgnored) {
+  const std::string trees = temp_file("reused-trees");
+  std::filesystem::remove_all(trees);
+  std::filesystem::create_directories(trees);
+  std::ofstream(trees + "/" + std::to_string(::getpid())) << "1\n";
+  EXPECT_EQ(kill_leftover_supervisors(trees, 1s), 0);
+  EXPECT_TRUE(std::filesystem::is_empty(trees));
+  std::filesystem::remove_all(trees);
 }

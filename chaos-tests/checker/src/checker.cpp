@@ -62,7 +62,13 @@ std::string describe(const Execution& x) {
 ///  - x's worker was killed after x ended and x's finish was not durable
 ///    (absent from the outbox snapshot taken while the worker was down).
 std::string at_least_once_reason(const History& h, const Execution& x, std::int64_t next_start_ns) {
-  const std::int64_t window_ns = (h.window.continuation_ms + h.window.continuation_margin_ms) * ms_ns;
+  // The run's own continuation timeout (the largest it carried: nodes may be
+  // configured differently), else the configured one.
+  std::int64_t continuation_ms = 0;
+  for (const auto& t : h.transitions)
+    if (t.run == x.run && t.continuation_ms) continuation_ms = std::max(continuation_ms, *t.continuation_ms);
+  if (continuation_ms == 0) continuation_ms = h.window.continuation_ms;
+  const std::int64_t window_ns = (continuation_ms + h.window.continuation_margin_ms) * ms_ns;
   for (const auto& f : h.faults) {
     if (f.target != x.worker || (f.fault != "partition_workers" && f.fault != "pause_worker")) continue;
     if (f.to_ns - f.from_ns < window_ns) continue;
@@ -322,8 +328,9 @@ Report check_history(const std::string& dir) {
   {
     InvariantResult inv =
         invariant("attempts_and_tokens",
-                  "attempt grows by exactly 1 per reassignment and stays within max_attempts; lease_token "
-                  "differs on every assignment");
+                  "attempt grows by exactly 1 per reassignment after an execution (RETRY_WAITING -> ASSIGNED), "
+                  "stays the same when an assignment that never started is reassigned (ORPHANED -> ASSIGNED), and "
+                  "stays within max_attempts; lease_token differs on every assignment");
     std::map<std::int64_t, std::vector<const TransitionRow*>> by_run;
     for (const auto& t : h.transitions) by_run[t.run].push_back(&t);
     for (const auto& [run, ts] : by_run) {
@@ -331,13 +338,13 @@ Report check_history(const std::string& dir) {
       int attempt = 0;
       std::string state;
       for (const auto* t : ts) {
-        const bool reassign = t->to == "ASSIGNED" && (t->from == "ORPHANED" || t->from == "RETRY_WAITING");
+        const bool retry = t->to == "ASSIGNED" && t->from == "RETRY_WAITING";
         if (state.empty())
           attempt = t->attempt;
-        else if (reassign && t->attempt != attempt + 1)
+        else if (retry && t->attempt != attempt + 1)
           add(inv, "run " + std::to_string(run) + ": reassigned from attempt " + std::to_string(attempt) + " to " +
-                       std::to_string(t->attempt));
-        else if (!reassign && t->attempt != attempt)
+                       std::to_string(t->attempt) + " after RETRY_WAITING");
+        else if (!retry && t->attempt != attempt)
           add(inv, "run " + std::to_string(run) + ": attempt changed " + std::to_string(attempt) + " -> " +
                        std::to_string(t->attempt) + " on " + t->from + " -> " + t->to);
         attempt = t->attempt;
@@ -368,7 +375,11 @@ Report check_history(const std::string& dir) {
         invariant("confirming_not_cut_short",
                   "a RUNNING attempt in CONFIRMING is given up (retried or failed) no sooner than continuation "
                   "timeout + margin after it began confirming");
-    const std::int64_t need_us = (h.window.continuation_ms + h.window.continuation_margin_ms) * 1000;
+    // The run's own continuation timeout when the history has it (nodes may
+    // be configured differently; the run carries the value its worker got).
+    auto need_us = [&](const TransitionRow& t) {
+      return (t.continuation_ms.value_or(h.window.continuation_ms) + h.window.continuation_margin_ms) * 1000;
+    };
     std::map<std::int64_t, std::optional<std::int64_t>> confirming_since;  // run -> commit us
     std::map<std::int64_t, std::string> continuation;
     for (const auto& t : h.transitions) {
@@ -384,10 +395,10 @@ Report check_history(const std::string& dir) {
         continue;
       auto since = confirming_since[t.run];
       if (!since || !t.commit_us) continue;  // reported by transition_history_continuous
-      if (*t.commit_us - *since < need_us)
+      if (*t.commit_us - *since < need_us(t))
         add(inv, "run " + std::to_string(t.run) + " attempt " + std::to_string(t.attempt) + ": RUNNING -> " + t.to +
                      " " + std::to_string((*t.commit_us - *since) / 1000) + " ms after it began confirming (needs " +
-                     std::to_string(need_us / 1000) + " ms)");
+                     std::to_string(need_us(t) / 1000) + " ms)");
     }
     report.invariants.push_back(inv);
   }

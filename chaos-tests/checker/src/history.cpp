@@ -235,7 +235,7 @@ History load_history(const std::string& dir) {
   for (const auto& o : read_jsonl(dir + "/db/transitions.jsonl", h))
     h.transitions.push_back({num(o, "id"), num(o, "run"), str(o, "from"), str(o, "to"), str(o, "continuation"),
                              opt_int(o, "from_version"), num(o, "to_version"), static_cast<int>(num(o, "attempt")),
-                             num(o, "epoch"), opt_int(o, "commit_us")});
+                             num(o, "epoch"), opt_int(o, "commit_us"), opt_int(o, "continuation_ms")});
   std::sort(h.transitions.begin(), h.transitions.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
   for (const auto& o : read_jsonl(dir + "/db/epochs.jsonl", h))
     h.epochs.push_back({num(o, "epoch"), str(o, "node"), str(o, "incarnation"), opt_int(o, "commit_us")});

@@ -159,6 +159,8 @@ Message read_message(const std::string& type, const Fields& f) {
     m.running = read_refs(f, "running");
     m.finished = read_refs(f, "finished");
     m.unreachable_leader = f.str("unreachable_leader", false, 512);
+    m.instance = f.str("instance", false, 64);
+    m.succeeds = f.str("succeeds", false, 64);
     return m;
   }
   if (type == "welcome") {
@@ -189,6 +191,7 @@ Message read_message(const std::string& type, const Fields& f) {
     }
     if (m.tasks.empty()) f.fail("tasks", "must hold at least one task");
     m.timeout_ms = f.integer("timeout_ms", 0, ms_max, 0);
+    m.continuation_timeout_ms = f.integer("continuation_timeout_ms", 0, ms_max, 0);
     return m;
   }
   if (type == "start") return Start{read_ref(f)};
@@ -253,6 +256,8 @@ struct Encoder {
     o["running"] = refs_json(m.running);
     if (!m.finished.empty()) o["finished"] = refs_json(m.finished);
     if (!m.unreachable_leader.empty()) o["unreachable_leader"] = m.unreachable_leader;
+    if (!m.instance.empty()) o["instance"] = m.instance;
+    if (!m.succeeds.empty()) o["succeeds"] = m.succeeds;
   }
   void operator()(const Welcome& m) {
     o["node_id"] = m.node_id;
@@ -294,6 +299,7 @@ struct Encoder {
     }
     o["tasks"] = std::move(tasks);
     o["timeout_ms"] = m.timeout_ms;
+    if (m.continuation_timeout_ms > 0) o["continuation_timeout_ms"] = m.continuation_timeout_ms;
   }
   void operator()(const Start& m) { put_ref(o, m.ref); }
   void operator()(const StartGranted& m) { put_ref(o, m.ref); }

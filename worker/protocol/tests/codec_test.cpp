@@ -15,11 +15,19 @@ std::vector<Message> samples() {
   Task sql{TaskKind::sql, "q", {}, {}, "", "local", "SELECT 1", "", "", false};
   Task builtin{TaskKind::builtin, "", {}, {}, "", "", "", "SLEEP", "2s", false};
   Finish fin{ref(), "FAILED", 3, "exit 3", "out", "err", 1234, {{"p", 3, 1200, false}}};
-  return {Hello{"w1", "secret", 8, {{"zone", "a"}}, {ref()}, {AttemptRef{44, 2, "f"}}, "127.0.0.1:7001"},
+  return {Hello{"w1",
+                "secret",
+                8,
+                {{"zone", "a"}},
+                {ref()},
+                {AttemptRef{44, 2, "f"}},
+                "127.0.0.1:7001",
+                "9f2c4e1a00b3d5e7",
+                "0011223344556677"},
           Welcome{"n1", 7, 500, 3000, 20000, 5000, {ref()}},
           Redirect{"127.0.0.1:7002", 7},
           Error{"unauthenticated", "bad token"},
-          Assign{ref(), {program, sql, builtin}, 60000},
+          Assign{ref(), {program, sql, builtin}, 60000, 45000},
           Start{ref()},
           StartGranted{ref()},
           StartDenied{ref(), "lease token is stale"},

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -36,7 +37,10 @@ struct RuntimeConfig {
   Millis reassign_detached_after{1000};  ///< ... or this long when its worker is not attached
   Millis continuation_timeout{30000};    ///< how long a detached worker keeps a RUNNING attempt going
   Millis continuation_margin{10000};     ///< the leader waits deadline + margin before retrying the attempt
-  Millis timeout_grace{5000};            ///< leader-side enforcement of a run timeout, after the worker's
+  /// A run orphaned this many times without ever starting is failed (its
+  /// assignments, unlike its attempts, do not count against max_attempts).
+  int max_unstarted_assignments = 5;
+  Millis timeout_grace{5000};  ///< leader-side enforcement of a run timeout, after the worker's
   Millis dispatch_every{50};
   Millis reap_every{500};
   Millis cron_every{200};
@@ -97,6 +101,8 @@ class ControlLoop {
     MonoTime last_seen{};
     bool draining = false;
     std::uint64_t heartbeats = 0;  ///< heartbeats processed on this connection
+    std::string instance;          ///< the worker process on this connection (hello)
+    std::string succeeds;          ///< the process before it on the same spool (hello)
   };
   struct Tracked {  // an ASSIGNED or RUNNING run as this leader last wrote or read it
     store::ActiveRun row;
@@ -108,6 +114,15 @@ class ControlLoop {
     /// this loop first saw it).
     std::uint64_t link = 0;
     std::uint64_t listed_at = 0;
+    /// CONFIRMING: when this leader may give the attempt up, on its own
+    /// monotonic clock (continuation timeout + margin after it began
+    /// confirming, or the remaining deadline + margin when it first read it).
+    std::optional<MonoTime> confirm_until;
+    /// The worker process last seen holding the attempt (assigned to it, or
+    /// listed by it); empty when unknown (inherited from another epoch and
+    /// not listed since). Only that process, or its successor on the same
+    /// spool, can say the attempt is gone.
+    std::string holder;
   };
 
   void handle(const LoopEvent& e);
@@ -126,6 +141,12 @@ class ControlLoop {
   void mark_listed(Tracked& t);
   /// Heartbeats of the holding worker's connection since it last listed `t`.
   std::int64_t unlisted_heartbeats(Tracked& t);
+  /// Marks `t` as held by the process on its worker's current connection.
+  void note_holder(Tracked& t);
+  /// True if the process on the worker's current connection speaks for `t`:
+  /// it holds (or held) it, or succeeded the process that did. A second
+  /// process using the same worker id does not.
+  bool speaks_for(const Tracked& t) const;
   void deny_start(const std::string& worker, const protocol::AttemptRef& ref, const std::string& why);
   void regrant_start(Tracked& t, const std::string& worker, const protocol::AttemptRef& ref);
   /// Writes the starts / finishes queued during one pass of the loop as one
@@ -180,6 +201,7 @@ class ControlLoop {
   std::mt19937_64 rng_;
   MonoTime started_at_{}, last_dispatch_{}, last_reap_{}, last_heartbeat_flush_{}, last_cron_{};
   bool dispatch_requested_ = false;
+  bool refreshed_in_pass_ = false;  ///< refresh_runs() read the database in this pass
 };
 
 }  // namespace baton::leader

@@ -33,6 +33,7 @@ struct DueRun {
   std::int64_t retry_base_ms = 1000;
   std::int64_t retry_cap_ms = 3600000;
   std::map<std::string, std::string> selector;  ///< labels a worker must carry
+  int unstarted_assignments = 0;                ///< times it was orphaned before starting
 };
 
 /// An ASSIGNED or RUNNING run, with the facts the reaper decides on. Ages and
@@ -53,6 +54,10 @@ struct ActiveRun {
   std::int64_t timeout_ms = 0;        ///< the job's timeout (0: none)
   std::int64_t retry_base_ms = 1000;
   std::int64_t retry_cap_ms = 3600000;
+  std::int64_t continuation_timeout_ms = 0;  ///< sent to the worker with the attempt (0: not recorded)
+  /// CONFIRMING: continuation_deadline_at - now() when read (the leader
+  /// turns it into a deadline on its own monotonic clock at once).
+  std::optional<std::int64_t> continuation_remaining_ms;
 };
 
 struct HeartbeatRow {
@@ -100,7 +105,10 @@ class LeaderStore {
  public:
   virtual ~LeaderStore() = default;
 
-  virtual Result<std::vector<DueRun>> due_runs(int limit) = 0;
+  /// Due runs (PENDING past their slot, RETRY_WAITING past their time,
+  /// ORPHANED) that a worker carrying `labels` can take, in dispatch order
+  /// (priority, due time, id), at most `limit`.
+  virtual Result<std::vector<DueRun>> due_runs(int limit, const std::map<std::string, std::string>& labels) = 0;
   virtual Result<std::vector<ActiveRun>> active_runs(Millis continuation_margin) = 0;
   /// One statement, fenced per row: RUNNING rows still held by the given
   /// attempts get heartbeat_at = now(), stale_after = now() + stale_after.

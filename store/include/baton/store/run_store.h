@@ -75,13 +75,17 @@ struct Finish {
   std::string result_json = "{}";
 };
 
-/// One row of a batched assignment: PENDING -> ASSIGNED, or ORPHANED /
+/// One row of a batched assignment: PENDING / ORPHANED -> ASSIGNED, or
 /// RETRY_WAITING -> ASSIGNED with attempt + 1 (as `assign` / `reassign`).
 struct AssignRow {
   RunId run{0};
   Version expected_version{0};
   RunState from = RunState::pending;
   std::string worker_id;
+  /// The continuation timeout sent to the worker with this attempt; stored
+  /// in the run so every later leader measures the same deadline. 0: keep
+  /// what the run has.
+  Millis continuation_timeout{0};
 };
 
 /// One row of a batched start grant (ASSIGNED -> RUNNING, as `start`).
@@ -121,7 +125,9 @@ class RunStore {
 
   /// PENDING -> ASSIGNED with a fresh lease token.
   virtual Result<WriteResult> assign(const RunFence& f, const std::string& worker_id) = 0;
-  /// ORPHANED or RETRY_WAITING -> ASSIGNED, attempt + 1, fresh lease token.
+  /// ORPHANED or RETRY_WAITING -> ASSIGNED with a fresh lease token; attempt
+  /// + 1 from RETRY_WAITING only (an orphaned assignment never started, so
+  /// it was not an attempt).
   virtual Result<WriteResult> reassign(const RunFence& f, RunState from, const std::string& worker_id) = 0;
   /// ASSIGNED -> RUNNING; also requires the assigned worker and the lease token.
   virtual Result<WriteResult> start(const RunFence& f, const AttemptFence& a, Millis stale_after) = 0;
@@ -133,10 +139,16 @@ class RunStore {
   /// RUNNING -> RETRY_WAITING, next_attempt_at = now() + delay, with an attempts row.
   virtual Result<WriteResult> retry_later(const RunFence& f, const AttemptFence& a, const Finish& fin,
                                           Millis delay) = 0;
-  /// ASSIGNED -> ORPHANED (its worker detached before starting it).
+  /// ASSIGNED -> ORPHANED (its worker detached before starting it);
+  /// counts the run's unstarted assignments.
   virtual Result<WriteResult> orphan(const RunFence& f) = 0;
   /// ORPHANED -> FAILED with a dead letter (no attempts left).
   virtual Result<WriteResult> fail_orphaned(const RunFence& f, const std::string& reason) = 0;
+  /// PENDING, ORPHANED or RETRY_WAITING -> FAILED with a dead letter: the
+  /// run can never be dispatched (its definition does not decode, or it was
+  /// orphaned more often than the unstarted-assignment budget allows).
+  virtual Result<WriteResult> fail_unrunnable(const RunFence& f, RunState from, const std::string& error_code,
+                                              const std::string& reason) = 0;
   /// RETRY_WAITING -> SUCCEEDED: the attempt that was ended as lost (or
   /// failed by its deadline) did succeed, and the run has not been
   /// reassigned since: same worker, attempt and lease token. Its attempt row
@@ -144,7 +156,9 @@ class RunStore {
   virtual Result<WriteResult> late_success(const RunFence& f, const AttemptFence& a, const Finish& fin) = 0;
   /// Any non-final state -> CANCELED.
   virtual Result<WriteResult> cancel(const RunFence& f, RunState from, const std::string& reason) = 0;
-  /// RUNNING, continuation NONE -> CONFIRMING with a deadline (worker detached).
+  /// RUNNING, continuation NONE -> CONFIRMING with a deadline (worker
+  /// detached): now() + the run's stored continuation timeout, or
+  /// `deadline_in` when the run has none.
   virtual Result<WriteResult> begin_confirming(const RunFence& f, Millis deadline_in) = 0;
   /// RUNNING: re-stamp the run with this leader's epoch and continuation NONE
   /// (the worker re-attached holding this attempt and token).

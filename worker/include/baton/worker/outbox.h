@@ -62,7 +62,8 @@ class Outbox {
   void retire_if_done(const std::string& file);
   void quarantine(const std::string& file, const std::string& line, const std::string& why);
 
-  mutable std::mutex mutex_;
+  std::mutex io_mutex_;       ///< the log file: held across writes and fsyncs
+  mutable std::mutex mutex_;  ///< the index below: never held across I/O
   std::string dir_;
   std::map<std::string, Entry> entries_;      ///< attempt key -> pending finish
   std::map<std::string, int> live_per_file_;  ///< file -> pending finishes in it
@@ -85,6 +86,9 @@ class OutboxWriter {
   OutboxWriter(Outbox& outbox, Durable on_durable);
   ~OutboxWriter();  ///< writes what is queued, then stops
   void push(protocol::Finish f);
+  /// Forgets an acknowledged finish (Outbox::remove) on the writer thread:
+  /// the network thread never touches the disk.
+  void ack(protocol::AttemptRef ref);
   /// Writes everything queued now, on the calling thread, and stops the
   /// writer thread (shutdown: nothing may be left only in memory).
   void drain_and_stop();
@@ -96,6 +100,7 @@ class OutboxWriter {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::vector<protocol::Finish> queue_;
+  std::vector<protocol::AttemptRef> acks_;
   bool stop_ = false;
   std::thread thread_;
 };

@@ -24,6 +24,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <string>
 
 namespace baton::worker {
 
@@ -43,5 +44,17 @@ SupervisedTask start_supervised(char* const* argv, char* const* envp, const char
 void renew_switch(int control_fd);
 /// Asks the supervisor to kill the whole tree now. Thread-safe.
 void kill_tree(int control_fd);
+
+// A record of each live supervisor, one file per pid in the worker's spool
+// (`trees/PID`, holding the process's start time), so that a new incarnation
+// of the worker can find supervisors the old one left behind -- one that was
+// stopped with it, or had not yet noticed its worker die -- and kill their
+// trees before it attaches and can be assigned anything.
+void record_supervisor(const std::string& dir, pid_t supervisor);
+void forget_supervisor(const std::string& dir, pid_t supervisor);
+/// SIGTERMs every recorded supervisor that is still the same process (pid
+/// and start time), waits up to `grace` for each to kill its tree and exit,
+/// then SIGKILLs what is left of it. Returns how many were found alive.
+int kill_leftover_supervisors(const std::string& dir, std::chrono::milliseconds grace);
 
 }  // namespace baton::worker

@@ -99,6 +99,9 @@ struct TransitionRow {
   int attempt = 0;
   std::int64_t epoch = 0;
   std::optional<std::int64_t> commit_us;  ///< none: no commit timestamp (a failure, never a pass)
+  /// The continuation timeout the run carries (sent to its worker with the
+  /// attempt); none for histories written before it was recorded.
+  std::optional<std::int64_t> continuation_ms;
 };
 
 struct EpochRow {

@@ -15,7 +15,7 @@ class PgLeaderStore final : public LeaderStore {
   /// one so /status answers while the database does not.
   void set_call_deadline(Millis d) { session_.set_call_deadline(d); }
 
-  Result<std::vector<DueRun>> due_runs(int limit) override;
+  Result<std::vector<DueRun>> due_runs(int limit, const std::map<std::string, std::string>& labels) override;
   Result<std::vector<ActiveRun>> active_runs(Millis continuation_margin) override;
   Result<HeartbeatBatchResult> heartbeat_batch(Epoch epoch, const std::vector<HeartbeatRow>& rows,
                                                Millis stale_after) override;

@@ -58,6 +58,14 @@ struct Hello {
   /// until a newer leader is known instead (no redirect ping-pong while a
   /// dead leader's lease runs out).
   std::string unreachable_leader;
+  /// This worker process (random, new at every start): a leader tells a
+  /// reconnect of the same process from a second process using the same
+  /// worker id, whose lists say nothing about the first one's attempts.
+  std::string instance;
+  /// The instance that ran on this worker's spool before this one, whose
+  /// task trees this one killed before attaching: its attempts are known
+  /// dead, so this worker's lists speak for them too.
+  std::string succeeds;
   friend bool operator==(const Hello&, const Hello&) = default;
 };
 struct Welcome {
@@ -90,6 +98,10 @@ struct Assign {
   AttemptRef ref;
   std::vector<Task> tasks;
   std::int64_t timeout_ms = 0;  ///< 0: no timeout
+  /// How long the worker keeps this attempt going while cut off from every
+  /// leader; the leader keeps the same value with the run. 0: the value of
+  /// the last welcome (a leader that predates the field).
+  std::int64_t continuation_timeout_ms = 0;
   friend bool operator==(const Assign&, const Assign&) = default;
 };
 struct Start {
