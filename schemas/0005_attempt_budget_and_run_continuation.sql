@@ -9,7 +9,11 @@
 --    its worker vanished before starting it. Runs that are orphaned again
 --    and again (a worker that dies on every assignment) are bounded by their
 --    own budget, counted here and compared by the leader.
--- 2. The continuation timeout a worker applies to an attempt is the one the
+-- 2. The worker process that started the attempt (its `instance`, sent in
+--    hello) is kept with the run, so that a new leader knows which process
+--    may speak for the attempt: a second process using the same worker id
+--    cannot make it look lost by attaching first (docs/protocol.md).
+-- 3. The continuation timeout a worker applies to an attempt is the one the
 --    assigning leader sent with that attempt; it is kept in the run so that
 --    every later leader measures the same deadline, whatever its own
 --    configuration says (a rolling change of continuation_timeout must never
@@ -18,7 +22,8 @@ ALTER TABLE job_runs
   ADD COLUMN unstarted_assignments INTEGER NOT NULL DEFAULT 0
     CONSTRAINT job_runs_unstarted_chk CHECK (unstarted_assignments >= 0),
   ADD COLUMN continuation_timeout_ms BIGINT
-    CONSTRAINT job_runs_continuation_timeout_chk CHECK (continuation_timeout_ms IS NULL OR continuation_timeout_ms > 0);
+    CONSTRAINT job_runs_continuation_timeout_chk CHECK (continuation_timeout_ms IS NULL OR continuation_timeout_ms > 0),
+  ADD COLUMN worker_instance TEXT;
 
 ALTER TABLE job_run_transitions ADD COLUMN continuation_timeout_ms BIGINT;
 

@@ -299,6 +299,25 @@ TEST(Checker, LongLeaderlessIntervalIsAViolation) {
   EXPECT_EQ(Fixture::violations(r, "leaderless_bounded"), 1) << r.markdown();
 }
 
+// The bound holds after each node or database fault heals: a gap that the
+// next such fault joins is measured from that fault's heal, but a worker
+// fault in the gap excuses nothing.
+TEST(Checker, LeaderlessGapIsMeasuredFromTheLastNodeFaultInIt) {
+  for (const std::string second : {"partition_leader_db", "pause_worker"}) {
+    Fixture f;
+    f.faults += "," + second;
+    f.nemesis << Fixture::line("inject", second, "n2", T + 11 * sec) << Fixture::line("effect", second, "n2", T + 11 * sec)
+              << Fixture::line("heal", second, "n2", T + 14 * sec);
+    f.probes.str("");
+    for (std::int64_t t = T; t <= T + 20 * sec; t += 200'000) {
+      const bool gap = t >= T + 5 * sec && t < T + 17 * sec;  // 8 s after the pause's heal, 3 s after the partition's
+      f.probe(t, "n1", true, gap ? "follower" : "leader", t >= T + 8 * sec ? 2 : 1);
+    }
+    auto r = f.check();
+    EXPECT_EQ(Fixture::violations(r, "leaderless_bounded"), second == "pause_worker" ? 1 : 0) << second << r.markdown();
+  }
+}
+
 TEST(Checker, RecordsThatDisagreeWithTheProcessesAreViolations) {
   Fixture f;
   // Run 300: the process was killed, the database says SUCCEEDED; its attempt

@@ -147,6 +147,17 @@ TEST(ProtocolAbuse, BadFramesGetAnErrorAndACloseAndChangeNothing) {
   EXPECT_TRUE(has(e, "\"type\":\"welcome\""));
   EXPECT_TRUE(has(e, "\"type\":\"start_denied\"")) << (e.received.empty() ? "" : e.received.back());
 
+  // A heartbeat listing far more attempts than a worker of its capacity can
+  // hold is refused whole: no frame makes the leader chase thousands of refs.
+  std::string refs;
+  for (int i = 0; i < 100; ++i)
+    refs += std::string(i ? "," : "") + R"({"run_id":)" + std::to_string(900000 + i) +
+            R"(,"attempt":1,"lease_token":"00000000-0000-4000-8000-000000000000"})";
+  auto flood =
+      talk(port, {hello("flooder", worker_token), R"({"type":"heartbeat","version":1,"running":[)" + refs + "]}"});
+  EXPECT_TRUE(has(flood, "may list at most")) << (flood.received.empty() ? "" : flood.received.back());
+  EXPECT_FALSE(has(flood, "\"type\":\"cancel\""));
+
   // The node still serves, and nothing about the run changed.
   EXPECT_EQ(http_request(port, "GET", "/healthz").status, 200);
   auto after = c.db().run(run);

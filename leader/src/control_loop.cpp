@@ -191,6 +191,8 @@ bool ControlLoop::refresh_runs() {
       t.listed_at = old->second.listed_at;
       if (same_attempt) t.holder = old->second.holder;
     }
+    // A new leader learns from the run which process started the attempt.
+    if (t.holder.empty()) t.holder = r.worker_instance;
     if (r.continuation == ContinuationState::confirming) {
       // The deadline this leader waits for, on its own monotonic clock: set
       // once, when it first sees the attempt confirming; a later step of the
@@ -364,7 +366,9 @@ void ControlLoop::on_start(const std::string& worker, const protocol::Start& m) 
   // "No start right, no process": the grant is sent only after the batched
   // start write (flush_starts_and_finishes) has committed.
   if (!pending_start_ids_.insert(r.id.value).second) return;  // a repeated start already queued
-  pending_starts_.push_back({r.id, r.version, {worker, r.attempt, r.lease_token}});
+  auto w = workers_.find(worker);
+  pending_starts_.push_back(
+      {r.id, r.version, {worker, r.attempt, r.lease_token}, w != workers_.end() ? w->second.instance : ""});
 }
 
 void ControlLoop::regrant_start(Tracked& t, const std::string& worker, const protocol::AttemptRef& ref) {

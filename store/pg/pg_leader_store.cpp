@@ -97,7 +97,8 @@ Result<std::vector<ActiveRun>> PgLeaderStore::active_runs(Millis continuation_ma
         " coalesce(floor(extract(epoch FROM now() - r.started_at) * 1000), 0)::bigint,"
         " coalesce(j.timeout_ms, 0), coalesce(j.retry_base_ms, 1000), coalesce(j.retry_cap_ms, 3600000),"
         " coalesce(r.continuation_timeout_ms, 0),"
-        " floor(extract(epoch FROM r.continuation_deadline_at - now()) * 1000)::bigint"
+        " floor(extract(epoch FROM r.continuation_deadline_at - now()) * 1000)::bigint,"
+        " coalesce(r.worker_instance, '')"
         " FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id"
         " WHERE r.state IN ('ASSIGNED', 'RUNNING') ORDER BY r.id",
         continuation_margin.count());
@@ -122,6 +123,7 @@ Result<std::vector<ActiveRun>> PgLeaderStore::active_runs(Millis continuation_ma
       a.retry_cap_ms = r[14].as<std::int64_t>();
       a.continuation_timeout_ms = r[15].as<std::int64_t>();
       if (!r[16].is_null()) a.continuation_remaining_ms = r[16].as<std::int64_t>();
+      a.worker_instance = r[17].as<std::string>();
       out.push_back(std::move(a));
     }
     return out;

@@ -76,6 +76,7 @@ const std::vector<Statement>& statements() {
        "SELECT id, state, version, attempt, max_attempts, leader_epoch, assigned_worker_id, lease_token::text,"
        " continuation_state FROM job_runs WHERE id = $1"},
       {"run_assign", fenced_update("state = 'ASSIGNED', assigned_worker_id = $4, lease_token = gen_random_uuid(),"
+                                   " worker_instance = NULL,"
                                    " assigned_at = now(), continuation_state = 'NONE', continuation_deadline_at = NULL",
                                    "state = 'PENDING'")},
       // From ORPHANED the attempt keeps its number: the orphaned assignment
@@ -83,7 +84,7 @@ const std::vector<Statement>& statements() {
       // an attempt; the fresh lease token alone fences the abandoned grant.
       {"run_reassign", fenced_update("state = 'ASSIGNED',"
                                      " attempt = CASE WHEN state = 'ORPHANED' THEN attempt ELSE attempt + 1 END,"
-                                     " assigned_worker_id = $4,"
+                                     " assigned_worker_id = $4, worker_instance = NULL,"
                                      " lease_token = gen_random_uuid(), assigned_at = now(), next_attempt_at = NULL,"
                                      " started_at = NULL, continuation_state = 'NONE', continuation_deadline_at = NULL",
                                      "state = $5 AND state IN ('ORPHANED', 'RETRY_WAITING')")},
@@ -127,6 +128,7 @@ const std::vector<Statement>& statements() {
        batch_update("state = 'ASSIGNED',"
                     " attempt = CASE WHEN r.state = 'RETRY_WAITING' THEN r.attempt + 1 ELSE r.attempt END,"
                     " assigned_worker_id = b.worker, lease_token = gen_random_uuid(), assigned_at = now(),"
+                    " worker_instance = NULL,"
                     " next_attempt_at = NULL, started_at = CASE WHEN r.state = 'PENDING' THEN r.started_at END,"
                     " continuation_state = 'NONE', continuation_deadline_at = NULL,"
                     " continuation_timeout_ms = coalesce(nullif(b.continuation_ms, 0), r.continuation_timeout_ms)",
@@ -135,9 +137,9 @@ const std::vector<Statement>& statements() {
                     "r.state = b.from_state AND r.state IN ('PENDING', 'ORPHANED', 'RETRY_WAITING')")},
       {"run_start_batch",
        batch_update("state = 'RUNNING', started_at = now(), heartbeat_at = now(),"
-                    " stale_after = now() + $2 * interval '1 millisecond'",
-                    "unnest($3::bigint[], $4::bigint[], $5::text[], $6::int[], $7::uuid[])"
-                    " AS b(id, version, worker, attempt, token)",
+                    " stale_after = now() + $2 * interval '1 millisecond', worker_instance = nullif(b.instance, '')",
+                    "unnest($3::bigint[], $4::bigint[], $5::text[], $6::int[], $7::uuid[], $8::text[])"
+                    " AS b(id, version, worker, attempt, token, instance)",
                     "r.state = 'ASSIGNED' AND r.assigned_worker_id = b.worker AND r.attempt = b.attempt"
                     " AND r.lease_token = b.token")},
       {"run_finish_batch",
@@ -368,10 +370,13 @@ Result<BatchWriteResult> PgRunStore::assign_batch(Epoch epoch, const std::vector
 Result<BatchWriteResult> PgRunStore::start_batch(Epoch epoch, const std::vector<StartRow>& rows, Millis stale_after) {
   if (rows.empty()) return BatchWriteResult{epoch, {}};
   AttemptArrays a;
-  for (const auto& r : rows)
+  std::vector<std::string> instances;
+  for (const auto& r : rows) {
     a.add(r.run.value, r.expected_version.value, r.attempt.worker_id, r.attempt.attempt, r.attempt.lease_token);
+    instances.push_back(r.worker_instance);
+  }
   return batch("run_start_batch", epoch, stale_after.count(), pg_array(a.ids), pg_array(a.versions),
-               pg_array(a.workers), pg_array(a.attempts), pg_array(a.tokens));
+               pg_array(a.workers), pg_array(a.attempts), pg_array(a.tokens), pg_array(instances));
 }
 
 Result<BatchWriteResult> PgRunStore::finish_batch(Epoch epoch, const std::vector<FinishRow>& rows) {

@@ -58,7 +58,7 @@ TEST_F(RunStoreBatchTest, AssignStartFinishManyRunsInThreeStatements) {
     const auto& w = a->applied.at(id.value);
     EXPECT_EQ(w.attempt, 1);
     EXPECT_EQ(w.lease_token.size(), 36u);
-    start.push_back({id, w.new_version, {"w1", w.attempt, w.lease_token}});
+    start.push_back({id, w.new_version, {"w1", w.attempt, w.lease_token}, "i1"});
   }
   auto s = runs.start_batch(epoch, start, Millis{5000});
   ASSERT_TRUE(s);
@@ -100,14 +100,14 @@ TEST_F(RunStoreBatchTest, EachRowKeepsItsOwnPredicates) {
   const auto& w = a->applied.at(ok.value);
   // Wrong worker, wrong token, wrong attempt: none starts; the right one does.
   auto s = runs.start_batch(epoch,
-                            {{ok, w.new_version, {"w2", 1, w.lease_token}},
-                             {ok, w.new_version, {"w1", 1, "00000000-0000-4000-8000-000000000000"}},
-                             {ok, w.new_version, {"w1", 2, w.lease_token}}},
+                            {{ok, w.new_version, {"w2", 1, w.lease_token}, ""},
+                             {ok, w.new_version, {"w1", 1, "00000000-0000-4000-8000-000000000000"}, ""},
+                             {ok, w.new_version, {"w1", 2, w.lease_token}, ""}},
                             Millis{5000});
   ASSERT_TRUE(s);
   EXPECT_TRUE(s->applied.empty());
   EXPECT_EQ(read(ok).state, RunState::assigned);
-  s = runs.start_batch(epoch, {{ok, w.new_version, {"w1", 1, w.lease_token}}}, Millis{5000});
+  s = runs.start_batch(epoch, {{ok, w.new_version, {"w1", 1, w.lease_token}, "i1"}}, Millis{5000});
   EXPECT_EQ(s->applied.size(), 1u);
 }
 
@@ -116,7 +116,7 @@ TEST_F(RunStoreBatchTest, RetryRowsGoToRetryWaitingAndAreReassignedWithTheNextAt
   auto a = runs.assign_batch(epoch, {{id, Version{1}, RunState::pending, "w1"}});
   const auto& w = a->applied.at(id.value);
   AttemptFence att{"w1", 1, w.lease_token};
-  auto s = runs.start_batch(epoch, {{id, w.new_version, att}}, Millis{5000});
+  auto s = runs.start_batch(epoch, {{id, w.new_version, att, "i1"}}, Millis{5000});
   FinishRow f{id, s->applied.at(id.value).new_version, att, {}, Millis{0}};
   f.finish.final_state = RunState::failed;
   f.finish.exit_code = 1;
@@ -183,13 +183,14 @@ TEST_F(RunStoreBatchTest, ConfirmingDeadlineUsesTheRunsOwnContinuationTimeout) {
   RunId id = create();
   auto a = runs.assign_batch(epoch, {{id, Version{1}, RunState::pending, "w1", Millis{60000}}});
   const auto& w = a->applied.at(id.value);
-  auto s = runs.start_batch(epoch, {{id, w.new_version, {"w1", 1, w.lease_token}}}, Millis{5000});
+  auto s = runs.start_batch(epoch, {{id, w.new_version, {"w1", 1, w.lease_token}, "i1"}}, Millis{5000});
   auto c = runs.begin_confirming({id, s->applied.at(id.value).new_version, epoch}, Millis{1000});
   ASSERT_EQ(c->outcome, WriteOutcome::applied);
   auto active = leader.active_runs(Millis{0});
   ASSERT_TRUE(active);
   ASSERT_EQ(active->size(), 1u);
   EXPECT_EQ(active->front().continuation_timeout_ms, 60000);
+  EXPECT_EQ(active->front().worker_instance, "i1");  // the process that started it, for any later leader
   ASSERT_TRUE(active->front().continuation_remaining_ms);
   EXPECT_GT(*active->front().continuation_remaining_ms, 50000);
   EXPECT_FALSE(active->front().continuation_expired);

@@ -55,6 +55,7 @@ struct ActiveRun {
   std::int64_t retry_base_ms = 1000;
   std::int64_t retry_cap_ms = 3600000;
   std::int64_t continuation_timeout_ms = 0;  ///< sent to the worker with the attempt (0: not recorded)
+  std::string worker_instance;               ///< the worker process that started it ("" unknown)
   /// CONFIRMING: continuation_deadline_at - now() when read (the leader
   /// turns it into a deadline on its own monotonic clock at once).
   std::optional<std::int64_t> continuation_remaining_ms;

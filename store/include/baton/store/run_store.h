@@ -93,6 +93,9 @@ struct StartRow {
   RunId run{0};
   Version expected_version{0};
   AttemptFence attempt;
+  /// The worker process starting it (hello's `instance`), kept with the run
+  /// so that any later leader knows which process speaks for the attempt.
+  std::string worker_instance;
 };
 
 /// One row of a batched finish: RUNNING -> final state (as `finish`) when
