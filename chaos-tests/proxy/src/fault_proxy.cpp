@@ -149,6 +149,11 @@ struct FaultProxy::Impl : std::enable_shared_from_this<FaultProxy::Impl> {
               std::lock_guard lock(self->mutex);
               self->conns.insert(conn);
             }
+            // set_mode stores the mode before it reads `conns`; this handler
+            // inserts before it reads the mode. So a reset that raced with this
+            // connect either saw the connection or is seen here: a connection
+            // the kernel completed just before a reset never slips through.
+            if (self->mode.load() == ProxyMode::reset) return conn->reset();
             conn->start();
           });
       self->accept();
