@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio.hpp>
 #include <chrono>
@@ -28,6 +29,7 @@
 #include <random>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,9 +49,9 @@ using baton::testing::http_request;
 namespace {
 
 const std::vector<std::string> all_faults = {
-    "kill9_leader",        "kill9_follower",       "kill9_worker",      "pause_leader",     "pause_worker",
-    "partition_leader_db", "partition_workers",    "proxy_latency",     "proxy_reset",      "pg_restart",
-    "clock_skew",          "db_stale_connections", "continuation_skew", "duplicate_worker", "outbox_disk"};
+    "kill9_leader",      "kill9_follower",   "kill9_worker", "pause_leader",   "pause_worker", "partition_leader_db",
+    "partition_workers", "proxy_latency",    "proxy_reset",  "pg_restart",     "clock_skew",   "db_stale_connections",
+    "continuation_skew", "duplicate_worker", "outbox_disk",  "kill_supervisor"};
 // Set up when the cluster starts and kept for the whole run, not injected
 // by the nemesis schedule.
 const std::set<std::string> static_faults = {"clock_skew", "continuation_skew"};
@@ -77,6 +79,32 @@ char process_state(pid_t pid) {
   std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   auto close = all.rfind(')');
   return close == std::string::npos || close + 2 >= all.size() ? '?' : all[close + 2];
+}
+
+/// The pids whose parent is `parent` (from /proc/PID/stat).
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto close = all.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream fields(all.substr(close + 2));
+    std::string state;
+    long ppid = 0;
+    if (fields >> state >> ppid && ppid == parent) out.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return out;
+}
+
+std::string cmdline_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::replace(all.begin(), all.end(), '\0', ' ');
+  return all;
 }
 
 std::int64_t wall_us() {
@@ -687,6 +715,27 @@ class Harness {
       std::this_thread::sleep_for(len);
       std::ofstream(disk_ctl(w)) << "ok\n";
       if (disk_hits(w) > before) event("effect", fault, w, "mode=" + mode);
+      event("heal", fault, w);
+    } else if (fault == "kill_supervisor") {
+      // kill -9 of one task supervisor (the OOM killer's choice, an
+      // operator's mistake): the task's detached grandchildren must still
+      // die before the run's next attempt starts. A supervisor whose task
+      // has a grandchild is preferred; waits up to 3 s for one to exist.
+      auto w = pick(workers);
+      event("inject", fault, w);
+      pid_t victim = 0;
+      for (int i = 0; i < 30 && victim == 0; ++i) {
+        pid_t any = 0;
+        for (pid_t sup : children_of(procs_.at(w)->pid()))
+          for (pid_t task : children_of(sup)) {
+            if (cmdline_of(task).find("--grandchild") != std::string::npos) victim = sup;
+            any = sup;
+          }
+        if (victim == 0 && i >= 20) victim = any;
+        if (victim == 0) std::this_thread::sleep_for(100ms);
+      }
+      if (victim > 0 && ::kill(victim, SIGKILL) == 0) event("effect", fault, w, "supervisor=" + std::to_string(victim));
+      std::this_thread::sleep_for(500ms);
       event("heal", fault, w);
     } else if (fault == "pg_restart") {
       const std::string before = postmaster_pid();

@@ -71,6 +71,9 @@ class Agent {
         stop_(stop),
         outbox_(cfg.spool_dir),
         journal_(cfg.spool_dir + "/journal.log"),
+        // Weakened chaos builds only: no cgroups, the supervisor alone.
+        cgroups_(weakened("no_containment") || weakened("no_task_cgroup") ? "off" : cfg.task_cgroup,
+                 cfg.spool_dir + "/trees"),
         resolver_(ioc_),
         reconnect_timer_(ioc_),
         heartbeat_timer_(ioc_),
@@ -94,6 +97,16 @@ class Agent {
     // next to whatever it is assigned next.
     if (int n = kill_leftover_supervisors(trees_dir(), std::chrono::seconds(5)); n > 0)
       spdlog::warn("leftover_task_trees_killed worker={} count={}", cfg_.worker_id, n);
+    // ... and so do the descendants of supervisors that were killed
+    // themselves (task_cgroup.h).
+    if (cgroups_.available()) {
+      spdlog::info("task_cgroups worker={} dir={}", cfg_.worker_id, cgroups_.base());
+      if (int n = cgroups_.kill_leftovers(std::chrono::seconds(5)); n > 0)
+        spdlog::warn("leftover_task_cgroups_killed worker={} count={}", cfg_.worker_id, n);
+    } else {
+      spdlog::warn("task_cgroup_unavailable worker={} reason='{}' (task trees are contained by their supervisor alone)",
+                   cfg_.worker_id, cgroups_.unavailable_reason());
+    }
     // Only now may this process vouch for its predecessor's attempts.
     std::ifstream(cfg_.spool_dir + "/instance") >> succeeds_;
     std::ofstream(cfg_.spool_dir + "/instance") << instance_ << '\n';
@@ -367,6 +380,7 @@ class Agent {
     // renewals stop at the continuation deadline (or when this process
     // stops running), so half the margin leaves room for scheduling delays.
     ctx.switch_timeout = std::chrono::milliseconds(std::max<std::int64_t>(continuation_margin_ms_ / 2, 200));
+    ctx.cgroups = &cgroups_;
     ctx.on_process = [this, ref = a.assign.ref](int pid, bool started) {
       if (started)
         record_supervisor(trees_dir(), pid);
@@ -555,6 +569,7 @@ class Agent {
   std::string redirect_advertised_;  ///< the endpoint a redirect named (redirect_ is it after endpoint_map)
   std::string unreachable_leader_;   ///< see protocol::Hello::unreachable_leader
   Journal journal_;
+  TaskCgroups cgroups_;
   asio::io_context ioc_;
   // After ioc_: it posts to ioc_, so it must stop first.
   OutboxWriter outbox_writer_{outbox_,

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <thread>
 
+#include <spdlog/spdlog.h>
+
 #include "baton/core/duration.h"
 #include "baton/core/utf8.h"
 #include "baton/worker/task_supervisor.h"
@@ -60,17 +62,33 @@ TaskRunner::TaskOutcome TaskRunner::run_program(const AttemptContext& ctx, const
   std::vector<std::string> argv_copy = argv;
   for (auto& a : argv_copy) args.push_back(a.data());
   args.push_back(nullptr);
+  // The tree gets a cgroup of its own where the host has them
+  // (task_cgroup.h): it is emptied below before this attempt can finish,
+  // whatever became of the supervisor.
+  TaskCgroups::Group group;
+  int procs_fd = -1;
+  if (ctx.cgroups && ctx.cgroups->available()) {
+    std::string why;
+    group = ctx.cgroups->create(&why);
+    if (!group.name.empty()) procs_fd = ::open(TaskCgroups::procs_file(group).c_str(), O_WRONLY | O_CLOEXEC);
+    if (procs_fd < 0)
+      spdlog::warn("task_cgroup_unavailable run={} attempt={} reason='{}'", ctx.ref.run_id, ctx.ref.attempt,
+                   group.name.empty() ? why : "cannot open " + TaskCgroups::procs_file(group));
+  }
   // The task runs under a supervisor (task_supervisor.h) that kills its
   // whole tree when it ends, when it is cancelled, when this worker dies,
   // and when this worker stops renewing the dead-man's switch.
   const SupervisedTask sup = start_supervised(args.data(), envp.data(), cwd.empty() ? nullptr : cwd.c_str(), out[1],
-                                              err[1], ctx.switch_timeout);
+                                              err[1], ctx.switch_timeout, procs_fd);
+  const int fork_errno = errno;
   ::close(out[1]);
   ::close(err[1]);
+  if (procs_fd >= 0) ::close(procs_fd);
   if (sup.supervisor < 0) {
     ::close(out[0]);
     ::close(err[0]);
-    return {false, -1, false, false, std::string("fork failed: ") + std::strerror(errno)};
+    if (!group.name.empty()) ctx.cgroups->kill_and_remove(group, std::chrono::seconds(1));
+    return {false, -1, false, false, std::string("fork failed: ") + std::strerror(fork_errno)};
   }
   const pid_t pid = sup.supervisor;
   {
@@ -84,13 +102,28 @@ TaskRunner::TaskOutcome TaskRunner::run_program(const AttemptContext& ctx, const
   pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
   int open_fds = 2;
   bool killed = false;
+  bool reaped = false;
+  int status = 0;
+  Clock::time_point drain_until = Clock::time_point::max();
   char buf[4096];
-  while (open_fds > 0) {
+  // Until both pipes close, or shortly after the supervisor exited: the
+  // supervisor only exits once the tree is dead (so the pipes close), but a
+  // supervisor that was itself killed leaves the task's detached descendants
+  // holding them open.
+  while (open_fds > 0 && Clock::now() < drain_until) {
     if (!killed && (cancel_ || (deadline != Clock::time_point::max() && Clock::now() >= deadline))) {
       result.timed_out = !cancel_;
       result.canceled = cancel_;
       kill_tree(sup.control_fd);
       killed = true;
+    }
+    if (!reaped && ::waitpid(pid, &status, WNOHANG) == pid) {
+      reaped = true;
+      drain_until = Clock::now() + std::chrono::milliseconds(200);
+      // Nothing of this attempt may outlive its finish: whatever is left in
+      // the tree's group (the supervisor was killed) dies now.
+      if (!group.name.empty() && !ctx.cgroups->kill_and_remove(group, std::chrono::seconds(5)))
+        spdlog::error("task_cgroup_not_emptied run={} attempt={} group={}", ctx.ref.run_id, ctx.ref.attempt, group.dir);
     }
     int n = ::poll(fds, 2, static_cast<int>(poll_step.count()));
     if (n < 0 && errno != EINTR) break;
@@ -106,8 +139,13 @@ TaskRunner::TaskOutcome TaskRunner::run_program(const AttemptContext& ctx, const
       }
     }
   }
-  int status = 0;
-  ::waitpid(pid, &status, 0);  // the supervisor exits once the whole tree is gone
+  for (auto& f : fds)
+    if (f.fd >= 0) ::close(f.fd);
+  if (!reaped) ::waitpid(pid, &status, 0);  // the supervisor exits once the whole tree is gone
+  // ... or was killed (see above); emptying the group again is a no-op if
+  // it is gone already.
+  if (!group.name.empty() && !ctx.cgroups->kill_and_remove(group, std::chrono::seconds(5)))
+    spdlog::error("task_cgroup_not_emptied run={} attempt={} group={}", ctx.ref.run_id, ctx.ref.attempt, group.dir);
   {
     // Under the lock: a cancel() or renew() on another thread must never
     // write to this descriptor number after it was closed (and reused).

@@ -228,7 +228,7 @@ extern "C" void on_terminate(int) { terminate_requested = 1; }
 }  // namespace
 
 SupervisedTask start_supervised(char* const* argv, char* const* envp, const char* cwd, int out_fd, int err_fd,
-                                std::chrono::milliseconds switch_timeout) {
+                                std::chrono::milliseconds switch_timeout, int cgroup_procs_fd) {
   // A socket pair, not a pipe: writes use MSG_NOSIGNAL, so a supervisor
   // that already exited never raises SIGPIPE in the worker.
   int control[2];
@@ -244,6 +244,9 @@ SupervisedTask start_supervised(char* const* argv, char* const* envp, const char
   if (pid == 0) {
     ::setpgid(0, 0);
     ::close(control[1]);
+    // Into the task's cgroup before the task exists: everything it ever
+    // forks is born inside (writing 0 moves the writing process).
+    if (cgroup_procs_fd >= 0) (void)!::write(cgroup_procs_fd, "0", 1);
     // Keep only what the supervisor needs: the control pipe's read end and
     // the task's stdout/stderr; everything else of the worker's (its
     // WebSocket, log files) must not be held open by a task tree.

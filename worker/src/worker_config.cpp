@@ -43,6 +43,11 @@ Result<WorkerConfig> load_worker_config(const std::string& file) {
   if (auto v = top.integer("capacity", 0, 10000)) cfg.capacity = static_cast<int>(*v);
   if (auto v = top.string("spool_dir", true)) cfg.spool_dir = resolve(*v);
   if (auto v = top.string("log_level")) cfg.log_level = *v;
+  if (auto v = top.string("task_cgroup")) {
+    if (v->empty() || (*v != "auto" && *v != "off" && v->front() != '/'))
+      errors.add("task_cgroup", "must be auto, off or an absolute path to a cgroup v2 directory, not '" + *v + "'");
+    cfg.task_cgroup = *v;
+  }
   top.mark_known("labels");
   if (auto l = (*root)["labels"]; l && l.IsMap()) {
     for (const auto& kv : l) cfg.labels[kv.first.as<std::string>()] = kv.second.as<std::string>();

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <functional>
 
 #include <filesystem>
 #include <fstream>
@@ -288,6 +289,124 @@ TEST(TaskTree, LeftoverRecordOfAReusedPidIsIgnored) {
   std::filesystem::create_directories(trees);
   std::ofstream(trees + "/" + std::to_string(::getpid())) << "1\n";
   EXPECT_EQ(kill_leftover_supervisors(trees, 1s), 0);
+  EXPECT_TRUE(std::filesystem::is_empty(trees));
+  std::filesystem::remove_all(trees);
+}
+
+namespace {
+
+/// The supervisor of the attempt running in `r`'s thread, once started.
+struct SupervisorPid {
+  std::atomic<int> pid{0};
+  std::function<void(int, bool)> hook() {
+    return [this](int p, bool started) {
+      if (started) pid = p;
+    };
+  }
+};
+
+}  // namespace
+
+// The supervisor itself is killed (kill -9, the OOM killer): the task's main
+// process dies with it (parent-death signal), and its detached descendants,
+// re-parented to init, die because the tree's cgroup is emptied before the
+// attempt finishes.
+TEST(TaskTree, KilledSupervisorsDetachedDescendantsDieWithTheirCgroup) {
+  const std::string file = temp_file("cg-sup");
+  const std::string trees = temp_file("cg-sup-trees");
+  std::filesystem::remove(file);
+  std::filesystem::remove_all(trees);
+  TaskCgroups cgroups("auto", trees);
+  ASSERT_TRUE(cgroups.available()) << cgroups.unavailable_reason();
+  TaskRunner r;
+  AttemptContext c = ctx();
+  c.cgroups = &cgroups;
+  SupervisorPid sup;
+  c.on_process = sup.hook();
+  std::thread killer([&] {
+    read_pid(file);
+    ::kill(sup.pid.load(), SIGKILL);
+  });
+  auto fin = r.run(c, {program(leaves_grandchild(file, "sleep 60"))});
+  killer.join();
+  EXPECT_EQ(fin.outcome, "FAILED");
+  const pid_t grandchild = read_pid(file);
+  ASSERT_GT(grandchild, 0);
+  EXPECT_TRUE(dies(grandchild, 200ms)) << "pid " << grandchild << " outlived the finish of its attempt";
+  EXPECT_TRUE(std::filesystem::is_empty(trees)) << "the group's record is removed with the group";
+  std::filesystem::remove(file);
+  std::filesystem::remove_all(trees);
+}
+
+// Without a cgroup the same grandchild survives: the gap the group closes.
+TEST(TaskTree, WithoutACgroupAKilledSupervisorsGrandchildSurvives) {
+  const std::string file = temp_file("nocg-sup");
+  std::filesystem::remove(file);
+  TaskRunner r;
+  AttemptContext c = ctx();
+  SupervisorPid sup;
+  c.on_process = sup.hook();
+  std::thread killer([&] {
+    read_pid(file);
+    ::kill(sup.pid.load(), SIGKILL);
+  });
+  r.run(c, {program(leaves_grandchild(file, "sleep 60"))});
+  killer.join();
+  const pid_t grandchild = read_pid(file);
+  ASSERT_GT(grandchild, 0);
+  EXPECT_FALSE(dies(grandchild, 500ms));
+  ::kill(grandchild, SIGKILL);
+  std::filesystem::remove(file);
+}
+
+// A worker stopped while its task's supervisor was killed leaves a group
+// holding the task's detached descendants; its next incarnation kills the
+// group, from the record in the spool, before it attaches.
+TEST(TaskTree, NewIncarnationKillsTheCgroupsItsPredecessorLeft) {
+  const std::string file = temp_file("cg-left");
+  const std::string trees = temp_file("cg-left-trees");
+  const std::string sup_file = temp_file("cg-left-sup");
+  std::filesystem::remove(file);
+  std::filesystem::remove(sup_file);
+  std::filesystem::remove_all(trees);
+  const pid_t old_worker = ::fork();
+  ASSERT_GE(old_worker, 0);
+  if (old_worker == 0) {
+    TaskCgroups cgroups("auto", trees);
+    TaskRunner r;
+    AttemptContext c = ctx();
+    c.cgroups = &cgroups;
+    c.on_process = [&](int pid, bool started) {
+      if (started) std::ofstream(sup_file) << pid << '\n';
+    };
+    r.run(c, {program(leaves_grandchild(file, "sleep 60"))});
+    ::_exit(0);
+  }
+  const pid_t grandchild = read_pid(file);
+  const pid_t supervisor = read_pid(sup_file);
+  ASSERT_GT(grandchild, 0);
+  ASSERT_GT(supervisor, 0);
+  ::kill(old_worker, SIGSTOP);
+  ::kill(supervisor, SIGKILL);
+  EXPECT_FALSE(dies(grandchild, 300ms)) << "nothing else should have killed it";
+  TaskCgroups next("auto", trees);
+  EXPECT_EQ(next.kill_leftovers(3s), 1);
+  EXPECT_TRUE(dies(grandchild, 200ms)) << "pid " << grandchild << " outlived the cleanup";
+  EXPECT_TRUE(std::filesystem::is_empty(trees));
+  ::kill(old_worker, SIGKILL);
+  ::waitpid(old_worker, nullptr, 0);
+  for (const auto& f : {file, sup_file}) std::filesystem::remove(f);
+  std::filesystem::remove_all(trees);
+}
+
+// A damaged record never makes the cleanup write outside a task group.
+TEST(TaskTree, LeftoverCgroupRecordNamingAnotherDirectoryIsDropped) {
+  const std::string trees = temp_file("cg-bad-trees");
+  std::filesystem::remove_all(trees);
+  std::filesystem::create_directories(trees);
+  std::ofstream(trees + "/cg-w1-0") << "/sys/fs/cgroup\n";
+  TaskCgroups cgroups("auto", trees);
+  EXPECT_EQ(cgroups.kill_leftovers(1s), 0);
   EXPECT_TRUE(std::filesystem::is_empty(trees));
   std::filesystem::remove_all(trees);
 }

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "baton/protocol/messages.h"
+#include "baton/worker/task_cgroup.h"
 
 namespace baton::worker {
 
@@ -25,6 +26,8 @@ struct AttemptContext {
   /// The task tree is killed if renew() is not called for this long (the
   /// dead-man's switch; task_supervisor.h). 0: no switch.
   std::chrono::milliseconds switch_timeout{0};
+  /// Where each PROGRAM task's tree gets a cgroup of its own (null: none).
+  const TaskCgroups* cgroups = nullptr;
 };
 
 class TaskRunner {

@@ -35,10 +35,12 @@ struct SupervisedTask {
 
 /// Forks the supervisor, which starts `argv` (execvpe with `envp`, in `cwd`
 /// if not null, stdout/stderr on `out_fd`/`err_fd`, in its own process
-/// group). All arrays must be built before the call. supervisor = -1 if the
-/// fork failed.
+/// group). If `cgroup_procs_fd` is an open cgroup.procs file (task_cgroup.h),
+/// the supervisor joins that group before it forks the task, so the whole
+/// tree lives in it. All arrays must be built before the call. supervisor =
+/// -1 if the fork failed.
 SupervisedTask start_supervised(char* const* argv, char* const* envp, const char* cwd, int out_fd, int err_fd,
-                                std::chrono::milliseconds switch_timeout);
+                                std::chrono::milliseconds switch_timeout, int cgroup_procs_fd = -1);
 
 /// Renews the dead-man's switch. Thread-safe (one write).
 void renew_switch(int control_fd);

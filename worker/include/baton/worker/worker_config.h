@@ -24,6 +24,9 @@ struct WorkerConfig {
   Millis reconnect_base{200};
   Millis reconnect_max{5000};
   std::string log_level = "info";
+  /// "auto", "off" or a cgroup v2 directory: where each PROGRAM task's tree
+  /// gets a group of its own (task_cgroup.h).
+  std::string task_cgroup = "auto";
 };
 
 Result<WorkerConfig> load_worker_config(const std::string& file);

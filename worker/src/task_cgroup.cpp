@@ -1,0 +1,192 @@
+#include "baton/worker/task_cgroup.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+namespace baton::worker {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// The mount point of the cgroup v2 hierarchy, from /proc/self/mountinfo.
+std::string cgroup2_mount() {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    // "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER"
+    auto dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::istringstream tail(line.substr(dash + 3));
+    std::string fstype;
+    tail >> fstype;
+    if (fstype != "cgroup2") continue;
+    std::istringstream head(line.substr(0, dash));
+    std::string id, parent, dev, root, mount;
+    head >> id >> parent >> dev >> root >> mount;
+    return mount;
+  }
+  return {};
+}
+
+/// This process's group in the v2 hierarchy ("0::/path" in /proc/self/cgroup).
+std::string own_cgroup() {
+  std::ifstream in("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("0::", 0) == 0) return line.substr(3);
+  return {};
+}
+
+bool write_file(const std::string& path, const char* text) {
+  std::ofstream out(path);
+  out << text;
+  out.flush();
+  return static_cast<bool>(out);
+}
+
+std::vector<pid_t> members(const std::string& dir) {
+  std::vector<pid_t> out;
+  std::ifstream in(dir + "/cgroup.procs");
+  long pid = 0;
+  while (in >> pid)
+    if (pid > 0) out.push_back(static_cast<pid_t>(pid));
+  return out;
+}
+
+bool populated(const std::string& dir) {
+  std::ifstream in(dir + "/cgroup.events");
+  std::string key;
+  int value = 0;
+  while (in >> key >> value)
+    if (key == "populated") return value != 0;
+  return !members(dir).empty();  // no cgroup.events: ask for the members
+}
+
+}  // namespace
+
+TaskCgroups::TaskCgroups(const std::string& setting, std::string records_dir) : records_dir_(std::move(records_dir)) {
+  if (setting == "off") {
+    why_ = "task_cgroup is off";
+    return;
+  }
+  std::string base = setting;
+  if (setting.empty() || setting == "auto") {
+    const std::string mount = cgroup2_mount();
+    if (mount.empty()) {
+      why_ = "no cgroup2 file system is mounted";
+      return;
+    }
+    std::string own = own_cgroup();
+    if (own.empty()) {
+      why_ = "this process has no cgroup v2 group (/proc/self/cgroup)";
+      return;
+    }
+    if (own == "/") own.clear();
+    base = mount + own + "/baton-tasks";
+  }
+  std::error_code ec;
+  fs::create_directories(base, ec);
+  if (ec || !fs::exists(base + "/cgroup.procs")) {
+    why_ = "cannot use '" + base + "' as a cgroup v2 directory: " + (ec ? ec.message() : "no cgroup.procs in it");
+    return;
+  }
+  // A probe group: creating and removing one proves the hierarchy is
+  // writable here (a read-only or delegated-elsewhere mount is not).
+  const std::string probe = base + "/probe-" + std::to_string(::getpid());
+  if (::mkdir(probe.c_str(), 0755) != 0 && errno != EEXIST) {
+    why_ = "cannot create a group in '" + base + "': " + std::strerror(errno);
+    return;
+  }
+  ::rmdir(probe.c_str());
+  base_ = base;
+}
+
+TaskCgroups::Group TaskCgroups::create(std::string* why) const {
+  if (!available()) {
+    if (why) *why = why_;
+    return {};
+  }
+  Group g;
+  g.name = "w" + std::to_string(::getpid()) + "-" + std::to_string(next_.fetch_add(1));
+  g.dir = base_ + "/" + g.name;
+  std::error_code ec;
+  fs::create_directories(records_dir_, ec);
+  // Recorded before the group exists: a worker killed at any point after
+  // this line leaves a record its next incarnation acts on.
+  const std::string record = records_dir_ + "/cg-" + g.name;
+  {
+    std::ofstream out(record);
+    out << g.dir << '\n';
+    out.flush();
+    if (!out) {
+      if (why) *why = "cannot write '" + record + "'";
+      return {};
+    }
+  }
+  if (::mkdir(g.dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    if (why) *why = "cannot create '" + g.dir + "': " + std::strerror(errno);
+    fs::remove(record, ec);
+    return {};
+  }
+  return g;
+}
+
+bool TaskCgroups::kill_and_remove(const Group& g, std::chrono::milliseconds grace) const {
+  if (g.name.empty()) return true;
+  std::error_code ec;
+  const std::string record = records_dir_ + "/cg-" + g.name;
+  if (!fs::exists(g.dir, ec)) {
+    fs::remove(record, ec);
+    return true;
+  }
+  // cgroup.kill (Linux 5.14+) kills every member at once, including ones
+  // forking while it runs; without it, SIGKILL each member until none is
+  // left.
+  const bool has_kill = fs::exists(g.dir + "/cgroup.kill", ec);
+  const auto step = std::chrono::milliseconds(5);
+  for (std::int64_t steps = grace / step + 1; steps > 0; --steps) {
+    if (!populated(g.dir)) break;
+    if (!has_kill || !write_file(g.dir + "/cgroup.kill", "1"))
+      for (pid_t pid : members(g.dir)) ::kill(pid, SIGKILL);
+    std::this_thread::sleep_for(step);
+  }
+  if (populated(g.dir)) return false;
+  // An emptied group can still be briefly busy while the kernel finishes
+  // tearing down its last member: retry the removal a few times.
+  for (int i = 0; i < 200 && ::rmdir(g.dir.c_str()) != 0 && errno == EBUSY; ++i) std::this_thread::sleep_for(step);
+  fs::remove(record, ec);
+  return true;
+}
+
+int TaskCgroups::kill_leftovers(std::chrono::milliseconds grace) const {
+  std::error_code ec;
+  int held = 0;
+  for (const auto& entry : fs::directory_iterator(records_dir_, ec)) {
+    const std::string file = entry.path().filename().string();
+    if (file.rfind("cg-", 0) != 0) continue;
+    Group g;
+    g.name = file.substr(3);
+    std::ifstream(entry.path()) >> g.dir;
+    // Only a directory under a cgroup2 mount named like ours is touched: a
+    // damaged record must not make us write into an arbitrary path.
+    if (g.dir.empty() || fs::path(g.dir).filename() != g.name || !fs::exists(g.dir + "/cgroup.procs", ec)) {
+      fs::remove(entry.path(), ec);
+      continue;
+    }
+    if (populated(g.dir)) ++held;
+    kill_and_remove(g, grace);
+  }
+  return held;
+}
+
+}  // namespace baton::worker
