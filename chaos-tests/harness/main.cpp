@@ -49,9 +49,9 @@ using baton::testing::http_request;
 namespace {
 
 const std::vector<std::string> all_faults = {
-    "kill9_leader",      "kill9_follower",   "kill9_worker", "pause_leader",   "pause_worker", "partition_leader_db",
-    "partition_workers", "proxy_latency",    "proxy_reset",  "pg_restart",     "clock_skew",   "db_stale_connections",
-    "continuation_skew", "duplicate_worker", "outbox_disk",  "kill_supervisor"};
+    "kill9_leader",      "kill9_follower",   "kill9_worker", "pause_leader",    "pause_worker", "partition_leader_db",
+    "partition_workers", "proxy_latency",    "proxy_reset",  "pg_restart",      "clock_skew",   "db_stale_connections",
+    "continuation_skew", "duplicate_worker", "outbox_disk",  "kill_supervisor", "clock_rate"};
 // Set up when the cluster starts and kept for the whole run, not injected
 // by the nemesis schedule.
 const std::set<std::string> static_faults = {"clock_skew", "continuation_skew"};
@@ -362,12 +362,21 @@ class Harness {
                           "continuation_timeout: "
                        << (long_continuation ? continuation_skewed : continuation).count()
                        << "ms, continuation_margin: " << continuation_margin.count() << "ms, timeout_grace: 2s}\n";
-    std::vector<std::string> argv = {binary(), "node", "--config", cfg};
+    // The clock-rate shim (clock_rate) is loaded into every node; it does
+    // nothing until the harness writes a rate into its control file.
+    std::vector<std::string> argv = {"/usr/bin/env",
+                                     "LD_PRELOAD=" + std::string(BATON_CHAOS_CLOCK),
+                                     "BATON_CHAOS_CLOCK_CTL=" + clock_ctl(id),
+                                     binary(),
+                                     "node",
+                                     "--config",
+                                     cfg};
     // One node lives minutes in the future: nothing may depend on synchronised clocks.
     const bool skewed = o_.faults.count("clock_skew") && id == "n" + std::to_string(o_.nodes);
     if (skewed) {
       argv = {"/usr/bin/env",
-              "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+              "LD_PRELOAD=" + std::string(BATON_CHAOS_CLOCK) + ":/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+              "BATON_CHAOS_CLOCK_CTL=" + clock_ctl(id),
               "FAKETIME=+3m",
               "FAKETIME_DONT_FAKE_MONOTONIC=1",
               "FAKETIME_NO_CACHE=1",
@@ -411,10 +420,19 @@ class Harness {
         << "/spool-" << name << "\nreconnect: {base: 50ms, max: 1s}\n";
     out.close();
     // BATON_CHAOS_WORKER reaches the tasks, which put it in their evidence.
-    // The disk-fault shim (outbox_disk) is loaded into every worker; it does
-    // nothing until the harness writes a mode into its control file.
-    spawn(name, {"/usr/bin/env", "BATON_CHAOS_WORKER=" + name, "LD_PRELOAD=" + std::string(BATON_CHAOS_DISK),
-                 "BATON_CHAOS_DISK_CTL=" + disk_ctl(name), binary(), "worker", "--config", cfg});
+    // The disk-fault shim (outbox_disk) and the clock-rate shim (clock_rate)
+    // are loaded into every worker; they do nothing until the harness writes
+    // into their control files.
+    spawn(name, {"/usr/bin/env", "BATON_CHAOS_WORKER=" + name,
+                 "LD_PRELOAD=" + std::string(BATON_CHAOS_DISK) + ":" + std::string(BATON_CHAOS_CLOCK),
+                 "BATON_CHAOS_DISK_CTL=" + disk_ctl(name), "BATON_CHAOS_CLOCK_CTL=" + clock_ctl(name), binary(),
+                 "worker", "--config", cfg});
+  }
+  std::string clock_ctl(const std::string& process) const { return work_ + "/clock-" + process; }
+  std::uintmax_t clock_hits(const std::string& process) const {
+    std::error_code ec;
+    auto n = fs::file_size(clock_ctl(process) + ".hits", ec);
+    return ec ? 0 : n;
   }
   std::string disk_ctl(const std::string& worker) const { return work_ + "/disk-" + worker; }
   std::uintmax_t disk_hits(const std::string& worker) const {
@@ -737,6 +755,26 @@ class Harness {
       if (victim > 0 && ::kill(victim, SIGKILL) == 0) event("effect", fault, w, "supervisor=" + std::to_string(victim));
       std::this_thread::sleep_for(500ms);
       event("heal", fault, w);
+    } else if (fault == "clock_rate") {
+      // One process's monotonic clock (and every wait it makes) runs fast
+      // or slow for 6-10 s, then at real speed again. The rates stay inside
+      // what the design tolerates (docs/protocol.md, clock rates): a node
+      // 0.8x or 1.25x, a worker 0.9x or 1.1x (a worker slower than 5/6 could
+      // keep a tree alive past the leader's continuation deadline + margin).
+      const bool on_node = rng_() % 2 == 0;
+      const std::string target =
+          on_node ? (l.empty() || rng_() % 2 ? pick(followers.empty() ? std::vector<std::string>{"n1"} : followers) : l)
+                  : pick(workers);
+      const bool fast = rng_() % 2 == 0;
+      const std::string rate = on_node ? (fast ? "1.25" : "0.8") : (fast ? "1.1" : "0.9");
+      auto len = std::chrono::milliseconds(6000 + rng_() % 4000);
+      event("inject", fault, target, "rate=" + rate + " ms=" + std::to_string(len.count()));
+      const auto before = clock_hits(target);
+      std::ofstream(clock_ctl(target)) << rate << "\n";
+      std::this_thread::sleep_for(len);
+      std::ofstream(clock_ctl(target)) << "1\n";
+      if (clock_hits(target) > before) event("effect", fault, target, "rate=" + rate);
+      event("heal", fault, target);
     } else if (fault == "pg_restart") {
       const std::string before = postmaster_pid();
       event("inject", fault, "postgres");
