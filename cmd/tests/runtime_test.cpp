@@ -256,6 +256,42 @@ TEST(Runtime, CancelOfARunningRunKillsItsProcessWithinOneSecond) {
   EXPECT_TRUE(c.wait_for_state(run, "CANCELED", 3s));
 }
 
+// An operator's cancel survives a leader change. It is requested while the
+// run's worker is away (paused: the cancel cannot reach it, so only the run
+// itself can carry the request), the leader is then killed, and the next
+// leader cancels the attempt when the worker comes back.
+TEST(Runtime, CancelRequestedWhileTheWorkerIsAwaySurvivesALeaderChange) {
+  Cluster::Options o;
+  o.continuation_timeout = "20s";
+  o.continuation_margin = "6s";  // the task's dead-man's switch: 3 s, longer than the pause
+  Cluster c("cancel_failover", quiet_jobs(), o);
+  auto& n1 = c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(), "n1");
+  c.start_node("n2");
+  auto& w1 = c.start_worker("w1");
+  ASSERT_TRUE(c.wait_for_workers("n1", 1));
+  auto run = c.trigger("n1", "long");
+  const std::string id = std::to_string(run);
+  ASSERT_TRUE(wait_until([&] { return starts_of(c.journal("w1"), run) == 1; }, 5s));
+  w1.signal(SIGSTOP);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto r = c.db().run(run);
+        return r && r->continuation_state == "CONFIRMING";
+      },
+      5s));
+  auto r = http_request(c.port("n1"), "POST", "/api/v1/runs/" + id + "/cancel",
+                        {{"Authorization", "Bearer " + admin_token}});
+  EXPECT_EQ(r.status, 202) << r.body;
+  ASSERT_TRUE(wait_until([&] { return n1.log().find("run_cancel_requested run=" + id) != std::string::npos; }, 2s));
+  n1.signal(SIGKILL);
+  w1.signal(SIGCONT);
+  ASSERT_EQ(c.wait_for_leader(10s, 1), "n2");
+  ASSERT_TRUE(c.wait_for_state(run, "CANCELED", 10s)) << c.db().run(run)->state;
+  EXPECT_EQ(starts_of(c.journal("w1"), run), 1u);
+  EXPECT_NE(c.proc("n2").log().find("run_cancel_request_read run=" + id), std::string::npos);
+}
+
 TEST(Runtime, FailingRunRetriesWithBackoffThenDeadLetters) {
   Cluster c("retry", quiet_jobs());
   c.start_node("n1");

@@ -209,6 +209,18 @@ bool ControlLoop::refresh_runs() {
   }
   tracked_ = std::move(next);
   refreshed_in_pass_ = true;
+  // Cancel requests are on the runs (a leader before this one may have
+  // recorded them): carry out any this leader did not know, and forget the
+  // ones whose runs are no longer active.
+  for (auto it = cancel_requested_.begin(); it != cancel_requested_.end();)
+    it = tracked_.count(it->first) ? std::next(it) : cancel_requested_.erase(it);
+  for (const auto& [id, t] : tracked_) {
+    if (!t.row.cancel_reason || t.row.state != RunState::running || cancel_requested_.count(id)) continue;
+    cancel_requested_[id] = *t.row.cancel_reason;
+    spdlog::info("run_cancel_request_read run={} attempt={} worker={} epoch={}", id, t.row.attempt,
+                 json_quote(t.row.worker_id), epoch_.value);
+    send(t.row.worker_id, protocol::Cancel{ref_of(t.row), *t.row.cancel_reason});
+  }
   return true;
 }
 
@@ -657,31 +669,54 @@ void ControlLoop::apply_finishes(const std::vector<store::FinishRow>& rows,
 }
 
 void ControlLoop::on_cancel(const CancelRun& c) {
-  auto row = runs_.read_run(c.run);
-  if (!row || !*row || is_terminal((*row)->state)) return;
-  const auto& r = **row;
-  if (r.state == RunState::running && r.assigned_worker_id && r.lease_token) {
-    // A running attempt is cancelled by its worker, and its finish decides:
-    // CANCELED if the worker killed it, SUCCEEDED if it had already ended
-    // successfully (a cancel never throws a completed success away). Its
-    // worker may be away (CONFIRMING): the cancel is sent when it comes
-    // back, and if it never does the attempt ends CANCELED at the
-    // continuation deadline instead of being retried -- never written
-    // CANCELED at once while its process may still be running or may
-    // already have succeeded.
-    cancel_requested_[r.id.value] = c.reason;
-    spdlog::info("run_cancel_requested run={} attempt={} worker={} attached={} epoch={}", r.id.value, r.attempt,
-                 *r.assigned_worker_id, workers_.count(*r.assigned_worker_id) > 0, epoch_.value);
-    send(*r.assigned_worker_id, protocol::Cancel{{r.id.value, r.attempt, *r.lease_token}, c.reason});
+  // A conflict means the run moved between the read and the write (a
+  // heartbeat, a finish): read it again and decide again, a few times.
+  for (int tries = 0; tries < 3; ++tries) {
+    auto row = runs_.read_run(c.run);
+    if (!row || !*row || is_terminal((*row)->state)) return;
+    const auto& r = **row;
+    const auto conflict = [](const Result<store::WriteResult>& w) { return w && w->outcome == WriteOutcome::conflict; };
+    if (r.state == RunState::running && r.assigned_worker_id && r.lease_token) {
+      // A running attempt is cancelled by its worker, and its finish decides:
+      // CANCELED if the worker killed it, SUCCEEDED if it had already ended
+      // successfully (a cancel never throws a completed success away). Its
+      // worker may be away (CONFIRMING): the cancel is sent when it comes
+      // back, and if it never does the attempt ends CANCELED at the
+      // continuation deadline instead of being retried -- never written
+      // CANCELED at once while its process may still be running or may
+      // already have succeeded.
+      //
+      // The request is written to the run first (fenced like every write),
+      // so a leader change before the worker reports cannot lose it: the
+      // next leader reads it with the active runs (refresh_runs).
+      auto w = runs_.request_cancel({r.id, r.version, epoch_}, c.reason);
+      if (!note("request_cancel", r.id.value, w)) {
+        if (conflict(w)) continue;
+        return;
+      }
+      if (auto t = tracked_.find(r.id.value); t != tracked_.end()) {
+        t->second.row.version = w->new_version;
+        t->second.row.cancel_reason = c.reason;
+      }
+      cancel_requested_[r.id.value] = c.reason;
+      spdlog::info("run_cancel_requested run={} attempt={} worker={} attached={} epoch={}", r.id.value, r.attempt,
+                   json_quote(*r.assigned_worker_id), workers_.count(*r.assigned_worker_id) > 0, epoch_.value);
+      send(*r.assigned_worker_id, protocol::Cancel{{r.id.value, r.attempt, *r.lease_token}, c.reason});
+      return;
+    }
+    auto w = runs_.cancel({r.id, r.version, epoch_}, r.state, c.reason);
+    if (!note("cancel", r.id.value, w)) {
+      if (conflict(w)) continue;
+      return;
+    }
+    spdlog::info("run_canceled run={} attempt={} from={} epoch={}", r.id.value, r.attempt, to_string(r.state),
+                 epoch_.value);
+    if ((r.state == RunState::running || r.state == RunState::assigned) && r.assigned_worker_id && r.lease_token)
+      send(*r.assigned_worker_id, protocol::Cancel{{r.id.value, r.attempt, *r.lease_token}, c.reason});
+    tracked_.erase(r.id.value);
     return;
   }
-  auto w = runs_.cancel({r.id, r.version, epoch_}, r.state, c.reason);
-  if (!note("cancel", r.id.value, w)) return;
-  spdlog::info("run_canceled run={} attempt={} from={} epoch={}", r.id.value, r.attempt, to_string(r.state),
-               epoch_.value);
-  if ((r.state == RunState::running || r.state == RunState::assigned) && r.assigned_worker_id && r.lease_token)
-    send(*r.assigned_worker_id, protocol::Cancel{{r.id.value, r.attempt, *r.lease_token}, c.reason});
-  tracked_.erase(r.id.value);
+  spdlog::warn("run_cancel_gave_up run={} epoch={} reason=conflicts", c.run.value, epoch_.value);
 }
 
 void ControlLoop::dispatch() {

@@ -121,6 +121,9 @@ const std::vector<Statement>& statements() {
       {"run_begin_confirming", fenced_update("continuation_state = 'CONFIRMING', continuation_deadline_at = now()"
                                              " + coalesce(continuation_timeout_ms, $4) * interval '1 millisecond'",
                                              "state = 'RUNNING' AND continuation_state = 'NONE'")},
+      {"run_request_cancel",
+       fenced_update("cancel_requested_at = coalesce(cancel_requested_at, now()), cancel_reason = $4",
+                     "state = 'RUNNING'")},
       {"run_adopt",
        fenced_update("continuation_state = 'NONE', continuation_deadline_at = NULL",
                      "state = 'RUNNING' AND assigned_worker_id = $4 AND attempt = $5 AND lease_token = $6::uuid")},
@@ -345,6 +348,10 @@ Result<WriteResult> PgRunStore::cancel(const RunFence& f, RunState from, const s
 
 Result<WriteResult> PgRunStore::begin_confirming(const RunFence& f, Millis deadline_in) {
   return fenced("run_begin_confirming", f, deadline_in.count());
+}
+
+Result<WriteResult> PgRunStore::request_cancel(const RunFence& f, const std::string& reason) {
+  return fenced("run_request_cancel", f, reason);
 }
 
 Result<WriteResult> PgRunStore::adopt(const RunFence& f, const AttemptFence& a) {

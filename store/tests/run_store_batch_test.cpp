@@ -216,3 +216,30 @@ TEST_F(RunStoreBatchTest, ReassignmentFromOrphanedKeepsTheAttempt) {
   EXPECT_EQ(again->applied.at(id.value).attempt, 1);
   EXPECT_NE(again->applied.at(id.value).lease_token, a->applied.at(id.value).lease_token);
 }
+
+// An operator's cancel of a RUNNING run is recorded on the run, fenced like
+// every write, so a later leader reads it with the active runs; it needs the
+// run RUNNING and the version current, and a stale leader is fenced.
+TEST_F(RunStoreBatchTest, CancelRequestIsRecordedOnTheRunForTheNextLeader) {
+  PgLeaderStore leader{url, "test-leader"};
+  RunId id = create();
+  auto a = runs.assign_batch(epoch, {{id, Version{1}, RunState::pending, "w1"}});
+  const auto& w = a->applied.at(id.value);
+  EXPECT_EQ(runs.request_cancel({id, w.new_version, epoch}, "too early")->outcome, WriteOutcome::conflict)
+      << "an ASSIGNED run is cancelled outright, not by request";
+  auto s = runs.start_batch(epoch, {{id, w.new_version, {"w1", 1, w.lease_token}, "i1"}}, Millis{5000});
+  const Version running = s->applied.at(id.value).new_version;
+  EXPECT_EQ(runs.request_cancel({id, Version{running.value - 1}, epoch}, "stale")->outcome, WriteOutcome::conflict);
+  Epoch newer = force_election(url, "n2");
+  EXPECT_EQ(runs.request_cancel({id, running, epoch}, "old leader")->outcome, WriteOutcome::fenced);
+  auto r = runs.request_cancel({id, running, newer}, "operator: wrong input");
+  ASSERT_EQ(r->outcome, WriteOutcome::applied);
+  EXPECT_EQ(r->new_version.value, running.value + 1);
+  auto active = leader.active_runs(Millis{0});
+  ASSERT_TRUE(active);
+  ASSERT_EQ(active->size(), 1u);
+  ASSERT_TRUE(active->front().cancel_reason);
+  EXPECT_EQ(*active->front().cancel_reason, "operator: wrong input");
+  EXPECT_EQ(active->front().state, RunState::running);
+  EXPECT_EQ(scalar("SELECT count(*) FROM job_runs WHERE cancel_requested_at IS NOT NULL"), 1);
+}

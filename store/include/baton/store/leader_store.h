@@ -59,6 +59,9 @@ struct ActiveRun {
   /// CONFIRMING: continuation_deadline_at - now() when read (the leader
   /// turns it into a deadline on its own monotonic clock at once).
   std::optional<std::int64_t> continuation_remaining_ms;
+  /// An operator asked for this attempt to be cancelled (run_store.h,
+  /// request_cancel): the reason, or nothing.
+  std::optional<std::string> cancel_reason;
 };
 
 struct HeartbeatRow {

@@ -159,6 +159,11 @@ class RunStore {
   virtual Result<WriteResult> late_success(const RunFence& f, const AttemptFence& a, const Finish& fin) = 0;
   /// Any non-final state -> CANCELED.
   virtual Result<WriteResult> cancel(const RunFence& f, RunState from, const std::string& reason) = 0;
+  /// RUNNING -> RUNNING with a recorded cancel request (the operator's
+  /// reason): the attempt is to be cancelled by its worker, and whichever
+  /// leader holds the run next reads the request with the active runs.
+  /// Conflict if the run is not RUNNING or moved on.
+  virtual Result<WriteResult> request_cancel(const RunFence& f, const std::string& reason) = 0;
   /// RUNNING, continuation NONE -> CONFIRMING with a deadline (worker
   /// detached): now() + the run's stored continuation timeout, or
   /// `deadline_in` when the run has none.
