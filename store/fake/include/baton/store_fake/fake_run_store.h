@@ -1,0 +1,169 @@
+#pragma once
+// An in-memory job_runs table with the same predicates as PgRunStore's SQL
+// (store/pg/run_transitions.cpp): the epoch fence read from the lease, the
+// expected version, the expected state, and for attempt-scoped writes the
+// worker, attempt, lease token (and the adopting epoch where the SQL asks
+// for it). For deterministic tests and the simulator; the contract suite
+// (store/tests/run_store_contract_test.cpp) runs the same typed tests
+// against this and PostgreSQL, so the two cannot drift apart.
+//
+// FakeRunDb is "the database" (one per simulated cluster, sharing the
+// FakeLeaseDb whose epoch fences every write, and the database's clock);
+// each node writes through its own FakeRunStore handle, through which faults
+// are injected for that node only (unavailable, a reply lost after commit).
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "baton/core/clock.h"
+#include "baton/store/run_store.h"
+#include "baton/store_fake/fake_lease_store.h"
+
+namespace baton::store::fake {
+
+/// The columns of a job_runs row that predicates or readers use.
+struct FakeRun {
+  RunId id{0};
+  RunState state = RunState::pending;
+  Version version{1};
+  int attempt = 1;
+  int max_attempts = 1;
+  int priority = 0;
+  Epoch leader_epoch{0};
+  std::optional<std::int64_t> job_definition_id;
+  std::optional<std::string> idempotency_key;
+  std::optional<std::string> worker;
+  std::optional<std::string> lease_token;
+  std::string worker_instance;
+  ContinuationState continuation = ContinuationState::none;
+  std::optional<MonoTime> continuation_deadline;  ///< by the database clock
+  std::int64_t continuation_timeout_ms = 0;       ///< 0: not recorded
+  int unstarted_assignments = 0;
+  std::optional<MonoTime> next_attempt_at;
+  std::optional<std::string> cancel_reason;
+  std::string error_code;
+  std::string error_msg;
+};
+
+/// A job_run_attempts row: one per ended execution.
+struct FakeAttempt {
+  RunId run{0};
+  int attempt = 0;
+  std::string worker;
+  Epoch epoch{0};
+  std::string lease_token;
+  RunState outcome = RunState::failed;
+  std::optional<int> exit_code;
+};
+
+struct FakeDeadLetter {
+  RunId run{0};
+  RunState final_state = RunState::failed;
+  int attempts = 0;
+  std::string error_code;
+};
+
+/// A job_run_transitions row: the insert (from_version 0) and every
+/// applied update, in commit order.
+struct FakeTransition {
+  RunId run{0};
+  RunState from = RunState::pending;
+  RunState to = RunState::pending;
+  Version from_version{0};
+  Version to_version{0};
+  Epoch epoch{0};
+};
+
+class FakeRunDb {
+ public:
+  FakeRunDb(const FakeLeaseDb& lease, const Clock& db_clock) : lease_(lease), clock_(db_clock) {}
+
+  CreateResult create_run(Epoch epoch, const NewRun& run);
+  std::optional<RunRow> read_run(RunId id) const;
+
+  WriteResult assign(const RunFence& f, const std::string& worker_id);
+  WriteResult reassign(const RunFence& f, RunState from, const std::string& worker_id);
+  WriteResult start(const RunFence& f, const AttemptFence& a);
+  WriteResult heartbeat(const RunFence& f, const AttemptFence& a);
+  WriteResult finish(const RunFence& f, const AttemptFence& a, const Finish& fin);
+  WriteResult retry_later(const RunFence& f, const AttemptFence& a, const Finish& fin, Millis delay);
+  WriteResult orphan(const RunFence& f);
+  WriteResult fail_orphaned(const RunFence& f, const std::string& reason);
+  WriteResult fail_unrunnable(const RunFence& f, RunState from, const std::string& code, const std::string& reason);
+  WriteResult late_success(const RunFence& f, const AttemptFence& a, const Finish& fin);
+  WriteResult cancel(const RunFence& f, RunState from, const std::string& reason);
+  WriteResult begin_confirming(const RunFence& f, Millis deadline_in);
+  WriteResult request_cancel(const RunFence& f, const std::string& reason);
+  WriteResult adopt(const RunFence& f, const AttemptFence& a);
+  BatchWriteResult assign_batch(Epoch epoch, const std::vector<AssignRow>& rows);
+  BatchWriteResult start_batch(Epoch epoch, const std::vector<StartRow>& rows);
+  BatchWriteResult finish_batch(Epoch epoch, const std::vector<FinishRow>& rows);
+
+  const std::map<std::int64_t, FakeRun>& runs() const { return runs_; }
+  const std::vector<FakeAttempt>& attempts() const { return attempts_; }
+  const std::vector<FakeDeadLetter>& dead_letters() const { return dead_letters_; }
+  const std::vector<FakeTransition>& transitions() const { return transitions_; }
+
+ private:
+  /// The shape of every fenced update: the epoch fence, the row, its
+  /// version, then `where` on the row; if all hold, `set` changes it and the
+  /// version and epoch move on (and the transition is logged).
+  WriteResult update(const RunFence& f, const std::function<bool(const FakeRun&)>& where,
+                     const std::function<void(FakeRun&)>& set);
+  static bool holds(const FakeRun& r, const AttemptFence& a);
+  std::string new_token();
+  void record_attempt(const FakeRun& r, RunState outcome, std::optional<int> exit_code);
+  void dead_letter_if_failed(const FakeRun& r);
+
+  const FakeLeaseDb& lease_;
+  const Clock& clock_;
+  std::map<std::int64_t, FakeRun> runs_;
+  std::vector<FakeAttempt> attempts_;
+  std::vector<FakeDeadLetter> dead_letters_;
+  std::vector<FakeTransition> transitions_;
+  std::int64_t next_id_ = 1;
+  std::uint64_t next_token_ = 1;
+};
+
+class FakeRunStore final : public RunStore {
+ public:
+  explicit FakeRunStore(FakeRunDb& db) : db_(db) {}
+
+  Result<CreateResult> create_run(Epoch epoch, const NewRun& run) override;
+  Result<std::optional<RunRow>> read_run(RunId id) override;
+  Result<WriteResult> assign(const RunFence& f, const std::string& worker_id) override;
+  Result<WriteResult> reassign(const RunFence& f, RunState from, const std::string& worker_id) override;
+  Result<WriteResult> start(const RunFence& f, const AttemptFence& a, Millis stale_after) override;
+  Result<WriteResult> heartbeat(const RunFence& f, const AttemptFence& a, Millis stale_after) override;
+  Result<WriteResult> finish(const RunFence& f, const AttemptFence& a, const Finish& fin) override;
+  Result<WriteResult> retry_later(const RunFence& f, const AttemptFence& a, const Finish& fin, Millis delay) override;
+  Result<WriteResult> orphan(const RunFence& f) override;
+  Result<WriteResult> fail_orphaned(const RunFence& f, const std::string& reason) override;
+  Result<WriteResult> fail_unrunnable(const RunFence& f, RunState from, const std::string& error_code,
+                                      const std::string& reason) override;
+  Result<WriteResult> late_success(const RunFence& f, const AttemptFence& a, const Finish& fin) override;
+  Result<WriteResult> cancel(const RunFence& f, RunState from, const std::string& reason) override;
+  Result<WriteResult> request_cancel(const RunFence& f, const std::string& reason) override;
+  Result<WriteResult> begin_confirming(const RunFence& f, Millis deadline_in) override;
+  Result<WriteResult> adopt(const RunFence& f, const AttemptFence& a) override;
+  Result<BatchWriteResult> assign_batch(Epoch epoch, const std::vector<AssignRow>& rows) override;
+  Result<BatchWriteResult> start_batch(Epoch epoch, const std::vector<StartRow>& rows, Millis stale_after) override;
+  Result<BatchWriteResult> finish_batch(Epoch epoch, const std::vector<FinishRow>& rows) override;
+
+  /// While true every call fails with db_unavailable (a partition).
+  bool unavailable = false;
+  /// When set, the next write is applied and then reported as
+  /// outcome_unknown (the reply was lost after commit: the in-doubt case).
+  bool lose_next_reply = false;
+  int calls = 0;
+
+ private:
+  template <class T, class F>
+  Result<T> call(F&& f, bool is_write);
+  FakeRunDb& db_;
+};
+
+}  // namespace baton::store::fake

@@ -1,0 +1,341 @@
+// The RunStore contract: one typed suite run against PostgreSQL (PgRunStore)
+// and the in-memory fake (FakeRunStore) alike, so the fake the simulator
+// and unit tests rely on keeps the SQL's predicates: the epoch fence, the
+// version, the state, and the worker, attempt and lease token of
+// attempt-scoped writes. A rule added to one and not the other fails here.
+#include <gtest/gtest.h>
+
+#include "baton/store_fake/fake_run_store.h"
+#include "baton/testing/fake_clock.h"
+#include "store_test_support.h"
+
+using namespace baton;
+using namespace baton::store;
+
+namespace {
+
+/// A well-formed token no attempt holds (PostgreSQL's column is a uuid).
+const std::string other_token = "00000000-0000-4000-8000-999999999999";
+
+/// PostgreSQL: a fresh database per test, elections by releasing the lease.
+class PgEnv {
+ public:
+  RunStore& runs() { return store_; }
+  Epoch elect(const std::string& node) { return pg::test::force_election(url_, node); }
+  std::int64_t attempt_rows(RunId id) { return count("job_run_attempts", id); }
+  std::int64_t dead_letters(RunId id) { return count("dead_letters", id); }
+  std::int64_t transitions(RunId id) { return count("job_run_transitions", id); }
+
+ private:
+  std::int64_t count(const std::string& table, RunId id) {
+    pqxx::connection c(url_);
+    pqxx::nontransaction tx(c);
+    return tx.exec1("SELECT count(*) FROM " + table + " WHERE run_id = " + std::to_string(id.value))[0]
+        .as<std::int64_t>();
+  }
+  std::string url_ = baton::testing::PgInstance::shared().fresh_database("contract");
+  pg::PgRunStore store_{url_, "contract"};
+};
+
+/// The fake: the lease's epoch fences, elections by letting the lease run out.
+class FakeEnv {
+ public:
+  RunStore& runs() { return store_; }
+  Epoch elect(const std::string& node) {
+    clock_.advance(std::chrono::hours(1));  // whatever lease there was has expired
+    auto r = lease_.campaign(pg::test::node(node), Millis{60000});
+    EXPECT_TRUE(r.won);
+    return r.lease.epoch;
+  }
+  std::int64_t attempt_rows(RunId id) { return count(db_.attempts(), id); }
+  std::int64_t dead_letters(RunId id) { return count(db_.dead_letters(), id); }
+  std::int64_t transitions(RunId id) { return count(db_.transitions(), id); }
+
+ private:
+  template <class Rows>
+  static std::int64_t count(const Rows& rows, RunId id) {
+    std::int64_t n = 0;
+    for (const auto& r : rows) n += r.run == id;
+    return n;
+  }
+  baton::testing::FakeClock clock_;
+  fake::FakeLeaseDb lease_{clock_};
+  fake::FakeRunDb db_{lease_, clock_};
+  fake::FakeRunStore store_{db_};
+};
+
+template <class Env>
+class RunStoreContract : public ::testing::Test {
+ protected:
+  Env env;
+  RunStore& runs = env.runs();
+  Epoch epoch = env.elect("n1");
+
+  RunId create(int max_attempts = 3, std::optional<std::string> key = std::nullopt) {
+    NewRun n;
+    n.max_attempts = max_attempts;
+    n.idempotency_key = std::move(key);
+    auto r = runs.create_run(epoch, n);
+    EXPECT_TRUE(r && r->outcome == WriteOutcome::applied);
+    return r ? r->run : RunId{0};
+  }
+  RunRow read(RunId id) {
+    auto r = runs.read_run(id);
+    EXPECT_TRUE(r && r->has_value());
+    return r && *r ? **r : RunRow{};
+  }
+  WriteOutcome outcome(const Result<WriteResult>& r) { return r ? r->outcome : WriteOutcome::conflict; }
+  /// PENDING -> ASSIGNED -> RUNNING for worker w1; returns the attempt fence
+  /// and the running version.
+  std::pair<AttemptFence, Version> running(RunId id) {
+    auto a = runs.assign({id, read(id).version, epoch}, "w1");
+    EXPECT_EQ(outcome(a), WriteOutcome::applied);
+    AttemptFence att{"w1", a->attempt, a->lease_token};
+    auto s = runs.start({id, a->new_version, epoch}, att, Millis{1000});
+    EXPECT_EQ(outcome(s), WriteOutcome::applied);
+    return {att, s->new_version};
+  }
+};
+
+using Envs = ::testing::Types<PgEnv, FakeEnv>;
+class EnvNames {
+ public:
+  template <class T>
+  static std::string GetName(int) {
+    return std::is_same_v<T, PgEnv> ? "Pg" : "Fake";
+  }
+};
+TYPED_TEST_SUITE(RunStoreContract, Envs, EnvNames);
+
+TYPED_TEST(RunStoreContract, HappyPathMovesVersionTokenAndLogsEveryWrite) {
+  RunId id = this->create();
+  EXPECT_EQ(this->read(id).state, RunState::pending);
+  EXPECT_EQ(this->read(id).version, Version{1});
+  auto a = this->runs.assign({id, Version{1}, this->epoch}, "w1");
+  ASSERT_EQ(this->outcome(a), WriteOutcome::applied);
+  EXPECT_EQ(a->new_version, Version{2});
+  EXPECT_EQ(a->attempt, 1);
+  EXPECT_EQ(a->lease_token.size(), 36u);
+  AttemptFence att{"w1", 1, a->lease_token};
+  auto s = this->runs.start({id, a->new_version, this->epoch}, att, Millis{1000});
+  ASSERT_EQ(this->outcome(s), WriteOutcome::applied);
+  auto h = this->runs.heartbeat({id, s->new_version, this->epoch}, att, Millis{1000});
+  ASSERT_EQ(this->outcome(h), WriteOutcome::applied);
+  Finish fin;
+  fin.exit_code = 0;
+  auto f = this->runs.finish({id, h->new_version, this->epoch}, att, fin);
+  ASSERT_EQ(this->outcome(f), WriteOutcome::applied);
+  RunRow r = this->read(id);
+  EXPECT_EQ(r.state, RunState::succeeded);
+  EXPECT_EQ(r.version, Version{5});
+  EXPECT_EQ(r.leader_epoch, this->epoch);
+  EXPECT_EQ(this->env.attempt_rows(id), 1);
+  EXPECT_EQ(this->env.dead_letters(id), 0);
+  EXPECT_EQ(this->env.transitions(id), 5) << "the insert and every update";
+}
+
+TYPED_TEST(RunStoreContract, StaleVersionIsAConflictAndAStaleEpochIsFenced) {
+  RunId id = this->create();
+  auto a = this->runs.assign({id, Version{1}, this->epoch}, "w1");
+  ASSERT_EQ(this->outcome(a), WriteOutcome::applied);
+  EXPECT_EQ(this->outcome(this->runs.cancel({id, Version{1}, this->epoch}, RunState::assigned, "x")),
+            WriteOutcome::conflict);
+  Epoch old = this->epoch;
+  Epoch newer = this->env.elect("n2");
+  auto fenced = this->runs.cancel({id, a->new_version, old}, RunState::assigned, "x");
+  ASSERT_TRUE(fenced);
+  EXPECT_EQ(fenced->outcome, WriteOutcome::fenced);
+  EXPECT_EQ(fenced->current_epoch, newer);
+  auto created = this->runs.create_run(old, NewRun{});
+  ASSERT_TRUE(created);
+  EXPECT_EQ(created->outcome, WriteOutcome::fenced);
+  EXPECT_EQ(this->read(id).state, RunState::assigned);
+}
+
+TYPED_TEST(RunStoreContract, StartAndAttemptWritesNeedTheWorkerAttemptAndToken) {
+  RunId id = this->create();
+  auto a = this->runs.assign({id, Version{1}, this->epoch}, "w1");
+  const Version v = a->new_version;
+  const std::string token = a->lease_token;
+  EXPECT_EQ(this->outcome(this->runs.start({id, v, this->epoch}, {"w2", 1, token}, Millis{1000})),
+            WriteOutcome::conflict);
+  EXPECT_EQ(this->outcome(this->runs.start({id, v, this->epoch}, {"w1", 2, token}, Millis{1000})),
+            WriteOutcome::conflict);
+  EXPECT_EQ(this->outcome(this->runs.start({id, v, this->epoch}, {"w1", 1, other_token}, Millis{1000})),
+            WriteOutcome::conflict);
+  auto s = this->runs.start({id, v, this->epoch}, {"w1", 1, token}, Millis{1000});
+  ASSERT_EQ(this->outcome(s), WriteOutcome::applied);
+  EXPECT_EQ(this->outcome(this->runs.finish({id, s->new_version, this->epoch}, {"w2", 1, token}, Finish{})),
+            WriteOutcome::conflict);
+}
+
+// An attempt adopted by no leader of this epoch cannot be heartbeaten or
+// finished by it: a new leader adopts first.
+TYPED_TEST(RunStoreContract, ANewLeaderMustAdoptBeforeItWritesForTheAttempt) {
+  RunId id = this->create();
+  auto [att, v] = this->running(id);
+  auto c = this->runs.begin_confirming({id, v, this->epoch}, Millis{30000});
+  ASSERT_EQ(this->outcome(c), WriteOutcome::applied);
+  EXPECT_EQ(this->read(id).continuation, ContinuationState::confirming);
+  EXPECT_EQ(this->outcome(this->runs.begin_confirming({id, c->new_version, this->epoch}, Millis{30000})),
+            WriteOutcome::conflict)
+      << "already confirming";
+  Epoch newer = this->env.elect("n2");
+  EXPECT_EQ(this->outcome(this->runs.heartbeat({id, c->new_version, newer}, att, Millis{1000})),
+            WriteOutcome::conflict);
+  EXPECT_EQ(this->outcome(this->runs.finish({id, c->new_version, newer}, att, Finish{})), WriteOutcome::conflict);
+  auto ad = this->runs.adopt({id, c->new_version, newer}, att);
+  ASSERT_EQ(this->outcome(ad), WriteOutcome::applied);
+  RunRow r = this->read(id);
+  EXPECT_EQ(r.continuation, ContinuationState::none);
+  EXPECT_EQ(r.leader_epoch, newer);
+  EXPECT_EQ(this->outcome(this->runs.finish({id, ad->new_version, newer}, att, Finish{})), WriteOutcome::applied);
+}
+
+TYPED_TEST(RunStoreContract, RetriesCountAttemptsAndTheLastFailureDeadLetters) {
+  RunId id = this->create(/*max_attempts=*/2);
+  auto [att, v] = this->running(id);
+  Finish failed;
+  failed.final_state = RunState::failed;
+  failed.error_code = "failed";
+  failed.exit_code = 3;
+  auto r1 = this->runs.retry_later({id, v, this->epoch}, att, failed, Millis{0});
+  ASSERT_EQ(this->outcome(r1), WriteOutcome::applied);
+  EXPECT_EQ(this->read(id).state, RunState::retry_waiting);
+  EXPECT_EQ(this->outcome(this->runs.reassign({id, r1->new_version, this->epoch}, RunState::orphaned, "w2")),
+            WriteOutcome::conflict)
+      << "the state named must be the state it is in";
+  auto re = this->runs.reassign({id, r1->new_version, this->epoch}, RunState::retry_waiting, "w2");
+  ASSERT_EQ(this->outcome(re), WriteOutcome::applied);
+  EXPECT_EQ(re->attempt, 2);
+  EXPECT_NE(re->lease_token, att.lease_token);
+  AttemptFence att2{"w2", 2, re->lease_token};
+  auto s2 = this->runs.start({id, re->new_version, this->epoch}, att2, Millis{1000});
+  auto f2 = this->runs.finish({id, s2->new_version, this->epoch}, att2, failed);
+  ASSERT_EQ(this->outcome(f2), WriteOutcome::applied);
+  EXPECT_EQ(this->read(id).state, RunState::failed);
+  EXPECT_EQ(this->env.attempt_rows(id), 2);
+  EXPECT_EQ(this->env.dead_letters(id), 1);
+}
+
+TYPED_TEST(RunStoreContract, AnOrphanedAssignmentKeepsItsAttemptAndGetsANewToken) {
+  RunId id = this->create(/*max_attempts=*/1);
+  auto a = this->runs.assign({id, Version{1}, this->epoch}, "w1");
+  auto o = this->runs.orphan({id, a->new_version, this->epoch});
+  ASSERT_EQ(this->outcome(o), WriteOutcome::applied);
+  EXPECT_EQ(this->read(id).state, RunState::orphaned);
+  auto re = this->runs.reassign({id, o->new_version, this->epoch}, RunState::orphaned, "w2");
+  ASSERT_EQ(this->outcome(re), WriteOutcome::applied);
+  EXPECT_EQ(re->attempt, 1);
+  EXPECT_NE(re->lease_token, a->lease_token);
+  // The abandoned grant's token no longer starts anything.
+  EXPECT_EQ(
+      this->outcome(this->runs.start({id, re->new_version, this->epoch}, {"w1", 1, a->lease_token}, Millis{1000})),
+      WriteOutcome::conflict);
+  auto o2 = this->runs.orphan({id, re->new_version, this->epoch});
+  auto failed = this->runs.fail_orphaned({id, o2->new_version, this->epoch}, "no worker kept it");
+  ASSERT_EQ(this->outcome(failed), WriteOutcome::applied);
+  EXPECT_EQ(this->read(id).state, RunState::failed);
+  EXPECT_EQ(this->env.dead_letters(id), 1);
+}
+
+TYPED_TEST(RunStoreContract, UnrunnableFailsOnlyFromTheWaitingStateNamed) {
+  RunId id = this->create();
+  EXPECT_EQ(this->outcome(this->runs.fail_unrunnable({id, Version{1}, this->epoch}, RunState::orphaned, "bad", "x")),
+            WriteOutcome::conflict);
+  ASSERT_EQ(this->outcome(this->runs.fail_unrunnable({id, Version{1}, this->epoch}, RunState::pending, "bad_definition",
+                                                     "tasks do not decode")),
+            WriteOutcome::applied);
+  EXPECT_EQ(this->read(id).state, RunState::failed);
+  EXPECT_EQ(this->env.dead_letters(id), 1);
+}
+
+TYPED_TEST(RunStoreContract, CancelNeedsTheNamedStateAndFreesTheIdempotencyKey) {
+  RunId id = this->create(3, "key-1");
+  auto dup = this->runs.create_run(this->epoch, NewRun{std::nullopt, "key-1", 1, 0, "api", "{}"});
+  ASSERT_TRUE(dup);
+  EXPECT_EQ(dup->outcome, WriteOutcome::conflict);
+  EXPECT_EQ(this->outcome(this->runs.cancel({id, Version{1}, this->epoch}, RunState::assigned, "wrong state")),
+            WriteOutcome::conflict);
+  ASSERT_EQ(this->outcome(this->runs.cancel({id, Version{1}, this->epoch}, RunState::pending, "operator")),
+            WriteOutcome::applied);
+  EXPECT_EQ(this->read(id).state, RunState::canceled);
+  EXPECT_EQ(this->outcome(this->runs.cancel({id, Version{2}, this->epoch}, RunState::pending, "again")),
+            WriteOutcome::conflict)
+      << "no longer PENDING";
+  auto again = this->runs.create_run(this->epoch, NewRun{std::nullopt, "key-1", 1, 0, "api", "{}"});
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->outcome, WriteOutcome::applied);
+}
+
+TYPED_TEST(RunStoreContract, LateSuccessOnlyWhileTheSameAttemptWaitsToRetry) {
+  RunId id = this->create(/*max_attempts=*/2);
+  auto [att, v] = this->running(id);
+  Finish lost;
+  lost.final_state = RunState::failed;
+  lost.error_code = "attempt_lost";
+  auto r = this->runs.retry_later({id, v, this->epoch}, att, lost, Millis{60000});
+  ASSERT_EQ(this->outcome(r), WriteOutcome::applied);
+  Finish ok;
+  ok.exit_code = 0;
+  EXPECT_EQ(this->outcome(this->runs.late_success({id, r->new_version, this->epoch}, {"w1", 1, other_token}, ok)),
+            WriteOutcome::conflict);
+  auto late = this->runs.late_success({id, r->new_version, this->epoch}, att, ok);
+  ASSERT_EQ(this->outcome(late), WriteOutcome::applied);
+  EXPECT_EQ(this->read(id).state, RunState::succeeded);
+  EXPECT_EQ(this->env.attempt_rows(id), 1) << "the attempt's row is corrected, not duplicated";
+}
+
+TYPED_TEST(RunStoreContract, CancelRequestNeedsARunningRun) {
+  RunId id = this->create();
+  EXPECT_EQ(this->outcome(this->runs.request_cancel({id, Version{1}, this->epoch}, "early")), WriteOutcome::conflict);
+  auto [att, v] = this->running(id);
+  auto req = this->runs.request_cancel({id, v, this->epoch}, "operator");
+  ASSERT_EQ(this->outcome(req), WriteOutcome::applied);
+  EXPECT_EQ(req->new_version.value, v.value + 1);
+  EXPECT_EQ(this->read(id).state, RunState::running);
+}
+
+// Batches: the fence is judged once for the statement, every row on its own
+// predicates; rows that lost are simply absent.
+TYPED_TEST(RunStoreContract, BatchesJudgeEachRowAndTheFenceOnce) {
+  RunId a = this->create(), b = this->create(), c = this->create();
+  auto assigned = this->runs.assign_batch(this->epoch, {{a, Version{1}, RunState::pending, "w1", Millis{7000}},
+                                                        {b, Version{9}, RunState::pending, "w1", Millis{0}},
+                                                        {c, Version{1}, RunState::orphaned, "w1", Millis{0}}});
+  ASSERT_TRUE(assigned);
+  EXPECT_FALSE(assigned->fenced(this->epoch));
+  ASSERT_EQ(assigned->applied.size(), 1u) << "b's version and c's state are wrong";
+  const WriteResult& wa = assigned->applied.at(a.value);
+  auto started = this->runs.start_batch(
+      this->epoch,
+      {{a, wa.new_version, {"w1", 1, wa.lease_token}, "i1"}, {b, Version{1}, {"w1", 1, other_token}, "i1"}},
+      Millis{1000});
+  ASSERT_TRUE(started);
+  ASSERT_EQ(started->applied.size(), 1u);
+  const Version va = started->applied.at(a.value).new_version;
+  Epoch old = this->epoch;
+  Epoch newer = this->env.elect("n2");
+  FinishRow fin{a, va, {"w1", 1, wa.lease_token}, Finish{}, std::nullopt};
+  auto fenced = this->runs.finish_batch(old, {fin});
+  ASSERT_TRUE(fenced);
+  EXPECT_TRUE(fenced->fenced(old));
+  EXPECT_TRUE(fenced->applied.empty());
+  auto not_adopted = this->runs.finish_batch(newer, {fin});
+  ASSERT_TRUE(not_adopted);
+  EXPECT_TRUE(not_adopted->applied.empty()) << "the new epoch has not adopted the attempt";
+  auto ad = this->runs.adopt({a, va, newer}, {"w1", 1, wa.lease_token});
+  ASSERT_EQ(this->outcome(ad), WriteOutcome::applied);
+  fin.expected_version = ad->new_version;
+  fin.finish.final_state = RunState::failed;
+  fin.retry_delay = Millis{100};
+  auto retried = this->runs.finish_batch(newer, {fin});
+  ASSERT_TRUE(retried);
+  ASSERT_EQ(retried->applied.size(), 1u);
+  EXPECT_EQ(this->read(a).state, RunState::retry_waiting);
+  EXPECT_EQ(this->env.attempt_rows(a), 1);
+  EXPECT_EQ(this->read(b).state, RunState::pending);
+  EXPECT_EQ(this->read(c).state, RunState::pending);
+}
+
+}  // namespace
