@@ -118,7 +118,7 @@ class Session : public std::enable_shared_from_this<Session> {
     } else if (auto* g = std::get_if<protocol::StartGranted>(&m)) {
       protocol::Finish f;
       f.ref = g->ref;
-      f.outcome = "SUCCEEDED";
+      f.outcome = protocol::Outcome::succeeded;
       f.exit_code = 0;
       send(f);
       totals_.finished++;

@@ -7,8 +7,10 @@
 
 #include "baton/core/assert.h"
 #include "baton/core/json_text.h"
+#include "baton/leader_core/cron_plan.h"
 #include "baton/leader_core/dispatch.h"
 #include "baton/protocol/codec.h"
+#include "baton/protocol/vocabulary.h"
 
 namespace baton::leader {
 
@@ -573,7 +575,7 @@ void ControlLoop::on_finish(const std::string& worker, const protocol::Finish& m
     it = tracked_.find(m.ref.run_id);
   }
   if (it == tracked_.end() || !matches(it->second.row)) {
-    if (m.outcome == "SUCCEEDED" && late_success(worker, m)) return;
+    if (m.outcome == protocol::Outcome::succeeded && late_success(worker, m)) return;
     // A replay, or an attempt that was superseded: nothing to write.
     spdlog::info("finish_ack_without_write run={} attempt={} worker={} epoch={}", m.ref.run_id, m.ref.attempt, worker,
                  epoch_.value);
@@ -589,12 +591,12 @@ void ControlLoop::on_finish(const std::string& worker, const protocol::Finish& m
 
   store::AttemptFence att{worker, r.attempt, r.lease_token};
   const auto requested = cancel_requested_.find(r.id.value);
-  if (m.outcome != "SUCCEEDED" && requested != cancel_requested_.end()) {
+  if (m.outcome != protocol::Outcome::succeeded && requested != cancel_requested_.end()) {
     auto w = runs_.cancel({r.id, r.version, epoch_}, RunState::running, requested->second);
     if (!note("finish", r.id.value, w)) return;
     metrics_.runs_finished++;
     spdlog::info("run_finished run={} attempt={} worker={} outcome={} state=CANCELED epoch={}", r.id.value, r.attempt,
-                 worker, m.outcome, epoch_.value);
+                 worker, protocol::to_string(m.outcome), epoch_.value);
     cancel_requested_.erase(requested);
     tracked_.erase(it);
     send(worker, protocol::FinishAck{m.ref});
@@ -608,9 +610,9 @@ void ControlLoop::on_finish(const std::string& worker, const protocol::Finish& m
   row.finish.error_msg = m.error;
   row.finish.result_json = "{\"duration_ms\":" + std::to_string(m.duration_ms) + "}";
   if (requested != cancel_requested_.end()) cancel_requested_.erase(requested);
-  const RunState outcome = m.outcome == "SUCCEEDED"   ? RunState::succeeded
-                           : m.outcome == "TIMED_OUT" ? RunState::timed_out
-                                                      : RunState::failed;
+  const RunState outcome = m.outcome == protocol::Outcome::succeeded   ? RunState::succeeded
+                           : m.outcome == protocol::Outcome::timed_out ? RunState::timed_out
+                                                                       : RunState::failed;
   row.finish.final_state = outcome;
   row.finish.error_code = outcome == RunState::succeeded ? "" : (outcome == RunState::timed_out ? "timeout" : "failed");
   auto decision = leader_core::decide_finish(outcome, r.attempt, r.max_attempts, Millis{r.retry_base_ms},
@@ -791,8 +793,6 @@ void ControlLoop::dispatch() {
     }
     auto& task_list = std::get<std::vector<protocol::Task>>(tasks);
     if (task_list.empty()) task_list.push_back(protocol::Task{});  // a run without a job: NOOP
-    if (task_list.front().kind == protocol::TaskKind::builtin && task_list.front().builtin.empty())
-      task_list.front().builtin = "NOOP";
     rows.push_back({d.id, d.version, d.state, a.worker_id, cfg_.continuation_timeout});
     planned[d.id.value] = Planned{&d, std::move(task_list)};
   }
@@ -942,34 +942,26 @@ void ControlLoop::materialize_cron() {
       cached = cron_cache_.emplace(j.schedule, s).first;
     }
     if (!cached->second) continue;
-    using std::chrono::seconds;
-    using std::chrono::sys_seconds;
-    const sys_seconds now{seconds{j.now_unix}};
+    const auto offset = leader_core::time_zone_offset(j.time_zone);
+    const auto policy = leader_core::parse_misfire_policy(j.misfire_policy);
+    if (!offset || !policy) {
+      spdlog::error("cron_invalid job={} time_zone='{}' misfire_policy='{}'", j.name, j.time_zone, j.misfire_policy);
+      continue;
+    }
     // Slots up to `cron_lookahead` ahead are created now, PENDING with their
     // slot time; the dispatcher does not see them before the slot, and the
     // loop wakes at the slot (cron_wakeups_), so a run starts within a few
     // milliseconds of its slot instead of up to a materialisation period late.
-    const std::int64_t horizon_ms = j.now_unix_ms + cron_lookahead.count();
-    // A job never materialised starts with the slot due now (if any).
-    sys_seconds from{seconds{j.last_slot_unix.value_or(j.now_unix - 1)}};
-    std::vector<sys_seconds> due, ahead;
-    for (int i = 0; i < 100000; ++i) {
-      auto next = leader_core::next_fire(*cached->second, from);
-      if (!next || next->time_since_epoch().count() * 1000 > horizon_ms) break;
-      (*next > now ? ahead : due).push_back(*next);
-      from = *next;
-      if (j.misfire_policy == "run_all" && static_cast<int>(due.size()) >= misfire_catch_up_max) break;
-    }
-    if (!due.empty()) {
-      if (j.misfire_policy == "run_latest") due = {due.back()};
-      if (j.misfire_policy == "skip") {
-        if ((now - due.back()).count() > skip_tolerance_s)
-          due.clear();
-        else
-          due = {due.back()};
-      }
-    }
-    due.insert(due.end(), ahead.begin(), ahead.end());
+    leader_core::CronPlanInput in;
+    in.schedule = *cached->second;
+    in.utc_offset = *offset;
+    in.policy = *policy;
+    if (j.last_slot_unix) in.last_slot = std::chrono::sys_seconds{std::chrono::seconds{*j.last_slot_unix}};
+    in.db_now = std::chrono::sys_time<std::chrono::milliseconds>{Millis{j.now_unix_ms}};
+    in.lookahead = cron_lookahead;
+    in.catch_up_max = misfire_catch_up_max;
+    in.skip_tolerance = std::chrono::seconds{skip_tolerance_s};
+    const auto due = leader_core::plan_cron_slots(in).slots;
     for (auto slot : due) {
       auto w = store_.create_job_run(epoch_, j.name, std::nullopt, "cron", slot.time_since_epoch().count());
       if (!w) {

@@ -7,6 +7,7 @@
 #include "baton/core/json_text.h"
 #include "baton/leader_core/cron.h"
 #include "baton/protocol/codec.h"
+#include "baton/protocol/vocabulary.h"
 
 namespace baton::leader {
 
@@ -29,7 +30,7 @@ std::optional<protocol::Task> read_task(ConfigMap& t, ConfigErrors& errors) {
   task.cwd = t.string("cwd").value_or("");
   task.connection = t.string("connection").value_or("");
   task.sql = t.string("sql").value_or("");
-  task.builtin = t.string("builtin").value_or("");
+  const std::string builtin = t.string("builtin").value_or("");
   task.argument = t.string("argument").value_or("");
   task.ignore_error = t.boolean("ignore_error").value_or(false);
   t.reject_unknown_keys();
@@ -38,9 +39,10 @@ std::optional<protocol::Task> read_task(ConfigMap& t, ConfigErrors& errors) {
   if (task.kind == protocol::TaskKind::sql && (task.connection.empty() || task.sql.empty()))
     errors.add(t.key_path("sql"), "an SQL task needs both connection and sql");
   if (task.kind == protocol::TaskKind::builtin) {
-    static const char* ok[] = {"NOOP", "SLEEP", "LOG", "FAIL"};
-    if (std::none_of(std::begin(ok), std::end(ok), [&](const char* b) { return task.builtin == b; }))
-      errors.add(t.key_path("builtin"), "must be NOOP, SLEEP, LOG or FAIL, got '" + task.builtin + "'");
+    if (auto b = protocol::parse_builtin(builtin))
+      task.builtin = *b;
+    else
+      errors.add(t.key_path("builtin"), "must be NOOP, SLEEP, LOG or FAIL, got '" + builtin + "'");
   }
   return task;
 }

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "baton/core/utf8.h"
+#include "baton/protocol/vocabulary.h"
 
 namespace baton::protocol {
 
@@ -136,15 +137,18 @@ Task read_task(const Fields& f) {
   t.cwd = f.str("cwd", false);
   t.connection = f.str("connection", false, 200);
   t.sql = f.str("sql", false, 256 * 1024);
-  t.builtin = f.str("builtin", false, 32);
+  const std::string builtin = f.str("builtin", false, 32);
   t.argument = f.str("argument", false, 64 * 1024);
   t.ignore_error = f.boolean("ignore_error", false);
   if (t.kind == TaskKind::program && t.command.empty()) f.fail("command", "PROGRAM needs a non-empty command");
   if (t.kind == TaskKind::sql && (t.connection.empty() || t.sql.empty()))
     f.fail("sql", "SQL needs both connection and sql");
-  if (t.kind == TaskKind::builtin && t.builtin != "NOOP" && t.builtin != "SLEEP" && t.builtin != "LOG" &&
-      t.builtin != "FAIL")
-    f.fail("builtin", "must be NOOP, SLEEP, LOG or FAIL, got '" + t.builtin + "'");
+  if (t.kind == TaskKind::builtin) {
+    if (auto b = parse_builtin(builtin))
+      t.builtin = *b;
+    else
+      f.fail("builtin", "must be NOOP, SLEEP, LOG or FAIL, got '" + builtin + "'");
+  }
   return t;
 }
 
@@ -202,9 +206,11 @@ Message read_message(const std::string& type, const Fields& f) {
   if (type == "finish") {
     Finish m;
     m.ref = read_ref(f);
-    m.outcome = f.str("outcome", true, 32);
-    if (m.outcome != "SUCCEEDED" && m.outcome != "FAILED" && m.outcome != "TIMED_OUT" && m.outcome != "CANCELED")
-      f.fail("outcome", "must be SUCCEEDED, FAILED, TIMED_OUT or CANCELED, got '" + m.outcome + "'");
+    const std::string outcome = f.str("outcome", true, 32);
+    if (auto o = parse_outcome(outcome))
+      m.outcome = *o;
+    else
+      f.fail("outcome", "must be SUCCEEDED, FAILED, TIMED_OUT or CANCELED, got '" + outcome + "'");
     if (f.find("exit_code")) m.exit_code = static_cast<int>(f.integer("exit_code", -int_max, int_max, 0));
     m.error = f.str("error", false, 4096);
     m.stdout_tail = f.str("stdout_tail", false, output_tail_bytes_max);
@@ -292,7 +298,7 @@ struct Encoder {
       if (!t.cwd.empty()) j["cwd"] = t.cwd;
       if (!t.connection.empty()) j["connection"] = t.connection;
       if (!t.sql.empty()) j["sql"] = t.sql;
-      if (!t.builtin.empty()) j["builtin"] = t.builtin;
+      if (t.kind == TaskKind::builtin) j["builtin"] = to_string(t.builtin);
       if (!t.argument.empty()) j["argument"] = t.argument;
       if (t.ignore_error) j["ignore_error"] = true;
       tasks.push_back(std::move(j));
@@ -314,7 +320,7 @@ struct Encoder {
   }
   void operator()(const Finish& m) {
     put_ref(o, m.ref);
-    o["outcome"] = m.outcome;
+    o["outcome"] = to_string(m.outcome);
     if (m.exit_code) o["exit_code"] = *m.exit_code;
     // Free text from a task: never let invalid UTF-8 make the frame unsendable.
     if (!m.error.empty()) o["error"] = to_valid_utf8(m.error);

@@ -11,10 +11,10 @@ namespace {
 AttemptRef ref() { return {42, 2, "2b1c3f9e-0000-4000-8000-000000000001"}; }
 
 std::vector<Message> samples() {
-  Task program{TaskKind::program, "p", {"/bin/echo", "hi"}, {{"A", "1"}}, "/tmp", "", "", "", "", true};
-  Task sql{TaskKind::sql, "q", {}, {}, "", "local", "SELECT 1", "", "", false};
-  Task builtin{TaskKind::builtin, "", {}, {}, "", "", "", "SLEEP", "2s", false};
-  Finish fin{ref(), "FAILED", 3, "exit 3", "out", "err", 1234, {{"p", 3, 1200, false}}};
+  Task program{TaskKind::program, "p", {"/bin/echo", "hi"}, {{"A", "1"}}, "/tmp", "", "", Builtin::noop, "", true};
+  Task sql{TaskKind::sql, "q", {}, {}, "", "local", "SELECT 1", Builtin::noop, "", false};
+  Task builtin{TaskKind::builtin, "", {}, {}, "", "", "", Builtin::sleep, "2s", false};
+  Finish fin{ref(), Outcome::failed, 3, "exit 3", "out", "err", 1234, {{"p", 3, 1200, false}}};
   return {Hello{"w1",
                 "secret",
                 8,
@@ -114,7 +114,7 @@ TEST(Codec, RandomBytesAndMutatedFramesNeverCrash) {
 TEST(Codec, FinishWithInvalidUtf8TailsRoundTripsAsValidText) {
   Finish f;
   f.ref = {7, 1, "tok"};
-  f.outcome = "SUCCEEDED";
+  f.outcome = Outcome::succeeded;
   f.stdout_tail = "binary:\xff\xfe";
   f.stderr_tail = std::string(20000, '\xe9');
   f.error = "bad \xc3";

@@ -16,10 +16,12 @@
 
 #include "baton/core/weaken.h"
 #include "baton/protocol/codec.h"
+#include "baton/protocol/vocabulary.h"
 #include "baton/worker/backoff.h"
 #include "baton/worker/outbox.h"
 #include "baton/worker/task_runner.h"
 #include "baton/worker/task_supervisor.h"
+#include "baton/worker_core/attempt_table.h"
 
 namespace baton::worker {
 
@@ -38,10 +40,6 @@ constexpr auto continuation_check_every = std::chrono::milliseconds(100);
 // unable to record it: database unavailable, a lost race); replays are
 // idempotent on the leader.
 constexpr auto finish_resend_after = std::chrono::seconds(3);
-// A start not answered this long is asked again: the leader answers an
-// uncertain start outcome (its write failed, its re-read failed) with
-// nothing rather than a denial, so the worker must ask again.
-constexpr auto start_resend_after = std::chrono::seconds(2);
 // A finish that could not be made durable is written again after this.
 constexpr auto outbox_retry_after = std::chrono::seconds(1);
 
@@ -49,26 +47,20 @@ std::string key_of(const protocol::AttemptRef& r) {
   return std::to_string(r.run_id) + ":" + std::to_string(r.attempt) + ":" + r.lease_token;
 }
 
-struct Attempt {
-  protocol::Assign assign;
-  bool start_requested = false;
-  SteadyClock::time_point start_requested_at{};
-  bool started = false;
-  bool finished = false;
-  bool continuation_killed = false;
-  /// Set when the worker lost its leader while this attempt ran; cleared
-  /// only by a welcome that lists the attempt as adopted. The attempt is
-  /// killed once it has been unadopted for the continuation timeout.
-  std::optional<SteadyClock::time_point> detached_since;
+/// The process side of a started attempt: its runner (the supervisor's
+/// control) and the thread it runs on. What the attempt may do next is the
+/// AttemptTable's (worker/core).
+struct Process {
   std::shared_ptr<TaskRunner> runner;
   std::thread thread;
 };
 
 class Agent {
  public:
-  Agent(const WorkerConfig& cfg, const std::atomic<bool>& stop)
+  Agent(const WorkerConfig& cfg, const std::atomic<bool>& stop, const Clock& clock)
       : cfg_(cfg),
         stop_(stop),
+        clock_(clock),
         outbox_(cfg.spool_dir),
         journal_(cfg.spool_dir + "/journal.log"),
         // Weakened chaos builds only: no cgroups, the supervisor alone.
@@ -115,8 +107,8 @@ class Agent {
     connect();
     tick();
     ioc_.run();
-    for (auto& [k, a] : attempts_)
-      if (a.thread.joinable()) a.thread.join();
+    for (auto& [k, p] : processes_)
+      if (p.thread.joinable()) p.thread.join();
     return 0;
   }
 
@@ -175,8 +167,7 @@ class Agent {
   protocol::Hello hello() const {
     protocol::Hello h{cfg_.worker_id,      cfg_.token, cfg_.capacity, cfg_.labels, {}, {},
                       unreachable_leader_, instance_,  succeeds_};
-    for (const auto& [k, a] : attempts_)
-      if (a.started && !a.finished) h.running.push_back(a.assign.ref);
+    h.running = table_.running();
     // Weakened chaos builds only: the old rule, ended attempts not listed.
     if (!weakened("lost_rule"))
       for (const auto& [k, ref] : unacked_) h.finished.push_back(ref);
@@ -202,12 +193,8 @@ class Agent {
     writing_ = false;
     queue_.clear();
     heartbeat_timer_.cancel();
-    if (was_attached) {
-      const auto now = SteadyClock::now();
-      for (auto& [k, a] : attempts_)
-        if (a.started && !a.finished && !a.detached_since) a.detached_since = now;
-      spdlog::warn("worker_detached worker={} running={}", cfg_.worker_id, running_count());
-    }
+    table_.detached(clock_.mono());  // live attempts start counting their continuation deadline
+    if (was_attached) spdlog::warn("worker_detached worker={} running={}", cfg_.worker_id, running_count());
     ++generation_;
     if (ws_) {
       beast::error_code ignored;
@@ -305,22 +292,14 @@ class Agent {
     redirects_in_a_row_ = 0;
     heartbeat_interval_ms_ = w.heartbeat_interval_ms;
     heartbeat_timeout_ms_ = w.heartbeat_timeout_ms;
-    continuation_timeout_ms_ = w.continuation_timeout_ms;
     continuation_margin_ms_ = w.continuation_margin_ms;
-    // Only an adoption (the leader wrote the run at its epoch) restarts an
-    // attempt's continuation clock; a welcome from a leader that did not,
-    // or could not, adopt it leaves the deadline where it was.
-    for (const auto& ref : w.adopted)
-      if (auto it = attempts_.find(key_of(ref)); it != attempts_.end()) it->second.detached_since.reset();
     spdlog::info("worker_attached worker={} node={} epoch={} running={} adopted={}", cfg_.worker_id, w.node_id, w.epoch,
                  running_count(), w.adopted.size());
     for (const auto& f : outbox_.pending()) send(f);
-    // A `start` sent on a connection that died may never have arrived: ask
-    // again; the leader grants it if the assignment is still current and
-    // denies it otherwise.
-    for (auto& [k, a] : attempts_)
-      if (!a.started) a.start_requested = false;
-    request_starts();
+    // Adopted attempts restart their continuation clock; starts are asked
+    // again (AttemptTable::welcome).
+    table_.welcome(w, clock_.mono());
+    apply_effects();
     heartbeat();
   }
 
@@ -343,37 +322,62 @@ class Agent {
   }
 
   void on_assign(const protocol::Assign& a) {
-    const std::string key = key_of(a.ref);
-    if (attempts_.count(key)) return;  // a replayed assign
-    attempts_[key].assign = a;
+    if (table_.state(a.ref)) return;  // a replayed assign
     spdlog::info("attempt_assigned worker={} run={} attempt={}", cfg_.worker_id, a.ref.run_id, a.ref.attempt);
-    request_starts();
-  }
-
-  /// Asks to start assigned attempts, but never while another attempt of the
-  /// same run is still alive here.
-  void request_starts() {
-    for (auto& [key, a] : attempts_) {
-      if (a.start_requested || a.started) continue;
-      bool other_alive = false;
-      for (const auto& [k2, b] : attempts_)
-        if (k2 != key && b.assign.ref.run_id == a.assign.ref.run_id && b.started && !b.finished) other_alive = true;
-      if (other_alive) continue;
-      a.start_requested = true;
-      a.start_requested_at = SteadyClock::now();
-      send(protocol::Start{a.assign.ref});
-    }
+    table_.assign(a, clock_.mono());
+    apply_effects();
   }
 
   void on_start_granted(const protocol::StartGranted& g) {
-    auto it = attempts_.find(key_of(g.ref));
-    if (it == attempts_.end() || it->second.started) return;
-    Attempt& a = it->second;
-    a.started = true;
-    a.runner = std::make_shared<TaskRunner>();
+    table_.start_granted(g.ref);
+    apply_effects();
+  }
+
+  void on_start_denied(const protocol::StartDenied& d) {
+    if (auto st = table_.state(d.ref);
+        st && *st != worker_core::AttemptState::running && *st != worker_core::AttemptState::stopping)
+      spdlog::info("attempt_start_denied worker={} run={} attempt={} reason={}", cfg_.worker_id, d.ref.run_id,
+                   d.ref.attempt, d.reason);
+    table_.start_denied(d.ref);
+    apply_effects();
+  }
+
+  void on_cancel(const protocol::Cancel& c) {
+    if (!table_.state(c.ref)) return;
+    spdlog::info("attempt_cancel worker={} run={} attempt={} reason={}", cfg_.worker_id, c.ref.run_id, c.ref.attempt,
+                 c.reason);
+    table_.cancel(c);
+    apply_effects();
+  }
+
+  /// Carries out what the AttemptTable decided.
+  void apply_effects() {
+    for (auto& e : table_.take_effects()) {
+      if (auto* m = std::get_if<worker_core::Send>(&e)) {
+        send(m->message);
+      } else if (auto* sp = std::get_if<worker_core::Spawn>(&e)) {
+        spawn(sp->assign);
+      } else if (auto* k = std::get_if<worker_core::Kill>(&e)) {
+        auto p = processes_.find(key_of(k->ref));
+        if (p == processes_.end() || !p->second.runner) continue;
+        if (k->cause == worker_core::KillCause::continuation)
+          spdlog::warn("attempt_continuation_expired worker={} run={} attempt={}", cfg_.worker_id, k->ref.run_id,
+                       k->ref.attempt);
+        p->second.runner->cancel(k->reason, k->as_failure);
+      } else if (auto* r = std::get_if<worker_core::Renew>(&e)) {
+        if (auto p = processes_.find(key_of(r->ref)); p != processes_.end() && p->second.runner)
+          p->second.runner->renew();
+      }
+    }
+  }
+
+  /// Starts the process tree of a granted attempt on a thread of its own.
+  void spawn(const protocol::Assign& assign) {
+    Process& p = processes_[key_of(assign.ref)];
+    p.runner = std::make_shared<TaskRunner>();
     AttemptContext ctx;
-    ctx.ref = a.assign.ref;
-    ctx.timeout = std::chrono::milliseconds(a.assign.timeout_ms);
+    ctx.ref = assign.ref;
+    ctx.timeout = std::chrono::milliseconds(assign.timeout_ms);
     ctx.sql_connections = cfg_.sql_connections;
     // The tree must be dead before a leader may retry the run: the leader
     // waits continuation timeout + margin after it lost this worker, and the
@@ -381,64 +385,43 @@ class Agent {
     // stops running), so half the margin leaves room for scheduling delays.
     ctx.switch_timeout = std::chrono::milliseconds(std::max<std::int64_t>(continuation_margin_ms_ / 2, 200));
     ctx.cgroups = &cgroups_;
-    ctx.on_process = [this, ref = a.assign.ref](int pid, bool started) {
+    ctx.on_process = [this, ref = assign.ref](int pid, bool started) {
       if (started)
         record_supervisor(trees_dir(), pid);
       else
         forget_supervisor(trees_dir(), pid);
       journal_.record(started ? "start" : "exit", ref, pid);
     };
-    spdlog::info("attempt_started worker={} run={} attempt={}", cfg_.worker_id, g.ref.run_id, g.ref.attempt);
-    const bool only_noops = std::all_of(a.assign.tasks.begin(), a.assign.tasks.end(), [](const protocol::Task& t) {
-      return t.kind == protocol::TaskKind::builtin && (t.builtin == "NOOP" || t.builtin.empty());
+    spdlog::info("attempt_started worker={} run={} attempt={}", cfg_.worker_id, assign.ref.run_id, assign.ref.attempt);
+    const bool only_noops = std::all_of(assign.tasks.begin(), assign.tasks.end(), [](const protocol::Task& t) {
+      return t.kind == protocol::TaskKind::builtin && t.builtin == protocol::Builtin::noop;
     });
     if (only_noops) {
       // Nothing to wait for: no thread (a thread per run was most of a NOOP
       // run's cost on the worker). Still finished through the same path.
-      protocol::Finish fin = a.runner->run(ctx, a.assign.tasks);
+      protocol::Finish fin = p.runner->run(ctx, assign.tasks);
       asio::post(ioc_, [this, fin = std::move(fin)] { on_attempt_done(fin); });
       return;
     }
-    a.thread = std::thread([this, runner = a.runner, ctx, tasks = a.assign.tasks] {
+    p.thread = std::thread([this, runner = p.runner, ctx, tasks = assign.tasks] {
       protocol::Finish fin = runner->run(ctx, tasks);
       asio::post(ioc_, [this, fin = std::move(fin)] { on_attempt_done(fin); });
     });
   }
 
-  void on_start_denied(const protocol::StartDenied& d) {
-    auto it = attempts_.find(key_of(d.ref));
-    if (it == attempts_.end() || it->second.started) return;
-    spdlog::info("attempt_start_denied worker={} run={} attempt={} reason={}", cfg_.worker_id, d.ref.run_id,
-                 d.ref.attempt, d.reason);
-    attempts_.erase(it);
-  }
-
-  void on_cancel(const protocol::Cancel& c) {
-    auto it = attempts_.find(key_of(c.ref));
-    if (it == attempts_.end()) return;
-    Attempt& a = it->second;
-    spdlog::info("attempt_cancel worker={} run={} attempt={} reason={}", cfg_.worker_id, c.ref.run_id, c.ref.attempt,
-                 c.reason);
-    if (!a.started) {
-      attempts_.erase(it);
-      return;
-    }
-    if (!a.finished) a.runner->cancel(c.reason, false);
-  }
-
   void on_attempt_done(const protocol::Finish& fin) {
-    auto it = attempts_.find(key_of(fin.ref));
-    if (it == attempts_.end()) return;
-    it->second.finished = true;
+    auto it = processes_.find(key_of(fin.ref));
+    if (it == processes_.end()) return;
     if (it->second.thread.joinable()) it->second.thread.join();
+    processes_.erase(it);
+    table_.finished(fin.ref, clock_.mono());
     spdlog::info("attempt_finished worker={} run={} attempt={} outcome={} exit_code={}", cfg_.worker_id, fin.ref.run_id,
-                 fin.ref.attempt, fin.outcome, fin.exit_code.value_or(0));
-    attempts_.erase(it);
+                 fin.ref.attempt, protocol::to_string(fin.outcome), fin.exit_code.value_or(0));
     unacked_[key_of(fin.ref)] = fin.ref;
     // Durable before it is sent (a crash from then on still delivers it):
     // the writer thread group-commits it and hands it back (on_durable).
     outbox_writer_.push(fin);
-    request_starts();
+    apply_effects();  // an attempt of the same run may have been waiting to start
   }
 
   /// Writer thread: a group of finishes is on disk; send it from the io thread.
@@ -473,12 +456,8 @@ class Agent {
   void heartbeat() {
     if (!attached_) return;
     protocol::Heartbeat h;
-    for (const auto& [k, a] : attempts_) {
-      if (a.started && !a.finished)
-        h.running.push_back(a.assign.ref);
-      else if (!a.started)
-        h.assigned.push_back(a.assign.ref);
-    }
+    h.running = table_.running();
+    h.assigned = table_.assigned();
     if (!weakened("lost_rule"))
       for (const auto& [k, ref] : unacked_) h.finished.push_back(ref);
     send(h);
@@ -493,33 +472,11 @@ class Agent {
       shutdown();
       return;
     }
-    // Continuation on the worker side: an attempt not adopted by a leader
-    // for the continuation timeout since its worker lost the leader is
-    // killed and reported failed. The leader retries only after its own
-    // deadline + margin, so the two never overlap.
+    // Renewals, the continuation deadline while detached, unanswered
+    // starts: decided by the AttemptTable.
+    table_.tick(clock_.mono());
+    apply_effects();
     const auto now = SteadyClock::now();
-    for (auto& [k, a] : attempts_) {
-      if (!a.started || a.finished || !a.runner || a.continuation_killed) continue;
-      // The timeout the assigning leader sent with the attempt: the one it
-      // stored with the run, so every later leader waits for this very value.
-      const std::int64_t limit_ms =
-          a.assign.continuation_timeout_ms > 0 ? a.assign.continuation_timeout_ms : continuation_timeout_ms_;
-      if (!a.detached_since || now - *a.detached_since <= std::chrono::milliseconds(limit_ms)) {
-        a.runner->renew();  // this attempt may go on: renew its dead-man's switch
-        continue;
-      }
-      a.continuation_killed = true;
-      spdlog::warn("attempt_continuation_expired worker={} run={} attempt={}", cfg_.worker_id, a.assign.ref.run_id,
-                   a.assign.ref.attempt);
-      a.runner->cancel("continuation deadline passed while detached from the leader", true);
-    }
-    if (attached_) {
-      for (auto& [k, a] : attempts_) {
-        if (a.started || !a.start_requested || now - a.start_requested_at < start_resend_after) continue;
-        a.start_requested_at = now;
-        send(protocol::Start{a.assign.ref});
-      }
-    }
     if (!undurable_.empty() && now - last_outbox_retry_ >= outbox_retry_after) {
       last_outbox_retry_ = now;
       for (const auto& [k, f] : undurable_) outbox_writer_.push(f);
@@ -537,12 +494,10 @@ class Agent {
 
   void shutdown() {
     spdlog::info("worker_stopping worker={} running={}", cfg_.worker_id, running_count());
-    for (auto& [k, a] : attempts_)
-      if (a.started && !a.finished && a.runner) a.runner->cancel("worker stopping", true);
-    for (auto& [k, a] : attempts_) {
-      if (!a.thread.joinable()) continue;
-      a.thread.join();
-    }
+    table_.stop_all("worker stopping");
+    apply_effects();
+    for (auto& [k, p] : processes_)
+      if (p.thread.joinable()) p.thread.join();
     // Finishes posted by the runners are still queued: run them (they write
     // the outbox) before leaving.
     ioc_.poll();
@@ -557,14 +512,11 @@ class Agent {
     ioc_.stop();
   }
 
-  int running_count() const {
-    int n = 0;
-    for (const auto& [k, a] : attempts_) n += a.started && !a.finished;
-    return n;
-  }
+  std::size_t running_count() const { return table_.running().size(); }
 
   const WorkerConfig& cfg_;
   const std::atomic<bool>& stop_;
+  const Clock& clock_;
   Outbox outbox_;
   std::string redirect_advertised_;  ///< the endpoint a redirect named (redirect_ is it after endpoint_map)
   std::string unreachable_leader_;   ///< see protocol::Hello::unreachable_leader
@@ -584,11 +536,11 @@ class Agent {
   std::string host_, redirect_;
   std::size_t endpoint_index_ = 0;
   int failures_ = 0, redirects_in_a_row_ = 0;
-  std::int64_t heartbeat_interval_ms_ = 1000, heartbeat_timeout_ms_ = 5000, continuation_timeout_ms_ = 30000,
-               continuation_margin_ms_ = 10000;
+  std::int64_t heartbeat_interval_ms_ = 1000, heartbeat_timeout_ms_ = 5000, continuation_margin_ms_ = 10000;
   SteadyClock::time_point last_resend_{}, last_outbox_retry_{};
-  std::map<std::string, Attempt> attempts_;
-  std::string instance_, succeeds_;  ///< this process; the one before it on this spool
+  worker_core::AttemptTable table_;           ///< what each attempt may do (worker/core)
+  std::map<std::string, Process> processes_;  ///< started attempts' runners, by key
+  std::string instance_, succeeds_;           ///< this process; the one before it on this spool
   /// Attempts whose process ended and whose finish is not acknowledged.
   std::map<std::string, protocol::AttemptRef> unacked_;
   /// Finishes whose outbox write failed: retried until durable or acked.
@@ -599,7 +551,8 @@ class Agent {
 }  // namespace
 
 int run_agent(const WorkerConfig& cfg, const std::atomic<bool>& stop) {
-  Agent agent(cfg, stop);
+  RealClock clock;
+  Agent agent(cfg, stop, clock);
   return agent.run();
 }
 

@@ -14,6 +14,7 @@
 
 #include "baton/core/duration.h"
 #include "baton/core/utf8.h"
+#include "baton/protocol/vocabulary.h"
 #include "baton/worker/task_supervisor.h"
 
 extern char** environ;
@@ -172,18 +173,18 @@ TaskRunner::TaskOutcome TaskRunner::run_program(const AttemptContext& ctx, const
 }
 
 TaskRunner::TaskOutcome TaskRunner::run_builtin(const protocol::Task& t, Clock::time_point deadline) {
-  if (t.builtin == "NOOP" || t.builtin.empty()) return {true, 0, false, false, ""};
-  if (t.builtin == "LOG") {
+  if (t.builtin == protocol::Builtin::noop) return {true, 0, false, false, ""};
+  if (t.builtin == protocol::Builtin::log) {
     std::string line = t.argument + "\n";
     append(stdout_tail_, line.data(), line.size());
     return {true, 0, false, false, ""};
   }
-  if (t.builtin == "FAIL") {
+  if (t.builtin == protocol::Builtin::fail) {
     std::string line = (t.argument.empty() ? "FAIL" : t.argument) + "\n";
     append(stderr_tail_, line.data(), line.size());
     return {false, 1, false, false, t.argument.empty() ? "FAIL" : t.argument};
   }
-  if (t.builtin == "SLEEP") {
+  if (t.builtin == protocol::Builtin::sleep) {
     std::string why;
     auto d = parse_duration(t.argument.empty() ? "1s" : t.argument, &why);
     if (!d) return {false, 2, false, false, "SLEEP: " + why};
@@ -196,7 +197,7 @@ TaskRunner::TaskOutcome TaskRunner::run_builtin(const protocol::Task& t, Clock::
     }
     return {true, 0, false, false, ""};
   }
-  return {false, 2, false, false, "unknown builtin '" + t.builtin + "'"};
+  return {false, 2, false, false, std::string("unknown builtin ") + protocol::to_string(t.builtin)};
 }
 
 protocol::Finish TaskRunner::run(const AttemptContext& ctx, const std::vector<protocol::Task>& tasks) {
@@ -204,7 +205,7 @@ protocol::Finish TaskRunner::run(const AttemptContext& ctx, const std::vector<pr
   const auto deadline = ctx.timeout.count() > 0 ? start + ctx.timeout : Clock::time_point::max();
   protocol::Finish fin;
   fin.ref = ctx.ref;
-  fin.outcome = "SUCCEEDED";
+  fin.outcome = protocol::Outcome::succeeded;
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const auto& t = tasks[i];
     const auto t0 = Clock::now();
@@ -228,17 +229,17 @@ protocol::Finish TaskRunner::run(const AttemptContext& ctx, const std::vector<pr
     fin.exit_code = o.exit_code;
     if (o.ok) continue;
     if (o.canceled) {
-      fin.outcome = cancel_as_failure_ ? "FAILED" : "CANCELED";
+      fin.outcome = cancel_as_failure_ ? protocol::Outcome::failed : protocol::Outcome::canceled;
       fin.error = o.error;
       break;
     }
     if (o.timed_out) {
-      fin.outcome = "TIMED_OUT";
+      fin.outcome = protocol::Outcome::timed_out;
       fin.error = "run timed out after " + std::to_string(ctx.timeout.count()) + "ms";
       break;
     }
     if (t.ignore_error) continue;
-    fin.outcome = "FAILED";
+    fin.outcome = protocol::Outcome::failed;
     fin.error = (t.name.empty() ? "task " + std::to_string(i) : t.name) + ": " + o.error;
     break;
   }

@@ -14,8 +14,8 @@ using namespace baton::worker;
 TEST(Outbox, KeepsFinishesUntilAcknowledgedAcrossReopen) {
   std::string dir = "/tmp/baton-outbox-test-" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
-  protocol::Finish a{{1, 1, "aaaa"}, "SUCCEEDED", 0, "", "out", "", 5, {}};
-  protocol::Finish b{{2, 3, "bbbb"}, "FAILED", 2, "exit 2", "", "err", 7, {}};
+  protocol::Finish a{{1, 1, "aaaa"}, protocol::Outcome::succeeded, 0, "", "out", "", 5, {}};
+  protocol::Finish b{{2, 3, "bbbb"}, protocol::Outcome::failed, 2, "exit 2", "", "err", 7, {}};
   {
     Outbox o(dir);
     ASSERT_TRUE(o.open());
@@ -50,7 +50,8 @@ TEST(Outbox, AGroupIsOneAppendAndAcksSurviveARestart) {
     return std::pair{finishes, acks};
   };
   std::vector<protocol::Finish> group;
-  for (int i = 1; i <= 3; ++i) group.push_back({{i, 1, "tok" + std::to_string(i)}, "SUCCEEDED", 0, "", "", "", 1, {}});
+  for (int i = 1; i <= 3; ++i)
+    group.push_back({{i, 1, "tok" + std::to_string(i)}, protocol::Outcome::succeeded, 0, "", "", "", 1, {}});
   {
     Outbox o(dir);
     ASSERT_TRUE(o.open());
@@ -81,7 +82,7 @@ TEST(Outbox, AGroupIsOneAppendAndAcksSurviveARestart) {
 TEST(Outbox, ATornLastLineIsQuarantinedNotSilentlyDropped) {
   std::string dir = "/tmp/baton-outbox-torn-test-" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
-  protocol::Finish a{{7, 1, "aaaa"}, "SUCCEEDED", 0, "", "", "", 5, {}};
+  protocol::Finish a{{7, 1, "aaaa"}, protocol::Outcome::succeeded, 0, "", "", "", 5, {}};
   {
     Outbox o(dir);
     ASSERT_TRUE(o.open());
@@ -109,7 +110,7 @@ TEST(Outbox, AnUnreadableRecordDoesNotHideTheOnesAfterIt) {
   std::string dir = "/tmp/baton-outbox-bad-test-" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir + "/outbox");
-  protocol::Finish b{{9, 2, "bbbb"}, "SUCCEEDED", 0, "", "", "", 5, {}};
+  protocol::Finish b{{9, 2, "bbbb"}, protocol::Outcome::succeeded, 0, "", "", "", 5, {}};
   {
     std::ofstream out(dir + "/outbox/log-1.jsonl");
     out << "{\"type\":\"finish\",\"version\":1,\"run_id\":\"not a number\"}\n" << protocol::encode(b) << "\n";

@@ -1,4 +1,5 @@
 #include "baton/worker/task_runner.h"
+#include "baton/protocol/vocabulary.h"
 #include "baton/worker/task_supervisor.h"
 
 #include <gtest/gtest.h>
@@ -28,7 +29,7 @@ protocol::Task program(std::vector<std::string> argv) {
 protocol::Task builtin(const std::string& b, const std::string& arg = "") {
   protocol::Task t;
   t.kind = protocol::TaskKind::builtin;
-  t.builtin = b;
+  t.builtin = protocol::parse_builtin(b).value();
   t.argument = arg;
   return t;
 }
@@ -49,7 +50,7 @@ TEST(TaskRunner, ProgramGetsFenceEnvironmentAndOutputIsCaptured) {
   t.env["X"] = "42";
   t.cwd = "/tmp";
   auto f = r.run(ctx(), {t});
-  EXPECT_EQ(f.outcome, "FAILED");
+  EXPECT_EQ(f.outcome, protocol::Outcome::failed);
   EXPECT_EQ(f.exit_code, 3);
   EXPECT_NE(f.stdout_tail.find("run=77 attempt=2 fence=11111111-2222-4333-8444-555555555555 x=42"), std::string::npos)
       << f.stdout_tail;
@@ -61,7 +62,7 @@ TEST(TaskRunner, ProgramGetsFenceEnvironmentAndOutputIsCaptured) {
 TEST(TaskRunner, NoShellUnlessAsked) {
   TaskRunner r;
   auto f = r.run(ctx(), {program({"/bin/echo", "$HOME;", "rm", "-rf", "/"})});
-  EXPECT_EQ(f.outcome, "SUCCEEDED");
+  EXPECT_EQ(f.outcome, protocol::Outcome::succeeded);
   EXPECT_EQ(f.stdout_tail, "$HOME; rm -rf /\n");
 }
 
@@ -73,7 +74,7 @@ TEST(TaskRunner, TimeoutKillsTheWholeProcessGroup) {
   // The grandchild would write the marker after 2 s if it survived.
   auto f = r.run(ctx(300ms), {program({"/bin/sh", "-c", "(sleep 2; touch " + marker + ") & sleep 30"})});
   auto took = std::chrono::steady_clock::now() - t0;
-  EXPECT_EQ(f.outcome, "TIMED_OUT");
+  EXPECT_EQ(f.outcome, protocol::Outcome::timed_out);
   EXPECT_LT(took, 2s);
   std::this_thread::sleep_for(2500ms);
   EXPECT_FALSE(std::filesystem::exists(marker)) << "a grandchild outlived the timeout";
@@ -89,7 +90,7 @@ TEST(TaskRunner, CancelStopsTheProcessWithinASecond) {
   auto f = r.run(ctx(), {program({"/bin/sleep", "30"}), builtin("LOG", "must not run")});
   auto took = std::chrono::steady_clock::now() - t0;
   canceller.join();
-  EXPECT_EQ(f.outcome, "CANCELED");
+  EXPECT_EQ(f.outcome, protocol::Outcome::canceled);
   EXPECT_LT(took, 1200ms);
   EXPECT_EQ(f.stdout_tail.find("must not run"), std::string::npos);
 }
@@ -100,13 +101,13 @@ TEST(TaskRunner, ChainStopsAtFirstFailureUnlessIgnored) {
   ignored.ignore_error = true;
   auto f = r.run(ctx(), {builtin("LOG", "one"), ignored, builtin("SLEEP", "10ms"), builtin("FAIL", "boom"),
                          builtin("LOG", "never")});
-  EXPECT_EQ(f.outcome, "FAILED");
+  EXPECT_EQ(f.outcome, protocol::Outcome::failed);
   EXPECT_EQ(f.stdout_tail, "one\n");
   ASSERT_EQ(f.tasks.size(), 4u);
   EXPECT_FALSE(f.tasks[1].ok);
   EXPECT_NE(f.error.find("boom"), std::string::npos);
   TaskRunner ok;
-  EXPECT_EQ(ok.run(ctx(), {builtin("NOOP"), ignored}).outcome, "SUCCEEDED");
+  EXPECT_EQ(ok.run(ctx(), {builtin("NOOP"), ignored}).outcome, protocol::Outcome::succeeded);
 }
 
 TEST(TaskRunner, SqlNeedsANamedConnectionAndMissingProgramsFail) {
@@ -116,11 +117,11 @@ TEST(TaskRunner, SqlNeedsANamedConnectionAndMissingProgramsFail) {
   sql.connection = "nope";
   sql.sql = "SELECT 1";
   auto f = r.run(ctx(), {sql});
-  EXPECT_EQ(f.outcome, "FAILED");
+  EXPECT_EQ(f.outcome, protocol::Outcome::failed);
   EXPECT_NE(f.error.find("no connection named 'nope'"), std::string::npos) << f.error;
   TaskRunner r2;
   auto g = r2.run(ctx(), {program({"/nonexistent/binary"})});
-  EXPECT_EQ(g.outcome, "FAILED");
+  EXPECT_EQ(g.outcome, protocol::Outcome::failed);
   EXPECT_EQ(g.exit_code, 127);
 }
 
@@ -167,7 +168,7 @@ TEST(TaskTree, DetachedGrandchildDiesWhenTheTaskEnds) {
   std::filesystem::remove(file);
   TaskRunner r;
   auto fin = r.run(ctx(), {program(leaves_grandchild(file))});
-  EXPECT_EQ(fin.outcome, "SUCCEEDED") << fin.error;
+  EXPECT_EQ(fin.outcome, protocol::Outcome::succeeded) << fin.error;
   const pid_t grandchild = read_pid(file);
   ASSERT_GT(grandchild, 0);
   EXPECT_TRUE(dies(grandchild, 2s)) << "pid " << grandchild << " outlived its attempt";
@@ -185,7 +186,7 @@ TEST(TaskTree, CancelKillsTheDetachedGrandchild) {
   });
   auto fin = r.run(ctx(), {program(leaves_grandchild(file, "sleep 60"))});
   canceller.join();
-  EXPECT_EQ(fin.outcome, "CANCELED");
+  EXPECT_EQ(fin.outcome, protocol::Outcome::canceled);
   const pid_t grandchild = read_pid(file);
   ASSERT_GT(grandchild, 0);
   EXPECT_TRUE(dies(grandchild, 2s));
@@ -203,7 +204,7 @@ TEST(TaskTree, MissedRenewalsKillTheTree) {
   const auto t0 = std::chrono::steady_clock::now();
   auto fin = r.run(c, {program(leaves_grandchild(file, "sleep 60"))});
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
-  EXPECT_EQ(fin.outcome, "FAILED");
+  EXPECT_EQ(fin.outcome, protocol::Outcome::failed);
   const pid_t grandchild = read_pid(file);
   ASSERT_GT(grandchild, 0);
   EXPECT_TRUE(dies(grandchild, 2s));
@@ -225,7 +226,7 @@ TEST(TaskTree, RenewalsKeepTheTaskRunning) {
   auto fin = r.run(c, {program({"/bin/sleep", "1"})});
   done = true;
   renewer.join();
-  EXPECT_EQ(fin.outcome, "SUCCEEDED") << fin.error;
+  EXPECT_EQ(fin.outcome, protocol::Outcome::succeeded) << fin.error;
 }
 
 // The worker dies (kill -9): the supervisor sees its end of the control
@@ -329,7 +330,7 @@ TEST(TaskTree, KilledSupervisorsDetachedDescendantsDieWithTheirCgroup) {
   });
   auto fin = r.run(c, {program(leaves_grandchild(file, "sleep 60"))});
   killer.join();
-  EXPECT_EQ(fin.outcome, "FAILED");
+  EXPECT_EQ(fin.outcome, protocol::Outcome::failed);
   const pid_t grandchild = read_pid(file);
   ASSERT_GT(grandchild, 0);
   EXPECT_TRUE(dies(grandchild, 200ms)) << "pid " << grandchild << " outlived the finish of its attempt";

@@ -5,7 +5,7 @@
 
 #include "baton/consensus/election.h"
 #include "baton/core/result.h"
-#include "baton/leader/control_loop.h"
+#include "baton/leader_core/runtime_config.h"
 
 namespace baton::leader {
 
@@ -18,7 +18,7 @@ struct NodeConfig {
   bool auto_migrate = true;
   std::string log_level = "info";
   consensus::ElectionConfig election;
-  RuntimeConfig runtime;
+  leader_core::RuntimeConfig runtime;
   std::string worker_token;  ///< read from worker_token_file
   std::string admin_token;   ///< read from admin_token_file
   std::string jobs_dir;      ///< YAML job definitions upserted at start ("" = none)

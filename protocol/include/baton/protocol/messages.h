@@ -30,6 +30,14 @@ struct AttemptRef {
 
 enum class TaskKind { program, sql, builtin };
 
+/// The built-in tasks (BUILTIN): on the wire and in job files as NOOP,
+/// SLEEP, LOG and FAIL (vocabulary.h maps them).
+enum class Builtin { noop, sleep, log, fail };
+
+/// How an attempt ended, as its worker reports it in `finish`: on the wire
+/// SUCCEEDED, FAILED, TIMED_OUT, CANCELED.
+enum class Outcome { succeeded, failed, timed_out, canceled };
+
 struct Task {
   TaskKind kind = TaskKind::builtin;
   std::string name;
@@ -38,7 +46,7 @@ struct Task {
   std::string cwd;                         ///< PROGRAM: working directory
   std::string connection;                  ///< SQL: a connection name from the worker's config
   std::string sql;                         ///< SQL: statement text
-  std::string builtin;                     ///< BUILTIN: NOOP | SLEEP | LOG | FAIL
+  Builtin builtin = Builtin::noop;         ///< BUILTIN: which one
   std::string argument;                    ///< BUILTIN: SLEEP duration, LOG text, FAIL message
   bool ignore_error = false;
   friend bool operator==(const Task&, const Task&) = default;
@@ -136,7 +144,7 @@ struct TaskResult {
 };
 struct Finish {
   AttemptRef ref;
-  std::string outcome;  ///< SUCCEEDED | FAILED | TIMED_OUT | CANCELED
+  Outcome outcome = Outcome::failed;  ///< never succeeded unless a worker said so
   std::optional<int> exit_code;
   std::string error;
   std::string stdout_tail;

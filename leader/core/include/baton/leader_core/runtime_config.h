@@ -1,0 +1,27 @@
+#pragma once
+// The leader's run-lifecycle timing and limits (the node config's `runtime:`
+// section, docs/operations.md). Plain data: the pure decisions of
+// leader_core and the control loop that executes them both read it.
+#include "baton/core/clock.h"
+
+namespace baton::leader_core {
+
+struct RuntimeConfig {
+  Millis heartbeat_interval{1000};       ///< workers send heartbeats this often
+  Millis heartbeat_timeout{5000};        ///< a worker silent this long is detached
+  Millis reassign_after{10000};          ///< ASSIGNED and not started this long -> ORPHANED
+  Millis reassign_detached_after{1000};  ///< ... or this long when its worker is not attached
+  Millis continuation_timeout{30000};    ///< how long a detached worker keeps a RUNNING attempt going
+  Millis continuation_margin{10000};     ///< the leader waits deadline + margin before retrying the attempt
+  /// A run orphaned this many times without ever starting is failed (its
+  /// assignments, unlike its attempts, do not count against max_attempts).
+  int max_unstarted_assignments = 5;
+  Millis timeout_grace{5000};  ///< leader-side enforcement of a run timeout, after the worker's
+  Millis dispatch_every{50};
+  Millis reap_every{500};
+  Millis cron_every{200};
+  Millis retry_jitter_max{250};
+  int dispatch_batch = 512;
+};
+
+}  // namespace baton::leader_core

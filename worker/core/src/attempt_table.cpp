@@ -1,0 +1,185 @@
+#include "baton/worker_core/attempt_table.h"
+
+#include "baton/core/assert.h"
+
+namespace baton::worker_core {
+
+const char* to_string(AttemptState s) {
+  switch (s) {
+    case AttemptState::assigned: return "assigned";
+    case AttemptState::start_requested: return "start_requested";
+    case AttemptState::running: return "running";
+    case AttemptState::stopping: return "stopping";
+  }
+  return "?";
+}
+
+namespace {
+bool alive(AttemptState s) { return s == AttemptState::running || s == AttemptState::stopping; }
+}  // namespace
+
+std::string AttemptTable::key_of(const protocol::AttemptRef& r) {
+  return std::to_string(r.run_id) + ":" + std::to_string(r.attempt) + ":" + r.lease_token;
+}
+
+bool AttemptTable::other_alive(const std::string& key, std::int64_t run) const {
+  for (const auto& [k, a] : attempts_)
+    if (k != key && a.assign.ref.run_id == run && alive(a.state)) return true;
+  return false;
+}
+
+Millis AttemptTable::continuation_limit(const Attempt& a) const {
+  // The timeout the assigning leader sent with the attempt: the one it
+  // stored with the run, so every later leader waits for this very value.
+  return Millis{a.assign.continuation_timeout_ms > 0 ? a.assign.continuation_timeout_ms : continuation_timeout_ms_};
+}
+
+void AttemptTable::request_starts(MonoTime now) {
+  if (!attached_) return;  // asked at the next welcome
+  for (auto& [key, a] : attempts_) {
+    if (a.state != AttemptState::assigned || other_alive(key, a.assign.ref.run_id)) continue;
+    a.state = AttemptState::start_requested;
+    a.start_requested_at = now;
+    effects_.push_back(Send{protocol::Start{a.assign.ref}});
+  }
+}
+
+void AttemptTable::welcome(const protocol::Welcome& w, MonoTime now) {
+  attached_ = true;
+  continuation_timeout_ms_ = w.continuation_timeout_ms;
+  // Only an adoption (the leader wrote the run at its epoch) restarts an
+  // attempt's continuation clock; a welcome alone proves nothing about it.
+  for (const auto& ref : w.adopted)
+    if (auto it = attempts_.find(key_of(ref)); it != attempts_.end()) it->second.detached_since.reset();
+  for (auto& [k, a] : attempts_)
+    if (a.state == AttemptState::start_requested) a.state = AttemptState::assigned;
+  request_starts(now);
+  check_invariants();
+}
+
+void AttemptTable::detached(MonoTime now) {
+  if (attached_)
+    for (auto& [k, a] : attempts_)
+      if (alive(a.state) && !a.detached_since) a.detached_since = now;
+  attached_ = false;
+  check_invariants();
+}
+
+void AttemptTable::assign(const protocol::Assign& a, MonoTime now) {
+  const std::string key = key_of(a.ref);
+  if (attempts_.count(key)) return;  // a replayed assign
+  attempts_[key].assign = a;
+  request_starts(now);
+  check_invariants();
+}
+
+void AttemptTable::start_granted(const protocol::AttemptRef& ref) {
+  const std::string key = key_of(ref);
+  auto it = attempts_.find(key);
+  if (it == attempts_.end() || alive(it->second.state)) return;  // unknown, or a repeated grant
+  if (other_alive(key, ref.run_id)) {
+    // Never two live attempts of one run here: ask again once the other ended.
+    it->second.state = AttemptState::assigned;
+    check_invariants();
+    return;
+  }
+  it->second.state = AttemptState::running;
+  effects_.push_back(Spawn{it->second.assign});
+  check_invariants();
+}
+
+void AttemptTable::start_denied(const protocol::AttemptRef& ref) {
+  auto it = attempts_.find(key_of(ref));
+  if (it == attempts_.end() || alive(it->second.state)) return;
+  attempts_.erase(it);
+  check_invariants();
+}
+
+void AttemptTable::cancel(const protocol::Cancel& c) {
+  auto it = attempts_.find(key_of(c.ref));
+  if (it == attempts_.end()) return;
+  if (!alive(it->second.state)) {
+    attempts_.erase(it);  // never started: nothing to kill
+  } else {
+    it->second.state = AttemptState::stopping;
+    effects_.push_back(Kill{c.ref, c.reason, false, KillCause::cancel});
+  }
+  check_invariants();
+}
+
+void AttemptTable::finished(const protocol::AttemptRef& ref, MonoTime now) {
+  auto it = attempts_.find(key_of(ref));
+  if (it == attempts_.end()) return;
+  BATON_ASSERT(alive(it->second.state));
+  attempts_.erase(it);
+  request_starts(now);  // an attempt of the same run may have been waiting
+  check_invariants();
+}
+
+void AttemptTable::tick(MonoTime now) {
+  for (auto& [k, a] : attempts_) {
+    if (a.state != AttemptState::running) continue;
+    if (!a.detached_since || now - *a.detached_since <= continuation_limit(a)) {
+      effects_.push_back(Renew{a.assign.ref});  // this attempt may go on
+      continue;
+    }
+    // Cut off from every leader for its continuation timeout: the leader
+    // retries after its own deadline + margin, so this one must end first.
+    a.state = AttemptState::stopping;
+    effects_.push_back(Kill{a.assign.ref, "continuation deadline passed while detached from the leader", true,
+                            KillCause::continuation});
+  }
+  if (attached_)
+    for (auto& [k, a] : attempts_)
+      if (a.state == AttemptState::start_requested && now - a.start_requested_at >= start_resend_after) {
+        a.start_requested_at = now;
+        effects_.push_back(Send{protocol::Start{a.assign.ref}});
+      }
+  check_invariants();
+}
+
+void AttemptTable::stop_all(const std::string& reason) {
+  for (auto& [k, a] : attempts_)
+    if (a.state == AttemptState::running) {
+      a.state = AttemptState::stopping;
+      effects_.push_back(Kill{a.assign.ref, reason, true, KillCause::stopping});
+    }
+  check_invariants();
+}
+
+std::vector<protocol::AttemptRef> AttemptTable::running() const {
+  std::vector<protocol::AttemptRef> out;
+  for (const auto& [k, a] : attempts_)
+    if (alive(a.state)) out.push_back(a.assign.ref);
+  return out;
+}
+
+std::vector<protocol::AttemptRef> AttemptTable::assigned() const {
+  std::vector<protocol::AttemptRef> out;
+  for (const auto& [k, a] : attempts_)
+    if (!alive(a.state)) out.push_back(a.assign.ref);
+  return out;
+}
+
+std::optional<AttemptState> AttemptTable::state(const protocol::AttemptRef& ref) const {
+  auto it = attempts_.find(key_of(ref));
+  if (it == attempts_.end()) return std::nullopt;
+  return it->second.state;
+}
+
+std::vector<Effect> AttemptTable::take_effects() {
+  std::vector<Effect> out;
+  out.swap(effects_);
+  return out;
+}
+
+void AttemptTable::check_invariants() const {
+  std::map<std::int64_t, int> live;
+  for (const auto& [k, a] : attempts_) {
+    BATON_ASSERT(k == key_of(a.assign.ref));
+    if (alive(a.state)) BATON_ASSERT(++live[a.assign.ref.run_id] == 1);  // one live attempt per run
+    if (a.detached_since) BATON_ASSERT(alive(a.state));                  // only live attempts count down
+  }
+}
+
+}  // namespace baton::worker_core
