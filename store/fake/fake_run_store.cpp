@@ -279,11 +279,19 @@ WriteResult FakeRunDb::adopt(const RunFence& f, const AttemptFence& a) {
       });
 }
 
-BatchWriteResult FakeRunDb::assign_batch(Epoch epoch, const std::vector<AssignRow>& rows) {
+template <class Row, class One>
+BatchWriteResult FakeRunDb::batch(Epoch epoch, const std::vector<Row>& rows, One&& one) {
   BatchWriteResult out;
   out.current_epoch = lease_.epoch();
-  for (const auto& row : rows) {
-    auto w = update(
+  if (epoch != lease_.epoch()) return out;  // judged once for the statement: nothing written
+  for (const auto& row : rows)
+    if (WriteResult w = one(row); w.outcome == WriteOutcome::applied) out.applied[row.run.value] = w;
+  return out;
+}
+
+BatchWriteResult FakeRunDb::assign_batch(Epoch epoch, const std::vector<AssignRow>& rows) {
+  return batch(epoch, rows, [&](const AssignRow& row) {
+    return update(
         {row.run, row.expected_version, epoch},
         [&](const FakeRun& r) {
           return r.state == row.from && in(r.state, {RunState::pending, RunState::orphaned, RunState::retry_waiting});
@@ -299,37 +307,27 @@ BatchWriteResult FakeRunDb::assign_batch(Epoch epoch, const std::vector<AssignRo
           r.continuation_deadline.reset();
           if (row.continuation_timeout.count() > 0) r.continuation_timeout_ms = row.continuation_timeout.count();
         });
-    if (w.outcome == WriteOutcome::fenced) return out;  // judged once for the statement: nothing written
-    if (w.outcome == WriteOutcome::applied) out.applied[row.run.value] = w;
-  }
-  return out;
+  });
 }
 
 BatchWriteResult FakeRunDb::start_batch(Epoch epoch, const std::vector<StartRow>& rows) {
-  BatchWriteResult out;
-  out.current_epoch = lease_.epoch();
-  for (const auto& row : rows) {
-    auto w = update(
+  return batch(epoch, rows, [&](const StartRow& row) {
+    return update(
         {row.run, row.expected_version, epoch},
         [&](const FakeRun& r) { return r.state == RunState::assigned && holds(r, row.attempt); },
         [&](FakeRun& r) {
           r.state = RunState::running;
           r.worker_instance = row.worker_instance;
         });
-    if (w.outcome == WriteOutcome::fenced) return out;
-    if (w.outcome == WriteOutcome::applied) out.applied[row.run.value] = w;
-  }
-  return out;
+  });
 }
 
 BatchWriteResult FakeRunDb::finish_batch(Epoch epoch, const std::vector<FinishRow>& rows) {
-  BatchWriteResult out;
-  out.current_epoch = lease_.epoch();
-  for (const auto& row : rows) {
+  return batch(epoch, rows, [&](const FinishRow& row) {
     const RunState fs = row.finish.final_state;
     BATON_ASSERT(in(fs, {RunState::succeeded, RunState::failed, RunState::timed_out}));
     BATON_ASSERT(!row.retry_delay || fs != RunState::succeeded);
-    auto w = update(
+    return update(
         {row.run, row.expected_version, epoch},
         [&](const FakeRun& r) {
           return r.state == RunState::running && holds(r, row.attempt) && r.leader_epoch == epoch;
@@ -344,10 +342,7 @@ BatchWriteResult FakeRunDb::finish_batch(Epoch epoch, const std::vector<FinishRo
           record_attempt(r, fs, row.finish.exit_code);
           dead_letter_if_failed(r);
         });
-    if (w.outcome == WriteOutcome::fenced) return out;
-    if (w.outcome == WriteOutcome::applied) out.applied[row.run.value] = w;
-  }
-  return out;
+  });
 }
 
 // ---- a node's handle ----------------------------------------------------------

@@ -113,6 +113,10 @@ class FakeRunDb {
   /// version and epoch move on (and the transition is logged).
   WriteResult update(const RunFence& f, const std::function<bool(const FakeRun&)>& where,
                      const std::function<void(FakeRun&)>& set);
+  /// The shape of every batch: the fence judged once for the statement,
+  /// then each row on its own predicates (`one`).
+  template <class Row, class One>
+  BatchWriteResult batch(Epoch epoch, const std::vector<Row>& rows, One&& one);
   static bool holds(const FakeRun& r, const AttemptFence& a);
   std::string new_token();
   void record_attempt(const FakeRun& r, RunState outcome, std::optional<int> exit_code);
