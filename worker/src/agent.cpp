@@ -363,7 +363,7 @@ class Agent {
         if (k->cause == worker_core::KillCause::continuation)
           spdlog::warn("attempt_continuation_expired worker={} run={} attempt={}", cfg_.worker_id, k->ref.run_id,
                        k->ref.attempt);
-        p->second.runner->cancel(k->reason, k->as_failure);
+        p->second.runner->cancel(k->reason, k->as_failure());
       } else if (auto* r = std::get_if<worker_core::Renew>(&e)) {
         if (auto p = processes_.find(key_of(r->ref)); p != processes_.end() && p->second.runner)
           p->second.runner->renew();

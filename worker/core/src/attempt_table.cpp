@@ -102,7 +102,7 @@ void AttemptTable::cancel(const protocol::Cancel& c) {
     attempts_.erase(it);  // never started: nothing to kill
   } else {
     it->second.state = AttemptState::stopping;
-    effects_.push_back(Kill{c.ref, c.reason, false, KillCause::cancel});
+    effects_.push_back(Kill{c.ref, c.reason, KillCause::cancel});
   }
   check_invariants();
 }
@@ -126,8 +126,8 @@ void AttemptTable::tick(MonoTime now) {
     // Cut off from every leader for its continuation timeout: the leader
     // retries after its own deadline + margin, so this one must end first.
     a.state = AttemptState::stopping;
-    effects_.push_back(Kill{a.assign.ref, "continuation deadline passed while detached from the leader", true,
-                            KillCause::continuation});
+    effects_.push_back(
+        Kill{a.assign.ref, "continuation deadline passed while detached from the leader", KillCause::continuation});
   }
   if (attached_)
     for (auto& [k, a] : attempts_)
@@ -142,7 +142,7 @@ void AttemptTable::stop_all(const std::string& reason) {
   for (auto& [k, a] : attempts_)
     if (a.state == AttemptState::running) {
       a.state = AttemptState::stopping;
-      effects_.push_back(Kill{a.assign.ref, reason, true, KillCause::stopping});
+      effects_.push_back(Kill{a.assign.ref, reason, KillCause::stopping});
     }
   check_invariants();
 }

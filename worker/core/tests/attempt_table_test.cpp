@@ -148,7 +148,7 @@ TEST(AttemptTable, DetachedPastTheContinuationTimeoutIsKilledAsAFailureExactlyTh
   t.tick(at(6001ms));
   e = t.take_effects();
   ASSERT_EQ(only<Kill>(e).size(), 1u);
-  EXPECT_TRUE(only<Kill>(e)[0].as_failure);
+  EXPECT_TRUE(only<Kill>(e)[0].as_failure());
   EXPECT_EQ(only<Kill>(e)[0].cause, KillCause::continuation);
   EXPECT_TRUE(only<Renew>(e).empty()) << "no renewal once it is over";
   EXPECT_EQ(t.state(ref(1)), AttemptState::stopping);
@@ -181,7 +181,7 @@ TEST(AttemptTable, CancelKillsALiveAttemptAndDropsAnUnstartedOne) {
   auto e = t.take_effects();
   ASSERT_EQ(only<Kill>(e).size(), 1u);
   EXPECT_EQ(only<Kill>(e)[0].ref, ref(1));
-  EXPECT_FALSE(only<Kill>(e)[0].as_failure);
+  EXPECT_FALSE(only<Kill>(e)[0].as_failure());
   EXPECT_FALSE(t.state(ref(2)));
   t.finished(ref(1), at(10ms));
   EXPECT_TRUE(t.running().empty());
@@ -192,5 +192,5 @@ TEST(AttemptTable, StoppingKillsEveryLiveAttemptAsAFailure) {
   t.stop_all("worker stopping");
   auto kills = only<Kill>(t.take_effects());
   ASSERT_EQ(kills.size(), 1u);
-  EXPECT_TRUE(kills[0].as_failure);
+  EXPECT_TRUE(kills[0].as_failure());
 }

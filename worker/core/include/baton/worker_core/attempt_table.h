@@ -55,13 +55,14 @@ enum class KillCause {
   continuation,  ///< detached from every leader past its continuation timeout
   stopping,      ///< this worker is shutting down
 };
-/// Kill the attempt's process tree; its finish reports CANCELED, or FAILED
-/// with `reason` if `as_failure`.
+/// Kill the attempt's process tree; its finish reports CANCELED when a
+/// leader asked, FAILED with `reason` otherwise (the attempt did not end
+/// by anyone's wish: it must not look cancelled).
 struct Kill {
   protocol::AttemptRef ref;
   std::string reason;
-  bool as_failure = false;
   KillCause cause = KillCause::cancel;
+  bool as_failure() const { return cause != KillCause::cancel; }
 };
 /// Renew the attempt's dead-man's switch: it may go on.
 struct Renew {
