@@ -1,0 +1,369 @@
+#pragma once
+// RunBook: the leader's side of the run lifecycle for one epoch, as a state
+// machine without I/O (etcd raft's Ready/Advance shape). Inputs are what the
+// leader learns -- a worker attached or detached, a protocol message, an
+// operator's cancel, the result of a read or a write, a tick with the
+// monotonic time -- and the output is a queue of effects: messages to send,
+// connections to close, reads and fenced writes to perform, log lines and
+// counters. The shell (leader/src/control_loop.cpp) carries out each effect
+// in order and feeds the result of every read and write back, tagged with the
+// effect's OpId; the book then decides the next step. It reads no clock,
+// starts no thread and performs no I/O, so every rule below is tested by
+// feeding inputs and looking at effects (leader/core/tests/run_book_test.cpp)
+// and simulated with a fake store (sim/).
+//
+// The rules it keeps (docs/fencing.md, docs/protocol.md):
+//   - a StartGranted is sent only after the start write applied ("no start
+//     right, no process"); a start already written is granted again;
+//   - a finish of an attempt that is no longer current is acknowledged
+//     without a write; a finish of another epoch's attempt is adopted first;
+//   - an attempt a worker runs that is no longer its attempt is cancelled,
+//     judged only on a successful read (a failed read proves nothing);
+//   - a RUNNING attempt whose worker left goes CONFIRMING, and is given up
+//     only when the database's deadline and this leader's own monotonic one
+//     have both passed; a new leader waits one heartbeat interval for the
+//     fleet to reattach before judging anything;
+//   - a run orphaned max_unstarted_assignments times without starting fails;
+//   - once any write comes back Fenced, nothing is sent and nothing written,
+//     ever again (fenced(); checked after every input).
+//
+// Reads of the active runs are coalesced: every decision that needs a fresh
+// view waits for the one outstanding ReadActive, and a view stays fresh until
+// a write's outcome contradicts it or the pass ends (tick's work is done).
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "baton/core/clock.h"
+#include "baton/core/ids.h"
+#include "baton/core/result.h"
+#include "baton/core/run_state.h"
+#include "baton/leader_core/cron.h"
+#include "baton/leader_core/runtime_config.h"
+#include "baton/protocol/messages.h"
+#include "baton/store/leader_store.h"
+#include "baton/store/run_store.h"
+
+namespace baton::leader_core {
+
+using LinkId = std::uint64_t;  ///< one worker connection, as the shell numbers them
+using OpId = std::uint64_t;    ///< one read or write, to match its result to it
+
+enum class LogLevel { debug, info, warn, error };
+enum class Counter {
+  fenced_writes,
+  conflict_writes,
+  runs_assigned,
+  runs_started,
+  runs_finished,
+  runs_orphaned,
+  runs_created_by_cron,
+  protocol_errors
+};
+
+// --- effects ----------------------------------------------------------------
+struct Send {
+  LinkId link = 0;
+  protocol::Message message;
+};
+struct Close {
+  LinkId link = 0;
+  std::string reason;
+};
+struct Log {
+  LogLevel level = LogLevel::info;
+  std::string text;  ///< "event key=value ..."; anything a worker supplied is quoted
+};
+struct Count {
+  Counter counter = Counter::conflict_writes;
+  std::int64_t n = 1;
+};
+struct ObserveDispatchLatency {
+  std::int64_t us = 0;
+};
+/// The workers registry (not run state): no result is fed back.
+struct RecordWorker {
+  std::string worker_id;
+  bool attached = false;
+  std::string labels_json;
+  int capacity = 0;
+};
+struct AppendRunLog {
+  RunId run{0};
+  int attempt = 0;
+  std::string stream;
+  std::string chunk;
+};
+struct ReadActive {
+  OpId op = 0;
+  Millis continuation_margin{0};
+};
+struct ReadRun {
+  OpId op = 0;
+  RunId run{0};
+};
+struct ReadDue {
+  OpId op = 0;
+  int limit = 0;
+  std::map<std::string, std::string> labels;
+};
+struct ReadScheduledJobs {
+  OpId op = 0;
+};
+enum class RunWriteKind {
+  adopt,
+  orphan,
+  begin_confirming,
+  finish,
+  retry_later,
+  cancel,
+  request_cancel,
+  fail_unrunnable,
+  late_success
+};
+/// One fenced single-run transition of store::RunStore; which fields it
+/// uses depends on `kind` (the shell's switch is the reference).
+struct WriteRun {
+  OpId op = 0;
+  RunWriteKind kind = RunWriteKind::adopt;
+  store::RunFence fence;
+  store::AttemptFence attempt;
+  store::Finish finish;
+  RunState from = RunState::pending;  ///< cancel, fail_unrunnable
+  Millis delay{0};                    ///< retry_later; begin_confirming: the deadline
+  std::string reason;                 ///< cancel, request_cancel, fail_unrunnable
+  std::string error_code;             ///< fail_unrunnable
+};
+struct WriteAssigns {
+  OpId op = 0;
+  std::vector<store::AssignRow> rows;
+};
+struct WriteStarts {
+  OpId op = 0;
+  std::vector<store::StartRow> rows;
+  Millis stale_after{0};
+};
+struct WriteFinishes {
+  OpId op = 0;
+  std::vector<store::FinishRow> rows;
+};
+struct WriteHeartbeats {
+  OpId op = 0;
+  std::vector<store::HeartbeatRow> rows;
+  Millis stale_after{0};
+};
+struct CreateCronRun {
+  OpId op = 0;
+  std::string job;
+  std::int64_t slot_unix = 0;
+};
+using Effect = std::variant<Send, Close, Log, Count, ObserveDispatchLatency, RecordWorker, AppendRunLog, ReadActive,
+                            ReadRun, ReadDue, ReadScheduledJobs, WriteRun, WriteAssigns, WriteStarts, WriteFinishes,
+                            WriteHeartbeats, CreateCronRun>;
+
+/// True for the effects that change the world outside the leader (messages
+/// and writes): none may follow a Fenced answer.
+bool is_external(const Effect& e);
+
+class RunBook {
+ public:
+  /// `started` is when the epoch began on this leader's clock (the reattach
+  /// window counts from it); `seed` makes the retry jitter reproducible.
+  RunBook(Epoch epoch, std::string node_id, RuntimeConfig cfg, std::uint64_t seed, MonoTime started);
+
+  // --- inputs ---------------------------------------------------------------
+  /// Call once at the start: the first read of the active runs.
+  void start(MonoTime now);
+  void attached(LinkId link, const protocol::Hello& hello, MonoTime now);
+  /// The connection closed (or the shell gave up on it); `why` is logged.
+  void detached(LinkId link, const std::string& worker, const std::string& why, MonoTime now);
+  void message(LinkId link, const std::string& worker, const protocol::Message& m, MonoTime now);
+  void cancel(RunId run, const std::string& reason, MonoTime now);
+  /// A run was just created: dispatch in this pass instead of at the period.
+  void dispatch_now();
+  /// The end of a pass over the inbox: batched writes, silent workers, and
+  /// the periodic work that is due (reap, heartbeats, cron, dispatch).
+  void tick(MonoTime now);
+
+  // Results, each for the effect whose op it names.
+  void result(OpId op, const Result<std::vector<store::ActiveRun>>& r, MonoTime now);
+  void result(OpId op, const Result<std::optional<store::RunRow>>& r, MonoTime now);
+  void result(OpId op, const Result<std::vector<store::DueRun>>& r, MonoTime now);
+  void result(OpId op, const Result<std::vector<store::ScheduledJob>>& r, MonoTime now);
+  void result(OpId op, const Result<store::WriteResult>& r, MonoTime now);
+  void result(OpId op, const Result<store::BatchWriteResult>& r, MonoTime now);
+  void result(OpId op, const Result<store::HeartbeatBatchResult>& r, MonoTime now);
+  void result(OpId op, const Result<store::CreateResult>& r, MonoTime now);
+
+  // --- outputs --------------------------------------------------------------
+  std::vector<Effect> take_effects();
+  bool has_effects() const { return !effects_.empty(); }
+  /// A write came back Fenced: a newer leader exists. Nothing is sent or
+  /// written after it.
+  bool fenced() const { return fenced_; }
+  /// Reads and writes emitted whose results have not come back.
+  std::size_t outstanding() const;
+  /// The earliest time a cron run created ahead of its slot becomes due.
+  std::optional<MonoTime> next_wakeup() const;
+  /// The connections of attached workers (the shell closes them on the way out).
+  std::vector<LinkId> links() const;
+  std::size_t attached_workers() const { return workers_.size(); }
+  Epoch epoch() const { return epoch_; }
+
+  /// Aborts on a broken invariant; run after every input.
+  void check_invariants() const;
+
+ private:
+  struct Attached {
+    LinkId link = 0;
+    int capacity = 0;
+    std::map<std::string, std::string> labels;
+    MonoTime last_seen{};
+    bool draining = false;
+    bool welcomed = false;         ///< the welcome was sent (adoption writes come first)
+    std::uint64_t heartbeats = 0;  ///< heartbeats processed on this connection
+    std::string instance;          ///< the worker process on this connection (hello)
+    std::string succeeds;          ///< the process before it on the same spool (hello)
+  };
+  struct Tracked {  // an ASSIGNED or RUNNING run as this leader last wrote or read it
+    store::ActiveRun row;
+    std::vector<protocol::Task> tasks;
+    /// Positive evidence of a lost attempt is counted in heartbeats, not in
+    /// time (a slow pass must never look like a silent worker): `listed_at`
+    /// is the heartbeat count of connection `link` when it last listed this
+    /// attempt (or the attempt started, or this leader first saw it).
+    LinkId link = 0;
+    std::uint64_t listed_at = 0;
+    /// CONFIRMING: when this leader may give the attempt up, on its own
+    /// monotonic clock.
+    std::optional<MonoTime> confirm_until;
+    /// The worker process last seen holding the attempt; empty when unknown.
+    /// Only that process, or its successor on the same spool, can say the
+    /// attempt is gone.
+    std::string holder;
+  };
+  template <class T>
+  using Then = std::function<void(const Result<T>&)>;
+  template <class T>
+  using Waiting = std::map<OpId, Then<T>>;
+
+  // Steps of a pass's periodic work, in order (tick sets them, pump runs them
+  // one at a time, each after the previous one's reads and writes returned).
+  enum Step : unsigned {
+    step_flush = 1,
+    step_silent = 2,
+    step_reap = 4,
+    step_heartbeats = 8,
+    step_cron = 16,
+    step_dispatch = 32
+  };
+
+  template <class T>
+  void resume(Waiting<T>& w, OpId op, const Result<T>& r, MonoTime now);
+  void after_input();
+  void pump();
+  void emit(Effect e);
+  void log(LogLevel level, std::string text);
+  void count(Counter c, std::int64_t n = 1);
+  OpId next_op() { return ++last_op_; }
+
+  /// Calls `then(fresh)` once tracked_ reflects a successful read made in
+  /// this pass (fresh = true) or the read failed (fresh = false).
+  void with_fresh_view(std::function<void(bool fresh)> then);
+  void write(WriteRun w, Then<store::WriteResult> then);
+  void read_run(RunId run, Then<std::optional<store::RunRow>> then);
+  void apply_active(const std::vector<store::ActiveRun>& rows);
+  /// Records a single write's outcome; false if it did not apply (and the
+  /// book is fenced when it was Fenced).
+  bool note(const char* op, std::int64_t run, const Result<store::WriteResult>& r);
+  bool batch_fenced(const char* op, std::size_t rows, const Result<store::BatchWriteResult>& r);
+  void fence(const char* op, const std::string& subject, Epoch current);
+
+  void send(const std::string& worker, protocol::Message m);
+  void send_link(LinkId link, protocol::Message m);
+  void drop_worker(const std::string& worker, const char* why);
+  void welcome(const std::string& worker, LinkId link, const protocol::Hello& hello, bool fresh);
+  void on_start(const std::string& worker, const protocol::Start& m, bool read_done);
+  void regrant_start(Tracked& t, const std::string& worker, const protocol::AttemptRef& ref);
+  void deny_start(const std::string& worker, const protocol::AttemptRef& ref, const std::string& why);
+  void on_heartbeat(const std::string& worker, const protocol::Heartbeat& m);
+  void judge_running(const std::string& worker, const std::vector<protocol::AttemptRef>& running, bool fresh);
+  void on_finish(const std::string& worker, const protocol::Finish& m, bool read_done);
+  void finish_current(const std::string& worker, const protocol::Finish& m);
+  void late_success(const std::string& worker, const protocol::Finish& m);
+  void on_cancel(RunId run, const std::string& reason, int tries);
+  /// Writes the adoption of `run` by this epoch when it is needed; `then`
+  /// gets true when the run is this epoch's (already, or now).
+  void adopt_if_needed(std::int64_t run, std::function<void(bool adopted)> then);
+
+  void flush_starts_and_finishes();
+  void apply_starts(const std::vector<store::StartRow>& rows, const Result<store::BatchWriteResult>& res);
+  void apply_finishes(const std::vector<store::FinishRow>& rows, const Result<store::BatchWriteResult>& res);
+  void detach_silent();
+  void reap(bool fresh);
+  void end_attempt(std::int64_t run, bool lost);
+  void flush_heartbeats();
+  void materialize_cron(const std::vector<store::ScheduledJob>& jobs);
+  void create_cron_slots(std::string job, std::vector<std::int64_t> slots, std::size_t next, std::int64_t now_unix_ms);
+  void dispatch();
+  void dispatch_due(const std::vector<store::DueRun>& due);
+
+  void mark_listed(Tracked& t);
+  void note_holder(Tracked& t);
+  bool speaks_for(const Tracked& t) const;
+  std::int64_t unlisted_heartbeats(Tracked& t);
+  Millis jitter();
+
+  const Epoch epoch_;
+  const std::string node_id_;
+  const RuntimeConfig cfg_;
+  const MonoTime started_;
+  MonoTime now_{};
+
+  std::vector<Effect> effects_;
+  bool fenced_ = false;
+  /// A message or write was emitted after the fence (check_invariants).
+  bool external_after_fence_ = false;
+  OpId last_op_ = 0;
+
+  Waiting<std::vector<store::ActiveRun>> wait_active_;
+  Waiting<std::optional<store::RunRow>> wait_run_;
+  Waiting<std::vector<store::DueRun>> wait_due_;
+  Waiting<std::vector<store::ScheduledJob>> wait_jobs_;
+  Waiting<store::WriteResult> wait_write_;
+  Waiting<store::BatchWriteResult> wait_batch_;
+  Waiting<store::HeartbeatBatchResult> wait_heartbeats_;
+  Waiting<store::CreateResult> wait_create_;
+
+  bool fresh_ = false;  ///< tracked_ is a successful read of this pass plus this book's applied writes
+  bool read_outstanding_ = false;
+  std::vector<std::function<void(bool)>> read_waiters_;
+  unsigned steps_ = 0;    ///< Step flags still to run in this pass
+  bool in_pass_ = false;  ///< tick's steps are under way; when they end, so does the view's freshness
+
+  std::map<std::string, Attached> workers_;
+  std::map<std::int64_t, Tracked> tracked_;
+  std::map<std::int64_t, MonoTime> due_since_;
+  std::set<std::int64_t> heartbeat_due_;
+  /// Running runs an operator cancelled: run -> reason. Written CANCELED
+  /// when the worker reports the kill (or the attempt is lost).
+  std::map<std::int64_t, std::string> cancel_requested_;
+  std::set<MonoTime> cron_wakeups_;
+  std::vector<store::StartRow> pending_starts_;
+  std::set<std::int64_t> pending_start_ids_;
+  std::vector<store::FinishRow> pending_finishes_;
+  std::set<std::int64_t> pending_finish_ids_;
+  std::map<std::string, std::optional<CronSchedule>> cron_cache_;
+  std::mt19937_64 rng_;
+  MonoTime last_dispatch_{}, last_reap_{}, last_heartbeat_flush_{}, last_cron_{};
+  bool dispatch_requested_ = false;
+};
+
+}  // namespace baton::leader_core

@@ -1,0 +1,1279 @@
+#include "baton/leader_core/run_book.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "baton/core/assert.h"
+#include "baton/core/json_text.h"
+#include "baton/leader_core/cron_plan.h"
+#include "baton/leader_core/dispatch.h"
+#include "baton/protocol/codec.h"
+#include "baton/protocol/vocabulary.h"
+
+namespace baton::leader_core {
+
+namespace {
+
+using store::WriteOutcome;
+
+// Catch-up bound for the run_all misfire policy, per job and pass.
+constexpr std::size_t misfire_catch_up_max = 100;
+// A missed slot older than this is not run under the `skip` policy.
+constexpr std::chrono::seconds skip_tolerance{2};
+// Cron runs are created this far ahead of their slot (see materialize_cron).
+constexpr Millis cron_lookahead{1500};
+
+protocol::AttemptRef ref_of(const store::ActiveRun& r) {
+  return protocol::AttemptRef{r.id.value, r.attempt, r.lease_token};
+}
+
+/// True when `r` is in `state` and held by exactly this worker's attempt.
+bool held_by(const store::ActiveRun& r, RunState state, const std::string& worker, const protocol::AttemptRef& ref) {
+  return r.state == state && r.worker_id == worker && r.attempt == ref.attempt && r.lease_token == ref.lease_token;
+}
+
+bool conflict(const Result<store::WriteResult>& w) { return w && w->outcome == WriteOutcome::conflict; }
+
+std::string duration_json(std::int64_t ms) { return "{\"duration_ms\":" + std::to_string(ms) + "}"; }
+
+}  // namespace
+
+bool is_external(const Effect& e) {
+  return std::holds_alternative<Send>(e) || std::holds_alternative<WriteRun>(e) ||
+         std::holds_alternative<WriteAssigns>(e) || std::holds_alternative<WriteStarts>(e) ||
+         std::holds_alternative<WriteFinishes>(e) || std::holds_alternative<WriteHeartbeats>(e) ||
+         std::holds_alternative<CreateCronRun>(e);
+}
+
+RunBook::RunBook(Epoch epoch, std::string node_id, RuntimeConfig cfg, std::uint64_t seed, MonoTime started)
+    : epoch_(epoch), node_id_(std::move(node_id)), cfg_(cfg), started_(started), now_(started), rng_(seed) {
+  BATON_ASSERT(epoch_ > Epoch{0});
+}
+
+// --- plumbing ---------------------------------------------------------------
+
+void RunBook::emit(Effect e) {
+  if (fenced_ && is_external(e)) external_after_fence_ = true;
+  effects_.push_back(std::move(e));
+}
+
+void RunBook::log(LogLevel level, std::string text) { effects_.push_back(Log{level, std::move(text)}); }
+
+void RunBook::count(Counter c, std::int64_t n) {
+  if (n != 0) effects_.push_back(Count{c, n});
+}
+
+std::vector<Effect> RunBook::take_effects() {
+  std::vector<Effect> out;
+  out.swap(effects_);
+  return out;
+}
+
+std::size_t RunBook::outstanding() const {
+  return wait_active_.size() + wait_run_.size() + wait_due_.size() + wait_jobs_.size() + wait_write_.size() +
+         wait_batch_.size() + wait_heartbeats_.size() + wait_create_.size();
+}
+
+std::optional<MonoTime> RunBook::next_wakeup() const {
+  if (cron_wakeups_.empty()) return std::nullopt;
+  return *cron_wakeups_.begin();
+}
+
+std::vector<LinkId> RunBook::links() const {
+  std::vector<LinkId> out;
+  for (const auto& [id, w] : workers_) out.push_back(w.link);
+  return out;
+}
+
+Millis RunBook::jitter() {
+  if (cfg_.retry_jitter_max.count() <= 0) return Millis{0};
+  return Millis{static_cast<std::int64_t>(rng_() % static_cast<std::uint64_t>(cfg_.retry_jitter_max.count() + 1))};
+}
+
+template <class T>
+void RunBook::resume(Waiting<T>& w, OpId op, const Result<T>& r, MonoTime now) {
+  now_ = now;
+  auto it = w.find(op);
+  BATON_ASSERT(it != w.end());  // a result for an op this book never emitted, or twice
+  auto then = std::move(it->second);
+  w.erase(it);
+  then(r);
+  after_input();
+}
+
+void RunBook::result(OpId op, const Result<std::vector<store::ActiveRun>>& r, MonoTime now) {
+  resume(wait_active_, op, r, now);
+}
+void RunBook::result(OpId op, const Result<std::optional<store::RunRow>>& r, MonoTime now) {
+  resume(wait_run_, op, r, now);
+}
+void RunBook::result(OpId op, const Result<std::vector<store::DueRun>>& r, MonoTime now) {
+  resume(wait_due_, op, r, now);
+}
+void RunBook::result(OpId op, const Result<std::vector<store::ScheduledJob>>& r, MonoTime now) {
+  resume(wait_jobs_, op, r, now);
+}
+void RunBook::result(OpId op, const Result<store::WriteResult>& r, MonoTime now) { resume(wait_write_, op, r, now); }
+void RunBook::result(OpId op, const Result<store::BatchWriteResult>& r, MonoTime now) {
+  resume(wait_batch_, op, r, now);
+}
+void RunBook::result(OpId op, const Result<store::HeartbeatBatchResult>& r, MonoTime now) {
+  resume(wait_heartbeats_, op, r, now);
+}
+void RunBook::result(OpId op, const Result<store::CreateResult>& r, MonoTime now) { resume(wait_create_, op, r, now); }
+
+void RunBook::after_input() {
+  pump();
+  check_invariants();
+}
+
+void RunBook::pump() {
+  // The periodic steps of a pass run one after another, each once the reads
+  // and writes of everything before it have come back: the same order, and
+  // the same view, as one synchronous pass.
+  while (!fenced_ && steps_ != 0 && outstanding() == 0) {
+    const unsigned step = steps_ & (~steps_ + 1);  // lowest pending step
+    steps_ &= ~step;
+    switch (step) {
+      case step_flush: flush_starts_and_finishes(); break;
+      case step_silent: detach_silent(); break;
+      case step_reap:
+        if (now_ - last_reap_ >= cfg_.reap_every) {
+          last_reap_ = now_;
+          with_fresh_view([this](bool fresh) { reap(fresh); });
+        }
+        break;
+      case step_heartbeats:
+        if (now_ - last_heartbeat_flush_ >= cfg_.heartbeat_interval) {
+          last_heartbeat_flush_ = now_;
+          flush_heartbeats();
+        }
+        break;
+      case step_cron:
+        if (now_ - last_cron_ >= cfg_.cron_every) {
+          last_cron_ = now_;
+          const OpId op = next_op();
+          wait_jobs_[op] = [this](const Result<std::vector<store::ScheduledJob>>& jobs) {
+            if (!jobs) {
+              log(LogLevel::warn, fmt::format("cron_read_error epoch={} error={}", epoch_.value, jobs.error().message));
+              return;
+            }
+            materialize_cron(*jobs);
+          };
+          emit(ReadScheduledJobs{op});
+        }
+        break;
+      case step_dispatch:
+        if (dispatch_requested_ || now_ - last_dispatch_ >= cfg_.dispatch_every) {
+          last_dispatch_ = now_;
+          dispatch_requested_ = false;
+          dispatch();
+        }
+        break;
+      default: BATON_ASSERT(false);
+    }
+  }
+  // The pass is over: the next one decides on a new read.
+  if (in_pass_ && steps_ == 0 && outstanding() == 0) {
+    in_pass_ = false;
+    fresh_ = false;
+  }
+}
+
+void RunBook::with_fresh_view(std::function<void(bool)> then) {
+  if (fenced_) return;
+  if (fresh_ && !read_outstanding_) return then(true);
+  read_waiters_.push_back(std::move(then));
+  if (read_outstanding_) return;
+  read_outstanding_ = true;
+  const OpId op = next_op();
+  wait_active_[op] = [this](const Result<std::vector<store::ActiveRun>>& rows) {
+    read_outstanding_ = false;
+    if (!rows)
+      log(LogLevel::warn, fmt::format("refresh_runs_error epoch={} error={}", epoch_.value, rows.error().message));
+    else
+      apply_active(*rows);
+    auto waiters = std::move(read_waiters_);
+    read_waiters_.clear();
+    for (auto& w : waiters)
+      if (!fenced_) w(rows.has_value());
+  };
+  emit(ReadActive{op, cfg_.continuation_margin});
+}
+
+void RunBook::apply_active(const std::vector<store::ActiveRun>& rows) {
+  std::map<std::int64_t, Tracked> next;
+  for (const auto& r : rows) {
+    auto old = tracked_.find(r.id.value);
+    Tracked t{r, {}, 0, 0, {}, {}};
+    const bool same_attempt = old != tracked_.end() && old->second.row.worker_id == r.worker_id &&
+                              old->second.row.attempt == r.attempt && old->second.row.lease_token == r.lease_token;
+    if (old != tracked_.end()) {
+      t.tasks = old->second.tasks;
+      t.link = old->second.link;
+      t.listed_at = old->second.listed_at;
+      if (same_attempt) t.holder = old->second.holder;
+    }
+    // A new leader learns from the run which process started the attempt.
+    if (t.holder.empty()) t.holder = r.worker_instance;
+    if (r.continuation == ContinuationState::confirming) {
+      // The deadline this leader waits for, on its own monotonic clock: set
+      // once, when it first sees the attempt confirming; a later step of the
+      // database clock cannot bring it forward.
+      if (same_attempt && old->second.confirm_until)
+        t.confirm_until = old->second.confirm_until;
+      else
+        t.confirm_until = now_ + Millis{std::max<std::int64_t>(0, r.continuation_remaining_ms.value_or(0))} +
+                          cfg_.continuation_margin;
+    }
+    if (old == tracked_.end() || old->second.row.worker_id != r.worker_id || old->second.row.attempt != r.attempt)
+      mark_listed(t);  // counted from now
+    next.emplace(r.id.value, std::move(t));
+  }
+  tracked_ = std::move(next);
+  fresh_ = true;
+  // Cancel requests are on the runs (a leader before this one may have
+  // recorded them): carry out any this leader did not know, and forget the
+  // ones whose runs are no longer active.
+  for (auto it = cancel_requested_.begin(); it != cancel_requested_.end();)
+    it = tracked_.count(it->first) ? std::next(it) : cancel_requested_.erase(it);
+  for (const auto& [id, t] : tracked_) {
+    if (!t.row.cancel_reason || t.row.state != RunState::running || cancel_requested_.count(id)) continue;
+    cancel_requested_[id] = *t.row.cancel_reason;
+    log(LogLevel::info, fmt::format("run_cancel_request_read run={} attempt={} worker={} epoch={}", id, t.row.attempt,
+                                    json_quote(t.row.worker_id), epoch_.value));
+    send(t.row.worker_id, protocol::Cancel{ref_of(t.row), *t.row.cancel_reason});
+  }
+}
+
+void RunBook::write(WriteRun w, Then<store::WriteResult> then) {
+  if (fenced_) return;
+  w.op = next_op();
+  wait_write_[w.op] = std::move(then);
+  emit(std::move(w));
+}
+
+void RunBook::read_run(RunId run, Then<std::optional<store::RunRow>> then) {
+  if (fenced_) return;
+  const OpId op = next_op();
+  wait_run_[op] = std::move(then);
+  emit(ReadRun{op, run});
+}
+
+void RunBook::fence(const char* op, const std::string& subject, Epoch current) {
+  count(Counter::fenced_writes);
+  fenced_ = true;
+  log(LogLevel::warn,
+      fmt::format("run_write_fenced op={} {} epoch={} current_epoch={}", op, subject, epoch_.value, current.value));
+}
+
+bool RunBook::note(const char* op, std::int64_t run, const Result<store::WriteResult>& r) {
+  if (!r) {
+    fresh_ = false;  // the outcome is unknown: the next decision needs a read
+    log(LogLevel::warn,
+        fmt::format("run_write_error op={} run={} epoch={} error={}", op, run, epoch_.value, r.error().message));
+    return false;
+  }
+  switch (r->outcome) {
+    case WriteOutcome::applied: return true;
+    case WriteOutcome::conflict:
+      fresh_ = false;  // this book's copy was stale
+      count(Counter::conflict_writes);
+      log(LogLevel::debug, fmt::format("run_write_conflict op={} run={} epoch={}", op, run, epoch_.value));
+      return false;
+    case WriteOutcome::fenced: fence(op, "run=" + std::to_string(run), r->current_epoch); return false;
+  }
+  return false;
+}
+
+bool RunBook::batch_fenced(const char* op, std::size_t rows, const Result<store::BatchWriteResult>& r) {
+  if (!r) {
+    fresh_ = false;
+    log(LogLevel::warn,
+        fmt::format("run_write_error op={} rows={} epoch={} error={}", op, rows, epoch_.value, r.error().message));
+    return false;
+  }
+  if (r->applied.size() < rows) fresh_ = false;
+  if (!r->fenced(epoch_)) return false;
+  fence(op, "rows=" + std::to_string(rows), r->current_epoch);
+  return true;
+}
+
+void RunBook::send(const std::string& worker, protocol::Message m) {
+  if (fenced_) return;
+  auto it = workers_.find(worker);
+  if (it != workers_.end()) emit(Send{it->second.link, std::move(m)});
+}
+
+void RunBook::send_link(LinkId link, protocol::Message m) {
+  if (fenced_) return;
+  emit(Send{link, std::move(m)});
+}
+
+// --- workers ----------------------------------------------------------------
+
+void RunBook::start(MonoTime now) {
+  now_ = now;
+  log(LogLevel::info, fmt::format("control_loop_start node={} epoch={}", node_id_, epoch_.value));
+  with_fresh_view([](bool) {});
+  after_input();
+}
+
+void RunBook::attached(LinkId link, const protocol::Hello& hello, MonoTime now) {
+  now_ = now;
+  const std::string& id = hello.worker_id;
+  if (auto old = workers_.find(id); old != workers_.end() && old->second.link != link) {
+    // Two live processes using one worker id would each make the other's
+    // attempts look lost: while the connection we have is alive and from
+    // another process (not a reconnect, not its successor on the same
+    // spool), the newcomer is refused. Otherwise the newest connection wins.
+    const Attached& was = old->second;
+    const bool other_process = !was.instance.empty() && !hello.instance.empty() && was.instance != hello.instance &&
+                               hello.succeeds != was.instance;
+    if (other_process && now_ - was.last_seen < cfg_.heartbeat_timeout) {
+      count(Counter::protocol_errors);
+      log(LogLevel::error,
+          fmt::format("worker_refused_duplicate_id worker={} instance={} attached_instance={} epoch={}", json_quote(id),
+                      json_quote(hello.instance), json_quote(was.instance), epoch_.value));
+      send_link(link, protocol::Error{"duplicate_worker_id", "worker id '" + id +
+                                                                 "' is in use by another attached worker process; "
+                                                                 "every worker needs an id of its own"});
+      emit(Close{link, "duplicate worker id"});
+      return after_input();
+    }
+    emit(Close{old->second.link, "replaced by a newer connection of the same worker"});
+  }
+  workers_[id] = Attached{link, hello.capacity, hello.labels, now_, false, false, 0, hello.instance, hello.succeeds};
+  emit(RecordWorker{id, true, json_object(hello.labels), hello.capacity});
+  // Adopt what the worker is still executing before welcoming it: the
+  // welcome names the adopted attempts, and only those restart their
+  // continuation clock on the worker. Anything it runs that is no longer its
+  // attempt is killed (no two attempts of a run at once) -- but only on a
+  // fresh read: a failed read proves nothing about a run.
+  with_fresh_view([this, id, link, hello](bool fresh) { welcome(id, link, hello, fresh); });
+  after_input();
+}
+
+void RunBook::welcome(const std::string& worker, LinkId link, const protocol::Hello& hello, bool fresh) {
+  auto w = workers_.find(worker);
+  if (w == workers_.end() || w->second.link != link) return;  // gone, or replaced, meanwhile
+  // Its listing count starts over on this connection.
+  for (auto& [rid, t] : tracked_)
+    if (t.row.worker_id == worker) mark_listed(t);
+  struct Pending {
+    protocol::Welcome welcome;
+    std::vector<protocol::AttemptRef> stale;
+    std::size_t waiting = 0;
+  };
+  auto p = std::make_shared<Pending>();
+  p->welcome = protocol::Welcome{node_id_,
+                                 epoch_.value,
+                                 cfg_.heartbeat_interval.count(),
+                                 cfg_.heartbeat_timeout.count(),
+                                 cfg_.continuation_timeout.count(),
+                                 cfg_.continuation_margin.count(),
+                                 {}};
+  std::vector<protocol::AttemptRef> ours;
+  for (const auto& ref : hello.running) {
+    auto it = tracked_.find(ref.run_id);
+    if (it != tracked_.end() && held_by(it->second.row, RunState::running, worker, ref)) {
+      note_holder(it->second);
+      ours.push_back(ref);
+    } else if (fresh || it != tracked_.end()) {
+      p->stale.push_back(ref);
+    }
+  }
+  auto finish = [this, worker, link, p, running = hello.running.size(), finished = hello.finished.size(),
+                 capacity = hello.capacity] {
+    auto w = workers_.find(worker);
+    if (w == workers_.end() || w->second.link != link) return;
+    w->second.welcomed = true;
+    send_link(link, p->welcome);
+    // Cancels requested while it was away.
+    for (const auto& ref : p->welcome.adopted)
+      if (auto c = cancel_requested_.find(ref.run_id); c != cancel_requested_.end())
+        send_link(link, protocol::Cancel{ref, c->second});
+    log(LogLevel::info,
+        fmt::format("worker_attached worker={} capacity={} running={} finished={} adopted={} epoch={}",
+                    json_quote(worker), capacity, running, finished, p->welcome.adopted.size(), epoch_.value));
+    for (const auto& ref : p->stale) {
+      log(LogLevel::info, fmt::format("stale_attempt_cancel run={} attempt={} worker={} epoch={}", ref.run_id,
+                                      ref.attempt, json_quote(worker), epoch_.value));
+      send_link(link, protocol::Cancel{ref, "attempt is no longer current"});
+    }
+  };
+  if (ours.empty()) return finish();
+  p->waiting = ours.size();
+  for (const auto& ref : ours)
+    adopt_if_needed(ref.run_id, [p, ref, finish](bool adopted) {
+      if (adopted) p->welcome.adopted.push_back(ref);
+      if (--p->waiting == 0) finish();
+    });
+}
+
+void RunBook::drop_worker(const std::string& worker, const char* why) {
+  auto it = workers_.find(worker);
+  if (it == workers_.end()) return;
+  emit(Close{it->second.link, why});
+  workers_.erase(it);
+  emit(RecordWorker{worker, false, {}, 0});
+  log(LogLevel::info,
+      fmt::format("worker_detached worker={} reason={} epoch={}", json_quote(worker), why, epoch_.value));
+}
+
+void RunBook::detached(LinkId link, const std::string& worker, const std::string& why, MonoTime now) {
+  now_ = now;
+  auto it = workers_.find(worker);
+  if (it != workers_.end() && it->second.link == link) drop_worker(worker, why.c_str());
+  after_input();
+}
+
+void RunBook::detach_silent() {
+  // Workers that stopped talking are detached (their runs go through the
+  // reaper like any detach).
+  std::vector<std::string> silent;
+  for (const auto& [id, w] : workers_)
+    if (now_ - w.last_seen > cfg_.heartbeat_timeout) silent.push_back(id);
+  for (const auto& id : silent) drop_worker(id, "heartbeat_timeout");
+}
+
+void RunBook::mark_listed(Tracked& t) {
+  auto w = workers_.find(t.row.worker_id);
+  if (w == workers_.end()) return;
+  t.link = w->second.link;
+  t.listed_at = w->second.heartbeats;
+}
+
+void RunBook::note_holder(Tracked& t) {
+  if (auto w = workers_.find(t.row.worker_id); w != workers_.end()) t.holder = w->second.instance;
+}
+
+bool RunBook::speaks_for(const Tracked& t) const {
+  auto w = workers_.find(t.row.worker_id);
+  if (w == workers_.end()) return false;
+  return t.holder.empty() || w->second.instance.empty() || w->second.instance == t.holder ||
+         w->second.succeeds == t.holder;
+}
+
+std::int64_t RunBook::unlisted_heartbeats(Tracked& t) {
+  auto w = workers_.find(t.row.worker_id);
+  if (w == workers_.end() || !speaks_for(t)) return 0;
+  if (t.link != w->second.link) mark_listed(t);  // a new connection: count from now
+  return static_cast<std::int64_t>(w->second.heartbeats - t.listed_at);
+}
+
+void RunBook::adopt_if_needed(std::int64_t run, std::function<void(bool)> then) {
+  auto it = tracked_.find(run);
+  if (it == tracked_.end()) return then(false);
+  const store::ActiveRun& r = it->second.row;
+  if (r.leader_epoch == epoch_ && r.continuation == ContinuationState::none) return then(true);
+  WriteRun w;
+  w.kind = RunWriteKind::adopt;
+  w.fence = {r.id, r.version, epoch_};
+  w.attempt = {r.worker_id, r.attempt, r.lease_token};
+  write(std::move(w), [this, run, att = w.attempt, then = std::move(then)](const Result<store::WriteResult>& res) {
+    if (!note("adopt", run, res)) return then(false);
+    auto it = tracked_.find(run);
+    if (it == tracked_.end() || it->second.row.attempt != att.attempt ||
+        it->second.row.lease_token != att.lease_token) {
+      fresh_ = false;  // the copy moved on meanwhile
+      return then(false);
+    }
+    store::ActiveRun& r = it->second.row;
+    r.version = res->new_version;
+    r.leader_epoch = epoch_;
+    r.continuation = ContinuationState::none;
+    log(LogLevel::info, fmt::format("run_adopted run={} attempt={} worker={} epoch={}", run, att.attempt,
+                                    json_quote(att.worker_id), epoch_.value));
+    then(true);
+  });
+}
+
+// --- messages ---------------------------------------------------------------
+
+void RunBook::message(LinkId link, const std::string& worker, const protocol::Message& m, MonoTime now) {
+  now_ = now;
+  auto it = workers_.find(worker);
+  if (it == workers_.end() || it->second.link != link) return after_input();  // from a replaced connection
+  it->second.last_seen = now_;
+  std::visit(
+      [&](const auto& msg) {
+        using T = std::decay_t<decltype(msg)>;
+        if constexpr (std::is_same_v<T, protocol::Start>)
+          on_start(worker, msg, false);
+        else if constexpr (std::is_same_v<T, protocol::Heartbeat>)
+          on_heartbeat(worker, msg);
+        else if constexpr (std::is_same_v<T, protocol::Finish>)
+          on_finish(worker, msg, false);
+        else if constexpr (std::is_same_v<T, protocol::Drain>)
+          it->second.draining = true;
+        else {
+          count(Counter::protocol_errors);
+          send_link(link, protocol::Error{"protocol", std::string("unexpected message '") + protocol::type_name(m) +
+                                                          "' from a worker"});
+        }
+      },
+      m);
+  after_input();
+}
+
+void RunBook::on_start(const std::string& worker, const protocol::Start& m, bool read_done) {
+  auto it = tracked_.find(m.ref.run_id);
+  if (it == tracked_.end() && !read_done)
+    return with_fresh_view([this, worker, m](bool) { on_start(worker, m, true); });
+  if (it == tracked_.end()) return deny_start(worker, m.ref, "run is not assigned");
+  const store::ActiveRun& r = it->second.row;
+  if (held_by(r, RunState::running, worker, m.ref)) return regrant_start(it->second, worker, m.ref);
+  if (!held_by(r, RunState::assigned, worker, m.ref))
+    return deny_start(worker, m.ref, "not the current assignment of this run");
+  // "No start right, no process": the grant is sent only after the batched
+  // start write (flush_starts_and_finishes) has applied.
+  if (!pending_start_ids_.insert(r.id.value).second) return;  // a repeated start already queued
+  auto w = workers_.find(worker);
+  pending_starts_.push_back(
+      {r.id, r.version, {worker, r.attempt, r.lease_token}, w != workers_.end() ? w->second.instance : ""});
+}
+
+void RunBook::regrant_start(Tracked& t, const std::string& worker, const protocol::AttemptRef& ref) {
+  // The start was written but its grant never reached the worker (the
+  // connection, or the leader that sent it, died): the database already holds
+  // this attempt's start right, so grant it again. Denying it left the run
+  // RUNNING with no worker running it.
+  log(LogLevel::info, fmt::format("start_regranted run={} attempt={} worker={} epoch={}", ref.run_id, ref.attempt,
+                                  json_quote(worker), epoch_.value));
+  mark_listed(t);
+  send(worker, protocol::StartGranted{ref});
+}
+
+void RunBook::deny_start(const std::string& worker, const protocol::AttemptRef& ref, const std::string& why) {
+  log(LogLevel::info, fmt::format("start_denied run={} attempt={} worker={} epoch={} reason={}", ref.run_id,
+                                  ref.attempt, json_quote(worker), epoch_.value, why));
+  send(worker, protocol::StartDenied{ref, why});
+}
+
+void RunBook::on_heartbeat(const std::string& worker, const protocol::Heartbeat& m) {
+  auto w = workers_.find(worker);
+  if (w == workers_.end()) return;
+  // A worker holds at most its capacity running plus as many ended or
+  // assigned: a frame listing far more is refused whole, so no frame can
+  // make the leader chase thousands of refs it never handed out.
+  const std::size_t refs = m.running.size() + m.finished.size() + m.assigned.size();
+  const std::size_t cap = 4 * static_cast<std::size_t>(std::max(1, w->second.capacity)) + 64;
+  if (refs > cap) {
+    count(Counter::protocol_errors);
+    log(LogLevel::warn, fmt::format("heartbeat_refused worker={} refs={} limit={} epoch={}", json_quote(worker), refs,
+                                    cap, epoch_.value));
+    send_link(w->second.link,
+              protocol::Error{"protocol", "heartbeat lists " + std::to_string(refs) +
+                                              " attempts; a worker of capacity " + std::to_string(w->second.capacity) +
+                                              " may list at most " + std::to_string(cap)});
+    return;
+  }
+  w->second.heartbeats++;
+  // Everything the worker holds -- running, ended with its finish not yet
+  // acknowledged, assigned and not started -- counts as listed: only an
+  // attempt in none of the lists is one the worker does not have.
+  auto listed = [&](const protocol::AttemptRef& ref) {
+    auto it = tracked_.find(ref.run_id);
+    if (it != tracked_.end() && it->second.row.worker_id == worker && it->second.row.attempt == ref.attempt &&
+        it->second.row.lease_token == ref.lease_token) {
+      mark_listed(it->second);
+      note_holder(it->second);
+    }
+  };
+  for (const auto& ref : m.finished) listed(ref);
+  for (const auto& ref : m.assigned) listed(ref);
+  // Unknown running refs are judged on a fresh read, never on a failed one
+  // (a failed read proves nothing: no cancel then).
+  const bool unknown = std::any_of(m.running.begin(), m.running.end(),
+                                   [&](const protocol::AttemptRef& ref) { return !tracked_.count(ref.run_id); });
+  if (!unknown) return judge_running(worker, m.running, true);
+  with_fresh_view([this, worker, running = m.running](bool fresh) { judge_running(worker, running, fresh); });
+}
+
+void RunBook::judge_running(const std::string& worker, const std::vector<protocol::AttemptRef>& running, bool fresh) {
+  for (const auto& ref : running) {
+    auto it = tracked_.find(ref.run_id);
+    const bool current = it != tracked_.end() && held_by(it->second.row, RunState::running, worker, ref);
+    if (!current) {
+      if (it == tracked_.end() && !fresh) continue;
+      log(LogLevel::info, fmt::format("stale_attempt_cancel run={} attempt={} worker={} epoch={}", ref.run_id,
+                                      ref.attempt, json_quote(worker), epoch_.value));
+      send(worker, protocol::Cancel{ref, "attempt is no longer current"});
+      continue;
+    }
+    mark_listed(it->second);
+    note_holder(it->second);
+    adopt_if_needed(ref.run_id, [this, run = ref.run_id](bool adopted) {
+      if (adopted) heartbeat_due_.insert(run);
+    });
+  }
+}
+
+void RunBook::on_finish(const std::string& worker, const protocol::Finish& m, bool read_done) {
+  auto it = tracked_.find(m.ref.run_id);
+  const bool current = it != tracked_.end() && held_by(it->second.row, RunState::running, worker, m.ref);
+  if (!current && !read_done) {
+    // This book's copy may be stale (another epoch's writes, a lost race):
+    // decide on a fresh read of every active run, never on a failed one (no
+    // ack then: the worker keeps the finish in its outbox and sends it again).
+    return with_fresh_view([this, worker, m](bool fresh) {
+      if (fresh) on_finish(worker, m, true);
+    });
+  }
+  if (current) return finish_current(worker, m);
+  if (m.outcome == protocol::Outcome::succeeded) return late_success(worker, m);
+  // A replay, or an attempt that was superseded: nothing to write.
+  log(LogLevel::info, fmt::format("finish_ack_without_write run={} attempt={} worker={} epoch={}", m.ref.run_id,
+                                  m.ref.attempt, json_quote(worker), epoch_.value));
+  send(worker, protocol::FinishAck{m.ref});
+}
+
+void RunBook::finish_current(const std::string& worker, const protocol::Finish& m) {
+  if (pending_finish_ids_.count(m.ref.run_id)) return;  // a resend of a finish already queued
+  adopt_if_needed(m.ref.run_id, [this, worker, m](bool adopted) {
+    if (!adopted) return;  // no ack: the worker sends it again
+    auto it = tracked_.find(m.ref.run_id);
+    if (it == tracked_.end() || !held_by(it->second.row, RunState::running, worker, m.ref)) return;
+    if (pending_finish_ids_.count(m.ref.run_id)) return;
+    const store::ActiveRun& r = it->second.row;
+    if (!m.stdout_tail.empty()) emit(AppendRunLog{r.id, r.attempt, "stdout", m.stdout_tail});
+    if (!m.stderr_tail.empty()) emit(AppendRunLog{r.id, r.attempt, "stderr", m.stderr_tail});
+
+    store::AttemptFence att{worker, r.attempt, r.lease_token};
+    const auto requested = cancel_requested_.find(r.id.value);
+    if (m.outcome != protocol::Outcome::succeeded && requested != cancel_requested_.end()) {
+      WriteRun w;
+      w.kind = RunWriteKind::cancel;
+      w.fence = {r.id, r.version, epoch_};
+      w.from = RunState::running;
+      w.reason = requested->second;
+      return write(std::move(w), [this, worker, m](const Result<store::WriteResult>& res) {
+        if (!note("finish", m.ref.run_id, res)) return;
+        count(Counter::runs_finished);
+        log(LogLevel::info,
+            fmt::format("run_finished run={} attempt={} worker={} outcome={} state=CANCELED epoch={}", m.ref.run_id,
+                        m.ref.attempt, json_quote(worker), protocol::to_string(m.outcome), epoch_.value));
+        cancel_requested_.erase(m.ref.run_id);
+        tracked_.erase(m.ref.run_id);
+        send(worker, protocol::FinishAck{m.ref});
+      });
+    }
+    // A CANCELED this leader did not ask for (an older leader's cancel from
+    // a stale view, a cancel whose write then failed) is a failed attempt
+    // that may be retried, never a final CANCELED.
+    store::FinishRow row{r.id, r.version, att, {}, std::nullopt};
+    row.finish.exit_code = m.exit_code;
+    row.finish.error_msg = m.error;
+    row.finish.result_json = duration_json(m.duration_ms);
+    if (requested != cancel_requested_.end()) cancel_requested_.erase(requested);
+    const RunState outcome = m.outcome == protocol::Outcome::succeeded   ? RunState::succeeded
+                             : m.outcome == protocol::Outcome::timed_out ? RunState::timed_out
+                                                                         : RunState::failed;
+    row.finish.final_state = outcome;
+    row.finish.error_code =
+        outcome == RunState::succeeded ? "" : (outcome == RunState::timed_out ? "timeout" : "failed");
+    auto decision =
+        decide_finish(outcome, r.attempt, r.max_attempts, Millis{r.retry_base_ms}, Millis{r.retry_cap_ms}, jitter());
+    if (decision.next == RunState::retry_waiting) row.retry_delay = decision.retry_delay;
+    pending_finish_ids_.insert(r.id.value);
+    pending_finishes_.push_back(std::move(row));
+  });
+}
+
+void RunBook::late_success(const std::string& worker, const protocol::Finish& m) {
+  read_run(RunId{m.ref.run_id}, [this, worker, m](const Result<std::optional<store::RunRow>>& row) {
+    if (!row) return;  // unknown: no ack, the worker sends it again
+    const bool waiting_on_it = *row && (*row)->state == RunState::retry_waiting && (*row)->attempt == m.ref.attempt &&
+                               (*row)->assigned_worker_id == worker && (*row)->lease_token == m.ref.lease_token;
+    if (!waiting_on_it) {
+      // A replay, or an attempt that was superseded: nothing to write.
+      log(LogLevel::info, fmt::format("finish_ack_without_write run={} attempt={} worker={} epoch={}", m.ref.run_id,
+                                      m.ref.attempt, json_quote(worker), epoch_.value));
+      return send(worker, protocol::FinishAck{m.ref});
+    }
+    // The attempt was ended as lost, yet it succeeded, and nothing has run
+    // since: keep the success rather than run the work again.
+    const store::RunRow& r = **row;
+    WriteRun w;
+    w.kind = RunWriteKind::late_success;
+    w.fence = {r.id, r.version, epoch_};
+    w.attempt = {worker, r.attempt, *r.lease_token};
+    w.finish.exit_code = m.exit_code;
+    w.finish.result_json = duration_json(m.duration_ms);
+    write(std::move(w), [this, worker, m](const Result<store::WriteResult>& res) {
+      if (!note("late_success", m.ref.run_id, res)) return;
+      count(Counter::runs_finished);
+      log(LogLevel::info,
+          fmt::format("run_finished run={} attempt={} worker={} outcome=SUCCEEDED state=SUCCEEDED late=true epoch={}",
+                      m.ref.run_id, m.ref.attempt, json_quote(worker), epoch_.value));
+      send(worker, protocol::FinishAck{m.ref});
+    });
+  });
+}
+
+// --- batched starts and finishes -----------------------------------------
+
+void RunBook::flush_starts_and_finishes() {
+  if (fenced_ || (pending_starts_.empty() && pending_finishes_.empty())) return;
+  std::vector<store::StartRow> starts;
+  std::vector<store::FinishRow> finishes;
+  starts.swap(pending_starts_);
+  finishes.swap(pending_finishes_);
+  pending_start_ids_.clear();
+  pending_finish_ids_.clear();
+  // The two statements touch disjoint rows (ASSIGNED vs RUNNING runs) and
+  // are each fenced on their own: the shell may run them at the same time.
+  // Finishes first: they free capacity.
+  if (!finishes.empty()) {
+    const OpId op = next_op();
+    wait_batch_[op] = [this, finishes](const Result<store::BatchWriteResult>& res) { apply_finishes(finishes, res); };
+    emit(WriteFinishes{op, std::move(finishes)});
+  }
+  if (!starts.empty()) {
+    const OpId op = next_op();
+    wait_batch_[op] = [this, starts](const Result<store::BatchWriteResult>& res) { apply_starts(starts, res); };
+    emit(WriteStarts{op, std::move(starts), cfg_.heartbeat_timeout + cfg_.heartbeat_interval});
+  }
+}
+
+void RunBook::apply_starts(const std::vector<store::StartRow>& rows, const Result<store::BatchWriteResult>& res) {
+  if (batch_fenced("start_batch", rows.size(), res) || fenced_) return;
+  std::vector<store::StartRow> lost;
+  for (const auto& row : rows) {
+    const protocol::AttemptRef ref{row.run.value, row.attempt.attempt, row.attempt.lease_token};
+    const store::WriteResult* applied = nullptr;
+    if (res)
+      if (auto a = res->applied.find(row.run.value); a != res->applied.end()) applied = &a->second;
+    auto it = tracked_.find(row.run.value);
+    if (!applied || it == tracked_.end()) {
+      lost.push_back(row);
+      continue;
+    }
+    store::ActiveRun& r = it->second.row;
+    r.state = RunState::running;
+    r.version = applied->new_version;
+    r.leader_epoch = epoch_;
+    r.running_age_ms = 0;
+    mark_listed(it->second);
+    count(Counter::runs_started);
+    log(LogLevel::info, fmt::format("run_started run={} attempt={} worker={} epoch={}", r.id.value, r.attempt,
+                                    json_quote(r.worker_id), epoch_.value));
+    send(r.worker_id, protocol::StartGranted{ref});
+  }
+  if (lost.empty()) return;
+  // Judge the rows that were not written on a fresh read: one whose start is
+  // already in the database (this book's copy was stale) is granted, one
+  // that is no longer this worker's assignment is denied. After a failed
+  // write and a failed read the outcome is unknown: nothing is sent, and the
+  // worker asks again (a denial there cost the run an attempt that never ran).
+  fresh_ = false;
+  with_fresh_view([this, lost = std::move(lost)](bool fresh) {
+    if (!fresh) return;
+    for (const auto& row : lost) {
+      const protocol::AttemptRef ref{row.run.value, row.attempt.attempt, row.attempt.lease_token};
+      auto it = tracked_.find(row.run.value);
+      if (it != tracked_.end() && held_by(it->second.row, RunState::running, row.attempt.worker_id, ref))
+        regrant_start(it->second, row.attempt.worker_id, ref);
+      else if (it == tracked_.end() || !held_by(it->second.row, RunState::assigned, row.attempt.worker_id, ref))
+        deny_start(row.attempt.worker_id, ref, "start lost a race");
+      // Still ASSIGNED to it: the write failed, not the race; the next start it sends is written.
+    }
+  });
+}
+
+void RunBook::apply_finishes(const std::vector<store::FinishRow>& rows, const Result<store::BatchWriteResult>& res) {
+  if (batch_fenced("finish_batch", rows.size(), res) || fenced_) return;
+  bool lost = false;
+  for (const auto& row : rows) {
+    const protocol::AttemptRef ref{row.run.value, row.attempt.attempt, row.attempt.lease_token};
+    if (!res || !res->applied.count(row.run.value)) {
+      // No ack: the worker sends it again and it is judged on a fresh read.
+      lost = true;
+      log(LogLevel::debug, fmt::format("run_write_conflict op=finish run={} epoch={}", row.run.value, epoch_.value));
+      continue;
+    }
+    count(Counter::runs_finished);
+    log(LogLevel::info,
+        fmt::format("run_finished run={} attempt={} worker={} outcome={} state={} epoch={}", row.run.value,
+                    row.attempt.attempt, json_quote(row.attempt.worker_id), to_string(row.finish.final_state),
+                    row.retry_delay ? "RETRY_WAITING" : to_string(row.finish.final_state), epoch_.value));
+    tracked_.erase(row.run.value);
+    send(row.attempt.worker_id, protocol::FinishAck{ref});
+  }
+  if (res) dispatch_requested_ = true;  // capacity was freed
+  if (lost) {
+    count(Counter::conflict_writes);
+    fresh_ = false;
+    with_fresh_view([](bool) {});
+  }
+}
+
+// --- operator cancel ----------------------------------------------------------
+
+void RunBook::cancel(RunId run, const std::string& reason, MonoTime now) {
+  now_ = now;
+  on_cancel(run, reason, 0);
+  after_input();
+}
+
+void RunBook::on_cancel(RunId run, const std::string& reason, int tries) {
+  // A conflict means the run moved between the read and the write (a
+  // heartbeat, a finish): read it again and decide again, a few times.
+  if (tries >= 3) {
+    log(LogLevel::warn, fmt::format("run_cancel_gave_up run={} epoch={} reason=conflicts", run.value, epoch_.value));
+    return;
+  }
+  read_run(run, [this, run, reason, tries](const Result<std::optional<store::RunRow>>& row) {
+    if (!row || !*row || is_terminal((*row)->state)) return;
+    const store::RunRow r = **row;
+    if (r.state == RunState::running && r.assigned_worker_id && r.lease_token) {
+      // A running attempt is cancelled by its worker, and its finish decides:
+      // CANCELED if the worker killed it, SUCCEEDED if it had already ended
+      // successfully (a cancel never throws a completed success away). Its
+      // worker may be away (CONFIRMING): the cancel is sent when it comes
+      // back, and if it never does the attempt ends CANCELED at the
+      // continuation deadline instead of being retried.
+      //
+      // The request is written to the run first (fenced like every write),
+      // so a leader change before the worker reports cannot lose it: the
+      // next leader reads it with the active runs.
+      WriteRun w;
+      w.kind = RunWriteKind::request_cancel;
+      w.fence = {r.id, r.version, epoch_};
+      w.reason = reason;
+      return write(std::move(w), [this, r, reason, tries](const Result<store::WriteResult>& res) {
+        if (!note("request_cancel", r.id.value, res)) {
+          if (conflict(res)) on_cancel(r.id, reason, tries + 1);
+          return;
+        }
+        if (auto t = tracked_.find(r.id.value); t != tracked_.end()) {
+          t->second.row.version = res->new_version;
+          t->second.row.cancel_reason = reason;
+        }
+        cancel_requested_[r.id.value] = reason;
+        log(LogLevel::info,
+            fmt::format("run_cancel_requested run={} attempt={} worker={} attached={} epoch={}", r.id.value, r.attempt,
+                        json_quote(*r.assigned_worker_id), workers_.count(*r.assigned_worker_id) > 0, epoch_.value));
+        send(*r.assigned_worker_id, protocol::Cancel{{r.id.value, r.attempt, *r.lease_token}, reason});
+      });
+    }
+    WriteRun w;
+    w.kind = RunWriteKind::cancel;
+    w.fence = {r.id, r.version, epoch_};
+    w.from = r.state;
+    w.reason = reason;
+    write(std::move(w), [this, r, reason, tries](const Result<store::WriteResult>& res) {
+      if (!note("cancel", r.id.value, res)) {
+        if (conflict(res)) on_cancel(r.id, reason, tries + 1);
+        return;
+      }
+      log(LogLevel::info, fmt::format("run_canceled run={} attempt={} from={} epoch={}", r.id.value, r.attempt,
+                                      to_string(r.state), epoch_.value));
+      if ((r.state == RunState::running || r.state == RunState::assigned) && r.assigned_worker_id && r.lease_token)
+        send(*r.assigned_worker_id, protocol::Cancel{{r.id.value, r.attempt, *r.lease_token}, reason});
+      tracked_.erase(r.id.value);
+    });
+  });
+}
+
+// --- the pass ---------------------------------------------------------------
+
+void RunBook::dispatch_now() {
+  dispatch_requested_ = true;
+  after_input();
+}
+
+void RunBook::tick(MonoTime now) {
+  now_ = now;
+  while (!cron_wakeups_.empty() && *cron_wakeups_.begin() <= now_) {
+    cron_wakeups_.erase(cron_wakeups_.begin());
+    dispatch_requested_ = true;  // a cron slot is due now
+  }
+  steps_ = step_flush | step_silent | step_reap | step_heartbeats | step_cron | step_dispatch;
+  in_pass_ = true;
+  after_input();
+}
+
+void RunBook::flush_heartbeats() {
+  if (heartbeat_due_.empty()) return;
+  std::vector<store::HeartbeatRow> rows;
+  for (auto id : heartbeat_due_) {
+    auto it = tracked_.find(id);
+    if (it == tracked_.end()) continue;
+    const auto& r = it->second.row;
+    rows.push_back({r.id, r.version, {r.worker_id, r.attempt, r.lease_token}});
+  }
+  heartbeat_due_.clear();
+  if (rows.empty()) return;
+  const OpId op = next_op();
+  wait_heartbeats_[op] = [this, rows](const Result<store::HeartbeatBatchResult>& res) {
+    if (!res || res->applied.size() < rows.size()) fresh_ = false;
+    if (!res) {
+      log(LogLevel::warn, fmt::format("heartbeat_batch_error epoch={} error={}", epoch_.value, res.error().message));
+      return;
+    }
+    if (res->current_epoch != epoch_)
+      return fence("heartbeat_batch", "rows=" + std::to_string(rows.size()), res->current_epoch);
+    bool missed = false;
+    for (const auto& row : rows) {
+      auto applied = res->applied.find(row.id.value);
+      auto it = tracked_.find(row.id.value);
+      if (applied == res->applied.end() || it == tracked_.end()) {
+        missed = true;
+        continue;
+      }
+      it->second.row.version = applied->second;
+    }
+    if (missed) with_fresh_view([](bool) {});
+  };
+  emit(WriteHeartbeats{op, std::move(rows), cfg_.heartbeat_timeout * 2});
+}
+
+void RunBook::reap(bool /*fresh*/) {
+  // Decided on the fresh read when it succeeded, on this book's copy when it
+  // failed: every action is a fenced write that a stale copy cannot apply.
+  // A new leader starts with no worker attached: give the fleet one
+  // heartbeat interval to reattach before treating its workers as gone.
+  const bool reattach_window = now_ - started_ < cfg_.heartbeat_interval;
+  std::vector<ReaperView> views;
+  for (auto& [id, t] : tracked_) {
+    const auto& r = t.row;
+    // A worker attached through a process that cannot speak for this
+    // attempt (another process using the same id) counts as absent for it:
+    // the attempt goes through CONFIRMING like any detach.
+    const bool attached = workers_.count(r.worker_id) > 0 && speaks_for(t);
+    // Expired only when both clocks say so: the database's deadline (wall
+    // clock, shared by every leader) and this leader's own monotonic one.
+    const bool expired = r.continuation_expired && t.confirm_until && now_ >= *t.confirm_until;
+    views.push_back({id, r.state, r.worker_id, attached || reattach_window, r.leader_epoch == epoch_, r.continuation,
+                     expired, r.assigned_age_ms, r.running_age_ms, r.timeout_ms,
+                     r.state == RunState::running ? unlisted_heartbeats(t) : 0});
+  }
+  ReaperConfig rc{cfg_.reassign_after, cfg_.reassign_detached_after, cfg_.timeout_grace};
+  for (const auto& action : plan_reaping(views, rc)) {
+    if (fenced_) return;
+    auto it = tracked_.find(action.run_id);
+    if (it == tracked_.end()) continue;
+    const store::ActiveRun& r = it->second.row;
+    const std::int64_t run = r.id.value;
+    switch (action.kind) {
+      case ReapKind::orphan: {
+        WriteRun w;
+        w.kind = RunWriteKind::orphan;
+        w.fence = {r.id, r.version, epoch_};
+        write(std::move(w), [this, run, row = r](const Result<store::WriteResult>& res) {
+          if (!note("orphan", run, res)) return;
+          count(Counter::runs_orphaned);
+          log(LogLevel::info, fmt::format("run_orphaned run={} attempt={} worker={} epoch={}", run, row.attempt,
+                                          json_quote(row.worker_id), epoch_.value));
+          send(row.worker_id, protocol::Cancel{ref_of(row), "assignment expired"});
+          tracked_.erase(run);
+        });
+        break;
+      }
+      case ReapKind::begin_confirming: {
+        WriteRun w;
+        w.kind = RunWriteKind::begin_confirming;
+        w.fence = {r.id, r.version, epoch_};
+        w.delay = cfg_.continuation_timeout;
+        write(std::move(w), [this, run, attempt = r.attempt](const Result<store::WriteResult>& res) {
+          if (!note("begin_confirming", run, res)) return;
+          auto it = tracked_.find(run);
+          if (it == tracked_.end() || it->second.row.attempt != attempt) return;
+          store::ActiveRun& r = it->second.row;
+          // The run's own timeout (the worker got it with the attempt) when
+          // it has one; counted after the write, so never earlier than the
+          // database's deadline.
+          const Millis timeout{r.continuation_timeout_ms > 0 ? r.continuation_timeout_ms
+                                                             : cfg_.continuation_timeout.count()};
+          r.version = res->new_version;
+          r.continuation = ContinuationState::confirming;
+          it->second.confirm_until = now_ + timeout + cfg_.continuation_margin;
+          log(LogLevel::info, fmt::format("run_confirming run={} attempt={} worker={} deadline_in={}ms epoch={}", run,
+                                          r.attempt, json_quote(r.worker_id), timeout.count(), epoch_.value));
+        });
+        break;
+      }
+      case ReapKind::attempt_lost: end_attempt(run, true); break;
+      case ReapKind::enforce_timeout: end_attempt(run, false); break;
+    }
+  }
+}
+
+void RunBook::end_attempt(std::int64_t run, bool lost) {
+  adopt_if_needed(run, [this, run, lost](bool adopted) {
+    if (!adopted) return;
+    auto it = tracked_.find(run);
+    if (it == tracked_.end()) return;
+    const store::ActiveRun r = it->second.row;
+    WriteRun w;
+    w.fence = {r.id, r.version, epoch_};
+    w.attempt = {r.worker_id, r.attempt, r.lease_token};
+    w.finish.final_state = lost ? RunState::failed : RunState::timed_out;
+    w.finish.error_code = lost ? "attempt_lost" : "timeout";
+    w.finish.error_msg = lost ? "worker did not return before its continuation deadline"
+                              : "no finish from the worker within timeout + grace";
+    auto decision = decide_finish(w.finish.final_state, r.attempt, r.max_attempts, Millis{r.retry_base_ms},
+                                  Millis{r.retry_cap_ms}, jitter());
+    if (auto cancel = cancel_requested_.find(run); cancel != cancel_requested_.end()) {
+      w.kind = RunWriteKind::cancel;
+      w.from = RunState::running;
+      w.reason = cancel->second;
+      cancel_requested_.erase(cancel);
+    } else if (decision.next == RunState::retry_waiting) {
+      w.kind = RunWriteKind::retry_later;
+      w.delay = decision.retry_delay;
+    } else {
+      w.kind = RunWriteKind::finish;
+    }
+    const std::string reason = w.finish.error_code;
+    write(std::move(w), [this, r, lost, reason, next = decision.next](const Result<store::WriteResult>& res) {
+      if (!note(lost ? "attempt_lost" : "enforce_timeout", r.id.value, res)) return;
+      log(LogLevel::info, fmt::format("run_attempt_ended run={} attempt={} reason={} next={} epoch={}", r.id.value,
+                                      r.attempt, reason, to_string(next), epoch_.value));
+      // Cancel only after the write committed (a cancel whose write then
+      // failed turned a healthy run into a final CANCELED), and always:
+      // whatever of the attempt may still exist on the worker must die.
+      send(r.worker_id, protocol::Cancel{ref_of(r), lost ? "attempt declared lost" : "run timed out"});
+      tracked_.erase(r.id.value);
+    });
+  });
+}
+
+// --- cron -------------------------------------------------------------------
+
+void RunBook::materialize_cron(const std::vector<store::ScheduledJob>& jobs) {
+  for (const auto& j : jobs) {
+    auto cached = cron_cache_.find(j.schedule);
+    if (cached == cron_cache_.end()) {
+      auto parsed = parse_cron(j.schedule);
+      std::optional<CronSchedule> s;
+      if (auto* ok = std::get_if<CronSchedule>(&parsed))
+        s = *ok;
+      else
+        log(LogLevel::error, fmt::format("cron_invalid job={} schedule={} error={}", json_quote(j.name),
+                                         json_quote(j.schedule), std::get<CronParseError>(parsed).message));
+      cached = cron_cache_.emplace(j.schedule, s).first;
+    }
+    if (!cached->second) continue;
+    const auto offset = time_zone_offset(j.time_zone);
+    const auto policy = parse_misfire_policy(j.misfire_policy);
+    if (!offset || !policy) {
+      log(LogLevel::error, fmt::format("cron_invalid job={} time_zone={} misfire_policy={}", json_quote(j.name),
+                                       json_quote(j.time_zone), json_quote(j.misfire_policy)));
+      continue;
+    }
+    // Slots up to `cron_lookahead` ahead are created now, PENDING with their
+    // slot time; the dispatcher does not see them before the slot, and the
+    // book wakes at the slot (next_wakeup), so a run starts within a few
+    // milliseconds of its slot instead of up to a materialisation period late.
+    CronPlanInput in;
+    in.schedule = *cached->second;
+    in.utc_offset = *offset;
+    in.policy = *policy;
+    if (j.last_slot_unix) in.last_slot = std::chrono::sys_seconds{std::chrono::seconds{*j.last_slot_unix}};
+    in.db_now = std::chrono::sys_time<std::chrono::milliseconds>{Millis{j.now_unix_ms}};
+    in.lookahead = cron_lookahead;
+    in.catch_up_max = misfire_catch_up_max;
+    in.skip_tolerance = skip_tolerance;
+    std::vector<std::int64_t> slots;
+    for (auto slot : plan_cron_slots(in).slots) slots.push_back(slot.time_since_epoch().count());
+    if (!slots.empty()) create_cron_slots(j.name, std::move(slots), 0, j.now_unix_ms);
+  }
+}
+
+void RunBook::create_cron_slots(std::string job, std::vector<std::int64_t> slots, std::size_t next,
+                                std::int64_t now_unix_ms) {
+  if (fenced_ || next >= slots.size()) return;
+  const OpId op = next_op();
+  const std::int64_t slot = slots[next];
+  wait_create_[op] = [this, job, slots, next, now_unix_ms, slot](const Result<store::CreateResult>& w) {
+    if (!w) {
+      // The rest of this job's slots wait for the next pass (in order).
+      log(LogLevel::warn,
+          fmt::format("cron_create_error job={} slot={} error={}", json_quote(job), slot, w.error().message));
+      return;
+    }
+    if (w->outcome == WriteOutcome::fenced) return fence("cron_create", "job=" + json_quote(job), w->current_epoch);
+    if (w->outcome == WriteOutcome::applied) {
+      count(Counter::runs_created_by_cron);
+      const std::int64_t due_in_ms = slot * 1000 - now_unix_ms;
+      if (due_in_ms > 0) cron_wakeups_.insert(now_ + Millis{due_in_ms + 1});
+      log(LogLevel::info, fmt::format("cron_slot_fired job={} slot={} run={} epoch={}", json_quote(job), slot,
+                                      w->run.value, epoch_.value));
+    }
+    create_cron_slots(job, slots, next + 1, now_unix_ms);
+  };
+  emit(CreateCronRun{op, std::move(job), slot});
+}
+
+// --- dispatch ---------------------------------------------------------------
+
+void RunBook::dispatch() {
+  std::map<std::string, int> holding;
+  for (const auto& [id, t] : tracked_) holding[t.row.worker_id]++;
+  // Free slots per label set: due runs are read per label set, each read
+  // only returning runs a worker of that set can take, so runs that no free
+  // worker can place never fill the batch ahead of runs that one can.
+  std::map<std::map<std::string, std::string>, int> free_by_labels;
+  for (const auto& [id, w] : workers_) {
+    const int free = std::max(0, w.capacity - holding[id]);
+    if (w.welcomed && !w.draining && free > 0) free_by_labels[w.labels] += free;
+  }
+  if (free_by_labels.empty()) return;
+  struct Gathered {
+    std::vector<store::DueRun> due;
+    std::set<std::int64_t> seen;
+    std::size_t waiting = 0;
+    bool failed = false;
+  };
+  auto g = std::make_shared<Gathered>();
+  g->waiting = free_by_labels.size();
+  for (const auto& [labels, free] : free_by_labels) {
+    const int limit = std::min(cfg_.dispatch_batch, free);
+    const OpId op = next_op();
+    wait_due_[op] = [this, g, limit](const Result<std::vector<store::DueRun>>& slice) {
+      if (!slice) {
+        if (!g->failed)
+          log(LogLevel::warn, fmt::format("due_runs_error epoch={} error={}", epoch_.value, slice.error().message));
+        g->failed = true;
+      } else {
+        // A full slice means more may be waiting: dispatch again next pass.
+        if (static_cast<int>(slice->size()) >= limit) dispatch_requested_ = true;
+        for (const auto& d : *slice)
+          if (g->seen.insert(d.id.value).second) g->due.push_back(d);
+      }
+      if (--g->waiting == 0 && !g->failed) dispatch_due(g->due);
+    };
+    emit(ReadDue{op, limit, labels});
+  }
+}
+
+void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
+  if (fenced_) return;
+  std::map<std::string, int> holding;
+  for (const auto& [id, t] : tracked_) holding[t.row.worker_id]++;
+  std::vector<WorkerCapacity> capacity;
+  for (const auto& [id, w] : workers_)
+    capacity.push_back({id, w.labels, w.welcomed ? std::max(0, w.capacity - holding[id]) : 0, w.draining});
+
+  std::map<std::int64_t, const store::DueRun*> by_id;
+  std::vector<DispatchCandidate> candidates;
+  for (const auto& d : due) {
+    due_since_.try_emplace(d.id.value, now_);
+    if (d.state == RunState::orphaned && d.unstarted_assignments >= cfg_.max_unstarted_assignments) {
+      WriteRun w;
+      w.kind = RunWriteKind::fail_unrunnable;
+      w.fence = {d.id, d.version, epoch_};
+      w.from = RunState::orphaned;
+      w.error_code = "orphaned";
+      w.reason = "assigned " + std::to_string(d.unstarted_assignments) +
+                 " times and never started (the worker was lost each time)";
+      write(std::move(w), [this, run = d.id.value, n = d.unstarted_assignments](const Result<store::WriteResult>& r) {
+        if (note("fail_unrunnable", run, r))
+          log(LogLevel::warn, fmt::format("run_failed_unstarted run={} assignments={} epoch={}", run, n, epoch_.value));
+      });
+      continue;
+    }
+    by_id[d.id.value] = &d;
+    candidates.push_back({d.id.value, d.selector});
+  }
+  auto plan = plan_dispatch(candidates, capacity);
+  struct Planned {
+    store::DueRun due;
+    std::vector<protocol::Task> tasks;
+  };
+  std::vector<store::AssignRow> rows;
+  auto planned = std::make_shared<std::map<std::int64_t, Planned>>();
+  for (const auto& a : plan.assignments) {
+    const store::DueRun& d = *by_id[a.run_id];
+    auto tasks = protocol::decode_tasks(d.tasks_json);
+    if (std::holds_alternative<protocol::DecodeError>(tasks)) {
+      // It can never run: fail it with a clear error (and a dead letter)
+      // rather than skip it on every pass, holding a slot of the batch.
+      const std::string& error = std::get<protocol::DecodeError>(tasks).message;
+      log(LogLevel::error, fmt::format("run_tasks_invalid run={} job={} error={}", d.id.value, json_quote(d.job_name),
+                                       json_quote(error)));
+      WriteRun w;
+      w.kind = RunWriteKind::fail_unrunnable;
+      w.fence = {d.id, d.version, epoch_};
+      w.from = d.state;
+      w.error_code = "bad_definition";
+      w.reason = "job '" + d.job_name + "' has a task list that cannot be sent to a worker: " + error;
+      write(std::move(w),
+            [this, run = d.id.value](const Result<store::WriteResult>& r) { note("fail_unrunnable", run, r); });
+      continue;
+    }
+    auto& task_list = std::get<std::vector<protocol::Task>>(tasks);
+    if (task_list.empty()) task_list.push_back(protocol::Task{});  // a run without a job: NOOP
+    rows.push_back({d.id, d.version, d.state, a.worker_id, cfg_.continuation_timeout});
+    (*planned)[d.id.value] = Planned{d, std::move(task_list)};
+  }
+  if (due_since_.size() > 100000) due_since_.clear();  // bound: only a latency metric depends on it
+  if (rows.empty() || fenced_) return;
+  const OpId op = next_op();
+  wait_batch_[op] = [this, rows, planned](const Result<store::BatchWriteResult>& res) {
+    if (batch_fenced("assign_batch", rows.size(), res) || !res) return;
+    count(Counter::conflict_writes, static_cast<std::int64_t>(rows.size() - res->applied.size()));
+    for (const auto& a : rows) {
+      auto applied = res->applied.find(a.run.value);
+      if (applied == res->applied.end()) continue;  // lost a race: the next dispatch re-reads it
+      const auto& w = applied->second;
+      Planned& p = planned->at(a.run.value);
+      const store::DueRun& d = p.due;
+      store::ActiveRun row;
+      row.id = d.id;
+      row.version = w.new_version;
+      row.state = RunState::assigned;
+      row.attempt = w.attempt;
+      row.max_attempts = d.max_attempts;
+      row.worker_id = a.worker_id;
+      row.lease_token = w.lease_token;
+      row.leader_epoch = epoch_;
+      row.timeout_ms = d.timeout_ms;
+      row.retry_base_ms = d.retry_base_ms;
+      row.retry_cap_ms = d.retry_cap_ms;
+      row.continuation_timeout_ms = cfg_.continuation_timeout.count();
+      count(Counter::runs_assigned);
+      if (auto since = due_since_.find(d.id.value); since != due_since_.end()) {
+        emit(ObserveDispatchLatency{
+            std::chrono::duration_cast<std::chrono::microseconds>(now_ - since->second).count()});
+        due_since_.erase(since);
+      }
+      log(LogLevel::info, fmt::format("run_assigned run={} attempt={} worker={} epoch={}", d.id.value, w.attempt,
+                                      json_quote(a.worker_id), epoch_.value));
+      send(a.worker_id, protocol::Assign{ref_of(row), p.tasks, d.timeout_ms, row.continuation_timeout_ms});
+      Tracked t{row, std::move(p.tasks), 0, 0, {}, {}};
+      mark_listed(t);
+      note_holder(t);
+      tracked_[d.id.value] = std::move(t);
+    }
+  };
+  emit(WriteAssigns{op, std::move(rows)});
+}
+
+// --- invariants ---------------------------------------------------------------
+
+void RunBook::check_invariants() const {
+  // Once fenced, nothing reaches a worker or the database.
+  BATON_ASSERT(!external_after_fence_);
+  // The book tracks exactly the runs in ASSIGNED and RUNNING, by their id.
+  for (const auto& [id, t] : tracked_) {
+    BATON_ASSERT(t.row.id.value == id);
+    BATON_ASSERT(t.row.state == RunState::assigned || t.row.state == RunState::running);
+  }
+  // Queued starts and finishes are each queued once (one statement, one row per run).
+  BATON_ASSERT(pending_start_ids_.size() == pending_starts_.size());
+  BATON_ASSERT(pending_finish_ids_.size() == pending_finishes_.size());
+  // One connection per worker.
+  std::set<LinkId> links;
+  for (const auto& [id, w] : workers_) BATON_ASSERT(links.insert(w.link).second);
+  // At most one read of the active runs is outstanding, and a waiter always has one.
+  BATON_ASSERT(read_outstanding_ == !wait_active_.empty());
+  BATON_ASSERT(read_waiters_.empty() || read_outstanding_);
+}
+
+}  // namespace baton::leader_core

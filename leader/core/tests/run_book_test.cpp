@@ -1,0 +1,452 @@
+// RunBook's lifecycle rules, one per test: inputs in, effects out. No
+// database, no sockets, no clock: reads and writes are answered by hand.
+#include "baton/leader_core/run_book.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace baton::leader_core {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr Epoch kEpoch{3};
+
+RuntimeConfig config() {
+  RuntimeConfig c;
+  c.retry_jitter_max = Millis{0};  // retry delays are exact
+  return c;
+}
+
+MonoTime at(Millis t) { return MonoTime{t}; }
+
+store::ActiveRun active(std::int64_t id, RunState state, const std::string& worker, int attempt = 1,
+                        Epoch epoch = kEpoch) {
+  store::ActiveRun r;
+  r.id = RunId{id};
+  r.version = Version{10};
+  r.state = state;
+  r.attempt = attempt;
+  r.max_attempts = 3;
+  r.worker_id = worker;
+  r.lease_token = "tok-" + std::to_string(id) + "-" + std::to_string(attempt);
+  r.leader_epoch = epoch;
+  r.retry_base_ms = 200;
+  r.retry_cap_ms = 300;
+  return r;
+}
+
+protocol::AttemptRef ref(const store::ActiveRun& r) { return {r.id.value, r.attempt, r.lease_token}; }
+
+protocol::Hello hello(const std::string& worker, std::vector<protocol::AttemptRef> running = {}) {
+  protocol::Hello h;
+  h.worker_id = worker;
+  h.capacity = 4;
+  h.instance = worker + "-i1";
+  h.running = std::move(running);
+  return h;
+}
+
+template <class T>
+std::vector<T> all(const std::vector<Effect>& es) {
+  std::vector<T> out;
+  for (const auto& e : es)
+    if (auto* t = std::get_if<T>(&e)) out.push_back(*t);
+  return out;
+}
+
+/// The messages of type M sent in `es`.
+template <class M>
+std::vector<M> sent(const std::vector<Effect>& es) {
+  std::vector<M> out;
+  for (const auto& s : all<Send>(es))
+    if (auto* m = std::get_if<M>(&s.message)) out.push_back(*m);
+  return out;
+}
+
+store::WriteResult applied(Version v = Version{11}) {
+  store::WriteResult w;
+  w.outcome = store::WriteOutcome::applied;
+  w.current_epoch = kEpoch;
+  w.new_version = v;
+  return w;
+}
+
+store::BatchWriteResult batch(Epoch current, std::vector<std::int64_t> ids) {
+  store::BatchWriteResult b;
+  b.current_epoch = current;
+  for (auto id : ids) b.applied[id] = applied();
+  return b;
+}
+
+/// Drives a book: answers the reads (active runs, due runs, scheduled jobs)
+/// from its tables at once and leaves writes to the test.
+struct Driver {
+  RunBook book{kEpoch, "n1", config(), 1, at(0ms)};
+  std::vector<store::ActiveRun> rows;
+  std::vector<store::DueRun> due;
+  bool fail_reads = false;
+  MonoTime now = at(0ms);
+  int active_reads = 0;
+
+  std::vector<Effect> run() {
+    std::vector<Effect> seen;
+    while (book.has_effects()) {
+      for (auto& e : book.take_effects()) {
+        seen.push_back(e);
+        if (auto* r = std::get_if<ReadActive>(&e)) {
+          active_reads++;
+          if (fail_reads)
+            book.result(r->op, Result<std::vector<store::ActiveRun>>(make_error(Errc::db_unavailable, "down")), now);
+          else
+            book.result(r->op, Result<std::vector<store::ActiveRun>>(rows), now);
+        } else if (auto* d = std::get_if<ReadDue>(&e)) {
+          book.result(d->op, Result<std::vector<store::DueRun>>(due), now);
+        } else if (auto* j = std::get_if<ReadScheduledJobs>(&e)) {
+          book.result(j->op, Result<std::vector<store::ScheduledJob>>(std::vector<store::ScheduledJob>{}), now);
+        }
+      }
+    }
+    return seen;
+  }
+  std::vector<Effect> start() {
+    book.start(now);
+    return run();
+  }
+  std::vector<Effect> attach(LinkId link, const protocol::Hello& h) {
+    book.attached(link, h, now);
+    return run();
+  }
+  std::vector<Effect> msg(LinkId link, const std::string& worker, protocol::Message m) {
+    book.message(link, worker, m, now);
+    return run();
+  }
+  std::vector<Effect> tick(Millis t) {
+    now = at(t);
+    book.tick(now);
+    return run();
+  }
+  template <class T>
+  std::vector<Effect> answer(OpId op, T result) {
+    book.result(op, Result<T>(std::move(result)), now);
+    return run();
+  }
+};
+
+TEST(RunBook, StartIsGrantedOnlyAfterItsWriteApplied) {
+  Driver d;
+  auto r = active(1, RunState::assigned, "w1");
+  d.rows = {r};
+  d.start();
+  d.attach(7, hello("w1"));
+  auto e = d.msg(7, "w1", protocol::Start{ref(r)});
+  EXPECT_TRUE(sent<protocol::StartGranted>(e).empty());
+  e = d.tick(10ms);  // the pass ends: its starts are written as one batch
+  auto starts = all<WriteStarts>(e);
+  ASSERT_EQ(starts.size(), 1u);
+  ASSERT_EQ(starts[0].rows.size(), 1u);
+  EXPECT_EQ(starts[0].rows[0].attempt.lease_token, r.lease_token);
+  EXPECT_TRUE(sent<protocol::StartGranted>(e).empty()) << "granted before the start write applied";
+  e = d.answer(starts[0].op, batch(kEpoch, {1}));
+  auto granted = sent<protocol::StartGranted>(e);
+  ASSERT_EQ(granted.size(), 1u);
+  EXPECT_EQ(granted[0].ref.lease_token, r.lease_token);
+}
+
+TEST(RunBook, StartWhoseWriteDidNotApplyIsNotGranted) {
+  Driver d;
+  auto r = active(1, RunState::assigned, "w1");
+  d.rows = {r};
+  d.start();
+  d.attach(7, hello("w1"));
+  d.msg(7, "w1", protocol::Start{ref(r)});
+  auto starts = all<WriteStarts>(d.tick(10ms));
+  ASSERT_EQ(starts.size(), 1u);
+  d.rows = {};  // it was orphaned meanwhile: the re-read no longer has it
+  auto e = d.answer(starts[0].op, batch(kEpoch, {}));
+  EXPECT_TRUE(sent<protocol::StartGranted>(e).empty());
+  ASSERT_EQ(sent<protocol::StartDenied>(e).size(), 1u);
+}
+
+TEST(RunBook, RepeatedStartOfARunningAttemptIsGrantedAgain) {
+  Driver d;
+  auto r = active(1, RunState::running, "w1");
+  d.rows = {r};
+  d.start();
+  d.attach(7, hello("w1"));
+  auto e = d.msg(7, "w1", protocol::Start{ref(r)});
+  ASSERT_EQ(sent<protocol::StartGranted>(e).size(), 1u) << "the start right is already in the database";
+  EXPECT_TRUE(all<WriteStarts>(e).empty());
+  EXPECT_TRUE(sent<protocol::StartDenied>(e).empty());
+}
+
+TEST(RunBook, StartOfAnotherWorkersAssignmentIsDenied) {
+  Driver d;
+  auto r = active(1, RunState::assigned, "w2");
+  d.rows = {r};
+  d.start();
+  d.attach(7, hello("w1"));
+  auto e = d.msg(7, "w1", protocol::Start{ref(r)});
+  EXPECT_EQ(sent<protocol::StartDenied>(e).size(), 1u);
+  EXPECT_TRUE(all<WriteStarts>(d.tick(10ms)).empty());
+}
+
+TEST(RunBook, FinishOfASupersededAttemptIsAcknowledgedWithoutAWrite) {
+  Driver d;
+  auto old = active(1, RunState::running, "w1", 1);
+  auto now = active(1, RunState::running, "w2", 2);
+  d.rows = {now};
+  d.start();
+  d.attach(7, hello("w1"));
+  protocol::Finish f;
+  f.ref = ref(old);
+  f.outcome = protocol::Outcome::failed;
+  auto e = d.msg(7, "w1", f);
+  EXPECT_EQ(sent<protocol::FinishAck>(e).size(), 1u);
+  e = d.tick(10ms);
+  EXPECT_TRUE(all<WriteFinishes>(e).empty());
+  EXPECT_TRUE(all<WriteRun>(e).empty());
+}
+
+TEST(RunBook, FinishOfAnotherEpochsAttemptIsAdoptedBeforeItIsWritten) {
+  Driver d;
+  auto r = active(1, RunState::running, "w1", 1, Epoch{2});
+  d.rows = {r};
+  d.start();
+  // w1 reattaches without listing the run (its hello raced the finish).
+  d.attach(7, hello("w1"));
+  protocol::Finish f;
+  f.ref = ref(r);
+  f.outcome = protocol::Outcome::succeeded;
+  auto e = d.msg(7, "w1", f);
+  auto writes = all<WriteRun>(e);
+  ASSERT_EQ(writes.size(), 1u);
+  EXPECT_EQ(writes[0].kind, RunWriteKind::adopt);
+  EXPECT_EQ(writes[0].fence.epoch, kEpoch);
+  EXPECT_TRUE(all<WriteFinishes>(d.tick(10ms)).empty()) << "no finish before the adoption applied";
+  // The pass's batched writes go out once the adoption is answered.
+  auto finishes = all<WriteFinishes>(d.answer(writes[0].op, applied(Version{11})));
+  ASSERT_EQ(finishes.size(), 1u);
+  EXPECT_EQ(finishes[0].rows[0].expected_version, Version{11});
+  auto acks = sent<protocol::FinishAck>(d.answer(finishes[0].op, batch(kEpoch, {1})));
+  EXPECT_EQ(acks.size(), 1u);
+}
+
+TEST(RunBook, AFencedBatchMeansNoMessageOrWriteEver) {
+  Driver d;
+  auto r = active(1, RunState::assigned, "w1");
+  auto r2 = active(2, RunState::assigned, "w1");
+  d.rows = {r, r2};
+  d.start();
+  d.attach(7, hello("w1"));
+  d.msg(7, "w1", protocol::Start{ref(r)});
+  auto starts = all<WriteStarts>(d.tick(10ms));
+  ASSERT_EQ(starts.size(), 1u);
+  auto e = d.answer(starts[0].op, batch(Epoch{4}, {}));
+  EXPECT_TRUE(d.book.fenced());
+  EXPECT_TRUE(sent<protocol::StartGranted>(e).empty());
+  // Whatever comes afterwards: nothing external.
+  d.msg(7, "w1", protocol::Start{ref(r2)});
+  d.attach(8, hello("w2"));
+  d.book.cancel(RunId{1}, "operator", d.now);
+  for (const auto& x : d.tick(5000ms)) EXPECT_FALSE(is_external(x));
+}
+
+TEST(RunBook, AnOrphanWithNoAssignmentsLeftIsFailed) {
+  Driver d;
+  d.start();
+  d.attach(7, hello("w1"));
+  store::DueRun due;
+  due.id = RunId{5};
+  due.version = Version{3};
+  due.state = RunState::orphaned;
+  due.unstarted_assignments = RuntimeConfig{}.max_unstarted_assignments;
+  d.due = {due};
+  auto e = d.tick(100ms);
+  auto writes = all<WriteRun>(e);
+  ASSERT_EQ(writes.size(), 1u);
+  EXPECT_EQ(writes[0].kind, RunWriteKind::fail_unrunnable);
+  EXPECT_EQ(writes[0].error_code, "orphaned");
+  EXPECT_TRUE(all<WriteAssigns>(e).empty());
+  EXPECT_TRUE(sent<protocol::Assign>(e).empty());
+}
+
+TEST(RunBook, DueRunsAreAssignedAndSentOnlyAfterTheAssignApplied) {
+  Driver d;
+  d.start();
+  d.attach(7, hello("w1"));
+  store::DueRun due;
+  due.id = RunId{5};
+  due.version = Version{3};
+  d.due = {due};
+  auto e = d.tick(100ms);
+  auto assigns = all<WriteAssigns>(e);
+  ASSERT_EQ(assigns.size(), 1u);
+  EXPECT_EQ(assigns[0].rows[0].worker_id, "w1");
+  EXPECT_TRUE(sent<protocol::Assign>(e).empty());
+  auto b = batch(kEpoch, {5});
+  b.applied[5].lease_token = "t5";
+  b.applied[5].attempt = 1;
+  auto msgs = sent<protocol::Assign>(d.answer(assigns[0].op, b));
+  ASSERT_EQ(msgs.size(), 1u);
+  EXPECT_EQ(msgs[0].ref.lease_token, "t5");
+  ASSERT_EQ(msgs[0].tasks.size(), 1u) << "a run without a job is one NOOP task";
+}
+
+TEST(RunBook, AReattachedWorkersAttemptThatIsNoLongerItsOwnIsCancelled) {
+  Driver d;
+  auto current = active(1, RunState::running, "w2", 2);
+  d.rows = {current};
+  d.start();
+  protocol::AttemptRef stale{1, 1, "tok-1-1"};
+  protocol::AttemptRef unknown{9, 1, "tok-9-1"};
+  auto e = d.attach(7, hello("w1", {stale, unknown}));
+  ASSERT_EQ(sent<protocol::Welcome>(e).size(), 1u);
+  auto cancels = sent<protocol::Cancel>(e);
+  ASSERT_EQ(cancels.size(), 2u);
+  EXPECT_EQ(cancels[0].ref.run_id, 1);
+  EXPECT_EQ(cancels[1].ref.run_id, 9);
+  // The welcome comes first: the worker learns the epoch before any cancel.
+  auto first = std::find_if(e.begin(), e.end(), [](const Effect& x) { return std::holds_alternative<Send>(x); });
+  EXPECT_TRUE(std::holds_alternative<protocol::Welcome>(std::get<Send>(*first).message));
+}
+
+TEST(RunBook, AnUnknownRunningAttemptIsNotCancelledOnAFailedRead) {
+  Driver d;
+  d.start();
+  d.attach(7, hello("w1"));
+  d.tick(10ms);  // the pass ends: the next judgement needs a new read
+  d.fail_reads = true;
+  protocol::Heartbeat hb;
+  hb.running = {protocol::AttemptRef{9, 1, "tok-9-1"}};
+  auto e = d.msg(7, "w1", hb);
+  EXPECT_EQ(all<ReadActive>(e).size(), 1u);
+  EXPECT_TRUE(sent<protocol::Cancel>(e).empty()) << "a failed read proves nothing about a run";
+  d.fail_reads = false;
+  e = d.msg(7, "w1", hb);  // judged on a successful read: not this worker's attempt
+  EXPECT_EQ(sent<protocol::Cancel>(e).size(), 1u);
+}
+
+TEST(RunBook, AdoptedAttemptsAreNamedInTheWelcome) {
+  Driver d;
+  auto r = active(1, RunState::running, "w1", 1, Epoch{2});
+  d.rows = {r};
+  d.start();
+  d.book.attached(7, hello("w1", {ref(r)}), d.now);
+  auto e = d.run();
+  EXPECT_TRUE(sent<protocol::Welcome>(e).empty()) << "the welcome waits for the adoption";
+  auto writes = all<WriteRun>(e);
+  ASSERT_EQ(writes.size(), 1u);
+  EXPECT_EQ(writes[0].kind, RunWriteKind::adopt);
+  auto welcome = sent<protocol::Welcome>(d.answer(writes[0].op, applied()));
+  ASSERT_EQ(welcome.size(), 1u);
+  ASSERT_EQ(welcome[0].adopted.size(), 1u);
+  EXPECT_EQ(welcome[0].adopted[0].run_id, 1);
+}
+
+TEST(RunBook, InsideTheReattachWindowNothingIsReapedForAbsentWorkers) {
+  Driver d;
+  auto r = active(1, RunState::running, "w1");
+  d.rows = {r};
+  d.start();
+  // The reaper runs at 600 ms, inside the first heartbeat interval (1 s).
+  for (const auto& w : all<WriteRun>(d.tick(600ms))) EXPECT_NE(w.kind, RunWriteKind::begin_confirming);
+  // After the window, the absent worker's attempt goes CONFIRMING.
+  auto writes = all<WriteRun>(d.tick(1200ms));
+  ASSERT_EQ(writes.size(), 1u);
+  EXPECT_EQ(writes[0].kind, RunWriteKind::begin_confirming);
+}
+
+TEST(RunBook, AConfirmingAttemptIsGivenUpOnlyWhenBothDeadlinesPassed) {
+  Driver d;
+  auto r = active(1, RunState::running, "w1");
+  r.continuation = ContinuationState::confirming;
+  r.continuation_remaining_ms = 2000;
+  r.continuation_expired = true;  // the database says so (its clock jumped)...
+  d.rows = {r};
+  d.start();
+  // ... but this leader's own deadline is 2 s + the 10 s margin away.
+  for (const auto& w : all<WriteRun>(d.tick(5000ms))) ADD_FAILURE() << "wrote kind " << static_cast<int>(w.kind);
+  auto writes = all<WriteRun>(d.tick(12100ms));
+  ASSERT_EQ(writes.size(), 1u);
+  EXPECT_EQ(writes[0].kind, RunWriteKind::adopt) << "a CONFIRMING attempt is adopted before it is ended";
+  writes = all<WriteRun>(d.answer(writes[0].op, applied()));
+  ASSERT_EQ(writes.size(), 1u);
+  EXPECT_EQ(writes[0].kind, RunWriteKind::retry_later);
+  EXPECT_EQ(writes[0].finish.error_code, "attempt_lost");
+  auto e = d.answer(writes[0].op, applied());
+  EXPECT_EQ(sent<protocol::Cancel>(e).size(), 0u) << "its worker is not attached: nothing to send";
+}
+
+TEST(RunBook, TheRetryDelayUsesTheJobsBaseAndCap) {
+  Driver d;
+  auto r = active(1, RunState::running, "w1", 2);  // base 200 ms, cap 300 ms
+  d.rows = {r};
+  d.start();
+  d.attach(7, hello("w1", {ref(r)}));
+  protocol::Finish f;
+  f.ref = ref(r);
+  f.outcome = protocol::Outcome::failed;
+  d.msg(7, "w1", f);
+  auto finishes = all<WriteFinishes>(d.tick(10ms));
+  ASSERT_EQ(finishes.size(), 1u);
+  ASSERT_TRUE(finishes[0].rows[0].retry_delay.has_value());
+  EXPECT_EQ(*finishes[0].rows[0].retry_delay, 300ms) << "attempt 2: 200 ms doubled, capped at 300 ms";
+}
+
+TEST(RunBook, ASilentWorkerIsDetachedAfterTheHeartbeatTimeout) {
+  Driver d;
+  d.start();
+  d.attach(7, hello("w1"));
+  EXPECT_TRUE(all<Close>(d.tick(4000ms)).empty());
+  auto e = d.tick(5100ms);
+  auto closes = all<Close>(e);
+  ASSERT_EQ(closes.size(), 1u);
+  EXPECT_EQ(closes[0].link, 7u);
+  EXPECT_EQ(closes[0].reason, "heartbeat_timeout");
+  EXPECT_EQ(d.book.attached_workers(), 0u);
+}
+
+TEST(RunBook, ReadsOfTheActiveRunsAreCoalescedWithinAPass) {
+  Driver d;
+  d.start();
+  d.tick(10ms);  // the start's view is over
+  d.attach(7, hello("w1"));
+  const int before = d.active_reads;
+  d.msg(7, "w1", protocol::Start{protocol::AttemptRef{8, 1, "x"}});
+  d.msg(7, "w1", protocol::Start{protocol::AttemptRef{9, 1, "y"}});
+  protocol::Heartbeat hb;
+  hb.running = {protocol::AttemptRef{10, 1, "z"}};
+  d.msg(7, "w1", hb);
+  EXPECT_EQ(d.active_reads - before, 0) << "the attach's read serves the whole pass";
+}
+
+TEST(RunBook, ACancelAskedWhileTheWorkerWasAwayIsSentWithTheWelcome) {
+  Driver d;
+  auto r = active(1, RunState::running, "w1");
+  r.cancel_reason = "operator";
+  d.rows = {r};
+  d.start();
+  auto e = d.attach(7, hello("w1", {ref(r)}));
+  auto cancels = sent<protocol::Cancel>(e);
+  ASSERT_EQ(cancels.size(), 1u);
+  EXPECT_EQ(cancels[0].reason, "operator");
+}
+
+TEST(RunBook, ADuplicateWorkerIdFromAnotherLiveProcessIsRefused) {
+  Driver d;
+  d.start();
+  d.attach(7, hello("w1"));
+  auto other = hello("w1");
+  other.instance = "w1-other";
+  auto e = d.attach(8, other);
+  auto closes = all<Close>(e);
+  ASSERT_EQ(closes.size(), 1u);
+  EXPECT_EQ(closes[0].link, 8u);
+  EXPECT_EQ(sent<protocol::Error>(e).size(), 1u);
+  EXPECT_EQ(d.book.links(), std::vector<LinkId>{7});
+}
+
+}  // namespace
+}  // namespace baton::leader_core
