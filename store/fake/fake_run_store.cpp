@@ -1,5 +1,6 @@
 #include "baton/store_fake/fake_run_store.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "baton/core/assert.h"
@@ -52,7 +53,10 @@ WriteResult FakeRunDb::update(const RunFence& f, const std::function<bool(const 
   BATON_ASSERT(r.attempt >= 1 && r.attempt <= r.max_attempts);  // job_runs_attempt_chk
   r.version = Version{r.version.value + 1};
   r.leader_epoch = f.epoch;
-  transitions_.push_back({r.id, from, r.state, from_version, r.version, f.epoch});
+  if (r.state == RunState::assigned && from != RunState::assigned) r.assigned_at = clock_.mono();
+  if (r.state == RunState::running && from != RunState::running) r.started_at = clock_.mono();
+  transitions_.push_back({r.id, from, r.state, from_version, r.version, f.epoch, r.attempt, r.continuation,
+                          r.continuation_timeout_ms, clock_.mono()});
   out.outcome = WriteOutcome::applied;
   out.new_version = r.version;
   out.lease_token = r.lease_token.value_or("");
@@ -92,7 +96,8 @@ CreateResult FakeRunDb::create_run(Epoch epoch, const NewRun& n) {
   r.job_definition_id = n.job_definition_id;
   r.idempotency_key = n.idempotency_key;
   runs_[r.id.value] = r;
-  transitions_.push_back({r.id, RunState::pending, RunState::pending, Version{0}, r.version, epoch});  // the insert
+  transitions_.push_back({r.id, RunState::pending, RunState::pending, Version{0}, r.version, epoch, r.attempt,
+                          r.continuation, r.continuation_timeout_ms, clock_.mono()});  // the insert
   out.outcome = WriteOutcome::applied;
   out.run = r.id;
   return out;
@@ -277,6 +282,71 @@ WriteResult FakeRunDb::adopt(const RunFence& f, const AttemptFence& a) {
         r.continuation = ContinuationState::none;
         r.continuation_deadline.reset();
       });
+}
+
+std::vector<ActiveRun> FakeRunDb::active_runs(Millis continuation_margin) const {
+  const MonoTime now = clock_.mono();
+  const auto ms = [](std::chrono::nanoseconds d) { return std::chrono::duration_cast<Millis>(d).count(); };
+  std::vector<ActiveRun> out;
+  for (const auto& [id, r] : runs_) {
+    if (r.state != RunState::assigned && r.state != RunState::running) continue;
+    ActiveRun a;
+    a.id = r.id;
+    a.version = r.version;
+    a.state = r.state;
+    a.attempt = r.attempt;
+    a.max_attempts = r.max_attempts;
+    a.worker_id = r.worker.value_or("");
+    a.lease_token = r.lease_token.value_or("");
+    a.leader_epoch = r.leader_epoch;
+    a.continuation = r.continuation;
+    a.continuation_expired = r.continuation_deadline && *r.continuation_deadline + continuation_margin < now;
+    a.assigned_age_ms = ms(now - r.assigned_at);
+    a.running_age_ms = r.state == RunState::running ? ms(now - r.started_at) : 0;
+    a.continuation_timeout_ms = r.continuation_timeout_ms;
+    a.worker_instance = r.worker_instance;
+    if (r.continuation == ContinuationState::confirming && r.continuation_deadline)
+      a.continuation_remaining_ms = ms(*r.continuation_deadline - now);
+    if (r.state == RunState::running) a.cancel_reason = r.cancel_reason;
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+std::vector<DueRun> FakeRunDb::due_runs(int limit) const {
+  const MonoTime now = clock_.mono();
+  std::vector<const FakeRun*> due;
+  for (const auto& [id, r] : runs_) {
+    const bool ready = r.state == RunState::pending || r.state == RunState::orphaned ||
+                       (r.state == RunState::retry_waiting && r.next_attempt_at && *r.next_attempt_at <= now);
+    if (ready) due.push_back(&r);
+  }
+  std::stable_sort(due.begin(), due.end(),
+                   [](const FakeRun* a, const FakeRun* b) { return a->priority > b->priority; });
+  std::vector<DueRun> out;
+  for (const FakeRun* r : due) {
+    if (static_cast<int>(out.size()) >= limit) break;
+    DueRun d;
+    d.id = r->id;
+    d.version = r->version;
+    d.state = r->state;
+    d.attempt = r->attempt;
+    d.max_attempts = r->max_attempts;
+    d.priority = r->priority;
+    d.unstarted_assignments = r->unstarted_assignments;
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+HeartbeatBatchResult FakeRunDb::heartbeat_batch(Epoch epoch, const std::vector<HeartbeatRow>& rows) {
+  HeartbeatBatchResult out;
+  out.current_epoch = lease_.epoch();
+  if (epoch != lease_.epoch()) return out;  // judged once for the statement
+  for (const auto& row : rows)
+    if (WriteResult w = heartbeat({row.id, row.version, epoch}, row.attempt); w.outcome == WriteOutcome::applied)
+      out.applied[row.id.value] = w.new_version;
+  return out;
 }
 
 template <class Row, class One>

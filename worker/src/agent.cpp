@@ -39,7 +39,7 @@ constexpr auto continuation_check_every = std::chrono::milliseconds(100);
 // A finish not acknowledged this long is sent again (the leader may have been
 // unable to record it: database unavailable, a lost race); replays are
 // idempotent on the leader.
-constexpr auto finish_resend_after = std::chrono::seconds(3);
+using worker_core::finish_resend_after;
 // A finish that could not be made durable is written again after this.
 constexpr auto outbox_retry_after = std::chrono::seconds(1);
 

@@ -56,11 +56,15 @@ std::string describe(const Execution& x) {
 
 /// Why a later execution of a run after `x` is allowed, or "" if it is not.
 /// Two cases, both documented in docs/chaos.md:
-///  - x's worker was cut off (partitioned from the leader or paused) for
-///    longer than the continuation timeout plus margin while x was its
-///    attempt: the leader may retry, and x's tree has been killed by then;
+///  - x's worker was cut off (partitioned from the leader, paused, or killed
+///    and not yet restarted) for longer than the continuation timeout plus
+///    margin while x was its attempt: the leader may retry, and x's tree has
+///    been killed by then (or x ended, and its finish waited in the outbox
+///    of a worker that was not there to send it);
 ///  - x's worker was killed after x ended and x's finish was not durable
-///    (absent from the outbox snapshot taken while the worker was down).
+///    (absent from the outbox snapshot taken while the worker was down):
+///    within a second of the exit (the outbox's group commit), or at any
+///    time while the worker was stopped since before the exit.
 std::string at_least_once_reason(const History& h, const Execution& x, std::int64_t next_start_ns) {
   // The run's own continuation timeout (the largest it carried: nodes may be
   // configured differently), else the configured one.
@@ -70,7 +74,14 @@ std::string at_least_once_reason(const History& h, const Execution& x, std::int6
   if (continuation_ms == 0) continuation_ms = h.window.continuation_ms;
   const std::int64_t window_ns = (continuation_ms + h.window.continuation_margin_ms) * ms_ns;
   for (const auto& f : h.faults) {
-    if (f.target != x.worker || (f.fault != "partition_workers" && f.fault != "pause_worker")) continue;
+    // Cut off: partitioned, stopped, or killed (its durable finish waits in
+    // the outbox of a process that is not running) -- for longer than the
+    // leader waits before it gives the attempt up.
+    // (`worker_cut_off` is the simulator's: a worker without a leader, from
+    // whatever chain of faults.)
+    if (f.target != x.worker || (f.fault != "partition_workers" && f.fault != "pause_worker" &&
+                                 f.fault != "kill9_worker" && f.fault != "worker_cut_off"))
+      continue;
     if (f.to_ns - f.from_ns < window_ns) continue;
     if (f.from_ns > next_start_ns || f.to_ns < x.from_ns) continue;
     return x.worker + " cut off by " + f.fault + " for " + ms(f.to_ns - f.from_ns) + " (continuation + margin " +
@@ -82,8 +93,13 @@ std::string at_least_once_reason(const History& h, const Execution& x, std::int6
       // Only a kill within a second of the exit can have beaten the outbox's
       // fsync (one group commit, milliseconds after the exit); a kill later
       // than that found the finish on disk, or acknowledged, so it excuses nothing.
+      // A worker stopped (paused) from before the exit until the kill could
+      // not write it at all, however long that was.
+      const bool stopped_throughout = std::any_of(h.faults.begin(), h.faults.end(), [&](const FaultWindow& p) {
+        return p.fault == "pause_worker" && p.target == x.worker && p.from_ns <= ended && p.to_ns >= f.from_ns;
+      });
       if (f.fault != "kill9_worker" || f.target != x.worker || f.from_ns < ended || f.from_ns > next_start_ns ||
-          f.from_ns > ended + 1000 * ms_ns)
+          (f.from_ns > ended + 1000 * ms_ns && !stopped_throughout))
         continue;
       const bool durable = std::any_of(h.durable_finishes.begin(), h.durable_finishes.end(), [&](const auto& d) {
         return d.run == x.run && d.attempt == x.attempt && d.token == x.token;
@@ -166,8 +182,9 @@ std::string Report::json() const {
   return o.str();
 }
 
-Report check_history(const std::string& dir) {
-  const History h = load_history(dir);
+Report check_history(const std::string& dir) { return check_history(load_history(dir)); }
+
+Report check_history(const History& h) {
   Report report;
   for (const auto& f : h.faults) {
     report.faults[f.fault]++;

@@ -583,7 +583,19 @@ void RunBook::on_heartbeat(const std::string& worker, const protocol::Heartbeat&
       note_holder(it->second);
     }
   };
-  for (const auto& ref : m.finished) listed(ref);
+  for (const auto& ref : m.finished) {
+    listed(ref);
+    // An attempt its worker holds as ended, with the finish not yet written
+    // (the write failed, the database was away): the worker is back, so the
+    // attempt is this leader's again -- adopted, its CONFIRMING deadline
+    // cleared -- and its finish (sent again within finish_resend_after) is
+    // written. Left CONFIRMING, its deadline would throw the success away
+    // while the worker that holds it is attached.
+    auto it = tracked_.find(ref.run_id);
+    if (it != tracked_.end() && held_by(it->second.row, RunState::running, worker, ref) &&
+        it->second.row.continuation == ContinuationState::confirming)
+      adopt_if_needed(ref.run_id, [](bool) {});
+  }
   for (const auto& ref : m.assigned) listed(ref);
   // Unknown running refs are judged on a fresh read, never on a failed one
   // (a failed read proves nothing: no cancel then).
@@ -680,6 +692,7 @@ void RunBook::finish_current(const std::string& worker, const protocol::Finish& 
     if (decision.next == RunState::retry_waiting) row.retry_delay = decision.retry_delay;
     pending_finish_ids_.insert(r.id.value);
     pending_finishes_.push_back(std::move(row));
+    finish_messages_[r.id.value] = {worker, m};
   });
 }
 
@@ -729,7 +742,11 @@ void RunBook::flush_starts_and_finishes() {
   // Finishes first: they free capacity.
   if (!finishes.empty()) {
     const OpId op = next_op();
-    wait_batch_[op] = [this, finishes](const Result<store::BatchWriteResult>& res) { apply_finishes(finishes, res); };
+    auto messages = std::make_shared<std::map<std::int64_t, std::pair<std::string, protocol::Finish>>>();
+    messages->swap(finish_messages_);
+    wait_batch_[op] = [this, finishes, messages](const Result<store::BatchWriteResult>& res) {
+      apply_finishes(finishes, *messages, res);
+    };
     emit(WriteFinishes{op, std::move(finishes)});
   }
   if (!starts.empty()) {
@@ -784,15 +801,16 @@ void RunBook::apply_starts(const std::vector<store::StartRow>& rows, const Resul
   });
 }
 
-void RunBook::apply_finishes(const std::vector<store::FinishRow>& rows, const Result<store::BatchWriteResult>& res) {
+void RunBook::apply_finishes(const std::vector<store::FinishRow>& rows,
+                             const std::map<std::int64_t, std::pair<std::string, protocol::Finish>>& messages,
+                             const Result<store::BatchWriteResult>& res) {
   if (batch_fenced("finish_batch", rows.size(), res) || fenced_) return;
-  bool lost = false;
+  std::vector<std::pair<std::string, protocol::Finish>> lost;
   for (const auto& row : rows) {
     const protocol::AttemptRef ref{row.run.value, row.attempt.attempt, row.attempt.lease_token};
     if (!res || !res->applied.count(row.run.value)) {
-      // No ack: the worker sends it again and it is judged on a fresh read.
-      lost = true;
       log(LogLevel::debug, fmt::format("run_write_conflict op=finish run={} epoch={}", row.run.value, epoch_.value));
+      if (auto m = messages.find(row.run.value); m != messages.end()) lost.push_back(m->second);
       continue;
     }
     count(Counter::runs_finished);
@@ -804,11 +822,18 @@ void RunBook::apply_finishes(const std::vector<store::FinishRow>& rows, const Re
     send(row.attempt.worker_id, protocol::FinishAck{ref});
   }
   if (res) dispatch_requested_ = true;  // capacity was freed
-  if (lost) {
-    count(Counter::conflict_writes);
-    fresh_ = false;
-    with_fresh_view([](bool) {});
-  }
+  if (lost.empty()) return;
+  // Judged again at once on a fresh read (written in the next batch, or
+  // acknowledged without a write), not left to the worker's resend: until
+  // its finish is written, a success exists only on the worker, and a
+  // worker lost now would leave it to the continuation deadline. After a
+  // failed read, nothing is acknowledged: the worker sends it again.
+  count(Counter::conflict_writes, static_cast<std::int64_t>(lost.size()));
+  fresh_ = false;
+  with_fresh_view([this, lost = std::move(lost)](bool fresh) {
+    if (!fresh) return;
+    for (const auto& [worker, m] : lost) on_finish(worker, m, true);
+  });
 }
 
 // --- operator cancel ----------------------------------------------------------
@@ -1268,6 +1293,7 @@ void RunBook::check_invariants() const {
   // Queued starts and finishes are each queued once (one statement, one row per run).
   BATON_ASSERT(pending_start_ids_.size() == pending_starts_.size());
   BATON_ASSERT(pending_finish_ids_.size() == pending_finishes_.size());
+  BATON_ASSERT(finish_messages_.size() == pending_finishes_.size());
   // One connection per worker.
   std::set<LinkId> links;
   for (const auto& [id, w] : workers_) BATON_ASSERT(links.insert(w.link).second);

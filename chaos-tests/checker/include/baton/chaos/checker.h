@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "baton/chaos/history.h"
+
 namespace baton::chaos {
 
 struct InvariantResult {
@@ -33,8 +35,12 @@ struct Report {
   std::string json() const;
 };
 
+/// Checks every invariant of SPEC section 9 on a history: the one function
+/// both the real chaos harness (through the directory overload) and the
+/// simulator (sim/, which builds the History in memory) call.
+Report check_history(const History& h);
 /// Reads the history directory written by `baton-chaos run` (layout in
-/// docs/chaos.md) and checks every invariant of SPEC section 9.
+/// docs/chaos.md) and checks it.
 Report check_history(const std::string& dir);
 
 }  // namespace baton::chaos

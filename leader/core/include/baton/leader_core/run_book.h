@@ -305,7 +305,9 @@ class RunBook {
 
   void flush_starts_and_finishes();
   void apply_starts(const std::vector<store::StartRow>& rows, const Result<store::BatchWriteResult>& res);
-  void apply_finishes(const std::vector<store::FinishRow>& rows, const Result<store::BatchWriteResult>& res);
+  void apply_finishes(const std::vector<store::FinishRow>& rows,
+                      const std::map<std::int64_t, std::pair<std::string, protocol::Finish>>& messages,
+                      const Result<store::BatchWriteResult>& res);
   void detach_silent();
   void reap(bool fresh);
   void end_attempt(std::int64_t run, bool lost);
@@ -360,6 +362,9 @@ class RunBook {
   std::set<std::int64_t> pending_start_ids_;
   std::vector<store::FinishRow> pending_finishes_;
   std::set<std::int64_t> pending_finish_ids_;
+  /// The worker and finish message behind each queued finish row (a row
+  /// that does not apply is judged again from its message).
+  std::map<std::int64_t, std::pair<std::string, protocol::Finish>> finish_messages_;
   std::map<std::string, std::optional<CronSchedule>> cron_cache_;
   std::mt19937_64 rng_;
   MonoTime last_dispatch_{}, last_reap_{}, last_heartbeat_flush_{}, last_cron_{};

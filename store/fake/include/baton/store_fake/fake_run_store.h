@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "baton/core/clock.h"
+#include "baton/store/leader_store.h"
 #include "baton/store/run_store.h"
 #include "baton/store_fake/fake_lease_store.h"
 
@@ -46,6 +47,8 @@ struct FakeRun {
   std::optional<std::string> cancel_reason;
   std::string error_code;
   std::string error_msg;
+  MonoTime assigned_at{};  ///< by the database clock, when it last became ASSIGNED
+  MonoTime started_at{};   ///< ... and RUNNING
 };
 
 /// A job_run_attempts row: one per ended execution.
@@ -75,6 +78,10 @@ struct FakeTransition {
   Version from_version{0};
   Version to_version{0};
   Epoch epoch{0};
+  int attempt = 1;                                           ///< after the write
+  ContinuationState continuation = ContinuationState::none;  ///< after the write
+  std::int64_t continuation_timeout_ms = 0;                  ///< the run's, after the write
+  MonoTime at{};                                             ///< commit time, by the database clock
 };
 
 class FakeRunDb {
@@ -101,6 +108,15 @@ class FakeRunDb {
   BatchWriteResult assign_batch(Epoch epoch, const std::vector<AssignRow>& rows);
   BatchWriteResult start_batch(Epoch epoch, const std::vector<StartRow>& rows);
   BatchWriteResult finish_batch(Epoch epoch, const std::vector<FinishRow>& rows);
+
+  // The reads and the batched heartbeat of store::LeaderStore that the
+  // leader's run lifecycle uses (same rules as PgLeaderStore's SQL; ages and
+  // deadlines by the database clock). The simulator calls them.
+  std::vector<ActiveRun> active_runs(Millis continuation_margin) const;
+  /// PENDING, ORPHANED and RETRY_WAITING whose next attempt is due, by
+  /// priority then id (labels are not modelled: every worker can take any run).
+  std::vector<DueRun> due_runs(int limit) const;
+  HeartbeatBatchResult heartbeat_batch(Epoch epoch, const std::vector<HeartbeatRow>& rows);
 
   const std::map<std::int64_t, FakeRun>& runs() const { return runs_; }
   const std::vector<FakeAttempt>& attempts() const { return attempts_; }

@@ -1,0 +1,64 @@
+#pragma once
+// A seeded, deterministic simulation of a whole Baton cluster: coordinator
+// nodes (the production Elector and RunBook), workers (the production
+// AttemptTable with a model of the Agent's shell and of task process trees),
+// the fake database (FakeLeaseDb + FakeRunDb: the same predicates as the SQL)
+// with in-doubt commits, and a network of frames that are delayed,
+// reordered, duplicated, lost with their connection, and partitioned. One
+// virtual clock drives everything; every node and worker reads its own
+// monotonic clock, with its own offset and rate.
+//
+// Each seed draws its knobs (sizes, rates, fault mix), runs a fault period,
+// heals everything, lets the cluster quiesce, and checks the history with
+// the chaos checker's own check_history (the same function the real chaos
+// harness calls). The same seed replays the same history, event for event.
+// docs/simulation.md says what is modelled and what is not.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "baton/chaos/checker.h"
+
+namespace baton::sim {
+
+/// The knobs of one simulated history, drawn from its seed.
+struct Knobs {
+  int nodes = 3;
+  int workers = 3;
+  int capacity = 2;
+  int runs = 40;                  ///< created during the fault period
+  std::int64_t fault_ms = 60000;  ///< faults are injected this long
+  std::int64_t quiet_ms = 60000;  ///< then all heal; the history must quiesce within this
+  std::int64_t frame_delay_min_ms = 1;
+  std::int64_t frame_delay_max_ms = 10;        ///< frames of one connection overtake each other within this spread
+  double p_duplicate = 0;                      ///< a frame is delivered twice
+  double p_reset = 0;                          ///< a frame is lost and its connection reset
+  double p_in_doubt = 0;                       ///< a write commits but its reply is lost
+  double faults_per_s = 0.3;                   ///< mean rate of injected faults
+  std::vector<double> node_rate, worker_rate;  ///< monotonic clock rates
+  double p_success = 0.8;                      ///< a task exits 0
+  double p_descendant = 0.3;                   ///< a task forks a child that may outlive it
+  std::int64_t task_min_ms = 50, task_max_ms = 2500;
+};
+Knobs knobs_for(std::uint64_t seed);
+
+struct Outcome {
+  std::uint64_t seed = 0;
+  Knobs knobs;
+  chaos::Report report;
+  std::vector<std::string> violated;          ///< checked invariants with a violation
+  std::map<std::string, std::int64_t> stats;  ///< runs, executions, epochs, frames, faults, simulated_ms, ...
+  bool ok() const { return violated.empty(); }
+};
+
+/// The chaos checker's invariants that a simulated history supports; the
+/// others read harness files (probes, the nemesis's requested kinds, cron
+/// and API submissions) that the simulator does not produce.
+const std::vector<std::string>& checked_invariants();
+
+/// Simulates one history from `seed` and checks it. `trace`, if given, gets
+/// every log line of the nodes and every simulator event, with the virtual time.
+Outcome simulate(std::uint64_t seed, std::vector<std::string>* trace = nullptr);
+
+}  // namespace baton::sim

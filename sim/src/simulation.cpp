@@ -1,0 +1,1161 @@
+#include "baton/sim/simulation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <queue>
+#include <random>
+#include <set>
+
+#include "baton/consensus/elector.h"
+#include "baton/core/assert.h"
+#include "baton/core/weaken.h"
+#include "baton/leader_core/run_book.h"
+#include "baton/protocol/vocabulary.h"
+#include "baton/store_fake/fake_lease_store.h"
+#include "baton/store_fake/fake_run_store.h"
+#include "baton/worker_core/attempt_table.h"
+
+namespace baton::sim {
+
+namespace {
+
+using namespace std::chrono_literals;
+using std::chrono::nanoseconds;
+namespace lc = leader_core;
+namespace wc = worker_core;
+
+constexpr std::int64_t ms_ns = 1'000'000;
+constexpr Millis step{5};  ///< the simulation advances in steps of this much virtual time
+
+/// The one virtual time: the database's clock (commit timestamps, ages,
+/// deadlines) and the timeline of the evidence.
+class WorldClock final : public Clock {
+ public:
+  MonoTime mono() const override { return now; }
+  MonoTime now{std::chrono::seconds{1}};
+};
+
+/// A process's own monotonic clock: its own origin and rate. A rate change
+/// keeps it monotonic (the new rate applies from now on).
+class DriftClock final : public Clock {
+ public:
+  DriftClock(const WorldClock& world, nanoseconds origin, double rate)
+      : world_(world), base_mono_(origin), base_world_(world.now), rate_(rate) {}
+  MonoTime mono() const override {
+    const auto elapsed = static_cast<double>((world_.now - base_world_).count());
+    return MonoTime{base_mono_ + nanoseconds{static_cast<std::int64_t>(elapsed * rate_)}};
+  }
+  void set_rate(double r) {
+    base_mono_ = mono().since_start;
+    base_world_ = world_.now;
+    rate_ = r;
+  }
+
+ private:
+  const WorldClock& world_;
+  nanoseconds base_mono_;
+  MonoTime base_world_;
+  double rate_;
+};
+
+lc::RuntimeConfig runtime_config() {
+  lc::RuntimeConfig c;
+  c.heartbeat_interval = 200ms;
+  c.heartbeat_timeout = 1000ms;
+  c.reassign_after = 2000ms;
+  c.reassign_detached_after = 300ms;
+  // The ratios of the defaults (docs/operations.md): the continuation
+  // window is long beside the worker's fixed resend periods (start 2 s,
+  // finish 3 s) and beside a restart.
+  c.continuation_timeout = 6000ms;
+  c.continuation_margin = 2000ms;
+  c.timeout_grace = 1000ms;
+  c.dispatch_every = 20ms;
+  c.reap_every = 100ms;
+  c.cron_every = 1000ms;
+  c.retry_jitter_max = 50ms;
+  return c;
+}
+
+consensus::ElectionConfig election_config() {
+  consensus::ElectionConfig c;
+  c.lease = 1500ms;
+  c.renew_every = 250ms;
+  c.safety_margin = 500ms;
+  c.poll_every = 250ms;
+  return c;
+}
+
+std::string key_of(const protocol::AttemptRef& r) {
+  return std::to_string(r.run_id) + "/" + std::to_string(r.attempt) + "/" + r.lease_token;
+}
+
+struct Frame {
+  std::int64_t at_ns = 0;
+  std::uint64_t seq = 0;
+  std::uint64_t conn = 0;
+  bool to_node = false;
+  protocol::Message message;
+  bool operator>(const Frame& o) const { return at_ns != o.at_ns ? at_ns > o.at_ns : seq > o.seq; }
+};
+
+struct Conn {
+  int worker = 0;
+  int node = 0;
+  bool worker_open = true;  ///< the worker's side still believes in it
+  bool node_open = true;    ///< ... and the node's
+  bool attached = false;    ///< the node's book knows it as a worker link
+  /// The latest delivery time of a frame sent each way: a close is seen
+  /// after every frame sent before it (a TCP stream ends after its data).
+  std::int64_t last_to_worker_ns = 0, last_to_node_ns = 0;
+};
+
+/// One process of a task tree, as its own evidence would show it.
+struct Life {
+  std::int64_t pid = 0;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;  ///< natural end (exit) or death (kill)
+  std::optional<int> status;
+  bool dead = false;
+};
+
+struct Tree {
+  protocol::AttemptRef ref;
+  std::string worker;
+  Life main;
+  std::optional<Life> child;  ///< forked by the task; may outlive the main process
+  int exit_status = 0;        ///< what main exits with if nothing kills it
+  MonoTime switch_until{};    ///< dead-man's switch, on its worker's clock
+  bool reported = false;      ///< its worker turned its end into a finish
+  std::optional<wc::KillCause> kill_cause;
+  int incarnation = 0;  ///< of the worker process that spawned it
+};
+
+struct Fault {
+  std::string kind, target;
+  std::int64_t from_ns = 0, to_ns = 0;
+};
+
+class World;
+
+struct Node {
+  int index = 0;
+  NodeIdentity identity;
+  std::unique_ptr<DriftClock> clock;
+  std::unique_ptr<store::fake::FakeLeaseStore> lease;
+  std::unique_ptr<store::fake::FakeRunStore> runs;
+  std::unique_ptr<consensus::Elector> elector;
+  std::unique_ptr<lc::RunBook> book;
+  std::deque<std::function<void()>> inbox;  ///< deliveries waiting for this node to run
+  bool crashed = false;
+  bool paused = false;
+  bool db_cut = false;
+  int incarnation = 1;
+};
+
+struct Worker {
+  int index = 0;
+  std::string id;
+  std::string instance, succeeds;
+  int incarnation = 1;
+  std::unique_ptr<DriftClock> clock;
+  std::unique_ptr<wc::AttemptTable> table;
+  std::optional<std::uint64_t> conn;
+  bool welcomed = false;
+  int target = 0;  ///< the node it connects to next
+  std::int64_t reconnect_at_ns = 0;
+  std::int64_t next_heartbeat_ns = 0;
+  std::int64_t connect_deadline_ns = 0;               ///< a connection not welcomed by then is given up
+  std::map<std::string, protocol::Finish> unacked;    ///< the durable outbox
+  std::map<std::string, std::int64_t> unacked_since;  ///< when each was written (resent after finish_resend_after)
+  std::int64_t last_resend_ns = 0;
+  std::deque<Frame> held;  ///< frames that arrived while paused
+  bool crashed = false;
+  bool paused = false;
+  bool cut = false;  ///< partitioned from every node
+  /// Since when this worker has had no leader (no welcomed connection);
+  /// none while it has one.
+  std::optional<std::int64_t> leaderless_since_ns;
+};
+
+class World {
+ public:
+  World(std::uint64_t seed, Knobs k, std::vector<std::string>* trace)
+      : seed_(seed),
+        k_(std::move(k)),
+        rng_(seed * 0x9E3779B97F4A7C15ull + 1),
+        trace_(trace),
+        lease_db_(db_clock_),
+        run_db_(lease_db_, db_clock_),
+        cfg_(runtime_config()) {
+    for (int i = 0; i < k_.nodes; ++i) {
+      Node n;
+      n.index = i;
+      nodes_.push_back(std::move(n));
+      boot_node(nodes_.back());
+    }
+    for (int i = 0; i < k_.workers; ++i) {
+      Worker w;
+      w.index = i;
+      w.id = "w" + std::to_string(i + 1);
+      w.clock = std::make_unique<DriftClock>(db_clock_, nanoseconds{uniform(1, 1000) * ms_ns * 1000},
+                                             k_.worker_rate[static_cast<std::size_t>(i)]);
+      workers_.push_back(std::move(w));
+      boot_worker(workers_.back());
+    }
+  }
+
+  Outcome run();
+
+ private:
+  // ---- randomness and trace ---------------------------------------------------
+  std::int64_t uniform(std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng_);
+  }
+  bool chance(double p) { return p > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
+  std::int64_t now_ns() const { return (db_clock_.now.since_start).count(); }
+  void note(const std::string& what) {
+    if (trace_) trace_->push_back("[" + std::to_string((now_ns() - start_ns_) / ms_ns) + "ms] " + what);
+  }
+
+  // ---- nodes ------------------------------------------------------------------
+  void boot_node(Node& n) {
+    const std::string id = "n" + std::to_string(n.index + 1);
+    n.identity = NodeIdentity{id, id + "-inc" + std::to_string(n.incarnation), id + ":7001"};
+    n.clock = std::make_unique<DriftClock>(db_clock_, nanoseconds{uniform(1, 1000) * ms_ns * 1000},
+                                           k_.node_rate[static_cast<std::size_t>(n.index)]);
+    n.lease = std::make_unique<store::fake::FakeLeaseStore>(lease_db_);
+    n.runs = std::make_unique<store::fake::FakeRunStore>(run_db_);
+    n.elector = std::make_unique<consensus::Elector>(
+        *n.lease, *n.clock, n.identity, election_config(), [](const consensus::RoleChange&) {}, [](Millis) {});
+    n.book.reset();
+    n.inbox.clear();
+    n.crashed = n.paused = false;
+    apply_db_cut(n);
+  }
+
+  void apply_db_cut(Node& n) {
+    const bool cut = n.db_cut || db_down_;
+    n.lease->unavailable = cut;
+    n.runs->unavailable = cut;
+  }
+
+  void step_node(Node& n) {
+    if (n.crashed || n.paused) return;
+    // The watchdog and the election thread run beside the control loop; after
+    // a pause either may run first (the loop's writes are then fenced).
+    const bool loop_first = chance(0.5);
+    if (loop_first) run_book(n);
+    n.elector->enforce_deadline();
+    n.elector->step();
+    const bool leads = n.elector->is_leader();
+    if (n.book && (!leads || n.book->epoch() != n.elector->leader_epoch())) stop_book(n, "stepping down");
+    if (leads && !n.book) {
+      n.book = std::make_unique<lc::RunBook>(n.elector->leader_epoch(), n.identity.node_id, cfg_,
+                                             static_cast<std::uint64_t>(n.elector->leader_epoch().value) * 7919u + 17u,
+                                             n.clock->mono());
+      note(n.identity.node_id + " leads epoch " + std::to_string(n.elector->leader_epoch().value));
+      n.book->start(n.clock->mono());
+      execute(n);
+    }
+    if (!loop_first) run_book(n);
+  }
+
+  void run_book(Node& n) {
+    // Deliveries first (a follower answers them too), then the pass.
+    while (!n.inbox.empty()) {
+      auto d = std::move(n.inbox.front());
+      n.inbox.pop_front();
+      d();
+      if (n.book) execute(n);
+    }
+    if (!n.book) return;
+    n.book->tick(n.clock->mono());
+    execute(n);
+    if (n.book && n.book->fenced()) stop_book(n, "fenced");
+  }
+
+  void stop_book(Node& n, const char* why) {
+    if (!n.book) return;
+    note(n.identity.node_id + " stops epoch " + std::to_string(n.book->epoch().value) + ": " + why);
+    for (auto link : n.book->links()) close_node_side(link);
+    for (auto& [id, c] : conns_)
+      if (c.node == n.index && c.node_open) close_node_side(id);
+    n.book.reset();
+  }
+
+  template <class T, class F>
+  Result<T> db_call(Node& n, F&& f) {
+    if (n.db_cut || db_down_) return make_error(Errc::db_unavailable, "simulated partition");
+    T r = f();
+    if (chance(k_.p_in_doubt)) return make_error(Errc::outcome_unknown, "simulated lost reply");
+    return r;
+  }
+  template <class F>
+  auto store_write(Node& n, F&& f) {
+    n.runs->lose_next_reply = chance(k_.p_in_doubt);
+    auto r = f(*n.runs);
+    n.runs->lose_next_reply = false;
+    return r;
+  }
+
+  /// The control loop's drain: every effect carried out in order, every
+  /// result fed back at once.
+  void execute(Node& n) {
+    while (n.book && n.book->has_effects()) {
+      auto effects = n.book->take_effects();
+      for (auto& effect : effects) {
+        if (!n.book) return;
+        lc::RunBook& b = *n.book;
+        if (b.fenced() && lc::is_external(effect)) continue;
+        const MonoTime now = n.clock->mono();
+        const Epoch epoch = b.epoch();
+        std::visit(
+            [&](auto& e) {
+              using T = std::decay_t<decltype(e)>;
+              if constexpr (std::is_same_v<T, lc::Send>) {
+                send(e.link, false, e.message);
+              } else if constexpr (std::is_same_v<T, lc::Close>) {
+                close_node_side(e.link);
+              } else if constexpr (std::is_same_v<T, lc::Log>) {
+                if (trace_) note(n.identity.node_id + " " + e.text);
+              } else if constexpr (std::is_same_v<T, lc::ReadActive>) {
+                b.result(e.op,
+                         db_call<std::vector<store::ActiveRun>>(
+                             n, [&] { return run_db_.active_runs(e.continuation_margin); }),
+                         now);
+              } else if constexpr (std::is_same_v<T, lc::ReadRun>) {
+                b.result(e.op, n.runs->read_run(e.run), now);
+              } else if constexpr (std::is_same_v<T, lc::ReadDue>) {
+                b.result(e.op, db_call<std::vector<store::DueRun>>(n, [&] { return run_db_.due_runs(e.limit); }), now);
+              } else if constexpr (std::is_same_v<T, lc::ReadScheduledJobs>) {
+                b.result(e.op, Result<std::vector<store::ScheduledJob>>(std::vector<store::ScheduledJob>{}), now);
+              } else if constexpr (std::is_same_v<T, lc::WriteRun>) {
+                b.result(e.op, store_write(n, [&](store::RunStore& s) { return write_run(s, e); }), now);
+              } else if constexpr (std::is_same_v<T, lc::WriteAssigns>) {
+                b.result(e.op, store_write(n, [&](store::RunStore& s) { return s.assign_batch(epoch, e.rows); }), now);
+              } else if constexpr (std::is_same_v<T, lc::WriteStarts>) {
+                b.result(
+                    e.op,
+                    store_write(n, [&](store::RunStore& s) { return s.start_batch(epoch, e.rows, e.stale_after); }),
+                    now);
+              } else if constexpr (std::is_same_v<T, lc::WriteFinishes>) {
+                b.result(e.op, store_write(n, [&](store::RunStore& s) { return s.finish_batch(epoch, e.rows); }), now);
+              } else if constexpr (std::is_same_v<T, lc::WriteHeartbeats>) {
+                b.result(
+                    e.op,
+                    db_call<store::HeartbeatBatchResult>(n, [&] { return run_db_.heartbeat_batch(epoch, e.rows); }),
+                    now);
+              } else if constexpr (std::is_same_v<T, lc::CreateCronRun>) {
+                b.result(e.op, Result<store::CreateResult>(make_error(Errc::db_error, "no cron in the simulator")),
+                         now);
+              }
+              // Count, ObserveDispatchLatency, RecordWorker, AppendRunLog: nothing to model.
+            },
+            effect);
+      }
+    }
+  }
+
+  static Result<store::WriteResult> write_run(store::RunStore& s, const lc::WriteRun& w) {
+    switch (w.kind) {
+      case lc::RunWriteKind::adopt: return s.adopt(w.fence, w.attempt);
+      case lc::RunWriteKind::orphan: return s.orphan(w.fence);
+      case lc::RunWriteKind::begin_confirming: return s.begin_confirming(w.fence, w.delay);
+      case lc::RunWriteKind::finish: return s.finish(w.fence, w.attempt, w.finish);
+      case lc::RunWriteKind::retry_later: return s.retry_later(w.fence, w.attempt, w.finish, w.delay);
+      case lc::RunWriteKind::cancel: return s.cancel(w.fence, w.from, w.reason);
+      case lc::RunWriteKind::request_cancel: return s.request_cancel(w.fence, w.reason);
+      case lc::RunWriteKind::fail_unrunnable: return s.fail_unrunnable(w.fence, w.from, w.error_code, w.reason);
+      case lc::RunWriteKind::late_success: return s.late_success(w.fence, w.attempt, w.finish);
+    }
+    BATON_ASSERT(false);
+    return s.orphan(w.fence);
+  }
+
+  // ---- network ----------------------------------------------------------------
+  void send(std::uint64_t conn, bool to_node, const protocol::Message& m) {
+    auto it = conns_.find(conn);
+    if (it == conns_.end()) return;
+    Conn& c = it->second;
+    if (!(to_node ? c.worker_open : c.node_open)) return;
+    frames_sent_++;
+    if (chance(k_.p_reset)) {  // lost, and the connection with it (TCP never loses one frame alone)
+      note("frame lost, connection " + std::to_string(conn) + " reset");
+      reset(conn);
+      return;
+    }
+    const int copies = chance(k_.p_duplicate) ? 2 : 1;
+    for (int i = 0; i < copies; ++i) {
+      const std::int64_t at = now_ns() + uniform(k_.frame_delay_min_ms, k_.frame_delay_max_ms) * ms_ns;
+      std::int64_t& last = to_node ? c.last_to_node_ns : c.last_to_worker_ns;
+      last = std::max(last, at);
+      frames_.push(Frame{at, ++seq_, conn, to_node, m});
+    }
+  }
+
+  void reset(std::uint64_t conn) {
+    // Both sides learn of it, each a little later.
+    later(uniform(1, 30), [this, conn] { close_worker_side(conn); });
+    later(uniform(1, 30), [this, conn] { close_node_side_by_peer(conn); });
+  }
+
+  /// Milliseconds from now until a close sent now reaches the other side.
+  std::int64_t after_data(const Conn& c, bool to_node) {
+    const std::int64_t last = to_node ? c.last_to_node_ns : c.last_to_worker_ns;
+    return std::max<std::int64_t>(uniform(1, 20), (last - now_ns()) / ms_ns + 1);
+  }
+
+  void later(std::int64_t in_ms, std::function<void()> f) {
+    timers_.push({now_ns() + in_ms * ms_ns, ++seq_, std::move(f)});
+  }
+
+  bool reachable(const Conn& c) const { return !workers_[static_cast<std::size_t>(c.worker)].cut; }
+
+  void deliver(const Frame& f) {
+    auto it = conns_.find(f.conn);
+    if (it == conns_.end()) return;
+    Conn& c = it->second;
+    if (!reachable(c)) return;  // partitioned: lost
+    if (f.to_node) {
+      if (!c.node_open) return;
+      Node& n = nodes_[static_cast<std::size_t>(c.node)];
+      if (n.crashed) return;
+      n.inbox.push_back([this, f, &n] { node_receives(n, f.conn, f.message); });
+    } else {
+      if (!c.worker_open) return;
+      Worker& w = workers_[static_cast<std::size_t>(c.worker)];
+      if (w.crashed) return;
+      if (w.paused) {
+        w.held.push_back(f);
+        return;
+      }
+      worker_receives(w, f.conn, f.message);
+    }
+  }
+
+  void node_receives(Node& n, std::uint64_t conn, const protocol::Message& m) {
+    auto it = conns_.find(conn);
+    if (it == conns_.end() || !it->second.node_open) return;
+    Conn& c = it->second;
+    const Worker& w = workers_[static_cast<std::size_t>(c.worker)];
+    if (auto* h = std::get_if<protocol::Hello>(&m)) {
+      if (!n.book) {
+        // A follower: where the leader is, if it knows (docs/protocol.md).
+        auto lease = n.elector->last_seen_lease();
+        std::string endpoint = lease && !lease->held_by(n.identity) ? lease->leader_endpoint : "";
+        send(conn, false, protocol::Redirect{endpoint, lease ? lease->epoch.value : 0});
+        close_node_side(conn);
+        return;
+      }
+      c.attached = true;
+      n.book->attached(conn, *h, n.clock->mono());
+      return;
+    }
+    if (!n.book || !c.attached) return;
+    if (trace_ && std::getenv("BATON_SIM_TRACE_FRAMES"))
+      note(n.identity.node_id + " <- " + w.id + " " + protocol::type_name(m) +
+           " outstanding=" + std::to_string(n.book->outstanding()));
+    n.book->message(conn, w.id, m, n.clock->mono());
+  }
+
+  /// The node closes its side (its book said so, or it stops leading).
+  void close_node_side(std::uint64_t conn) {
+    auto it = conns_.find(conn);
+    if (it == conns_.end() || !it->second.node_open) return;
+    it->second.node_open = false;
+    // The worker sees the close after a moment (and after the frames sent
+    // before it), unless it is cut off: then it finds out by its own silence
+    // timeout.
+    if (reachable(it->second)) later(after_data(it->second, false), [this, conn] { close_worker_side(conn); });
+  }
+
+  /// The node learns that the worker side closed (a FIN or a reset).
+  void close_node_side_by_peer(std::uint64_t conn) {
+    auto it = conns_.find(conn);
+    if (it == conns_.end() || !it->second.node_open) return;
+    Conn& c = it->second;
+    c.node_open = false;
+    Node& n = nodes_[static_cast<std::size_t>(c.node)];
+    if (n.crashed || !c.attached) return;
+    const std::string worker = workers_[static_cast<std::size_t>(c.worker)].id;
+    n.inbox.push_back([this, &n, conn, worker] {
+      if (n.book) n.book->detached(conn, worker, "closed", n.clock->mono());
+    });
+  }
+
+  void close_worker_side(std::uint64_t conn) {
+    auto it = conns_.find(conn);
+    if (it == conns_.end() || !it->second.worker_open) return;
+    it->second.worker_open = false;
+    Worker& w = workers_[static_cast<std::size_t>(it->second.worker)];
+    if (w.conn == conn && !w.crashed) {
+      if (w.paused) {  // noticed when it runs again
+        it->second.worker_open = true;
+        later(5, [this, conn] { close_worker_side(conn); });
+        return;
+      }
+      worker_lost_connection(w);
+    }
+    if (it->second.node_open && reachable(it->second))
+      later(after_data(it->second, true), [this, conn] { close_node_side_by_peer(conn); });
+  }
+
+  // ---- workers ----------------------------------------------------------------
+  void boot_worker(Worker& w) {
+    w.succeeds = w.instance;
+    w.instance = w.id + "-i" + std::to_string(w.incarnation);
+    w.table = std::make_unique<wc::AttemptTable>();
+    w.conn.reset();
+    w.welcomed = false;
+    w.crashed = w.paused = false;
+    w.held.clear();
+    w.target = static_cast<int>(uniform(0, k_.nodes - 1));
+    w.reconnect_at_ns = now_ns() + uniform(10, 200) * ms_ns;
+    // Task trees a previous incarnation left are killed before it connects.
+    for (auto& t : trees_)
+      if (t.worker == w.id && t.incarnation < w.incarnation && !t.main.dead) kill_tree(t, wc::KillCause::stopping);
+  }
+
+  /// The documented at-least-once window is about a worker that cannot
+  /// talk with the current leader for longer than the leader waits for it:
+  /// the simulator knows exactly when that was, whatever chain of faults
+  /// caused it, and records it for the checker as a `worker_cut_off` fault
+  /// (docs/simulation.md).
+  void track_leaderless(Worker& w) {
+    bool linked = false;
+    if (w.conn && w.welcomed && !w.crashed && !w.paused && !w.cut) {
+      const Conn& c = conns_.at(*w.conn);
+      const Node& n = nodes_[static_cast<std::size_t>(c.node)];
+      linked = c.worker_open && c.node_open && !n.crashed && !n.paused && n.book && !n.book->fenced() &&
+               n.book->epoch() == lease_db_.epoch() && !n.db_cut && !db_down_;
+    }
+    if (!linked && !w.leaderless_since_ns) w.leaderless_since_ns = now_ns();
+    if (linked) end_leaderless(w);
+  }
+
+  void end_leaderless(Worker& w) {
+    if (!w.leaderless_since_ns) return;
+    const std::int64_t since = *w.leaderless_since_ns;
+    w.leaderless_since_ns.reset();
+    const std::int64_t window = (cfg_.continuation_timeout + cfg_.continuation_margin).count() * ms_ns;
+    if (now_ns() - since >= window) faults_.push_back({"worker_cut_off", w.id, since, now_ns()});
+  }
+
+  void worker_lost_connection(Worker& w) {
+    w.conn.reset();
+    w.welcomed = false;
+    w.table->detached(w.clock->mono());
+    worker_effects(w);
+    w.reconnect_at_ns = now_ns() + uniform(50, 400) * ms_ns;
+  }
+
+  protocol::Hello hello(const Worker& w) const {
+    protocol::Hello h;
+    h.worker_id = w.id;
+    h.capacity = k_.capacity;
+    h.instance = w.instance;
+    h.succeeds = w.succeeds;
+    h.running = w.table->running();
+    if (!weakened("lost_rule"))
+      for (const auto& [key, f] : w.unacked) h.finished.push_back(f.ref);
+    return h;
+  }
+
+  void step_worker(Worker& w) {
+    if (w.crashed || w.paused) return;
+    for (auto& f : w.held) worker_receives(w, f.conn, f.message);
+    w.held.clear();
+    if (!w.conn && now_ns() >= w.reconnect_at_ns && !w.cut) {
+      const std::uint64_t id = ++next_conn_;
+      conns_[id] = Conn{w.index, w.target, true, true, false};
+      w.conn = id;
+      w.connect_deadline_ns = now_ns() + 1000 * ms_ns;
+      send(id, true, hello(w));
+    }
+    // No welcome (a dead or stopped node, a lost frame): give up and retry.
+    if (w.conn && !w.welcomed && now_ns() > w.connect_deadline_ns) close_worker_side(*w.conn);
+    if (w.welcomed && now_ns() >= w.next_heartbeat_ns) {
+      w.next_heartbeat_ns = now_ns() + cfg_.heartbeat_interval.count() * ms_ns;
+      protocol::Heartbeat hb;
+      hb.running = w.table->running();
+      hb.assigned = w.table->assigned();
+      if (!weakened("lost_rule"))
+        for (const auto& [key, f] : w.unacked) hb.finished.push_back(f.ref);
+      send(*w.conn, true, hb);
+    }
+    // Finishes not acknowledged are sent again (the Agent's outbox resend).
+    const std::int64_t resend_ns = std::chrono::duration_cast<nanoseconds>(wc::finish_resend_after).count();
+    if (w.welcomed && now_ns() - w.last_resend_ns >= resend_ns) {
+      w.last_resend_ns = now_ns();
+      for (const auto& [key, f] : w.unacked)
+        if (now_ns() - w.unacked_since[key] >= resend_ns) send(*w.conn, true, f);
+    }
+    w.table->tick(w.clock->mono());
+    worker_effects(w);
+  }
+
+  void worker_receives(Worker& w, std::uint64_t conn, const protocol::Message& m) {
+    if (w.conn != conn) return;
+    const MonoTime now = w.clock->mono();
+    std::visit(
+        [&](const auto& msg) {
+          using T = std::decay_t<decltype(msg)>;
+          if constexpr (std::is_same_v<T, protocol::Welcome>) {
+            w.welcomed = true;
+            w.next_heartbeat_ns = now_ns();
+            w.table->welcome(msg, now);
+            for (const auto& [key, f] : w.unacked) send(conn, true, f);  // the outbox is sent again
+          } else if constexpr (std::is_same_v<T, protocol::Redirect>) {
+            for (const auto& n : nodes_)
+              if (n.identity.endpoint == msg.leader_endpoint) w.target = n.index;
+            if (msg.leader_endpoint.empty()) w.target = static_cast<int>(uniform(0, k_.nodes - 1));
+          } else if constexpr (std::is_same_v<T, protocol::Assign>) {
+            w.table->assign(msg, now);
+          } else if constexpr (std::is_same_v<T, protocol::StartGranted>) {
+            w.table->start_granted(msg.ref);
+          } else if constexpr (std::is_same_v<T, protocol::StartDenied>) {
+            w.table->start_denied(msg.ref);
+          } else if constexpr (std::is_same_v<T, protocol::Cancel>) {
+            w.table->cancel(msg);
+          } else if constexpr (std::is_same_v<T, protocol::FinishAck>) {
+            w.unacked.erase(key_of(msg.ref));
+            w.unacked_since.erase(key_of(msg.ref));
+          }
+        },
+        m);
+    worker_effects(w);
+  }
+
+  void worker_effects(Worker& w) {
+    for (auto& effect : w.table->take_effects()) {
+      std::visit(
+          [&](auto& e) {
+            using T = std::decay_t<decltype(e)>;
+            if constexpr (std::is_same_v<T, wc::Send>) {
+              if (w.conn) send(*w.conn, true, e.message);
+            } else if constexpr (std::is_same_v<T, wc::Spawn>) {
+              spawn(w, e.assign);
+            } else if constexpr (std::is_same_v<T, wc::Kill>) {
+              for (auto& t : trees_)
+                if (t.worker == w.id && t.ref == e.ref && !t.main.dead) kill_tree(t, e.cause);
+            } else if constexpr (std::is_same_v<T, wc::Renew>) {
+              for (auto& t : trees_)
+                if (t.worker == w.id && t.ref == e.ref && !t.main.dead)
+                  t.switch_until = w.clock->mono() + switch_timeout();
+            }
+          },
+          effect);
+    }
+  }
+
+  Millis switch_timeout() const { return std::max<Millis>(cfg_.continuation_margin / 2, 200ms); }
+
+  void spawn(Worker& w, const protocol::Assign& a) {
+    Tree t;
+    t.ref = a.ref;
+    t.worker = w.id;
+    t.incarnation = w.incarnation;
+    t.main.pid = ++next_pid_;
+    t.main.start_ns = now_ns();
+    t.main.end_ns = now_ns() + uniform(k_.task_min_ms, k_.task_max_ms) * ms_ns;
+    t.exit_status = chance(k_.p_success) ? 0 : 1;
+    if (chance(k_.p_descendant)) {
+      Life c;
+      c.pid = ++next_pid_;
+      c.start_ns = now_ns() + uniform(0, 20) * ms_ns;
+      c.end_ns = t.main.end_ns + uniform(-500, 1500) * ms_ns;
+      c.end_ns = std::max(c.end_ns, c.start_ns + ms_ns);
+      t.child = c;
+    }
+    t.switch_until = w.clock->mono() + switch_timeout();
+    note(w.id + " spawns run " + std::to_string(a.ref.run_id) + " attempt " + std::to_string(a.ref.attempt));
+    trees_.push_back(std::move(t));
+  }
+
+  void kill_tree(Tree& t, wc::KillCause cause) {
+    if (t.main.dead) return;
+    t.kill_cause = cause;
+    t.main.dead = true;
+    t.main.end_ns = now_ns() + uniform(1, 30) * ms_ns;  // the kill takes a moment
+    t.main.status.reset();
+    // The task's cgroup dies with it; without containment (a weakened
+    // build) a detached descendant lives on to its natural end.
+    if (t.child && !t.child->dead && !weakened("no_containment")) {
+      t.child->dead = true;
+      t.child->end_ns = std::max(t.child->start_ns, t.main.end_ns);
+    }
+  }
+
+  /// Natural exits, dead-man's switches, and the finishes of ended trees.
+  void step_trees() {
+    for (auto& t : trees_) {
+      Worker& w = worker_of(t);
+      if (!t.main.dead) {
+        if (t.main.end_ns <= now_ns()) {
+          t.main.dead = true;
+          t.main.status = t.exit_status;
+          // The worker empties the task's cgroup when the supervisor exits.
+          if (t.child && !t.child->dead && !weakened("no_containment") && t.child->end_ns > t.main.end_ns) {
+            t.child->dead = true;
+            t.child->end_ns = t.main.end_ns + ms_ns;
+          }
+        } else if (w.clock->mono() > t.switch_until && t.incarnation == w.incarnation) {
+          note(w.id + " switch fires for run " + std::to_string(t.ref.run_id));
+          kill_tree(t, wc::KillCause::continuation);
+        }
+      }
+      if (t.child && !t.child->dead && t.child->end_ns <= now_ns()) {
+        t.child->dead = true;
+        t.child->status = 0;
+      }
+      // The finish exists once the main process is gone (and its tree with
+      // it), and only for the incarnation that runs it.
+      if (t.main.dead && !t.reported && t.main.end_ns <= now_ns()) {
+        if (w.paused) continue;  // a stopped worker notices when it runs again
+        t.reported = true;
+        if (t.incarnation != w.incarnation || w.crashed) continue;
+        protocol::Finish f;
+        f.ref = t.ref;
+        if (t.main.status)
+          f.outcome = *t.main.status == 0 ? protocol::Outcome::succeeded : protocol::Outcome::failed;
+        else
+          f.outcome = t.kill_cause == wc::KillCause::cancel ? protocol::Outcome::canceled : protocol::Outcome::failed;
+        f.exit_code = t.main.status;
+        f.duration_ms = (t.main.end_ns - t.main.start_ns) / ms_ns;
+        w.unacked[key_of(t.ref)] = f;
+        w.unacked_since[key_of(t.ref)] = now_ns();
+        w.table->finished(t.ref, w.clock->mono());
+        if (w.conn && w.welcomed && !w.paused) send(*w.conn, true, f);
+        worker_effects(w);
+      }
+    }
+  }
+
+  Worker& worker_of(const Tree& t) {
+    for (auto& w : workers_)
+      if (w.id == t.worker) return w;
+    BATON_ASSERT(false);
+    return workers_.front();
+  }
+
+  // ---- faults -----------------------------------------------------------------
+  void inject() {
+    const int kind = static_cast<int>(uniform(0, 9));
+    const auto node = static_cast<std::size_t>(uniform(0, k_.nodes - 1));
+    const auto worker = static_cast<std::size_t>(uniform(0, k_.workers - 1));
+    Node& n = nodes_[node];
+    Worker& w = workers_[worker];
+    const std::int64_t from = now_ns();
+    auto record = [&](const std::string& kind_name, const std::string& target, std::int64_t ms) {
+      faults_.push_back({kind_name, target, from, from + ms * ms_ns});
+      note("fault " + kind_name + " " + target + " for " + std::to_string(ms) + "ms");
+    };
+    switch (kind) {
+      case 0: {  // kill -9 of a node, restarted later
+        if (n.crashed) return;
+        const std::int64_t ms = uniform(300, 3000);
+        record("kill9_node", n.identity.node_id, ms);
+        stop_book(n, "killed");
+        for (auto& [id, c] : conns_)
+          if (c.node == n.index && c.node_open) {
+            c.node_open = false;
+            if (reachable(c)) later(uniform(1, 20), [this, id = id] { close_worker_side(id); });
+          }
+        n.crashed = true;
+        later(ms, [this, node] {
+          nodes_[node].incarnation++;
+          boot_node(nodes_[node]);
+        });
+        break;
+      }
+      case 1: {  // SIGSTOP of a node
+        if (n.crashed || n.paused) return;
+        const std::int64_t ms = uniform(300, 4000);
+        record(n.book ? "pause_leader" : "pause_node", n.identity.node_id, ms);
+        n.paused = true;
+        later(ms, [this, node] { nodes_[node].paused = false; });
+        break;
+      }
+      case 2: {  // a node cut from the database
+        if (n.db_cut) return;
+        const std::int64_t ms = uniform(300, 4000);
+        record("partition_node_db", n.identity.node_id, ms);
+        n.db_cut = true;
+        apply_db_cut(n);
+        later(ms, [this, node] {
+          nodes_[node].db_cut = false;
+          apply_db_cut(nodes_[node]);
+        });
+        break;
+      }
+      case 3: {  // a worker cut from every node
+        if (w.cut || w.crashed) return;
+        const std::int64_t ms = uniform(300, 6000);
+        record("partition_workers", w.id, ms);
+        w.cut = true;
+        // Each side notices by its own silence timeout.
+        if (w.conn) {
+          const std::uint64_t conn = *w.conn;
+          later(uniform(cfg_.heartbeat_timeout.count(), 2 * cfg_.heartbeat_timeout.count()),
+                [this, conn] { close_worker_side(conn); });
+        }
+        later(ms, [this, worker] { workers_[worker].cut = false; });
+        break;
+      }
+      case 4: {  // kill -9 of a worker: its trees die with their supervisors' control pipes
+        if (w.crashed) return;
+        const std::int64_t ms = uniform(200, 3000);
+        record("kill9_worker", w.id, ms);
+        // The outbox as the harness's snapshot would find it.
+        for (const auto& [key, f] : w.unacked)
+          durable_.push_back(
+              {w.id, f.ref.run_id, f.ref.attempt, f.ref.lease_token, std::string(protocol::to_string(f.outcome))});
+        w.crashed = true;
+        for (auto& t : trees_)
+          if (t.worker == w.id && !t.main.dead) kill_tree(t, wc::KillCause::stopping);
+        if (w.conn) {
+          const std::uint64_t conn = *w.conn;
+          conns_[conn].worker_open = false;
+          if (reachable(conns_[conn])) later(uniform(1, 20), [this, conn] { close_node_side_by_peer(conn); });
+        }
+        later(ms, [this, worker] {
+          workers_[worker].incarnation++;
+          boot_worker(workers_[worker]);
+        });
+        break;
+      }
+      case 5: {  // SIGSTOP of a worker (its task trees run on; their switches do not)
+        if (w.crashed || w.paused) return;
+        const std::int64_t ms = uniform(300, 6000);
+        record("pause_worker", w.id, ms);
+        w.paused = true;
+        later(ms, [this, worker] { workers_[worker].paused = false; });
+        break;
+      }
+      case 6: {  // a connection reset
+        if (!w.conn) return;
+        record("proxy_reset", w.id, 0);
+        reset(*w.conn);
+        break;
+      }
+      case 7: {  // a clock runs at another rate for a while
+        const bool on_node = chance(0.5);
+        const double rate = on_node ? (chance(0.5) ? 0.8 : 1.25) : (chance(0.5) ? 0.9 : 1.1);
+        const std::int64_t ms = uniform(2000, 8000);
+        record("clock_rate", on_node ? n.identity.node_id : w.id, ms);
+        (on_node ? *n.clock : *w.clock).set_rate(rate);
+        // The clock object of that moment: a restart since then has a new one.
+        later(ms, [this, on_node, node, worker] {
+          if (on_node)
+            nodes_[node].clock->set_rate(k_.node_rate[node]);
+          else
+            workers_[worker].clock->set_rate(k_.worker_rate[worker]);
+        });
+        break;
+      }
+      case 8: {  // the supervisor of one task killed (its cgroup is emptied)
+        for (auto& t : trees_)
+          if (t.worker == w.id && !t.main.dead && !w.crashed) {
+            record("kill_supervisor", w.id, 0);
+            kill_tree(t, wc::KillCause::stopping);
+            break;
+          }
+        break;
+      }
+      case 9: {  // the database restarts: every connection fails for a moment
+        if (db_down_) return;
+        const std::int64_t ms = uniform(200, 1500);
+        record("pg_restart", "postgres", ms);
+        db_down_ = true;
+        for (auto& x : nodes_) apply_db_cut(x);
+        later(ms, [this] {
+          db_down_ = false;
+          for (auto& x : nodes_) apply_db_cut(x);
+        });
+        break;
+      }
+    }
+  }
+
+  void heal_all() {
+    // Timers heal everything they started; the rest runs out here.
+    for (auto& n : nodes_) n.db_cut = false;
+    for (auto& w : workers_) w.cut = false;
+    db_down_ = false;
+    for (auto& n : nodes_) apply_db_cut(n);
+  }
+
+  // ---- the run ------------------------------------------------------------------
+  void create_run() {
+    store::NewRun r;
+    r.max_attempts = static_cast<int>(uniform(1, 3));
+    r.trigger_kind = "api";
+    auto c = run_db_.create_run(lease_db_.epoch(), r);
+    if (c.outcome != store::WriteOutcome::applied) return;
+    created_++;
+    note("run " + std::to_string(c.run.value) + " created");
+    for (auto& n : nodes_)
+      if (n.book && !n.paused && !n.crashed)
+        n.inbox.push_back([&n] {
+          if (n.book) n.book->dispatch_now();
+        });
+  }
+
+  bool quiet() const {
+    for (const auto& [id, r] : run_db_.runs())
+      if (!is_terminal(r.state)) return false;
+    for (const auto& t : trees_)
+      if (!t.main.dead || (t.child && !t.child->dead)) return false;
+    return true;
+  }
+
+  void advance() {
+    db_clock_.now = db_clock_.now + std::chrono::duration_cast<nanoseconds>(step);
+    while (!timers_.empty() && timers_.top().at_ns <= now_ns()) {
+      auto f = timers_.top().f;
+      timers_.pop();
+      f();
+    }
+    while (!frames_.empty() && frames_.top().at_ns <= now_ns()) {
+      Frame f = frames_.top();
+      frames_.pop();
+      deliver(f);
+    }
+    step_trees();
+    // A different order every step: no node or worker always goes first.
+    std::vector<int> order;
+    for (int i = 0; i < k_.nodes + k_.workers; ++i) order.push_back(i);
+    std::shuffle(order.begin(), order.end(), rng_);
+    for (int i : order) {
+      if (i < k_.nodes)
+        step_node(nodes_[static_cast<std::size_t>(i)]);
+      else
+        step_worker(workers_[static_cast<std::size_t>(i - k_.nodes)]);
+    }
+    for (auto& w : workers_) track_leaderless(w);
+  }
+
+  chaos::History history() const;
+
+  struct Timer {
+    std::int64_t at_ns;
+    std::uint64_t seq;
+    std::function<void()> f;
+    bool operator>(const Timer& o) const { return at_ns != o.at_ns ? at_ns > o.at_ns : seq > o.seq; }
+  };
+
+  std::uint64_t seed_;
+  Knobs k_;
+  std::mt19937_64 rng_;
+  std::vector<std::string>* trace_;
+  WorldClock db_clock_;
+  store::fake::FakeLeaseDb lease_db_;
+  store::fake::FakeRunDb run_db_;
+  lc::RuntimeConfig cfg_;
+  std::deque<Node> nodes_;
+  std::deque<Worker> workers_;
+  std::map<std::uint64_t, Conn> conns_;
+  std::priority_queue<Frame, std::vector<Frame>, std::greater<>> frames_;
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
+  std::deque<Tree> trees_;
+  std::vector<Fault> faults_;
+  std::vector<chaos::DurableFinish> durable_;
+  bool db_down_ = false;
+  std::uint64_t seq_ = 0, next_conn_ = 0;
+  std::int64_t next_pid_ = 1000;
+  std::int64_t start_ns_ = 0, end_faults_ns_ = 0, end_ns_ = 0;
+  std::int64_t frames_sent_ = 0, created_ = 0;
+};
+
+Outcome World::run() {
+  start_ns_ = now_ns();
+  end_faults_ns_ = start_ns_ + k_.fault_ms * ms_ns;
+  // Run creations and faults, at random moments of the fault period.
+  std::vector<std::int64_t> creations;
+  for (int i = 0; i < k_.runs; ++i) creations.push_back(start_ns_ + uniform(500, k_.fault_ms) * ms_ns);
+  std::sort(creations.begin(), creations.end());
+  std::exponential_distribution<double> gap(k_.faults_per_s);
+  std::int64_t next_fault = start_ns_ + 2000 * ms_ns + static_cast<std::int64_t>(gap(rng_) * 1e9);
+  std::size_t next_creation = 0;
+  while (now_ns() < end_faults_ns_) {
+    while (next_creation < creations.size() && creations[next_creation] <= now_ns()) {
+      create_run();
+      next_creation++;
+    }
+    if (k_.faults_per_s > 0 && now_ns() >= next_fault) {
+      inject();
+      next_fault = now_ns() + static_cast<std::int64_t>(gap(rng_) * 1e9) + ms_ns;
+    }
+    advance();
+  }
+  note("faults end");
+  const std::int64_t limit = now_ns() + k_.quiet_ms * ms_ns;
+  // Timers still heal what they started (restarts, resumes); then quiesce.
+  while (now_ns() < limit) {
+    advance();
+    if (timers_.empty() && quiet()) break;
+  }
+  heal_all();
+  end_ns_ = now_ns();
+  for (auto& w : workers_) end_leaderless(w);
+
+  Outcome out;
+  out.seed = seed_;
+  out.knobs = k_;
+  out.report = chaos::check_history(history());
+  const auto& checked = checked_invariants();
+  for (const auto& inv : out.report.invariants)
+    if (inv.examined > 0 && inv.violations > 0 && std::find(checked.begin(), checked.end(), inv.name) != checked.end())
+      out.violated.push_back(inv.name);
+  out.stats["runs"] = created_;
+  out.stats["executions"] = static_cast<std::int64_t>(trees_.size());
+  out.stats["epochs"] = static_cast<std::int64_t>(lease_db_.history().size());
+  out.stats["frames"] = frames_sent_;
+  out.stats["faults"] = static_cast<std::int64_t>(faults_.size());
+  out.stats["transitions"] = static_cast<std::int64_t>(run_db_.transitions().size());
+  out.stats["simulated_ms"] = (end_ns_ - start_ns_) / ms_ns;
+  std::int64_t succeeded = 0;
+  for (const auto& [id, r] : run_db_.runs()) succeeded += r.state == RunState::succeeded;
+  out.stats["succeeded"] = succeeded;
+  return out;
+}
+
+chaos::History World::history() const {
+  chaos::History h;
+  const auto us = [](MonoTime t) { return t.since_start.count() / 1000; };
+  h.window.start_us = start_ns_ / 1000;
+  h.window.end_us = end_ns_ / 1000;
+  h.window.start_mono_ns = start_ns_;
+  h.window.end_mono_ns = end_ns_;
+  h.window.continuation_ms = cfg_.continuation_timeout.count();
+  h.window.continuation_margin_ms = cfg_.continuation_margin.count();
+  h.window.lease_ms = election_config().lease.count();
+  h.window.poll_ms = election_config().poll_every.count();
+  for (const auto& f : faults_) {
+    chaos::FaultWindow w;
+    w.fault = f.kind;
+    w.target = f.target;
+    w.from_ns = f.from_ns;
+    w.to_ns = f.to_ns;
+    w.from_us = f.from_ns / 1000;
+    w.to_us = f.to_ns / 1000;
+    w.took_effect = true;
+    h.faults.push_back(w);
+  }
+  // Executions, as the tasks' own evidence would show them.
+  for (const auto& t : trees_) {
+    chaos::Execution x;
+    x.run = t.ref.run_id;
+    x.attempt = t.ref.attempt;
+    x.token = t.ref.lease_token;
+    x.worker = t.worker;
+    x.root_pid = x.root_pstart = t.main.pid;
+    auto life = [&](const Life& l) {
+      chaos::ProcessLife p;
+      p.run = x.run;
+      p.attempt = x.attempt;
+      p.token = x.token;
+      p.worker = x.worker;
+      p.pid = p.pstart = l.pid;
+      p.start_ns = l.start_ns;
+      p.last_ns = l.dead ? l.end_ns : end_ns_;
+      p.start_wall_us = l.start_ns / 1000;
+      p.exit_status = l.status;
+      return p;
+    };
+    x.main = life(t.main);
+    x.processes.push_back(*x.main);
+    if (t.child) x.processes.push_back(life(*t.child));
+    x.from_ns = t.main.start_ns;
+    x.to_ns = 0;
+    for (const auto& p : x.processes) x.to_ns = std::max(x.to_ns, p.last_ns);
+    h.executions[x.run].push_back(std::move(x));
+  }
+  for (auto& [run, xs] : h.executions)
+    std::sort(xs.begin(), xs.end(), [](const auto& a, const auto& b) { return a.from_ns < b.from_ns; });
+  for (const auto& [id, r] : run_db_.runs()) {
+    chaos::RunRow row;
+    row.id = id;
+    row.state = std::string(to_string(r.state));
+    row.error_code = r.error_code;
+    row.attempt = r.attempt;
+    row.max_attempts = r.max_attempts;
+    row.created_us = h.window.start_us;
+    h.runs[id] = row;
+  }
+  std::int64_t log_id = 0;
+  for (const auto& t : run_db_.transitions()) {
+    chaos::TransitionRow row;
+    row.id = ++log_id;
+    row.run = t.run.value;
+    row.from = t.from_version.value == 0 ? "" : std::string(to_string(t.from));
+    row.to = std::string(to_string(t.to));
+    row.continuation = std::string(to_string(t.continuation));
+    if (t.from_version.value != 0) row.from_version = t.from_version.value;
+    row.to_version = t.to_version.value;
+    row.attempt = t.attempt;
+    row.epoch = t.epoch.value;
+    row.commit_us = us(t.at);
+    if (t.continuation_timeout_ms > 0) row.continuation_ms = t.continuation_timeout_ms;
+    h.transitions.push_back(row);
+  }
+  for (const auto& e : lease_db_.history())
+    h.epochs.push_back({e.epoch.value, e.leader_id, e.incarnation, us(e.elected_at)});
+  for (const auto& a : run_db_.attempts())
+    h.attempts.push_back(
+        {a.run.value, a.attempt, a.worker, std::string(to_string(a.outcome)), a.lease_token, a.exit_code});
+  h.durable_finishes = durable_;
+  for (const auto& d : run_db_.dead_letters())
+    h.dead_letters.push_back({d.run.value, std::string(to_string(d.final_state)), d.attempts});
+  return h;
+}
+
+}  // namespace
+
+Knobs knobs_for(std::uint64_t seed) {
+  std::mt19937_64 rng(seed ^ 0x5DEECE66Dull);
+  auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  auto real = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
+  Knobs k;
+  k.nodes = static_cast<int>(pick(1, 4));
+  k.workers = static_cast<int>(pick(1, 4));
+  k.capacity = static_cast<int>(pick(1, 3));
+  k.fault_ms = pick(20, 90) * 1000;
+  k.runs = static_cast<int>(pick(10, 60));
+  k.quiet_ms = 600000;  // an upper bound: a history stops as soon as it is quiet
+  k.frame_delay_min_ms = pick(0, 5);
+  k.frame_delay_max_ms = k.frame_delay_min_ms + pick(0, 40);
+  k.p_duplicate = pick(0, 1) ? real(0, 0.05) : 0;
+  k.p_reset = pick(0, 1) ? real(0, 0.01) : 0;
+  k.p_in_doubt = pick(0, 1) ? real(0, 0.05) : 0;
+  k.faults_per_s = real(0.05, 0.8);
+  for (int i = 0; i < k.nodes; ++i) k.node_rate.push_back(real(0.97, 1.03));
+  for (int i = 0; i < k.workers; ++i) k.worker_rate.push_back(real(0.97, 1.03));
+  k.p_success = real(0.5, 0.95);
+  k.p_descendant = real(0, 0.6);
+  k.task_max_ms = pick(200, 4000);
+  return k;
+}
+
+const std::vector<std::string>& checked_invariants() {
+  static const std::vector<std::string> names{"no_overlapping_executions", "one_successful_execution",
+                                              "success_recorded",          "outcome_matches_process",
+                                              "attempts_and_tokens",       "confirming_not_cut_short",
+                                              "dead_letter_iff_failed",    "transition_history_continuous",
+                                              "no_stale_epoch_writes",     "one_leader_per_epoch",
+                                              "legal_transitions",         "quiescent"};
+  return names;
+}
+
+Outcome simulate(std::uint64_t seed, std::vector<std::string>* trace) {
+  World world(seed, knobs_for(seed), trace);
+  return world.run();
+}
+
+}  // namespace baton::sim
