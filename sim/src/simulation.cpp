@@ -169,6 +169,7 @@ struct Worker {
   std::int64_t reconnect_at_ns = 0;
   std::int64_t next_heartbeat_ns = 0;
   std::int64_t connect_deadline_ns = 0;               ///< a connection not welcomed by then is given up
+  std::int64_t last_heard_ns = 0;                     ///< the node last answered (a frame or a ping)
   std::map<std::string, protocol::Finish> unacked;    ///< the durable outbox
   std::map<std::string, std::int64_t> unacked_since;  ///< when each was written (resent after finish_resend_after)
   std::int64_t last_resend_ns = 0;
@@ -388,13 +389,16 @@ class World {
       reset(conn);
       return;
     }
-    const int copies = chance(k_.p_duplicate) ? 2 : 1;
-    for (int i = 0; i < copies; ++i) {
-      const std::int64_t at = now_ns() + uniform(k_.frame_delay_min_ms, k_.frame_delay_max_ms) * ms_ns;
-      std::int64_t& last = to_node ? c.last_to_node_ns : c.last_to_worker_ns;
-      last = std::max(last, at);
-      frames_.push(Frame{at, ++seq_, conn, to_node, m});
-    }
+    // A WebSocket rides on TCP: frames of one connection arrive in order
+    // and once, or the connection fails. Delays vary, and frames of
+    // different connections overtake each other (an old connection's frames
+    // may still arrive after a new one's). A frame within a connection is
+    // never duplicated: the protocol's own resends (start, finish, the
+    // outbox after a welcome) are the duplicates a leader sees.
+    std::int64_t& last = to_node ? c.last_to_node_ns : c.last_to_worker_ns;
+    const std::int64_t at = std::max(now_ns() + uniform(k_.frame_delay_min_ms, k_.frame_delay_max_ms) * ms_ns, last);
+    last = at;
+    frames_.push(Frame{at, ++seq_, conn, to_node, m});
   }
 
   void reset(std::uint64_t conn) {
@@ -574,10 +578,21 @@ class World {
       conns_[id] = Conn{w.index, w.target, true, true, false};
       w.conn = id;
       w.connect_deadline_ns = now_ns() + 1000 * ms_ns;
+      w.last_heard_ns = now_ns();
       send(id, true, hello(w));
     }
     // No welcome (a dead or stopped node, a lost frame): give up and retry.
     if (w.conn && !w.welcomed && now_ns() > w.connect_deadline_ns) close_worker_side(*w.conn);
+    // The Agent's WebSocket idle timeout with keep-alive pings: a node
+    // process that runs answers pings (even with no leader loop), one that
+    // is stopped, dead or cut off does not, and the worker gives the
+    // connection up after heartbeat_timeout of silence.
+    if (w.conn) {
+      const Conn& c = conns_.at(*w.conn);
+      const Node& n = nodes_[static_cast<std::size_t>(c.node)];
+      if (c.node_open && !n.crashed && !n.paused && reachable(c)) w.last_heard_ns = now_ns();
+      if (w.welcomed && now_ns() - w.last_heard_ns > cfg_.heartbeat_timeout.count() * ms_ns) close_worker_side(*w.conn);
+    }
     if (w.welcomed && now_ns() >= w.next_heartbeat_ns) {
       w.next_heartbeat_ns = now_ns() + cfg_.heartbeat_interval.count() * ms_ns;
       protocol::Heartbeat hb;
@@ -796,13 +811,7 @@ class World {
         if (w.cut || w.crashed) return;
         const std::int64_t ms = uniform(300, 6000);
         record("partition_workers", w.id, ms);
-        w.cut = true;
-        // Each side notices by its own silence timeout.
-        if (w.conn) {
-          const std::uint64_t conn = *w.conn;
-          later(uniform(cfg_.heartbeat_timeout.count(), 2 * cfg_.heartbeat_timeout.count()),
-                [this, conn] { close_worker_side(conn); });
-        }
+        w.cut = true;  // each side notices by its own silence timeout
         later(ms, [this, worker] { workers_[worker].cut = false; });
         break;
       }
@@ -1131,7 +1140,6 @@ Knobs knobs_for(std::uint64_t seed) {
   k.quiet_ms = 600000;  // an upper bound: a history stops as soon as it is quiet
   k.frame_delay_min_ms = pick(0, 5);
   k.frame_delay_max_ms = k.frame_delay_min_ms + pick(0, 40);
-  k.p_duplicate = pick(0, 1) ? real(0, 0.05) : 0;
   k.p_reset = pick(0, 1) ? real(0, 0.01) : 0;
   k.p_in_doubt = pick(0, 1) ? real(0, 0.05) : 0;
   k.faults_per_s = real(0.05, 0.8);

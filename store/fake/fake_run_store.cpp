@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "baton/core/assert.h"
+#include "baton/core/weaken.h"
 
 namespace baton::store::fake {
 
@@ -367,7 +368,13 @@ BatchWriteResult FakeRunDb::assign_batch(Epoch epoch, const std::vector<AssignRo
           return r.state == row.from && in(r.state, {RunState::pending, RunState::orphaned, RunState::retry_waiting});
         },
         [&](FakeRun& r) {
-          if (r.state == RunState::retry_waiting) ++r.attempt;
+          // DELIBERATELY BROKEN in weakened chaos builds only (core/weaken.h):
+          // the old SQL, where an assignment orphaned before it started
+          // consumed an attempt.
+          if (r.state == RunState::retry_waiting)
+            ++r.attempt;
+          else if (r.state == RunState::orphaned && weakened("unstarted_attempts") && r.attempt < r.max_attempts)
+            ++r.attempt;
           r.state = RunState::assigned;
           r.worker = row.worker_id;
           r.lease_token = new_token();

@@ -375,6 +375,7 @@ void RunBook::welcome(const std::string& worker, LinkId link, const protocol::He
                                  cfg_.continuation_timeout.count(),
                                  cfg_.continuation_margin.count(),
                                  {}};
+  for (const auto& ref : hello.finished) adopt_ended(worker, ref);
   std::vector<protocol::AttemptRef> ours;
   for (const auto& ref : hello.running) {
     auto it = tracked_.find(ref.run_id);
@@ -462,6 +463,19 @@ std::int64_t RunBook::unlisted_heartbeats(Tracked& t) {
   if (w == workers_.end() || !speaks_for(t)) return 0;
   if (t.link != w->second.link) mark_listed(t);  // a new connection: count from now
   return static_cast<std::int64_t>(w->second.heartbeats - t.listed_at);
+}
+
+void RunBook::adopt_ended(const std::string& worker, const protocol::AttemptRef& ref) {
+  // An attempt its worker holds as ended, with the finish not yet written
+  // (the write failed, the database was away, the frame was lost with its
+  // connection): the worker is back, so the attempt is this leader's again --
+  // adopted, its CONFIRMING deadline cleared -- and its finish (sent again
+  // within finish_resend_after) is written. Left CONFIRMING, the deadline
+  // would throw the success away while the worker that holds it is attached.
+  auto it = tracked_.find(ref.run_id);
+  if (it != tracked_.end() && held_by(it->second.row, RunState::running, worker, ref) &&
+      it->second.row.continuation == ContinuationState::confirming)
+    adopt_if_needed(ref.run_id, [](bool) {});
 }
 
 void RunBook::adopt_if_needed(std::int64_t run, std::function<void(bool)> then) {
@@ -585,16 +599,7 @@ void RunBook::on_heartbeat(const std::string& worker, const protocol::Heartbeat&
   };
   for (const auto& ref : m.finished) {
     listed(ref);
-    // An attempt its worker holds as ended, with the finish not yet written
-    // (the write failed, the database was away): the worker is back, so the
-    // attempt is this leader's again -- adopted, its CONFIRMING deadline
-    // cleared -- and its finish (sent again within finish_resend_after) is
-    // written. Left CONFIRMING, its deadline would throw the success away
-    // while the worker that holds it is attached.
-    auto it = tracked_.find(ref.run_id);
-    if (it != tracked_.end() && held_by(it->second.row, RunState::running, worker, ref) &&
-        it->second.row.continuation == ContinuationState::confirming)
-      adopt_if_needed(ref.run_id, [](bool) {});
+    adopt_ended(worker, ref);
   }
   for (const auto& ref : m.assigned) listed(ref);
   // Unknown running refs are judged on a fresh read, never on a failed one

@@ -448,5 +448,52 @@ TEST(RunBook, ADuplicateWorkerIdFromAnotherLiveProcessIsRefused) {
   EXPECT_EQ(d.book.links(), std::vector<LinkId>{7});
 }
 
+TEST(RunBook, AFinishWhoseWriteDidNotApplyIsJudgedAgainWithoutWaitingForTheWorker) {
+  Driver d;
+  auto r = active(1, RunState::running, "w1");
+  d.rows = {r};
+  d.start();
+  d.attach(7, hello("w1", {ref(r)}));
+  protocol::Finish f;
+  f.ref = ref(r);
+  f.outcome = protocol::Outcome::succeeded;
+  d.msg(7, "w1", f);
+  auto finishes = all<WriteFinishes>(d.tick(10ms));
+  ASSERT_EQ(finishes.size(), 1u);
+  // The row's version moved (an in-doubt heartbeat): the write does not apply.
+  r.version = Version{12};
+  d.rows = {r};
+  auto e = d.answer(finishes[0].op, batch(kEpoch, {}));
+  EXPECT_TRUE(sent<protocol::FinishAck>(e).empty());
+  EXPECT_EQ(all<ReadActive>(e).size(), 1u) << "judged again on a fresh read";
+  finishes = all<WriteFinishes>(d.tick(20ms));
+  ASSERT_EQ(finishes.size(), 1u) << "queued again without a resend from the worker";
+  EXPECT_EQ(finishes[0].rows[0].expected_version, Version{12});
+  EXPECT_EQ(sent<protocol::FinishAck>(d.answer(finishes[0].op, batch(kEpoch, {1}))).size(), 1u);
+}
+
+TEST(RunBook, AConfirmingAttemptItsWorkerListsAsEndedIsAdopted) {
+  Driver d;
+  auto r = active(1, RunState::running, "w1");
+  r.continuation = ContinuationState::confirming;
+  r.continuation_remaining_ms = 5000;
+  d.rows = {r};
+  d.start();
+  // The worker is back with the attempt ended and its finish not yet written.
+  auto h = hello("w1");
+  h.finished = {ref(r)};
+  auto writes = all<WriteRun>(d.attach(7, h));
+  ASSERT_EQ(writes.size(), 1u) << "its deadline must not throw the success away while the worker is here";
+  EXPECT_EQ(writes[0].kind, RunWriteKind::adopt);
+  // If that write fails, the next heartbeat listing it tries again.
+  d.book.result(writes[0].op, Result<store::WriteResult>(make_error(Errc::db_unavailable, "down")), d.now);
+  d.run();
+  protocol::Heartbeat hb;
+  hb.finished = {ref(r)};
+  writes = all<WriteRun>(d.msg(7, "w1", hb));
+  ASSERT_EQ(writes.size(), 1u);
+  EXPECT_EQ(writes[0].kind, RunWriteKind::adopt);
+}
+
 }  // namespace
 }  // namespace baton::leader_core

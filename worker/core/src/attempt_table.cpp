@@ -1,6 +1,7 @@
 #include "baton/worker_core/attempt_table.h"
 
 #include "baton/core/assert.h"
+#include "baton/core/weaken.h"
 
 namespace baton::worker_core {
 
@@ -69,6 +70,14 @@ void AttemptTable::assign(const protocol::Assign& a, MonoTime now) {
   const std::string key = key_of(a.ref);
   if (attempts_.count(key)) return;  // a replayed assign
   attempts_[key].assign = a;
+  // DELIBERATELY BROKEN in weakened chaos builds only (core/weaken.h): the
+  // old worker that ran what it was assigned without asking for the start.
+  if (weakened("no_start_gating") && !other_alive(key, a.ref.run_id)) {
+    attempts_[key].state = AttemptState::running;
+    effects_.push_back(Spawn{a});
+    check_invariants();
+    return;
+  }
   request_starts(now);
   check_invariants();
 }

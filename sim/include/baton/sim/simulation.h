@@ -3,8 +3,9 @@
 // nodes (the production Elector and RunBook), workers (the production
 // AttemptTable with a model of the Agent's shell and of task process trees),
 // the fake database (FakeLeaseDb + FakeRunDb: the same predicates as the SQL)
-// with in-doubt commits, and a network of frames that are delayed,
-// reordered, duplicated, lost with their connection, and partitioned. One
+// with in-doubt commits, and a network of frames that are delayed, lost
+// with their connection (in order within one, as TCP delivers them; across
+// connections in any order), and partitioned. One
 // virtual clock drives everything; every node and worker reads its own
 // monotonic clock, with its own offset and rate.
 //
@@ -31,8 +32,7 @@ struct Knobs {
   std::int64_t fault_ms = 60000;  ///< faults are injected this long
   std::int64_t quiet_ms = 60000;  ///< then all heal; the history must quiesce within this
   std::int64_t frame_delay_min_ms = 1;
-  std::int64_t frame_delay_max_ms = 10;        ///< frames of one connection overtake each other within this spread
-  double p_duplicate = 0;                      ///< a frame is delivered twice
+  std::int64_t frame_delay_max_ms = 10;        ///< the spread of delays (never reordering one connection)
   double p_reset = 0;                          ///< a frame is lost and its connection reset
   double p_in_doubt = 0;                       ///< a write commits but its reply is lost
   double faults_per_s = 0.3;                   ///< mean rate of injected faults

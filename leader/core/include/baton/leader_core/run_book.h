@@ -302,6 +302,8 @@ class RunBook {
   /// Writes the adoption of `run` by this epoch when it is needed; `then`
   /// gets true when the run is this epoch's (already, or now).
   void adopt_if_needed(std::int64_t run, std::function<void(bool adopted)> then);
+  /// Adopts a CONFIRMING attempt that its attached worker lists as ended.
+  void adopt_ended(const std::string& worker, const protocol::AttemptRef& ref);
 
   void flush_starts_and_finishes();
   void apply_starts(const std::vector<store::StartRow>& rows, const Result<store::BatchWriteResult>& res);
