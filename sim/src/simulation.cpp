@@ -759,7 +759,7 @@ class World {
 
   // ---- faults -----------------------------------------------------------------
   void inject() {
-    const int kind = static_cast<int>(uniform(0, 9));
+    const int kind = static_cast<int>(uniform(0, 10));
     const auto node = static_cast<std::size_t>(uniform(0, k_.nodes - 1));
     const auto worker = static_cast<std::size_t>(uniform(0, k_.workers - 1));
     Node& n = nodes_[node];
@@ -871,6 +871,19 @@ class World {
           if (t.worker == w.id && !t.main.dead && !w.crashed) {
             record("kill_supervisor", w.id, 0);
             kill_tree(t, wc::KillCause::stopping);
+            break;
+          }
+        break;
+      }
+      case 10: {  // an operator cancels a run (through the leader, as the admin API does)
+        if (created_ == 0) return;
+        const RunId run{uniform(1, created_)};
+        for (auto& x : nodes_)
+          if (x.book && !x.crashed) {
+            record("cancel", "run " + std::to_string(run.value), 0);
+            x.inbox.push_back([this, &x, run] {
+              if (x.book) x.book->cancel(run, "operator", x.clock->mono());
+            });
             break;
           }
         break;
