@@ -180,6 +180,7 @@ struct Worker {
   /// Since when this worker has had no leader (no welcomed connection);
   /// none while it has one.
   std::optional<std::int64_t> leaderless_since_ns;
+  std::optional<std::int64_t> linked_since_ns;  ///< since when it has had a working leader
 };
 
 class World {
@@ -417,7 +418,9 @@ class World {
     timers_.push({now_ns() + in_ms * ms_ns, ++seq_, std::move(f)});
   }
 
-  bool reachable(const Conn& c) const { return !workers_[static_cast<std::size_t>(c.worker)].cut; }
+  bool reachable(const Conn& c) const {
+    return !workers_[static_cast<std::size_t>(c.worker)].cut && !cut_pairs_.count({c.worker, c.node});
+  }
 
   void deliver(const Frame& f) {
     auto it = conns_.find(f.conn);
@@ -535,18 +538,28 @@ class World {
       const Conn& c = conns_.at(*w.conn);
       const Node& n = nodes_[static_cast<std::size_t>(c.node)];
       linked = c.worker_open && c.node_open && !n.crashed && !n.paused && n.book && !n.book->fenced() &&
-               n.book->epoch() == lease_db_.epoch() && !n.db_cut && !db_down_;
+               n.book->epoch() == lease_db_.epoch() && !n.db_cut && !db_down_ && reachable(c);
     }
-    if (!linked && !w.leaderless_since_ns) w.leaderless_since_ns = now_ns();
-    if (linked) end_leaderless(w);
+    // A link counts once it has lasted a heartbeat round trip: a blip too
+    // short for the worker to be heard (a few milliseconds between two
+    // faults) reaches nobody.
+    if (!linked) {
+      w.linked_since_ns.reset();
+      if (!w.leaderless_since_ns) w.leaderless_since_ns = now_ns();
+      return;
+    }
+    if (!w.linked_since_ns) w.linked_since_ns = now_ns();
+    const std::int64_t heard_ns = (cfg_.heartbeat_interval.count() + 2 * k_.frame_delay_max_ms) * ms_ns;
+    if (now_ns() - *w.linked_since_ns >= heard_ns) end_leaderless(w, *w.linked_since_ns);
   }
 
-  void end_leaderless(Worker& w) {
+  /// Ends `w`'s interval without a leader at `end_ns` (when its link began).
+  void end_leaderless(Worker& w, std::int64_t end_ns) {
     if (!w.leaderless_since_ns) return;
     const std::int64_t since = *w.leaderless_since_ns;
     w.leaderless_since_ns.reset();
     const std::int64_t window = (cfg_.continuation_timeout + cfg_.continuation_margin).count() * ms_ns;
-    if (now_ns() - since >= window) faults_.push_back({"worker_cut_off", w.id, since, now_ns()});
+    if (end_ns - since >= window) faults_.push_back({"worker_cut_off", w.id, since, end_ns});
   }
 
   void worker_lost_connection(Worker& w) {
@@ -759,7 +772,7 @@ class World {
 
   // ---- faults -----------------------------------------------------------------
   void inject() {
-    const int kind = static_cast<int>(uniform(0, 10));
+    const int kind = static_cast<int>(uniform(0, 11));
     const auto node = static_cast<std::size_t>(uniform(0, k_.nodes - 1));
     const auto worker = static_cast<std::size_t>(uniform(0, k_.workers - 1));
     Node& n = nodes_[node];
@@ -888,6 +901,15 @@ class World {
           }
         break;
       }
+      case 11: {  // one worker cut from one node (the others still reach both)
+        const std::pair<int, int> pair{w.index, n.index};
+        if (cut_pairs_.count(pair)) return;
+        const std::int64_t ms = uniform(300, 6000);
+        record("partition_pair", w.id + "-" + n.identity.node_id, ms);
+        cut_pairs_.insert(pair);
+        later(ms, [this, pair] { cut_pairs_.erase(pair); });
+        break;
+      }
       case 9: {  // the database restarts: every connection fails for a moment
         if (db_down_) return;
         const std::int64_t ms = uniform(200, 1500);
@@ -907,6 +929,7 @@ class World {
     // Timers heal everything they started; the rest runs out here.
     for (auto& n : nodes_) n.db_cut = false;
     for (auto& w : workers_) w.cut = false;
+    cut_pairs_.clear();
     db_down_ = false;
     for (auto& n : nodes_) apply_db_cut(n);
   }
@@ -985,6 +1008,7 @@ class World {
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
   std::deque<Tree> trees_;
   std::vector<Fault> faults_;
+  std::set<std::pair<int, int>> cut_pairs_;  ///< (worker, node) that cannot reach each other
   std::vector<chaos::DurableFinish> durable_;
   bool db_down_ = false;
   std::uint64_t seq_ = 0, next_conn_ = 0;
@@ -1023,7 +1047,7 @@ Outcome World::run() {
   }
   heal_all();
   end_ns_ = now_ns();
-  for (auto& w : workers_) end_leaderless(w);
+  for (auto& w : workers_) end_leaderless(w, now_ns());
 
   Outcome out;
   out.seed = seed_;

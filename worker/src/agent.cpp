@@ -14,6 +14,7 @@
 #include <random>
 #include <thread>
 
+#include "baton/core/json_text.h"
 #include "baton/core/weaken.h"
 #include "baton/protocol/codec.h"
 #include "baton/protocol/vocabulary.h"
@@ -29,7 +30,6 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace websocket = beast::websocket;
 using tcp = asio::ip::tcp;
-using SteadyClock = std::chrono::steady_clock;
 
 namespace {
 
@@ -42,6 +42,10 @@ constexpr auto continuation_check_every = std::chrono::milliseconds(100);
 using worker_core::finish_resend_after;
 // A finish that could not be made durable is written again after this.
 constexpr auto outbox_retry_after = std::chrono::seconds(1);
+// Frames waiting for the socket, at most (a heartbeat interval's worth of a
+// worker at full capacity is far below it).
+constexpr std::size_t send_queue_max = 16384;
+static_assert(send_queue_max > 0);
 
 std::string key_of(const protocol::AttemptRef& r) {
   return std::to_string(r.run_id) + ":" + std::to_string(r.attempt) + ":" + r.lease_token;
@@ -61,7 +65,7 @@ class Agent {
       : cfg_(cfg),
         stop_(stop),
         clock_(clock),
-        outbox_(cfg.spool_dir),
+        outbox_(cfg.spool_dir, clock),
         journal_(cfg.spool_dir + "/journal.log"),
         // Weakened chaos builds only: no cgroups, the supervisor alone.
         cgroups_(weakened("no_containment") || weakened("no_task_cgroup") ? "off" : cfg.task_cgroup,
@@ -241,6 +245,15 @@ class Agent {
 
   void send(const protocol::Message& m) {
     if (!connected_) return;
+    if (queue_.size() >= send_queue_max) {
+      // The leader does not read what it is sent (a stuck or overloaded
+      // node): drop the connection rather than grow without bound. Nothing
+      // is lost: finishes stay in the outbox, and the hello and heartbeats
+      // of the next connection list every attempt.
+      spdlog::warn("worker_send_queue_full worker={} frames={}", json_quote(cfg_.worker_id), queue_.size());
+      disconnected(true);
+      return;
+    }
     queue_.push_back(protocol::encode(m));
     if (!writing_) write_next();
   }
@@ -476,7 +489,7 @@ class Agent {
     // starts: decided by the AttemptTable.
     table_.tick(clock_.mono());
     apply_effects();
-    const auto now = SteadyClock::now();
+    const MonoTime now = clock_.mono();
     if (!undurable_.empty() && now - last_outbox_retry_ >= outbox_retry_after) {
       last_outbox_retry_ = now;
       for (const auto& [k, f] : undurable_) outbox_writer_.push(f);
@@ -537,7 +550,7 @@ class Agent {
   std::size_t endpoint_index_ = 0;
   int failures_ = 0, redirects_in_a_row_ = 0;
   std::int64_t heartbeat_interval_ms_ = 1000, heartbeat_timeout_ms_ = 5000, continuation_margin_ms_ = 10000;
-  SteadyClock::time_point last_resend_{}, last_outbox_retry_{};
+  MonoTime last_resend_{}, last_outbox_retry_{};
   worker_core::AttemptTable table_;           ///< what each attempt may do (worker/core)
   std::map<std::string, Process> processes_;  ///< started attempts' runners, by key
   std::string instance_, succeeds_;           ///< this process; the one before it on this spool

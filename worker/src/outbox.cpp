@@ -57,7 +57,7 @@ std::uint64_t log_number(const fs::path& p) {
 
 }  // namespace
 
-Outbox::Outbox(std::string spool_dir) : dir_(std::move(spool_dir) + "/outbox") {}
+Outbox::Outbox(std::string spool_dir, const Clock& clock) : dir_(std::move(spool_dir) + "/outbox"), clock_(clock) {}
 
 Outbox::~Outbox() {
   if (log_fd_ >= 0) ::close(log_fd_);
@@ -132,7 +132,7 @@ Result<void> Outbox::open() {
   for (const auto& path : files) {
     // Keep the file's age: a finish written long ago is due for a resend.
     const auto age = fs::file_time_type::clock::now() - fs::last_write_time(path, ec);
-    const MonoTime written{RealClock().mono().since_start - std::chrono::duration_cast<std::chrono::nanoseconds>(age)};
+    const MonoTime written{clock_.mono().since_start - std::chrono::duration_cast<std::chrono::nanoseconds>(age)};
     std::ifstream in(path);
     std::string line;
     live_per_file_[path.string()] += 0;
@@ -195,7 +195,7 @@ Result<void> Outbox::put_all(const std::vector<protocol::Finish>& group) {
     return make_error(Errc::bad_input, "outbox: cannot write " + log_path_ + ": " + why);
   }
   log_bytes_ += body.size();
-  const MonoTime now = RealClock().mono();
+  const MonoTime now = clock_.mono();
   {
     std::lock_guard lock(mutex_);
     for (const auto* f : fresh) entries_.emplace(key_of(f->ref), Entry{*f, log_path_, now, next_seq_++});
@@ -231,7 +231,7 @@ void Outbox::remove(const protocol::AttemptRef& ref) {
 
 std::vector<protocol::Finish> Outbox::pending(std::chrono::seconds min_age) const {
   std::lock_guard lock(mutex_);
-  const MonoTime now = RealClock().mono();
+  const MonoTime now = clock_.mono();
   std::vector<const Entry*> found;
   for (const auto& [k, e] : entries_)
     if (min_age.count() == 0 || now - e.written >= min_age) found.push_back(&e);

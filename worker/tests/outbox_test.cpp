@@ -11,19 +11,43 @@
 using namespace baton;
 using namespace baton::worker;
 
+namespace {
+/// Time moves only when a test says so.
+class ManualClock final : public Clock {
+ public:
+  MonoTime mono() const override { return now; }
+  MonoTime now{std::chrono::seconds{100}};
+};
+const RealClock clock_;
+}  // namespace
+
+TEST(Outbox, AFinishIsDueForResendByTheClockItWasGiven) {
+  std::string dir = "/tmp/baton-outbox-clock-test-" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  ManualClock clock;
+  Outbox o(dir, clock);
+  ASSERT_TRUE(o.open());
+  protocol::Finish a{{1, 1, "aaaa"}, protocol::Outcome::succeeded, 0, "", "", "", 5, {}};
+  ASSERT_TRUE(o.put(a));
+  EXPECT_TRUE(o.pending(std::chrono::seconds(3)).empty()) << "just written";
+  clock.now = clock.now + std::chrono::seconds(3);
+  ASSERT_EQ(o.pending(std::chrono::seconds(3)).size(), 1u) << "three seconds later by its clock";
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Outbox, KeepsFinishesUntilAcknowledgedAcrossReopen) {
   std::string dir = "/tmp/baton-outbox-test-" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
   protocol::Finish a{{1, 1, "aaaa"}, protocol::Outcome::succeeded, 0, "", "out", "", 5, {}};
   protocol::Finish b{{2, 3, "bbbb"}, protocol::Outcome::failed, 2, "exit 2", "", "err", 7, {}};
   {
-    Outbox o(dir);
+    Outbox o(dir, clock_);
     ASSERT_TRUE(o.open());
     ASSERT_TRUE(o.put(a));
     ASSERT_TRUE(o.put(b));
     ASSERT_TRUE(o.put(a));  // idempotent: same attempt, one file
   }
-  Outbox again(dir);
+  Outbox again(dir, clock_);
   ASSERT_TRUE(again.open());
   auto pending = again.pending();
   ASSERT_EQ(pending.size(), 2u);
@@ -53,7 +77,7 @@ TEST(Outbox, AGroupIsOneAppendAndAcksSurviveARestart) {
   for (int i = 1; i <= 3; ++i)
     group.push_back({{i, 1, "tok" + std::to_string(i)}, protocol::Outcome::succeeded, 0, "", "", "", 1, {}});
   {
-    Outbox o(dir);
+    Outbox o(dir, clock_);
     ASSERT_TRUE(o.open());
     ASSERT_TRUE(o.put_all(group));
     EXPECT_EQ(lines(), (std::pair<std::size_t, std::size_t>{3, 0})) << "one append (one fdatasync) for the group";
@@ -64,13 +88,13 @@ TEST(Outbox, AGroupIsOneAppendAndAcksSurviveARestart) {
     EXPECT_EQ(lines().second, 2u);
     EXPECT_EQ(o.size(), 1u);
   }
-  Outbox again(dir);
+  Outbox again(dir, clock_);
   ASSERT_TRUE(again.open());
   auto pending = again.pending();
   ASSERT_EQ(pending.size(), 1u) << "acknowledged finishes are not resent after a restart";
   EXPECT_EQ(pending[0], group[2]);
   again.remove(group[2].ref);
-  Outbox third(dir);
+  Outbox third(dir, clock_);
   ASSERT_TRUE(third.open());
   EXPECT_TRUE(third.pending().empty());
   std::size_t files = 0;
@@ -84,7 +108,7 @@ TEST(Outbox, ATornLastLineIsQuarantinedNotSilentlyDropped) {
   std::filesystem::remove_all(dir);
   protocol::Finish a{{7, 1, "aaaa"}, protocol::Outcome::succeeded, 0, "", "", "", 5, {}};
   {
-    Outbox o(dir);
+    Outbox o(dir, clock_);
     ASSERT_TRUE(o.open());
     ASSERT_TRUE(o.put(a));
   }
@@ -92,7 +116,7 @@ TEST(Outbox, ATornLastLineIsQuarantinedNotSilentlyDropped) {
     std::ofstream out(dir + "/outbox/log-99.jsonl", std::ios::app);
     out << "{\"type\":\"finish\",\"version\":1,\"run_id\":8";  // a crash mid-append
   }
-  Outbox again(dir);
+  Outbox again(dir, clock_);
   ASSERT_TRUE(again.open());
   auto pending = again.pending();
   ASSERT_EQ(pending.size(), 1u);
@@ -115,7 +139,7 @@ TEST(Outbox, AnUnreadableRecordDoesNotHideTheOnesAfterIt) {
     std::ofstream out(dir + "/outbox/log-1.jsonl");
     out << "{\"type\":\"finish\",\"version\":1,\"run_id\":\"not a number\"}\n" << protocol::encode(b) << "\n";
   }
-  Outbox o(dir);
+  Outbox o(dir, clock_);
   ASSERT_TRUE(o.open());
   auto pending = o.pending();
   ASSERT_EQ(pending.size(), 1u);

@@ -31,7 +31,9 @@ namespace baton::worker {
 
 class Outbox {
  public:
-  explicit Outbox(std::string spool_dir);
+  /// `clock` dates the finishes (a finish is sent again once it is older
+  /// than pending()'s min_age).
+  Outbox(std::string spool_dir, const Clock& clock);
   ~Outbox();
   Outbox(const Outbox&) = delete;
   Outbox& operator=(const Outbox&) = delete;
@@ -65,6 +67,7 @@ class Outbox {
   std::mutex io_mutex_;       ///< the log file: held across writes and fsyncs
   mutable std::mutex mutex_;  ///< the index below: never held across I/O
   std::string dir_;
+  const Clock& clock_;
   std::map<std::string, Entry> entries_;      ///< attempt key -> pending finish
   std::map<std::string, int> live_per_file_;  ///< file -> pending finishes in it
   std::string log_path_;                      ///< the log appended to now
