@@ -39,6 +39,13 @@ store::ActiveRun active(std::int64_t id, RunState state, const std::string& work
 
 protocol::AttemptRef ref(const store::ActiveRun& r) { return {r.id.value, r.attempt, r.lease_token}; }
 
+protocol::Finish finish(const store::ActiveRun& r, protocol::Outcome outcome) {
+  protocol::Finish f;
+  f.ref = ref(r);
+  f.outcome = outcome;
+  return f;
+}
+
 protocol::Hello hello(const std::string& worker, std::vector<protocol::AttemptRef> running = {}) {
   protocol::Hello h;
   h.worker_id = worker;
@@ -199,10 +206,7 @@ TEST(RunBook, FinishOfASupersededAttemptIsAcknowledgedWithoutAWrite) {
   d.rows = {now};
   d.start();
   d.attach(7, hello("w1"));
-  protocol::Finish f;
-  f.ref = ref(old);
-  f.outcome = protocol::Outcome::failed;
-  auto e = d.msg(7, "w1", f);
+  auto e = d.msg(7, "w1", finish(old, protocol::Outcome::failed));
   EXPECT_EQ(sent<protocol::FinishAck>(e).size(), 1u);
   e = d.tick(10ms);
   EXPECT_TRUE(all<WriteFinishes>(e).empty());
@@ -216,10 +220,7 @@ TEST(RunBook, FinishOfAnotherEpochsAttemptIsAdoptedBeforeItIsWritten) {
   d.start();
   // w1 reattaches without listing the run (its hello raced the finish).
   d.attach(7, hello("w1"));
-  protocol::Finish f;
-  f.ref = ref(r);
-  f.outcome = protocol::Outcome::succeeded;
-  auto e = d.msg(7, "w1", f);
+  auto e = d.msg(7, "w1", finish(r, protocol::Outcome::succeeded));
   auto writes = all<WriteRun>(e);
   ASSERT_EQ(writes.size(), 1u);
   EXPECT_EQ(writes[0].kind, RunWriteKind::adopt);
@@ -385,10 +386,7 @@ TEST(RunBook, TheRetryDelayUsesTheJobsBaseAndCap) {
   d.rows = {r};
   d.start();
   d.attach(7, hello("w1", {ref(r)}));
-  protocol::Finish f;
-  f.ref = ref(r);
-  f.outcome = protocol::Outcome::failed;
-  d.msg(7, "w1", f);
+  d.msg(7, "w1", finish(r, protocol::Outcome::failed));
   auto finishes = all<WriteFinishes>(d.tick(10ms));
   ASSERT_EQ(finishes.size(), 1u);
   ASSERT_TRUE(finishes[0].rows[0].retry_delay.has_value());
@@ -454,10 +452,7 @@ TEST(RunBook, AFinishWhoseWriteDidNotApplyIsJudgedAgainWithoutWaitingForTheWorke
   d.rows = {r};
   d.start();
   d.attach(7, hello("w1", {ref(r)}));
-  protocol::Finish f;
-  f.ref = ref(r);
-  f.outcome = protocol::Outcome::succeeded;
-  d.msg(7, "w1", f);
+  d.msg(7, "w1", finish(r, protocol::Outcome::succeeded));
   auto finishes = all<WriteFinishes>(d.tick(10ms));
   ASSERT_EQ(finishes.size(), 1u);
   // The row's version moved (an in-doubt heartbeat): the write does not apply.

@@ -1,0 +1,34 @@
+#pragma once
+// What run_book.cpp and run_book_pass.cpp share: small pure helpers and the
+// cron constants. Internal to leader_core.
+#include <chrono>
+#include <string>
+
+#include "baton/leader_core/run_book.h"
+
+namespace baton::leader_core::run_book_detail {
+
+using store::WriteOutcome;
+
+// Catch-up bound for the run_all misfire policy, per job and pass.
+inline constexpr std::size_t misfire_catch_up_max = 100;
+// A missed slot older than this is not run under the `skip` policy.
+inline constexpr std::chrono::seconds skip_tolerance{2};
+// Cron runs are created this far ahead of their slot (see materialize_cron).
+inline constexpr Millis cron_lookahead{1500};
+
+inline protocol::AttemptRef ref_of(const store::ActiveRun& r) {
+  return protocol::AttemptRef{r.id.value, r.attempt, r.lease_token};
+}
+
+/// True when `r` is in `state` and held by exactly this worker's attempt.
+inline bool held_by(const store::ActiveRun& r, RunState state, const std::string& worker,
+                    const protocol::AttemptRef& ref) {
+  return r.state == state && r.worker_id == worker && r.attempt == ref.attempt && r.lease_token == ref.lease_token;
+}
+
+inline bool conflict(const Result<store::WriteResult>& w) { return w && w->outcome == WriteOutcome::conflict; }
+
+inline std::string duration_json(std::int64_t ms) { return "{\"duration_ms\":" + std::to_string(ms) + "}"; }
+
+}  // namespace baton::leader_core::run_book_detail

@@ -1,0 +1,397 @@
+// RunBook, the pass: what tick() sets going once the inbox is drained --
+// the heartbeat flush, the reaper (CONFIRMING, lost attempts, timeouts,
+// orphans), cron materialisation and dispatch. The inputs, the messages and
+// the batched writes are in run_book.cpp.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "baton/core/json_text.h"
+#include "baton/leader_core/cron_plan.h"
+#include "baton/leader_core/dispatch.h"
+#include "baton/leader_core/run_book.h"
+#include "baton/protocol/codec.h"
+#include "run_book_detail.h"
+
+namespace baton::leader_core {
+
+using namespace run_book_detail;
+
+// --- the pass ---------------------------------------------------------------
+
+void RunBook::dispatch_now() {
+  dispatch_requested_ = true;
+  after_input();
+}
+
+void RunBook::tick(MonoTime now) {
+  now_ = now;
+  while (!cron_wakeups_.empty() && *cron_wakeups_.begin() <= now_) {
+    cron_wakeups_.erase(cron_wakeups_.begin());
+    dispatch_requested_ = true;  // a cron slot is due now
+  }
+  steps_ = step_flush | step_silent | step_reap | step_heartbeats | step_cron | step_dispatch;
+  in_pass_ = true;
+  after_input();
+}
+
+void RunBook::flush_heartbeats() {
+  if (heartbeat_due_.empty()) return;
+  std::vector<store::HeartbeatRow> rows;
+  for (auto id : heartbeat_due_) {
+    auto it = tracked_.find(id);
+    if (it == tracked_.end()) continue;
+    const auto& r = it->second.row;
+    rows.push_back({r.id, r.version, {r.worker_id, r.attempt, r.lease_token}});
+  }
+  heartbeat_due_.clear();
+  if (rows.empty()) return;
+  const OpId op = next_op();
+  wait_heartbeats_[op] = [this, rows](const Result<store::HeartbeatBatchResult>& res) {
+    if (!res || res->applied.size() < rows.size()) fresh_ = false;
+    if (!res) {
+      log(LogLevel::warn, fmt::format("heartbeat_batch_error epoch={} error={}", epoch_.value, res.error().message));
+      return;
+    }
+    if (res->current_epoch != epoch_)
+      return fence("heartbeat_batch", "rows=" + std::to_string(rows.size()), res->current_epoch);
+    bool missed = false;
+    for (const auto& row : rows) {
+      auto applied = res->applied.find(row.id.value);
+      auto it = tracked_.find(row.id.value);
+      if (applied == res->applied.end() || it == tracked_.end()) {
+        missed = true;
+        continue;
+      }
+      it->second.row.version = applied->second;
+    }
+    if (missed) with_fresh_view([](bool) {});
+  };
+  emit(WriteHeartbeats{op, std::move(rows), cfg_.heartbeat_timeout * 2});
+}
+
+void RunBook::reap(bool /*fresh*/) {
+  // Decided on the fresh read when it succeeded, on this book's copy when it
+  // failed: every action is a fenced write that a stale copy cannot apply.
+  // A new leader starts with no worker attached: give the fleet one
+  // heartbeat interval to reattach before treating its workers as gone.
+  const bool reattach_window = now_ - started_ < cfg_.heartbeat_interval;
+  std::vector<ReaperView> views;
+  for (auto& [id, t] : tracked_) {
+    const auto& r = t.row;
+    // A worker attached through a process that cannot speak for this
+    // attempt (another process using the same id) counts as absent for it:
+    // the attempt goes through CONFIRMING like any detach.
+    const bool attached = workers_.count(r.worker_id) > 0 && speaks_for(t);
+    // Expired only when both clocks say so: the database's deadline (wall
+    // clock, shared by every leader) and this leader's own monotonic one.
+    const bool expired = r.continuation_expired && t.confirm_until && now_ >= *t.confirm_until;
+    views.push_back({id, r.state, r.worker_id, attached || reattach_window, r.leader_epoch == epoch_, r.continuation,
+                     expired, r.assigned_age_ms, r.running_age_ms, r.timeout_ms,
+                     r.state == RunState::running ? unlisted_heartbeats(t) : 0});
+  }
+  ReaperConfig rc{cfg_.reassign_after, cfg_.reassign_detached_after, cfg_.timeout_grace};
+  for (const auto& action : plan_reaping(views, rc)) {
+    if (fenced_) return;
+    auto it = tracked_.find(action.run_id);
+    if (it == tracked_.end()) continue;
+    const store::ActiveRun& r = it->second.row;
+    const std::int64_t run = r.id.value;
+    switch (action.kind) {
+      case ReapKind::orphan: {
+        WriteRun w;
+        w.kind = RunWriteKind::orphan;
+        w.fence = {r.id, r.version, epoch_};
+        write(std::move(w), [this, run, row = r](const Result<store::WriteResult>& res) {
+          if (!note("orphan", run, res)) return;
+          count(Counter::runs_orphaned);
+          log(LogLevel::info, fmt::format("run_orphaned run={} attempt={} worker={} epoch={}", run, row.attempt,
+                                          json_quote(row.worker_id), epoch_.value));
+          send(row.worker_id, protocol::Cancel{ref_of(row), "assignment expired"});
+          tracked_.erase(run);
+        });
+        break;
+      }
+      case ReapKind::begin_confirming: {
+        WriteRun w;
+        w.kind = RunWriteKind::begin_confirming;
+        w.fence = {r.id, r.version, epoch_};
+        w.delay = cfg_.continuation_timeout;
+        write(std::move(w), [this, run, attempt = r.attempt](const Result<store::WriteResult>& res) {
+          if (!note("begin_confirming", run, res)) return;
+          auto it = tracked_.find(run);
+          if (it == tracked_.end() || it->second.row.attempt != attempt) return;
+          store::ActiveRun& r = it->second.row;
+          // The run's own timeout (the worker got it with the attempt) when
+          // it has one; counted after the write, so never earlier than the
+          // database's deadline.
+          const Millis timeout{r.continuation_timeout_ms > 0 ? r.continuation_timeout_ms
+                                                             : cfg_.continuation_timeout.count()};
+          r.version = res->new_version;
+          r.continuation = ContinuationState::confirming;
+          it->second.confirm_until = now_ + timeout + cfg_.continuation_margin;
+          log(LogLevel::info, fmt::format("run_confirming run={} attempt={} worker={} deadline_in={}ms epoch={}", run,
+                                          r.attempt, json_quote(r.worker_id), timeout.count(), epoch_.value));
+        });
+        break;
+      }
+      case ReapKind::attempt_lost: end_attempt(run, true); break;
+      case ReapKind::enforce_timeout: end_attempt(run, false); break;
+    }
+  }
+}
+
+void RunBook::end_attempt(std::int64_t run, bool lost) {
+  adopt_if_needed(run, [this, run, lost](bool adopted) {
+    if (!adopted) return;
+    auto it = tracked_.find(run);
+    if (it == tracked_.end()) return;
+    const store::ActiveRun r = it->second.row;
+    WriteRun w;
+    w.fence = {r.id, r.version, epoch_};
+    w.attempt = {r.worker_id, r.attempt, r.lease_token};
+    w.finish.final_state = lost ? RunState::failed : RunState::timed_out;
+    w.finish.error_code = lost ? "attempt_lost" : "timeout";
+    w.finish.error_msg = lost ? "worker did not return before its continuation deadline"
+                              : "no finish from the worker within timeout + grace";
+    auto decision = decide_finish(w.finish.final_state, r.attempt, r.max_attempts, Millis{r.retry_base_ms},
+                                  Millis{r.retry_cap_ms}, jitter());
+    if (auto cancel = cancel_requested_.find(run); cancel != cancel_requested_.end()) {
+      w.kind = RunWriteKind::cancel;
+      w.from = RunState::running;
+      w.reason = cancel->second;
+      cancel_requested_.erase(cancel);
+    } else if (decision.next == RunState::retry_waiting) {
+      w.kind = RunWriteKind::retry_later;
+      w.delay = decision.retry_delay;
+    } else {
+      w.kind = RunWriteKind::finish;
+    }
+    const std::string reason = w.finish.error_code;
+    write(std::move(w), [this, r, lost, reason, next = decision.next](const Result<store::WriteResult>& res) {
+      if (!note(lost ? "attempt_lost" : "enforce_timeout", r.id.value, res)) return;
+      log(LogLevel::info, fmt::format("run_attempt_ended run={} attempt={} reason={} next={} epoch={}", r.id.value,
+                                      r.attempt, reason, to_string(next), epoch_.value));
+      // Cancel only after the write committed (a cancel whose write then
+      // failed turned a healthy run into a final CANCELED), and always:
+      // whatever of the attempt may still exist on the worker must die.
+      send(r.worker_id, protocol::Cancel{ref_of(r), lost ? "attempt declared lost" : "run timed out"});
+      tracked_.erase(r.id.value);
+    });
+  });
+}
+
+// --- cron -------------------------------------------------------------------
+
+void RunBook::materialize_cron(const std::vector<store::ScheduledJob>& jobs) {
+  for (const auto& j : jobs) {
+    auto cached = cron_cache_.find(j.schedule);
+    if (cached == cron_cache_.end()) {
+      auto parsed = parse_cron(j.schedule);
+      std::optional<CronSchedule> s;
+      if (auto* ok = std::get_if<CronSchedule>(&parsed))
+        s = *ok;
+      else
+        log(LogLevel::error, fmt::format("cron_invalid job={} schedule={} error={}", json_quote(j.name),
+                                         json_quote(j.schedule), std::get<CronParseError>(parsed).message));
+      cached = cron_cache_.emplace(j.schedule, s).first;
+    }
+    if (!cached->second) continue;
+    const auto offset = time_zone_offset(j.time_zone);
+    const auto policy = parse_misfire_policy(j.misfire_policy);
+    if (!offset || !policy) {
+      log(LogLevel::error, fmt::format("cron_invalid job={} time_zone={} misfire_policy={}", json_quote(j.name),
+                                       json_quote(j.time_zone), json_quote(j.misfire_policy)));
+      continue;
+    }
+    // Slots up to `cron_lookahead` ahead are created now, PENDING with their
+    // slot time; the dispatcher does not see them before the slot, and the
+    // book wakes at the slot (next_wakeup), so a run starts within a few
+    // milliseconds of its slot instead of up to a materialisation period late.
+    CronPlanInput in;
+    in.schedule = *cached->second;
+    in.utc_offset = *offset;
+    in.policy = *policy;
+    if (j.last_slot_unix) in.last_slot = std::chrono::sys_seconds{std::chrono::seconds{*j.last_slot_unix}};
+    in.db_now = std::chrono::sys_time<std::chrono::milliseconds>{Millis{j.now_unix_ms}};
+    in.lookahead = cron_lookahead;
+    in.catch_up_max = misfire_catch_up_max;
+    in.skip_tolerance = skip_tolerance;
+    std::vector<std::int64_t> slots;
+    for (auto slot : plan_cron_slots(in).slots) slots.push_back(slot.time_since_epoch().count());
+    if (!slots.empty()) create_cron_slots(j.name, std::move(slots), 0, j.now_unix_ms);
+  }
+}
+
+void RunBook::create_cron_slots(std::string job, std::vector<std::int64_t> slots, std::size_t next,
+                                std::int64_t now_unix_ms) {
+  if (fenced_ || next >= slots.size()) return;
+  const OpId op = next_op();
+  const std::int64_t slot = slots[next];
+  wait_create_[op] = [this, job, slots, next, now_unix_ms, slot](const Result<store::CreateResult>& w) {
+    if (!w) {
+      // The rest of this job's slots wait for the next pass (in order).
+      log(LogLevel::warn,
+          fmt::format("cron_create_error job={} slot={} error={}", json_quote(job), slot, w.error().message));
+      return;
+    }
+    if (w->outcome == WriteOutcome::fenced) return fence("cron_create", "job=" + json_quote(job), w->current_epoch);
+    if (w->outcome == WriteOutcome::applied) {
+      count(Counter::runs_created_by_cron);
+      const std::int64_t due_in_ms = slot * 1000 - now_unix_ms;
+      if (due_in_ms > 0) cron_wakeups_.insert(now_ + Millis{due_in_ms + 1});
+      log(LogLevel::info, fmt::format("cron_slot_fired job={} slot={} run={} epoch={}", json_quote(job), slot,
+                                      w->run.value, epoch_.value));
+    }
+    create_cron_slots(job, slots, next + 1, now_unix_ms);
+  };
+  emit(CreateCronRun{op, std::move(job), slot});
+}
+
+// --- dispatch ---------------------------------------------------------------
+
+void RunBook::dispatch() {
+  std::map<std::string, int> holding;
+  for (const auto& [id, t] : tracked_) holding[t.row.worker_id]++;
+  // Free slots per label set: due runs are read per label set, each read
+  // only returning runs a worker of that set can take, so runs that no free
+  // worker can place never fill the batch ahead of runs that one can.
+  std::map<std::map<std::string, std::string>, int> free_by_labels;
+  for (const auto& [id, w] : workers_) {
+    const int free = std::max(0, w.capacity - holding[id]);
+    if (w.welcomed && !w.draining && free > 0) free_by_labels[w.labels] += free;
+  }
+  if (free_by_labels.empty()) return;
+  struct Gathered {
+    std::vector<store::DueRun> due;
+    std::set<std::int64_t> seen;
+    std::size_t waiting = 0;
+    bool failed = false;
+  };
+  auto g = std::make_shared<Gathered>();
+  g->waiting = free_by_labels.size();
+  for (const auto& [labels, free] : free_by_labels) {
+    const int limit = std::min(cfg_.dispatch_batch, free);
+    const OpId op = next_op();
+    wait_due_[op] = [this, g, limit](const Result<std::vector<store::DueRun>>& slice) {
+      if (!slice) {
+        if (!g->failed)
+          log(LogLevel::warn, fmt::format("due_runs_error epoch={} error={}", epoch_.value, slice.error().message));
+        g->failed = true;
+      } else {
+        // A full slice means more may be waiting: dispatch again next pass.
+        if (static_cast<int>(slice->size()) >= limit) dispatch_requested_ = true;
+        for (const auto& d : *slice)
+          if (g->seen.insert(d.id.value).second) g->due.push_back(d);
+      }
+      if (--g->waiting == 0 && !g->failed) dispatch_due(g->due);
+    };
+    emit(ReadDue{op, limit, labels});
+  }
+}
+
+void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
+  if (fenced_) return;
+  std::map<std::string, int> holding;
+  for (const auto& [id, t] : tracked_) holding[t.row.worker_id]++;
+  std::vector<WorkerCapacity> capacity;
+  for (const auto& [id, w] : workers_)
+    capacity.push_back({id, w.labels, w.welcomed ? std::max(0, w.capacity - holding[id]) : 0, w.draining});
+
+  std::map<std::int64_t, const store::DueRun*> by_id;
+  std::vector<DispatchCandidate> candidates;
+  for (const auto& d : due) {
+    due_since_.try_emplace(d.id.value, now_);
+    if (d.state == RunState::orphaned && d.unstarted_assignments >= cfg_.max_unstarted_assignments) {
+      WriteRun w;
+      w.kind = RunWriteKind::fail_unrunnable;
+      w.fence = {d.id, d.version, epoch_};
+      w.from = RunState::orphaned;
+      w.error_code = "orphaned";
+      w.reason = "assigned " + std::to_string(d.unstarted_assignments) +
+                 " times and never started (the worker was lost each time)";
+      write(std::move(w), [this, run = d.id.value, n = d.unstarted_assignments](const Result<store::WriteResult>& r) {
+        if (note("fail_unrunnable", run, r))
+          log(LogLevel::warn, fmt::format("run_failed_unstarted run={} assignments={} epoch={}", run, n, epoch_.value));
+      });
+      continue;
+    }
+    by_id[d.id.value] = &d;
+    candidates.push_back({d.id.value, d.selector});
+  }
+  auto plan = plan_dispatch(candidates, capacity);
+  struct Planned {
+    store::DueRun due;
+    std::vector<protocol::Task> tasks;
+  };
+  std::vector<store::AssignRow> rows;
+  auto planned = std::make_shared<std::map<std::int64_t, Planned>>();
+  for (const auto& a : plan.assignments) {
+    const store::DueRun& d = *by_id[a.run_id];
+    auto tasks = protocol::decode_tasks(d.tasks_json);
+    if (std::holds_alternative<protocol::DecodeError>(tasks)) {
+      // It can never run: fail it with a clear error (and a dead letter)
+      // rather than skip it on every pass, holding a slot of the batch.
+      const std::string& error = std::get<protocol::DecodeError>(tasks).message;
+      log(LogLevel::error, fmt::format("run_tasks_invalid run={} job={} error={}", d.id.value, json_quote(d.job_name),
+                                       json_quote(error)));
+      WriteRun w;
+      w.kind = RunWriteKind::fail_unrunnable;
+      w.fence = {d.id, d.version, epoch_};
+      w.from = d.state;
+      w.error_code = "bad_definition";
+      w.reason = "job '" + d.job_name + "' has a task list that cannot be sent to a worker: " + error;
+      write(std::move(w),
+            [this, run = d.id.value](const Result<store::WriteResult>& r) { note("fail_unrunnable", run, r); });
+      continue;
+    }
+    auto& task_list = std::get<std::vector<protocol::Task>>(tasks);
+    if (task_list.empty()) task_list.push_back(protocol::Task{});  // a run without a job: NOOP
+    rows.push_back({d.id, d.version, d.state, a.worker_id, cfg_.continuation_timeout});
+    (*planned)[d.id.value] = Planned{d, std::move(task_list)};
+  }
+  if (due_since_.size() > 100000) due_since_.clear();  // bound: only a latency metric depends on it
+  if (rows.empty() || fenced_) return;
+  const OpId op = next_op();
+  wait_batch_[op] = [this, rows, planned](const Result<store::BatchWriteResult>& res) {
+    if (batch_fenced("assign_batch", rows.size(), res) || !res) return;
+    count(Counter::conflict_writes, static_cast<std::int64_t>(rows.size() - res->applied.size()));
+    for (const auto& a : rows) {
+      auto applied = res->applied.find(a.run.value);
+      if (applied == res->applied.end()) continue;  // lost a race: the next dispatch re-reads it
+      const auto& w = applied->second;
+      Planned& p = planned->at(a.run.value);
+      const store::DueRun& d = p.due;
+      store::ActiveRun row;
+      row.id = d.id;
+      row.version = w.new_version;
+      row.state = RunState::assigned;
+      row.attempt = w.attempt;
+      row.max_attempts = d.max_attempts;
+      row.worker_id = a.worker_id;
+      row.lease_token = w.lease_token;
+      row.leader_epoch = epoch_;
+      row.timeout_ms = d.timeout_ms;
+      row.retry_base_ms = d.retry_base_ms;
+      row.retry_cap_ms = d.retry_cap_ms;
+      row.continuation_timeout_ms = cfg_.continuation_timeout.count();
+      count(Counter::runs_assigned);
+      if (auto since = due_since_.find(d.id.value); since != due_since_.end()) {
+        emit(ObserveDispatchLatency{
+            std::chrono::duration_cast<std::chrono::microseconds>(now_ - since->second).count()});
+        due_since_.erase(since);
+      }
+      log(LogLevel::info, fmt::format("run_assigned run={} attempt={} worker={} epoch={}", d.id.value, w.attempt,
+                                      json_quote(a.worker_id), epoch_.value));
+      send(a.worker_id, protocol::Assign{ref_of(row), p.tasks, d.timeout_ms, row.continuation_timeout_ms});
+      Tracked t{row, std::move(p.tasks), 0, 0, {}, {}};
+      mark_listed(t);
+      note_holder(t);
+      tracked_[d.id.value] = std::move(t);
+    }
+  };
+  emit(WriteAssigns{op, std::move(rows)});
+}
+
+}  // namespace baton::leader_core
