@@ -5,7 +5,11 @@
 // attempt-scoped writes. A rule added to one and not the other fails here.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+
 #include "baton/store_fake/fake_run_store.h"
+#include "baton/store_pg/pg_leader_store.h"
 #include "baton/testing/fake_clock.h"
 #include "store_test_support.h"
 
@@ -25,6 +29,12 @@ class PgEnv {
   std::int64_t attempt_rows(RunId id) { return count("job_run_attempts", id); }
   std::int64_t dead_letters(RunId id) { return count("dead_letters", id); }
   std::int64_t transitions(RunId id) { return count("job_run_transitions", id); }
+  // The leader's reads and batched heartbeat (store::LeaderStore).
+  std::vector<ActiveRun> active(Millis margin) { return *leader_.active_runs(margin); }
+  std::vector<DueRun> due(int limit) { return *leader_.due_runs(limit, {}); }
+  HeartbeatBatchResult heartbeat_batch(Epoch e, const std::vector<HeartbeatRow>& rows) {
+    return *leader_.heartbeat_batch(e, rows, Millis{10000});
+  }
 
  private:
   std::int64_t count(const std::string& table, RunId id) {
@@ -35,6 +45,7 @@ class PgEnv {
   }
   std::string url_ = baton::testing::PgInstance::shared().fresh_database("contract");
   pg::PgRunStore store_{url_, "contract"};
+  pg::PgLeaderStore leader_{url_, "contract-leader"};
 };
 
 /// The fake: the lease's epoch fences, elections by letting the lease run out.
@@ -50,6 +61,11 @@ class FakeEnv {
   std::int64_t attempt_rows(RunId id) { return count(db_.attempts(), id); }
   std::int64_t dead_letters(RunId id) { return count(db_.dead_letters(), id); }
   std::int64_t transitions(RunId id) { return count(db_.transitions(), id); }
+  std::vector<ActiveRun> active(Millis margin) { return db_.active_runs(margin); }
+  std::vector<DueRun> due(int limit) { return db_.due_runs(limit); }
+  HeartbeatBatchResult heartbeat_batch(Epoch e, const std::vector<HeartbeatRow>& rows) {
+    return db_.heartbeat_batch(e, rows);
+  }
 
  private:
   template <class Rows>
@@ -339,3 +355,94 @@ TYPED_TEST(RunStoreContract, BatchesJudgeEachRowAndTheFenceOnce) {
 }
 
 }  // namespace
+
+// ---- the leader's reads: the simulator decides on the fake's ----------------
+
+TYPED_TEST(RunStoreContract, ActiveRunsAreTheAssignedAndRunningWithTheirAttempts) {
+  RunId pending = this->create();
+  RunId assigned = this->create();
+  RunId running = this->create();
+  auto a = this->runs.assign({assigned, Version{1}, this->epoch}, "w2");
+  ASSERT_EQ(this->outcome(a), WriteOutcome::applied);
+  auto [att, v] = this->running(running);
+  auto rows = this->env.active(Millis{1000});
+  ASSERT_EQ(rows.size(), 2u);
+  std::map<std::int64_t, ActiveRun> by_id;
+  for (const auto& r : rows) by_id[r.id.value] = r;
+  EXPECT_FALSE(by_id.count(pending.value));
+  const ActiveRun& x = by_id.at(assigned.value);
+  EXPECT_EQ(x.state, RunState::assigned);
+  EXPECT_EQ(x.worker_id, "w2");
+  EXPECT_EQ(x.lease_token, a->lease_token);
+  EXPECT_EQ(x.version, a->new_version);
+  EXPECT_EQ(x.leader_epoch, this->epoch);
+  const ActiveRun& y = by_id.at(running.value);
+  EXPECT_EQ(y.state, RunState::running);
+  EXPECT_EQ(y.worker_id, "w1");
+  EXPECT_EQ(y.attempt, att.attempt);
+  EXPECT_EQ(y.lease_token, att.lease_token);
+  EXPECT_EQ(y.version, v);
+  EXPECT_EQ(y.continuation, ContinuationState::none);
+  EXPECT_FALSE(y.continuation_expired);
+  EXPECT_FALSE(y.cancel_reason.has_value());
+}
+
+TYPED_TEST(RunStoreContract, AConfirmingRunCarriesItsRemainingDeadlineAndItsCancelRequest) {
+  RunId id = this->create();
+  auto [att, v] = this->running(id);
+  auto c = this->runs.begin_confirming({id, v, this->epoch}, Millis{60000});
+  ASSERT_EQ(this->outcome(c), WriteOutcome::applied);
+  auto q = this->runs.request_cancel({id, c->new_version, this->epoch}, "operator");
+  ASSERT_EQ(this->outcome(q), WriteOutcome::applied);
+  auto rows = this->env.active(Millis{1000});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].continuation, ContinuationState::confirming);
+  ASSERT_TRUE(rows[0].continuation_remaining_ms.has_value());
+  EXPECT_GT(*rows[0].continuation_remaining_ms, 50000);
+  EXPECT_LE(*rows[0].continuation_remaining_ms, 60000);
+  EXPECT_FALSE(rows[0].continuation_expired);
+  EXPECT_EQ(rows[0].cancel_reason.value_or(""), "operator");
+}
+
+TYPED_TEST(RunStoreContract, DueRunsArePendingOrphanedAndRetriesWhoseTimeHasCome) {
+  RunId pending = this->create();
+  RunId orphaned = this->create();
+  RunId waiting = this->create();
+  RunId assigned = this->create();
+  auto o = this->runs.assign({orphaned, Version{1}, this->epoch}, "w1");
+  ASSERT_EQ(this->outcome(this->runs.orphan({orphaned, o->new_version, this->epoch})), WriteOutcome::applied);
+  auto [att, v] = this->running(waiting);
+  Finish fin;
+  fin.final_state = RunState::failed;
+  fin.error_code = "failed";
+  ASSERT_EQ(this->outcome(this->runs.retry_later({waiting, v, this->epoch}, att, fin, Millis{3600000})),
+            WriteOutcome::applied);
+  ASSERT_EQ(this->outcome(this->runs.assign({assigned, Version{1}, this->epoch}, "w1")), WriteOutcome::applied);
+  std::set<std::int64_t> due;
+  for (const auto& d : this->env.due(100)) {
+    due.insert(d.id.value);
+    if (d.id == orphaned) {
+      EXPECT_EQ(d.state, RunState::orphaned);
+      EXPECT_EQ(d.unstarted_assignments, 1);
+    }
+  }
+  EXPECT_EQ(due, (std::set<std::int64_t>{pending.value, orphaned.value}));
+  EXPECT_EQ(this->env.due(1).size(), 1u) << "the limit holds";
+}
+
+TYPED_TEST(RunStoreContract, AHeartbeatBatchIsFencedAndWritesOnlyHeldAttempts) {
+  RunId held = this->create();
+  RunId other = this->create();
+  auto [att, v] = this->running(held);
+  auto [att2, v2] = this->running(other);
+  const Epoch old = this->epoch;
+  std::vector<HeartbeatRow> rows{{held, v, att}, {other, v2, AttemptFence{"w1", att2.attempt, other_token}}};
+  auto r = this->env.heartbeat_batch(old, rows);
+  EXPECT_EQ(r.current_epoch, old);
+  ASSERT_EQ(r.applied.size(), 1u) << "the wrong lease token is not written";
+  EXPECT_TRUE(r.applied.count(held.value));
+  const Epoch next = this->env.elect("n2");
+  auto fenced = this->env.heartbeat_batch(old, {{held, r.applied.at(held.value), att}});
+  EXPECT_EQ(fenced.current_epoch, next);
+  EXPECT_TRUE(fenced.applied.empty()) << "an old epoch writes nothing";
+}
