@@ -121,6 +121,12 @@ struct Driver {
     book.start(now);
     return run();
   }
+  /// The book starts knowing `active`, and worker `h` attaches on link 7.
+  std::vector<Effect> begin(std::vector<store::ActiveRun> active, const protocol::Hello& h) {
+    rows = std::move(active);
+    start();
+    return attach(7, h);
+  }
   std::vector<Effect> attach(LinkId link, const protocol::Hello& h) {
     book.attached(link, h, now);
     return run();
@@ -144,9 +150,7 @@ struct Driver {
 TEST(RunBook, StartIsGrantedOnlyAfterItsWriteApplied) {
   Driver d;
   auto r = active(1, RunState::assigned, "w1");
-  d.rows = {r};
-  d.start();
-  d.attach(7, hello("w1"));
+  d.begin({r}, hello("w1"));
   auto e = d.msg(7, "w1", protocol::Start{ref(r)});
   EXPECT_TRUE(sent<protocol::StartGranted>(e).empty());
   e = d.tick(10ms);  // the pass ends: its starts are written as one batch
@@ -164,9 +168,7 @@ TEST(RunBook, StartIsGrantedOnlyAfterItsWriteApplied) {
 TEST(RunBook, StartWhoseWriteDidNotApplyIsNotGranted) {
   Driver d;
   auto r = active(1, RunState::assigned, "w1");
-  d.rows = {r};
-  d.start();
-  d.attach(7, hello("w1"));
+  d.begin({r}, hello("w1"));
   d.msg(7, "w1", protocol::Start{ref(r)});
   auto starts = all<WriteStarts>(d.tick(10ms));
   ASSERT_EQ(starts.size(), 1u);
@@ -179,9 +181,7 @@ TEST(RunBook, StartWhoseWriteDidNotApplyIsNotGranted) {
 TEST(RunBook, RepeatedStartOfARunningAttemptIsGrantedAgain) {
   Driver d;
   auto r = active(1, RunState::running, "w1");
-  d.rows = {r};
-  d.start();
-  d.attach(7, hello("w1"));
+  d.begin({r}, hello("w1"));
   auto e = d.msg(7, "w1", protocol::Start{ref(r)});
   ASSERT_EQ(sent<protocol::StartGranted>(e).size(), 1u) << "the start right is already in the database";
   EXPECT_TRUE(all<WriteStarts>(e).empty());
@@ -191,9 +191,7 @@ TEST(RunBook, RepeatedStartOfARunningAttemptIsGrantedAgain) {
 TEST(RunBook, StartOfAnotherWorkersAssignmentIsDenied) {
   Driver d;
   auto r = active(1, RunState::assigned, "w2");
-  d.rows = {r};
-  d.start();
-  d.attach(7, hello("w1"));
+  d.begin({r}, hello("w1"));
   auto e = d.msg(7, "w1", protocol::Start{ref(r)});
   EXPECT_EQ(sent<protocol::StartDenied>(e).size(), 1u);
   EXPECT_TRUE(all<WriteStarts>(d.tick(10ms)).empty());
@@ -203,9 +201,7 @@ TEST(RunBook, FinishOfASupersededAttemptIsAcknowledgedWithoutAWrite) {
   Driver d;
   auto old = active(1, RunState::running, "w1", 1);
   auto now = active(1, RunState::running, "w2", 2);
-  d.rows = {now};
-  d.start();
-  d.attach(7, hello("w1"));
+  d.begin({now}, hello("w1"));
   auto e = d.msg(7, "w1", finish(old, protocol::Outcome::failed));
   EXPECT_EQ(sent<protocol::FinishAck>(e).size(), 1u);
   e = d.tick(10ms);
@@ -238,9 +234,7 @@ TEST(RunBook, AFencedBatchMeansNoMessageOrWriteEver) {
   Driver d;
   auto r = active(1, RunState::assigned, "w1");
   auto r2 = active(2, RunState::assigned, "w1");
-  d.rows = {r, r2};
-  d.start();
-  d.attach(7, hello("w1"));
+  d.begin({r, r2}, hello("w1"));
   d.msg(7, "w1", protocol::Start{ref(r)});
   auto starts = all<WriteStarts>(d.tick(10ms));
   ASSERT_EQ(starts.size(), 1u);
@@ -383,9 +377,7 @@ TEST(RunBook, AConfirmingAttemptIsGivenUpOnlyWhenBothDeadlinesPassed) {
 TEST(RunBook, TheRetryDelayUsesTheJobsBaseAndCap) {
   Driver d;
   auto r = active(1, RunState::running, "w1", 2);  // base 200 ms, cap 300 ms
-  d.rows = {r};
-  d.start();
-  d.attach(7, hello("w1", {ref(r)}));
+  d.begin({r}, hello("w1", {ref(r)}));
   d.msg(7, "w1", finish(r, protocol::Outcome::failed));
   auto finishes = all<WriteFinishes>(d.tick(10ms));
   ASSERT_EQ(finishes.size(), 1u);
@@ -449,9 +441,7 @@ TEST(RunBook, ADuplicateWorkerIdFromAnotherLiveProcessIsRefused) {
 TEST(RunBook, AFinishWhoseWriteDidNotApplyIsJudgedAgainWithoutWaitingForTheWorker) {
   Driver d;
   auto r = active(1, RunState::running, "w1");
-  d.rows = {r};
-  d.start();
-  d.attach(7, hello("w1", {ref(r)}));
+  d.begin({r}, hello("w1", {ref(r)}));
   d.msg(7, "w1", finish(r, protocol::Outcome::succeeded));
   auto finishes = all<WriteFinishes>(d.tick(10ms));
   ASSERT_EQ(finishes.size(), 1u);
