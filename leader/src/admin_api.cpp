@@ -1,7 +1,11 @@
 #include "baton/leader/admin_api.h"
 
 #include <boost/json.hpp>
+#include <boost/url/parse.hpp>
 #include <charconv>
+#include <set>
+
+#include "baton/core/run_state.h"
 
 namespace baton::leader {
 
@@ -24,6 +28,53 @@ std::optional<std::int64_t> parse_id(std::string_view s) {
   return v;
 }
 
+/// The query parameters of `target`, decoded; an error names what is wrong
+/// (malformed, repeated, or not one of `allowed`).
+std::optional<std::string> query_of(const std::string& target, const std::vector<std::string>& allowed,
+                                    std::map<std::string, std::string>& out) {
+  auto u = boost::urls::parse_origin_form(target);
+  if (!u) return "the request target is not a valid URL: " + u.error().message();
+  for (auto p : u->params()) {
+    const std::string key = p.key;
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      std::string names;
+      for (const auto& a : allowed) names += (names.empty() ? "" : ", ") + a;
+      return "unknown query parameter '" + key.substr(0, 64) + "' (this route takes: " + names + ")";
+    }
+    if (!out.emplace(key, std::string(p.value)).second) return "query parameter '" + key + "' given twice";
+  }
+  return std::nullopt;
+}
+
+/// An integer query parameter in [lo, hi], or an error naming it.
+std::optional<std::string> int_param(const std::map<std::string, std::string>& q, const std::string& name,
+                                     std::int64_t lo, std::int64_t hi, std::optional<std::int64_t>& out) {
+  auto it = q.find(name);
+  if (it == q.end()) return std::nullopt;
+  std::int64_t v = 0;
+  auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+  if (ec != std::errc{} || p != it->second.data() + it->second.size() || v < lo || v > hi)
+    return "query parameter '" + name + "' must be an integer from " + std::to_string(lo) + " to " +
+           std::to_string(hi) + ", got '" + it->second.substr(0, 64) + "'";
+  out = v;
+  return std::nullopt;
+}
+
+std::optional<std::string> text_param(const std::map<std::string, std::string>& q, const std::string& name) {
+  auto it = q.find(name);
+  if (it == q.end()) return std::nullopt;
+  return it->second;
+}
+
+/// `{"items": [...], "next_cursor": "..." | null}`.
+HttpResponse page_json(const store::Page& p) {
+  std::string body = "{\"items\":" + p.items_json + ",\"next_cursor\":" +
+                     (p.next_cursor ? json::serialize(json::value(*p.next_cursor)) : std::string("null")) + "}";
+  return {200, "application/json", body, {}};
+}
+
+constexpr std::int64_t page_max = 500;
+
 bool valid_name(std::string_view s) {
   if (s.empty() || s.size() > 200) return false;
   for (char c : s)
@@ -41,7 +92,65 @@ AdminApi::AdminApi(std::function<NodeStatus()> status, store::LeaderStore& store
       metrics_(metrics),
       admin_token_(std::move(admin_token)),
       cancel_(std::move(cancel)),
-      run_created_(std::move(run_created)) {}
+      run_created_(std::move(run_created)) {
+  using Params = std::map<std::string, std::string>;
+  routes_ = {
+      {"GET",
+       "/api/v1/openapi.json",
+       "This document: every route of /api/v1.",
+       {},
+       false,
+       [this](const HttpRequest&, const Params&) { return openapi(); }},
+      {"GET",
+       "/api/v1/runs",
+       "Runs, newest first, filtered; cursor-paginated.",
+       {"job", "state", "worker", "idempotency_key", "created_after", "created_before", "limit", "cursor"},
+       false,
+       [this](const HttpRequest& r, const Params&) { return list_runs(r); }},
+      {"GET",
+       "/api/v1/runs/{id}",
+       "One run with its attempts and log chunks.",
+       {},
+       false,
+       [this](const HttpRequest&, const Params& p) {
+         auto id = parse_id(p.at("id"));
+         if (!id) return error(400, "bad_request", "run id must be a positive integer, got '" + p.at("id") + "'");
+         return run(*id);
+       }},
+      {"POST",
+       "/api/v1/runs/{id}/cancel",
+       "Cancel a run (a running one through its worker).",
+       {},
+       true,
+       [this](const HttpRequest& r, const Params& p) {
+         auto id = parse_id(p.at("id"));
+         if (!id) return error(400, "bad_request", "run id must be a positive integer, got '" + p.at("id") + "'");
+         return this->cancel(*id, r);
+       }},
+      {"POST",
+       "/api/v1/jobs/{name}/trigger",
+       "Create a run of a job now (optional Idempotency-Key header).",
+       {},
+       true,
+       [this](const HttpRequest& r, const Params& p) {
+         const std::string& name = p.at("name");
+         if (!valid_name(name)) return error(400, "bad_request", "job name '" + name.substr(0, 64) + "' is not valid");
+         return trigger(name, r, status_());
+       }},
+      {"GET",
+       "/api/v1/epochs",
+       "Leadership history, newest first: who led each epoch, when, how it ended.",
+       {"limit", "cursor"},
+       false,
+       [this](const HttpRequest& r, const Params&) { return list_epochs(r); }},
+      {"GET",
+       "/api/v1/workers",
+       "Workers by id: state, labels, capacity, in flight, last heartbeat.",
+       {"limit", "cursor"},
+       false,
+       [this](const HttpRequest& r, const Params&) { return list_workers(r); }},
+  };
+}
 
 HttpResponse AdminApi::handle(const HttpRequest& r) {
   std::string path = r.target.substr(0, r.target.find('?'));
@@ -59,48 +168,154 @@ HttpResponse AdminApi::handle(const HttpRequest& r) {
   }
   if (r.method == "GET" && (path == "/" || path == "/index.html")) return dashboard();
 
-  const std::string runs_prefix = "/api/v1/runs/";
-  const std::string jobs_prefix = "/api/v1/jobs/";
-  const bool mutation = r.method == "POST" || r.method == "PUT" || r.method == "DELETE" || r.method == "PATCH";
-  if (mutation) {
-    auto auth = r.headers.find("authorization");
-    std::string presented = auth == r.headers.end() ? "" : auth->second;
-    if (presented.rfind("Bearer ", 0) != 0 || !constant_time_equal(presented.substr(7), admin_token_))
-      return error(401, "unauthenticated", "mutations need 'Authorization: Bearer <admin token>'");
-  }
-  if (path.rfind(runs_prefix, 0) == 0) {
-    std::string rest = path.substr(runs_prefix.size());
-    auto slash = rest.find('/');
-    auto id = parse_id(rest.substr(0, slash));
-    if (!id) return error(400, "bad_request", "run id must be a positive integer, got '" + rest.substr(0, slash) + "'");
-    if (slash == std::string::npos && r.method == "GET") return run(*id);
-    if (rest.substr(slash == std::string::npos ? rest.size() : slash) == "/cancel" && r.method == "POST") {
-      NodeStatus s = status_();
-      if (s.role != "leader")
-        return {307,
-                "application/json",
-                json::serialize(json::object{{"code", "not_leader"},
-                                             {"message", "send this to the leader"},
-                                             {"leader_endpoint", s.leader_endpoint}}),
-                {{"Location", "http://" + s.leader_endpoint + r.target}}};
-      if (!cancel_(*id, "canceled through the API")) return error(503, "not_leader", "this node is not leading now");
-      std::lock_guard lock(store_mutex_);
-      (void)store_.audit("admin", "run.cancel", "run:" + std::to_string(*id), Epoch{s.epoch}, "{}");
-      return ok_json(json::object{{"run_id", *id}, {"status", "cancel requested"}}, 202);
+  if (path.rfind("/api/v1/", 0) == 0) return route(r, path);
+  return error(404, "not_found", "no route " + r.method + " " + path);
+}
+
+HttpResponse AdminApi::route(const HttpRequest& r, const std::string& path) {
+  auto split = [](const std::string& p) {
+    std::vector<std::string> parts;
+    std::size_t at = 1;
+    while (at <= p.size()) {
+      auto next = p.find('/', at);
+      if (next == std::string::npos) next = p.size();
+      parts.push_back(p.substr(at, next - at));
+      at = next + 1;
     }
-    return error(404, "not_found", "no route " + r.method + " " + path);
-  }
-  if (path.rfind(jobs_prefix, 0) == 0) {
-    std::string rest = path.substr(jobs_prefix.size());
-    auto slash = rest.find('/');
-    std::string name = rest.substr(0, slash);
-    if (slash != std::string::npos && rest.substr(slash) == "/trigger" && r.method == "POST") {
-      if (!valid_name(name)) return error(400, "bad_request", "job name '" + name.substr(0, 64) + "' is not valid");
-      return trigger(name, r, status_());
+    return parts;
+  };
+  const auto segments = split(path);
+  std::set<std::string> allowed;  // methods of a route whose pattern matches
+  for (const auto& route : routes_) {
+    const auto pattern = split(route.pattern);
+    if (pattern.size() != segments.size()) continue;
+    std::map<std::string, std::string> params;
+    bool match = true;
+    for (std::size_t i = 0; i < pattern.size() && match; ++i) {
+      if (pattern[i].size() > 2 && pattern[i].front() == '{' && pattern[i].back() == '}')
+        params[pattern[i].substr(1, pattern[i].size() - 2)] = segments[i];
+      else
+        match = pattern[i] == segments[i];
     }
-    return error(404, "not_found", "no route " + r.method + " " + path);
+    if (!match) continue;
+    if (route.method != r.method) {
+      allowed.insert(route.method);
+      continue;
+    }
+    if (route.mutation) {
+      auto auth = r.headers.find("authorization");
+      std::string presented = auth == r.headers.end() ? "" : auth->second;
+      if (presented.rfind("Bearer ", 0) != 0 || !constant_time_equal(presented.substr(7), admin_token_))
+        return error(401, "unauthenticated", "mutations need 'Authorization: Bearer <admin token>'");
+    }
+    return route.handler(r, params);
+  }
+  if (!allowed.empty()) {
+    std::string methods;
+    for (const auto& m : allowed) methods += (methods.empty() ? "" : ", ") + m;
+    HttpResponse res = error(405, "method_not_allowed", path + " takes " + methods + ", not " + r.method);
+    res.headers["Allow"] = methods;
+    return res;
   }
   return error(404, "not_found", "no route " + r.method + " " + path);
+}
+
+HttpResponse AdminApi::openapi() const {
+  json::object paths;
+  for (const auto& route : routes_) {
+    json::array parameters;
+    for (std::size_t at = route.pattern.find('{'); at != std::string::npos; at = route.pattern.find('{', at + 1)) {
+      const std::string name = route.pattern.substr(at + 1, route.pattern.find('}', at) - at - 1);
+      parameters.push_back(json::object{
+          {"name", name}, {"in", "path"}, {"required", true}, {"schema", json::object{{"type", "string"}}}});
+    }
+    for (const auto& q : route.query)
+      parameters.push_back(json::object{
+          {"name", q}, {"in", "query"}, {"required", false}, {"schema", json::object{{"type", "string"}}}});
+    json::object op{
+        {"summary", route.summary},
+        {"parameters", parameters},
+        {"responses", json::object{{"200", json::object{{"description", "OK"}}},
+                                   {"default", json::object{{"description", "an error: {\"code\", \"message\"}"}}}}}};
+    if (route.mutation) op["security"] = json::array{json::object{{"bearer", json::array{}}}};
+    std::string method = route.method;
+    for (auto& ch : method) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (!paths.contains(route.pattern)) paths[route.pattern] = json::object{};
+    paths[route.pattern].as_object()[method] = op;
+  }
+  return ok_json(json::object{
+      {"openapi", "3.0.3"},
+      {"info", json::object{{"title", "Baton admin API"}, {"version", "1"}}},
+      {"paths", paths},
+      {"components", json::object{{"securitySchemes",
+                                   json::object{{"bearer", json::object{{"type", "http"}, {"scheme", "bearer"}}}}}}}});
+}
+
+HttpResponse AdminApi::cancel(std::int64_t id, const HttpRequest& r) {
+  NodeStatus s = status_();
+  if (s.role != "leader")
+    return {
+        307,
+        "application/json",
+        json::serialize(json::object{
+            {"code", "not_leader"}, {"message", "send this to the leader"}, {"leader_endpoint", s.leader_endpoint}}),
+        {{"Location", "http://" + s.leader_endpoint + r.target}}};
+  if (!cancel_(id, "canceled through the API")) return error(503, "not_leader", "this node is not leading now");
+  std::lock_guard lock(store_mutex_);
+  (void)store_.audit("admin", "run.cancel", "run:" + std::to_string(id), Epoch{s.epoch}, "{}");
+  return ok_json(json::object{{"run_id", id}, {"status", "cancel requested"}}, 202);
+}
+
+HttpResponse AdminApi::list_runs(const HttpRequest& r) {
+  std::map<std::string, std::string> q;
+  const std::vector<std::string> allowed{"job",           "state",          "worker", "idempotency_key",
+                                         "created_after", "created_before", "limit",  "cursor"};
+  if (auto bad = query_of(r.target, allowed, q)) return error(400, "bad_request", *bad);
+  store::RunQuery query;
+  query.job = text_param(q, "job");
+  query.worker = text_param(q, "worker");
+  query.idempotency_key = text_param(q, "idempotency_key");
+  if (auto state = text_param(q, "state")) {
+    if (!parse_run_state(*state))
+      return error(400, "bad_request",
+                   "query parameter 'state' must be a run state (PENDING, ASSIGNED, RUNNING, ...), got '" +
+                       state->substr(0, 64) + "'");
+    query.state = *state;
+  }
+  std::optional<std::int64_t> limit, cursor;
+  for (auto bad : {int_param(q, "limit", 1, page_max, limit), int_param(q, "cursor", 1, INT64_MAX, cursor),
+                   int_param(q, "created_after", 0, INT64_MAX / 1000000, query.created_after_unix),
+                   int_param(q, "created_before", 0, INT64_MAX / 1000000, query.created_before_unix)})
+    if (bad) return error(400, "bad_request", *bad);
+  query.limit = static_cast<int>(limit.value_or(50));
+  query.before_id = cursor;
+  std::lock_guard lock(store_mutex_);
+  auto page = store_.list_runs(query);
+  if (!page) return error(503, "db_unavailable", page.error().message);
+  return page_json(*page);
+}
+
+HttpResponse AdminApi::list_epochs(const HttpRequest& r) {
+  std::map<std::string, std::string> q;
+  if (auto bad = query_of(r.target, {"limit", "cursor"}, q)) return error(400, "bad_request", *bad);
+  std::optional<std::int64_t> limit, cursor;
+  for (auto bad : {int_param(q, "limit", 1, page_max, limit), int_param(q, "cursor", 1, INT64_MAX, cursor)})
+    if (bad) return error(400, "bad_request", *bad);
+  std::lock_guard lock(store_mutex_);
+  auto page = store_.list_epochs(static_cast<int>(limit.value_or(50)), cursor);
+  if (!page) return error(503, "db_unavailable", page.error().message);
+  return page_json(*page);
+}
+
+HttpResponse AdminApi::list_workers(const HttpRequest& r) {
+  std::map<std::string, std::string> q;
+  if (auto bad = query_of(r.target, {"limit", "cursor"}, q)) return error(400, "bad_request", *bad);
+  std::optional<std::int64_t> limit;
+  if (auto bad = int_param(q, "limit", 1, page_max, limit)) return error(400, "bad_request", *bad);
+  std::lock_guard lock(store_mutex_);
+  auto page = store_.list_workers(static_cast<int>(limit.value_or(50)), text_param(q, "cursor"));
+  if (!page) return error(503, "db_unavailable", page.error().message);
+  return page_json(*page);
 }
 
 HttpResponse AdminApi::status_json() {

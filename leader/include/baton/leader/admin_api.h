@@ -5,8 +5,10 @@
 // Mutations need `Authorization: Bearer <admin token>` and are written to
 // audit_log; on a follower they answer 307 to the leader.
 #include <functional>
+#include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "baton/leader/metrics.h"
 #include "baton/leader/node_server.h"
@@ -24,6 +26,18 @@ struct NodeStatus {
   int attached_workers = 0;
 };
 
+/// One route of /api/v1: dispatch and the OpenAPI document are both made
+/// from this table, so the document cannot name a route that does not exist
+/// or miss one that does.
+struct ApiRoute {
+  std::string method;   ///< GET | POST
+  std::string pattern;  ///< "/api/v1/runs/{id}": `{x}` is a path parameter
+  std::string summary;
+  std::vector<std::string> query;  ///< documented query parameters
+  bool mutation = false;           ///< needs the admin token
+  std::function<HttpResponse(const HttpRequest&, const std::map<std::string, std::string>& params)> handler;
+};
+
 class AdminApi {
  public:
   /// `run_created` is called after a trigger created a run (the node wakes
@@ -32,8 +46,15 @@ class AdminApi {
            std::function<bool(std::int64_t run, const std::string& reason)> cancel, std::function<void()> run_created);
 
   HttpResponse handle(const HttpRequest& r);
+  const std::vector<ApiRoute>& routes() const { return routes_; }
 
  private:
+  HttpResponse route(const HttpRequest& r, const std::string& path);
+  HttpResponse openapi() const;
+  HttpResponse list_runs(const HttpRequest& r);
+  HttpResponse list_epochs(const HttpRequest& r);
+  HttpResponse list_workers(const HttpRequest& r);
+  HttpResponse cancel(std::int64_t id, const HttpRequest& r);
   HttpResponse status_json();
   HttpResponse trigger(const std::string& job, const HttpRequest& r, const NodeStatus& s);
   HttpResponse run(std::int64_t id);
@@ -46,6 +67,7 @@ class AdminApi {
   std::string admin_token_;
   std::function<bool(std::int64_t, const std::string&)> cancel_;
   std::function<void()> run_created_;
+  std::vector<ApiRoute> routes_;
 };
 
 }  // namespace baton::leader

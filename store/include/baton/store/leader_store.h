@@ -105,6 +105,21 @@ struct RunCounts {
   std::map<std::string, std::int64_t> by_state;
 };
 
+/// One page of an admin list: its items as a JSON array (built by the
+/// database), and the opaque cursor of the next page (none on the last).
+struct Page {
+  std::string items_json = "[]";
+  std::optional<std::string> next_cursor;
+};
+
+/// Filters of GET /api/v1/runs (each optional); newest first.
+struct RunQuery {
+  std::optional<std::string> job, state, worker, idempotency_key;
+  std::optional<std::int64_t> created_after_unix, created_before_unix;
+  int limit = 50;
+  std::optional<std::int64_t> before_id;  ///< the cursor: runs with a smaller id
+};
+
 class LeaderStore {
  public:
   virtual ~LeaderStore() = default;
@@ -134,6 +149,12 @@ class LeaderStore {
   virtual Result<RunCounts> run_counts() = 0;
   /// The run as a JSON object (for GET /api/v1/runs/{id}), nullopt if absent.
   virtual Result<std::optional<std::string>> run_json(RunId id) = 0;
+  // Admin lists (GET /api/v1/...), `limit` items at most after `cursor`.
+  virtual Result<Page> list_runs(const RunQuery& q) = 0;
+  /// Epochs newest first: who led, from when, and how each epoch ended.
+  virtual Result<Page> list_epochs(int limit, std::optional<std::int64_t> before_epoch) = 0;
+  /// Workers by id, with what they hold now.
+  virtual Result<Page> list_workers(int limit, std::optional<std::string> after_id) = 0;
   /// Records an admin mutation in audit_log.
   virtual Result<void> audit(const std::string& actor, const std::string& action, const std::string& subject,
                              Epoch epoch, const std::string& details_json) = 0;

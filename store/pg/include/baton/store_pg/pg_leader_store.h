@@ -31,6 +31,9 @@ class PgLeaderStore final : public LeaderStore {
   Result<std::vector<ScheduledJob>> scheduled_jobs() override;
   Result<RunCounts> run_counts() override;
   Result<std::optional<std::string>> run_json(RunId id) override;
+  Result<Page> list_runs(const RunQuery& q) override;
+  Result<Page> list_epochs(int limit, std::optional<std::int64_t> before_epoch) override;
+  Result<Page> list_workers(int limit, std::optional<std::string> after_id) override;
   Result<void> audit(const std::string& actor, const std::string& action, const std::string& subject, Epoch epoch,
                      const std::string& details_json) override;
 
