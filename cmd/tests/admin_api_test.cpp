@@ -34,6 +34,16 @@ class AdminApiTest : public ::testing::Test {
     auto a = runs.assign({RunId{ids[2]}, Version{1}, epoch}, "w1");
     ASSERT_TRUE(a && a->outcome == store::WriteOutcome::applied);
     ASSERT_TRUE(leader_store.worker_attached("w1", "{\"zone\":\"a\"}", 2, "n1", epoch));
+    store::JobDefinition every_minute;
+    every_minute.name = "every-minute";
+    every_minute.schedule = "0 * * * * *";
+    ASSERT_TRUE(leader_store.upsert_job(every_minute));
+    store::JobDefinition manual;
+    manual.name = "manual";
+    ASSERT_TRUE(leader_store.upsert_job(manual));
+  }
+  HttpResponse post(const std::string& target) {
+    return api.handle({"POST", target, {{"authorization", "Bearer secret"}}, ""});
   }
 
   HttpResponse get(const std::string& target) { return api.handle({"GET", target, {}, ""}); }
@@ -168,6 +178,85 @@ TEST_F(AdminApiTest, WorkersShowLabelsCapacityAndWhatTheyHold) {
   EXPECT_EQ(w.at("capacity").as_int64(), 2);
   EXPECT_EQ(w.at("in_flight").as_int64(), 1);
   EXPECT_EQ(w.at("labels").as_object().at("zone").as_string(), "a");
+}
+
+TEST_F(AdminApiTest, JobsListTheirScheduleNextFireAndPauseState) {
+  auto res = get("/api/v1/jobs");
+  ASSERT_EQ(res.status, 200) << res.body;
+  auto items = body(res).as_object()["items"].as_array();
+  ASSERT_EQ(items.size(), 2u);
+  auto cron = items[0].as_object();  // by name: every-minute, manual
+  EXPECT_EQ(cron.at("name").as_string(), "every-minute");
+  EXPECT_FALSE(cron.at("paused").as_bool());
+  ASSERT_TRUE(cron.at("next_fire_unix").is_int64()) << res.body;
+  EXPECT_EQ(cron.at("next_fire_unix").as_int64() % 60, 0) << "a whole minute";
+  EXPECT_TRUE(items[1].as_object().at("next_fire_unix").is_null()) << "no schedule, no next fire";
+  res = get("/api/v1/jobs/manual");
+  ASSERT_EQ(res.status, 200);
+  EXPECT_EQ(body(res).as_object()["name"].as_string(), "manual");
+  res = get("/api/v1/jobs/nope");
+  EXPECT_EQ(res.status, 404);
+  EXPECT_EQ(error_code(res, "nope"), "not_found");
+}
+
+TEST_F(AdminApiTest, PauseAndResumeAreRecordedWithTheChangeAndSurviveAFileUpsert) {
+  EXPECT_EQ(api.handle({"POST", "/api/v1/jobs/every-minute/pause", {}, ""}).status, 401);
+  auto res = post("/api/v1/jobs/every-minute/pause");
+  ASSERT_EQ(res.status, 200) << res.body;
+  EXPECT_TRUE(body(res).as_object()["paused"].as_bool());
+  auto job = body(get("/api/v1/jobs/every-minute")).as_object();
+  EXPECT_TRUE(job["paused"].as_bool());
+  EXPECT_TRUE(job["next_fire_unix"].is_null()) << "a paused job fires no more";
+  // The leader's cron does not see it.
+  auto scheduled = leader_store.scheduled_jobs();
+  ASSERT_TRUE(scheduled);
+  EXPECT_TRUE(scheduled->empty());
+  // A node upserting its job files at start does not undo an operator's pause.
+  store::JobDefinition again;
+  again.name = "every-minute";
+  again.schedule = "0 * * * * *";
+  ASSERT_TRUE(leader_store.upsert_job(again));
+  EXPECT_TRUE(body(get("/api/v1/jobs/every-minute")).as_object()["paused"].as_bool());
+  res = post("/api/v1/jobs/every-minute/resume");
+  ASSERT_EQ(res.status, 200);
+  EXPECT_FALSE(body(get("/api/v1/jobs/every-minute")).as_object()["paused"].as_bool());
+  EXPECT_EQ(leader_store.scheduled_jobs()->size(), 1u);
+  EXPECT_EQ(post("/api/v1/jobs/nope/pause").status, 404);
+  // Both changes are in the audit log, with what was before and after.
+  auto audit = body(get("/api/v1/audit?subject=job:every-minute")).as_object()["items"].as_array();
+  ASSERT_EQ(audit.size(), 2u);
+  auto resume = audit[0].as_object();  // newest first
+  auto pause = audit[1].as_object();
+  EXPECT_EQ(pause.at("action").as_string(), "job.pause");
+  EXPECT_FALSE(pause.at("details").at("before").at("paused").as_bool());
+  EXPECT_TRUE(pause.at("details").at("after").at("paused").as_bool());
+  EXPECT_EQ(resume.at("action").as_string(), "job.resume");
+  EXPECT_EQ(pause.at("epoch").as_int64(), epoch.value);
+}
+
+TEST_F(AdminApiTest, DeadLettersListWithTheirTriageStatus) {
+  // A run that fails for good leaves a dead letter.
+  auto [att, v] = [&] {
+    auto a = runs.assign({RunId{ids[0]}, Version{1}, epoch}, "w1");
+    store::AttemptFence f{"w1", a->attempt, a->lease_token};
+    auto s = runs.start({RunId{ids[0]}, a->new_version, epoch}, f, Millis{1000});
+    return std::pair{f, s->new_version};
+  }();
+  store::Finish fin;
+  fin.final_state = RunState::failed;
+  fin.error_code = "failed";
+  fin.exit_code = 3;
+  ASSERT_TRUE(runs.finish({RunId{ids[0]}, v, epoch}, att, fin));
+  auto res = get("/api/v1/dead-letters");
+  ASSERT_EQ(res.status, 200) << res.body;
+  auto items = body(res).as_object()["items"].as_array();
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_EQ(items[0].as_object().at("run_id").as_int64(), ids[0]);
+  EXPECT_EQ(items[0].as_object().at("triage_status").as_string(), "pending");
+  EXPECT_EQ(body(get("/api/v1/dead-letters?status=closed")).as_object()["items"].as_array().size(), 0u);
+  res = get("/api/v1/dead-letters?status=gone");
+  EXPECT_EQ(res.status, 400);
+  EXPECT_EQ(error_code(res, "'status'"), "bad_request");
 }
 
 }  // namespace

@@ -297,7 +297,10 @@ TEST_F(NodeProcess, MigrateCommandAndAutoMigrateFalse) {
 
   ChildProcess m1({BATON_BINARY, "migrate", "--config", cfg}, dir_ + "/m1.log");
   EXPECT_EQ(m1.wait_for_exit(10s), 0) << m1.log();
-  EXPECT_NE(m1.log().find("applied 6 migrations"), std::string::npos) << m1.log();
+  int shipped = 0;  // every schemas/*.sql is a migration
+  for (const auto& f : std::filesystem::directory_iterator(std::string(BATON_SOURCE_DIR) + "/schemas"))
+    shipped += f.path().extension() == ".sql";
+  EXPECT_NE(m1.log().find("applied " + std::to_string(shipped) + " migrations"), std::string::npos) << m1.log();
   ChildProcess m2({BATON_BINARY, "migrate", "--config", cfg}, dir_ + "/m2.log");
   EXPECT_EQ(m2.wait_for_exit(10s), 0) << m2.log();
   EXPECT_NE(m2.log().find("applied 0 migrations"), std::string::npos) << m2.log();

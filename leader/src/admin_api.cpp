@@ -6,6 +6,7 @@
 #include <set>
 
 #include "baton/core/run_state.h"
+#include "baton/leader_core/cron.h"
 
 namespace baton::leader {
 
@@ -137,6 +138,46 @@ AdminApi::AdminApi(std::function<NodeStatus()> status, store::LeaderStore& store
          if (!valid_name(name)) return error(400, "bad_request", "job name '" + name.substr(0, 64) + "' is not valid");
          return trigger(name, r, status_());
        }},
+      {"GET",
+       "/api/v1/jobs",
+       "Job definitions by name: schedule, next fire time, last run, paused.",
+       {"limit", "cursor"},
+       false,
+       [this](const HttpRequest& r, const Params&) { return list_jobs(r, std::nullopt); }},
+      {"GET",
+       "/api/v1/jobs/{name}",
+       "One job definition.",
+       {},
+       false,
+       [this](const HttpRequest& r, const Params& p) {
+         if (!valid_name(p.at("name")))
+           return error(400, "bad_request", "job name '" + p.at("name").substr(0, 64) + "' is not valid");
+         return list_jobs(r, p.at("name"));
+       }},
+      {"POST",
+       "/api/v1/jobs/{name}/pause",
+       "Pause a job: its schedule creates no runs until resumed.",
+       {},
+       true,
+       [this](const HttpRequest& r, const Params& p) { return set_paused(p.at("name"), true, r); }},
+      {"POST",
+       "/api/v1/jobs/{name}/resume",
+       "Resume a paused job (missed slots follow its misfire policy).",
+       {},
+       true,
+       [this](const HttpRequest& r, const Params& p) { return set_paused(p.at("name"), false, r); }},
+      {"GET",
+       "/api/v1/audit",
+       "The audit log of admin mutations, newest first; filter by subject (job:NAME).",
+       {"subject", "limit", "cursor"},
+       false,
+       [this](const HttpRequest& r, const Params&) { return list_audit(r); }},
+      {"GET",
+       "/api/v1/dead-letters",
+       "Dead letters, newest first; filter by triage status.",
+       {"status", "limit", "cursor"},
+       false,
+       [this](const HttpRequest& r, const Params&) { return list_dead_letters(r); }},
       {"GET",
        "/api/v1/epochs",
        "Leadership history, newest first: who led each epoch, when, how it ended.",
@@ -314,6 +355,82 @@ HttpResponse AdminApi::list_workers(const HttpRequest& r) {
   if (auto bad = int_param(q, "limit", 1, page_max, limit)) return error(400, "bad_request", *bad);
   std::lock_guard lock(store_mutex_);
   auto page = store_.list_workers(static_cast<int>(limit.value_or(50)), text_param(q, "cursor"));
+  if (!page) return error(503, "db_unavailable", page.error().message);
+  return page_json(*page);
+}
+
+HttpResponse AdminApi::list_jobs(const HttpRequest& r, std::optional<std::string> only) {
+  std::map<std::string, std::string> q;
+  const std::vector<std::string> allowed =
+      only ? std::vector<std::string>{} : std::vector<std::string>{"limit", "cursor"};
+  if (auto bad = query_of(r.target, allowed, q)) return error(400, "bad_request", *bad);
+  std::optional<std::int64_t> limit;
+  if (auto bad = int_param(q, "limit", 1, page_max, limit)) return error(400, "bad_request", *bad);
+  Result<store::JobPage> page = make_error(Errc::db_error, "not read");
+  {
+    std::lock_guard lock(store_mutex_);
+    page = store_.list_jobs(static_cast<int>(limit.value_or(50)), text_param(q, "cursor"), only);
+  }
+  if (!page) return error(503, "db_unavailable", page.error().message);
+  if (only && page->jobs.empty()) return error(404, "not_found", "no job '" + only->substr(0, 64) + "'");
+  // The next fire time is the cron planner's, in the job's zone, from the
+  // database's clock: when the leader will create the next run.
+  json::array items;
+  for (const auto& j : page->jobs) {
+    json::object item = json::parse(j.item_json).as_object();
+    json::value next = nullptr;
+    if (j.schedule && !j.paused) {
+      auto parsed = leader_core::parse_cron(*j.schedule);
+      if (auto* s = std::get_if<leader_core::CronSchedule>(&parsed))
+        if (auto at = leader_core::next_fire(*s, std::chrono::sys_seconds{std::chrono::seconds{page->now_unix}},
+                                             std::string_view(j.time_zone)))
+          next = at->time_since_epoch().count();
+    }
+    item["next_fire_unix"] = next;
+    items.push_back(std::move(item));
+  }
+  if (only) return ok_json(items.at(0));
+  return ok_json(json::object{
+      {"items", items}, {"next_cursor", page->next_cursor ? json::value(*page->next_cursor) : json::value(nullptr)}});
+}
+
+HttpResponse AdminApi::set_paused(const std::string& job, bool paused, const HttpRequest& r) {
+  if (!valid_name(job)) return error(400, "bad_request", "job name '" + job.substr(0, 64) + "' is not valid");
+  std::map<std::string, std::string> q;
+  if (auto bad = query_of(r.target, {}, q)) return error(400, "bad_request", *bad);
+  const NodeStatus s = status_();
+  std::lock_guard lock(store_mutex_);
+  auto version = store_.set_job_paused(job, paused, "admin", Epoch{s.epoch});
+  if (!version) return error(503, "db_unavailable", version.error().message);
+  if (!*version) return error(404, "unknown_job", "no job '" + job.substr(0, 64) + "'");
+  return ok_json(json::object{{"job", job}, {"paused", paused}, {"version", **version}});
+}
+
+HttpResponse AdminApi::list_dead_letters(const HttpRequest& r) {
+  std::map<std::string, std::string> q;
+  if (auto bad = query_of(r.target, {"status", "limit", "cursor"}, q)) return error(400, "bad_request", *bad);
+  std::optional<std::int64_t> limit, cursor;
+  for (auto bad : {int_param(q, "limit", 1, page_max, limit), int_param(q, "cursor", 1, INT64_MAX, cursor)})
+    if (bad) return error(400, "bad_request", *bad);
+  auto status = text_param(q, "status");
+  if (status && *status != "pending" && *status != "acknowledged" && *status != "replayed" && *status != "closed")
+    return error(400, "bad_request",
+                 "query parameter 'status' must be pending, acknowledged, replayed or closed, got '" +
+                     status->substr(0, 64) + "'");
+  std::lock_guard lock(store_mutex_);
+  auto page = store_.list_dead_letters(static_cast<int>(limit.value_or(50)), cursor, status);
+  if (!page) return error(503, "db_unavailable", page.error().message);
+  return page_json(*page);
+}
+
+HttpResponse AdminApi::list_audit(const HttpRequest& r) {
+  std::map<std::string, std::string> q;
+  if (auto bad = query_of(r.target, {"subject", "limit", "cursor"}, q)) return error(400, "bad_request", *bad);
+  std::optional<std::int64_t> limit, cursor;
+  for (auto bad : {int_param(q, "limit", 1, page_max, limit), int_param(q, "cursor", 1, INT64_MAX, cursor)})
+    if (bad) return error(400, "bad_request", *bad);
+  std::lock_guard lock(store_mutex_);
+  auto page = store_.list_audit(static_cast<int>(limit.value_or(50)), cursor, text_param(q, "subject"));
   if (!page) return error(503, "db_unavailable", page.error().message);
   return page_json(*page);
 }

@@ -241,7 +241,8 @@ Result<std::vector<ScheduledJob>> PgLeaderStore::scheduled_jobs() {
         " (SELECT floor(extract(epoch FROM max(r.scheduled_for)))::bigint FROM job_runs r"
         "  WHERE r.job_definition_id = j.id AND r.scheduled_for IS NOT NULL),"
         " floor(extract(epoch FROM now()))::bigint, floor(extract(epoch FROM now()) * 1000)::bigint"
-        " FROM job_definitions j WHERE j.schedule IS NOT NULL AND j.live AND j.deleted_at IS NULL ORDER BY j.id");
+        " FROM job_definitions j WHERE j.schedule IS NOT NULL AND j.live AND NOT j.paused AND j.deleted_at IS NULL"
+        " ORDER BY j.id");
     std::vector<ScheduledJob> out;
     for (const auto& r : rows) {
       ScheduledJob s;
@@ -362,6 +363,96 @@ Result<Page> PgLeaderStore::list_workers(int limit, std::optional<std::string> a
         "   AND r.state IN ('ASSIGNED', 'RUNNING')))::text"
         " FROM workers w WHERE ($1::text IS NULL OR w.worker_id > $1) ORDER BY w.worker_id LIMIT $2",
         after_id, limit + 1);
+    return page_of(rows, limit);
+  });
+}
+
+Result<JobPage> PgLeaderStore::list_jobs(int limit, std::optional<std::string> after_name,
+                                         std::optional<std::string> only) {
+  return session_.with<JobPage>([&](pqxx::connection& c) -> Result<JobPage> {
+    pqxx::nontransaction tx{c};
+    auto rows = tx.exec_params(
+        "SELECT j.name, j.schedule, j.time_zone, j.paused OR NOT j.live, jsonb_build_object('name', j.name,"
+        " 'schedule', j.schedule, 'time_zone', j.time_zone, 'paused', j.paused, 'live', j.live,"
+        " 'version', j.version,"
+        " 'tasks', jsonb_array_length(j.tasks), 'max_attempts', j.max_attempts, 'timeout_ms', j.timeout_ms,"
+        " 'priority', j.priority, 'worker_selector', j.worker_selector, 'misfire_policy', j.misfire_policy,"
+        " 'created_at', j.created_at, 'updated_at', j.updated_at,"
+        " 'last_run', (SELECT jsonb_build_object('id', r.id, 'state', r.state, 'created_at', r.created_at,"
+        "   'finished_at', r.finished_at, 'error_code', r.error_code) FROM job_runs r"
+        "   WHERE r.job_definition_id = j.id ORDER BY r.id DESC LIMIT 1))::text,"
+        " extract(epoch FROM now())::bigint"
+        " FROM job_definitions j WHERE j.deleted_at IS NULL AND ($1::text IS NULL OR j.name > $1)"
+        "   AND ($2::text IS NULL OR j.name = $2) ORDER BY j.name LIMIT $3",
+        after_name, only, limit + 1);
+    JobPage page;
+    for (const auto& row : rows) {
+      page.now_unix = row[5].as<std::int64_t>();
+      if (static_cast<int>(page.jobs.size()) == limit) {
+        page.next_cursor = page.jobs.back().name;
+        break;
+      }
+      JobListing j;
+      j.name = row[0].as<std::string>();
+      if (!row[1].is_null()) j.schedule = row[1].as<std::string>();
+      j.time_zone = row[2].as<std::string>();
+      j.paused = row[3].as<bool>();
+      j.item_json = row[4].as<std::string>();
+      page.jobs.push_back(std::move(j));
+    }
+    return page;
+  });
+}
+
+Result<std::optional<std::int64_t>> PgLeaderStore::set_job_paused(const std::string& name, bool paused,
+                                                                  const std::string& actor, Epoch epoch) {
+  return session_.with<std::optional<std::int64_t>>([&](pqxx::connection& c) -> Result<std::optional<std::int64_t>> {
+    pqxx::work tx{c};
+    // The change and its audit record commit together, or neither does.
+    auto rows = tx.exec_params(
+        "WITH old AS (SELECT id, paused FROM job_definitions WHERE name = $1 AND deleted_at IS NULL FOR UPDATE)"
+        " UPDATE job_definitions j SET paused = $2, version = j.version + 1, updated_at = now()"
+        " FROM old WHERE j.id = old.id RETURNING j.version, old.paused",
+        name, paused);
+    if (rows.empty()) return std::optional<std::int64_t>{};
+    const bool was_paused = rows[0][1].as<bool>();
+    tx.exec_params(
+        "INSERT INTO audit_log (actor, action, subject, epoch, details) VALUES ($1, $2, $3, $4,"
+        " jsonb_build_object('before', jsonb_build_object('paused', $5::boolean),"
+        "                    'after', jsonb_build_object('paused', $6::boolean)))",
+        actor, paused ? "job.pause" : "job.resume", "job:" + name, epoch.value, was_paused, paused);
+    tx.commit();
+    return std::optional<std::int64_t>{rows[0][0].as<std::int64_t>()};
+  });
+}
+
+Result<Page> PgLeaderStore::list_dead_letters(int limit, std::optional<std::int64_t> before_id,
+                                              std::optional<std::string> triage_status) {
+  return session_.with<Page>([&](pqxx::connection& c) -> Result<Page> {
+    pqxx::nontransaction tx{c};
+    auto rows = tx.exec_params(
+        "SELECT d.id::text, jsonb_build_object('id', d.id, 'run_id', d.run_id, 'job', j.name,"
+        " 'final_state', d.final_state, 'attempts', d.attempts, 'error_code', d.error_code,"
+        " 'error_msg', d.error_msg, 'triage_status', d.triage_status, 'notes', d.notes,"
+        " 'created_at', d.created_at, 'updated_at', d.updated_at)::text"
+        " FROM dead_letters d LEFT JOIN job_definitions j ON j.id = d.job_definition_id"
+        " WHERE ($1::bigint IS NULL OR d.id < $1) AND ($2::text IS NULL OR d.triage_status = $2)"
+        " ORDER BY d.id DESC LIMIT $3",
+        before_id, triage_status, limit + 1);
+    return page_of(rows, limit);
+  });
+}
+
+Result<Page> PgLeaderStore::list_audit(int limit, std::optional<std::int64_t> before_id,
+                                       std::optional<std::string> subject) {
+  return session_.with<Page>([&](pqxx::connection& c) -> Result<Page> {
+    pqxx::nontransaction tx{c};
+    auto rows = tx.exec_params(
+        "SELECT a.id::text, jsonb_build_object('id', a.id, 'at', a.at, 'actor', a.actor, 'action', a.action,"
+        " 'subject', a.subject, 'epoch', a.epoch, 'details', a.details)::text FROM audit_log a"
+        " WHERE ($1::bigint IS NULL OR a.id < $1) AND ($2::text IS NULL OR a.subject = $2)"
+        " ORDER BY a.id DESC LIMIT $3",
+        before_id, subject, limit + 1);
     return page_of(rows, limit);
   });
 }

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,10 @@ class AdminApi {
   HttpResponse list_runs(const HttpRequest& r);
   HttpResponse list_epochs(const HttpRequest& r);
   HttpResponse list_workers(const HttpRequest& r);
+  HttpResponse list_jobs(const HttpRequest& r, std::optional<std::string> only);
+  HttpResponse set_paused(const std::string& job, bool paused, const HttpRequest& r);
+  HttpResponse list_dead_letters(const HttpRequest& r);
+  HttpResponse list_audit(const HttpRequest& r);
   HttpResponse cancel(std::int64_t id, const HttpRequest& r);
   HttpResponse status_json();
   HttpResponse trigger(const std::string& job, const HttpRequest& r, const NodeStatus& s);

@@ -112,6 +112,21 @@ struct Page {
   std::optional<std::string> next_cursor;
 };
 
+/// A job definition as the admin API lists it: the item as a JSON object
+/// (built by the database), and what the API needs to add its next fire time.
+struct JobListing {
+  std::string name;
+  std::optional<std::string> schedule;
+  std::string time_zone = "UTC";
+  bool paused = false;
+  std::string item_json = "{}";
+};
+struct JobPage {
+  std::vector<JobListing> jobs;
+  std::optional<std::string> next_cursor;
+  std::int64_t now_unix = 0;  ///< the database clock
+};
+
 /// Filters of GET /api/v1/runs (each optional); newest first.
 struct RunQuery {
   std::optional<std::string> job, state, worker, idempotency_key;
@@ -155,6 +170,20 @@ class LeaderStore {
   virtual Result<Page> list_epochs(int limit, std::optional<std::int64_t> before_epoch) = 0;
   /// Workers by id, with what they hold now.
   virtual Result<Page> list_workers(int limit, std::optional<std::string> after_id) = 0;
+  /// Job definitions by name (not deleted); `only` selects one.
+  virtual Result<JobPage> list_jobs(int limit, std::optional<std::string> after_name,
+                                    std::optional<std::string> only) = 0;
+  /// Pauses (no cron runs are created) or resumes a job, and records it in
+  /// audit_log in the same transaction. The job's new version, or nullopt
+  /// when no such job exists.
+  virtual Result<std::optional<std::int64_t>> set_job_paused(const std::string& name, bool paused,
+                                                             const std::string& actor, Epoch epoch) = 0;
+  /// Dead letters newest first, optionally only those in one triage status.
+  virtual Result<Page> list_dead_letters(int limit, std::optional<std::int64_t> before_id,
+                                         std::optional<std::string> triage_status) = 0;
+  /// The audit log, newest first, optionally for one subject ("job:NAME").
+  virtual Result<Page> list_audit(int limit, std::optional<std::int64_t> before_id,
+                                  std::optional<std::string> subject) = 0;
   /// Records an admin mutation in audit_log.
   virtual Result<void> audit(const std::string& actor, const std::string& action, const std::string& subject,
                              Epoch epoch, const std::string& details_json) = 0;

@@ -34,6 +34,13 @@ class PgLeaderStore final : public LeaderStore {
   Result<Page> list_runs(const RunQuery& q) override;
   Result<Page> list_epochs(int limit, std::optional<std::int64_t> before_epoch) override;
   Result<Page> list_workers(int limit, std::optional<std::string> after_id) override;
+  Result<JobPage> list_jobs(int limit, std::optional<std::string> after_name, std::optional<std::string> only) override;
+  Result<std::optional<std::int64_t>> set_job_paused(const std::string& name, bool paused, const std::string& actor,
+                                                     Epoch epoch) override;
+  Result<Page> list_dead_letters(int limit, std::optional<std::int64_t> before_id,
+                                 std::optional<std::string> triage_status) override;
+  Result<Page> list_audit(int limit, std::optional<std::int64_t> before_id,
+                          std::optional<std::string> subject) override;
   Result<void> audit(const std::string& actor, const std::string& action, const std::string& subject, Epoch epoch,
                      const std::string& details_json) override;
 
