@@ -46,6 +46,10 @@ class AdminApi {
   AdminApi(std::function<NodeStatus()> status, store::LeaderStore& store, Metrics& metrics, std::string admin_token,
            std::function<bool(std::int64_t run, const std::string& reason)> cancel, std::function<void()> run_created);
 
+  // The route table's handlers hold `this`: an AdminApi stays where it was made.
+  AdminApi(const AdminApi&) = delete;
+  AdminApi& operator=(const AdminApi&) = delete;
+
   HttpResponse handle(const HttpRequest& r);
   const std::vector<ApiRoute>& routes() const { return routes_; }
 
