@@ -139,6 +139,11 @@ TEST_F(AdminApiTest, BadQueriesGetAJsonErrorNamingTheParameter) {
     EXPECT_EQ(res.status, 400) << c.target << ": " << res.body;
     EXPECT_EQ(error_code(res, c.mentions), "bad_request") << c.target;
   }
+  // Every route checks its query, mutations too, before doing anything.
+  auto res = post("/api/v1/jobs/manual/pause?force=1");
+  EXPECT_EQ(res.status, 400);
+  EXPECT_EQ(error_code(res, "'force'"), "bad_request");
+  EXPECT_FALSE(body(get("/api/v1/jobs/manual")).as_object()["paused"].as_bool()) << "nothing changed";
 }
 
 TEST_F(AdminApiTest, UnknownRoutesWrongMethodsAndMissingTokensAreJsonErrors) {

@@ -76,6 +76,27 @@ HttpResponse page_json(const store::Page& p) {
 
 constexpr std::int64_t page_max = 500;
 
+/// A list's page: `limit` (1-500, default 50) and its cursor, an id
+/// (`numeric`) or a name.
+struct Paging {
+  int limit = 50;
+  std::optional<std::int64_t> before_id;
+  std::optional<std::string> after_name;
+};
+std::optional<std::string> paging_of(const std::map<std::string, std::string>& q, bool numeric, Paging& out) {
+  std::optional<std::int64_t> limit;
+  if (auto bad = int_param(q, "limit", 1, page_max, limit)) return bad;
+  out.limit = static_cast<int>(limit.value_or(50));
+  if (numeric) return int_param(q, "cursor", 1, INT64_MAX, out.before_id);
+  out.after_name = text_param(q, "cursor");
+  return std::nullopt;
+}
+
+HttpResponse page_or_error(const Result<store::Page>& page) {
+  if (!page) return error(503, "db_unavailable", page.error().message);
+  return page_json(*page);
+}
+
 bool valid_name(std::string_view s) {
   if (s.empty() || s.size() > 200) return false;
   for (char c : s)
@@ -107,7 +128,7 @@ AdminApi::AdminApi(std::function<NodeStatus()> status, store::LeaderStore& store
        "Runs, newest first, filtered; cursor-paginated.",
        {"job", "state", "worker", "idempotency_key", "created_after", "created_before", "limit", "cursor"},
        false,
-       [this](const HttpRequest& r, const Params&) { return list_runs(r); }},
+       [this](const HttpRequest&, const Params& q) { return list_runs(q); }},
       {"GET",
        "/api/v1/runs/{id}",
        "One run with its attempts and log chunks.",
@@ -143,53 +164,53 @@ AdminApi::AdminApi(std::function<NodeStatus()> status, store::LeaderStore& store
        "Job definitions by name: schedule, next fire time, last run, paused.",
        {"limit", "cursor"},
        false,
-       [this](const HttpRequest& r, const Params&) { return list_jobs(r, std::nullopt); }},
+       [this](const HttpRequest&, const Params& q) { return list_jobs(q, std::nullopt); }},
       {"GET",
        "/api/v1/jobs/{name}",
        "One job definition.",
        {},
        false,
-       [this](const HttpRequest& r, const Params& p) {
+       [this](const HttpRequest&, const Params& p) {
          if (!valid_name(p.at("name")))
            return error(400, "bad_request", "job name '" + p.at("name").substr(0, 64) + "' is not valid");
-         return list_jobs(r, p.at("name"));
+         return list_jobs(p, p.at("name"));
        }},
       {"POST",
        "/api/v1/jobs/{name}/pause",
        "Pause a job: its schedule creates no runs until resumed.",
        {},
        true,
-       [this](const HttpRequest& r, const Params& p) { return set_paused(p.at("name"), true, r); }},
+       [this](const HttpRequest&, const Params& p) { return set_paused(p.at("name"), true); }},
       {"POST",
        "/api/v1/jobs/{name}/resume",
        "Resume a paused job (missed slots follow its misfire policy).",
        {},
        true,
-       [this](const HttpRequest& r, const Params& p) { return set_paused(p.at("name"), false, r); }},
+       [this](const HttpRequest&, const Params& p) { return set_paused(p.at("name"), false); }},
       {"GET",
        "/api/v1/audit",
        "The audit log of admin mutations, newest first; filter by subject (job:NAME).",
        {"subject", "limit", "cursor"},
        false,
-       [this](const HttpRequest& r, const Params&) { return list_audit(r); }},
+       [this](const HttpRequest&, const Params& q) { return list_audit(q); }},
       {"GET",
        "/api/v1/dead-letters",
        "Dead letters, newest first; filter by triage status.",
        {"status", "limit", "cursor"},
        false,
-       [this](const HttpRequest& r, const Params&) { return list_dead_letters(r); }},
+       [this](const HttpRequest&, const Params& q) { return list_dead_letters(q); }},
       {"GET",
        "/api/v1/epochs",
        "Leadership history, newest first: who led each epoch, when, how it ended.",
        {"limit", "cursor"},
        false,
-       [this](const HttpRequest& r, const Params&) { return list_epochs(r); }},
+       [this](const HttpRequest&, const Params& q) { return list_epochs(q); }},
       {"GET",
        "/api/v1/workers",
        "Workers by id: state, labels, capacity, in flight, last heartbeat.",
        {"limit", "cursor"},
        false,
-       [this](const HttpRequest& r, const Params&) { return list_workers(r); }},
+       [this](const HttpRequest&, const Params& q) { return list_workers(q); }},
   };
 }
 
@@ -249,6 +270,11 @@ HttpResponse AdminApi::route(const HttpRequest& r, const std::string& path) {
       if (presented.rfind("Bearer ", 0) != 0 || !constant_time_equal(presented.substr(7), admin_token_))
         return error(401, "unauthenticated", "mutations need 'Authorization: Bearer <admin token>'");
     }
+    // The query is checked against the route's documented parameters here,
+    // once for every route: an unknown or repeated one is refused by name.
+    std::map<std::string, std::string> query;
+    if (auto bad = query_of(r.target, route.query, query)) return error(400, "bad_request", *bad);
+    params.insert(query.begin(), query.end());
     return route.handler(r, params);
   }
   if (!allowed.empty()) {
@@ -307,11 +333,7 @@ HttpResponse AdminApi::cancel(std::int64_t id, const HttpRequest& r) {
   return ok_json(json::object{{"run_id", id}, {"status", "cancel requested"}}, 202);
 }
 
-HttpResponse AdminApi::list_runs(const HttpRequest& r) {
-  std::map<std::string, std::string> q;
-  const std::vector<std::string> allowed{"job",           "state",          "worker", "idempotency_key",
-                                         "created_after", "created_before", "limit",  "cursor"};
-  if (auto bad = query_of(r.target, allowed, q)) return error(400, "bad_request", *bad);
+HttpResponse AdminApi::list_runs(const Params& q) {
   store::RunQuery query;
   query.job = text_param(q, "job");
   query.worker = text_param(q, "worker");
@@ -323,53 +345,38 @@ HttpResponse AdminApi::list_runs(const HttpRequest& r) {
                        state->substr(0, 64) + "'");
     query.state = *state;
   }
-  std::optional<std::int64_t> limit, cursor;
-  for (auto bad : {int_param(q, "limit", 1, page_max, limit), int_param(q, "cursor", 1, INT64_MAX, cursor),
-                   int_param(q, "created_after", 0, INT64_MAX / 1000000, query.created_after_unix),
-                   int_param(q, "created_before", 0, INT64_MAX / 1000000, query.created_before_unix)})
+  Paging page;
+  for (auto bad :
+       {paging_of(q, true, page), int_param(q, "created_after", 0, INT64_MAX / 1000000, query.created_after_unix),
+        int_param(q, "created_before", 0, INT64_MAX / 1000000, query.created_before_unix)})
     if (bad) return error(400, "bad_request", *bad);
-  query.limit = static_cast<int>(limit.value_or(50));
-  query.before_id = cursor;
+  query.limit = page.limit;
+  query.before_id = page.before_id;
   std::lock_guard lock(store_mutex_);
-  auto page = store_.list_runs(query);
-  if (!page) return error(503, "db_unavailable", page.error().message);
-  return page_json(*page);
+  return page_or_error(store_.list_runs(query));
 }
 
-HttpResponse AdminApi::list_epochs(const HttpRequest& r) {
-  std::map<std::string, std::string> q;
-  if (auto bad = query_of(r.target, {"limit", "cursor"}, q)) return error(400, "bad_request", *bad);
-  std::optional<std::int64_t> limit, cursor;
-  for (auto bad : {int_param(q, "limit", 1, page_max, limit), int_param(q, "cursor", 1, INT64_MAX, cursor)})
-    if (bad) return error(400, "bad_request", *bad);
+HttpResponse AdminApi::list_epochs(const Params& q) {
+  Paging page;
+  if (auto bad = paging_of(q, true, page)) return error(400, "bad_request", *bad);
   std::lock_guard lock(store_mutex_);
-  auto page = store_.list_epochs(static_cast<int>(limit.value_or(50)), cursor);
-  if (!page) return error(503, "db_unavailable", page.error().message);
-  return page_json(*page);
+  return page_or_error(store_.list_epochs(page.limit, page.before_id));
 }
 
-HttpResponse AdminApi::list_workers(const HttpRequest& r) {
-  std::map<std::string, std::string> q;
-  if (auto bad = query_of(r.target, {"limit", "cursor"}, q)) return error(400, "bad_request", *bad);
-  std::optional<std::int64_t> limit;
-  if (auto bad = int_param(q, "limit", 1, page_max, limit)) return error(400, "bad_request", *bad);
+HttpResponse AdminApi::list_workers(const Params& q) {
+  Paging page;
+  if (auto bad = paging_of(q, false, page)) return error(400, "bad_request", *bad);
   std::lock_guard lock(store_mutex_);
-  auto page = store_.list_workers(static_cast<int>(limit.value_or(50)), text_param(q, "cursor"));
-  if (!page) return error(503, "db_unavailable", page.error().message);
-  return page_json(*page);
+  return page_or_error(store_.list_workers(page.limit, page.after_name));
 }
 
-HttpResponse AdminApi::list_jobs(const HttpRequest& r, std::optional<std::string> only) {
-  std::map<std::string, std::string> q;
-  const std::vector<std::string> allowed =
-      only ? std::vector<std::string>{} : std::vector<std::string>{"limit", "cursor"};
-  if (auto bad = query_of(r.target, allowed, q)) return error(400, "bad_request", *bad);
-  std::optional<std::int64_t> limit;
-  if (auto bad = int_param(q, "limit", 1, page_max, limit)) return error(400, "bad_request", *bad);
+HttpResponse AdminApi::list_jobs(const Params& q, std::optional<std::string> only) {
+  Paging paging;
+  if (auto bad = paging_of(q, false, paging)) return error(400, "bad_request", *bad);
   Result<store::JobPage> page = make_error(Errc::db_error, "not read");
   {
     std::lock_guard lock(store_mutex_);
-    page = store_.list_jobs(static_cast<int>(limit.value_or(50)), text_param(q, "cursor"), only);
+    page = store_.list_jobs(paging.limit, paging.after_name, only);
   }
   if (!page) return error(503, "db_unavailable", page.error().message);
   if (only && page->jobs.empty()) return error(404, "not_found", "no job '" + only->substr(0, 64) + "'");
@@ -394,10 +401,8 @@ HttpResponse AdminApi::list_jobs(const HttpRequest& r, std::optional<std::string
       {"items", items}, {"next_cursor", page->next_cursor ? json::value(*page->next_cursor) : json::value(nullptr)}});
 }
 
-HttpResponse AdminApi::set_paused(const std::string& job, bool paused, const HttpRequest& r) {
+HttpResponse AdminApi::set_paused(const std::string& job, bool paused) {
   if (!valid_name(job)) return error(400, "bad_request", "job name '" + job.substr(0, 64) + "' is not valid");
-  std::map<std::string, std::string> q;
-  if (auto bad = query_of(r.target, {}, q)) return error(400, "bad_request", *bad);
   const NodeStatus s = status_();
   std::lock_guard lock(store_mutex_);
   auto version = store_.set_job_paused(job, paused, "admin", Epoch{s.epoch});
@@ -406,33 +411,23 @@ HttpResponse AdminApi::set_paused(const std::string& job, bool paused, const Htt
   return ok_json(json::object{{"job", job}, {"paused", paused}, {"version", **version}});
 }
 
-HttpResponse AdminApi::list_dead_letters(const HttpRequest& r) {
-  std::map<std::string, std::string> q;
-  if (auto bad = query_of(r.target, {"status", "limit", "cursor"}, q)) return error(400, "bad_request", *bad);
-  std::optional<std::int64_t> limit, cursor;
-  for (auto bad : {int_param(q, "limit", 1, page_max, limit), int_param(q, "cursor", 1, INT64_MAX, cursor)})
-    if (bad) return error(400, "bad_request", *bad);
+HttpResponse AdminApi::list_dead_letters(const Params& q) {
+  Paging page;
+  if (auto bad = paging_of(q, true, page)) return error(400, "bad_request", *bad);
   auto status = text_param(q, "status");
   if (status && *status != "pending" && *status != "acknowledged" && *status != "replayed" && *status != "closed")
     return error(400, "bad_request",
                  "query parameter 'status' must be pending, acknowledged, replayed or closed, got '" +
                      status->substr(0, 64) + "'");
   std::lock_guard lock(store_mutex_);
-  auto page = store_.list_dead_letters(static_cast<int>(limit.value_or(50)), cursor, status);
-  if (!page) return error(503, "db_unavailable", page.error().message);
-  return page_json(*page);
+  return page_or_error(store_.list_dead_letters(page.limit, page.before_id, status));
 }
 
-HttpResponse AdminApi::list_audit(const HttpRequest& r) {
-  std::map<std::string, std::string> q;
-  if (auto bad = query_of(r.target, {"subject", "limit", "cursor"}, q)) return error(400, "bad_request", *bad);
-  std::optional<std::int64_t> limit, cursor;
-  for (auto bad : {int_param(q, "limit", 1, page_max, limit), int_param(q, "cursor", 1, INT64_MAX, cursor)})
-    if (bad) return error(400, "bad_request", *bad);
+HttpResponse AdminApi::list_audit(const Params& q) {
+  Paging page;
+  if (auto bad = paging_of(q, true, page)) return error(400, "bad_request", *bad);
   std::lock_guard lock(store_mutex_);
-  auto page = store_.list_audit(static_cast<int>(limit.value_or(50)), cursor, text_param(q, "subject"));
-  if (!page) return error(503, "db_unavailable", page.error().message);
-  return page_json(*page);
+  return page_or_error(store_.list_audit(page.limit, page.before_id, text_param(q, "subject")));
 }
 
 HttpResponse AdminApi::status_json() {

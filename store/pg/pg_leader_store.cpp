@@ -314,57 +314,56 @@ Page page_of(const pqxx::result& rows, int limit) {
   return p;
 }
 
+/// One page of an admin list: `sql` selects (cursor, item json) rows and
+/// takes the row limit as its last parameter, after `args`.
+template <class... Args>
+Result<Page> page_query(PgSession& session, const char* sql, int limit, const Args&... args) {
+  return session.with<Page>([&](pqxx::connection& c) -> Result<Page> {
+    pqxx::nontransaction tx{c};
+    return page_of(tx.exec_params(sql, args..., limit + 1), limit);
+  });
+}
+
 }  // namespace
 
 Result<Page> PgLeaderStore::list_runs(const RunQuery& q) {
-  return session_.with<Page>([&](pqxx::connection& c) -> Result<Page> {
-    pqxx::nontransaction tx{c};
-    auto rows = tx.exec_params(
-        "SELECT r.id::text, jsonb_build_object('id', r.id, 'job', j.name, 'state', r.state, 'attempt', r.attempt,"
-        " 'max_attempts', r.max_attempts, 'worker_id', r.assigned_worker_id, 'leader_epoch', r.leader_epoch,"
-        " 'continuation_state', r.continuation_state, 'idempotency_key', r.idempotency_key,"
-        " 'trigger_kind', r.trigger_kind, 'scheduled_for', r.scheduled_for, 'created_at', r.created_at,"
-        " 'started_at', r.started_at, 'finished_at', r.finished_at, 'error_code', r.error_code)::text"
-        " FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id"
-        " WHERE ($1::text IS NULL OR j.name = $1) AND ($2::text IS NULL OR r.state = $2)"
-        "   AND ($3::text IS NULL OR r.assigned_worker_id = $3) AND ($4::text IS NULL OR r.idempotency_key = $4)"
-        "   AND ($5::bigint IS NULL OR r.created_at >= to_timestamp($5))"
-        "   AND ($6::bigint IS NULL OR r.created_at < to_timestamp($6))"
-        "   AND ($7::bigint IS NULL OR r.id < $7)"
-        " ORDER BY r.id DESC LIMIT $8",
-        q.job, q.state, q.worker, q.idempotency_key, q.created_after_unix, q.created_before_unix, q.before_id,
-        q.limit + 1);
-    return page_of(rows, q.limit);
-  });
+  return page_query(
+      session_,
+      "SELECT r.id::text, jsonb_build_object('id', r.id, 'job', j.name, 'state', r.state, 'attempt', r.attempt,"
+      " 'max_attempts', r.max_attempts, 'worker_id', r.assigned_worker_id, 'leader_epoch', r.leader_epoch,"
+      " 'continuation_state', r.continuation_state, 'idempotency_key', r.idempotency_key,"
+      " 'trigger_kind', r.trigger_kind, 'scheduled_for', r.scheduled_for, 'created_at', r.created_at,"
+      " 'started_at', r.started_at, 'finished_at', r.finished_at, 'error_code', r.error_code)::text"
+      " FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id"
+      " WHERE ($1::text IS NULL OR j.name = $1) AND ($2::text IS NULL OR r.state = $2)"
+      "   AND ($3::text IS NULL OR r.assigned_worker_id = $3) AND ($4::text IS NULL OR r.idempotency_key = $4)"
+      "   AND ($5::bigint IS NULL OR r.created_at >= to_timestamp($5))"
+      "   AND ($6::bigint IS NULL OR r.created_at < to_timestamp($6))"
+      "   AND ($7::bigint IS NULL OR r.id < $7)"
+      " ORDER BY r.id DESC LIMIT $8",
+      q.limit, q.job, q.state, q.worker, q.idempotency_key, q.created_after_unix, q.created_before_unix, q.before_id);
 }
 
 Result<Page> PgLeaderStore::list_epochs(int limit, std::optional<std::int64_t> before_epoch) {
-  return session_.with<Page>([&](pqxx::connection& c) -> Result<Page> {
-    pqxx::nontransaction tx{c};
-    auto rows = tx.exec_params(
-        "SELECT e.epoch::text, jsonb_build_object('epoch', e.epoch, 'leader_id', e.leader_id,"
-        " 'leader_incarnation', e.leader_incarnation, 'leader_endpoint', e.leader_endpoint,"
-        " 'elected_at', e.elected_at, 'ended_at', e.ended_at, 'end_reason', e.end_reason,"
-        " 'current', e.epoch = (SELECT epoch FROM leader_lease LIMIT 1))::text"
-        " FROM epoch_history e WHERE ($1::bigint IS NULL OR e.epoch < $1) ORDER BY e.epoch DESC LIMIT $2",
-        before_epoch, limit + 1);
-    return page_of(rows, limit);
-  });
+  return page_query(session_,
+                    "SELECT e.epoch::text, jsonb_build_object('epoch', e.epoch, 'leader_id', e.leader_id,"
+                    " 'leader_incarnation', e.leader_incarnation, 'leader_endpoint', e.leader_endpoint,"
+                    " 'elected_at', e.elected_at, 'ended_at', e.ended_at, 'end_reason', e.end_reason,"
+                    " 'current', e.epoch = (SELECT epoch FROM leader_lease LIMIT 1))::text"
+                    " FROM epoch_history e WHERE ($1::bigint IS NULL OR e.epoch < $1) ORDER BY e.epoch DESC LIMIT $2",
+                    limit, before_epoch);
 }
 
 Result<Page> PgLeaderStore::list_workers(int limit, std::optional<std::string> after_id) {
-  return session_.with<Page>([&](pqxx::connection& c) -> Result<Page> {
-    pqxx::nontransaction tx{c};
-    auto rows = tx.exec_params(
-        "SELECT w.worker_id, jsonb_build_object('worker_id', w.worker_id, 'state', w.state, 'labels', w.labels,"
-        " 'capacity', w.capacity, 'attached_node_id', w.attached_node_id, 'attached_epoch', w.attached_epoch,"
-        " 'attached_at', w.attached_at, 'detached_at', w.detached_at, 'last_heartbeat_at', w.last_heartbeat_at,"
-        " 'in_flight', (SELECT count(*) FROM job_runs r WHERE r.assigned_worker_id = w.worker_id"
-        "   AND r.state IN ('ASSIGNED', 'RUNNING')))::text"
-        " FROM workers w WHERE ($1::text IS NULL OR w.worker_id > $1) ORDER BY w.worker_id LIMIT $2",
-        after_id, limit + 1);
-    return page_of(rows, limit);
-  });
+  return page_query(
+      session_,
+      "SELECT w.worker_id, jsonb_build_object('worker_id', w.worker_id, 'state', w.state, 'labels', w.labels,"
+      " 'capacity', w.capacity, 'attached_node_id', w.attached_node_id, 'attached_epoch', w.attached_epoch,"
+      " 'attached_at', w.attached_at, 'detached_at', w.detached_at, 'last_heartbeat_at', w.last_heartbeat_at,"
+      " 'in_flight', (SELECT count(*) FROM job_runs r WHERE r.assigned_worker_id = w.worker_id"
+      "   AND r.state IN ('ASSIGNED', 'RUNNING')))::text"
+      " FROM workers w WHERE ($1::text IS NULL OR w.worker_id > $1) ORDER BY w.worker_id LIMIT $2",
+      limit, after_id);
 }
 
 Result<JobPage> PgLeaderStore::list_jobs(int limit, std::optional<std::string> after_name,
@@ -428,33 +427,26 @@ Result<std::optional<std::int64_t>> PgLeaderStore::set_job_paused(const std::str
 
 Result<Page> PgLeaderStore::list_dead_letters(int limit, std::optional<std::int64_t> before_id,
                                               std::optional<std::string> triage_status) {
-  return session_.with<Page>([&](pqxx::connection& c) -> Result<Page> {
-    pqxx::nontransaction tx{c};
-    auto rows = tx.exec_params(
-        "SELECT d.id::text, jsonb_build_object('id', d.id, 'run_id', d.run_id, 'job', j.name,"
-        " 'final_state', d.final_state, 'attempts', d.attempts, 'error_code', d.error_code,"
-        " 'error_msg', d.error_msg, 'triage_status', d.triage_status, 'notes', d.notes,"
-        " 'created_at', d.created_at, 'updated_at', d.updated_at)::text"
-        " FROM dead_letters d LEFT JOIN job_definitions j ON j.id = d.job_definition_id"
-        " WHERE ($1::bigint IS NULL OR d.id < $1) AND ($2::text IS NULL OR d.triage_status = $2)"
-        " ORDER BY d.id DESC LIMIT $3",
-        before_id, triage_status, limit + 1);
-    return page_of(rows, limit);
-  });
+  return page_query(session_,
+                    "SELECT d.id::text, jsonb_build_object('id', d.id, 'run_id', d.run_id, 'job', j.name,"
+                    " 'final_state', d.final_state, 'attempts', d.attempts, 'error_code', d.error_code,"
+                    " 'error_msg', d.error_msg, 'triage_status', d.triage_status, 'notes', d.notes,"
+                    " 'created_at', d.created_at, 'updated_at', d.updated_at)::text"
+                    " FROM dead_letters d LEFT JOIN job_definitions j ON j.id = d.job_definition_id"
+                    " WHERE ($1::bigint IS NULL OR d.id < $1) AND ($2::text IS NULL OR d.triage_status = $2)"
+                    " ORDER BY d.id DESC LIMIT $3",
+                    limit, before_id, triage_status);
 }
 
 Result<Page> PgLeaderStore::list_audit(int limit, std::optional<std::int64_t> before_id,
                                        std::optional<std::string> subject) {
-  return session_.with<Page>([&](pqxx::connection& c) -> Result<Page> {
-    pqxx::nontransaction tx{c};
-    auto rows = tx.exec_params(
-        "SELECT a.id::text, jsonb_build_object('id', a.id, 'at', a.at, 'actor', a.actor, 'action', a.action,"
-        " 'subject', a.subject, 'epoch', a.epoch, 'details', a.details)::text FROM audit_log a"
-        " WHERE ($1::bigint IS NULL OR a.id < $1) AND ($2::text IS NULL OR a.subject = $2)"
-        " ORDER BY a.id DESC LIMIT $3",
-        before_id, subject, limit + 1);
-    return page_of(rows, limit);
-  });
+  return page_query(
+      session_,
+      "SELECT a.id::text, jsonb_build_object('id', a.id, 'at', a.at, 'actor', a.actor, 'action', a.action,"
+      " 'subject', a.subject, 'epoch', a.epoch, 'details', a.details)::text FROM audit_log a"
+      " WHERE ($1::bigint IS NULL OR a.id < $1) AND ($2::text IS NULL OR a.subject = $2)"
+      " ORDER BY a.id DESC LIMIT $3",
+      limit, before_id, subject);
 }
 
 Result<void> PgLeaderStore::audit(const std::string& actor, const std::string& action, const std::string& subject,

@@ -56,14 +56,15 @@ class AdminApi {
  private:
   HttpResponse route(const HttpRequest& r, const std::string& path);
   HttpResponse openapi() const;
-  HttpResponse list_runs(const HttpRequest& r);
-  HttpResponse list_epochs(const HttpRequest& r);
-  HttpResponse list_workers(const HttpRequest& r);
-  HttpResponse list_jobs(const HttpRequest& r, std::optional<std::string> only);
-  HttpResponse set_paused(const std::string& job, bool paused, const HttpRequest& r);
-  HttpResponse list_dead_letters(const HttpRequest& r);
-  HttpResponse list_audit(const HttpRequest& r);
+  using Params = std::map<std::string, std::string>;  ///< path parameters and the checked query
+  HttpResponse list_runs(const Params& q);
+  HttpResponse list_epochs(const Params& q);
+  HttpResponse list_workers(const Params& q);
   HttpResponse cancel(std::int64_t id, const HttpRequest& r);
+  HttpResponse list_jobs(const Params& q, std::optional<std::string> only);
+  HttpResponse set_paused(const std::string& job, bool paused);
+  HttpResponse list_dead_letters(const Params& q);
+  HttpResponse list_audit(const Params& q);
   HttpResponse status_json();
   HttpResponse trigger(const std::string& job, const HttpRequest& r, const NodeStatus& s);
   HttpResponse run(std::int64_t id);
