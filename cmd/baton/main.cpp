@@ -17,6 +17,7 @@
 #include "baton/leader/node.h"
 #include "baton/leader/node_config.h"
 #include "baton/store_pg/migrate.h"
+#include "baton/store_pg/pg_admin_store.h"
 #include "baton/store_pg/pg_leader_store.h"
 #include "baton/store_pg/pg_lease_store.h"
 #include "baton/store_pg/pg_run_store.h"
@@ -143,11 +144,13 @@ int cmd_node(const std::vector<std::string>& args) {
     return std::make_unique<baton::store::pg::PgRunStore>(url, app);
   };
   ports.leader_store = [url = cfg->database_url](const std::string& app) {
-    auto store = std::make_unique<baton::store::pg::PgLeaderStore>(url, app);
+    return std::make_unique<baton::store::pg::PgLeaderStore>(url, app);
+  };
+  ports.admin_store = [url = cfg->database_url](const std::string& app) {
+    auto store = std::make_unique<baton::store::pg::PgAdminStore>(url, app);
     // The admin API must answer (/status, /healthz) while the database does
-    // not: its reads give up after 2 s and the page shows what it knows.
-    if (app.size() > 6 && app.compare(app.size() - 6, 6, "-admin") == 0)
-      store->set_call_deadline(std::chrono::seconds(2));
+    // not: its calls give up after 2 s and the page shows what it knows.
+    store->set_call_deadline(std::chrono::seconds(2));
     return store;
   };
   return baton::leader::run_node(*cfg, ports, stop_requested);

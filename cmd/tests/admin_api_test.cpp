@@ -8,10 +8,12 @@
 #include <boost/json.hpp>
 #include <set>
 
+#include "baton/store_pg/pg_admin_store.h"
 #include "baton/store_pg/pg_leader_store.h"
 #include "baton/store_pg/pg_lease_store.h"
 #include "baton/store_pg/pg_run_store.h"
 #include "baton/store_testing/pg_instance.h"
+#include "baton/testing/fake_clock.h"
 
 namespace baton::leader {
 namespace {
@@ -46,8 +48,39 @@ class AdminApiTest : public ::testing::Test {
     return api.handle({"POST", target, {{"authorization", "Bearer secret"}}, ""});
   }
 
-  HttpResponse get(const std::string& target) { return api.handle({"GET", target, {}, ""}); }
+  HttpResponse get(const std::string& target, const std::string& token = "secret") {
+    return api.handle({"GET", target, {{"authorization", "Bearer " + token}}, ""});
+  }
+  HttpResponse send(const std::string& method, const std::string& target, const std::string& body,
+                    const std::string& token = "secret") {
+    return api.handle({method, target, {{"authorization", "Bearer " + token}}, body});
+  }
   static json::value body(const HttpResponse& r) { return json::parse(r.body); }
+  /// A run of job `manual`, driven to FAILED on its only attempt (a dead letter).
+  std::int64_t failed_run() {
+    auto c = admin_store.trigger(store::Actor{"test", epoch}, "manual", std::nullopt);
+    EXPECT_TRUE(c && c->outcome == store::WriteOutcome::applied);
+    const RunId id = c->run;
+    auto a = runs.assign({id, Version{1}, epoch}, "w1");
+    store::AttemptFence f{"w1", a->attempt, a->lease_token};
+    auto st = runs.start({id, a->new_version, epoch}, f, Millis{1000});
+    store::Finish fin;
+    fin.final_state = RunState::failed;
+    fin.error_code = "failed";
+    fin.exit_code = 3;
+    EXPECT_TRUE(runs.finish({id, st->new_version, epoch}, f, fin));
+    return id.value;
+  }
+  /// The newest audit record's action and details.
+  json::object last_audit() {
+    return body(get("/api/v1/audit?limit=1")).as_object()["items"].as_array().at(0).as_object();
+  }
+  /// A token of `role` made through the API.
+  std::string token(const std::string& name, const std::string& role) {
+    auto r = send("POST", "/api/v1/tokens", "{\"name\":\"" + name + "\",\"role\":\"" + role + "\"}");
+    EXPECT_EQ(r.status, 201) << r.body;
+    return std::string(body(r).as_object()["token"].as_string());
+  }
   /// The error's code, after checking it is a JSON error naming `mentions`.
   static std::string error_code(const HttpResponse& r, const std::string& mentions) {
     auto v = body(r).as_object();
@@ -60,15 +93,20 @@ class AdminApiTest : public ::testing::Test {
   store::pg::PgLeaseStore lease{url, "api-test"};
   store::pg::PgRunStore runs{url, "api-test"};
   store::pg::PgLeaderStore leader_store{url, "api-test"};
+  store::pg::PgAdminStore admin_store{url, "api-test"};
   Metrics metrics;
+  baton::testing::FakeClock clock;
   Epoch epoch{0};
   std::vector<std::int64_t> ids;
-  AdminApi api{[this] { return NodeStatus{"n1", "n1-i1", "leader", epoch.value, "n1", "127.0.0.1:7001", 1}; },
-               leader_store,
-               metrics,
-               "secret",
-               [](std::int64_t, const std::string&) { return true; },
-               {}};
+  std::string role = "leader";
+  std::vector<std::int64_t> cancelled;
+  AdminApi api{AdminApiPorts{[this] { return NodeStatus{"n1", "n1-i1", role, epoch.value, "n1", "127.0.0.1:7001", 1}; },
+                             [this](std::int64_t run, const std::string&) {
+                               cancelled.push_back(run);
+                               return true;
+                             },
+                             {}},
+               admin_store, metrics, clock, "secret"};
 };
 
 TEST_F(AdminApiTest, TheOpenApiDocumentIsTheRouteTable) {
@@ -130,11 +168,11 @@ TEST_F(AdminApiTest, BadQueriesGetAJsonErrorNamingTheParameter) {
                                          {"/api/v1/runs?limit=100000", "'limit'"},
                                          {"/api/v1/runs?cursor=abc", "'cursor'"},
                                          {"/api/v1/runs?created_after=yesterday", "'created_after'"},
-                                         {"/api/v1/runs?colour=red", "'colour'"},
+                                         {"/api/v1/runs?colour=red", "\"colour\""},
                                          {"/api/v1/runs?limit=1&limit=2", "'limit'"},
                                          {"/api/v1/epochs?limit=-1", "'limit'"},
-                                         {"/api/v1/workers?page=2", "'page'"},
-                                         {"/api/v1/runs/abc", "'abc'"}}) {
+                                         {"/api/v1/workers?page=2", "\"page\""},
+                                         {"/api/v1/runs/abc", "\"abc\""}}) {
     auto res = get(c.target);
     EXPECT_EQ(res.status, 400) << c.target << ": " << res.body;
     EXPECT_EQ(error_code(res, c.mentions), "bad_request") << c.target;
@@ -142,7 +180,7 @@ TEST_F(AdminApiTest, BadQueriesGetAJsonErrorNamingTheParameter) {
   // Every route checks its query, mutations too, before doing anything.
   auto res = post("/api/v1/jobs/manual/pause?force=1");
   EXPECT_EQ(res.status, 400);
-  EXPECT_EQ(error_code(res, "'force'"), "bad_request");
+  EXPECT_EQ(error_code(res, "\"force\""), "bad_request");
   EXPECT_FALSE(body(get("/api/v1/jobs/manual")).as_object()["paused"].as_bool()) << "nothing changed";
 }
 
@@ -262,6 +300,236 @@ TEST_F(AdminApiTest, DeadLettersListWithTheirTriageStatus) {
   res = get("/api/v1/dead-letters?status=gone");
   EXPECT_EQ(res.status, 400);
   EXPECT_EQ(error_code(res, "'status'"), "bad_request");
+}
+
+TEST_F(AdminApiTest, TokensCarryARoleAndOnlyTheirHashIsStored) {
+  const std::string reader = token("dashboard", "read");
+  const std::string operator_token = token("oncall", "operate");
+  EXPECT_EQ(get("/api/v1/runs", reader).status, 200);
+  // Every /api/v1 route needs a token, reads too.
+  auto res = api.handle({"GET", "/api/v1/runs", {}, ""});
+  EXPECT_EQ(res.status, 401);
+  EXPECT_EQ(error_code(res, "Bearer"), "unauthenticated");
+  EXPECT_EQ(get("/api/v1/runs", "baton_" + std::string(64, '0')).status, 401);
+  // A role below the route's is refused by name, and nothing changes.
+  res = send("POST", "/api/v1/jobs/manual/pause", "", reader);
+  EXPECT_EQ(res.status, 403);
+  EXPECT_EQ(error_code(res, "operate"), "forbidden");
+  EXPECT_FALSE(body(get("/api/v1/jobs/manual")).as_object()["paused"].as_bool());
+  EXPECT_EQ(send("POST", "/api/v1/jobs/manual/pause", "", operator_token).status, 200);
+  EXPECT_EQ(last_audit()["actor"].as_string(), "oncall") << "the token's name is the actor";
+  EXPECT_EQ(send("PUT", "/api/v1/settings/dispatch_enabled", "{\"value\":false}", operator_token).status, 403);
+  EXPECT_EQ(get("/api/v1/tokens", operator_token).status, 403);
+  // Listed without the token; the database holds its SHA-256 only.
+  auto listed = body(get("/api/v1/tokens")).as_object()["items"].as_array();
+  ASSERT_EQ(listed.size(), 2u);
+  EXPECT_FALSE(listed[0].as_object().contains("token"));
+  auto grant = admin_store.token_by_hash(sha256_hex(reader));
+  ASSERT_TRUE(grant && *grant);
+  EXPECT_EQ((*grant)->role, "read");
+  EXPECT_FALSE(*admin_store.token_by_hash(reader)) << "the token itself is not a key";
+  // A second live token of one name is refused.
+  res = send("POST", "/api/v1/tokens", "{\"name\":\"oncall\",\"role\":\"admin\"}");
+  EXPECT_EQ(res.status, 409);
+  EXPECT_EQ(send("POST", "/api/v1/tokens", "{\"name\":\"x\",\"role\":\"root\"}").status, 400);
+  // Revoked: another node, which has not cached it, refuses it at once.
+  const auto id = listed[0].as_object()["id"].as_int64();
+  ASSERT_EQ(send("POST", "/api/v1/tokens/" + std::to_string(id) + "/revoke", "").status, 200);
+  AdminApi other{
+      AdminApiPorts{[this] { return NodeStatus{"n2", "n2-i1", "follower", epoch.value, "n1", "", 0}; }, {}, {}},
+      admin_store, metrics, clock, "secret"};
+  EXPECT_EQ(other.handle({"GET", "/api/v1/runs", {{"authorization", "Bearer " + operator_token}}, ""}).status, 401);
+  // This node cached it as valid: it refuses it once the cache (5 s) expires.
+  EXPECT_EQ(get("/api/v1/runs", operator_token).status, 200);
+  clock.advance(Millis{5001});
+  EXPECT_EQ(get("/api/v1/runs", operator_token).status, 401);
+  EXPECT_EQ(last_audit()["action"].as_string(), "token.revoke");
+}
+
+TEST_F(AdminApiTest, JobsAreCreatedReplacedWithAVersionAndDeletedSoftly) {
+  const std::string def =
+      R"({"name":"nightly","schedule":"0 0 3 * * *","max_attempts":2,"tasks":[{"kind":"BUILTIN","builtin":"NOOP"}]})";
+  auto res = send("POST", "/api/v1/jobs", def);
+  ASSERT_EQ(res.status, 201) << res.body;
+  EXPECT_EQ(send("POST", "/api/v1/jobs", def).status, 409);
+  auto job = body(get("/api/v1/jobs/nightly")).as_object();
+  EXPECT_EQ(job["max_attempts"].as_int64(), 2);
+  const auto version = job["version"].as_int64();
+  auto created = last_audit();
+  EXPECT_EQ(created["action"].as_string(), "job.create");
+  EXPECT_EQ(created["details"].at("after").at("schedule").as_string(), "0 0 3 * * *");
+
+  // A dry run says what would change and changes nothing.
+  const std::string changed =
+      R"({"schedule":"0 0 4 * * *","max_attempts":2,"tasks":[{"kind":"BUILTIN","builtin":"NOOP"}]})";
+  res = send("PUT", "/api/v1/jobs/nightly?dry_run=true", changed);
+  ASSERT_EQ(res.status, 200) << res.body;
+  EXPECT_EQ(body(res).as_object()["action"].as_string(), "update");
+  EXPECT_EQ(json::serialize(body(res).as_object()["changes"]), R"(["schedule"])");
+  EXPECT_EQ(body(get("/api/v1/jobs/nightly")).as_object()["schedule"].as_string(), "0 0 3 * * *");
+  // Applying the same definition again is no change at all.
+  res = send("PUT", "/api/v1/jobs/nightly", def);
+  EXPECT_EQ(body(res).as_object()["action"].as_string(), "unchanged");
+  EXPECT_EQ(body(get("/api/v1/jobs/nightly")).as_object()["version"].as_int64(), version);
+  // A stale version is refused with the current definition; nothing changes.
+  res = send("PUT", "/api/v1/jobs/nightly?version=" + std::to_string(version + 7), changed);
+  ASSERT_EQ(res.status, 409) << res.body;
+  EXPECT_EQ(body(res).as_object()["current"].at("version").as_int64(), version);
+  res = send("PUT", "/api/v1/jobs/nightly?version=" + std::to_string(version), changed);
+  ASSERT_EQ(res.status, 200) << res.body;
+  auto update = last_audit();
+  EXPECT_EQ(update["action"].as_string(), "job.update");
+  EXPECT_EQ(update["details"].at("before").at("schedule").as_string(), "0 0 3 * * *");
+  EXPECT_EQ(update["details"].at("after").at("schedule").as_string(), "0 0 4 * * *");
+
+  // Bad definitions are refused by key, with nothing written.
+  res = send("PUT", "/api/v1/jobs/nightly", R"({"schedule":"61 * * * *","tasks":[]})");
+  EXPECT_EQ(res.status, 400);
+  EXPECT_EQ(error_code(res, "schedule"), "invalid_job");
+  EXPECT_NE(body(res).as_object()["message"].as_string().find("tasks"), std::string::npos) << res.body;
+  EXPECT_EQ(error_code(send("PUT", "/api/v1/jobs/nightly", R"({"name": "other", "tasks": [)"), "JSON"), "bad_json");
+  EXPECT_EQ(error_code(send("PUT", "/api/v1/jobs/nightly",
+                            R"({"name":"other","tasks":[{"kind":"BUILTIN","builtin":"NOOP"}]})"),
+                       "URL"),
+            "invalid_job");
+  EXPECT_EQ(error_code(send("PUT", "/api/v1/jobs/nightly", R"({"colour":"red"})"), "colour"), "invalid_job");
+  EXPECT_EQ(send("PUT", "/api/v1/jobs/nightly",
+                 R"({"selector":{"zone":{"a":1}},"tasks":[{"kind":"BUILTIN","builtin":"NOOP"}]})")
+                .status,
+            400);
+  EXPECT_EQ(send("PUT", "/api/v1/jobs/nightly", std::string(70000, ' ')).status, 413);
+  EXPECT_EQ(body(get("/api/v1/jobs/nightly")).as_object()["schedule"].as_string(), "0 0 4 * * *");
+
+  // Deleted softly: gone from the list, its runs kept, the name reusable.
+  ASSERT_EQ(send("POST", "/api/v1/jobs/nightly/trigger", "").status, 201);
+  res = send("DELETE", "/api/v1/jobs/nightly?version=1", "");
+  EXPECT_EQ(res.status, 409);
+  res = send("DELETE", "/api/v1/jobs/nightly", "");
+  ASSERT_EQ(res.status, 200) << res.body;
+  EXPECT_EQ(get("/api/v1/jobs/nightly").status, 404);
+  EXPECT_EQ(body(get("/api/v1/runs?job=nightly")).as_object()["items"].as_array().size(), 1u);
+  EXPECT_EQ(send("POST", "/api/v1/jobs/nightly/trigger", "").status, 404);
+  EXPECT_EQ(last_audit()["action"].as_string(), "job.delete");
+  EXPECT_EQ(send("POST", "/api/v1/jobs", def).status, 201);
+}
+
+TEST_F(AdminApiTest, WorkersAreDrainedEvictedAndResumedAndTheLeaderReadsIt) {
+  auto res = send("POST", "/api/v1/workers/w1/drain", "");
+  ASSERT_EQ(res.status, 200) << res.body;
+  EXPECT_EQ(body(get("/api/v1/workers/w1")).as_object()["admin_state"].as_string(), "draining");
+  auto controls = leader_store.read_controls();
+  ASSERT_TRUE(controls);
+  EXPECT_EQ(controls->worker_holds.at("w1"), "draining");
+  EXPECT_EQ(last_audit()["action"].as_string(), "worker.drain");
+  ASSERT_EQ(send("POST", "/api/v1/workers/w1/evict", "").status, 200);
+  EXPECT_EQ(leader_store.read_controls()->worker_holds.at("w1"), "evicted");
+  ASSERT_EQ(send("POST", "/api/v1/workers/w1/resume", "").status, 200);
+  EXPECT_TRUE(leader_store.read_controls()->worker_holds.empty());
+  auto resumed = last_audit();
+  EXPECT_EQ(resumed["details"].at("before").at("admin_state").as_string(), "evicted");
+  EXPECT_EQ(resumed["details"].at("after").at("admin_state").as_string(), "active");
+  EXPECT_EQ(send("POST", "/api/v1/workers/nobody/drain", "").status, 404);
+  EXPECT_EQ(get("/api/v1/workers/nobody").status, 404);
+  auto shown = body(get("/api/v1/workers/w1")).as_object();
+  EXPECT_EQ(shown["runs"].as_array().size(), 1u) << "the run it holds";
+}
+
+TEST_F(AdminApiTest, SettingsAreTypedAndReachTheLeadersControls) {
+  auto all = body(get("/api/v1/settings")).as_object();
+  EXPECT_TRUE(all.at("dispatch_enabled").at("value").as_bool());
+  EXPECT_EQ(all.size(), 1u) << "only settings a node applies are offered";
+  ASSERT_EQ(send("PUT", "/api/v1/settings/dispatch_enabled", R"({"value":false})").status, 200);
+  EXPECT_FALSE(leader_store.read_controls()->dispatch_enabled);
+  auto audit = last_audit();
+  EXPECT_EQ(audit["action"].as_string(), "setting.set");
+  EXPECT_TRUE(audit["details"].at("before").as_bool());
+  EXPECT_FALSE(audit["details"].at("after").as_bool());
+  EXPECT_EQ(body(get("/api/v1/settings")).as_object().at("dispatch_enabled").at("updated_by").as_string(), "config");
+  EXPECT_EQ(error_code(send("PUT", "/api/v1/settings/dispatch_enabled", R"({"value":"no"})"), "boolean"),
+            "bad_request");
+  EXPECT_EQ(error_code(send("PUT", "/api/v1/settings/retention_days", R"({"value":3})"), "dispatch_enabled"),
+            "not_found");
+  EXPECT_EQ(send("PUT", "/api/v1/settings/dispatch_enabled", "[true]").status, 400);
+  EXPECT_FALSE(leader_store.read_controls()->dispatch_enabled) << "a refused change changes nothing";
+}
+
+TEST_F(AdminApiTest, ADeadLetterIsShownTriagedAndReplayedAsANewRunOfItsJob) {
+  const auto failed = failed_run();
+  auto letters = body(get("/api/v1/dead-letters")).as_object()["items"].as_array();
+  ASSERT_EQ(letters.size(), 1u);
+  const auto letter = letters[0].as_object().at("id").as_int64();
+  const std::string path = "/api/v1/dead-letters/" + std::to_string(letter);
+  EXPECT_EQ(body(get(path)).as_object()["run_id"].as_int64(), failed);
+  auto res = send("POST", path + "/triage", R"({"status":"acknowledged","notes":"disk full on w1"})");
+  ASSERT_EQ(res.status, 200) << res.body;
+  EXPECT_EQ(body(get(path)).as_object()["notes"].as_string(), "disk full on w1");
+  EXPECT_EQ(send("POST", path + "/triage", R"({"status":"gone"})").status, 400);
+  EXPECT_EQ(send("POST", path + "/triage", R"({"status":"closed","colour":1})").status, 400);
+  EXPECT_EQ(body(get(path)).as_object()["triage_status"].as_string(), "acknowledged");
+
+  res = send("POST", path + "/replay", "");
+  ASSERT_EQ(res.status, 201) << res.body;
+  const auto replayed = body(res).as_object()["run_id"].as_int64();
+  auto run = body(get("/api/v1/runs/" + std::to_string(replayed))).as_object();
+  EXPECT_EQ(run["job"].as_string(), "manual");
+  EXPECT_EQ(run["trigger_kind"].as_string(), "replay");
+  EXPECT_EQ(run["rerun_of"].as_int64(), failed);
+  EXPECT_EQ(body(get(path)).as_object()["triage_status"].as_string(), "replayed");
+  auto audit = last_audit();
+  EXPECT_EQ(audit["action"].as_string(), "dead_letter.replay");
+  EXPECT_EQ(audit["details"].at("after").at("run_id").as_int64(), replayed);
+
+  // Many at once: one result each, an unknown id among them.
+  const auto second = failed_run();
+  letters = body(get("/api/v1/dead-letters?status=pending")).as_object()["items"].as_array();
+  ASSERT_EQ(letters.size(), 1u);
+  res = send("POST", "/api/v1/dead-letters/replay",
+             "{\"ids\":[" + std::to_string(letters[0].as_object().at("id").as_int64()) + ",999999]}");
+  ASSERT_EQ(res.status, 200) << res.body;
+  auto results = body(res).as_object()["results"].as_array();
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_TRUE(results[0].as_object().contains("run_id"));
+  EXPECT_EQ(results[1].as_object().at("error").as_string(), "not_found");
+  EXPECT_EQ(body(get("/api/v1/runs/" + std::to_string(results[0].as_object().at("run_id").as_int64())))
+                .as_object()["rerun_of"]
+                .as_int64(),
+            second);
+  EXPECT_EQ(send("POST", "/api/v1/dead-letters/replay", R"({"ids":[]})").status, 400);
+  EXPECT_EQ(send("POST", "/api/v1/dead-letters/replay", R"({"ids":["1"]})").status, 400);
+}
+
+TEST_F(AdminApiTest, AFinishedRunIsReRunAndARunningOneIsNot) {
+  const auto failed = failed_run();
+  auto res = send("POST", "/api/v1/runs/" + std::to_string(failed) + "/rerun", "");
+  ASSERT_EQ(res.status, 201) << res.body;
+  const auto again = body(res).as_object()["run_id"].as_int64();
+  auto original = body(get("/api/v1/runs/" + std::to_string(failed))).as_object();
+  EXPECT_EQ(json::serialize(original["reruns"]), "[" + std::to_string(again) + "]");
+  // What an operator asks of a run: every transition with its epoch.
+  auto transitions = original["transitions"].as_array();
+  ASSERT_GE(transitions.size(), 4u);
+  EXPECT_EQ(transitions.back().as_object().at("to").as_string(), "FAILED");
+  EXPECT_EQ(transitions.back().as_object().at("leader_epoch").as_int64(), epoch.value);
+  EXPECT_EQ(original["dead_letter"].as_object().at("triage_status").as_string(), "pending");
+  res = send("POST", "/api/v1/runs/" + std::to_string(ids[2]) + "/rerun", "");
+  EXPECT_EQ(res.status, 409) << "an ASSIGNED run is not re-run";
+  EXPECT_EQ(send("POST", "/api/v1/runs/999999/rerun", "").status, 404);
+  // A follower sends run-creating calls to the leader.
+  role = "follower";
+  res = send("POST", "/api/v1/runs/" + std::to_string(failed) + "/rerun", "");
+  EXPECT_EQ(res.status, 307);
+  EXPECT_EQ(res.headers["Location"], "http://127.0.0.1:7001/api/v1/runs/" + std::to_string(failed) + "/rerun");
+}
+
+TEST_F(AdminApiTest, NodesShowWhoLeads) {
+  ASSERT_TRUE(lease.record_node(NodeIdentity{"n1", "n1-i1", "127.0.0.1:7001"}, "leader"));
+  ASSERT_TRUE(lease.record_node(NodeIdentity{"n2", "n2-i1", "127.0.0.1:7002"}, "follower"));
+  auto items = body(get("/api/v1/nodes")).as_object()["items"].as_array();
+  ASSERT_EQ(items.size(), 2u);
+  EXPECT_EQ(items[0].as_object().at("node_id").as_string(), "n1");
+  EXPECT_TRUE(items[0].as_object().at("leads").as_bool());
+  EXPECT_FALSE(items[1].as_object().at("leads").as_bool());
+  EXPECT_TRUE(items[1].as_object().contains("heartbeat_age_ms"));
 }
 
 }  // namespace

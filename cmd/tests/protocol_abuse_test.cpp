@@ -177,11 +177,13 @@ TEST(ProtocolAbuse, BadFramesGetAnErrorAndACloseAndChangeNothing) {
   EXPECT_NE(metrics.body.find("baton_protocol_errors_total"), std::string::npos);
 
   // Bad HTTP: unknown routes and bad ids are JSON errors with a stable code.
-  auto bad_id = http_request(port, "GET", "/api/v1/runs/abc");
+  const std::vector<std::pair<std::string, std::string>> auth{{"Authorization", "Bearer " + admin_token}};
+  auto bad_id = http_request(port, "GET", "/api/v1/runs/abc", auth);
   EXPECT_EQ(bad_id.status, 400);
   EXPECT_NE(bad_id.body.find("\"code\":\"bad_request\""), std::string::npos);
   EXPECT_EQ(http_request(port, "GET", "/nope").status, 404);
-  EXPECT_EQ(http_request(port, "GET", "/api/v1/runs/999999").status, 404);
+  EXPECT_EQ(http_request(port, "GET", "/api/v1/runs/999999", auth).status, 404);
+  EXPECT_EQ(http_request(port, "GET", "/api/v1/runs/999999").status, 401) << "reads need a token too";
 }
 
 // A start whose grant never reached the worker (its connection, or the leader

@@ -81,7 +81,8 @@ TEST(Runtime, EveryTaskKindEndToEndWithOutputAndExitCodes) {
   EXPECT_NE(c.db().run_logs(bad).find("failing"), std::string::npos);
   EXPECT_EQ(c.db().dead_letters(bad), 1);
   // The API shows the run with its attempts.
-  auto api = http_request(c.port("n1"), "GET", "/api/v1/runs/" + std::to_string(bad));
+  auto api = http_request(c.port("n1"), "GET", "/api/v1/runs/" + std::to_string(bad),
+                          {{"Authorization", "Bearer " + admin_token}});
   EXPECT_EQ(api.status, 200);
   EXPECT_NE(api.body.find("\"exit_code\": 3"), std::string::npos) << api.body;
 }

@@ -1,25 +1,42 @@
 #include "baton/leader/admin_api.h"
 
-#include <boost/json.hpp>
+#include <spdlog/spdlog.h>
+
 #include <boost/url/parse.hpp>
 #include <charconv>
 #include <set>
 
-#include "baton/core/run_state.h"
-#include "baton/leader_core/cron.h"
+#include "admin_http.h"
+#include "baton/core/json_text.h"
 
 namespace baton::leader {
 
-namespace json = boost::json;
-
-namespace {
+namespace admin_http {
 
 HttpResponse error(int status, const std::string& code, const std::string& message) {
   return {status, "application/json", json::serialize(json::object{{"code", code}, {"message", message}}), {}};
 }
 
-HttpResponse ok_json(const json::value& v, int status = 200) {
-  return {status, "application/json", json::serialize(v), {}};
+HttpResponse ok_json(const json::value& v, int status) { return {status, "application/json", json::serialize(v), {}}; }
+
+HttpResponse db_error(const Error& e) {
+  if (e.code == Errc::bad_input) return error(400, "bad_request", e.message);
+  return error(503, "db_unavailable", e.message);
+}
+
+HttpResponse refused(const store::AdminResult& r) {
+  switch (r.outcome) {
+    case store::AdminOutcome::not_found: return error(404, "not_found", r.message);
+    case store::AdminOutcome::fenced: return error(503, "not_leader", r.message);
+    case store::AdminOutcome::conflict: {
+      boost::system::error_code ec;
+      auto current = json::parse(r.json, ec);
+      return ok_json(json::object{{"code", "conflict"}, {"message", r.message}, {"current", ec ? nullptr : current}},
+                     409);
+    }
+    case store::AdminOutcome::applied: break;
+  }
+  return ok_json(json::parse(r.json));
 }
 
 std::optional<std::int64_t> parse_id(std::string_view s) {
@@ -29,8 +46,13 @@ std::optional<std::int64_t> parse_id(std::string_view s) {
   return v;
 }
 
-/// The query parameters of `target`, decoded; an error names what is wrong
-/// (malformed, repeated, or not one of `allowed`).
+bool valid_name(std::string_view s) {
+  if (s.empty() || s.size() > 200) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) return false;
+  return true;
+}
+
 std::optional<std::string> query_of(const std::string& target, const std::vector<std::string>& allowed,
                                     std::map<std::string, std::string>& out) {
   auto u = boost::urls::parse_origin_form(target);
@@ -40,14 +62,14 @@ std::optional<std::string> query_of(const std::string& target, const std::vector
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
       std::string names;
       for (const auto& a : allowed) names += (names.empty() ? "" : ", ") + a;
-      return "unknown query parameter '" + key.substr(0, 64) + "' (this route takes: " + names + ")";
+      return "unknown query parameter " + json_quote(key.substr(0, 64)) +
+             " (this route takes: " + (names.empty() ? "none" : names) + ")";
     }
     if (!out.emplace(key, std::string(p.value)).second) return "query parameter '" + key + "' given twice";
   }
   return std::nullopt;
 }
 
-/// An integer query parameter in [lo, hi], or an error naming it.
 std::optional<std::string> int_param(const std::map<std::string, std::string>& q, const std::string& name,
                                      std::int64_t lo, std::int64_t hi, std::optional<std::int64_t>& out) {
   auto it = q.find(name);
@@ -56,7 +78,7 @@ std::optional<std::string> int_param(const std::map<std::string, std::string>& q
   auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
   if (ec != std::errc{} || p != it->second.data() + it->second.size() || v < lo || v > hi)
     return "query parameter '" + name + "' must be an integer from " + std::to_string(lo) + " to " +
-           std::to_string(hi) + ", got '" + it->second.substr(0, 64) + "'";
+           std::to_string(hi) + ", got " + json_quote(it->second.substr(0, 64));
   out = v;
   return std::nullopt;
 }
@@ -67,22 +89,8 @@ std::optional<std::string> text_param(const std::map<std::string, std::string>& 
   return it->second;
 }
 
-/// `{"items": [...], "next_cursor": "..." | null}`.
-HttpResponse page_json(const store::Page& p) {
-  std::string body = "{\"items\":" + p.items_json + ",\"next_cursor\":" +
-                     (p.next_cursor ? json::serialize(json::value(*p.next_cursor)) : std::string("null")) + "}";
-  return {200, "application/json", body, {}};
-}
-
 constexpr std::int64_t page_max = 500;
 
-/// A list's page: `limit` (1-500, default 50) and its cursor, an id
-/// (`numeric`) or a name.
-struct Paging {
-  int limit = 50;
-  std::optional<std::int64_t> before_id;
-  std::optional<std::string> after_name;
-};
 std::optional<std::string> paging_of(const std::map<std::string, std::string>& q, bool numeric, Paging& out) {
   std::optional<std::int64_t> limit;
   if (auto bad = int_param(q, "limit", 1, page_max, limit)) return bad;
@@ -93,140 +101,72 @@ std::optional<std::string> paging_of(const std::map<std::string, std::string>& q
 }
 
 HttpResponse page_or_error(const Result<store::Page>& page) {
-  if (!page) return error(503, "db_unavailable", page.error().message);
-  return page_json(*page);
+  if (!page) return db_error(page.error());
+  std::string body = "{\"items\":" + page->items_json + ",\"next_cursor\":" +
+                     (page->next_cursor ? json::serialize(json::value(*page->next_cursor)) : std::string("null")) + "}";
+  return {200, "application/json", body, {}};
 }
 
-bool valid_name(std::string_view s) {
-  if (s.empty() || s.size() > 200) return false;
-  for (char c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) return false;
-  return true;
+HttpResponse one_or_404(const Result<store::Page>& page, const std::string& what) {
+  if (!page) return db_error(page.error());
+  auto items = json::parse(page->items_json).as_array();
+  if (items.empty()) return error(404, "not_found", "no " + what);
+  return ok_json(items[0]);
 }
 
-}  // namespace
+std::variant<json::object, HttpResponse> body_object(const HttpRequest& r, std::size_t max_bytes) {
+  if (r.body.size() > max_bytes)
+    return error(413, "payload_too_large",
+                 "the request body is " + std::to_string(r.body.size()) + " bytes; at most " +
+                     std::to_string(max_bytes) + " are accepted");
+  if (r.body.empty()) return error(400, "bad_request", "this route needs a JSON object as its body");
+  boost::system::error_code ec;
+  json::parse_options opt;
+  opt.max_depth = 32;
+  auto v = json::parse(r.body, ec, {}, opt);
+  if (ec) return error(400, "bad_json", "the body is not valid JSON: " + ec.message());
+  if (!v.is_object()) return error(400, "bad_request", "the body must be a JSON object");
+  return std::move(v.as_object());
+}
 
-AdminApi::AdminApi(std::function<NodeStatus()> status, store::LeaderStore& store, Metrics& metrics,
-                   std::string admin_token, std::function<bool(std::int64_t, const std::string&)> cancel,
-                   std::function<void()> run_created)
-    : status_(std::move(status)),
+HttpResponse to_leader(const HttpRequest& r, const std::string& leader_endpoint) {
+  if (leader_endpoint.empty()) return error(503, "no_leader", "no leader is known right now; retry in a few seconds");
+  HttpResponse res = ok_json(json::object{{"code", "not_leader"},
+                                          {"message", "send this to the leader at " + leader_endpoint},
+                                          {"leader_endpoint", leader_endpoint}},
+                             307);
+  res.headers["Location"] = "http://" + leader_endpoint + r.target;
+  return res;
+}
+
+}  // namespace admin_http
+
+using namespace admin_http;
+
+AdminApi::AdminApi(AdminApiPorts ports, store::AdminStore& store, Metrics& metrics, const Clock& clock,
+                   std::string config_admin_token, bool metrics_need_token)
+    : ports_(std::move(ports)),
       store_(store),
       metrics_(metrics),
-      admin_token_(std::move(admin_token)),
-      cancel_(std::move(cancel)),
-      run_created_(std::move(run_created)) {
-  using Params = std::map<std::string, std::string>;
-  routes_ = {
-      {"GET",
-       "/api/v1/openapi.json",
-       "This document: every route of /api/v1.",
-       {},
-       false,
-       [this](const HttpRequest&, const Params&) { return openapi(); }},
-      {"GET",
-       "/api/v1/runs",
-       "Runs, newest first, filtered; cursor-paginated.",
-       {"job", "state", "worker", "idempotency_key", "created_after", "created_before", "limit", "cursor"},
-       false,
-       [this](const HttpRequest&, const Params& q) { return list_runs(q); }},
-      {"GET",
-       "/api/v1/runs/{id}",
-       "One run with its attempts and log chunks.",
-       {},
-       false,
-       [this](const HttpRequest&, const Params& p) {
-         auto id = parse_id(p.at("id"));
-         if (!id) return error(400, "bad_request", "run id must be a positive integer, got '" + p.at("id") + "'");
-         return run(*id);
-       }},
-      {"POST",
-       "/api/v1/runs/{id}/cancel",
-       "Cancel a run (a running one through its worker).",
-       {},
-       true,
-       [this](const HttpRequest& r, const Params& p) {
-         auto id = parse_id(p.at("id"));
-         if (!id) return error(400, "bad_request", "run id must be a positive integer, got '" + p.at("id") + "'");
-         return this->cancel(*id, r);
-       }},
-      {"POST",
-       "/api/v1/jobs/{name}/trigger",
-       "Create a run of a job now (optional Idempotency-Key header).",
-       {},
-       true,
-       [this](const HttpRequest& r, const Params& p) {
-         const std::string& name = p.at("name");
-         if (!valid_name(name)) return error(400, "bad_request", "job name '" + name.substr(0, 64) + "' is not valid");
-         return trigger(name, r, status_());
-       }},
-      {"GET",
-       "/api/v1/jobs",
-       "Job definitions by name: schedule, next fire time, last run, paused.",
-       {"limit", "cursor"},
-       false,
-       [this](const HttpRequest&, const Params& q) { return list_jobs(q, std::nullopt); }},
-      {"GET",
-       "/api/v1/jobs/{name}",
-       "One job definition.",
-       {},
-       false,
-       [this](const HttpRequest&, const Params& p) {
-         if (!valid_name(p.at("name")))
-           return error(400, "bad_request", "job name '" + p.at("name").substr(0, 64) + "' is not valid");
-         return list_jobs(p, p.at("name"));
-       }},
-      {"POST",
-       "/api/v1/jobs/{name}/pause",
-       "Pause a job: its schedule creates no runs until resumed.",
-       {},
-       true,
-       [this](const HttpRequest&, const Params& p) { return set_paused(p.at("name"), true); }},
-      {"POST",
-       "/api/v1/jobs/{name}/resume",
-       "Resume a paused job (missed slots follow its misfire policy).",
-       {},
-       true,
-       [this](const HttpRequest&, const Params& p) { return set_paused(p.at("name"), false); }},
-      {"GET",
-       "/api/v1/audit",
-       "The audit log of admin mutations, newest first; filter by subject (job:NAME).",
-       {"subject", "limit", "cursor"},
-       false,
-       [this](const HttpRequest&, const Params& q) { return list_audit(q); }},
-      {"GET",
-       "/api/v1/dead-letters",
-       "Dead letters, newest first; filter by triage status.",
-       {"status", "limit", "cursor"},
-       false,
-       [this](const HttpRequest&, const Params& q) { return list_dead_letters(q); }},
-      {"GET",
-       "/api/v1/epochs",
-       "Leadership history, newest first: who led each epoch, when, how it ended.",
-       {"limit", "cursor"},
-       false,
-       [this](const HttpRequest&, const Params& q) { return list_epochs(q); }},
-      {"GET",
-       "/api/v1/workers",
-       "Workers by id: state, labels, capacity, in flight, last heartbeat.",
-       {"limit", "cursor"},
-       false,
-       [this](const HttpRequest&, const Params& q) { return list_workers(q); }},
-  };
-}
+      auth_(
+          std::move(config_admin_token),
+          [this](const std::string& hash) { return with_store([&](auto& s) { return s.token_by_hash(hash); }); },
+          clock),
+      metrics_need_token_(metrics_need_token),
+      routes_(make_routes()) {}
 
 HttpResponse AdminApi::handle(const HttpRequest& r) {
   std::string path = r.target.substr(0, r.target.find('?'));
   if (r.method == "GET" && path == "/healthz") return {200, "text/plain", "ok\n", {}};
   if (r.method == "GET" && path == "/status") return status_json();
   if (r.method == "GET" && path == "/metrics") {
-    std::string body = metrics_.render();
-    std::lock_guard lock(store_mutex_);
-    if (auto counts = store_.run_counts()) {
-      body += "# HELP baton_runs Runs by state.\n# TYPE baton_runs gauge\n";
-      for (const auto& [state, n] : counts->by_state)
-        body += "baton_runs{state=\"" + state + "\"} " + std::to_string(n) + "\n";
+    if (metrics_need_token_) {
+      auto it = r.headers.find("authorization");
+      auto who = auth_.authenticate(it == r.headers.end() ? "" : it->second);
+      if (!who) return db_error(who.error());
+      if (!*who) return error(401, "unauthenticated", "/metrics needs 'Authorization: Bearer <token>' here");
     }
-    return {200, "text/plain; version=0.0.4", body, {}};
+    return metrics();
   }
   if (r.method == "GET" && (path == "/" || path == "/index.html")) return dashboard();
 
@@ -264,18 +204,27 @@ HttpResponse AdminApi::route(const HttpRequest& r, const std::string& path) {
       allowed.insert(route.method);
       continue;
     }
-    if (route.mutation) {
-      auto auth = r.headers.find("authorization");
-      std::string presented = auth == r.headers.end() ? "" : auth->second;
-      if (presented.rfind("Bearer ", 0) != 0 || !constant_time_equal(presented.substr(7), admin_token_))
-        return error(401, "unauthenticated", "mutations need 'Authorization: Bearer <admin token>'");
-    }
+    // Who first: an unauthenticated caller learns nothing else, not even
+    // whether its query was well-formed.
+    auto header = r.headers.find("authorization");
+    auto who = auth_.authenticate(header == r.headers.end() ? "" : header->second);
+    if (!who) return db_error(who.error());
+    if (!*who)
+      return error(401, "unauthenticated",
+                   "/api/v1 needs 'Authorization: Bearer <token>' (a token of role " +
+                       std::string(to_string(route.need)) + " or above; see docs/ctl.md)");
+    if ((*who)->role < route.need)
+      return error(403, "forbidden",
+                   r.method + " " + route.pattern + " needs the " + to_string(route.need) + " role; token '" +
+                       (*who)->name + "' has " + to_string((*who)->role));
     // The query is checked against the route's documented parameters here,
     // once for every route: an unknown or repeated one is refused by name.
     std::map<std::string, std::string> query;
     if (auto bad = query_of(r.target, route.query, query)) return error(400, "bad_request", *bad);
     params.insert(query.begin(), query.end());
-    return route.handler(r, params);
+    ApiCall call{r, std::move(params), **who, ports_.status()};
+    if (route.leader_only && call.node.role != "leader") return to_leader(r, call.node.leader_endpoint);
+    return route.handler(call);
   }
   if (!allowed.empty()) {
     std::string methods;
@@ -302,9 +251,16 @@ HttpResponse AdminApi::openapi() const {
     json::object op{
         {"summary", route.summary},
         {"parameters", parameters},
+        {"security", json::array{json::object{{"bearer", json::array{}}}}},
+        {"x-baton-role", to_string(route.need)},
         {"responses", json::object{{"200", json::object{{"description", "OK"}}},
                                    {"default", json::object{{"description", "an error: {\"code\", \"message\"}"}}}}}};
-    if (route.mutation) op["security"] = json::array{json::object{{"bearer", json::array{}}}};
+    if (route.leader_only) op["x-baton-leader-only"] = true;
+    if (!route.body.empty())
+      op["requestBody"] = json::object{
+          {"required", true},
+          {"description", route.body},
+          {"content", json::object{{"application/json", json::object{{"schema", json::object{{"type", "object"}}}}}}}};
     std::string method = route.method;
     for (auto& ch : method) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     if (!paths.contains(route.pattern)) paths[route.pattern] = json::object{};
@@ -318,126 +274,21 @@ HttpResponse AdminApi::openapi() const {
                                    json::object{{"bearer", json::object{{"type", "http"}, {"scheme", "bearer"}}}}}}}});
 }
 
-HttpResponse AdminApi::cancel(std::int64_t id, const HttpRequest& r) {
-  NodeStatus s = status_();
-  if (s.role != "leader")
-    return {
-        307,
-        "application/json",
-        json::serialize(json::object{
-            {"code", "not_leader"}, {"message", "send this to the leader"}, {"leader_endpoint", s.leader_endpoint}}),
-        {{"Location", "http://" + s.leader_endpoint + r.target}}};
-  if (!cancel_(id, "canceled through the API")) return error(503, "not_leader", "this node is not leading now");
-  std::lock_guard lock(store_mutex_);
-  (void)store_.audit("admin", "run.cancel", "run:" + std::to_string(id), Epoch{s.epoch}, "{}");
-  return ok_json(json::object{{"run_id", id}, {"status", "cancel requested"}}, 202);
-}
-
-HttpResponse AdminApi::list_runs(const Params& q) {
-  store::RunQuery query;
-  query.job = text_param(q, "job");
-  query.worker = text_param(q, "worker");
-  query.idempotency_key = text_param(q, "idempotency_key");
-  if (auto state = text_param(q, "state")) {
-    if (!parse_run_state(*state))
-      return error(400, "bad_request",
-                   "query parameter 'state' must be a run state (PENDING, ASSIGNED, RUNNING, ...), got '" +
-                       state->substr(0, 64) + "'");
-    query.state = *state;
+HttpResponse AdminApi::metrics() {
+  std::string body = metrics_.render();
+  if (auto counts = with_store([](auto& s) { return s.run_counts(); })) {
+    body += "# HELP baton_runs Runs by state.\n# TYPE baton_runs gauge\n";
+    for (const auto& [state, n] : counts->by_state)
+      body += "baton_runs{state=\"" + state + "\"} " + std::to_string(n) + "\n";
   }
-  Paging page;
-  for (auto bad :
-       {paging_of(q, true, page), int_param(q, "created_after", 0, INT64_MAX / 1000000, query.created_after_unix),
-        int_param(q, "created_before", 0, INT64_MAX / 1000000, query.created_before_unix)})
-    if (bad) return error(400, "bad_request", *bad);
-  query.limit = page.limit;
-  query.before_id = page.before_id;
-  std::lock_guard lock(store_mutex_);
-  return page_or_error(store_.list_runs(query));
-}
-
-HttpResponse AdminApi::list_epochs(const Params& q) {
-  Paging page;
-  if (auto bad = paging_of(q, true, page)) return error(400, "bad_request", *bad);
-  std::lock_guard lock(store_mutex_);
-  return page_or_error(store_.list_epochs(page.limit, page.before_id));
-}
-
-HttpResponse AdminApi::list_workers(const Params& q) {
-  Paging page;
-  if (auto bad = paging_of(q, false, page)) return error(400, "bad_request", *bad);
-  std::lock_guard lock(store_mutex_);
-  return page_or_error(store_.list_workers(page.limit, page.after_name));
-}
-
-HttpResponse AdminApi::list_jobs(const Params& q, std::optional<std::string> only) {
-  Paging paging;
-  if (auto bad = paging_of(q, false, paging)) return error(400, "bad_request", *bad);
-  Result<store::JobPage> page = make_error(Errc::db_error, "not read");
-  {
-    std::lock_guard lock(store_mutex_);
-    page = store_.list_jobs(paging.limit, paging.after_name, only);
-  }
-  if (!page) return error(503, "db_unavailable", page.error().message);
-  if (only && page->jobs.empty()) return error(404, "not_found", "no job '" + only->substr(0, 64) + "'");
-  // The next fire time is the cron planner's, in the job's zone, from the
-  // database's clock: when the leader will create the next run.
-  json::array items;
-  for (const auto& j : page->jobs) {
-    json::object item = json::parse(j.item_json).as_object();
-    json::value next = nullptr;
-    if (j.schedule && !j.paused) {
-      auto parsed = leader_core::parse_cron(*j.schedule);
-      if (auto* s = std::get_if<leader_core::CronSchedule>(&parsed))
-        if (auto at = leader_core::next_fire(*s, std::chrono::sys_seconds{std::chrono::seconds{page->now_unix}},
-                                             std::string_view(j.time_zone)))
-          next = at->time_since_epoch().count();
-    }
-    item["next_fire_unix"] = next;
-    items.push_back(std::move(item));
-  }
-  if (only) return ok_json(items.at(0));
-  return ok_json(json::object{
-      {"items", items}, {"next_cursor", page->next_cursor ? json::value(*page->next_cursor) : json::value(nullptr)}});
-}
-
-HttpResponse AdminApi::set_paused(const std::string& job, bool paused) {
-  if (!valid_name(job)) return error(400, "bad_request", "job name '" + job.substr(0, 64) + "' is not valid");
-  const NodeStatus s = status_();
-  std::lock_guard lock(store_mutex_);
-  auto version = store_.set_job_paused(job, paused, "admin", Epoch{s.epoch});
-  if (!version) return error(503, "db_unavailable", version.error().message);
-  if (!*version) return error(404, "unknown_job", "no job '" + job.substr(0, 64) + "'");
-  return ok_json(json::object{{"job", job}, {"paused", paused}, {"version", **version}});
-}
-
-HttpResponse AdminApi::list_dead_letters(const Params& q) {
-  Paging page;
-  if (auto bad = paging_of(q, true, page)) return error(400, "bad_request", *bad);
-  auto status = text_param(q, "status");
-  if (status && *status != "pending" && *status != "acknowledged" && *status != "replayed" && *status != "closed")
-    return error(400, "bad_request",
-                 "query parameter 'status' must be pending, acknowledged, replayed or closed, got '" +
-                     status->substr(0, 64) + "'");
-  std::lock_guard lock(store_mutex_);
-  return page_or_error(store_.list_dead_letters(page.limit, page.before_id, status));
-}
-
-HttpResponse AdminApi::list_audit(const Params& q) {
-  Paging page;
-  if (auto bad = paging_of(q, true, page)) return error(400, "bad_request", *bad);
-  std::lock_guard lock(store_mutex_);
-  return page_or_error(store_.list_audit(page.limit, page.before_id, text_param(q, "subject")));
+  return {200, "text/plain; version=0.0.4", body, {}};
 }
 
 HttpResponse AdminApi::status_json() {
-  NodeStatus s = status_();
+  NodeStatus s = ports_.status();
   json::object counts;
-  {
-    std::lock_guard lock(store_mutex_);
-    if (auto c = store_.run_counts())
-      for (const auto& [state, n] : c->by_state) counts[state] = n;
-  }
+  if (auto c = with_store([](auto& st) { return st.run_counts(); }))
+    for (const auto& [state, n] : c->by_state) counts[state] = n;
   return ok_json(json::object{{"node_id", s.node_id},
                               {"incarnation", s.incarnation},
                               {"role", s.role},
@@ -448,61 +299,12 @@ HttpResponse AdminApi::status_json() {
                               {"runs_by_state", counts}});
 }
 
-HttpResponse AdminApi::trigger(const std::string& job, const HttpRequest& r, const NodeStatus& s) {
-  if (s.role != "leader")
-    return {
-        307,
-        "application/json",
-        json::serialize(json::object{
-            {"code", "not_leader"}, {"message", "send this to the leader"}, {"leader_endpoint", s.leader_endpoint}}),
-        {{"Location", "http://" + s.leader_endpoint + r.target}}};
-  std::optional<std::string> key;
-  if (auto k = r.headers.find("idempotency-key"); k != r.headers.end()) {
-    if (k->second.empty() || k->second.size() > 200)
-      return error(400, "bad_request", "Idempotency-Key must be 1-200 characters");
-    key = k->second;
-  }
-  std::lock_guard lock(store_mutex_);
-  auto created = store_.create_job_run(Epoch{s.epoch}, job, key, "api", std::nullopt);
-  if (!created) {
-    if (created.error().code == Errc::bad_input) return error(404, "unknown_job", created.error().message);
-    return error(503, "db_unavailable", created.error().message);
-  }
-  if (created->outcome == store::WriteOutcome::fenced) return error(503, "not_leader", "this node was superseded");
-  if (created->outcome == store::WriteOutcome::conflict) {
-    return ok_json(json::object{{"job", job},
-                                {"idempotency_key", *key},
-                                {"created", false},
-                                {"message", "a run with this Idempotency-Key is already active"}},
-                   200);
-  }
-  // Wake the leader's dispatcher now: without it the run waits for the next
-  // dispatch period, which was most of the trigger-to-start latency.
-  if (run_created_) run_created_();
-  (void)store_.audit(
-      "admin", "job.trigger", "job:" + job, Epoch{s.epoch},
-      json::serialize(json::object{{"run_id", created->run.value},
-                                   {"idempotency_key", key ? json::value(*key) : json::value(nullptr)}}));
-  return ok_json(json::object{{"job", job}, {"run_id", created->run.value}, {"created", true}}, 201);
-}
-
-HttpResponse AdminApi::run(std::int64_t id) {
-  std::lock_guard lock(store_mutex_);
-  auto r = store_.run_json(RunId{id});
-  if (!r) return error(503, "db_unavailable", r.error().message);
-  if (!*r) return error(404, "not_found", "no run " + std::to_string(id));
-  return {200, "application/json", **r, {}};
-}
-
 HttpResponse AdminApi::dashboard() {
-  NodeStatus s = status_();
+  NodeStatus s = ports_.status();
   std::string rows;
-  {
-    std::lock_guard lock(store_mutex_);
-    if (auto c = store_.run_counts())
-      for (const auto& [state, n] : c->by_state)
-        rows += "<tr><td>" + state + "</td><td>" + std::to_string(n) + "</td></tr>";
-  }
+  if (auto c = with_store([](auto& st) { return st.run_counts(); }))
+    for (const auto& [state, n] : c->by_state)
+      rows += "<tr><td>" + state + "</td><td>" + std::to_string(n) + "</td></tr>";
   auto esc = [](const std::string& in) {
     std::string out;
     for (char c : in) {

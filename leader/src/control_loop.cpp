@@ -179,6 +179,8 @@ void ControlLoop::execute(lc::Effect& effect, lc::Effect* next, bool& next_done)
           book_.result(e.op, store_.due_runs(e.limit, e.labels), clock_.mono());
         } else if constexpr (std::is_same_v<T, lc::ReadScheduledJobs>) {
           book_.result(e.op, store_.scheduled_jobs(), clock_.mono());
+        } else if constexpr (std::is_same_v<T, lc::ReadControls>) {
+          book_.result(e.op, store_.read_controls(), clock_.mono());
         } else if constexpr (std::is_same_v<T, lc::WriteRun>) {
           write_run(e);
         } else if constexpr (std::is_same_v<T, lc::WriteAssigns>) {

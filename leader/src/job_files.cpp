@@ -1,6 +1,7 @@
 #include "baton/leader/job_files.h"
 
 #include <algorithm>
+#include <boost/json.hpp>
 #include <filesystem>
 
 #include "baton/core/config_yaml.h"
@@ -47,6 +48,65 @@ std::optional<protocol::Task> read_task(ConfigMap& t, ConfigErrors& errors) {
   return task;
 }
 
+/// One job definition from its YAML (or JSON) mapping; problems are added
+/// to `errors` under `path`.
+store::JobDefinition read_job(const YAML::Node& node, const std::string& path, ConfigErrors& errors) {
+  ConfigMap j(node, path, errors);
+  store::JobDefinition job;
+  job.name = j.string("name", true).value_or("");
+  if (auto s = j.string("schedule")) {
+    auto parsed = leader_core::parse_cron(*s);
+    if (auto* e = std::get_if<leader_core::CronParseError>(&parsed))
+      errors.add(j.key_path("schedule"), "'" + *s + "' at position " + std::to_string(e->position) + ": " + e->message);
+    job.schedule = *s;
+  }
+  if (auto z = j.string("time_zone")) {
+    if (auto e = leader_core::validate_time_zone(*z)) errors.add(j.key_path("time_zone"), *e);
+    job.time_zone = *z;
+  }
+  job.max_attempts = static_cast<int>(j.integer("max_attempts", 1, 100).value_or(1));
+  job.priority = static_cast<int>(j.integer("priority", -1000, 1000).value_or(0));
+  if (auto t = j.duration("timeout")) job.timeout_ms = t->count();
+  ConfigMap retry = j.map("retry");
+  if (auto b = retry.duration("base")) job.retry_base_ms = b->count();
+  if (auto c = retry.duration("cap")) job.retry_cap_ms = c->count();
+  retry.reject_unknown_keys();
+  job.live = j.boolean("live").value_or(true);
+  job.misfire_policy = j.string("misfire_policy").value_or("run_latest");
+  if (job.misfire_policy != "run_all" && job.misfire_policy != "run_latest" && job.misfire_policy != "skip")
+    errors.add(j.key_path("misfire_policy"), "must be run_all, run_latest or skip");
+  YAML::Node sel = node["selector"];
+  std::string selector = "{";
+  if (sel && sel.IsMap()) {
+    for (const auto& kv : sel) {
+      if (selector.size() > 1) selector += ',';
+      selector += json_quote(kv.first.as<std::string>()) + ":" + json_quote(kv.second.as<std::string>());
+    }
+  } else if (sel && !sel.IsNull()) {
+    errors.add(j.key_path("selector"), "must be a mapping of label to value");
+  }
+  j.mark_known("selector");
+  job.selector_json = selector + "}";
+  std::vector<protocol::Task> tasks;
+  YAML::Node tl = node["tasks"];
+  j.mark_known("tasks");
+  if (!tl || !tl.IsSequence() || tl.size() == 0) {
+    errors.add(j.key_path("tasks"), "must be a non-empty list of tasks");
+  } else {
+    for (std::size_t k = 0; k < tl.size(); ++k) {
+      ConfigMap t(tl[k], j.key_path("tasks[" + std::to_string(k) + "]"), errors);
+      YAML::Node env = tl[k]["env"];
+      auto task = read_task(t, errors);
+      if (task && env && env.IsMap())
+        for (const auto& kv : env) task->env[kv.first.as<std::string>()] = kv.second.as<std::string>();
+      if (task) tasks.push_back(*task);
+    }
+  }
+  job.tasks_json = protocol::encode_tasks(tasks);
+  j.reject_unknown_keys();
+  return job;
+}
+
 }  // namespace
 
 Result<std::vector<store::JobDefinition>> load_job_file(const std::string& file) {
@@ -61,66 +121,31 @@ Result<std::vector<store::JobDefinition>> load_job_file(const std::string& file)
   if (!list || !list.IsSequence()) {
     errors.add("jobs", "must be a list of job definitions");
   } else {
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      ConfigMap j(list[i], "jobs[" + std::to_string(i) + "]", errors);
-      store::JobDefinition job;
-      job.name = j.string("name", true).value_or("");
-      if (auto s = j.string("schedule")) {
-        auto parsed = leader_core::parse_cron(*s);
-        if (auto* e = std::get_if<leader_core::CronParseError>(&parsed))
-          errors.add(j.key_path("schedule"),
-                     "'" + *s + "' at position " + std::to_string(e->position) + ": " + e->message);
-        job.schedule = *s;
-      }
-      if (auto z = j.string("time_zone")) {
-        if (auto e = leader_core::validate_time_zone(*z)) errors.add(j.key_path("time_zone"), *e);
-        job.time_zone = *z;
-      }
-      job.max_attempts = static_cast<int>(j.integer("max_attempts", 1, 100).value_or(1));
-      job.priority = static_cast<int>(j.integer("priority", -1000, 1000).value_or(0));
-      if (auto t = j.duration("timeout")) job.timeout_ms = t->count();
-      ConfigMap retry = j.map("retry");
-      if (auto b = retry.duration("base")) job.retry_base_ms = b->count();
-      if (auto c = retry.duration("cap")) job.retry_cap_ms = c->count();
-      retry.reject_unknown_keys();
-      job.live = j.boolean("live").value_or(true);
-      job.misfire_policy = j.string("misfire_policy").value_or("run_latest");
-      if (job.misfire_policy != "run_all" && job.misfire_policy != "run_latest" && job.misfire_policy != "skip")
-        errors.add(j.key_path("misfire_policy"), "must be run_all, run_latest or skip");
-      YAML::Node sel = list[i]["selector"];
-      std::string selector = "{";
-      if (sel && sel.IsMap()) {
-        for (const auto& kv : sel) {
-          if (selector.size() > 1) selector += ',';
-          selector += json_quote(kv.first.as<std::string>()) + ":" + json_quote(kv.second.as<std::string>());
-        }
-      } else if (sel && !sel.IsNull()) {
-        errors.add(j.key_path("selector"), "must be a mapping of label to value");
-      }
-      j.mark_known("selector");
-      job.selector_json = selector + "}";
-      std::vector<protocol::Task> tasks;
-      YAML::Node tl = list[i]["tasks"];
-      j.mark_known("tasks");
-      if (!tl || !tl.IsSequence() || tl.size() == 0) {
-        errors.add(j.key_path("tasks"), "must be a non-empty list of tasks");
-      } else {
-        for (std::size_t k = 0; k < tl.size(); ++k) {
-          ConfigMap t(tl[k], j.key_path("tasks[" + std::to_string(k) + "]"), errors);
-          YAML::Node env = tl[k]["env"];
-          auto task = read_task(t, errors);
-          if (task && env && env.IsMap())
-            for (const auto& kv : env) task->env[kv.first.as<std::string>()] = kv.second.as<std::string>();
-          if (task) tasks.push_back(*task);
-        }
-      }
-      job.tasks_json = protocol::encode_tasks(tasks);
-      j.reject_unknown_keys();
-      out.push_back(std::move(job));
-    }
+    for (std::size_t i = 0; i < list.size(); ++i)
+      out.push_back(read_job(list[i], "jobs[" + std::to_string(i) + "]", errors));
   }
   if (!errors.empty()) return make_error(Errc::bad_config, errors.joined());
   return out;
+}
+
+Result<store::JobDefinition> parse_job_document(const std::string& text, const std::string& source,
+                                                const std::string& name) {
+  try {
+    YAML::Node root = YAML::Load(text);
+    if (!root.IsMap()) return make_error(Errc::bad_input, source + ": a job definition is an object of its keys");
+    if (!name.empty() && !root["name"]) root["name"] = name;
+    ConfigErrors errors(source);
+    auto job = read_job(root, "", errors);
+    if (!errors.empty()) return make_error(Errc::bad_input, errors.joined());
+    if (!name.empty() && job.name != name)
+      return make_error(Errc::bad_input,
+                        source + ": name: '" + job.name + "' differs from the job named in the URL '" + name + "'");
+    return job;
+  } catch (const YAML::Exception& e) {
+    // A value of the wrong shape where a string was expected (a selector
+    // label given as an object, say) ends up here.
+    return make_error(Errc::bad_input, source + ": not a valid job definition: " + e.what());
+  }
 }
 
 Result<std::vector<store::JobDefinition>> load_job_files(const std::string& dir) {
@@ -141,6 +166,28 @@ Result<std::vector<store::JobDefinition>> load_job_files(const std::string& dir)
   }
   if (!errors.empty()) return make_error(Errc::bad_config, errors);
   return all;
+}
+
+std::vector<std::string> job_changes(const store::JobDefinition& from, const store::JobDefinition& to) {
+  auto same_json = [](const std::string& a, const std::string& b) {
+    boost::system::error_code ea, eb;
+    auto va = boost::json::parse(a, ea);
+    auto vb = boost::json::parse(b, eb);
+    return ea || eb ? a == b : va == vb;  // objects compare regardless of key order
+  };
+  std::vector<std::string> out;
+  if (from.schedule != to.schedule) out.push_back("schedule");
+  if (from.time_zone != to.time_zone) out.push_back("time_zone");
+  if (!same_json(from.tasks_json, to.tasks_json)) out.push_back("tasks");
+  if (from.max_attempts != to.max_attempts) out.push_back("max_attempts");
+  if (from.priority != to.priority) out.push_back("priority");
+  if (from.timeout_ms != to.timeout_ms) out.push_back("timeout");
+  if (from.retry_base_ms != to.retry_base_ms) out.push_back("retry.base");
+  if (from.retry_cap_ms != to.retry_cap_ms) out.push_back("retry.cap");
+  if (!same_json(from.selector_json, to.selector_json)) out.push_back("selector");
+  if (from.live != to.live) out.push_back("live");
+  if (from.misfire_policy != to.misfire_policy) out.push_back("misfire_policy");
+  return out;
 }
 
 }  // namespace baton::leader

@@ -47,15 +47,16 @@ struct LoopHandle {
 class NodeRuntime final : public ServerHandlers {
  public:
   NodeRuntime(const NodeConfig& cfg, const NodePorts& ports, NodeIdentity me, consensus::Elector& elector,
-              Metrics& metrics, store::LeaderStore& admin_store)
+              Metrics& metrics, store::AdminStore& admin_store)
       : cfg_(cfg),
         ports_(ports),
         me_(std::move(me)),
         elector_(elector),
         metrics_(metrics),
-        admin_([this] { return status(); }, admin_store, metrics, cfg.admin_token,
-               [this](std::int64_t run, const std::string& reason) { return cancel(run, reason); },
-               [this] { wake_dispatcher(); }) {}
+        admin_(AdminApiPorts{[this] { return status(); },
+                             [this](std::int64_t run, const std::string& reason) { return cancel(run, reason); },
+                             [this] { wake_dispatcher(); }},
+               admin_store, metrics, clock_, cfg.admin_token, cfg.metrics_require_token) {}
 
   HttpResponse handle_http(const HttpRequest& r) override { return admin_.handle(r); }
 
@@ -240,8 +241,8 @@ class NodeRuntime final : public ServerHandlers {
   const NodeIdentity me_;
   consensus::Elector& elector_;
   Metrics& metrics_;
+  RealClock clock_;  // before admin_, which holds it
   AdminApi admin_;
-  RealClock clock_;
   std::mutex mutex_;
   std::shared_ptr<LoopHandle> active_;
   Epoch fenced_epoch_{0};
@@ -267,7 +268,7 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
 
   auto store = ports.lease_store("baton-node-" + me.node_id);
   auto shutdown_store = ports.lease_store("baton-node-" + me.node_id + "-shutdown");
-  auto admin_store = ports.leader_store("baton-node-" + me.node_id + "-admin");
+  auto admin_store = ports.admin_store("baton-node-" + me.node_id + "-admin");
   RealClock clock;
   Metrics metrics;
   std::atomic<int> role_for_registry{0};

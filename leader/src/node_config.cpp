@@ -83,6 +83,7 @@ Result<NodeConfig> load_node_config(const std::string& file) {
     if (auto t = read_secret(resolve(*v), "admin_token_file", errors)) cfg.admin_token = *t;
   }
   if (auto v = top.string("jobs_dir")) cfg.jobs_dir = resolve(*v);
+  if (auto v = top.boolean("metrics_require_token")) cfg.metrics_require_token = *v;
 
   ConfigMap rt = top.map("runtime");
   auto dur = [&](const char* key, Millis& out) {
@@ -94,6 +95,7 @@ Result<NodeConfig> load_node_config(const std::string& file) {
     }
   };
   dur("heartbeat_interval", cfg.runtime.heartbeat_interval);
+  dur("controls_every", cfg.runtime.controls_every);
   dur("heartbeat_timeout", cfg.runtime.heartbeat_timeout);
   dur("reassign_after", cfg.runtime.reassign_after);
   dur("reassign_detached_after", cfg.runtime.reassign_detached_after);

@@ -335,6 +335,8 @@ class World {
                 b.result(e.op, db_call<std::vector<store::DueRun>>(n, [&] { return run_db_.due_runs(e.limit); }), now);
               } else if constexpr (std::is_same_v<T, lc::ReadScheduledJobs>) {
                 b.result(e.op, Result<std::vector<store::ScheduledJob>>(std::vector<store::ScheduledJob>{}), now);
+              } else if constexpr (std::is_same_v<T, lc::ReadControls>) {
+                b.result(e.op, Result<store::Controls>(store::Controls{}), now);  // operators are not modelled
               } else if constexpr (std::is_same_v<T, lc::WriteRun>) {
                 b.result(e.op, store_write(n, [&](store::RunStore& s) { return write_run(s, e); }), now);
               } else if constexpr (std::is_same_v<T, lc::WriteAssigns>) {

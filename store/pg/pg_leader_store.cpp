@@ -260,203 +260,22 @@ Result<std::vector<ScheduledJob>> PgLeaderStore::scheduled_jobs() {
   });
 }
 
-Result<RunCounts> PgLeaderStore::run_counts() {
-  return session_.with<RunCounts>([&](pqxx::connection& c) -> Result<RunCounts> {
+Result<Controls> PgLeaderStore::read_controls() {
+  return session_.with<Controls>([&](pqxx::connection& c) -> Result<Controls> {
     pqxx::nontransaction tx{c};
-    RunCounts out;
-    for (auto s : all_run_states) out.by_state[std::string(to_string(s))] = 0;
-    for (const auto& r : tx.exec("SELECT state, count(*) FROM job_runs GROUP BY state"))
-      out.by_state[r[0].as<std::string>()] = r[1].as<std::int64_t>();
+    // One round trip: the setting (a missing or non-boolean row means
+    // enabled: dispatch is never stopped by accident) and the held workers.
+    auto rows = tx.exec(
+        "SELECT coalesce((SELECT value = 'false'::jsonb FROM settings WHERE key = 'dispatch_enabled'), false),"
+        " NULL, NULL UNION ALL SELECT NULL, worker_id, admin_state FROM workers WHERE admin_state <> 'active'");
+    Controls out;
+    for (const auto& r : rows) {
+      if (!r[0].is_null())
+        out.dispatch_enabled = !r[0].as<bool>();
+      else
+        out.worker_holds[r[1].as<std::string>()] = r[2].as<std::string>();
+    }
     return out;
-  });
-}
-
-Result<std::optional<std::string>> PgLeaderStore::run_json(RunId id) {
-  return session_.with<std::optional<std::string>>([&](pqxx::connection& c) -> Result<std::optional<std::string>> {
-    pqxx::nontransaction tx{c};
-    auto rows = tx.exec_params(
-        "SELECT jsonb_build_object('id', r.id, 'job', j.name, 'state', r.state, 'version', r.version,"
-        " 'attempt', r.attempt, 'max_attempts', r.max_attempts, 'leader_epoch', r.leader_epoch,"
-        " 'assigned_worker_id', r.assigned_worker_id, 'continuation_state', r.continuation_state,"
-        " 'scheduled_for', r.scheduled_for, 'next_attempt_at', r.next_attempt_at, 'priority', r.priority,"
-        " 'idempotency_key', r.idempotency_key, 'trigger_kind', r.trigger_kind, 'created_at', r.created_at,"
-        " 'started_at', r.started_at, 'finished_at', r.finished_at, 'result', r.result,"
-        " 'error_code', r.error_code, 'error_msg', r.error_msg,"
-        " 'attempts', coalesce((SELECT jsonb_agg(jsonb_build_object('attempt', a.attempt, 'worker_id',"
-        "   a.worker_id, 'leader_epoch', a.leader_epoch, 'outcome', a.outcome, 'exit_code', a.exit_code,"
-        "   'duration_ms', a.duration_ms, 'started_at', a.started_at, 'finished_at', a.finished_at)"
-        "   ORDER BY a.attempt) FROM job_run_attempts a WHERE a.run_id = r.id), '[]'::jsonb),"
-        " 'logs', coalesce((SELECT jsonb_agg(jsonb_build_object('attempt', l.attempt, 'stream', l.stream,"
-        "   'chunk', l.chunk) ORDER BY l.id) FROM run_logs l WHERE l.run_id = r.id), '[]'::jsonb))::text"
-        " FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id WHERE r.id = $1",
-        id.value);
-    if (rows.empty()) return std::optional<std::string>{};
-    return std::optional<std::string>{rows[0][0].as<std::string>()};
-  });
-}
-
-namespace {
-
-/// Rows of (cursor, item json): at most `limit` items, and the cursor of
-/// the last one when a further row shows that more follow.
-Page page_of(const pqxx::result& rows, int limit) {
-  Page p;
-  p.items_json = "[";
-  int n = 0;
-  for (const auto& row : rows) {
-    if (n == limit) {
-      p.next_cursor = rows[static_cast<pqxx::result::size_type>(limit - 1)][0].as<std::string>();
-      break;
-    }
-    p.items_json += (n++ ? "," : "") + row[1].as<std::string>();
-  }
-  p.items_json += "]";
-  return p;
-}
-
-/// One page of an admin list: `sql` selects (cursor, item json) rows and
-/// takes the row limit as its last parameter, after `args`.
-template <class... Args>
-Result<Page> page_query(PgSession& session, const char* sql, int limit, const Args&... args) {
-  return session.with<Page>([&](pqxx::connection& c) -> Result<Page> {
-    pqxx::nontransaction tx{c};
-    return page_of(tx.exec_params(sql, args..., limit + 1), limit);
-  });
-}
-
-}  // namespace
-
-Result<Page> PgLeaderStore::list_runs(const RunQuery& q) {
-  return page_query(
-      session_,
-      "SELECT r.id::text, jsonb_build_object('id', r.id, 'job', j.name, 'state', r.state, 'attempt', r.attempt,"
-      " 'max_attempts', r.max_attempts, 'worker_id', r.assigned_worker_id, 'leader_epoch', r.leader_epoch,"
-      " 'continuation_state', r.continuation_state, 'idempotency_key', r.idempotency_key,"
-      " 'trigger_kind', r.trigger_kind, 'scheduled_for', r.scheduled_for, 'created_at', r.created_at,"
-      " 'started_at', r.started_at, 'finished_at', r.finished_at, 'error_code', r.error_code)::text"
-      " FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id"
-      " WHERE ($1::text IS NULL OR j.name = $1) AND ($2::text IS NULL OR r.state = $2)"
-      "   AND ($3::text IS NULL OR r.assigned_worker_id = $3) AND ($4::text IS NULL OR r.idempotency_key = $4)"
-      "   AND ($5::bigint IS NULL OR r.created_at >= to_timestamp($5))"
-      "   AND ($6::bigint IS NULL OR r.created_at < to_timestamp($6))"
-      "   AND ($7::bigint IS NULL OR r.id < $7)"
-      " ORDER BY r.id DESC LIMIT $8",
-      q.limit, q.job, q.state, q.worker, q.idempotency_key, q.created_after_unix, q.created_before_unix, q.before_id);
-}
-
-Result<Page> PgLeaderStore::list_epochs(int limit, std::optional<std::int64_t> before_epoch) {
-  return page_query(session_,
-                    "SELECT e.epoch::text, jsonb_build_object('epoch', e.epoch, 'leader_id', e.leader_id,"
-                    " 'leader_incarnation', e.leader_incarnation, 'leader_endpoint', e.leader_endpoint,"
-                    " 'elected_at', e.elected_at, 'ended_at', e.ended_at, 'end_reason', e.end_reason,"
-                    " 'current', e.epoch = (SELECT epoch FROM leader_lease LIMIT 1))::text"
-                    " FROM epoch_history e WHERE ($1::bigint IS NULL OR e.epoch < $1) ORDER BY e.epoch DESC LIMIT $2",
-                    limit, before_epoch);
-}
-
-Result<Page> PgLeaderStore::list_workers(int limit, std::optional<std::string> after_id) {
-  return page_query(
-      session_,
-      "SELECT w.worker_id, jsonb_build_object('worker_id', w.worker_id, 'state', w.state, 'labels', w.labels,"
-      " 'capacity', w.capacity, 'attached_node_id', w.attached_node_id, 'attached_epoch', w.attached_epoch,"
-      " 'attached_at', w.attached_at, 'detached_at', w.detached_at, 'last_heartbeat_at', w.last_heartbeat_at,"
-      " 'in_flight', (SELECT count(*) FROM job_runs r WHERE r.assigned_worker_id = w.worker_id"
-      "   AND r.state IN ('ASSIGNED', 'RUNNING')))::text"
-      " FROM workers w WHERE ($1::text IS NULL OR w.worker_id > $1) ORDER BY w.worker_id LIMIT $2",
-      limit, after_id);
-}
-
-Result<JobPage> PgLeaderStore::list_jobs(int limit, std::optional<std::string> after_name,
-                                         std::optional<std::string> only) {
-  return session_.with<JobPage>([&](pqxx::connection& c) -> Result<JobPage> {
-    pqxx::nontransaction tx{c};
-    auto rows = tx.exec_params(
-        "SELECT j.name, j.schedule, j.time_zone, j.paused OR NOT j.live, jsonb_build_object('name', j.name,"
-        " 'schedule', j.schedule, 'time_zone', j.time_zone, 'paused', j.paused, 'live', j.live,"
-        " 'version', j.version,"
-        " 'tasks', jsonb_array_length(j.tasks), 'max_attempts', j.max_attempts, 'timeout_ms', j.timeout_ms,"
-        " 'priority', j.priority, 'worker_selector', j.worker_selector, 'misfire_policy', j.misfire_policy,"
-        " 'created_at', j.created_at, 'updated_at', j.updated_at,"
-        " 'last_run', (SELECT jsonb_build_object('id', r.id, 'state', r.state, 'created_at', r.created_at,"
-        "   'finished_at', r.finished_at, 'error_code', r.error_code) FROM job_runs r"
-        "   WHERE r.job_definition_id = j.id ORDER BY r.id DESC LIMIT 1))::text,"
-        " extract(epoch FROM now())::bigint"
-        " FROM job_definitions j WHERE j.deleted_at IS NULL AND ($1::text IS NULL OR j.name > $1)"
-        "   AND ($2::text IS NULL OR j.name = $2) ORDER BY j.name LIMIT $3",
-        after_name, only, limit + 1);
-    JobPage page;
-    for (const auto& row : rows) {
-      page.now_unix = row[5].as<std::int64_t>();
-      if (static_cast<int>(page.jobs.size()) == limit) {
-        page.next_cursor = page.jobs.back().name;
-        break;
-      }
-      JobListing j;
-      j.name = row[0].as<std::string>();
-      if (!row[1].is_null()) j.schedule = row[1].as<std::string>();
-      j.time_zone = row[2].as<std::string>();
-      j.paused = row[3].as<bool>();
-      j.item_json = row[4].as<std::string>();
-      page.jobs.push_back(std::move(j));
-    }
-    return page;
-  });
-}
-
-Result<std::optional<std::int64_t>> PgLeaderStore::set_job_paused(const std::string& name, bool paused,
-                                                                  const std::string& actor, Epoch epoch) {
-  return session_.with<std::optional<std::int64_t>>([&](pqxx::connection& c) -> Result<std::optional<std::int64_t>> {
-    pqxx::work tx{c};
-    // The change and its audit record commit together, or neither does.
-    auto rows = tx.exec_params(
-        "WITH old AS (SELECT id, paused FROM job_definitions WHERE name = $1 AND deleted_at IS NULL FOR UPDATE)"
-        " UPDATE job_definitions j SET paused = $2, version = j.version + 1, updated_at = now()"
-        " FROM old WHERE j.id = old.id RETURNING j.version, old.paused",
-        name, paused);
-    if (rows.empty()) return std::optional<std::int64_t>{};
-    const bool was_paused = rows[0][1].as<bool>();
-    tx.exec_params(
-        "INSERT INTO audit_log (actor, action, subject, epoch, details) VALUES ($1, $2, $3, $4,"
-        " jsonb_build_object('before', jsonb_build_object('paused', $5::boolean),"
-        "                    'after', jsonb_build_object('paused', $6::boolean)))",
-        actor, paused ? "job.pause" : "job.resume", "job:" + name, epoch.value, was_paused, paused);
-    tx.commit();
-    return std::optional<std::int64_t>{rows[0][0].as<std::int64_t>()};
-  });
-}
-
-Result<Page> PgLeaderStore::list_dead_letters(int limit, std::optional<std::int64_t> before_id,
-                                              std::optional<std::string> triage_status) {
-  return page_query(session_,
-                    "SELECT d.id::text, jsonb_build_object('id', d.id, 'run_id', d.run_id, 'job', j.name,"
-                    " 'final_state', d.final_state, 'attempts', d.attempts, 'error_code', d.error_code,"
-                    " 'error_msg', d.error_msg, 'triage_status', d.triage_status, 'notes', d.notes,"
-                    " 'created_at', d.created_at, 'updated_at', d.updated_at)::text"
-                    " FROM dead_letters d LEFT JOIN job_definitions j ON j.id = d.job_definition_id"
-                    " WHERE ($1::bigint IS NULL OR d.id < $1) AND ($2::text IS NULL OR d.triage_status = $2)"
-                    " ORDER BY d.id DESC LIMIT $3",
-                    limit, before_id, triage_status);
-}
-
-Result<Page> PgLeaderStore::list_audit(int limit, std::optional<std::int64_t> before_id,
-                                       std::optional<std::string> subject) {
-  return page_query(
-      session_,
-      "SELECT a.id::text, jsonb_build_object('id', a.id, 'at', a.at, 'actor', a.actor, 'action', a.action,"
-      " 'subject', a.subject, 'epoch', a.epoch, 'details', a.details)::text FROM audit_log a"
-      " WHERE ($1::bigint IS NULL OR a.id < $1) AND ($2::text IS NULL OR a.subject = $2)"
-      " ORDER BY a.id DESC LIMIT $3",
-      limit, before_id, subject);
-}
-
-Result<void> PgLeaderStore::audit(const std::string& actor, const std::string& action, const std::string& subject,
-                                  Epoch epoch, const std::string& details_json) {
-  return session_.with<void>([&](pqxx::connection& c) -> Result<void> {
-    pqxx::work tx{c};
-    tx.exec_params("INSERT INTO audit_log (actor, action, subject, epoch, details) VALUES ($1, $2, $3, $4, $5::jsonb)",
-                   actor, action, subject, epoch.value, details_json);
-    tx.commit();
-    return {};
   });
 }
 

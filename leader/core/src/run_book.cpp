@@ -49,7 +49,7 @@ std::vector<Effect> RunBook::take_effects() {
 
 std::size_t RunBook::outstanding() const {
   return wait_active_.size() + wait_run_.size() + wait_due_.size() + wait_jobs_.size() + wait_write_.size() +
-         wait_batch_.size() + wait_heartbeats_.size() + wait_create_.size();
+         wait_batch_.size() + wait_heartbeats_.size() + wait_create_.size() + wait_controls_.size();
 }
 
 std::optional<MonoTime> RunBook::next_wakeup() const {
@@ -99,6 +99,7 @@ void RunBook::result(OpId op, const Result<store::HeartbeatBatchResult>& r, Mono
   resume(wait_heartbeats_, op, r, now);
 }
 void RunBook::result(OpId op, const Result<store::CreateResult>& r, MonoTime now) { resume(wait_create_, op, r, now); }
+void RunBook::result(OpId op, const Result<store::Controls>& r, MonoTime now) { resume(wait_controls_, op, r, now); }
 
 void RunBook::after_input() {
   pump();
@@ -141,7 +142,23 @@ void RunBook::pump() {
           emit(ReadScheduledJobs{op});
         }
         break;
+      case step_controls:
+        if (!controls_ || now_ - last_controls_ >= cfg_.controls_every) {
+          last_controls_ = now_;
+          const OpId op = next_op();
+          wait_controls_[op] = [this](const Result<store::Controls>& c) {
+            if (!c) {
+              log(LogLevel::warn,
+                  fmt::format("controls_read_error epoch={} error={}", epoch_.value, c.error().message));
+              return;
+            }
+            apply_controls(*c);
+          };
+          emit(ReadControls{op});
+        }
+        break;
       case step_dispatch:
+        if (!controls_ || !controls_->dispatch_enabled) break;  // an operator stopped it, or not known yet
         if (dispatch_requested_ || now_ - last_dispatch_ >= cfg_.dispatch_every) {
           last_dispatch_ = now_;
           dispatch_requested_ = false;
@@ -320,6 +337,17 @@ void RunBook::attached(LinkId link, const protocol::Hello& hello, MonoTime now) 
       return after_input();
     }
     emit(Close{old->second.link, "replaced by a newer connection of the same worker"});
+  }
+  if (is_evicted(id)) {
+    // An operator evicted it: its RUNNING attempts go through the
+    // continuation rules (its own dead-man's switch stops them) and are
+    // retried elsewhere. It may attach again once resumed.
+    log(LogLevel::warn, fmt::format("worker_refused_evicted worker={} epoch={}", json_quote(id), epoch_.value));
+    send_link(link, protocol::Error{"worker_evicted", "worker '" + id +
+                                                          "' was evicted by an operator; resume it "
+                                                          "(POST /api/v1/workers/{id}/resume) to attach it again"});
+    emit(Close{link, "evicted"});
+    return after_input();
   }
   workers_[id] = Attached{link, hello.capacity, hello.labels, now_, false, false, 0, hello.instance, hello.succeeds};
   emit(RecordWorker{id, true, json_object(hello.labels), hello.capacity});

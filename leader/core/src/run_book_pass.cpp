@@ -31,7 +31,7 @@ void RunBook::tick(MonoTime now) {
     cron_wakeups_.erase(cron_wakeups_.begin());
     dispatch_requested_ = true;  // a cron slot is due now
   }
-  steps_ = step_flush | step_silent | step_reap | step_heartbeats | step_cron | step_dispatch;
+  steps_ = step_flush | step_silent | step_reap | step_heartbeats | step_cron | step_controls | step_dispatch;
   in_pass_ = true;
   after_input();
 }
@@ -249,6 +249,28 @@ void RunBook::create_cron_slots(std::string job, std::vector<std::int64_t> slots
   emit(CreateCronRun{op, std::move(job), slot});
 }
 
+// --- operators' controls ----------------------------------------------------
+
+void RunBook::apply_controls(const store::Controls& c) {
+  if (!controls_ || controls_->dispatch_enabled != c.dispatch_enabled)
+    log(LogLevel::info, fmt::format("dispatch_{} epoch={}", c.dispatch_enabled ? "enabled" : "disabled", epoch_.value));
+  controls_ = c;
+  std::vector<std::string> evicted;
+  for (const auto& [id, w] : workers_)
+    if (is_evicted(id)) evicted.push_back(id);
+  for (const auto& id : evicted) drop_worker(id, "evicted by an operator");
+}
+
+bool RunBook::is_evicted(const std::string& worker) const {
+  if (!controls_) return false;
+  auto it = controls_->worker_holds.find(worker);
+  return it != controls_->worker_holds.end() && it->second == "evicted";
+}
+
+bool RunBook::takes_no_runs(const std::string& worker, const Attached& w) const {
+  return w.draining || (controls_ && controls_->worker_holds.count(worker) > 0);
+}
+
 // --- dispatch ---------------------------------------------------------------
 
 void RunBook::dispatch() {
@@ -260,7 +282,7 @@ void RunBook::dispatch() {
   std::map<std::map<std::string, std::string>, int> free_by_labels;
   for (const auto& [id, w] : workers_) {
     const int free = std::max(0, w.capacity - holding[id]);
-    if (w.welcomed && !w.draining && free > 0) free_by_labels[w.labels] += free;
+    if (w.welcomed && !takes_no_runs(id, w) && free > 0) free_by_labels[w.labels] += free;
   }
   if (free_by_labels.empty()) return;
   struct Gathered {
@@ -297,7 +319,7 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
   for (const auto& [id, t] : tracked_) holding[t.row.worker_id]++;
   std::vector<WorkerCapacity> capacity;
   for (const auto& [id, w] : workers_)
-    capacity.push_back({id, w.labels, w.welcomed ? std::max(0, w.capacity - holding[id]) : 0, w.draining});
+    capacity.push_back({id, w.labels, w.welcomed ? std::max(0, w.capacity - holding[id]) : 0, takes_no_runs(id, w)});
 
   std::map<std::int64_t, const store::DueRun*> by_id;
   std::vector<DispatchCandidate> candidates;

@@ -93,6 +93,8 @@ struct Driver {
   RunBook book{kEpoch, "n1", config(), 1, at(0ms)};
   std::vector<store::ActiveRun> rows;
   std::vector<store::DueRun> due;
+  store::Controls controls;
+  bool fail_controls = false;
   bool fail_reads = false;
   MonoTime now = at(0ms);
   int active_reads = 0;
@@ -112,6 +114,11 @@ struct Driver {
           book.result(d->op, Result<std::vector<store::DueRun>>(due), now);
         } else if (auto* j = std::get_if<ReadScheduledJobs>(&e)) {
           book.result(j->op, Result<std::vector<store::ScheduledJob>>(std::vector<store::ScheduledJob>{}), now);
+        } else if (auto* c = std::get_if<ReadControls>(&e)) {
+          book.result(c->op,
+                      fail_controls ? Result<store::Controls>(make_error(Errc::db_unavailable, "down"))
+                                    : Result<store::Controls>(controls),
+                      now);
         }
       }
     }
@@ -287,6 +294,76 @@ TEST(RunBook, DueRunsAreAssignedAndSentOnlyAfterTheAssignApplied) {
   ASSERT_EQ(msgs.size(), 1u);
   EXPECT_EQ(msgs[0].ref.lease_token, "t5");
   ASSERT_EQ(msgs[0].tasks.size(), 1u) << "a run without a job is one NOOP task";
+}
+
+TEST(RunBook, NothingIsDispatchedWhileAnOperatorDisabledDispatch) {
+  Driver d;
+  d.controls.dispatch_enabled = false;
+  d.start();
+  d.attach(7, hello("w1"));
+  store::DueRun due;
+  due.id = RunId{5};
+  d.due = {due};
+  auto e = d.tick(100ms);
+  EXPECT_TRUE(all<ReadDue>(e).empty());
+  EXPECT_TRUE(all<WriteAssigns>(e).empty());
+  // Enabled again: it applies at the next read of the controls.
+  d.controls.dispatch_enabled = true;
+  e = d.tick(200ms);
+  EXPECT_TRUE(all<WriteAssigns>(e).empty()) << "the controls are read every controls_every";
+  e = d.tick(700ms);
+  ASSERT_EQ(all<WriteAssigns>(e).size(), 1u);
+}
+
+TEST(RunBook, NothingIsDispatchedBeforeTheControlsWereRead) {
+  Driver d;
+  d.start();
+  d.attach(7, hello("w1"));
+  store::DueRun due;
+  due.id = RunId{5};
+  d.due = {due};
+  d.fail_controls = true;
+  auto e = d.tick(100ms);
+  EXPECT_EQ(all<ReadControls>(e).size(), 1u);
+  EXPECT_TRUE(all<ReadDue>(e).empty());
+  d.fail_controls = false;
+  e = d.tick(200ms);
+  EXPECT_EQ(all<ReadControls>(e).size(), 1u) << "until a read succeeds, every pass reads them";
+  EXPECT_EQ(all<WriteAssigns>(e).size(), 1u);
+}
+
+TEST(RunBook, ADrainedWorkerGetsNoNewRunsAndAnotherOneDoes) {
+  Driver d;
+  d.controls.worker_holds["w1"] = "draining";
+  d.start();
+  d.attach(7, hello("w1"));
+  d.attach(8, hello("w2"));
+  store::DueRun due;
+  due.id = RunId{5};
+  d.due = {due};
+  auto assigns = all<WriteAssigns>(d.tick(100ms));
+  ASSERT_EQ(assigns.size(), 1u);
+  ASSERT_EQ(assigns[0].rows.size(), 1u);
+  EXPECT_EQ(assigns[0].rows[0].worker_id, "w2");
+  EXPECT_EQ(d.book.links(), (std::vector<LinkId>{7, 8})) << "draining keeps the connection";
+}
+
+TEST(RunBook, AnEvictedWorkerIsDisconnectedAndRefusedUntilResumed) {
+  Driver d;
+  d.start();
+  d.attach(7, hello("w1"));
+  d.controls.worker_holds["w1"] = "evicted";
+  auto e = d.tick(600ms);
+  ASSERT_EQ(all<Close>(e).size(), 1u);
+  EXPECT_TRUE(d.book.links().empty());
+  e = d.attach(9, hello("w1"));
+  ASSERT_EQ(sent<protocol::Error>(e).size(), 1u);
+  EXPECT_EQ(sent<protocol::Error>(e)[0].code, "worker_evicted");
+  EXPECT_TRUE(d.book.links().empty());
+  d.controls.worker_holds.clear();
+  d.tick(1200ms);
+  d.attach(10, hello("w1"));
+  EXPECT_EQ(d.book.links(), std::vector<LinkId>{10});
 }
 
 TEST(RunBook, AReattachedWorkersAttemptThatIsNoLongerItsOwnIsCancelled) {

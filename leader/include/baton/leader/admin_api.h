@@ -1,9 +1,10 @@
 #pragma once
-// The HTTP admin surface (SPEC section 8): /healthz, /status, /metrics, the
-// dashboard at /, and /api/v1/. Routing and JSON only; the socket side is
-// node_server.cpp. Errors are JSON {"code": stable, "message": human}.
-// Mutations need `Authorization: Bearer <admin token>` and are written to
-// audit_log; on a follower they answer 307 to the leader.
+// The HTTP admin surface (SPEC section 8; docs/operations.md lists every
+// route): /healthz, /status, /metrics, the dashboard at /, and /api/v1.
+// Routing, authentication and JSON only; the socket side is node_server.cpp,
+// the database side store::AdminStore. Errors are JSON {"code": stable,
+// "message": human}. Every /api/v1 route needs a token of at least its
+// role; a route that must run on the leader answers 307 to it elsewhere.
 #include <functional>
 #include <map>
 #include <mutex>
@@ -11,9 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "baton/leader/api_auth.h"
 #include "baton/leader/metrics.h"
 #include "baton/leader/node_server.h"
-#include "baton/store/leader_store.h"
+#include "baton/store/admin_store.h"
 
 namespace baton::leader {
 
@@ -27,24 +29,43 @@ struct NodeStatus {
   int attached_workers = 0;
 };
 
+/// One authenticated request to a route of /api/v1.
+struct ApiCall {
+  const HttpRequest& request;
+  std::map<std::string, std::string> params;  ///< path parameters and the checked query
+  Principal who;
+  NodeStatus node;
+  store::Actor actor() const { return {who.name, Epoch{node.epoch}}; }
+  const std::string& param(const std::string& name) const { return params.at(name); }
+};
+
 /// One route of /api/v1: dispatch and the OpenAPI document are both made
 /// from this table, so the document cannot name a route that does not exist
 /// or miss one that does.
 struct ApiRoute {
-  std::string method;   ///< GET | POST
+  std::string method;   ///< GET | POST | PUT | DELETE
   std::string pattern;  ///< "/api/v1/runs/{id}": `{x}` is a path parameter
   std::string summary;
   std::vector<std::string> query;  ///< documented query parameters
-  bool mutation = false;           ///< needs the admin token
-  std::function<HttpResponse(const HttpRequest&, const std::map<std::string, std::string>& params)> handler;
+  Role need = Role::read;          ///< the least role allowed
+  bool leader_only = false;        ///< creates or cancels runs: the leader's epoch fences it
+  std::string body;                ///< what the JSON request body holds ("" = none)
+  std::function<HttpResponse(const ApiCall&)> handler;
+};
+
+/// What a node gives its admin API.
+struct AdminApiPorts {
+  std::function<NodeStatus()> status;
+  /// Asks the leader's control loop to cancel a run; false when not leading.
+  std::function<bool(std::int64_t run, const std::string& reason)> cancel;
+  /// Called after runs were created (the leader wakes its dispatcher).
+  std::function<void()> runs_created;
 };
 
 class AdminApi {
  public:
-  /// `run_created` is called after a trigger created a run (the node wakes
-  /// its dispatcher).
-  AdminApi(std::function<NodeStatus()> status, store::LeaderStore& store, Metrics& metrics, std::string admin_token,
-           std::function<bool(std::int64_t run, const std::string& reason)> cancel, std::function<void()> run_created);
+  AdminApi(AdminApiPorts ports, store::AdminStore& store, Metrics& metrics, const Clock& clock,
+           std::string config_admin_token, bool metrics_need_token = false);
 
   // The route table's handlers hold `this`: an AdminApi stays where it was made.
   AdminApi(const AdminApi&) = delete;
@@ -56,27 +77,47 @@ class AdminApi {
  private:
   HttpResponse route(const HttpRequest& r, const std::string& path);
   HttpResponse openapi() const;
-  using Params = std::map<std::string, std::string>;  ///< path parameters and the checked query
-  HttpResponse list_runs(const Params& q);
-  HttpResponse list_epochs(const Params& q);
-  HttpResponse list_workers(const Params& q);
-  HttpResponse cancel(std::int64_t id, const HttpRequest& r);
-  HttpResponse list_jobs(const Params& q, std::optional<std::string> only);
-  HttpResponse set_paused(const std::string& job, bool paused);
-  HttpResponse list_dead_letters(const Params& q);
-  HttpResponse list_audit(const Params& q);
+  HttpResponse metrics();
   HttpResponse status_json();
-  HttpResponse trigger(const std::string& job, const HttpRequest& r, const NodeStatus& s);
-  HttpResponse run(std::int64_t id);
   HttpResponse dashboard();
+  /// Runs `f` with the store: one connection, shared by the admin threads.
+  template <class F>
+  auto with_store(F&& f) {
+    std::lock_guard lock(store_mutex_);
+    return f(store_);
+  }
 
-  std::function<NodeStatus()> status_;
-  std::mutex store_mutex_;  // one connection, two admin threads
-  store::LeaderStore& store_;
+  // Handlers (admin_handlers.cpp).
+  std::vector<ApiRoute> make_routes();
+  HttpResponse list_runs(const ApiCall& c);
+  HttpResponse show_run(const ApiCall& c);
+  HttpResponse cancel(const ApiCall& c);
+  HttpResponse rerun(const ApiCall& c);
+  HttpResponse list_jobs(const ApiCall& c, bool one);
+  HttpResponse put_job(const ApiCall& c, bool create_only);
+  HttpResponse delete_job(const ApiCall& c);
+  HttpResponse set_paused(const ApiCall& c, bool paused);
+  HttpResponse trigger(const ApiCall& c);
+  HttpResponse list_workers(const ApiCall& c, bool one);
+  HttpResponse hold_worker(const ApiCall& c, const std::string& state);
+  HttpResponse list_dead_letters(const ApiCall& c, bool one);
+  HttpResponse triage(const ApiCall& c);
+  HttpResponse replay(const ApiCall& c, bool many);
+  HttpResponse list_epochs(const ApiCall& c);
+  HttpResponse list_nodes(const ApiCall& c);
+  HttpResponse list_audit(const ApiCall& c);
+  HttpResponse get_settings(const ApiCall& c);
+  HttpResponse set_setting(const ApiCall& c);
+  HttpResponse list_tokens(const ApiCall& c);
+  HttpResponse create_token(const ApiCall& c);
+  HttpResponse revoke_token(const ApiCall& c);
+
+  AdminApiPorts ports_;
+  std::mutex store_mutex_;
+  store::AdminStore& store_;
   Metrics& metrics_;
-  std::string admin_token_;
-  std::function<bool(std::int64_t, const std::string&)> cancel_;
-  std::function<void()> run_created_;
+  Authenticator auth_;
+  bool metrics_need_token_;
   std::vector<ApiRoute> routes_;
 };
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "baton/leader/node_config.h"
+#include "baton/store/admin_store.h"
 #include "baton/store/leader_store.h"
 #include "baton/store/lease_store.h"
 #include "baton/store/run_store.h"
@@ -20,6 +21,9 @@ struct NodePorts {
   std::function<std::unique_ptr<store::LeaseStore>(const std::string& application_name)> lease_store;
   std::function<std::unique_ptr<store::RunStore>(const std::string& application_name)> run_store;
   std::function<std::unique_ptr<store::LeaderStore>(const std::string& application_name)> leader_store;
+  /// The admin API's store: its calls give up quickly (/status must answer
+  /// while the database does not).
+  std::function<std::unique_ptr<store::AdminStore>(const std::string& application_name)> admin_store;
 };
 
 /// Runs until `stop` becomes true (SIGTERM/SIGINT), then releases the lease.

@@ -101,38 +101,12 @@ struct ScheduledJob {
   std::int64_t now_unix_ms = 0;
 };
 
-struct RunCounts {
-  std::map<std::string, std::int64_t> by_state;
-};
-
-/// One page of an admin list: its items as a JSON array (built by the
-/// database), and the opaque cursor of the next page (none on the last).
-struct Page {
-  std::string items_json = "[]";
-  std::optional<std::string> next_cursor;
-};
-
-/// A job definition as the admin API lists it: the item as a JSON object
-/// (built by the database), and what the API needs to add its next fire time.
-struct JobListing {
-  std::string name;
-  std::optional<std::string> schedule;
-  std::string time_zone = "UTC";
-  bool paused = false;
-  std::string item_json = "{}";
-};
-struct JobPage {
-  std::vector<JobListing> jobs;
-  std::optional<std::string> next_cursor;
-  std::int64_t now_unix = 0;  ///< the database clock
-};
-
-/// Filters of GET /api/v1/runs (each optional); newest first.
-struct RunQuery {
-  std::optional<std::string> job, state, worker, idempotency_key;
-  std::optional<std::int64_t> created_after_unix, created_before_unix;
-  int limit = 50;
-  std::optional<std::int64_t> before_id;  ///< the cursor: runs with a smaller id
+/// What an operator set that the leader applies without a restart, read
+/// every `controls_every` (RuntimeConfig): the `dispatch_enabled` setting and
+/// the workers an operator holds (POST /api/v1/workers/{id}/drain|evict).
+struct Controls {
+  bool dispatch_enabled = true;
+  std::map<std::string, std::string> worker_holds;  ///< worker id -> draining | evicted
 };
 
 class LeaderStore {
@@ -161,32 +135,8 @@ class LeaderStore {
   virtual Result<void> upsert_job(const JobDefinition& job) = 0;
   virtual Result<bool> job_exists(const std::string& name) = 0;
   virtual Result<std::vector<ScheduledJob>> scheduled_jobs() = 0;
-  virtual Result<RunCounts> run_counts() = 0;
-  /// The run as a JSON object (for GET /api/v1/runs/{id}), nullopt if absent.
-  virtual Result<std::optional<std::string>> run_json(RunId id) = 0;
-  // Admin lists (GET /api/v1/...), `limit` items at most after `cursor`.
-  virtual Result<Page> list_runs(const RunQuery& q) = 0;
-  /// Epochs newest first: who led, from when, and how each epoch ended.
-  virtual Result<Page> list_epochs(int limit, std::optional<std::int64_t> before_epoch) = 0;
-  /// Workers by id, with what they hold now.
-  virtual Result<Page> list_workers(int limit, std::optional<std::string> after_id) = 0;
-  /// Job definitions by name (not deleted); `only` selects one.
-  virtual Result<JobPage> list_jobs(int limit, std::optional<std::string> after_name,
-                                    std::optional<std::string> only) = 0;
-  /// Pauses (no cron runs are created) or resumes a job, and records it in
-  /// audit_log in the same transaction. The job's new version, or nullopt
-  /// when no such job exists.
-  virtual Result<std::optional<std::int64_t>> set_job_paused(const std::string& name, bool paused,
-                                                             const std::string& actor, Epoch epoch) = 0;
-  /// Dead letters newest first, optionally only those in one triage status.
-  virtual Result<Page> list_dead_letters(int limit, std::optional<std::int64_t> before_id,
-                                         std::optional<std::string> triage_status) = 0;
-  /// The audit log, newest first, optionally for one subject ("job:NAME").
-  virtual Result<Page> list_audit(int limit, std::optional<std::int64_t> before_id,
-                                  std::optional<std::string> subject) = 0;
-  /// Records an admin mutation in audit_log.
-  virtual Result<void> audit(const std::string& actor, const std::string& action, const std::string& subject,
-                             Epoch epoch, const std::string& details_json) = 0;
+  /// What operators set that the leader applies without a restart.
+  virtual Result<Controls> read_controls() = 0;
 };
 
 }  // namespace baton::store

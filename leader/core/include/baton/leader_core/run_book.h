@@ -117,6 +117,10 @@ struct ReadDue {
 struct ReadScheduledJobs {
   OpId op = 0;
 };
+/// What operators set (store::Controls): read every `controls_every`.
+struct ReadControls {
+  OpId op = 0;
+};
 enum class RunWriteKind {
   adopt,
   orphan,
@@ -166,7 +170,7 @@ struct CreateCronRun {
 };
 using Effect = std::variant<Send, Close, Log, Count, ObserveDispatchLatency, RecordWorker, AppendRunLog, ReadActive,
                             ReadRun, ReadDue, ReadScheduledJobs, WriteRun, WriteAssigns, WriteStarts, WriteFinishes,
-                            WriteHeartbeats, CreateCronRun>;
+                            WriteHeartbeats, CreateCronRun, ReadControls>;
 
 /// True for the effects that change the world outside the leader (messages
 /// and writes): none may follow a Fenced answer.
@@ -201,6 +205,7 @@ class RunBook {
   void result(OpId op, const Result<store::BatchWriteResult>& r, MonoTime now);
   void result(OpId op, const Result<store::HeartbeatBatchResult>& r, MonoTime now);
   void result(OpId op, const Result<store::CreateResult>& r, MonoTime now);
+  void result(OpId op, const Result<store::Controls>& r, MonoTime now);
 
   // --- outputs --------------------------------------------------------------
   std::vector<Effect> take_effects();
@@ -262,7 +267,8 @@ class RunBook {
     step_reap = 4,
     step_heartbeats = 8,
     step_cron = 16,
-    step_dispatch = 32
+    step_controls = 32,
+    step_dispatch = 64
   };
 
   template <class T>
@@ -316,6 +322,10 @@ class RunBook {
   void flush_heartbeats();
   void materialize_cron(const std::vector<store::ScheduledJob>& jobs);
   void create_cron_slots(std::string job, std::vector<std::int64_t> slots, std::size_t next, std::int64_t now_unix_ms);
+  void apply_controls(const store::Controls& c);
+  /// Takes no new runs: the worker said it is draining, or an operator holds it.
+  bool takes_no_runs(const std::string& worker, const Attached& w) const;
+  bool is_evicted(const std::string& worker) const;
   void dispatch();
   void dispatch_due(const std::vector<store::DueRun>& due);
 
@@ -345,6 +355,7 @@ class RunBook {
   Waiting<store::BatchWriteResult> wait_batch_;
   Waiting<store::HeartbeatBatchResult> wait_heartbeats_;
   Waiting<store::CreateResult> wait_create_;
+  Waiting<store::Controls> wait_controls_;
 
   bool fresh_ = false;  ///< tracked_ is a successful read of this pass plus this book's applied writes
   bool read_outstanding_ = false;
@@ -369,7 +380,10 @@ class RunBook {
   std::map<std::int64_t, std::pair<std::string, protocol::Finish>> finish_messages_;
   std::map<std::string, std::optional<CronSchedule>> cron_cache_;
   std::mt19937_64 rng_;
-  MonoTime last_dispatch_{}, last_reap_{}, last_heartbeat_flush_{}, last_cron_{};
+  /// The operators' controls as last read; nothing is dispatched before the
+  /// first read, so a leader never dispatches while dispatch is disabled.
+  std::optional<store::Controls> controls_;
+  MonoTime last_dispatch_{}, last_reap_{}, last_heartbeat_flush_{}, last_cron_{}, last_controls_{};
   bool dispatch_requested_ = false;
 };
 

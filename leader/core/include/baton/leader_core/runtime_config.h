@@ -20,6 +20,10 @@ struct RuntimeConfig {
   Millis dispatch_every{50};
   Millis reap_every{500};
   Millis cron_every{200};
+  /// How often the leader reads what operators set without a restart
+  /// (`dispatch_enabled`, drained and evicted workers): a change applies
+  /// within this long.
+  Millis controls_every{500};
   Millis retry_jitter_max{250};
   int dispatch_batch = 512;
 };

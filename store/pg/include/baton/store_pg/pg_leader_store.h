@@ -11,9 +11,6 @@ namespace baton::store::pg {
 class PgLeaderStore final : public LeaderStore {
  public:
   PgLeaderStore(const std::string& url, const std::string& application_name);
-  /// Calls cut off after `d` (PgSession); the admin API's store uses a short
-  /// one so /status answers while the database does not.
-  void set_call_deadline(Millis d) { session_.set_call_deadline(d); }
 
   Result<std::vector<DueRun>> due_runs(int limit, const std::map<std::string, std::string>& labels) override;
   Result<std::vector<ActiveRun>> active_runs(Millis continuation_margin) override;
@@ -29,20 +26,7 @@ class PgLeaderStore final : public LeaderStore {
   Result<void> upsert_job(const JobDefinition& job) override;
   Result<bool> job_exists(const std::string& name) override;
   Result<std::vector<ScheduledJob>> scheduled_jobs() override;
-  Result<RunCounts> run_counts() override;
-  Result<std::optional<std::string>> run_json(RunId id) override;
-  Result<Page> list_runs(const RunQuery& q) override;
-  Result<Page> list_epochs(int limit, std::optional<std::int64_t> before_epoch) override;
-  Result<Page> list_workers(int limit, std::optional<std::string> after_id) override;
-  Result<JobPage> list_jobs(int limit, std::optional<std::string> after_name, std::optional<std::string> only) override;
-  Result<std::optional<std::int64_t>> set_job_paused(const std::string& name, bool paused, const std::string& actor,
-                                                     Epoch epoch) override;
-  Result<Page> list_dead_letters(int limit, std::optional<std::int64_t> before_id,
-                                 std::optional<std::string> triage_status) override;
-  Result<Page> list_audit(int limit, std::optional<std::int64_t> before_id,
-                          std::optional<std::string> subject) override;
-  Result<void> audit(const std::string& actor, const std::string& action, const std::string& subject, Epoch epoch,
-                     const std::string& details_json) override;
+  Result<Controls> read_controls() override;
 
  private:
   PgSession session_;

@@ -1,0 +1,160 @@
+#pragma once
+// Port for the admin API (leader/src/admin_api.cpp): the operator's reads
+// and mutations. Every mutation here records itself in audit_log (actor,
+// action, subject, before/after) in the same transaction as the change, so
+// a change is never without its record nor a record without its change.
+// Writes that create runs carry the epoch fence like every run write.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "baton/core/ids.h"
+#include "baton/core/result.h"
+#include "baton/store/leader_store.h"
+
+namespace baton::store {
+
+struct RunCounts {
+  std::map<std::string, std::int64_t> by_state;
+};
+
+/// One page of an admin list: its items as a JSON array (built by the
+/// database), and the opaque cursor of the next page (none on the last).
+struct Page {
+  std::string items_json = "[]";
+  std::optional<std::string> next_cursor;
+};
+
+/// A job definition as the admin API lists it: the item as a JSON object
+/// (built by the database), and what the API needs to add its next fire time.
+struct JobListing {
+  std::string name;
+  std::optional<std::string> schedule;
+  std::string time_zone = "UTC";
+  bool paused = false;
+  std::string item_json = "{}";
+};
+struct JobPage {
+  std::vector<JobListing> jobs;
+  std::optional<std::string> next_cursor;
+  std::int64_t now_unix = 0;  ///< the database clock
+};
+
+/// Filters of GET /api/v1/runs (each optional); newest first.
+struct RunQuery {
+  std::optional<std::string> job, state, worker, idempotency_key;
+  std::optional<std::int64_t> created_after_unix, created_before_unix;
+  int limit = 50;
+  std::optional<std::int64_t> before_id;  ///< the cursor: runs with a smaller id
+};
+
+/// Who asked, for audit_log and for the fence of run-creating writes.
+struct Actor {
+  std::string name;  ///< the token's name ("config" for the node's admin_token)
+  Epoch epoch{0};    ///< the epoch this node last saw
+};
+
+/// An API token as the database knows it (never the token itself).
+struct TokenGrant {
+  std::int64_t id = 0;
+  std::string name;
+  std::string role;  ///< read | operate | admin
+};
+
+/// The outcome of a mutation guarded by an expected version or a state:
+/// `applied` with the new state as JSON, or why not.
+enum class AdminOutcome { applied, not_found, conflict, fenced };
+struct AdminResult {
+  AdminOutcome outcome = AdminOutcome::applied;
+  std::string json = "{}";  ///< applied: the changed object; conflict: the current one
+  std::string message;      ///< conflict / not_found: what was found instead
+};
+
+/// A job definition written through the API: the fields of JobDefinition
+/// plus, for an update or delete, the version the client last read.
+struct JobWrite {
+  JobDefinition job;
+  std::optional<std::int64_t> expected_version;  ///< update/delete: optimistic concurrency
+};
+
+/// A live job definition as stored, for a change to be compared against.
+struct StoredJob {
+  JobDefinition job;
+  std::int64_t version = 0;
+  bool paused = false;
+};
+
+class AdminStore {
+ public:
+  virtual ~AdminStore() = default;
+
+  // --- reads ----------------------------------------------------------------
+  virtual Result<RunCounts> run_counts() = 0;
+  /// The run with its attempts, transitions (with epochs), log chunks and
+  /// dead letter, as JSON; nullopt if absent.
+  virtual Result<std::optional<std::string>> run_json(RunId id) = 0;
+  virtual Result<Page> list_runs(const RunQuery& q) = 0;
+  /// Epochs newest first: who led, from when, and how each epoch ended.
+  virtual Result<Page> list_epochs(int limit, std::optional<std::int64_t> before_epoch) = 0;
+  /// Coordinator nodes by id, with their last heartbeat and role.
+  virtual Result<Page> list_nodes(int limit, std::optional<std::string> after_id) = 0;
+  /// Workers by id, with what they hold now; `only` selects one.
+  virtual Result<Page> list_workers(int limit, std::optional<std::string> after_id,
+                                    std::optional<std::string> only = std::nullopt) = 0;
+  /// Job definitions by name (not deleted); `only` selects one.
+  virtual Result<JobPage> list_jobs(int limit, std::optional<std::string> after_name,
+                                    std::optional<std::string> only) = 0;
+  /// The live definition named `name`, as a JobDefinition.
+  virtual Result<std::optional<StoredJob>> job_definition(const std::string& name) = 0;
+  /// Dead letters newest first, optionally in one triage status or one id.
+  virtual Result<Page> list_dead_letters(int limit, std::optional<std::int64_t> before_id,
+                                         std::optional<std::string> triage_status,
+                                         std::optional<std::int64_t> only = std::nullopt) = 0;
+  /// The audit log, newest first, optionally for one subject ("job:NAME").
+  virtual Result<Page> list_audit(int limit, std::optional<std::int64_t> before_id,
+                                  std::optional<std::string> subject) = 0;
+  /// Every setting as a JSON object {key: {value, updated_at, updated_by}}.
+  virtual Result<std::string> settings_json() = 0;
+  /// API tokens newest first (name, role, created, last used, revoked).
+  virtual Result<Page> list_tokens(int limit, std::optional<std::int64_t> before_id) = 0;
+
+  // --- authentication -------------------------------------------------------
+  /// The live token with this SHA-256 (hex); records its use.
+  virtual Result<std::optional<TokenGrant>> token_by_hash(const std::string& sha256_hex) = 0;
+
+  // --- mutations, each audited in its own transaction -----------------------
+  /// Fenced insert of a run of `job` (trigger_kind "api"). Conflict when the
+  /// idempotency key is active; bad_input when there is no such job.
+  virtual Result<CreateResult> trigger(const Actor& who, const std::string& job,
+                                       const std::optional<std::string>& idempotency_key) = 0;
+  /// A new run of the same job and payload as run `of` (any final state).
+  virtual Result<AdminResult> rerun(const Actor& who, RunId of) = 0;
+  /// Replays dead letters: a new run for each, the letter marked `replayed`.
+  /// One result per id, in order.
+  virtual Result<std::vector<AdminResult>> replay(const Actor& who, const std::vector<std::int64_t>& ids) = 0;
+  virtual Result<AdminResult> triage(const Actor& who, std::int64_t dead_letter, const std::string& status,
+                                     const std::optional<std::string>& notes) = 0;
+  virtual Result<AdminResult> set_job_paused(const Actor& who, const std::string& name, bool paused) = 0;
+  /// Creates a job (conflict when the name is taken by a live job).
+  virtual Result<AdminResult> create_job(const Actor& who, const JobDefinition& job) = 0;
+  /// Replaces a job's definition when its version is still `expected_version`.
+  virtual Result<AdminResult> update_job(const Actor& who, const JobWrite& w) = 0;
+  /// Soft delete: the definition is hidden and creates no runs; its runs stay.
+  virtual Result<AdminResult> delete_job(const Actor& who, const std::string& name,
+                                         std::optional<std::int64_t> expected_version) = 0;
+  /// active | draining | evicted.
+  virtual Result<AdminResult> set_worker_admin_state(const Actor& who, const std::string& worker,
+                                                     const std::string& state) = 0;
+  /// `value_json` is already validated by the caller.
+  virtual Result<AdminResult> set_setting(const Actor& who, const std::string& key, const std::string& value_json) = 0;
+  virtual Result<AdminResult> create_token(const Actor& who, const std::string& name, const std::string& role,
+                                           const std::string& sha256_hex) = 0;
+  virtual Result<AdminResult> revoke_token(const Actor& who, std::int64_t id) = 0;
+  /// Records an action whose change is made elsewhere (a cancel goes through
+  /// the leader's control loop).
+  virtual Result<void> audit(const Actor& who, const std::string& action, const std::string& subject,
+                             const std::string& details_json) = 0;
+};
+
+}  // namespace baton::store

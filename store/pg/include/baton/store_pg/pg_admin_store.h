@@ -1,0 +1,59 @@
+#pragma once
+// AdminStore on PostgreSQL: the admin API's reads (built as JSON by the
+// database) and its audited mutations, each one transaction.
+#include <string>
+
+#include "baton/store/admin_store.h"
+#include "baton/store_pg/pg_session.h"
+
+namespace baton::store::pg {
+
+class PgAdminStore final : public AdminStore {
+ public:
+  PgAdminStore(const std::string& url, const std::string& application_name);
+  /// Calls cut off after `d` (PgSession): the node's admin API uses a short
+  /// one so /status answers while the database does not.
+  void set_call_deadline(Millis d) { session_.set_call_deadline(d); }
+
+  Result<RunCounts> run_counts() override;
+  Result<std::optional<std::string>> run_json(RunId id) override;
+  Result<Page> list_runs(const RunQuery& q) override;
+  Result<Page> list_epochs(int limit, std::optional<std::int64_t> before_epoch) override;
+  Result<Page> list_nodes(int limit, std::optional<std::string> after_id) override;
+  Result<Page> list_workers(int limit, std::optional<std::string> after_id, std::optional<std::string> only) override;
+  Result<JobPage> list_jobs(int limit, std::optional<std::string> after_name, std::optional<std::string> only) override;
+  Result<std::optional<StoredJob>> job_definition(const std::string& name) override;
+  Result<Page> list_dead_letters(int limit, std::optional<std::int64_t> before_id,
+                                 std::optional<std::string> triage_status, std::optional<std::int64_t> only) override;
+  Result<Page> list_audit(int limit, std::optional<std::int64_t> before_id,
+                          std::optional<std::string> subject) override;
+  Result<std::string> settings_json() override;
+  Result<Page> list_tokens(int limit, std::optional<std::int64_t> before_id) override;
+
+  Result<std::optional<TokenGrant>> token_by_hash(const std::string& sha256_hex) override;
+
+  Result<CreateResult> trigger(const Actor& who, const std::string& job,
+                               const std::optional<std::string>& idempotency_key) override;
+  Result<AdminResult> rerun(const Actor& who, RunId of) override;
+  Result<std::vector<AdminResult>> replay(const Actor& who, const std::vector<std::int64_t>& ids) override;
+  Result<AdminResult> triage(const Actor& who, std::int64_t dead_letter, const std::string& status,
+                             const std::optional<std::string>& notes) override;
+  Result<AdminResult> set_job_paused(const Actor& who, const std::string& name, bool paused) override;
+  Result<AdminResult> create_job(const Actor& who, const JobDefinition& job) override;
+  Result<AdminResult> update_job(const Actor& who, const JobWrite& w) override;
+  Result<AdminResult> delete_job(const Actor& who, const std::string& name,
+                                 std::optional<std::int64_t> expected_version) override;
+  Result<AdminResult> set_worker_admin_state(const Actor& who, const std::string& worker,
+                                             const std::string& state) override;
+  Result<AdminResult> set_setting(const Actor& who, const std::string& key, const std::string& value_json) override;
+  Result<AdminResult> create_token(const Actor& who, const std::string& name, const std::string& role,
+                                   const std::string& sha256_hex) override;
+  Result<AdminResult> revoke_token(const Actor& who, std::int64_t id) override;
+  Result<void> audit(const Actor& who, const std::string& action, const std::string& subject,
+                     const std::string& details_json) override;
+
+ private:
+  PgSession session_;
+};
+
+}  // namespace baton::store::pg

@@ -1,0 +1,597 @@
+#include "baton/store_pg/pg_admin_store.h"
+
+#include "run_transitions_sql.h"
+
+namespace baton::store::pg {
+
+namespace {
+
+/// Rows of (cursor, item json): at most `limit` items, and the cursor of
+/// the last one when a further row shows that more follow.
+Page page_of(const pqxx::result& rows, int limit) {
+  Page p;
+  p.items_json = "[";
+  int n = 0;
+  for (const auto& row : rows) {
+    if (n == limit) {
+      p.next_cursor = rows[static_cast<pqxx::result::size_type>(limit - 1)][0].as<std::string>();
+      break;
+    }
+    p.items_json += (n++ ? "," : "") + row[1].as<std::string>();
+  }
+  p.items_json += "]";
+  return p;
+}
+
+/// One page of an admin list: `sql` selects (cursor, item json) rows and
+/// takes the row limit as its last parameter, after `args`.
+template <class... Args>
+Result<Page> page_query(PgSession& session, const char* sql, int limit, const Args&... args) {
+  return session.with<Page>([&](pqxx::connection& c) -> Result<Page> {
+    pqxx::nontransaction tx{c};
+    return page_of(tx.exec_params(sql, args..., limit + 1), limit);
+  });
+}
+
+constexpr const char* final_states = "('SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELED')";
+
+/// The audit record of a mutation, in the mutation's transaction.
+void audit_in(pqxx::work& tx, const Actor& who, const std::string& action, const std::string& subject,
+              const std::optional<std::string>& before_json, const std::optional<std::string>& after_json) {
+  tx.exec_params(
+      "INSERT INTO audit_log (actor, action, subject, epoch, details)"
+      " VALUES ($1, $2, $3, $4, jsonb_build_object('before', $5::jsonb, 'after', $6::jsonb))",
+      who.name, action, subject, who.epoch.value, before_json, after_json);
+}
+
+AdminResult applied(std::string json) { return {AdminOutcome::applied, std::move(json), {}}; }
+AdminResult refused(AdminOutcome o, std::string message, std::string json = "{}") {
+  return {o, std::move(json), std::move(message)};
+}
+
+/// A job definition as the API shows it: every field of the file format,
+/// plus what the database adds.
+constexpr const char* job_json =
+    "jsonb_build_object('name', j.name, 'schedule', j.schedule, 'time_zone', j.time_zone, 'paused', j.paused,"
+    " 'live', j.live, 'version', j.version, 'tasks', j.tasks, 'max_attempts', j.max_attempts,"
+    " 'timeout_ms', j.timeout_ms, 'retry_base_ms', j.retry_base_ms, 'retry_cap_ms', j.retry_cap_ms,"
+    " 'priority', j.priority, 'worker_selector', j.worker_selector, 'misfire_policy', j.misfire_policy,"
+    " 'created_at', j.created_at, 'updated_at', j.updated_at, 'deleted_at', j.deleted_at)";
+
+}  // namespace
+
+PgAdminStore::PgAdminStore(const std::string& url, const std::string& application_name)
+    : session_(url, application_name) {}
+
+Result<RunCounts> PgAdminStore::run_counts() {
+  return session_.with<RunCounts>([&](pqxx::connection& c) -> Result<RunCounts> {
+    pqxx::nontransaction tx{c};
+    RunCounts out;
+    for (auto s : all_run_states) out.by_state[std::string(to_string(s))] = 0;
+    for (const auto& r : tx.exec("SELECT state, count(*) FROM job_runs GROUP BY state"))
+      out.by_state[r[0].as<std::string>()] = r[1].as<std::int64_t>();
+    return out;
+  });
+}
+
+Result<std::optional<std::string>> PgAdminStore::run_json(RunId id) {
+  return session_.with<std::optional<std::string>>([&](pqxx::connection& c) -> Result<std::optional<std::string>> {
+    pqxx::nontransaction tx{c};
+    // Everything an operator asks about one run: its attempts, every change
+    // of state with the epoch that wrote it, its output and its dead letter.
+    auto rows = tx.exec_params(
+        "SELECT jsonb_build_object('id', r.id, 'job', j.name, 'state', r.state, 'version', r.version,"
+        " 'attempt', r.attempt, 'max_attempts', r.max_attempts, 'leader_epoch', r.leader_epoch,"
+        " 'assigned_worker_id', r.assigned_worker_id, 'continuation_state', r.continuation_state,"
+        " 'continuation_deadline_at', r.continuation_deadline_at,"
+        " 'scheduled_for', r.scheduled_for, 'next_attempt_at', r.next_attempt_at, 'priority', r.priority,"
+        " 'idempotency_key', r.idempotency_key, 'trigger_kind', r.trigger_kind, 'rerun_of', r.rerun_of,"
+        " 'payload', r.payload, 'created_at', r.created_at,"
+        " 'started_at', r.started_at, 'finished_at', r.finished_at, 'result', r.result,"
+        " 'error_code', r.error_code, 'error_msg', r.error_msg,"
+        " 'attempts', coalesce((SELECT jsonb_agg(jsonb_build_object('attempt', a.attempt, 'worker_id',"
+        "   a.worker_id, 'leader_epoch', a.leader_epoch, 'outcome', a.outcome, 'exit_code', a.exit_code,"
+        "   'duration_ms', a.duration_ms, 'started_at', a.started_at, 'finished_at', a.finished_at)"
+        "   ORDER BY a.attempt) FROM job_run_attempts a WHERE a.run_id = r.id), '[]'::jsonb),"
+        " 'transitions', coalesce((SELECT jsonb_agg(jsonb_build_object('at', t.at, 'from', t.from_state,"
+        "   'to', t.to_state, 'attempt', t.attempt, 'leader_epoch', t.leader_epoch,"
+        "   'continuation_state', t.continuation_state, 'version', t.to_version) ORDER BY t.id)"
+        "   FROM job_run_transitions t WHERE t.run_id = r.id), '[]'::jsonb),"
+        " 'dead_letter', (SELECT jsonb_build_object('id', d.id, 'triage_status', d.triage_status, 'notes', d.notes,"
+        "   'replayed_run_ids', d.replayed_run_ids) FROM dead_letters d WHERE d.run_id = r.id),"
+        " 'reruns', coalesce((SELECT jsonb_agg(x.id ORDER BY x.id) FROM job_runs x WHERE x.rerun_of = r.id),"
+        "   '[]'::jsonb),"
+        " 'logs', coalesce((SELECT jsonb_agg(jsonb_build_object('attempt', l.attempt, 'stream', l.stream,"
+        "   'at', l.created_at, 'chunk', l.chunk) ORDER BY l.id) FROM run_logs l WHERE l.run_id = r.id),"
+        "   '[]'::jsonb))::text"
+        " FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id WHERE r.id = $1",
+        id.value);
+    if (rows.empty()) return std::optional<std::string>{};
+    return std::optional<std::string>{rows[0][0].as<std::string>()};
+  });
+}
+
+Result<Page> PgAdminStore::list_runs(const RunQuery& q) {
+  return page_query(
+      session_,
+      "SELECT r.id::text, jsonb_build_object('id', r.id, 'job', j.name, 'state', r.state, 'attempt', r.attempt,"
+      " 'max_attempts', r.max_attempts, 'worker_id', r.assigned_worker_id, 'leader_epoch', r.leader_epoch,"
+      " 'continuation_state', r.continuation_state, 'idempotency_key', r.idempotency_key,"
+      " 'trigger_kind', r.trigger_kind, 'scheduled_for', r.scheduled_for, 'created_at', r.created_at,"
+      " 'started_at', r.started_at, 'finished_at', r.finished_at, 'error_code', r.error_code)::text"
+      " FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id"
+      " WHERE ($1::text IS NULL OR j.name = $1) AND ($2::text IS NULL OR r.state = $2)"
+      "   AND ($3::text IS NULL OR r.assigned_worker_id = $3) AND ($4::text IS NULL OR r.idempotency_key = $4)"
+      "   AND ($5::bigint IS NULL OR r.created_at >= to_timestamp($5))"
+      "   AND ($6::bigint IS NULL OR r.created_at < to_timestamp($6))"
+      "   AND ($7::bigint IS NULL OR r.id < $7)"
+      " ORDER BY r.id DESC LIMIT $8",
+      q.limit, q.job, q.state, q.worker, q.idempotency_key, q.created_after_unix, q.created_before_unix, q.before_id);
+}
+
+Result<Page> PgAdminStore::list_epochs(int limit, std::optional<std::int64_t> before_epoch) {
+  return page_query(session_,
+                    "SELECT e.epoch::text, jsonb_build_object('epoch', e.epoch, 'leader_id', e.leader_id,"
+                    " 'leader_incarnation', e.leader_incarnation, 'leader_endpoint', e.leader_endpoint,"
+                    " 'elected_at', e.elected_at, 'ended_at', e.ended_at, 'end_reason', e.end_reason,"
+                    " 'current', e.epoch = (SELECT epoch FROM leader_lease LIMIT 1))::text"
+                    " FROM epoch_history e WHERE ($1::bigint IS NULL OR e.epoch < $1) ORDER BY e.epoch DESC LIMIT $2",
+                    limit, before_epoch);
+}
+
+Result<JobPage> PgAdminStore::list_jobs(int limit, std::optional<std::string> after_name,
+                                        std::optional<std::string> only) {
+  return session_.with<JobPage>([&](pqxx::connection& c) -> Result<JobPage> {
+    pqxx::nontransaction tx{c};
+    auto rows =
+        tx.exec_params(std::string("SELECT j.name, j.schedule, j.time_zone, j.paused OR NOT j.live, (") + job_json +
+                           " || jsonb_build_object('last_run', (SELECT jsonb_build_object('id', r.id, 'state', r.state,"
+                           " 'created_at', r.created_at, 'finished_at', r.finished_at, 'error_code', r.error_code)"
+                           " FROM job_runs r WHERE r.job_definition_id = j.id ORDER BY r.id DESC LIMIT 1)))::text,"
+                           " extract(epoch FROM now())::bigint"
+                           " FROM job_definitions j WHERE j.deleted_at IS NULL AND ($1::text IS NULL OR j.name > $1)"
+                           "   AND ($2::text IS NULL OR j.name = $2) ORDER BY j.name LIMIT $3",
+                       after_name, only, limit + 1);
+    JobPage page;
+    for (const auto& row : rows) {
+      page.now_unix = row[5].as<std::int64_t>();
+      if (static_cast<int>(page.jobs.size()) == limit) {
+        page.next_cursor = page.jobs.back().name;
+        break;
+      }
+      JobListing j;
+      j.name = row[0].as<std::string>();
+      if (!row[1].is_null()) j.schedule = row[1].as<std::string>();
+      j.time_zone = row[2].as<std::string>();
+      j.paused = row[3].as<bool>();
+      j.item_json = row[4].as<std::string>();
+      page.jobs.push_back(std::move(j));
+    }
+    return page;
+  });
+}
+
+Result<Page> PgAdminStore::list_audit(int limit, std::optional<std::int64_t> before_id,
+                                      std::optional<std::string> subject) {
+  return page_query(
+      session_,
+      "SELECT a.id::text, jsonb_build_object('id', a.id, 'at', a.at, 'actor', a.actor, 'action', a.action,"
+      " 'subject', a.subject, 'epoch', a.epoch, 'details', a.details)::text FROM audit_log a"
+      " WHERE ($1::bigint IS NULL OR a.id < $1) AND ($2::text IS NULL OR a.subject = $2)"
+      " ORDER BY a.id DESC LIMIT $3",
+      limit, before_id, subject);
+}
+
+Result<Page> PgAdminStore::list_nodes(int limit, std::optional<std::string> after_id) {
+  return page_query(session_,
+                    "SELECT n.node_id, jsonb_build_object('node_id', n.node_id, 'incarnation', n.incarnation,"
+                    " 'endpoint', n.endpoint, 'role', n.role, 'started_at', n.started_at,"
+                    " 'last_heartbeat_at', n.last_heartbeat_at,"
+                    " 'heartbeat_age_ms', floor(extract(epoch FROM now() - n.last_heartbeat_at) * 1000)::bigint,"
+                    " 'leads', l.leader_id = n.node_id AND l.leader_incarnation = n.incarnation AND NOT l.released"
+                    " AND l.lease_expires_at > now(),"
+                    " 'epoch', l.epoch)::text"
+                    " FROM nodes n LEFT JOIN leader_lease l ON l.id = 1"
+                    " WHERE ($1::text IS NULL OR n.node_id > $1) ORDER BY n.node_id LIMIT $2",
+                    limit, after_id);
+}
+
+Result<Page> PgAdminStore::list_workers(int limit, std::optional<std::string> after_id,
+                                        std::optional<std::string> only) {
+  return page_query(
+      session_,
+      "SELECT w.worker_id, jsonb_build_object('worker_id', w.worker_id, 'state', w.state,"
+      " 'admin_state', w.admin_state, 'labels', w.labels,"
+      " 'capacity', w.capacity, 'attached_node_id', w.attached_node_id, 'attached_epoch', w.attached_epoch,"
+      " 'attached_at', w.attached_at, 'detached_at', w.detached_at, 'last_heartbeat_at', w.last_heartbeat_at,"
+      " 'in_flight', (SELECT count(*) FROM job_runs r WHERE r.assigned_worker_id = w.worker_id"
+      "   AND r.state IN ('ASSIGNED', 'RUNNING')),"
+      " 'runs', coalesce((SELECT jsonb_agg(jsonb_build_object('id', r.id, 'state', r.state, 'attempt', r.attempt,"
+      "   'continuation_state', r.continuation_state) ORDER BY r.id) FROM job_runs r"
+      "   WHERE r.assigned_worker_id = w.worker_id AND r.state IN ('ASSIGNED', 'RUNNING')), '[]'::jsonb))::text"
+      " FROM workers w WHERE ($1::text IS NULL OR w.worker_id > $1) AND ($2::text IS NULL OR w.worker_id = $2)"
+      " ORDER BY w.worker_id LIMIT $3",
+      limit, after_id, only);
+}
+
+Result<std::optional<StoredJob>> PgAdminStore::job_definition(const std::string& name) {
+  return session_.with<std::optional<StoredJob>>([&](pqxx::connection& c) -> Result<std::optional<StoredJob>> {
+    pqxx::nontransaction tx{c};
+    auto rows = tx.exec_params(
+        "SELECT schedule, time_zone, tasks::text, max_attempts, priority, coalesce(timeout_ms, 0), retry_base_ms,"
+        " retry_cap_ms, worker_selector::text, live, misfire_policy, version, paused"
+        " FROM job_definitions WHERE name = $1 AND deleted_at IS NULL",
+        name);
+    if (rows.empty()) return std::optional<StoredJob>{};
+    const auto& r = rows[0];
+    StoredJob s;
+    s.job.name = name;
+    if (!r[0].is_null()) s.job.schedule = r[0].as<std::string>();
+    s.job.time_zone = r[1].as<std::string>();
+    s.job.tasks_json = r[2].as<std::string>();
+    s.job.max_attempts = r[3].as<int>();
+    s.job.priority = r[4].as<int>();
+    s.job.timeout_ms = r[5].as<std::int64_t>();
+    s.job.retry_base_ms = r[6].as<std::int64_t>();
+    s.job.retry_cap_ms = r[7].as<std::int64_t>();
+    s.job.selector_json = r[8].as<std::string>();
+    s.job.live = r[9].as<bool>();
+    s.job.misfire_policy = r[10].as<std::string>();
+    s.version = r[11].as<std::int64_t>();
+    s.paused = r[12].as<bool>();
+    return std::optional<StoredJob>{s};
+  });
+}
+
+Result<Page> PgAdminStore::list_dead_letters(int limit, std::optional<std::int64_t> before_id,
+                                             std::optional<std::string> triage_status,
+                                             std::optional<std::int64_t> only) {
+  return page_query(session_,
+                    "SELECT d.id::text, jsonb_build_object('id', d.id, 'run_id', d.run_id, 'job', j.name,"
+                    " 'final_state', d.final_state, 'attempts', d.attempts, 'error_code', d.error_code,"
+                    " 'error_msg', d.error_msg, 'triage_status', d.triage_status, 'notes', d.notes,"
+                    " 'replayed_run_ids', d.replayed_run_ids,"
+                    " 'created_at', d.created_at, 'updated_at', d.updated_at)::text"
+                    " FROM dead_letters d LEFT JOIN job_definitions j ON j.id = d.job_definition_id"
+                    " WHERE ($1::bigint IS NULL OR d.id < $1) AND ($2::text IS NULL OR d.triage_status = $2)"
+                    "   AND ($3::bigint IS NULL OR d.id = $3)"
+                    " ORDER BY d.id DESC LIMIT $4",
+                    limit, before_id, triage_status, only);
+}
+
+Result<std::string> PgAdminStore::settings_json() {
+  return session_.with<std::string>([&](pqxx::connection& c) -> Result<std::string> {
+    pqxx::nontransaction tx{c};
+    return tx
+        .exec1(
+            "SELECT coalesce(jsonb_object_agg(key, jsonb_build_object('value', value, 'updated_at', updated_at,"
+            " 'updated_by', updated_by)), '{}'::jsonb)::text FROM settings")[0]
+        .as<std::string>();
+  });
+}
+
+Result<Page> PgAdminStore::list_tokens(int limit, std::optional<std::int64_t> before_id) {
+  return page_query(session_,
+                    "SELECT t.id::text, jsonb_build_object('id', t.id, 'name', t.name, 'role', t.role,"
+                    " 'created_at', t.created_at, 'created_by', t.created_by, 'last_used_at', t.last_used_at,"
+                    " 'revoked_at', t.revoked_at)::text FROM api_tokens t"
+                    " WHERE ($1::bigint IS NULL OR t.id < $1) ORDER BY t.id DESC LIMIT $2",
+                    limit, before_id);
+}
+
+Result<std::optional<TokenGrant>> PgAdminStore::token_by_hash(const std::string& sha256_hex) {
+  return session_.with<std::optional<TokenGrant>>([&](pqxx::connection& c) -> Result<std::optional<TokenGrant>> {
+    pqxx::nontransaction tx{c};
+    auto rows = tx.exec_params(
+        "UPDATE api_tokens SET last_used_at = now() WHERE token_sha256 = $1 AND revoked_at IS NULL"
+        " RETURNING id, name, role",
+        sha256_hex);
+    if (rows.empty()) return std::optional<TokenGrant>{};
+    return std::optional<TokenGrant>{
+        TokenGrant{rows[0][0].as<std::int64_t>(), rows[0][1].as<std::string>(), rows[0][2].as<std::string>()}};
+  });
+}
+
+Result<CreateResult> PgAdminStore::trigger(const Actor& who, const std::string& job,
+                                           const std::optional<std::string>& idempotency_key) {
+  return session_.with<CreateResult>([&](pqxx::connection& c) -> Result<CreateResult> {
+    pqxx::work tx{c};
+    auto r = tx.exec_params1(create_job_run_sql(), who.epoch.value, job, idempotency_key, "api",
+                             std::optional<std::int64_t>{});
+    if (!r[2].as<bool>()) return make_error(Errc::bad_input, "unknown job '" + job + "'");
+    auto created = classify_create(r, who.epoch);
+    if (created.outcome != WriteOutcome::applied) return created;  // nothing written: nothing to audit
+    tx.exec_params(
+        "INSERT INTO audit_log (actor, action, subject, epoch, details) VALUES ($1, 'job.trigger', $2, $3,"
+        " jsonb_build_object('run_id', $4::bigint, 'idempotency_key', $5::text))",
+        who.name, "job:" + job, who.epoch.value, created.run.value, idempotency_key);
+    tx.commit();
+    return created;
+  });
+}
+
+namespace {
+
+/// Inserts a run repeating run `of` (same job, same payload), fenced by the
+/// epoch; (current epoch, new id or NULL, the original's state or NULL when
+/// absent, whether its job is live).
+pqxx::row insert_repeat(pqxx::work& tx, const Actor& who, std::int64_t of, const char* kind) {
+  return tx.exec_params1(
+      "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1 FOR KEY SHARE),"
+      " src AS (SELECT r.id, r.state, r.payload, j.id AS job_id, j.max_attempts, j.priority"
+      "   FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id AND j.deleted_at IS NULL"
+      "   WHERE r.id = $2),"
+      " w AS (INSERT INTO job_runs (job_definition_id, max_attempts, priority, trigger_kind, leader_epoch, payload,"
+      "   rerun_of)"
+      "   SELECT src.job_id, src.max_attempts, src.priority, $3::text, $1::bigint, src.payload, src.id FROM src"
+      "   WHERE src.job_id IS NOT NULL AND src.state IN " +
+          std::string(final_states) +
+          " AND (SELECT epoch FROM fence) = $1::bigint RETURNING id)"
+          " SELECT (SELECT epoch FROM fence), (SELECT id FROM w), (SELECT state FROM src),"
+          " coalesce((SELECT job_id IS NOT NULL FROM src), false)",
+      who.epoch.value, of, kind);
+}
+
+}  // namespace
+
+Result<AdminResult> PgAdminStore::rerun(const Actor& who, RunId of) {
+  return session_.with<AdminResult>([&](pqxx::connection& c) -> Result<AdminResult> {
+    pqxx::work tx{c};
+    auto r = insert_repeat(tx, who, of.value, "rerun");
+    const auto subject = "run:" + std::to_string(of.value);
+    if (r[2].is_null()) return refused(AdminOutcome::not_found, "no run " + std::to_string(of.value));
+    if (r[0].as<std::int64_t>() != who.epoch.value) return refused(AdminOutcome::fenced, "this node was superseded");
+    const auto state = r[2].as<std::string>();
+    if (r[1].is_null() && !is_terminal(parse_run_state(state).value_or(RunState::pending)))
+      return refused(AdminOutcome::conflict,
+                     "run " + std::to_string(of.value) + " is " + state +
+                         ": only a finished run (SUCCEEDED, FAILED, TIMED_OUT, CANCELED) is re-run");
+    if (r[1].is_null())
+      return refused(AdminOutcome::not_found, "the job of run " + std::to_string(of.value) + " was deleted");
+    const auto id = r[1].as<std::int64_t>();
+    const auto after = "{\"run_id\":" + std::to_string(id) + "}";
+    audit_in(tx, who, "run.rerun", subject, std::nullopt, after);
+    tx.commit();
+    return applied(after);
+  });
+}
+
+Result<std::vector<AdminResult>> PgAdminStore::replay(const Actor& who, const std::vector<std::int64_t>& ids) {
+  return session_.with<std::vector<AdminResult>>([&](pqxx::connection& c) -> Result<std::vector<AdminResult>> {
+    pqxx::work tx{c};
+    std::vector<AdminResult> out;
+    for (auto id : ids) {
+      const auto subject = "dead_letter:" + std::to_string(id);
+      auto letter = tx.exec_params(
+          "SELECT run_id, triage_status, replayed_run_ids::text FROM dead_letters WHERE id = $1 FOR UPDATE", id);
+      if (letter.empty()) {
+        out.push_back(refused(AdminOutcome::not_found, "no dead letter " + std::to_string(id)));
+        continue;
+      }
+      auto r = insert_repeat(tx, who, letter[0][0].as<std::int64_t>(), "replay");
+      if (r[0].as<std::int64_t>() != who.epoch.value)
+        return std::vector<AdminResult>(ids.size(), refused(AdminOutcome::fenced, "this node was superseded"));
+      if (r[1].is_null()) {
+        out.push_back(refused(AdminOutcome::not_found,
+                              r[2].is_null() ? "the run of dead letter " + std::to_string(id) + " was removed"
+                                             : "the job of dead letter " + std::to_string(id) + " was deleted"));
+        continue;
+      }
+      const auto run = r[1].as<std::int64_t>();
+      tx.exec_params(
+          "UPDATE dead_letters SET triage_status = 'replayed', replayed_run_ids = replayed_run_ids || $2::bigint,"
+          " updated_at = now() WHERE id = $1",
+          id, run);
+      const auto before = "{\"triage_status\":\"" + letter[0][1].as<std::string>() + "\"}";
+      const auto after = "{\"triage_status\":\"replayed\",\"run_id\":" + std::to_string(run) + "}";
+      audit_in(tx, who, "dead_letter.replay", subject, before, after);
+      out.push_back(applied("{\"dead_letter_id\":" + std::to_string(id) + ",\"run_id\":" + std::to_string(run) + "}"));
+    }
+    tx.commit();
+    return out;
+  });
+}
+
+Result<AdminResult> PgAdminStore::triage(const Actor& who, std::int64_t dead_letter, const std::string& status,
+                                         const std::optional<std::string>& notes) {
+  return session_.with<AdminResult>([&](pqxx::connection& c) -> Result<AdminResult> {
+    pqxx::work tx{c};
+    auto rows = tx.exec_params(
+        "WITH old AS (SELECT id, triage_status, notes FROM dead_letters WHERE id = $1 FOR UPDATE)"
+        " UPDATE dead_letters d SET triage_status = $2, notes = coalesce($3, d.notes), updated_at = now()"
+        " FROM old WHERE d.id = old.id RETURNING jsonb_build_object('triage_status', old.triage_status,"
+        " 'notes', old.notes)::text, jsonb_build_object('triage_status', d.triage_status, 'notes', d.notes)::text",
+        dead_letter, status, notes);
+    if (rows.empty()) return refused(AdminOutcome::not_found, "no dead letter " + std::to_string(dead_letter));
+    audit_in(tx, who, "dead_letter.triage", "dead_letter:" + std::to_string(dead_letter), rows[0][0].as<std::string>(),
+             rows[0][1].as<std::string>());
+    tx.commit();
+    return applied(rows[0][1].as<std::string>());
+  });
+}
+
+Result<AdminResult> PgAdminStore::set_job_paused(const Actor& who, const std::string& name, bool paused) {
+  return session_.with<AdminResult>([&](pqxx::connection& c) -> Result<AdminResult> {
+    pqxx::work tx{c};
+    // The change and its audit record commit together, or neither does.
+    auto rows = tx.exec_params(
+        "WITH old AS (SELECT id, paused FROM job_definitions WHERE name = $1 AND deleted_at IS NULL FOR UPDATE)"
+        " UPDATE job_definitions j SET paused = $2, version = j.version + 1, updated_at = now()"
+        " FROM old WHERE j.id = old.id RETURNING j.version, old.paused",
+        name, paused);
+    if (rows.empty()) return refused(AdminOutcome::not_found, "no job '" + name + "'");
+    audit_in(tx, who, paused ? "job.pause" : "job.resume", "job:" + name,
+             std::string("{\"paused\":") + (rows[0][1].as<bool>() ? "true" : "false") + "}",
+             std::string("{\"paused\":") + (paused ? "true" : "false") + "}");
+    tx.commit();
+    return applied(std::string("{\"job\":") + "\"" + name + "\",\"paused\":" + (paused ? "true" : "false") +
+                   ",\"version\":" + rows[0][0].as<std::string>() + "}");
+  });
+}
+
+namespace {
+
+/// The job's row as JSON (for audit before/after and the API's answer).
+std::string job_row_json(pqxx::work& tx, const std::string& name) {
+  auto rows =
+      tx.exec_params(std::string("SELECT ") + job_json + "::text FROM job_definitions j WHERE j.name = $1", name);
+  return rows.empty() ? "null" : rows[0][0].as<std::string>();
+}
+
+}  // namespace
+
+Result<AdminResult> PgAdminStore::create_job(const Actor& who, const JobDefinition& j) {
+  return session_.with<AdminResult>([&](pqxx::connection& c) -> Result<AdminResult> {
+    pqxx::work tx{c};
+    // A deleted job's name may be used again: the row comes back to life
+    // (its old runs keep pointing at it), with a new version.
+    auto rows = tx.exec_params(
+        "INSERT INTO job_definitions (name, schedule, time_zone, tasks, max_attempts, priority, timeout_ms,"
+        " retry_base_ms, retry_cap_ms, worker_selector, live, misfire_policy)"
+        " VALUES ($1, $2, $3, $4::jsonb, $5, $6, nullif($7, 0), $8, $9, $10::jsonb, $11, $12)"
+        " ON CONFLICT (name) DO UPDATE SET schedule = EXCLUDED.schedule, time_zone = EXCLUDED.time_zone,"
+        " tasks = EXCLUDED.tasks, max_attempts = EXCLUDED.max_attempts, priority = EXCLUDED.priority,"
+        " timeout_ms = EXCLUDED.timeout_ms, retry_base_ms = EXCLUDED.retry_base_ms,"
+        " retry_cap_ms = EXCLUDED.retry_cap_ms, worker_selector = EXCLUDED.worker_selector, live = EXCLUDED.live,"
+        " misfire_policy = EXCLUDED.misfire_policy, paused = false, deleted_at = NULL, updated_at = now(),"
+        " version = job_definitions.version + 1 WHERE job_definitions.deleted_at IS NOT NULL RETURNING id",
+        j.name, j.schedule, j.time_zone, j.tasks_json, j.max_attempts, j.priority, j.timeout_ms, j.retry_base_ms,
+        j.retry_cap_ms, j.selector_json, j.live, j.misfire_policy);
+    if (rows.empty()) return refused(AdminOutcome::conflict, "job '" + j.name + "' exists", job_row_json(tx, j.name));
+    auto after = job_row_json(tx, j.name);
+    audit_in(tx, who, "job.create", "job:" + j.name, std::nullopt, after);
+    tx.commit();
+    return applied(after);
+  });
+}
+
+Result<AdminResult> PgAdminStore::update_job(const Actor& who, const JobWrite& w) {
+  const auto& j = w.job;
+  return session_.with<AdminResult>([&](pqxx::connection& c) -> Result<AdminResult> {
+    pqxx::work tx{c};
+    auto current =
+        tx.exec_params("SELECT version FROM job_definitions WHERE name = $1 AND deleted_at IS NULL FOR UPDATE", j.name);
+    if (current.empty()) return refused(AdminOutcome::not_found, "no job '" + j.name + "'");
+    const auto version = current[0][0].as<std::int64_t>();
+    if (w.expected_version && *w.expected_version != version)
+      return refused(AdminOutcome::conflict,
+                     "job '" + j.name + "' is at version " + std::to_string(version) + ", not " +
+                         std::to_string(*w.expected_version) + ": read it again",
+                     job_row_json(tx, j.name));
+    auto before = job_row_json(tx, j.name);
+    tx.exec_params(
+        "UPDATE job_definitions SET schedule = $2, time_zone = $3, tasks = $4::jsonb, max_attempts = $5,"
+        " priority = $6, timeout_ms = nullif($7, 0), retry_base_ms = $8, retry_cap_ms = $9,"
+        " worker_selector = $10::jsonb, live = $11, misfire_policy = $12, version = version + 1,"
+        " updated_at = now() WHERE name = $1",
+        j.name, j.schedule, j.time_zone, j.tasks_json, j.max_attempts, j.priority, j.timeout_ms, j.retry_base_ms,
+        j.retry_cap_ms, j.selector_json, j.live, j.misfire_policy);
+    auto after = job_row_json(tx, j.name);
+    audit_in(tx, who, "job.update", "job:" + j.name, before, after);
+    tx.commit();
+    return applied(after);
+  });
+}
+
+Result<AdminResult> PgAdminStore::delete_job(const Actor& who, const std::string& name,
+                                             std::optional<std::int64_t> expected_version) {
+  return session_.with<AdminResult>([&](pqxx::connection& c) -> Result<AdminResult> {
+    pqxx::work tx{c};
+    auto current =
+        tx.exec_params("SELECT version FROM job_definitions WHERE name = $1 AND deleted_at IS NULL FOR UPDATE", name);
+    if (current.empty()) return refused(AdminOutcome::not_found, "no job '" + name + "'");
+    const auto version = current[0][0].as<std::int64_t>();
+    if (expected_version && *expected_version != version)
+      return refused(AdminOutcome::conflict,
+                     "job '" + name + "' is at version " + std::to_string(version) + ", not " +
+                         std::to_string(*expected_version) + ": read it again",
+                     job_row_json(tx, name));
+    auto before = job_row_json(tx, name);
+    tx.exec_params(
+        "UPDATE job_definitions SET deleted_at = now(), version = version + 1, updated_at = now() WHERE name = $1",
+        name);
+    auto after = job_row_json(tx, name);
+    audit_in(tx, who, "job.delete", "job:" + name, before, after);
+    tx.commit();
+    return applied(after);
+  });
+}
+
+Result<AdminResult> PgAdminStore::set_worker_admin_state(const Actor& who, const std::string& worker,
+                                                         const std::string& state) {
+  return session_.with<AdminResult>([&](pqxx::connection& c) -> Result<AdminResult> {
+    pqxx::work tx{c};
+    auto rows = tx.exec_params(
+        "WITH old AS (SELECT worker_id, admin_state FROM workers WHERE worker_id = $1 FOR UPDATE)"
+        " UPDATE workers w SET admin_state = $2 FROM old WHERE w.worker_id = old.worker_id"
+        " RETURNING old.admin_state",
+        worker, state);
+    if (rows.empty()) return refused(AdminOutcome::not_found, "no worker '" + worker + "'");
+    const auto before = "{\"admin_state\":\"" + rows[0][0].as<std::string>() + "\"}";
+    const auto after = "{\"admin_state\":\"" + state + "\"}";
+    const char* action = state == "active" ? "worker.resume" : state == "draining" ? "worker.drain" : "worker.evict";
+    audit_in(tx, who, action, "worker:" + worker, before, after);
+    tx.commit();
+    return applied(after);
+  });
+}
+
+Result<AdminResult> PgAdminStore::set_setting(const Actor& who, const std::string& key, const std::string& value_json) {
+  return session_.with<AdminResult>([&](pqxx::connection& c) -> Result<AdminResult> {
+    pqxx::work tx{c};
+    auto before = tx.exec_params("SELECT value::text FROM settings WHERE key = $1 FOR UPDATE", key);
+    tx.exec_params(
+        "INSERT INTO settings (key, value, updated_at, updated_by) VALUES ($1, $2::jsonb, now(), $3)"
+        " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now(), updated_by = EXCLUDED.updated_by",
+        key, value_json, who.name);
+    audit_in(tx, who, "setting.set", "setting:" + key,
+             before.empty() ? std::optional<std::string>{} : before[0][0].as<std::string>(), value_json);
+    tx.commit();
+    return applied(value_json);
+  });
+}
+
+Result<AdminResult> PgAdminStore::create_token(const Actor& who, const std::string& name, const std::string& role,
+                                               const std::string& sha256_hex) {
+  return session_.with<AdminResult>([&](pqxx::connection& c) -> Result<AdminResult> {
+    pqxx::work tx{c};
+    auto rows = tx.exec_params(
+        "INSERT INTO api_tokens (name, role, token_sha256, created_by) VALUES ($1, $2, $3, $4)"
+        " ON CONFLICT (name) WHERE revoked_at IS NULL DO NOTHING"
+        " RETURNING jsonb_build_object('id', id, 'name', name, 'role', role, 'created_at', created_at)::text",
+        name, role, sha256_hex, who.name);
+    if (rows.empty())
+      return refused(AdminOutcome::conflict, "a live token named '" + name + "' exists: revoke it first");
+    audit_in(tx, who, "token.create", "token:" + name, std::nullopt, rows[0][0].as<std::string>());
+    tx.commit();
+    return applied(rows[0][0].as<std::string>());
+  });
+}
+
+Result<AdminResult> PgAdminStore::revoke_token(const Actor& who, std::int64_t id) {
+  return session_.with<AdminResult>([&](pqxx::connection& c) -> Result<AdminResult> {
+    pqxx::work tx{c};
+    auto rows = tx.exec_params(
+        "UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1"
+        " RETURNING name, jsonb_build_object('id', id, 'name', name, 'role', role, 'revoked_at', revoked_at)::text",
+        id);
+    if (rows.empty()) return refused(AdminOutcome::not_found, "no token " + std::to_string(id));
+    audit_in(tx, who, "token.revoke", "token:" + rows[0][0].as<std::string>(), std::nullopt,
+             rows[0][1].as<std::string>());
+    tx.commit();
+    return applied(rows[0][1].as<std::string>());
+  });
+}
+
+Result<void> PgAdminStore::audit(const Actor& who, const std::string& action, const std::string& subject,
+                                 const std::string& details_json) {
+  return session_.with<void>([&](pqxx::connection& c) -> Result<void> {
+    pqxx::work tx{c};
+    tx.exec_params("INSERT INTO audit_log (actor, action, subject, epoch, details) VALUES ($1, $2, $3, $4, $5::jsonb)",
+                   who.name, action, subject, who.epoch.value, details_json);
+    tx.commit();
+    return {};
+  });
+}
+
+}  // namespace baton::store::pg
