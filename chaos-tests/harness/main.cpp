@@ -199,6 +199,14 @@ class Harness {
     std::this_thread::sleep_for(1500ms);
     for (int i = 1; i <= o_.workers; ++i) start_worker("w" + std::to_string(i));
     if (!wait_leader(20s).size()) return fail("no leader elected");
+    // Job definitions are data: loaded through the API, as an operator does.
+    {
+      ChildProcess apply(
+          {binary(), "ctl", "--addr", "127.0.0.1:" + std::to_string(node_port_["n1"]), "--token-file",
+           std::string(BATON_SOURCE_DIR) + "/configs/example-admin.token", "apply", "-f", work_ + "/jobs"},
+          work_ + "/apply.log");
+      if (apply.wait_for_exit(30s) != 0) return fail("baton ctl apply failed: " + apply.log());
+    }
     if (skewed_node_.size()) {
       // The skewed node runs under libfaketime: its environment says so.
       std::ifstream env("/proc/" + std::to_string(procs_.at(skewed_node_)->pid()) + "/environ");
@@ -359,8 +367,7 @@ class Harness {
     std::ofstream(cfg) << "node_id: " << id << "\nlisten: 127.0.0.1:" << node_port_[id]
                        << "\nworker_token_file: " << BATON_SOURCE_DIR << "/configs/example-worker.token"
                        << "\nadmin_token_file: " << BATON_SOURCE_DIR << "/configs/example-admin.token"
-                       << "\njobs_dir: " << work_
-                       << "/jobs\ndatabase: {url: 'postgresql://postgres@127.0.0.1:" << db_proxy_[id]->port()
+                       << "\ndatabase: {url: 'postgresql://postgres@127.0.0.1:" << db_proxy_[id]->port()
                        << "/baton', start_timeout: 20s}\n"
                        << "election: {lease: " << lease.count()
                        << "ms, renew_every: 500ms, safety_margin: 1s, poll_every: " << poll_every.count() << "ms}\n"

@@ -1,6 +1,5 @@
-// The one `baton` binary: `node`, `migrate` (and, with later work, `worker`
-// and `ctl`). This is the only place that chooses real implementations
-// (PostgreSQL) for the ports the libraries define.
+// The one `baton` binary: `node`, `migrate`, `worker` and `ctl`. This is the only place that chooses real
+// implementations (PostgreSQL) for the ports the libraries define.
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -13,7 +12,7 @@
 #include <vector>
 
 #include "baton/core/log.h"
-#include "baton/leader/job_files.h"
+#include "baton/ctl/ctl.h"
 #include "baton/leader/node.h"
 #include "baton/leader/node_config.h"
 #include "baton/store_pg/migrate.h"
@@ -37,8 +36,7 @@ constexpr const char* usage =
     "  node --config FILE      run a coordinator node\n"
     "  migrate --config FILE   apply schema migrations and exit\n"
     "  worker --config FILE    run a worker agent\n"
-    "\n"
-    "`baton ctl` is not part of this build yet (use the HTTP API).\n";
+    "  ctl VERB ...            the admin API from the command line (baton ctl --help)\n";
 
 int fail(const std::string& message, int code = 2) {
   std::cerr << "baton: " << message;
@@ -125,17 +123,6 @@ int cmd_node(const std::vector<std::string>& args) {
                   " (auto_migrate is false: run `baton migrate` first)");
   }
 
-  if (!cfg->jobs_dir.empty()) {
-    auto jobs = baton::leader::load_job_files(cfg->jobs_dir);
-    if (!jobs) return fail("invalid job definitions:\n" + jobs.error().message);
-    baton::store::pg::PgLeaderStore registry(cfg->database_url, "baton-node-" + cfg->node_id + "-jobs");
-    for (const auto& job : *jobs) {
-      if (auto r = registry.upsert_job(job); !r)
-        return fail("node " + cfg->node_id + ": cannot store job '" + job.name + "': " + r.error().message);
-    }
-    spdlog::info("jobs_loaded node={} dir={} count={}", cfg->node_id, cfg->jobs_dir, jobs->size());
-  }
-
   baton::leader::NodePorts ports;
   ports.lease_store = [url = cfg->database_url](const std::string& app) {
     return std::make_unique<baton::store::pg::PgLeaseStore>(url, app);
@@ -170,7 +157,16 @@ int main(int argc, char** argv) {
     if (command == "node") return cmd_node(args);
     if (command == "migrate") return cmd_migrate(args);
     if (command == "worker") return cmd_worker(args);
-    if (command == "ctl") return fail("'" + command + "' is not implemented in this build yet");
+    if (command == "ctl") {
+      std::signal(SIGPIPE, SIG_IGN);
+      return baton::ctl::run_ctl(
+          args,
+          [](const std::string& name) -> std::optional<std::string> {
+            const char* v = std::getenv(name.c_str());
+            return v ? std::optional<std::string>(v) : std::nullopt;
+          },
+          std::cout, std::cerr);
+    }
     return fail("unknown command '" + command + "'\n" + usage);
   } catch (const std::exception& e) {
     return fail(std::string("fatal: ") + e.what(), 1);

@@ -85,7 +85,7 @@ class Cluster {
     std::ofstream(cfg) << "node_id: " << id << "\nlisten: 127.0.0.1:" << node_ports_[id]
                        << "\nworker_token_file: " << BATON_SOURCE_DIR << "/configs/example-worker.token"
                        << "\nadmin_token_file: " << BATON_SOURCE_DIR << "/configs/example-admin.token"
-                       << "\njobs_dir: " << dir_ << "/jobs\ndatabase: {url: '" << url_ << "'}\n"
+                       << "\ndatabase: {url: '" << url_ << "'}\n"
                        << "election: {lease: " << opt_.lease << ", renew_every: " << opt_.renew_every
                        << ", safety_margin: " << opt_.safety_margin << ", poll_every: 300ms}\n"
                        << "runtime: {heartbeat_interval: " << opt_.heartbeat_interval
@@ -93,7 +93,21 @@ class Cluster {
                        << ", reassign_after: " << opt_.reassign_after
                        << ", continuation_timeout: " << opt_.continuation_timeout
                        << ", continuation_margin: " << opt_.continuation_margin << ", timeout_grace: 2s}\n";
-    return spawn(id, {BATON_BINARY, "node", "--config", cfg});
+    auto& node = spawn(id, {BATON_BINARY, "node", "--config", cfg});
+    if (!jobs_applied_) apply_jobs(id);
+    return node;
+  }
+
+  /// Loads the cluster's job file through `baton ctl apply`, the way an
+  /// operator does (nodes read no job files), once `node` answers.
+  void apply_jobs(const std::string& node) {
+    wait_until([&] { return http_request(port(node), "GET", "/healthz").status == 200; }, 20s);
+    ChildProcess apply({BATON_BINARY, "ctl", "--addr", "127.0.0.1:" + std::to_string(port(node)), "--token",
+                        admin_token, "apply", "-f", dir_ + "/jobs"},
+                       dir_ + "/apply.log");
+    auto rc = apply.wait_for_exit(30s);
+    if (rc != 0) throw std::runtime_error("baton ctl apply failed: " + apply.log());
+    jobs_applied_ = true;
   }
 
   /// Starts worker `id`, pointed at every node started so far (in order).
@@ -201,6 +215,7 @@ class Cluster {
   }
 
  private:
+  bool jobs_applied_ = false;
   ChildProcess& spawn(const std::string& id, std::vector<std::string> argv) {
     procs_.erase(id);
     auto log = dir_ + "/" + id + "." + std::to_string(++spawns_) + ".log";

@@ -169,6 +169,9 @@ void ControlLoop::execute(lc::Effect& effect, lc::Effect* next, bool& next_done)
           auto r = e.attached ? store_.worker_attached(e.worker_id, e.labels_json, e.capacity, me_.node_id, epoch_)
                               : store_.worker_detached(e.worker_id);
           if (!r) spdlog::warn("worker_registry_error worker={} error={}", json_quote(e.worker_id), r.error().message);
+        } else if constexpr (std::is_same_v<T, lc::RecordWorkersSeen>) {
+          if (auto r = store_.workers_seen(e.worker_ids); !r)
+            spdlog::warn("worker_registry_error workers={} error={}", e.worker_ids.size(), r.error().message);
         } else if constexpr (std::is_same_v<T, lc::AppendRunLog>) {
           (void)store_.append_run_log(e.run, e.attempt, e.stream, e.chunk);  // best effort: the tail is in the finish
         } else if constexpr (std::is_same_v<T, lc::ReadActive>) {

@@ -153,7 +153,7 @@ Result<std::vector<store::JobDefinition>> load_job_files(const std::string& dir)
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec))
     if (e.path().extension() == ".yaml" || e.path().extension() == ".yml") files.push_back(e.path().string());
-  if (ec) return make_error(Errc::bad_config, "jobs_dir '" + dir + "': " + ec.message());
+  if (ec) return make_error(Errc::bad_config, "job directory '" + dir + "': " + ec.message());
   std::sort(files.begin(), files.end());
   std::vector<store::JobDefinition> all;
   std::string errors;

@@ -82,7 +82,10 @@ Result<NodeConfig> load_node_config(const std::string& file) {
   if (auto v = top.string("admin_token_file", /*required=*/true)) {
     if (auto t = read_secret(resolve(*v), "admin_token_file", errors)) cfg.admin_token = *t;
   }
-  if (auto v = top.string("jobs_dir")) cfg.jobs_dir = resolve(*v);
+  if (top.string("jobs_dir"))
+    errors.add("jobs_dir",
+               "nodes no longer load job files: job definitions live in the database. Remove jobs_dir and load "
+               "the files once with `baton ctl apply -f DIR` (docs/operations.md, \"Jobs are data\")");
   if (auto v = top.boolean("metrics_require_token")) cfg.metrics_require_token = *v;
 
   ConfigMap rt = top.map("runtime");

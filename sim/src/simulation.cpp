@@ -357,7 +357,8 @@ class World {
                 b.result(e.op, Result<store::CreateResult>(make_error(Errc::db_error, "no cron in the simulator")),
                          now);
               }
-              // Count, ObserveDispatchLatency, RecordWorker, AppendRunLog: nothing to model.
+              // Count, ObserveDispatchLatency, RecordWorker, RecordWorkersSeen, AppendRunLog: nothing
+              // to model.
             },
             effect);
       }

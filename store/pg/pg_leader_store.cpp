@@ -186,6 +186,16 @@ Result<void> PgLeaderStore::worker_detached(const std::string& worker_id) {
   });
 }
 
+Result<void> PgLeaderStore::workers_seen(const std::vector<std::string>& worker_ids) {
+  return session_.with<void>([&](pqxx::connection& c) -> Result<void> {
+    pqxx::nontransaction tx{c};
+    tx.exec_params(
+        "UPDATE workers SET last_heartbeat_at = now() WHERE worker_id = ANY($1::text[]) AND state = 'ATTACHED'",
+        pg_array(worker_ids));
+    return {};
+  });
+}
+
 Result<void> PgLeaderStore::append_run_log(RunId run, int attempt, const std::string& stream,
                                            const std::string& chunk) {
   return session_.with<void>([&](pqxx::connection& c) -> Result<void> {

@@ -127,6 +127,13 @@ void RunBook::pump() {
           last_heartbeat_flush_ = now_;
           flush_heartbeats();
         }
+        if (now_ - last_workers_seen_ >= cfg_.workers_seen_every) {
+          RecordWorkersSeen seen;
+          for (const auto& [id, w] : workers_)
+            if (w.last_seen > last_workers_seen_) seen.worker_ids.push_back(id);
+          last_workers_seen_ = now_;
+          if (!seen.worker_ids.empty()) emit(std::move(seen));
+        }
         break;
       case step_cron:
         if (now_ - last_cron_ >= cfg_.cron_every) {

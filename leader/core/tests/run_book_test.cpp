@@ -366,6 +366,19 @@ TEST(RunBook, AnEvictedWorkerIsDisconnectedAndRefusedUntilResumed) {
   EXPECT_EQ(d.book.links(), std::vector<LinkId>{10});
 }
 
+TEST(RunBook, WorkersHeardFromAreRecordedAsSeenEveryFewSeconds) {
+  Driver d;
+  d.start();
+  d.attach(7, hello("w1"));
+  d.now = at(4500ms);
+  d.msg(7, "w1", protocol::Heartbeat{});
+  auto seen = all<RecordWorkersSeen>(d.tick(5000ms));
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].worker_ids, std::vector<std::string>{"w1"});
+  EXPECT_TRUE(all<RecordWorkersSeen>(d.tick(6000ms)).empty()) << "not again before workers_seen_every";
+  EXPECT_TRUE(all<RecordWorkersSeen>(d.tick(10500ms)).empty()) << "w1 was not heard from since";
+}
+
 TEST(RunBook, AReattachedWorkersAttemptThatIsNoLongerItsOwnIsCancelled) {
   Driver d;
   auto current = active(1, RunState::running, "w2", 2);

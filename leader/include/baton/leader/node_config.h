@@ -22,7 +22,6 @@ struct NodeConfig {
   std::string worker_token;            ///< read from worker_token_file
   std::string admin_token;             ///< read from admin_token_file: the bootstrap admin credential ("" = none)
   bool metrics_require_token = false;  ///< /metrics needs a token of any role
-  std::string jobs_dir;                ///< YAML job definitions upserted at start ("" = none)
 };
 
 /// Reads and validates FILE. The error lists every problem, each naming the

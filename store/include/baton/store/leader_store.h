@@ -131,6 +131,8 @@ class LeaderStore {
   virtual Result<void> worker_attached(const std::string& worker_id, const std::string& labels_json, int capacity,
                                        const std::string& node_id, Epoch epoch) = 0;
   virtual Result<void> worker_detached(const std::string& worker_id) = 0;
+  /// These attached workers were heard from: their last heartbeat is now.
+  virtual Result<void> workers_seen(const std::vector<std::string>& worker_ids) = 0;
   virtual Result<void> append_run_log(RunId run, int attempt, const std::string& stream, const std::string& chunk) = 0;
   virtual Result<void> upsert_job(const JobDefinition& job) = 0;
   virtual Result<bool> job_exists(const std::string& name) = 0;

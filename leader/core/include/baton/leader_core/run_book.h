@@ -95,6 +95,11 @@ struct RecordWorker {
   std::string labels_json;
   int capacity = 0;
 };
+/// Workers heard from since the last one of these: their last heartbeat
+/// (GET /api/v1/workers) is brought up to now.
+struct RecordWorkersSeen {
+  std::vector<std::string> worker_ids;
+};
 struct AppendRunLog {
   RunId run{0};
   int attempt = 0;
@@ -170,7 +175,7 @@ struct CreateCronRun {
 };
 using Effect = std::variant<Send, Close, Log, Count, ObserveDispatchLatency, RecordWorker, AppendRunLog, ReadActive,
                             ReadRun, ReadDue, ReadScheduledJobs, WriteRun, WriteAssigns, WriteStarts, WriteFinishes,
-                            WriteHeartbeats, CreateCronRun, ReadControls>;
+                            WriteHeartbeats, CreateCronRun, ReadControls, RecordWorkersSeen>;
 
 /// True for the effects that change the world outside the leader (messages
 /// and writes): none may follow a Fenced answer.
@@ -383,7 +388,8 @@ class RunBook {
   /// The operators' controls as last read; nothing is dispatched before the
   /// first read, so a leader never dispatches while dispatch is disabled.
   std::optional<store::Controls> controls_;
-  MonoTime last_dispatch_{}, last_reap_{}, last_heartbeat_flush_{}, last_cron_{}, last_controls_{};
+  MonoTime last_dispatch_{}, last_reap_{}, last_heartbeat_flush_{}, last_cron_{}, last_controls_{},
+      last_workers_seen_{};
   bool dispatch_requested_ = false;
 };
 

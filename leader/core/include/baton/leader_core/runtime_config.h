@@ -24,6 +24,9 @@ struct RuntimeConfig {
   /// (`dispatch_enabled`, drained and evicted workers): a change applies
   /// within this long.
   Millis controls_every{500};
+  /// How often the workers' last heartbeat is written to the registry (it is
+  /// what operators see; liveness itself is judged in memory).
+  Millis workers_seen_every{5000};
   Millis retry_jitter_max{250};
   int dispatch_batch = 512;
 };

@@ -22,6 +22,7 @@ class PgLeaderStore final : public LeaderStore {
   Result<void> worker_attached(const std::string& worker_id, const std::string& labels_json, int capacity,
                                const std::string& node_id, Epoch epoch) override;
   Result<void> worker_detached(const std::string& worker_id) override;
+  Result<void> workers_seen(const std::vector<std::string>& worker_ids) override;
   Result<void> append_run_log(RunId run, int attempt, const std::string& stream, const std::string& chunk) override;
   Result<void> upsert_job(const JobDefinition& job) override;
   Result<bool> job_exists(const std::string& name) override;

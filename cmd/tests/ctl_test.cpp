@@ -1,0 +1,215 @@
+// `baton ctl` as an operator uses it: a real cluster (two nodes, one
+// worker, a private PostgreSQL), every call a real `baton ctl` process
+// pointed at the follower (so every leader-only call is redirected).
+// docs/ctl.md walks through the same steps.
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "cluster.h"
+
+using namespace baton::testing;
+
+namespace {
+
+const char* jobs = R"(jobs:
+  - name: breaks
+    tasks:
+      - {kind: PROGRAM, command: [/bin/sh, -c, 'echo disk full on /var; exit 3']}
+  - name: quick
+    tasks:
+      - {kind: BUILTIN, builtin: NOOP}
+  - name: nightly
+    schedule: '0 0 3 * * *'
+    tasks:
+      - {kind: BUILTIN, builtin: NOOP}
+)";
+
+struct CtlResult {
+  int code = -1;
+  std::string output;  ///< stdout and stderr
+};
+
+class CtlTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cluster.start_node("n1");
+    ASSERT_EQ(cluster.wait_for_leader(), "n1");
+    cluster.start_node("n2");
+    cluster.start_worker("w1", 4, {"n1"});
+    ASSERT_TRUE(cluster.wait_for_workers("n1", 1));
+  }
+
+  /// `baton ctl ARGS...` with BATON_ADDR (the follower) and BATON_TOKEN set.
+  CtlResult ctl(std::vector<std::string> args, const std::string& token = admin_token) {
+    std::vector<std::string> argv{"/usr/bin/env",         "BATON_ADDR=127.0.0.1:" + std::to_string(cluster.port("n2")),
+                                  "BATON_TOKEN=" + token, "HOME=" + cluster.dir(),
+                                  BATON_BINARY,           "ctl"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ChildProcess p(argv, cluster.dir() + "/ctl-" + std::to_string(++calls) + ".log");
+    auto rc = p.wait_for_exit(60s);
+    return {rc.value_or(-1), p.log()};
+  }
+  std::int64_t number_after(const std::string& text, const std::string& key) {
+    std::smatch m;
+    std::regex re("\"" + key + "\": ?(\\d+)");
+    return std::regex_search(text, m, re) ? std::stoll(m[1]) : 0;
+  }
+
+  Cluster cluster{"ctl", jobs};
+  int calls = 0;
+};
+
+TEST_F(CtlTest, FindWhyARunFailedReadItsOutputAndReplayItsDeadLetter) {
+  // Who leads, at which epoch, and every past epoch.
+  auto epochs = ctl({"epochs"});
+  ASSERT_EQ(epochs.code, 0) << epochs.output;
+  EXPECT_NE(epochs.output.find("HOW IT ENDED"), std::string::npos) << epochs.output;
+  EXPECT_TRUE(std::regex_search(epochs.output, std::regex(R"(\n1\s+n1\s.*true)"))) << epochs.output;
+  CtlResult nodes;
+  EXPECT_TRUE(wait_until([&] { return (nodes = ctl({"nodes"})).output.find("n2 ") != std::string::npos; }, 10s))
+      << nodes.output;
+
+  // A trigger through the follower is redirected to the leader.
+  auto trigger = ctl({"jobs", "trigger", "breaks"});
+  ASSERT_EQ(trigger.code, 0) << trigger.output;
+  const std::string run = trigger.output.substr(0, trigger.output.find('\n'));
+  ASSERT_GT(std::stoll(run), 0) << trigger.output;
+  // logs -f follows it to its end: the output, and exit 1 as it FAILED.
+  auto logs = ctl({"logs", "-f", run, "--interval", "200ms"});
+  EXPECT_EQ(logs.code, 1) << logs.output;
+  EXPECT_NE(logs.output.find("disk full on /var"), std::string::npos) << logs.output;
+  EXPECT_NE(logs.output.find("ended FAILED"), std::string::npos) << logs.output;
+
+  auto failed = ctl({"runs", "list", "--state", "FAILED", "-o", "json"});
+  ASSERT_EQ(failed.code, 0) << failed.output;
+  EXPECT_EQ(number_after(failed.output, "id"), std::stoll(run));
+  auto show = ctl({"runs", "show", run});
+  EXPECT_TRUE(std::regex_search(show.output, std::regex(R"(\n1\s+w1\s+1\s+FAILED\s+3\s)"))) << show.output;
+  EXPECT_TRUE(std::regex_search(show.output, std::regex(R"(RUNNING\s+FAILED\s+1\s+1)"))) << show.output;
+
+  auto letters = ctl({"dead-letters", "list", "-o", "json"});
+  const auto letter = number_after(letters.output, "id");
+  ASSERT_GT(letter, 0) << letters.output;
+  EXPECT_EQ(
+      ctl({"dead-letters", "triage", std::to_string(letter), "--status", "acknowledged", "--notes", "disk full"}).code,
+      0);
+  auto replay = ctl({"dead-letters", "replay", std::to_string(letter), "-o", "json"});
+  ASSERT_EQ(replay.code, 0) << replay.output;
+  const auto again = number_after(replay.output, "run_id");
+  ASSERT_GT(again, 0) << replay.output;
+  auto replayed = ctl({"runs", "show", std::to_string(again), "-o", "json"});
+  EXPECT_EQ(number_after(replayed.output, "rerun_of"), std::stoll(run)) << replayed.output;
+  auto audit = ctl({"audit", "--subject", "dead_letter:" + std::to_string(letter)});
+  EXPECT_NE(audit.output.find("dead_letter.replay"), std::string::npos) << audit.output;
+  EXPECT_NE(audit.output.find("dead_letter.triage"), std::string::npos) << audit.output;
+
+  // Exit codes scripts rely on.
+  EXPECT_EQ(ctl({"runs", "show", "999999"}).code, 4);
+  EXPECT_EQ(ctl({"runs", "frobnicate"}).code, 2);
+  EXPECT_EQ(ctl({"runs", "list", "--colour", "red"}).code, 2);
+  EXPECT_EQ(ctl({"runs", "list"}, "not-a-token").code, 6);
+  EXPECT_EQ(ctl({"--addr", "127.0.0.1:1", "runs", "list"}).code, 3);
+}
+
+TEST_F(CtlTest, PauseAJobDrainAWorkerAndStopDispatchThenUndoEachOne) {
+  EXPECT_EQ(ctl({"jobs", "pause", "nightly"}).code, 0);
+  auto shown = ctl({"jobs", "show", "nightly", "-o", "json"});
+  EXPECT_NE(shown.output.find("\"paused\":true"), std::string::npos) << shown.output;
+  auto list = ctl({"jobs", "list"});
+  EXPECT_TRUE(std::regex_search(list.output, std::regex(R"(nightly\s+0 0 3 \* \* \*\s+UTC\s+true\s+-)")))
+      << list.output;
+  EXPECT_EQ(ctl({"jobs", "resume", "nightly"}).code, 0);
+  list = ctl({"jobs", "list"});
+  EXPECT_TRUE(std::regex_search(list.output, std::regex(R"(nightly\s+0 0 3 \* \* \*\s+UTC\s+false\s+20\d\d-)")))
+      << list.output;
+
+  // A drained worker takes no new run; resumed, it does.
+  ASSERT_EQ(ctl({"workers", "drain", "w1"}).code, 0);
+  auto workers = ctl({"workers", "list"});
+  EXPECT_TRUE(std::regex_search(workers.output, std::regex(R"(w1\s+ATTACHED\s+draining)"))) << workers.output;
+  std::this_thread::sleep_for(1s);  // the leader reads the hold within controls_every
+  auto r1 = ctl({"jobs", "trigger", "quick"});
+  const auto run1 = std::stoll(r1.output);
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_EQ(cluster.db().run(run1)->state, "PENDING");
+  ASSERT_EQ(ctl({"workers", "resume", "w1"}).code, 0);
+  EXPECT_TRUE(cluster.wait_for_state(run1, "SUCCEEDED", 10s));
+
+  // dispatch_enabled=false stops all dispatch within one poll, without a restart.
+  ASSERT_EQ(ctl({"settings", "set", "dispatch_enabled", "false"}).code, 0);
+  auto setting = ctl({"settings", "get", "dispatch_enabled"});
+  EXPECT_EQ(setting.output, "false\n");
+  std::this_thread::sleep_for(1s);
+  const auto run2 = std::stoll(ctl({"jobs", "trigger", "quick"}).output);
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_EQ(cluster.db().run(run2)->state, "PENDING");
+  ASSERT_EQ(ctl({"settings", "set", "dispatch_enabled", "true"}).code, 0);
+  EXPECT_TRUE(cluster.wait_for_state(run2, "SUCCEEDED", 10s));
+  EXPECT_EQ(ctl({"settings", "set", "dispatch_enabled", "maybe"}).code, 1);
+}
+
+TEST_F(CtlTest, TokensWithRolesAndJobsAppliedFromFiles) {
+  auto created = ctl({"token", "create", "viewer", "--role", "read"});
+  ASSERT_EQ(created.code, 0) << created.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(created.output, m, std::regex("baton_[0-9a-f]{64}"))) << created.output;
+  const std::string viewer = m[0];
+  EXPECT_EQ(ctl({"runs", "list"}, viewer).code, 0);
+  auto refused = ctl({"jobs", "pause", "quick"}, viewer);
+  EXPECT_EQ(refused.code, 6);
+  EXPECT_NE(refused.output.find("operate"), std::string::npos) << refused.output;
+  auto tokens = ctl({"token", "list"});
+  EXPECT_NE(tokens.output.find("viewer"), std::string::npos);
+  EXPECT_EQ(tokens.output.find(viewer), std::string::npos) << "the token is never shown again";
+
+  // A config file instead of the environment.
+  std::ofstream(cluster.dir() + "/ctl.yaml")
+      << "addr: 127.0.0.1:" << cluster.port("n1") << "\ntoken: " << viewer << "\noutput: json\n";
+  ChildProcess p({BATON_BINARY, "ctl", "--config", cluster.dir() + "/ctl.yaml", "jobs", "list"},
+                 cluster.dir() + "/ctl-config.log");
+  EXPECT_EQ(p.wait_for_exit(30s), 0);
+  EXPECT_NE(p.log().find("\"items\":"), std::string::npos) << p.log();
+
+  // apply: a dry run prints the plan and changes nothing; then it applies.
+  std::filesystem::create_directories(cluster.dir() + "/declared");
+  std::ofstream(cluster.dir() + "/declared/jobs.yaml") << R"(jobs:
+  - name: quick
+    max_attempts: 2
+    tasks:
+      - {kind: BUILTIN, builtin: NOOP}
+  - name: hourly
+    schedule: '@hourly'
+    tasks:
+      - {kind: BUILTIN, builtin: NOOP}
+)";
+  const std::string dir = cluster.dir() + "/declared";
+  auto plan = ctl({"apply", "-f", dir, "--prune", "--dry-run"});
+  ASSERT_EQ(plan.code, 0) << plan.output;
+  EXPECT_NE(plan.output.find("+ hourly"), std::string::npos) << plan.output;
+  EXPECT_NE(plan.output.find("~ quick ([\"max_attempts\"])"), std::string::npos) << plan.output;
+  EXPECT_NE(plan.output.find("- breaks"), std::string::npos) << plan.output;
+  EXPECT_EQ(ctl({"jobs", "show", "hourly"}).code, 4) << "a dry run changes nothing";
+  EXPECT_EQ(ctl({"apply", "-f", dir, "--prune"}).code, 0);
+  EXPECT_EQ(ctl({"jobs", "show", "hourly"}).code, 0);
+  EXPECT_EQ(ctl({"jobs", "show", "breaks"}).code, 4);
+  auto again = ctl({"apply", "-f", dir, "--prune"});
+  EXPECT_NE(again.output.find("created 0, updated 0, deleted 0, unchanged 2"), std::string::npos) << again.output;
+  // One bad job among good ones: nothing changes, the bad key is named.
+  std::ofstream(cluster.dir() + "/declared/bad.yaml") << "jobs:\n  - name: bad\n    schedule: '99 * * * *'\n"
+                                                         "    tasks: [{kind: BUILTIN, builtin: NOOP}]\n";
+  std::ofstream(cluster.dir() + "/declared/jobs.yaml", std::ios::app)
+      << "  - name: extra\n    tasks: [{kind: BUILTIN, builtin: NOOP}]\n";
+  auto bad = ctl({"apply", "-f", dir});
+  EXPECT_EQ(bad.code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("bad.yaml: jobs[0].schedule: '99 * * * *'"), std::string::npos) << bad.output;
+  EXPECT_EQ(ctl({"jobs", "show", "extra"}).code, 4) << "nothing applied";
+
+  auto completion = ctl({"completion", "bash"});
+  EXPECT_NE(completion.output.find("complete -F _baton_ctl"), std::string::npos);
+  auto help = ctl({"dead-letters", "triage", "--help"});
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.output.find("--notes"), std::string::npos) << help.output;
+}
+
+}  // namespace

@@ -1,0 +1,790 @@
+// `baton ctl`: the verb table, the flags, and how each verb calls the API
+// and prints its answer. One verb per admin API operation; `apply` is in
+// apply.cpp.
+#include "baton/ctl/ctl.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <boost/json.hpp>
+#include <boost/url/url.hpp>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "baton/ctl/api_client.h"
+#include "ctl_verbs.h"
+#include "render.h"
+
+namespace baton::ctl {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr const char* default_addr = "127.0.0.1:7001";
+
+struct Flag {
+  std::string name;  ///< "--job"
+  bool value;        ///< takes a value
+  std::string help;
+};
+
+struct Verb {
+  std::vector<std::string> words;  ///< {"runs", "list"}
+  std::string args;                ///< positional arguments, for the usage line
+  std::string help;
+  std::vector<Flag> flags;
+  int min_args = 0, max_args = 0;  ///< -1: any number
+  std::function<int(Call&)> run;
+};
+
+std::string joined(const std::vector<std::string>& words) {
+  std::string s;
+  for (const auto& w : words) s += (s.empty() ? "" : " ") + w;
+  return s;
+}
+
+const std::vector<Flag> list_flags{{"--limit", true, "at most N items (1-500, default 50)"},
+                                   {"--cursor", true, "start after this cursor (from a previous page)"},
+                                   {"--all", false, "follow the cursor to the last page"}};
+
+std::vector<Flag> with_list(std::vector<Flag> f) {
+  f.insert(f.end(), list_flags.begin(), list_flags.end());
+  return f;
+}
+
+/// GET a list, page by page when --all; prints a table or, with -o json,
+/// {"items": [...], "next_cursor": ...}.
+int list(Call& c, const std::string& path, std::vector<std::pair<std::string, std::string>> query,
+         const std::vector<Column>& columns) {
+  boost::urls::url u(path);
+  for (const auto& [k, v] : query) u.params().append({k, v});
+  if (auto l = c.flag("--limit")) u.params().append({"limit", *l});
+  std::optional<std::string> cursor = c.flag("--cursor");
+  json::array items;
+  json::value next = nullptr;
+  for (;;) {
+    boost::urls::url page = u;
+    if (cursor) page.params().set("cursor", *cursor);
+    auto reply = c.api.call("GET", std::string(page.buffer()));
+    if (reply.status != 200) return c.fail(reply);
+    auto body = json::parse(reply.body).as_object();
+    for (auto& v : body["items"].as_array()) items.push_back(v);
+    next = body["next_cursor"];
+    if (!c.has("--all") || !next.is_string()) break;
+    cursor = std::string(next.as_string());
+  }
+  if (c.json_output())
+    c.out << json::serialize(json::object{{"items", items}, {"next_cursor", next}}) << '\n';
+  else {
+    print_table(c.out, columns, items);
+    if (next.is_string()) c.err << "(more: --cursor " << std::string(next.as_string()) << ", or --all)\n";
+  }
+  return exit_ok;
+}
+
+/// A call whose answer is printed as-is (-o json) or as key: value lines.
+int simple(Call& c, const std::string& method, const std::string& path, const std::string& body = "") {
+  auto reply = c.api.call(method, path, body);
+  if (reply.status < 200 || reply.status >= 300) return c.fail(reply);
+  if (c.json_output()) {
+    c.out << reply.body << '\n';
+  } else {
+    auto v = json::parse(reply.body);
+    if (v.is_object())
+      print_object(c.out, v.as_object());
+    else
+      c.out << reply.body << '\n';
+  }
+  return exit_ok;
+}
+
+std::string seg(const std::string& s) {
+  // One path segment, percent-encoded.
+  boost::urls::url u;
+  u.segments().push_back(s);
+  return std::string(u.encoded_path());
+}
+
+bool terminal(const std::string& state) {
+  return state == "SUCCEEDED" || state == "FAILED" || state == "TIMED_OUT" || state == "CANCELED";
+}
+
+std::optional<std::chrono::milliseconds> parse_duration(const std::string& s) {
+  std::size_t used = 0;
+  long long n = 0;
+  try {
+    n = std::stoll(s, &used);
+  } catch (...) {
+    return std::nullopt;
+  }
+  const std::string unit = s.substr(used);
+  if (n <= 0) return std::nullopt;
+  if (unit == "ms") return std::chrono::milliseconds(n);
+  if (unit == "s" || unit.empty()) return std::chrono::seconds(n);
+  if (unit == "m") return std::chrono::minutes(n);
+  return std::nullopt;
+}
+
+int logs(Call& c) {
+  const std::string path = "/api/v1/runs/" + seg(c.args.at(0));
+  const bool follow = c.has("--follow");
+  auto interval = parse_duration(c.flag("--interval").value_or("1s"));
+  if (!interval) return c.usage("--interval must be a duration like 500ms, 2s or 1m");
+  std::size_t shown = 0;
+  for (;;) {
+    auto reply = c.api.call("GET", path);
+    if (reply.status != 200) return c.fail(reply);
+    auto run = json::parse(reply.body).as_object();
+    auto& chunks = run["logs"].as_array();
+    for (; shown < chunks.size(); ++shown) {
+      const auto& o = chunks[shown].as_object();
+      const std::string chunk(o.at("chunk").as_string());
+      if (c.json_output())
+        c.out << json::serialize(o) << '\n';
+      else
+        c.out << chunk << (chunk.empty() || chunk.back() != '\n' ? "\n" : "");
+    }
+    c.out.flush();
+    const std::string state(run["state"].as_string());
+    if (!follow) return exit_ok;
+    if (terminal(state)) {
+      c.err << "run " << c.args.at(0) << " ended " << state << '\n';
+      return state == "SUCCEEDED" ? exit_ok : exit_refused;
+    }
+    std::this_thread::sleep_for(*interval);
+  }
+}
+
+int watch(Call& c) {
+  auto interval = parse_duration(c.flag("--interval").value_or("2s"));
+  if (!interval) return c.usage("--interval must be a duration like 500ms, 2s or 1m");
+  int count = 0;
+  if (auto n = c.flag("--count")) {
+    try {
+      count = std::stoi(*n);
+    } catch (...) {
+      count = -1;
+    }
+    if (count <= 0) return c.usage("--count must be a positive number");
+  }
+  for (int i = 0; count == 0 || i < count; ++i) {
+    if (i > 0) std::this_thread::sleep_for(*interval);
+    c.out << "--- "
+          << iso_utc(
+                 std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+                     .count())
+          << '\n';
+    if (int rc = runs_list(c); rc != exit_ok) return rc;
+    c.out.flush();
+  }
+  return exit_ok;
+}
+
+std::string completion_script(const std::vector<Verb>& verbs) {
+  // Words that may follow each prefix of a verb, for bash's `complete`.
+  std::map<std::string, std::set<std::string>> next;
+  for (const auto& v : verbs) {
+    std::string prefix;
+    for (const auto& w : v.words) {
+      next[prefix].insert(w);
+      prefix += (prefix.empty() ? "" : " ") + w;
+    }
+    for (const auto& f : v.flags) next[prefix].insert(f.name);
+  }
+  std::ostringstream s;
+  s << "# bash completion for `baton ctl`: source <(baton ctl completion bash)\n"
+       "_baton_ctl() {\n"
+       "  local cur=${COMP_WORDS[COMP_CWORD]} i words=\"\"\n"
+       "  for ((i = 2; i < COMP_CWORD; i++)); do\n"
+       "    case ${COMP_WORDS[i]} in -*) ;; *) words=\"${words:+$words }${COMP_WORDS[i]}\" ;; esac\n"
+       "  done\n"
+       "  case \"$words\" in\n";
+  for (const auto& [prefix, words] : next) {
+    s << "    \"" << prefix << "\") COMPREPLY=($(compgen -W \"";
+    bool first = true;
+    for (const auto& w : words) s << (first ? "" : " ") << w, first = false;
+    s << " --addr --token --token-file --config -o --help\" -- \"$cur\")) ;;\n";
+  }
+  s << "  esac\n}\ncomplete -F _baton_ctl -o default baton\n";
+  return s.str();
+}
+
+std::vector<Verb> verbs();
+
+int print_help(std::ostream& out, const std::vector<Verb>& all) {
+  out << "usage: baton ctl [--addr HOST:PORT] [--token T | --token-file F] [--config FILE] [-o table|json] VERB...\n\n"
+         "verbs:\n";
+  for (const auto& v : all) {
+    std::string line = "  " + joined(v.words) + (v.args.empty() ? "" : " " + v.args);
+    out << line << std::string(line.size() < 40 ? 40 - line.size() : 1, ' ') << v.help << '\n';
+  }
+  out << "\n`baton ctl VERB --help` describes a verb's flags. Exit codes: 0 done, 1 refused, 2 usage,\n"
+         "3 unavailable, 4 not found, 5 conflict, 6 unauthenticated or forbidden (docs/ctl.md).\n";
+  return exit_ok;
+}
+
+std::vector<Verb> verbs() {
+  const std::string runs_filters_help = "filters: --job --state --worker --key --since --until (unix seconds)";
+  const std::vector<Flag> run_filters{{"--job", true, "only runs of this job"},
+                                      {"--state", true, "only runs in this state (PENDING, RUNNING, FAILED, ...)"},
+                                      {"--worker", true, "only runs assigned to this worker"},
+                                      {"--key", true, "only runs with this idempotency key"},
+                                      {"--since", true, "created at or after (unix seconds)"},
+                                      {"--until", true, "created before (unix seconds)"}};
+  auto with = [](std::vector<Flag> a, const std::vector<Flag>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  return {
+      {{"status"},
+       "",
+       "the node answering, who leads, at which epoch",
+       {},
+       0,
+       0,
+       [](Call& c) -> int { return simple(c, "GET", "/status"); }},
+      // runs
+      {{"runs", "list"},
+       "",
+       "runs, newest first (" + runs_filters_help + ")",
+       with_list(run_filters),
+       0,
+       0,
+       [](Call& c) -> int { return runs_list(c); }},
+      {{"runs", "watch"},
+       "",
+       "runs list, again every --interval (default 2s) until Ctrl-C or --count",
+       with(run_filters, {{"--interval", true, "time between refreshes (500ms, 2s, 1m)"},
+                          {"--count", true, "stop after N refreshes"},
+                          {"--limit", true, "at most N runs (default 50)"}}),
+       0,
+       0,
+       watch},
+      {{"runs", "show"},
+       "RUN",
+       "one run: attempts, transitions with epochs, dead letter",
+       {},
+       1,
+       1,
+       [](Call& c) -> int {
+         auto reply = c.api.call("GET", "/api/v1/runs/" + seg(c.args[0]));
+         if (reply.status != 200) return c.fail(reply);
+         if (c.json_output())
+           c.out << reply.body << '\n';
+         else
+           print_run(c.out, json::parse(reply.body).as_object(), false);
+         return exit_ok;
+       }},
+      {{"runs", "cancel"},
+       "RUN",
+       "cancel a run (a running one through its worker)",
+       {},
+       1,
+       1,
+       [](Call& c) -> int { return simple(c, "POST", "/api/v1/runs/" + seg(c.args[0]) + "/cancel"); }},
+      {{"runs", "rerun"},
+       "RUN",
+       "a new run of the same job and payload as a finished run",
+       {},
+       1,
+       1,
+       [](Call& c) -> int { return simple(c, "POST", "/api/v1/runs/" + seg(c.args[0]) + "/rerun"); }},
+      {{"logs"},
+       "RUN",
+       "a run's output; -f follows it until the run ends (exit 0 only if it SUCCEEDED)",
+       {{"--follow", false, "keep printing new output until the run ends (also -f)"},
+        {"--interval", true, "how often to look for new output with -f (default 1s)"}},
+       1,
+       1,
+       logs},
+      // jobs
+      {{"jobs", "list"},
+       "",
+       "job definitions: schedule, next fire, last run, paused",
+       list_flags,
+       0,
+       0,
+       [](Call& c) -> int { return list(c, "/api/v1/jobs", {}, job_columns()); }},
+      {{"jobs", "show"},
+       "JOB",
+       "one job definition",
+       {},
+       1,
+       1,
+       [](Call& c) -> int { return simple(c, "GET", "/api/v1/jobs/" + seg(c.args[0])); }},
+      {{"jobs", "trigger"},
+       "JOB",
+       "create a run of a job now",
+       {{"--key", true, "an idempotency key: no second active run with it"}},
+       1,
+       1,
+       [](Call& c) -> int {
+         auto reply =
+             c.api.call("POST", "/api/v1/jobs/" + seg(c.args[0]) + "/trigger", "", c.flag("--key").value_or(""));
+         if (reply.status != 201 && reply.status != 200) return c.fail(reply);
+         c.out << (c.json_output() ? reply.body : std::string(field(json::parse(reply.body).as_object(), "run_id")))
+               << '\n';
+         return exit_ok;
+       }},
+      {{"jobs", "pause"},
+       "JOB",
+       "its schedule creates no runs until resumed",
+       {},
+       1,
+       1,
+       [](Call& c) -> int { return simple(c, "POST", "/api/v1/jobs/" + seg(c.args[0]) + "/pause"); }},
+      {{"jobs", "resume"},
+       "JOB",
+       "resume a paused job",
+       {},
+       1,
+       1,
+       [](Call& c) -> int { return simple(c, "POST", "/api/v1/jobs/" + seg(c.args[0]) + "/resume"); }},
+      {{"jobs", "delete"},
+       "JOB",
+       "delete a job (its runs and history stay)",
+       {{"--version", true, "only if the job is still at this version"}},
+       1,
+       1,
+       [](Call& c) -> int {
+         std::string path = "/api/v1/jobs/" + seg(c.args[0]);
+         if (auto v = c.flag("--version")) path += "?version=" + *v;
+         return simple(c, "DELETE", path);
+       }},
+      {{"apply"},
+       "",
+       "make the jobs match YAML files: create and update (--prune: delete the rest)",
+       {{"--file", true, "a job file or a directory of *.yaml files (also -f; repeatable)"},
+        {"--prune", false, "delete jobs no file names"},
+        {"--dry-run", false, "print what would change, change nothing"}},
+       0,
+       0,
+       apply},
+      // workers
+      {{"workers", "list"},
+       "",
+       "workers: state, hold, capacity, in flight, last heartbeat",
+       list_flags,
+       0,
+       0,
+       [](Call& c) -> int { return list(c, "/api/v1/workers", {}, worker_columns()); }},
+      {{"workers", "show"},
+       "WORKER",
+       "one worker and the runs it holds",
+       {},
+       1,
+       1,
+       [](Call& c) -> int { return simple(c, "GET", "/api/v1/workers/" + seg(c.args[0])); }},
+      {{"workers", "drain"},
+       "WORKER",
+       "finish in-flight runs, take no new ones",
+       {},
+       1,
+       1,
+       [](Call& c) -> int { return simple(c, "POST", "/api/v1/workers/" + seg(c.args[0]) + "/drain"); }},
+      {{"workers", "resume"},
+       "WORKER",
+       "take a drained or evicted worker back",
+       {},
+       1,
+       1,
+       [](Call& c) -> int { return simple(c, "POST", "/api/v1/workers/" + seg(c.args[0]) + "/resume"); }},
+      {{"workers", "evict"},
+       "WORKER",
+       "disconnect it and refuse it until resumed",
+       {},
+       1,
+       1,
+       [](Call& c) -> int { return simple(c, "POST", "/api/v1/workers/" + seg(c.args[0]) + "/evict"); }},
+      // dead letters
+      {{"dead-letters", "list"},
+       "",
+       "runs that used up their attempts, newest first",
+       with_list({{"--status", true, "pending, acknowledged, replayed or closed"}}),
+       0,
+       0,
+       [](Call& c) -> int {
+         std::vector<std::pair<std::string, std::string>> q;
+         if (auto s = c.flag("--status")) q.emplace_back("status", *s);
+         return list(c, "/api/v1/dead-letters", q, dead_letter_columns());
+       }},
+      {{"dead-letters", "show"},
+       "ID",
+       "one dead letter",
+       {},
+       1,
+       1,
+       [](Call& c) -> int { return simple(c, "GET", "/api/v1/dead-letters/" + seg(c.args[0])); }},
+      {{"dead-letters", "triage"},
+       "ID",
+       "set its triage status and notes",
+       {{"--status", true, "pending, acknowledged, replayed or closed"}, {"--notes", true, "free text"}},
+       1,
+       1,
+       [](Call& c) -> int {
+         auto status = c.flag("--status");
+         if (!status) return c.usage("triage needs --status");
+         json::object body{{"status", *status}};
+         if (auto n = c.flag("--notes")) body["notes"] = *n;
+         return simple(c, "POST", "/api/v1/dead-letters/" + seg(c.args[0]) + "/triage", json::serialize(body));
+       }},
+      {{"dead-letters", "replay"},
+       "ID...",
+       "replay one or many: a new run of each one's job",
+       {},
+       1,
+       -1,
+       [](Call& c) -> int {
+         if (c.args.size() == 1) return simple(c, "POST", "/api/v1/dead-letters/" + seg(c.args[0]) + "/replay");
+         json::array ids;
+         for (const auto& a : c.args) {
+           try {
+             ids.push_back(std::stoll(a));
+           } catch (...) {
+             return c.usage("dead letter ids are numbers, got '" + a + "'");
+           }
+         }
+         auto reply = c.api.call("POST", "/api/v1/dead-letters/replay", json::serialize(json::object{{"ids", ids}}));
+         if (reply.status != 200) return c.fail(reply);
+         if (c.json_output()) {
+           c.out << reply.body << '\n';
+           return exit_ok;
+         }
+         int rc = exit_ok;
+         for (const auto& r : json::parse(reply.body).at("results").as_array()) {
+           const auto& o = r.as_object();
+           if (o.contains("run_id"))
+             c.out << "dead letter " << field(o, "dead_letter_id") << ": replayed as run " << field(o, "run_id")
+                   << '\n';
+           else
+             c.out << "dead letter " << field(o, "dead_letter_id") << ": " << field(o, "message") << '\n',
+                 rc = exit_refused;
+         }
+         return rc;
+       }},
+      // leadership, nodes, audit
+      {{"nodes"},
+       "",
+       "coordinator nodes: role, whether it leads, last heartbeat",
+       list_flags,
+       0,
+       0,
+       [](Call& c) -> int { return list(c, "/api/v1/nodes", {}, node_columns()); }},
+      {{"epochs"},
+       "",
+       "who led each epoch, when, and how it ended",
+       list_flags,
+       0,
+       0,
+       [](Call& c) -> int { return list(c, "/api/v1/epochs", {}, epoch_columns()); }},
+      {{"audit"},
+       "",
+       "the audit log, newest first",
+       with_list({{"--subject", true, "only this subject (job:NAME)"}}),
+       0,
+       0,
+       [](Call& c) -> int {
+         std::vector<std::pair<std::string, std::string>> q;
+         if (auto s = c.flag("--subject")) q.emplace_back("subject", *s);
+         return list(c, "/api/v1/audit", q, audit_columns());
+       }},
+      // settings and tokens
+      {{"settings", "get"},
+       "[KEY]",
+       "settings: value, who set it, what it does",
+       {},
+       0,
+       1,
+       [](Call& c) -> int {
+         auto reply = c.api.call("GET", "/api/v1/settings");
+         if (reply.status != 200) return c.fail(reply);
+         auto all = json::parse(reply.body).as_object();
+         if (!c.args.empty()) {
+           auto* one = all.if_contains(c.args[0]);
+           if (!one) return c.error(exit_not_found, "no setting '" + c.args[0] + "'");
+           c.out << (c.json_output() ? json::serialize(*one) : field(one->as_object(), "value")) << '\n';
+           return exit_ok;
+         }
+         if (c.json_output()) {
+           c.out << reply.body << '\n';
+           return exit_ok;
+         }
+         json::array items;
+         for (auto& kv : all) {
+           auto o = kv.value().as_object();
+           o["key"] = kv.key();
+           items.push_back(o);
+         }
+         print_table(c.out,
+                     {{"KEY", [](const json::object& o) { return field(o, "key"); }},
+                      {"VALUE", [](const json::object& o) { return field(o, "value"); }},
+                      {"UPDATED BY", [](const json::object& o) { return field(o, "updated_by"); }},
+                      {"UPDATED", [](const json::object& o) { return field(o, "updated_at"); }},
+                      {"EFFECT", [](const json::object& o) { return field(o, "effect"); }}},
+                     items);
+         return exit_ok;
+       }},
+      {{"settings", "set"},
+       "KEY VALUE",
+       "set a setting (VALUE is JSON: true, false, 3, \"text\")",
+       {},
+       2,
+       2,
+       [](Call& c) -> int {
+         boost::system::error_code ec;
+         auto value = json::parse(c.args[1], ec);
+         if (ec) value = json::value(c.args[1]);  // a bare word is a string
+         return simple(c, "PUT", "/api/v1/settings/" + seg(c.args[0]), json::serialize(json::object{{"value", value}}));
+       }},
+      {{"token", "create"},
+       "NAME",
+       "a token for a person or a program; printed once",
+       {{"--role", true, "read, operate or admin"}},
+       1,
+       1,
+       [](Call& c) -> int {
+         auto role = c.flag("--role");
+         if (!role) return c.usage("token create needs --role read|operate|admin");
+         auto reply =
+             c.api.call("POST", "/api/v1/tokens", json::serialize(json::object{{"name", c.args[0]}, {"role", *role}}));
+         if (reply.status != 201) return c.fail(reply);
+         auto o = json::parse(reply.body).as_object();
+         if (c.json_output())
+           c.out << reply.body << '\n';
+         else
+           c.out << o["token"].as_string() << '\n';
+         c.err << "token " << field(o, "id") << " '" << field(o, "name") << "' (" << field(o, "role")
+               << "): keep it now, it is not shown again\n";
+         return exit_ok;
+       }},
+      {{"token", "list"},
+       "",
+       "tokens (never the token itself)",
+       list_flags,
+       0,
+       0,
+       [](Call& c) -> int { return list(c, "/api/v1/tokens", {}, token_columns()); }},
+      {{"token", "revoke"},
+       "ID",
+       "revoke a token (every node refuses it within 5 s)",
+       {},
+       1,
+       1,
+       [](Call& c) -> int { return simple(c, "POST", "/api/v1/tokens/" + seg(c.args[0]) + "/revoke"); }},
+      {{"completion"},
+       "bash",
+       "print a bash completion script: source <(baton ctl completion bash)",
+       {},
+       1,
+       1,
+       [](Call& c) -> int {
+         if (c.args[0] != "bash") return c.usage("only bash completion is provided");
+         c.out << completion_script(verbs());
+         return exit_ok;
+       }},
+  };
+}
+
+/// ~/.config/baton/ctl.yaml and friends: addr, token, token_file, output.
+struct FileConfig {
+  std::optional<std::string> addr, token, token_file, output;
+};
+
+std::optional<std::string> read_file_trimmed(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+int runs_list(Call& c) {
+  std::vector<std::pair<std::string, std::string>> q;
+  for (auto [flag, param] : std::vector<std::pair<std::string, std::string>>{{"--job", "job"},
+                                                                             {"--state", "state"},
+                                                                             {"--worker", "worker"},
+                                                                             {"--key", "idempotency_key"},
+                                                                             {"--since", "created_after"},
+                                                                             {"--until", "created_before"}})
+    if (auto v = c.flag(flag)) q.emplace_back(param, *v);
+  return list(c, "/api/v1/runs", q, run_columns());
+}
+
+std::optional<std::string> Call::flag(const std::string& name) const {
+  auto it = flags.find(name);
+  if (it == flags.end()) return std::nullopt;
+  return it->second;
+}
+
+int Call::fail(const ApiReply& r) {
+  if (r.status == 0) return error(exit_unavailable, r.error);
+  std::string code = "http_" + std::to_string(r.status), message = r.body;
+  boost::system::error_code ec;
+  auto v = json::parse(r.body, ec);
+  if (!ec && v.is_object()) {
+    if (auto* c = v.as_object().if_contains("code"); c && c->is_string()) code = std::string(c->as_string());
+    if (auto* m = v.as_object().if_contains("message"); m && m->is_string()) message = std::string(m->as_string());
+  }
+  if (json_output()) out << r.body << '\n';
+  const int rc = r.status == 404                      ? exit_not_found
+                 : r.status == 409                    ? exit_conflict
+                 : r.status == 401 || r.status == 403 ? exit_auth
+                 : r.status >= 500 || r.status == 307 ? exit_unavailable
+                                                      : exit_refused;
+  return error(rc, code + ": " + message);
+}
+
+int Call::error(int code, const std::string& message) {
+  err << "baton ctl: " << message << '\n';
+  return code;
+}
+
+int Call::usage(const std::string& message) {
+  err << "baton ctl " << verb << ": " << message << " (see --help)\n";
+  return exit_usage;
+}
+
+int run_ctl(const std::vector<std::string>& raw, const Env& env, std::ostream& out, std::ostream& err) {
+  const auto all = verbs();
+  // Global flags may come anywhere.
+  std::map<std::string, std::string> global;
+  std::vector<std::string> rest;
+  static const std::set<std::string> globals{"--addr", "--token", "--token-file", "--config", "--output", "--timeout"};
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    std::string a = raw[i], value;
+    if (a == "-o") a = "--output";
+    if (a == "-f") a = "--follow-or-file";
+    auto eq = a.find('=');
+    std::string name = a.rfind("--", 0) == 0 && eq != std::string::npos ? a.substr(0, eq) : a;
+    if (globals.count(name)) {
+      if (eq != std::string::npos)
+        value = a.substr(eq + 1);
+      else if (i + 1 < raw.size())
+        value = raw[++i];
+      else
+        return err << "baton ctl: " << name << " needs a value\n", exit_usage;
+      global[name] = value;
+    } else {
+      rest.push_back(a);
+    }
+  }
+  // The verb: the longest run of leading words that names one.
+  const Verb* verb = nullptr;
+  std::size_t used = 0;
+  for (const auto& v : all) {
+    if (v.words.size() > rest.size() || v.words.size() <= used) continue;
+    if (std::equal(v.words.begin(), v.words.end(), rest.begin())) verb = &v, used = v.words.size();
+  }
+  const bool help = std::find(rest.begin(), rest.end(), "--help") != rest.end() ||
+                    std::find(rest.begin(), rest.end(), "-h") != rest.end();
+  if (!verb) {
+    if (rest.empty() || rest[0] == "help" || help) return print_help(out, all);
+    err << "baton ctl: unknown verb '" << rest[0] << "'\n";
+    print_help(err, all);
+    return exit_usage;
+  }
+  const std::string name = joined(verb->words);
+  if (help) {
+    out << "usage: baton ctl " << name << (verb->args.empty() ? "" : " " + verb->args) << " [flags]\n\n"
+        << verb->help << "\n";
+    if (!verb->flags.empty()) out << "\nflags:\n";
+    for (const auto& f : verb->flags)
+      out << "  " << f.name << (f.value ? " VALUE" : "")
+          << std::string(f.name.size() < 20 ? 20 - f.name.size() : 1, ' ') << f.help << '\n';
+    out << "\nglobal: --addr HOST:PORT (BATON_ADDR), --token T (BATON_TOKEN), --token-file F (BATON_TOKEN_FILE),\n"
+           "        --config FILE (BATON_CONFIG), -o table|json, --timeout 10s\n";
+    return exit_ok;
+  }
+  Call call(ApiClient("", ""), out, err);
+  call.verb = name;
+  for (std::size_t i = used; i < rest.size(); ++i) {
+    std::string a = rest[i];
+    if (a == "--follow-or-file") a = name == "apply" ? "--file" : "--follow";
+    if (a.rfind("--", 0) != 0) {
+      call.args.push_back(a);
+      continue;
+    }
+    auto eq = a.find('=');
+    const std::string fname = a.substr(0, eq);
+    auto f = std::find_if(verb->flags.begin(), verb->flags.end(), [&](const Flag& x) { return x.name == fname; });
+    if (f == verb->flags.end()) return call.usage("unknown flag " + fname);
+    if (!f->value) {
+      call.flags[fname] = "true";
+    } else if (eq != std::string::npos) {
+      call.flags[fname] = a.substr(eq + 1);
+    } else if (i + 1 < rest.size()) {
+      const std::string v = rest[++i];
+      // Repeatable: --file a --file b.
+      call.flags[fname] = call.flags.count(fname) ? call.flags[fname] + "\n" + v : v;
+    } else {
+      return call.usage(fname + " needs a value");
+    }
+  }
+  if (static_cast<int>(call.args.size()) < verb->min_args ||
+      (verb->max_args >= 0 && static_cast<int>(call.args.size()) > verb->max_args))
+    return call.usage("takes " + (verb->args.empty() ? std::string("no arguments") : verb->args));
+
+  // Where and who: flags, then the environment, then the config file.
+  FileConfig fc;
+  std::string config_path = global.count("--config") ? global["--config"] : env("BATON_CONFIG").value_or("");
+  const bool config_named = !config_path.empty();
+  if (!config_named)
+    if (auto home = env("HOME")) config_path = *home + "/.config/baton/ctl.yaml";
+  if (!config_path.empty()) {
+    try {
+      std::ifstream probe(config_path);
+      if (probe) {
+        YAML::Node y = YAML::LoadFile(config_path);
+        for (const auto& kv : y) {
+          const auto key = kv.first.as<std::string>();
+          if (key == "addr")
+            fc.addr = kv.second.as<std::string>();
+          else if (key == "token")
+            fc.token = kv.second.as<std::string>();
+          else if (key == "token_file")
+            fc.token_file = kv.second.as<std::string>();
+          else if (key == "output")
+            fc.output = kv.second.as<std::string>();
+          else
+            return call.error(exit_usage,
+                              config_path + ": unknown key '" + key + "' (known: addr, token, token_file, output)");
+        }
+      } else if (config_named) {
+        return call.error(exit_usage, "cannot read config file " + config_path);
+      }
+    } catch (const YAML::Exception& e) {
+      return call.error(exit_usage, config_path + ": " + e.what());
+    }
+  }
+  std::string addr = global.count("--addr") ? global["--addr"]
+                     : env("BATON_ADDR")    ? *env("BATON_ADDR")
+                                            : fc.addr.value_or(default_addr);
+  std::optional<std::string> token = global.count("--token") ? std::optional(global["--token"]) : env("BATON_TOKEN");
+  std::optional<std::string> token_file =
+      global.count("--token-file") ? std::optional(global["--token-file"]) : env("BATON_TOKEN_FILE");
+  if (!token && !token_file) token = fc.token, token_file = fc.token_file;
+  if (!token && token_file) {
+    token = read_file_trimmed(*token_file);
+    if (!token) return call.error(exit_usage, "cannot read token file " + *token_file);
+  }
+  call.output = global.count("--output") ? global["--output"] : fc.output.value_or("table");
+  if (call.output != "table" && call.output != "json") return call.usage("-o must be table or json");
+  auto timeout = parse_duration(global.count("--timeout") ? global["--timeout"] : "10s");
+  if (!timeout) return call.usage("--timeout must be a duration like 500ms, 2s or 1m");
+  call.api = ApiClient(addr, token.value_or(""), *timeout);
+  try {
+    return verb->run(call);
+  } catch (const std::exception& e) {
+    // An answer that is not the JSON the API documents.
+    return call.error(exit_unavailable, "unexpected answer from " + addr + ": " + e.what());
+  }
+}
+
+}  // namespace baton::ctl

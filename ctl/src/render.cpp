@@ -1,0 +1,210 @@
+#include "render.h"
+
+#include <algorithm>
+#include <ctime>
+#include <ostream>
+
+namespace baton::ctl {
+
+namespace json = boost::json;
+
+std::string field(const json::object& item, const char* key) {
+  auto* v = item.if_contains(key);
+  if (!v || v->is_null()) return "-";
+  if (v->is_string()) {
+    std::string s(v->as_string());
+    // PostgreSQL timestamps ("2026-11-23T20:14:00.123456+00:00"): to the second.
+    if (s.size() > 19 && s[4] == '-' && s[10] == 'T' && s[13] == ':') return s.substr(0, 19);
+    return s;
+  }
+  return json::serialize(*v);
+}
+
+std::string iso_utc(std::int64_t unix_seconds) {
+  std::time_t t = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+void print_table(std::ostream& out, const std::vector<Column>& columns, const json::array& items) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::size_t> width;
+  for (const auto& c : columns) width.push_back(c.header.size());
+  for (const auto& v : items) {
+    if (!v.is_object()) continue;
+    std::vector<std::string> row;
+    for (std::size_t i = 0; i < columns.size(); ++i) {
+      std::string cell = columns[i].text(v.as_object());
+      // One line per row, whatever a worker or a client put in a field.
+      std::replace_if(
+          cell.begin(), cell.end(), [](char ch) { return ch == '\n' || ch == '\r' || ch == '\t'; }, ' ');
+      if (cell.size() > 60) cell = cell.substr(0, 57) + "...";
+      width[i] = std::max(width[i], cell.size());
+      row.push_back(std::move(cell));
+    }
+    rows.push_back(std::move(row));
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string s;
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      s += cells[i];
+      if (i + 1 < cells.size()) s += std::string(width[i] - cells[i].size() + 2, ' ');
+    }
+    out << s << '\n';
+  };
+  std::vector<std::string> headers;
+  for (const auto& c : columns) headers.push_back(c.header);
+  line(headers);
+  for (const auto& r : rows) line(r);
+}
+
+#define COL(header, key)                                        \
+  Column {                                                      \
+    header, [](const json::object& o) { return field(o, key); } \
+  }
+
+const std::vector<Column>& run_columns() {
+  static const std::vector<Column> c{
+      COL("ID", "id"),
+      COL("JOB", "job"),
+      COL("STATE", "state"),
+      {"ATTEMPT", [](const json::object& o) { return field(o, "attempt") + "/" + field(o, "max_attempts"); }},
+      COL("WORKER", "worker_id"),
+      COL("EPOCH", "leader_epoch"),
+      COL("TRIGGER", "trigger_kind"),
+      COL("CREATED", "created_at"),
+      COL("FINISHED", "finished_at"),
+      COL("ERROR", "error_code")};
+  return c;
+}
+
+const std::vector<Column>& job_columns() {
+  static const std::vector<Column> c{COL("NAME", "name"),
+                                     COL("SCHEDULE", "schedule"),
+                                     COL("ZONE", "time_zone"),
+                                     COL("PAUSED", "paused"),
+                                     {"NEXT FIRE",
+                                      [](const json::object& o) {
+                                        auto* n = o.if_contains("next_fire_unix");
+                                        return n && n->is_int64() ? iso_utc(n->as_int64()) : std::string("-");
+                                      }},
+                                     {"LAST RUN",
+                                      [](const json::object& o) {
+                                        auto* l = o.if_contains("last_run");
+                                        if (!l || !l->is_object()) return std::string("-");
+                                        return field(l->as_object(), "id") + " " + field(l->as_object(), "state");
+                                      }},
+                                     COL("VERSION", "version")};
+  return c;
+}
+
+const std::vector<Column>& worker_columns() {
+  static const std::vector<Column> c{COL("ID", "worker_id"),          COL("STATE", "state"),
+                                     COL("HOLD", "admin_state"),      COL("CAPACITY", "capacity"),
+                                     COL("IN FLIGHT", "in_flight"),   COL("LAST HEARTBEAT", "last_heartbeat_at"),
+                                     COL("NODE", "attached_node_id"), COL("LABELS", "labels")};
+  return c;
+}
+
+const std::vector<Column>& dead_letter_columns() {
+  static const std::vector<Column> c{COL("ID", "id"),
+                                     COL("RUN", "run_id"),
+                                     COL("JOB", "job"),
+                                     COL("FINAL", "final_state"),
+                                     COL("ATTEMPTS", "attempts"),
+                                     COL("ERROR", "error_code"),
+                                     COL("TRIAGE", "triage_status"),
+                                     COL("REPLAYED AS", "replayed_run_ids"),
+                                     COL("CREATED", "created_at")};
+  return c;
+}
+
+const std::vector<Column>& node_columns() {
+  static const std::vector<Column> c{COL("NODE", "node_id"),      COL("ROLE", "role"),
+                                     COL("LEADS", "leads"),       COL("EPOCH", "epoch"),
+                                     COL("ENDPOINT", "endpoint"), COL("HEARTBEAT AGE MS", "heartbeat_age_ms"),
+                                     COL("STARTED", "started_at")};
+  return c;
+}
+
+const std::vector<Column>& epoch_columns() {
+  static const std::vector<Column> c{
+      COL("EPOCH", "epoch"),        COL("LEADER", "leader_id"), COL("ENDPOINT", "leader_endpoint"),
+      COL("ELECTED", "elected_at"), COL("ENDED", "ended_at"),   COL("HOW IT ENDED", "end_reason"),
+      COL("CURRENT", "current")};
+  return c;
+}
+
+const std::vector<Column>& audit_columns() {
+  static const std::vector<Column> c{COL("ID", "id"),          COL("AT", "at"),           COL("ACTOR", "actor"),
+                                     COL("ACTION", "action"),  COL("SUBJECT", "subject"), COL("EPOCH", "epoch"),
+                                     COL("DETAILS", "details")};
+  return c;
+}
+
+const std::vector<Column>& token_columns() {
+  static const std::vector<Column> c{COL("ID", "id"),
+                                     COL("NAME", "name"),
+                                     COL("ROLE", "role"),
+                                     COL("CREATED", "created_at"),
+                                     COL("BY", "created_by"),
+                                     COL("LAST USED", "last_used_at"),
+                                     COL("REVOKED", "revoked_at")};
+  return c;
+}
+
+#undef COL
+
+void print_object(std::ostream& out, const json::object& o) {
+  std::size_t width = 0;
+  for (const auto& kv : o) width = std::max(width, kv.key().size());
+  for (const auto& kv : o)
+    out << std::string(kv.key()) << ':' << std::string(width - kv.key().size() + 1, ' ')
+        << field(o, std::string(kv.key()).c_str()) << '\n';
+}
+
+void print_run(std::ostream& out, const json::object& run, bool logs) {
+  for (const char* k : {"id", "job", "state", "attempt", "max_attempts", "assigned_worker_id", "leader_epoch",
+                        "continuation_state", "trigger_kind", "rerun_of", "idempotency_key", "created_at", "started_at",
+                        "finished_at", "error_code", "error_msg"})
+    out << k << ": " << field(run, k) << '\n';
+  if (auto* d = run.if_contains("dead_letter"); d && d->is_object())
+    out << "dead_letter: " << field(d->as_object(), "id") << " (" << field(d->as_object(), "triage_status") << ")\n";
+  auto list = [&](const char* key) {
+    auto* v = run.if_contains(key);
+    return v && v->is_array() ? v->as_array() : json::array{};
+  };
+  out << "\nATTEMPTS\n";
+  static const std::vector<Column> attempts{
+      {"ATTEMPT", [](const json::object& o) { return field(o, "attempt"); }},
+      {"WORKER", [](const json::object& o) { return field(o, "worker_id"); }},
+      {"EPOCH", [](const json::object& o) { return field(o, "leader_epoch"); }},
+      {"OUTCOME", [](const json::object& o) { return field(o, "outcome"); }},
+      {"EXIT", [](const json::object& o) { return field(o, "exit_code"); }},
+      {"DURATION MS", [](const json::object& o) { return field(o, "duration_ms"); }},
+      {"FINISHED", [](const json::object& o) { return field(o, "finished_at"); }}};
+  print_table(out, attempts, list("attempts"));
+  out << "\nTRANSITIONS\n";
+  static const std::vector<Column> transitions{
+      {"AT", [](const json::object& o) { return field(o, "at"); }},
+      {"FROM", [](const json::object& o) { return field(o, "from"); }},
+      {"TO", [](const json::object& o) { return field(o, "to"); }},
+      {"ATTEMPT", [](const json::object& o) { return field(o, "attempt"); }},
+      {"EPOCH", [](const json::object& o) { return field(o, "leader_epoch"); }},
+      {"CONTINUATION", [](const json::object& o) { return field(o, "continuation_state"); }}};
+  print_table(out, transitions, list("transitions"));
+  if (!logs) return;
+  out << "\nLOGS\n";
+  for (const auto& l : list("logs")) {
+    const auto& o = l.as_object();
+    auto* c = o.if_contains("chunk");
+    const std::string chunk = c && c->is_string() ? std::string(c->as_string()) : "";
+    out << "[attempt " << field(o, "attempt") << ' ' << field(o, "stream") << "] " << chunk;
+    if (chunk.empty() || chunk.back() != '\n') out << '\n';
+  }
+}
+
+}  // namespace baton::ctl

@@ -1,0 +1,39 @@
+#pragma once
+// Internal to ctl: how answers of the admin API are printed as tables.
+#include <boost/json.hpp>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace baton::ctl {
+
+/// A column: its header and how to get its text from an item.
+struct Column {
+  std::string header;
+  std::string (*text)(const boost::json::object& item);
+};
+
+/// The text of item[key]: strings as they are (timestamps to the second),
+/// null as "-", anything else as compact JSON.
+std::string field(const boost::json::object& item, const char* key);
+/// Seconds since the epoch as "YYYY-MM-DDTHH:MM:SSZ".
+std::string iso_utc(std::int64_t unix_seconds);
+
+void print_table(std::ostream& out, const std::vector<Column>& columns, const boost::json::array& items);
+
+/// The columns of each resource's list.
+const std::vector<Column>& run_columns();
+const std::vector<Column>& job_columns();
+const std::vector<Column>& worker_columns();
+const std::vector<Column>& dead_letter_columns();
+const std::vector<Column>& node_columns();
+const std::vector<Column>& epoch_columns();
+const std::vector<Column>& audit_columns();
+const std::vector<Column>& token_columns();
+
+/// A run in detail: its fields, attempts, transitions and (with `logs`) output.
+void print_run(std::ostream& out, const boost::json::object& run, bool logs);
+/// One object as "key: value" lines.
+void print_object(std::ostream& out, const boost::json::object& o);
+
+}  // namespace baton::ctl
