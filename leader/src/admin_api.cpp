@@ -8,6 +8,7 @@
 
 #include "admin_http.h"
 #include "baton/core/json_text.h"
+#include "dashboard_assets.h"
 
 namespace baton::leader {
 
@@ -168,9 +169,25 @@ HttpResponse AdminApi::handle(const HttpRequest& r) {
     }
     return metrics();
   }
-  if (r.method == "GET" && (path == "/" || path == "/index.html")) return dashboard();
+  if (r.method == "GET" && (path == "/" || path == "/index.html")) return dashboard("index.html");
+  if (r.method == "GET" && path.rfind("/dashboard/", 0) == 0) return dashboard(path.substr(11));
 
-  if (path.rfind("/api/v1/", 0) == 0) return route(r, path);
+  if (path.rfind("/api/v1/", 0) == 0) {
+    // The dashboard served by a follower sends the leader's calls to the
+    // leader (another origin): bearer tokens, not cookies, so any origin may
+    // call; without a token nothing is answered anyway.
+    if (r.method == "OPTIONS") {
+      HttpResponse pre{204, "text/plain", "", {}};
+      pre.headers["Access-Control-Allow-Origin"] = "*";
+      pre.headers["Access-Control-Allow-Methods"] = "GET, POST, PUT, DELETE";
+      pre.headers["Access-Control-Allow-Headers"] = "Authorization, Content-Type, Idempotency-Key";
+      pre.headers["Access-Control-Max-Age"] = "600";
+      return pre;
+    }
+    HttpResponse res = route(r, path);
+    res.headers["Access-Control-Allow-Origin"] = "*";
+    return res;
+  }
   return error(404, "not_found", "no route " + r.method + " " + path);
 }
 
@@ -299,36 +316,16 @@ HttpResponse AdminApi::status_json() {
                               {"runs_by_state", counts}});
 }
 
-HttpResponse AdminApi::dashboard() {
-  NodeStatus s = ports_.status();
-  std::string rows;
-  if (auto c = with_store([](auto& st) { return st.run_counts(); }))
-    for (const auto& [state, n] : c->by_state)
-      rows += "<tr><td>" + state + "</td><td>" + std::to_string(n) + "</td></tr>";
-  auto esc = [](const std::string& in) {
-    std::string out;
-    for (char c : in) {
-      if (c == '<')
-        out += "&lt;";
-      else if (c == '>')
-        out += "&gt;";
-      else if (c == '&')
-        out += "&amp;";
-      else
-        out += c;
-    }
-    return out;
-  };
-  std::string body =
-      "<!doctype html><html><head><meta charset=utf-8><meta http-equiv=refresh content=2><title>Baton " +
-      esc(s.node_id) +
-      "</title><style>body{font-family:sans-serif;margin:2em}td,th{padding:2px 12px;text-align:left}</style></head>"
-      "<body><h1>Baton node " +
-      esc(s.node_id) + "</h1><p>role <b>" + esc(s.role) + "</b>, epoch <b>" + std::to_string(s.epoch) +
-      "</b>, leader <b>" + esc(s.leader_id) + "</b> at " + esc(s.leader_endpoint) + ", attached workers <b>" +
-      std::to_string(s.attached_workers) + "</b></p><h2>Runs by state</h2><table>" + rows +
-      "</table><p><a href=/status>/status</a> &middot; <a href=/metrics>/metrics</a></p></body></html>";
-  return {200, "text/html; charset=utf-8", body, {}};
+HttpResponse AdminApi::dashboard(const std::string& file) {
+  const DashboardAsset* asset = dashboard_asset(file);
+  if (!asset) return error(404, "not_found", "no dashboard file " + json_quote(file.substr(0, 64)));
+  HttpResponse r{200, std::string(asset->content_type), std::string(asset->body), {}};
+  // The page runs only its own script; it may call other nodes (the leader).
+  r.headers["Content-Security-Policy"] =
+      "default-src 'self'; connect-src 'self' http: https:; img-src 'self' data:; style-src 'self'";
+  r.headers["X-Content-Type-Options"] = "nosniff";
+  r.headers["Cache-Control"] = "no-cache";
+  return r;
 }
 
 }  // namespace baton::leader

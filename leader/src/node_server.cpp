@@ -182,6 +182,14 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void on_read(beast::error_code ec, std::size_t) {
     if (ec == http::error::end_of_stream) return shutdown();
     if (ec) {
+      if (ec == http::error::body_limit) {
+        HttpResponse r{413,
+                       "application/json",
+                       "{\"code\":\"payload_too_large\",\"message\":\"the request body is larger than " +
+                           std::to_string(http_body_bytes_max) + " bytes\"}",
+                       {}};
+        return write(r, false);
+      }
       if (ec.category() == beast::http::make_error_code(http::error::bad_target).category()) {
         HttpResponse r{400,
                        "application/json",

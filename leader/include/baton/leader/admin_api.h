@@ -79,7 +79,8 @@ class AdminApi {
   HttpResponse openapi() const;
   HttpResponse metrics();
   HttpResponse status_json();
-  HttpResponse dashboard();
+  /// A file of the dashboard (leader/dashboard/, embedded at build time).
+  HttpResponse dashboard(const std::string& file);
   /// Runs `f` with the store: one connection, shared by the admin threads.
   template <class F>
   auto with_store(F&& f) {

@@ -1,0 +1,173 @@
+// The dashboard in a real browser (headless Chromium from Debian) against a
+// real cluster: each page is loaded from a follower and what it shows is
+// checked against the API; pause/resume, trigger, cancel, a dead-letter
+// replay and a worker drain are done by clicking. With
+// BATON_SCREENSHOTS_DIR set, the main pages are saved there as PNG
+// (docs/dashboard/ holds the committed ones).
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include "browser.h"
+#include "cluster.h"
+
+using namespace baton::testing;
+namespace json = boost::json;
+
+namespace {
+
+const char* jobs = R"(jobs:
+  - name: breaks
+    tasks:
+      - {kind: PROGRAM, command: [/bin/sh, -c, 'echo disk full on /var; exit 3']}
+  - name: sleepy
+    tasks:
+      - {kind: PROGRAM, command: [/bin/sleep, '30']}
+  - name: nightly
+    schedule: '0 0 3 * * *'
+    tasks:
+      - {kind: BUILTIN, builtin: NOOP}
+)";
+
+class DashboardTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cluster.start_node("n1");
+    ASSERT_EQ(cluster.wait_for_leader(), "n1");
+    cluster.start_node("n2");
+    cluster.start_worker("w1", 4, {"n1"});
+    ASSERT_TRUE(cluster.wait_for_workers("n1", 1));
+    // The dashboard is served by the follower: its leader-only calls go to n1.
+    base = "http://127.0.0.1:" + std::to_string(cluster.port("n2")) + "/";
+    browser.navigate(base);
+    browser.eval("localStorage.setItem('baton_token', '" + admin_token + "')");
+    browser.reload();
+  }
+
+  json::value get(const std::string& target) {
+    auto r = http_request(cluster.port("n1"), "GET", target, {{"Authorization", "Bearer " + admin_token}});
+    return json::parse(r.body);
+  }
+  /// Opens a page and waits until it has rendered.
+  void open(const std::string& hash, const std::string& ready) {
+    browser.eval("location.hash = '" + hash + "'");
+    browser.wait_for(ready);
+  }
+  void click(const std::string& selector) {
+    browser.wait_for("document.querySelector(" + json::serialize(json::value(selector)) + ")");
+    browser.eval("document.querySelector(" + json::serialize(json::value(selector)) + ").click()");
+  }
+  std::string text_of(const std::string& selector) {
+    auto v = browser.eval("(document.querySelector(" + json::serialize(json::value(selector)) + ") || {}).textContent");
+    return v.is_string() ? std::string(v.as_string()) : "";
+  }
+  std::int64_t rows(const std::string& table) {
+    return browser.eval("document.querySelectorAll('#" + table + " tbody tr').length").as_int64();
+  }
+  void shot(const std::string& name) {
+    if (const char* dir = std::getenv("BATON_SCREENSHOTS_DIR"))
+      browser.screenshot(std::string(dir) + "/" + name + ".png");
+  }
+
+  Cluster cluster{"dashboard", jobs};
+  Browser browser{cluster.dir()};
+  std::string base;
+};
+
+TEST_F(DashboardTest, EveryPageShowsWhatTheApiSaysAndTheOperatorsActionsWork) {
+  // Overview: who leads, every epoch, the nodes.
+  browser.wait_for("document.querySelectorAll('#epochs-table tbody tr').length > 0");
+  EXPECT_EQ(text_of("#leader-id"), "n1");
+  EXPECT_EQ(rows("epochs-table"), static_cast<std::int64_t>(get("/api/v1/epochs").at("items").as_array().size()));
+  browser.wait_for("document.querySelectorAll('#nodes-table tbody tr').length === 2", std::chrono::seconds(10));
+  EXPECT_NE(text_of("#nodes-table tr[data-key=\"n1\"]").find("yes"), std::string::npos) << "n1 leads";
+
+  // Jobs: next fire as the API computes it; pause and resume by clicking.
+  open("#/jobs", "document.querySelector('#jobs-table tr[data-key=\"nightly\"]')");
+  EXPECT_EQ(rows("jobs-table"), 3);
+  const auto next = get("/api/v1/jobs/nightly").at("next_fire_unix").as_int64();
+  const auto shown =
+      browser.eval("new Date(" + std::to_string(next) + " * 1000).toISOString().slice(0, 19).replace('T', ' ')");
+  EXPECT_NE(text_of("#jobs-table tr[data-key=\"nightly\"]").find(std::string(shown.as_string())), std::string::npos);
+  shot("jobs");
+  click("#jobs-table tr[data-key=\"nightly\"] button[data-action=\"pause\"]");
+  browser.wait_for("document.querySelector('#jobs-table tr[data-key=\"nightly\"] button[data-action=\"resume\"]')");
+  EXPECT_TRUE(get("/api/v1/jobs/nightly").at("paused").as_bool());
+  click("#jobs-table tr[data-key=\"nightly\"] button[data-action=\"resume\"]");
+  browser.wait_for("document.querySelector('#jobs-table tr[data-key=\"nightly\"] button[data-action=\"pause\"]')");
+  EXPECT_FALSE(get("/api/v1/jobs/nightly").at("paused").as_bool());
+
+  // Trigger through the UI (from the follower's page, to the leader).
+  click("#jobs-table tr[data-key=\"breaks\"] button[data-action=\"trigger\"]");
+  browser.wait_for("document.getElementById('message').textContent.includes('(run ')");
+  auto triggered = get("/api/v1/runs?job=breaks").at("items").as_array();
+  ASSERT_EQ(triggered.size(), 1u) << text_of("#message");
+  const auto failed = triggered[0].at("id").as_int64();
+  ASSERT_TRUE(cluster.wait_for_state(failed, "FAILED", 15s));
+
+  // Runs: the list, a state filter, and a failed run's detail with its output.
+  open("#/runs", "document.querySelector('#runs-table')");
+  browser.wait_for("document.querySelector('#runs-table tr[data-key=\"" + std::to_string(failed) + "\"]')");
+  EXPECT_EQ(rows("runs-table"), static_cast<std::int64_t>(get("/api/v1/runs?limit=100").at("items").as_array().size()));
+  browser.eval(
+      "(() => { const s = document.querySelector('select[name=state]'); s.value = 'FAILED';"
+      " s.dispatchEvent(new Event('change')); })()");
+  browser.wait_for(
+      "document.querySelector('select[name=state]').value === 'FAILED' && "
+      "[...document.querySelectorAll('#runs-table tbody tr')].every(r => r.textContent.includes('FAILED'))");
+  shot("runs");
+  open("#/", "document.querySelector('#failures-table tr[data-key=\"" + std::to_string(failed) + "\"]')");
+  shot("overview");
+  click("#failures-table tr[data-key=\"" + std::to_string(failed) + "\"] a[data-action=\"logs\"]");
+  browser.wait_for("document.getElementById('logs')");
+  EXPECT_NE(text_of("#logs").find("disk full on /var"), std::string::npos) << text_of("#logs");
+  EXPECT_EQ(
+      rows("transitions-table"),
+      static_cast<std::int64_t>(get("/api/v1/runs/" + std::to_string(failed)).at("transitions").as_array().size()));
+  EXPECT_NE(text_of("#attempts-table").find("FAILED"), std::string::npos);
+  shot("run");
+
+  // Its dead letter, replayed by a click.
+  open("#/dead-letters", "document.querySelector('#letters-table tbody tr')");
+  const auto letter = get("/api/v1/dead-letters").at("items").as_array().at(0).at("id").as_int64();
+  shot("dead-letters");
+  click("#letters-table tr[data-key=\"" + std::to_string(letter) + "\"] button[data-action=\"replay\"]");
+  browser.wait_for("document.getElementById('message').textContent.includes('replay " + std::to_string(letter) +
+                   ": done')");
+  auto replayed = get("/api/v1/dead-letters/" + std::to_string(letter)).as_object();
+  EXPECT_EQ(replayed.at("triage_status").as_string(), "replayed");
+  EXPECT_EQ(replayed.at("replayed_run_ids").as_array().size(), 1u);
+
+  // Cancel a running run from its page.
+  const auto sleepy = cluster.trigger("n1", "sleepy");
+  ASSERT_TRUE(cluster.wait_for_state(sleepy, "RUNNING", 10s));
+  open("#/runs/" + std::to_string(sleepy), "document.querySelector('button[data-action=\"cancel\"]')");
+  click("button[data-action=\"cancel\"]");
+  EXPECT_TRUE(cluster.wait_for_state(sleepy, "CANCELED", 15s)) << text_of("#message");
+
+  // Drain a worker and take it back.
+  open("#/workers", "document.querySelector('#workers-table tr[data-key=\"w1\"]')");
+  shot("workers");
+  click("#workers-table tr[data-key=\"w1\"] button[data-action=\"drain\"]");
+  browser.wait_for("document.querySelector('#workers-table tr[data-key=\"w1\"] button[data-action=\"resume\"]')");
+  EXPECT_EQ(get("/api/v1/workers/w1").at("admin_state").as_string(), "draining");
+  click("#workers-table tr[data-key=\"w1\"] button[data-action=\"resume\"]");
+  browser.wait_for("document.querySelector('#workers-table tr[data-key=\"w1\"] button[data-action=\"drain\"]')");
+  EXPECT_EQ(get("/api/v1/workers/w1").at("admin_state").as_string(), "active");
+
+  // Every action above was done as the token's principal.
+  open("#/audit", "document.querySelectorAll('#audit-table tbody tr').length >= 7");
+  EXPECT_NE(text_of("#audit-table").find("worker.drain"), std::string::npos);
+}
+
+TEST_F(DashboardTest, WithoutATokenThePageSaysSoAndShowsNoData) {
+  browser.eval("localStorage.removeItem('baton_token')");
+  browser.eval("location.hash = '#/jobs'");
+  browser.reload();
+  browser.wait_for("document.getElementById('page-error')");
+  EXPECT_NE(text_of("#page-error").find("needs an API token"), std::string::npos) << text_of("#page-error");
+  EXPECT_EQ(browser.eval("document.querySelector('#jobs-table') === null").as_bool(), true);
+  EXPECT_EQ(browser.eval("document.getElementById('token-panel').classList.contains('hidden')").as_bool(), false);
+}
+
+}  // namespace
