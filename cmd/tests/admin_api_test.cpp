@@ -532,5 +532,84 @@ TEST_F(AdminApiTest, NodesShowWhoLeads) {
   EXPECT_TRUE(items[1].as_object().contains("heartbeat_age_ms"));
 }
 
+TEST_F(AdminApiTest, BadInputOnEveryRouteGetsAJsonErrorAndChangesNothing) {
+  const std::string reader = token("reader", "read");
+  auto snapshot = [&] {
+    std::string all;
+    for (const char* list : {"/api/v1/jobs?limit=500", "/api/v1/settings", "/api/v1/workers", "/api/v1/dead-letters",
+                             "/api/v1/runs?limit=500", "/api/v1/audit?limit=500", "/api/v1/tokens"})
+      all += get(list).body;
+    return all;
+  };
+  const std::string before = snapshot();
+  /// The route's path with every parameter replaced by `value`.
+  auto path_of = [](const ApiRoute& r, const std::string& id, const std::string& name) {
+    std::string p = r.pattern;
+    for (const auto& [param, value] : std::vector<std::pair<std::string, std::string>>{
+             {"{id}", id}, {"{name}", name}, {"{key}", name}, {"{worker}", name}})
+      if (auto at = p.find(param); at != std::string::npos) p.replace(at, param.size(), value);
+    return p;
+  };
+  auto json_error = [&](const HttpResponse& r, int status, const std::string& where) {
+    EXPECT_EQ(r.status, status) << where << ": " << r.body;
+    boost::system::error_code ec;
+    auto v = json::parse(r.body, ec);
+    ASSERT_FALSE(ec) << where << ": not JSON: " << r.body;
+    EXPECT_TRUE(v.is_object() && v.as_object().contains("code") && v.as_object().contains("message"))
+        << where << ": " << r.body;
+  };
+  int checked = 0;
+  for (const auto& route : api.routes()) {
+    const std::string where = route.method + " " + route.pattern;
+    const std::string path = path_of(route, "999999", "no-such-thing");
+    const std::string valid_body = route.pattern == "/api/v1/dead-letters/replay"        ? R"({"ids":[999999]})"
+                                   : route.pattern.find("triage") != std::string::npos   ? R"({"status":"closed"})"
+                                   : route.pattern.find("settings") != std::string::npos ? R"({"value":false})"
+                                                                                         : "";
+    // No token, an unknown token, a role too low.
+    json_error(api.handle({route.method, path, {}, valid_body}), 401, where + " without a token");
+    json_error(send(route.method, path, valid_body, "baton_" + std::string(64, 'f')), 401, where + " unknown token");
+    if (route.need > Role::read) json_error(send(route.method, path, valid_body, reader), 403, where + " as read");
+    // Malformed ids in the path.
+    if (route.pattern.find("{id}") != std::string::npos)
+      json_error(send(route.method, path_of(route, "abc", "x"), valid_body), 400, where + " id abc");
+    if (route.pattern.find("{name}") != std::string::npos)
+      json_error(send(route.method, path_of(route, "1", "bad name!"), valid_body), 400, where + " bad name");
+    if (route.pattern.find("{worker}") != std::string::npos)
+      json_error(send(route.method, path_of(route, "1", std::string(201, 'w')), valid_body), 400, where + " long id");
+    // Unknown ids (a PUT of a job creates it: its unknown case is a version).
+    const bool creates = route.method == "PUT" && route.pattern == "/api/v1/jobs/{name}";
+    if (!creates && (route.pattern.find('{') != std::string::npos || route.pattern == "/api/v1/dead-letters/replay") &&
+        (route.body.empty() || !valid_body.empty()))
+      json_error(send(route.method, path, valid_body), 404, where + " unknown");
+    // Bodies: malformed, of the wrong type, oversized.
+    if (!route.body.empty()) {
+      json_error(send(route.method, path, "{\"value\": tru"), 400, where + " malformed JSON");
+      json_error(send(route.method, path, "[1, 2]"), 400, where + " an array");
+      json_error(send(route.method, path, "{\"x\":\"" + std::string(70000, 'x') + "\"}"), 413, where + " oversized");
+    }
+    // An unknown query parameter.
+    json_error(send(route.method, path + "?colour=red", valid_body), 400, where + " unknown parameter");
+    ++checked;
+  }
+  EXPECT_EQ(checked, static_cast<int>(api.routes().size()));
+  // Wrong types inside a body, and stale versions.
+  json_error(send("PUT", "/api/v1/settings/dispatch_enabled", R"({"value":"false"})"), 400, "setting as a string");
+  json_error(send("POST", "/api/v1/tokens", R"({"name":7,"role":"read"})"), 400, "token name a number");
+  json_error(
+      send("PUT", "/api/v1/jobs/manual", R"({"max_attempts":"many","tasks":[{"kind":"BUILTIN","builtin":"NOOP"}]})"),
+      400, "max_attempts a word");
+  json_error(send("PUT", "/api/v1/jobs/manual?version=999", R"({"tasks":[{"kind":"BUILTIN","builtin":"FAIL"}]})"), 409,
+             "stale version");
+  json_error(send("DELETE", "/api/v1/jobs/manual?version=999", ""), 409, "stale delete");
+  const auto done = failed_run();  // a finished run cannot be cancelled
+  const std::string after_run = snapshot();
+  json_error(send("POST", "/api/v1/runs/" + std::to_string(done) + "/cancel", ""), 409, "cancel of a finished run");
+  EXPECT_EQ(snapshot(), after_run);
+  EXPECT_TRUE(cancelled.empty()) << "nothing reached the control loop";
+  // Nothing above changed anything but the run made for the last case.
+  EXPECT_NE(before, after_run);
+}
+
 }  // namespace
 }  // namespace baton::leader

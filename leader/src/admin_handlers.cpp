@@ -166,7 +166,7 @@ std::vector<ApiRoute> AdminApi::make_routes() {
        "",
        [this](const ApiCall& c) { return list_workers(c, false); }},
       {"GET",
-       "/api/v1/workers/{id}",
+       "/api/v1/workers/{worker}",
        "One worker with the runs it holds.",
        {},
        R,
@@ -174,7 +174,7 @@ std::vector<ApiRoute> AdminApi::make_routes() {
        "",
        [this](const ApiCall& c) { return list_workers(c, true); }},
       {"POST",
-       "/api/v1/workers/{id}/drain",
+       "/api/v1/workers/{worker}/drain",
        "Drain a worker: it finishes its in-flight runs and takes no new ones.",
        {},
        O,
@@ -182,7 +182,7 @@ std::vector<ApiRoute> AdminApi::make_routes() {
        "",
        [this](const ApiCall& c) { return hold_worker(c, "draining"); }},
       {"POST",
-       "/api/v1/workers/{id}/resume",
+       "/api/v1/workers/{worker}/resume",
        "Take a drained or evicted worker back into service.",
        {},
        O,
@@ -190,7 +190,7 @@ std::vector<ApiRoute> AdminApi::make_routes() {
        "",
        [this](const ApiCall& c) { return hold_worker(c, "active"); }},
       {"POST",
-       "/api/v1/workers/{id}/evict",
+       "/api/v1/workers/{worker}/evict",
        "Disconnect a worker and refuse it until resumed; its running attempts are retried elsewhere after the "
        "continuation deadline.",
        {},
@@ -346,6 +346,11 @@ HttpResponse AdminApi::show_run(const ApiCall& c) {
 HttpResponse AdminApi::cancel(const ApiCall& c) {
   auto id = parse_id(c.param("id"));
   if (!id) return bad_id("run id", c.param("id"));
+  auto state = with_store([&](auto& s) { return s.run_state(RunId{*id}); });
+  if (!state) return db_error(state.error());
+  if (!*state) return error(404, "not_found", "no run " + std::to_string(*id));
+  if (auto parsed = parse_run_state(**state); parsed && is_terminal(*parsed))
+    return error(409, "conflict", "run " + std::to_string(*id) + " is " + **state + ": nothing to cancel");
   // The cancel itself is the control loop's fenced write; its record here
   // comes first, so no cancel ever happens unrecorded.
   if (auto a = with_store([&](auto& s) {
@@ -497,7 +502,8 @@ HttpResponse AdminApi::trigger(const ApiCall& c) {
 
 HttpResponse AdminApi::list_workers(const ApiCall& c, bool one) {
   if (one) {
-    const auto& id = c.param("id");
+    const auto& id = c.param("worker");
+    if (id.empty() || id.size() > 200) return error(400, "bad_request", "a worker id is 1-200 characters");
     return one_or_404(with_store([&](auto& s) { return s.list_workers(1, std::nullopt, id); }),
                       "worker " + json_quote(id.substr(0, 64)));
   }
@@ -507,7 +513,7 @@ HttpResponse AdminApi::list_workers(const ApiCall& c, bool one) {
 }
 
 HttpResponse AdminApi::hold_worker(const ApiCall& c, const std::string& state) {
-  const auto& id = c.param("id");
+  const auto& id = c.param("worker");
   if (id.empty() || id.size() > 200) return error(400, "bad_request", "a worker id is 1-200 characters");
   auto r = with_store([&](auto& s) { return s.set_worker_admin_state(c.actor(), id, state); });
   if (!r) return db_error(r.error());
@@ -606,6 +612,13 @@ HttpResponse AdminApi::replay(const ApiCall& c, bool many) {
     }
   }
   if (any && ports_.runs_created) ports_.runs_created();
+  // Some replayed: 200 with a result each. None: the request changed
+  // nothing, and says why in the same shape.
+  if (!any)
+    return ok_json(
+        json::object{
+            {"code", "not_found"}, {"message", "none of the dead letters could be replayed"}, {"results", results}},
+        404);
   return ok_json(json::object{{"results", results}});
 }
 
@@ -654,16 +667,16 @@ HttpResponse AdminApi::set_setting(const ApiCall& c) {
   const SettingSpec* spec = nullptr;
   for (const auto& s : known_settings)
     if (key == s.key) spec = &s;
-  if (!spec) {
-    std::string names;
-    for (const auto& s : known_settings) names += (names.empty() ? "" : ", ") + std::string(s.key);
-    return error(404, "not_found", "no setting " + json_quote(key.substr(0, 64)) + " (settings: " + names + ")");
-  }
   auto body = body_object(c.request);
   if (auto* e = std::get_if<HttpResponse>(&body)) return *e;
   auto& o = std::get<json::object>(body);
   auto* value = o.if_contains("value");
   if (o.size() != 1 || !value) return error(400, "bad_request", "the body must be {\"value\": ...}");
+  if (!spec) {
+    std::string names;
+    for (const auto& s : known_settings) names += (names.empty() ? "" : ", ") + std::string(s.key);
+    return error(404, "not_found", "no setting " + json_quote(key.substr(0, 64)) + " (settings: " + names + ")");
+  }
   if (std::string(spec->type) == "boolean" && !value->is_bool())
     return error(400, "bad_request", "setting '" + key + "' is a boolean: {\"value\": true} or {\"value\": false}");
   auto r = with_store([&](auto& s) { return s.set_setting(c.actor(), key, json::serialize(*value)); });

@@ -111,6 +111,15 @@ Result<std::optional<std::string>> PgAdminStore::run_json(RunId id) {
   });
 }
 
+Result<std::optional<std::string>> PgAdminStore::run_state(RunId id) {
+  return session_.with<std::optional<std::string>>([&](pqxx::connection& c) -> Result<std::optional<std::string>> {
+    pqxx::nontransaction tx{c};
+    auto rows = tx.exec_params("SELECT state FROM job_runs WHERE id = $1", id.value);
+    if (rows.empty()) return std::optional<std::string>{};
+    return std::optional<std::string>{rows[0][0].as<std::string>()};
+  });
+}
+
 Result<Page> PgAdminStore::list_runs(const RunQuery& q) {
   return page_query(
       session_,

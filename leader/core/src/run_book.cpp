@@ -352,7 +352,7 @@ void RunBook::attached(LinkId link, const protocol::Hello& hello, MonoTime now) 
     log(LogLevel::warn, fmt::format("worker_refused_evicted worker={} epoch={}", json_quote(id), epoch_.value));
     send_link(link, protocol::Error{"worker_evicted", "worker '" + id +
                                                           "' was evicted by an operator; resume it "
-                                                          "(POST /api/v1/workers/{id}/resume) to attach it again"});
+                                                          "(POST /api/v1/workers/{worker}/resume) to attach it again"});
     emit(Close{link, "evicted"});
     return after_input();
   }

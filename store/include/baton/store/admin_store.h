@@ -95,6 +95,8 @@ class AdminStore {
   /// dead letter, as JSON; nullopt if absent.
   virtual Result<std::optional<std::string>> run_json(RunId id) = 0;
   virtual Result<Page> list_runs(const RunQuery& q) = 0;
+  /// The run's state ("RUNNING", ...), nullopt if there is no such run.
+  virtual Result<std::optional<std::string>> run_state(RunId id) = 0;
   /// Epochs newest first: who led, from when, and how each epoch ended.
   virtual Result<Page> list_epochs(int limit, std::optional<std::int64_t> before_epoch) = 0;
   /// Coordinator nodes by id, with their last heartbeat and role.

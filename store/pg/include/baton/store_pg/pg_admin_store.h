@@ -18,6 +18,7 @@ class PgAdminStore final : public AdminStore {
   Result<RunCounts> run_counts() override;
   Result<std::optional<std::string>> run_json(RunId id) override;
   Result<Page> list_runs(const RunQuery& q) override;
+  Result<std::optional<std::string>> run_state(RunId id) override;
   Result<Page> list_epochs(int limit, std::optional<std::int64_t> before_epoch) override;
   Result<Page> list_nodes(int limit, std::optional<std::string> after_id) override;
   Result<Page> list_workers(int limit, std::optional<std::string> after_id, std::optional<std::string> only) override;
