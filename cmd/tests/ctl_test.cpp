@@ -88,6 +88,17 @@ TEST_F(CtlTest, FindWhyARunFailedReadItsOutputAndReplayItsDeadLetter) {
   EXPECT_TRUE(std::regex_search(show.output, std::regex(R"(\n1\s+w1\s+1\s+FAILED\s+3\s)"))) << show.output;
   EXPECT_TRUE(std::regex_search(show.output, std::regex(R"(RUNNING\s+FAILED\s+1\s+1)"))) << show.output;
 
+  // The leader's metrics: the attempt by job and outcome, the dead letter,
+  // the worker's liveness.
+  auto metrics = http_request(cluster.port("n1"), "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("baton_job_attempts_total{job=\"breaks\",outcome=\"FAILED\"} 1\n"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("baton_job_attempt_duration_seconds_count{job=\"breaks\"} 1\n"), std::string::npos);
+  EXPECT_NE(metrics.find("baton_dead_letters{triage_status=\"pending\"} 1\n"), std::string::npos);
+  EXPECT_NE(metrics.find("baton_workers{state=\"ATTACHED\",admin_state=\"active\"} 1\n"), std::string::npos);
+  EXPECT_NE(metrics.find("baton_worker_heartbeat_age_seconds{worker=\"w1\"}"), std::string::npos);
+  EXPECT_NE(metrics.find("baton_is_leader 1\n"), std::string::npos);
+
   auto letters = ctl({"dead-letters", "list", "-o", "json"});
   const auto letter = number_after(letters.output, "id");
   ASSERT_GT(letter, 0) << letters.output;

@@ -293,11 +293,47 @@ HttpResponse AdminApi::openapi() const {
 
 HttpResponse AdminApi::metrics() {
   std::string body = metrics_.render();
-  if (auto counts = with_store([](auto& s) { return s.run_counts(); })) {
-    body += "# HELP baton_runs Runs by state.\n# TYPE baton_runs gauge\n";
-    for (const auto& [state, n] : counts->by_state)
-      body += "baton_runs{state=\"" + state + "\"} " + std::to_string(n) + "\n";
-  }
+  // The cluster's state from the database (the same on every node; absent
+  // while the database does not answer, and baton_database_up says so).
+  auto g = with_store([](auto& s) { return s.cluster_gauges(); });
+  body +=
+      "# HELP baton_database_up 1 if this node read the cluster's state from the database for this scrape.\n"
+      "# TYPE baton_database_up gauge\nbaton_database_up " +
+      std::string(g ? "1" : "0") + "\n";
+  if (!g) return {200, "text/plain; version=0.0.4", body, {}};
+  body += "# HELP baton_runs Runs by state (all runs in the database).\n# TYPE baton_runs gauge\n";
+  for (const auto& [state, n] : g->runs_by_state)
+    body += "baton_runs{state=\"" + state + "\"} " + std::to_string(n) + "\n";
+  body += "# HELP baton_dead_letters Dead letters by triage status.\n# TYPE baton_dead_letters gauge\n";
+  for (const auto& [status, n] : g->dead_letters_by_status)
+    body += "baton_dead_letters{triage_status=\"" + status + "\"} " + std::to_string(n) + "\n";
+  // Worker ids are free text from the worker's config: escaped as label values.
+  auto label = [](const std::string& v) {
+    std::string out;
+    for (char c : v) {
+      if (c == '\\' || c == '"') out += '\\';
+      if (c == '\n') {
+        out += "\\n";
+        continue;
+      }
+      out += c;
+    }
+    return out;
+  };
+  std::map<std::pair<std::string, std::string>, int> by_state;
+  for (const auto& w : g->workers) by_state[{w.state, w.admin_state}]++;
+  body +=
+      "# HELP baton_workers Registered workers by connection state and operator hold.\n# TYPE baton_workers gauge\n";
+  for (const auto& [k, n] : by_state)
+    body += "baton_workers{state=\"" + k.first + "\",admin_state=\"" + k.second + "\"} " + std::to_string(n) + "\n";
+  body +=
+      "# HELP baton_worker_heartbeat_age_seconds Time since an attached worker was last heard from (written every 5 "
+      "s).\n"
+      "# TYPE baton_worker_heartbeat_age_seconds gauge\n";
+  for (const auto& w : g->workers)
+    if (w.heartbeat_age_s)
+      body += "baton_worker_heartbeat_age_seconds{worker=\"" + label(w.id) + "\"} " +
+              std::to_string(*w.heartbeat_age_s) + "\n";
   return {200, "text/plain; version=0.0.4", body, {}};
 }
 

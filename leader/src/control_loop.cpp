@@ -163,6 +163,8 @@ void ControlLoop::execute(lc::Effect& effect, lc::Effect* next, bool& next_done)
           spdlog::log(level_of(e.level), "{}", e.text);
         } else if constexpr (std::is_same_v<T, lc::Count>) {
           counter(metrics_, e.counter) += e.n;
+        } else if constexpr (std::is_same_v<T, lc::ObserveRunFinished>) {
+          metrics_.observe_attempt_finished(e.job, e.outcome, e.duration_ms);
         } else if constexpr (std::is_same_v<T, lc::ObserveDispatchLatency>) {
           metrics_.observe_dispatch_latency_us(e.us);
         } else if constexpr (std::is_same_v<T, lc::RecordWorker>) {

@@ -12,6 +12,18 @@ void Metrics::observe_dispatch_latency_us(std::int64_t us) {
   dispatch_latency_sum_us += us;
 }
 
+void Metrics::observe_attempt_finished(const std::string& job, const std::string& outcome, std::int64_t duration_ms) {
+  const double s = static_cast<double>(duration_ms) / 1000.0;
+  std::lock_guard lock(jobs_mutex_);
+  auto& j = jobs_[job];
+  j.by_outcome[outcome]++;
+  std::size_t i = 0;
+  while (i < duration_buckets_s.size() && s > duration_buckets_s[i]) ++i;
+  j.duration_bucket[i]++;
+  j.duration_count++;
+  j.duration_sum_s += s;
+}
+
 std::string Metrics::render() const {
   std::ostringstream o;
   auto gauge = [&](const char* name, const char* help, std::int64_t v, const char* type = "gauge") {
@@ -44,6 +56,28 @@ std::string Metrics::render() const {
   o << "baton_dispatch_latency_seconds_bucket{le=\"+Inf\"} " << cumulative << '\n';
   o << "baton_dispatch_latency_seconds_sum " << static_cast<double>(dispatch_latency_sum_us.load()) / 1e6 << '\n';
   o << "baton_dispatch_latency_seconds_count " << dispatch_latency_count.load() << '\n';
+
+  // Job names are [A-Za-z0-9._-] (validated when defined): no label escaping needed.
+  std::lock_guard lock(jobs_mutex_);
+  o << "# HELP baton_job_attempts_total Attempts whose finish this node recorded, by job and outcome.\n"
+       "# TYPE baton_job_attempts_total counter\n";
+  for (const auto& [job, j] : jobs_)
+    for (const auto& [outcome, n] : j.by_outcome)
+      o << "baton_job_attempts_total{job=\"" << job << "\",outcome=\"" << outcome << "\"} " << n << '\n';
+  o << "# HELP baton_job_attempt_duration_seconds How long finished attempts ran, by job (as the worker measured).\n"
+       "# TYPE baton_job_attempt_duration_seconds histogram\n";
+  for (const auto& [job, j] : jobs_) {
+    std::int64_t cumulative = 0;
+    for (std::size_t i = 0; i < duration_buckets_s.size(); ++i) {
+      cumulative += j.duration_bucket[i];
+      o << "baton_job_attempt_duration_seconds_bucket{job=\"" << job << "\",le=\"" << duration_buckets_s[i] << "\"} "
+        << cumulative << '\n';
+    }
+    cumulative += j.duration_bucket.back();
+    o << "baton_job_attempt_duration_seconds_bucket{job=\"" << job << "\",le=\"+Inf\"} " << cumulative << '\n';
+    o << "baton_job_attempt_duration_seconds_sum{job=\"" << job << "\"} " << j.duration_sum_s << '\n';
+    o << "baton_job_attempt_duration_seconds_count{job=\"" << job << "\"} " << j.duration_count << '\n';
+  }
   return o.str();
 }
 

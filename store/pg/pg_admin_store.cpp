@@ -74,6 +74,27 @@ Result<RunCounts> PgAdminStore::run_counts() {
   });
 }
 
+Result<ClusterGauges> PgAdminStore::cluster_gauges() {
+  return session_.with<ClusterGauges>([&](pqxx::connection& c) -> Result<ClusterGauges> {
+    pqxx::nontransaction tx{c};
+    ClusterGauges g;
+    for (auto s : all_run_states) g.runs_by_state[std::string(to_string(s))] = 0;
+    for (const auto& r : tx.exec("SELECT state, count(*) FROM job_runs GROUP BY state"))
+      g.runs_by_state[r[0].as<std::string>()] = r[1].as<std::int64_t>();
+    for (const char* s : {"pending", "acknowledged", "replayed", "closed"}) g.dead_letters_by_status[s] = 0;
+    for (const auto& r : tx.exec("SELECT triage_status, count(*) FROM dead_letters GROUP BY triage_status"))
+      g.dead_letters_by_status[r[0].as<std::string>()] = r[1].as<std::int64_t>();
+    for (const auto& r :
+         tx.exec("SELECT worker_id, state, admin_state, CASE WHEN state = 'ATTACHED' THEN"
+                 " extract(epoch FROM now() - last_heartbeat_at)::float8 END FROM workers ORDER BY worker_id")) {
+      ClusterGauges::Worker w{r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>(), {}};
+      if (!r[3].is_null()) w.heartbeat_age_s = r[3].as<double>();
+      g.workers.push_back(std::move(w));
+    }
+    return g;
+  });
+}
+
 Result<std::optional<std::string>> PgAdminStore::run_json(RunId id) {
   return session_.with<std::optional<std::string>>([&](pqxx::connection& c) -> Result<std::optional<std::string>> {
     pqxx::nontransaction tx{c};

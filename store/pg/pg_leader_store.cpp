@@ -98,7 +98,7 @@ Result<std::vector<ActiveRun>> PgLeaderStore::active_runs(Millis continuation_ma
         " coalesce(j.timeout_ms, 0), coalesce(j.retry_base_ms, 1000), coalesce(j.retry_cap_ms, 3600000),"
         " coalesce(r.continuation_timeout_ms, 0),"
         " floor(extract(epoch FROM r.continuation_deadline_at - now()) * 1000)::bigint,"
-        " coalesce(r.worker_instance, ''), r.cancel_reason"
+        " coalesce(r.worker_instance, ''), r.cancel_reason, coalesce(j.name, '')"
         " FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id"
         " WHERE r.state IN ('ASSIGNED', 'RUNNING') ORDER BY r.id",
         continuation_margin.count());
@@ -125,6 +125,7 @@ Result<std::vector<ActiveRun>> PgLeaderStore::active_runs(Millis continuation_ma
       if (!r[16].is_null()) a.continuation_remaining_ms = r[16].as<std::int64_t>();
       a.worker_instance = r[17].as<std::string>();
       if (!r[18].is_null()) a.cancel_reason = r[18].as<std::string>();
+      a.job_name = r[19].as<std::string>();
       out.push_back(std::move(a));
     }
     return out;

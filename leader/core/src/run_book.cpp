@@ -41,6 +41,12 @@ void RunBook::count(Counter c, std::int64_t n) {
   if (n != 0) effects_.push_back(Count{c, n});
 }
 
+void RunBook::finished(std::int64_t run, const std::string& outcome, std::int64_t duration_ms) {
+  count(Counter::runs_finished);
+  auto t = tracked_.find(run);
+  emit(ObserveRunFinished{t == tracked_.end() ? std::string() : t->second.row.job_name, outcome, duration_ms});
+}
+
 std::vector<Effect> RunBook::take_effects() {
   std::vector<Effect> out;
   out.swap(effects_);
@@ -680,7 +686,7 @@ void RunBook::finish_current(const std::string& worker, const protocol::Finish& 
       w.reason = requested->second;
       return write(std::move(w), [this, worker, m](const Result<store::WriteResult>& res) {
         if (!note("finish", m.ref.run_id, res)) return;
-        count(Counter::runs_finished);
+        finished(m.ref.run_id, "CANCELED", m.duration_ms);
         log(LogLevel::info,
             fmt::format("run_finished run={} attempt={} worker={} outcome={} state=CANCELED epoch={}", m.ref.run_id,
                         m.ref.attempt, json_quote(worker), protocol::to_string(m.outcome), epoch_.value));
@@ -734,7 +740,7 @@ void RunBook::late_success(const std::string& worker, const protocol::Finish& m)
     w.finish.result_json = duration_json(m.duration_ms);
     write(std::move(w), [this, worker, m](const Result<store::WriteResult>& res) {
       if (!note("late_success", m.ref.run_id, res)) return;
-      count(Counter::runs_finished);
+      finished(m.ref.run_id, "SUCCEEDED", m.duration_ms);
       log(LogLevel::info,
           fmt::format("run_finished run={} attempt={} worker={} outcome=SUCCEEDED state=SUCCEEDED late=true epoch={}",
                       m.ref.run_id, m.ref.attempt, json_quote(worker), epoch_.value));
@@ -829,7 +835,11 @@ void RunBook::apply_finishes(const std::vector<store::FinishRow>& rows,
       if (auto m = messages.find(row.run.value); m != messages.end()) lost.push_back(m->second);
       continue;
     }
-    count(Counter::runs_finished);
+    {
+      auto m = messages.find(row.run.value);
+      finished(row.run.value, std::string(to_string(row.finish.final_state)),
+               m == messages.end() ? 0 : m->second.second.duration_ms);
+    }
     log(LogLevel::info,
         fmt::format("run_finished run={} attempt={} worker={} outcome={} state={} epoch={}", row.run.value,
                     row.attempt.attempt, json_quote(row.attempt.worker_id), to_string(row.finish.final_state),

@@ -398,6 +398,7 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
       row.retry_base_ms = d.retry_base_ms;
       row.retry_cap_ms = d.retry_cap_ms;
       row.continuation_timeout_ms = cfg_.continuation_timeout.count();
+      row.job_name = d.job_name;
       count(Counter::runs_assigned);
       if (auto since = due_since_.find(d.id.value); since != due_since_.end()) {
         emit(ObserveDispatchLatency{

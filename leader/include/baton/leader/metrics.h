@@ -5,6 +5,8 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
 
 namespace baton::leader {
@@ -30,8 +32,23 @@ struct Metrics {
   std::atomic<std::int64_t> dispatch_latency_sum_us{0};
 
   void observe_dispatch_latency_us(std::int64_t us);
+
+  /// Per job: attempts finished by outcome and their durations. Jobs are few
+  /// (definitions, not runs), so the label set stays small.
+  static constexpr std::array<double, 10> duration_buckets_s{0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600};
+  void observe_attempt_finished(const std::string& job, const std::string& outcome, std::int64_t duration_ms);
   /// Prometheus exposition text; `runs_by_state` lines are added by the caller.
   std::string render() const;
+
+ private:
+  struct JobSeries {
+    std::map<std::string, std::int64_t> by_outcome;
+    std::array<std::int64_t, 11> duration_bucket{};  ///< last = +Inf
+    std::int64_t duration_count = 0;
+    double duration_sum_s = 0;
+  };
+  mutable std::mutex jobs_mutex_;
+  std::map<std::string, JobSeries> jobs_;
 };
 
 }  // namespace baton::leader

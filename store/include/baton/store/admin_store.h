@@ -19,6 +19,18 @@ struct RunCounts {
   std::map<std::string, std::int64_t> by_state;
 };
 
+/// What GET /metrics reads from the database at each scrape (the same on
+/// every node: the cluster's state, not this process's).
+struct ClusterGauges {
+  std::map<std::string, std::int64_t> runs_by_state;
+  std::map<std::string, std::int64_t> dead_letters_by_status;
+  struct Worker {
+    std::string id, state, admin_state;
+    std::optional<double> heartbeat_age_s;  ///< attached workers only
+  };
+  std::vector<Worker> workers;
+};
+
 /// One page of an admin list: its items as a JSON array (built by the
 /// database), and the opaque cursor of the next page (none on the last).
 struct Page {
@@ -91,6 +103,7 @@ class AdminStore {
 
   // --- reads ----------------------------------------------------------------
   virtual Result<RunCounts> run_counts() = 0;
+  virtual Result<ClusterGauges> cluster_gauges() = 0;
   /// The run with its attempts, transitions (with epochs), log chunks and
   /// dead letter, as JSON; nullopt if absent.
   virtual Result<std::optional<std::string>> run_json(RunId id) = 0;

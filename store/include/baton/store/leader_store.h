@@ -62,6 +62,7 @@ struct ActiveRun {
   /// An operator asked for this attempt to be cancelled (run_store.h,
   /// request_cancel): the reason, or nothing.
   std::optional<std::string> cancel_reason;
+  std::string job_name;  ///< for per-job metrics ("" for a run without a job)
 };
 
 struct HeartbeatRow {

@@ -85,6 +85,12 @@ struct Count {
   Counter counter = Counter::conflict_writes;
   std::int64_t n = 1;
 };
+/// A finish was written: per-job counters and durations (GET /metrics).
+struct ObserveRunFinished {
+  std::string job;      ///< "" for a run without a job
+  std::string outcome;  ///< the attempt's: SUCCEEDED, FAILED, TIMED_OUT, CANCELED
+  std::int64_t duration_ms = 0;
+};
 struct ObserveDispatchLatency {
   std::int64_t us = 0;
 };
@@ -175,7 +181,7 @@ struct CreateCronRun {
 };
 using Effect = std::variant<Send, Close, Log, Count, ObserveDispatchLatency, RecordWorker, AppendRunLog, ReadActive,
                             ReadRun, ReadDue, ReadScheduledJobs, WriteRun, WriteAssigns, WriteStarts, WriteFinishes,
-                            WriteHeartbeats, CreateCronRun, ReadControls, RecordWorkersSeen>;
+                            WriteHeartbeats, CreateCronRun, ReadControls, RecordWorkersSeen, ObserveRunFinished>;
 
 /// True for the effects that change the world outside the leader (messages
 /// and writes): none may follow a Fenced answer.
@@ -283,6 +289,8 @@ class RunBook {
   void emit(Effect e);
   void log(LogLevel level, std::string text);
   void count(Counter c, std::int64_t n = 1);
+  /// Counts a written finish, for the run's job.
+  void finished(std::int64_t run, const std::string& outcome, std::int64_t duration_ms);
   OpId next_op() { return ++last_op_; }
 
   /// Calls `then(fresh)` once tracked_ reflects a successful read made in

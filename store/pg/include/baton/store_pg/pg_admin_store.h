@@ -16,6 +16,7 @@ class PgAdminStore final : public AdminStore {
   void set_call_deadline(Millis d) { session_.set_call_deadline(d); }
 
   Result<RunCounts> run_counts() override;
+  Result<ClusterGauges> cluster_gauges() override;
   Result<std::optional<std::string>> run_json(RunId id) override;
   Result<Page> list_runs(const RunQuery& q) override;
   Result<std::optional<std::string>> run_state(RunId id) override;
