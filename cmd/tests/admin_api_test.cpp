@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <fstream>
 #include <set>
 
 #include "baton/store_pg/pg_admin_store.h"
@@ -609,6 +610,34 @@ TEST_F(AdminApiTest, BadInputOnEveryRouteGetsAJsonErrorAndChangesNothing) {
   EXPECT_TRUE(cancelled.empty()) << "nothing reached the control loop";
   // Nothing above changed anything but the run made for the last case.
   EXPECT_NE(before, after_run);
+}
+
+// docs/operations.md documents every route of the table, and no other.
+TEST_F(AdminApiTest, TheOperationsGuideDocumentsEveryRoute) {
+  std::ifstream in(std::string(BATON_SOURCE_DIR) + "/docs/operations.md");
+  std::set<std::string> documented;
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("## ", 0) == 0) inside = line.rfind("## HTTP API", 0) == 0;
+    if (!inside || line.rfind("| `", 0) != 0) continue;
+    const std::string cell = line.substr(2, line.find(" | ") - 2);
+    std::string method, previous;
+    for (std::size_t at = cell.find('`'); at != std::string::npos; at = cell.find('`', cell.find('`', at + 1) + 1)) {
+      std::string item = cell.substr(at + 1, cell.find('`', at + 1) - at - 1);
+      if (auto space = item.find(' '); space != std::string::npos) {
+        method = item.substr(0, space);
+        item = item.substr(space + 1);
+      } else if (item.rfind("...", 0) == 0) {
+        item = previous.substr(0, previous.rfind('/')) + item.substr(3);  // `.../resume`
+      }
+      item = item.substr(0, item.find('?'));
+      previous = item;
+      if (item.rfind("/api/v1/", 0) == 0) documented.insert(method + " " + item);
+    }
+  }
+  std::set<std::string> routes;
+  for (const auto& r : api.routes()) routes.insert(r.method + " " + r.pattern);
+  EXPECT_EQ(documented, routes);
 }
 
 }  // namespace

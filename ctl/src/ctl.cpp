@@ -577,8 +577,8 @@ std::vector<Verb> verbs() {
        1,
        [](Call& c) -> int { return simple(c, "POST", "/api/v1/tokens/" + seg(c.args[0]) + "/revoke"); }},
       {{"completion"},
-       "bash",
-       "print a bash completion script: source <(baton ctl completion bash)",
+       "SHELL",
+       "print a completion script (SHELL: bash): source <(baton ctl completion bash)",
        {},
        1,
        1,
@@ -604,6 +604,12 @@ std::optional<std::string> read_file_trimmed(const std::string& path) {
 }
 
 }  // namespace
+
+std::vector<std::string> verb_names() {
+  std::vector<std::string> out;
+  for (const auto& v : verbs()) out.push_back(joined(v.words));
+  return out;
+}
 
 int runs_list(Call& c) {
   std::vector<std::pair<std::string, std::string>> q;

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
+#include <map>
 
 using namespace baton;
 
@@ -81,5 +83,90 @@ TEST(NodeConfig, EveryProblemNamesKeyAndFile) {
     EXPECT_NE(cfg.error().message.find(c.expected), std::string::npos)
         << "wanted '" << c.expected << "' in: " << cfg.error().message;
     std::remove(file.c_str());
+  }
+}
+
+namespace {
+
+/// The `| key | default | meaning |` rows of the table under `heading` in
+/// docs/operations.md: key -> default, backticks removed.
+std::map<std::string, std::string> documented_defaults(const std::string& heading) {
+  std::ifstream in(std::string(BATON_SOURCE_DIR) + "/docs/operations.md");
+  std::map<std::string, std::string> out;
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("## ", 0) == 0) inside = line == heading;
+    if (!inside || line.rfind("| `", 0) != 0) continue;
+    auto cells = std::vector<std::string>{};
+    for (std::size_t at = 1; at < line.size();) {
+      auto next = line.find(" | ", at);
+      if (next == std::string::npos) break;
+      cells.push_back(line.substr(at + 1, next - at - 1));
+      at = next + 2;
+    }
+    if (cells.size() < 2) continue;
+    auto strip = [](std::string v) {
+      v.erase(std::remove(v.begin(), v.end(), '`'), v.end());
+      return v;
+    };
+    out[strip(cells[0])] = strip(cells[1]);
+  }
+  return out;
+}
+
+std::string duration(Millis m) {
+  if (m.count() % 1000 == 0) return std::to_string(m.count() / 1000) + "s";
+  return std::to_string(m.count()) + "ms";
+}
+
+}  // namespace
+
+// docs/operations.md lists every key of a node's config with its default;
+// the defaults are the code's, and every key listed is one the parser reads.
+TEST(NodeConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
+  const std::string required = "worker_token_file: " + std::string(BATON_SOURCE_DIR) +
+                               "/configs/example-worker.token\nadmin_token_file: " + std::string(BATON_SOURCE_DIR) +
+                               "/configs/example-admin.token\nnode_id: n1\n";
+  auto cfg = leader::load_node_config(write_config(required + "database: {url: 'postgresql://u@127.0.0.1/db'}\n"));
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  const auto& r = cfg->runtime;
+  const std::map<std::string, std::string> code{
+      {"node_id", "(required)"},
+      {"listen", cfg->listen},
+      {"advertise", "listen"},
+      {"auto_migrate", cfg->auto_migrate ? "true" : "false"},
+      {"log_level", cfg->log_level},
+      {"database.url", "(required)"},
+      {"database.start_timeout", duration(cfg->database_start_timeout)},
+      {"election.lease", duration(cfg->election.lease)},
+      {"election.renew_every", duration(cfg->election.renew_every)},
+      {"election.safety_margin", duration(cfg->election.safety_margin)},
+      {"election.poll_every", duration(cfg->election.poll_every)},
+      {"worker_token_file", "(required)"},
+      {"admin_token_file", "(required)"},
+      {"metrics_require_token", cfg->metrics_require_token ? "true" : "false"},
+      {"jobs_dir", "(refused)"},
+      {"runtime.heartbeat_interval", duration(r.heartbeat_interval)},
+      {"runtime.heartbeat_timeout", duration(r.heartbeat_timeout)},
+      {"runtime.reassign_after", duration(r.reassign_after)},
+      {"runtime.reassign_detached_after", duration(r.reassign_detached_after)},
+      {"runtime.continuation_timeout", duration(r.continuation_timeout)},
+      {"runtime.continuation_margin", duration(r.continuation_margin)},
+      {"runtime.timeout_grace", duration(r.timeout_grace)},
+      {"runtime.dispatch_every", duration(r.dispatch_every)},
+      {"runtime.dispatch_batch", std::to_string(r.dispatch_batch)},
+      {"runtime.controls_every", duration(r.controls_every)},
+  };
+  EXPECT_EQ(documented_defaults("## Configuration (`configs/node.yaml`)"), code);
+  // Each key with a default is read: set to its default, the config loads.
+  for (const auto& [key, value] : code) {
+    if (value.front() == '(' || key == "advertise" || key.rfind("database.", 0) == 0) continue;
+    auto dot = key.find('.');
+    std::string line = dot == std::string::npos
+                           ? key + ": " + value + "\n"
+                           : key.substr(0, dot) + ": {" + key.substr(dot + 1) + ": " + value + "}\n";
+    auto loaded =
+        leader::load_node_config(write_config(required + "database: {url: 'postgresql://u@127.0.0.1/db'}\n" + line));
+    EXPECT_TRUE(loaded) << key << ": " << loaded.error().message;
   }
 }

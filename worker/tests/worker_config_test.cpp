@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 using namespace baton::worker;
 
@@ -44,4 +46,50 @@ TEST(WorkerConfig, RelativeTaskCgroupIsRefusedByName) {
   ASSERT_FALSE(cfg);
   EXPECT_NE(cfg.error().message.find("task_cgroup"), std::string::npos) << cfg.error().message;
   EXPECT_NE(cfg.error().message.find("'baton'"), std::string::npos) << cfg.error().message;
+}
+
+// docs/operations.md lists every worker config key with its default; the
+// defaults are the code's, and every key listed is one the parser reads.
+TEST(WorkerConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
+  std::ifstream in(std::string(BATON_SOURCE_DIR) + "/docs/operations.md");
+  std::map<std::string, std::string> documented;
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("## ", 0) == 0) inside = line == "## Worker configuration (`configs/worker.yaml`)";
+    if (!inside || line.rfind("| `", 0) != 0) continue;
+    auto key_end = line.find("` | ");
+    auto def_end = line.find(" | ", key_end + 4);
+    std::string def = line.substr(key_end + 4, def_end - key_end - 4);
+    def.erase(std::remove(def.begin(), def.end(), '`'), def.end());
+    documented[line.substr(3, key_end - 3)] = def;
+  }
+  auto cfg = load_worker_config(write_config(""));
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  auto duration = [](baton::Millis m) {
+    return m.count() % 1000 == 0 ? std::to_string(m.count() / 1000) + "s" : std::to_string(m.count()) + "ms";
+  };
+  auto empty_map = [](const std::map<std::string, std::string>& m) { return m.empty() ? "{}" : "(set)"; };
+  const std::map<std::string, std::string> code{
+      {"worker_id", "(required)"},
+      {"coordinators", "(required)"},
+      {"token_file", "(required)"},
+      {"capacity", std::to_string(cfg->capacity)},
+      {"labels", empty_map(cfg->labels)},
+      {"spool_dir", "(required)"},
+      {"task_cgroup", cfg->task_cgroup},
+      {"sql_connections", empty_map(cfg->sql_connections)},
+      {"endpoint_map", empty_map(cfg->endpoint_map)},
+      {"reconnect.base", duration(cfg->reconnect_base)},
+      {"reconnect.max", duration(cfg->reconnect_max)},
+      {"log_level", cfg->log_level},
+  };
+  EXPECT_EQ(documented, code);
+  for (const auto& [key, value] : code) {
+    if (value.front() == '(') continue;
+    auto dot = key.find('.');
+    auto loaded = load_worker_config(write_config(
+        dot == std::string::npos ? key + ": " + value + "\n"
+                                 : key.substr(0, dot) + ": {" + key.substr(dot + 1) + ": " + value + "}\n"));
+    EXPECT_TRUE(loaded) << key << ": " << loaded.error().message;
+  }
 }

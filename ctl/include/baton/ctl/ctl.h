@@ -29,6 +29,9 @@ enum ExitCode : int {
 /// Reads an environment variable (std::getenv in the binary, a map in tests).
 using Env = std::function<std::optional<std::string>(const std::string& name)>;
 
+/// Every verb's words ("runs list", "logs", ...), for docs/ctl.md's test.
+std::vector<std::string> verb_names();
+
 /// Runs `baton ctl ARGS...`; returns the exit code.
 int run_ctl(const std::vector<std::string>& args, const Env& env, std::ostream& out, std::ostream& err);
 

@@ -1,0 +1,56 @@
+// docs/ctl.md lists every verb of `baton ctl`, and no other; every verb
+// answers --help.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "baton/ctl/ctl.h"
+
+namespace baton::ctl {
+namespace {
+
+TEST(CtlDocs, TheGuideListsEveryVerb) {
+  std::ifstream in(std::string(BATON_SOURCE_DIR) + "/docs/ctl.md");
+  std::set<std::string> documented;
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("## ", 0) == 0) inside = line == "## Verbs";
+    if (!inside || line.rfind("| `", 0) != 0) continue;
+    const std::string cell = line.substr(2, line.find(" | ") - 2);
+    for (std::size_t at = cell.find('`'); at != std::string::npos; at = cell.find('`', cell.find('`', at + 1) + 1)) {
+      std::istringstream words(cell.substr(at + 1, cell.find('`', at + 1) - at - 1));
+      std::string verb;
+      // The verb is the leading lower-case words; then come its arguments.
+      for (std::string w; words >> w && std::islower(static_cast<unsigned char>(w[0]));)
+        verb += (verb.empty() ? "" : " ") + w;
+      documented.insert(verb);
+    }
+  }
+  auto names = verb_names();
+  EXPECT_EQ(documented, std::set<std::string>(names.begin(), names.end()));
+  auto env = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
+  for (const auto& v : names) {
+    std::vector<std::string> args;
+    std::istringstream words(v);
+    for (std::string w; words >> w;) args.push_back(w);
+    args.push_back("--help");
+    std::ostringstream out, err;
+    EXPECT_EQ(run_ctl(args, env, out, err), exit_ok) << v << ": " << err.str();
+    EXPECT_NE(out.str().find("usage: baton ctl " + v), std::string::npos) << out.str();
+  }
+}
+
+TEST(CtlDocs, UsageErrorsExitTwoWithoutCallingAnyone) {
+  auto env = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
+  std::ostringstream out, err;
+  EXPECT_EQ(run_ctl({"frobnicate"}, env, out, err), exit_usage);
+  EXPECT_EQ(run_ctl({"runs", "show"}, env, out, err), exit_usage) << "a missing argument";
+  EXPECT_EQ(run_ctl({"runs", "list", "--limit"}, env, out, err), exit_usage) << "a flag without its value";
+  EXPECT_EQ(run_ctl({"-o", "yaml", "runs", "list"}, env, out, err), exit_usage);
+  EXPECT_EQ(run_ctl({"--config", "/nonexistent/ctl.yaml", "runs", "list"}, env, out, err), exit_usage);
+}
+
+}  // namespace
+}  // namespace baton::ctl
