@@ -33,3 +33,6 @@ ALTER TABLE dead_letters ADD COLUMN replayed_run_ids BIGINT[] NOT NULL DEFAULT '
 -- Settings that no node reads are not offered: a value an operator can set
 -- must take effect. `dispatch_enabled` is read by the leader every poll.
 DELETE FROM settings WHERE key IN ('reassign_after_ms', 'heartbeat_interval_ms', 'retention_days');
+
+-- GET /api/v1/runs/{id} shows the scheduling decisions recorded for a run.
+CREATE INDEX decision_ledger_run_idx ON decision_ledger (run_id) WHERE run_id IS NOT NULL;

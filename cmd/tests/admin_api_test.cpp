@@ -40,10 +40,10 @@ class AdminApiTest : public ::testing::Test {
     store::JobDefinition every_minute;
     every_minute.name = "every-minute";
     every_minute.schedule = "0 * * * * *";
-    ASSERT_TRUE(leader_store.upsert_job(every_minute));
+    ASSERT_TRUE(admin_store.create_job(store::Actor{"test", epoch}, every_minute));
     store::JobDefinition manual;
     manual.name = "manual";
-    ASSERT_TRUE(leader_store.upsert_job(manual));
+    ASSERT_TRUE(admin_store.create_job(store::Actor{"test", epoch}, manual));
   }
   HttpResponse post(const std::string& target) {
     return api.handle({"POST", target, {{"authorization", "Bearer secret"}}, ""});
@@ -59,7 +59,7 @@ class AdminApiTest : public ::testing::Test {
   static json::value body(const HttpResponse& r) { return json::parse(r.body); }
   /// A run of job `manual`, driven to FAILED on its only attempt (a dead letter).
   std::int64_t failed_run() {
-    auto c = admin_store.trigger(store::Actor{"test", epoch}, "manual", std::nullopt);
+    auto c = admin_store.trigger(store::Actor{"test", epoch}, "manual", std::nullopt, std::nullopt);
     EXPECT_TRUE(c && c->outcome == store::WriteOutcome::applied);
     const RunId id = c->run;
     auto a = runs.assign({id, Version{1}, epoch}, "w1");
@@ -243,7 +243,7 @@ TEST_F(AdminApiTest, JobsListTheirScheduleNextFireAndPauseState) {
   EXPECT_EQ(error_code(res, "nope"), "not_found");
 }
 
-TEST_F(AdminApiTest, PauseAndResumeAreRecordedWithTheChangeAndSurviveAFileUpsert) {
+TEST_F(AdminApiTest, PauseAndResumeAreRecordedWithTheChangeAndSurviveAnApply) {
   EXPECT_EQ(api.handle({"POST", "/api/v1/jobs/every-minute/pause", {}, ""}).status, 401);
   auto res = post("/api/v1/jobs/every-minute/pause");
   ASSERT_EQ(res.status, 200) << res.body;
@@ -255,22 +255,26 @@ TEST_F(AdminApiTest, PauseAndResumeAreRecordedWithTheChangeAndSurviveAFileUpsert
   auto scheduled = leader_store.scheduled_jobs();
   ASSERT_TRUE(scheduled);
   EXPECT_TRUE(scheduled->empty());
-  // A node upserting its job files at start does not undo an operator's pause.
-  store::JobDefinition again;
-  again.name = "every-minute";
-  again.schedule = "0 * * * * *";
-  ASSERT_TRUE(leader_store.upsert_job(again));
+  // Re-applying the job's file (a changed definition) does not undo an
+  // operator's pause.
+  ASSERT_EQ(send("PUT", "/api/v1/jobs/every-minute",
+                 R"({"schedule":"0 * * * * *","max_attempts":2,"tasks":[{"kind":"BUILTIN","builtin":"NOOP"}]})")
+                .status,
+            200);
   EXPECT_TRUE(body(get("/api/v1/jobs/every-minute")).as_object()["paused"].as_bool());
   res = post("/api/v1/jobs/every-minute/resume");
   ASSERT_EQ(res.status, 200);
   EXPECT_FALSE(body(get("/api/v1/jobs/every-minute")).as_object()["paused"].as_bool());
   EXPECT_EQ(leader_store.scheduled_jobs()->size(), 1u);
   EXPECT_EQ(post("/api/v1/jobs/nope/pause").status, 404);
-  // Both changes are in the audit log, with what was before and after.
+  // Every change is in the audit log, with what was before and after:
+  // create, pause, update, resume (newest first).
   auto audit = body(get("/api/v1/audit?subject=job:every-minute")).as_object()["items"].as_array();
-  ASSERT_EQ(audit.size(), 2u);
-  auto resume = audit[0].as_object();  // newest first
-  auto pause = audit[1].as_object();
+  ASSERT_EQ(audit.size(), 4u);
+  auto resume = audit[0].as_object();
+  EXPECT_EQ(audit[1].as_object().at("action").as_string(), "job.update");
+  auto pause = audit[2].as_object();
+  EXPECT_EQ(audit[3].as_object().at("action").as_string(), "job.create");
   EXPECT_EQ(pause.at("action").as_string(), "job.pause");
   EXPECT_FALSE(pause.at("details").at("before").at("paused").as_bool());
   EXPECT_TRUE(pause.at("details").at("after").at("paused").as_bool());
@@ -581,7 +585,7 @@ TEST_F(AdminApiTest, BadInputOnEveryRouteGetsAJsonErrorAndChangesNothing) {
     // Unknown ids (a PUT of a job creates it: its unknown case is a version).
     const bool creates = route.method == "PUT" && route.pattern == "/api/v1/jobs/{name}";
     if (!creates && (route.pattern.find('{') != std::string::npos || route.pattern == "/api/v1/dead-letters/replay") &&
-        (route.body.empty() || !valid_body.empty()))
+        (route.body.empty() || route.body.rfind("optional", 0) == 0 || !valid_body.empty()))
       json_error(send(route.method, path, valid_body), 404, where + " unknown");
     // Bodies: malformed, of the wrong type, oversized.
     if (!route.body.empty()) {
@@ -638,6 +642,20 @@ TEST_F(AdminApiTest, TheOperationsGuideDocumentsEveryRoute) {
   std::set<std::string> routes;
   for (const auto& r : api.routes()) routes.insert(r.method + " " + r.pattern);
   EXPECT_EQ(documented, routes);
+}
+
+TEST_F(AdminApiTest, ATriggerCarriesParametersAsThePayloadAndAuditsOnlyTheirNames) {
+  auto res = send("POST", "/api/v1/jobs/manual/trigger", R"({"parameters":{"region":"eu","password":"hunter2"}})");
+  ASSERT_EQ(res.status, 201) << res.body;
+  const auto run = body(res).as_object()["run_id"].as_int64();
+  auto shown = body(get("/api/v1/runs/" + std::to_string(run))).as_object();
+  EXPECT_EQ(shown["payload"].at("parameters").at("region").as_string(), "eu");
+  EXPECT_TRUE(shown["decisions"].as_array().empty());
+  auto audit = last_audit();
+  EXPECT_EQ(json::serialize(audit["details"].at("parameters")), R"(["password","region"])");
+  EXPECT_EQ(json::serialize(audit).find("hunter2"), std::string::npos) << "values are not audited";
+  EXPECT_EQ(send("POST", "/api/v1/jobs/manual/trigger", R"({"parameters":[1]})").status, 400);
+  EXPECT_EQ(send("POST", "/api/v1/jobs/manual/trigger", R"({"params":{}})").status, 400);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/url/url.hpp>
 
 namespace baton::ctl {
 
@@ -66,6 +67,12 @@ ApiReply once(const std::string& addr, const std::string& token, std::chrono::mi
 }
 
 }  // namespace
+
+std::string path_segment(const std::string& s) {
+  boost::urls::url u;
+  u.segments().push_back(s);
+  return std::string(u.encoded_path());
+}
 
 ApiClient::ApiClient(std::string addr, std::string token, std::chrono::milliseconds timeout)
     : addr_(std::move(addr)), token_(std::move(token)), timeout_(timeout) {}

@@ -45,12 +45,6 @@ struct Declared {
   std::string body;  ///< the job as JSON
 };
 
-std::string seg(const std::string& s) {
-  boost::urls::url u;
-  u.segments().push_back(s);
-  return std::string(u.encoded_path());
-}
-
 }  // namespace
 
 int apply(Call& c) {
@@ -116,7 +110,7 @@ int apply(Call& c) {
   };
   std::vector<Plan> plan;
   for (const auto& d : declared) {
-    auto reply = c.api.call("PUT", "/api/v1/jobs/" + seg(d.name) + "?dry_run=true", d.body);
+    auto reply = c.api.call("PUT", "/api/v1/jobs/" + path_segment(d.name) + "?dry_run=true", d.body);
     if (reply.status != 200) {
       boost::system::error_code ec;
       auto v = json::parse(reply.body, ec);
@@ -141,7 +135,8 @@ int apply(Call& c) {
   if (c.has("--prune")) {
     std::optional<std::string> cursor;
     for (;;) {
-      auto reply = c.api.call("GET", "/api/v1/jobs?limit=500" + (cursor ? "&cursor=" + seg(*cursor) : std::string()));
+      auto reply =
+          c.api.call("GET", "/api/v1/jobs?limit=500" + (cursor ? "&cursor=" + path_segment(*cursor) : std::string()));
       if (reply.status != 200) return c.fail(reply);
       auto page = json::parse(reply.body).as_object();
       for (const auto& j : page["items"].as_array()) {
@@ -158,7 +153,7 @@ int apply(Call& c) {
   int created = 0, updated = 0, unchanged = 0, deleted = 0;
   for (const auto& p : plan) {
     if (!dry && p.action != "unchanged") {
-      auto reply = c.api.call("PUT", "/api/v1/jobs/" + seg(p.job->name), p.job->body);
+      auto reply = c.api.call("PUT", "/api/v1/jobs/" + path_segment(p.job->name), p.job->body);
       if (reply.status != 200 && reply.status != 201) return c.fail(reply);
     }
     (p.action == "create" ? created : p.action == "update" ? updated : unchanged)++;
@@ -169,7 +164,7 @@ int apply(Call& c) {
   }
   for (const auto& n : prune) {
     if (!dry) {
-      auto reply = c.api.call("DELETE", "/api/v1/jobs/" + seg(n));
+      auto reply = c.api.call("DELETE", "/api/v1/jobs/" + path_segment(n));
       if (reply.status != 200) return c.fail(reply);
     }
     ++deleted;

@@ -103,13 +103,6 @@ int simple(Call& c, const std::string& method, const std::string& path, const st
   return exit_ok;
 }
 
-std::string seg(const std::string& s) {
-  // One path segment, percent-encoded.
-  boost::urls::url u;
-  u.segments().push_back(s);
-  return std::string(u.encoded_path());
-}
-
 bool terminal(const std::string& state) {
   return state == "SUCCEEDED" || state == "FAILED" || state == "TIMED_OUT" || state == "CANCELED";
 }
@@ -131,7 +124,7 @@ std::optional<std::chrono::milliseconds> parse_duration(const std::string& s) {
 }
 
 int logs(Call& c) {
-  const std::string path = "/api/v1/runs/" + seg(c.args.at(0));
+  const std::string path = "/api/v1/runs/" + path_segment(c.args.at(0));
   const bool follow = c.has("--follow");
   auto interval = parse_duration(c.flag("--interval").value_or("1s"));
   if (!interval) return c.usage("--interval must be a duration like 500ms, 2s or 1m");
@@ -272,7 +265,7 @@ std::vector<Verb> verbs() {
        1,
        1,
        [](Call& c) -> int {
-         auto reply = c.api.call("GET", "/api/v1/runs/" + seg(c.args[0]));
+         auto reply = c.api.call("GET", "/api/v1/runs/" + path_segment(c.args[0]));
          if (reply.status != 200) return c.fail(reply);
          if (c.json_output())
            c.out << reply.body << '\n';
@@ -286,14 +279,14 @@ std::vector<Verb> verbs() {
        {},
        1,
        1,
-       [](Call& c) -> int { return simple(c, "POST", "/api/v1/runs/" + seg(c.args[0]) + "/cancel"); }},
+       [](Call& c) -> int { return simple(c, "POST", "/api/v1/runs/" + path_segment(c.args[0]) + "/cancel"); }},
       {{"runs", "rerun"},
        "RUN",
        "a new run of the same job and payload as a finished run",
        {},
        1,
        1,
-       [](Call& c) -> int { return simple(c, "POST", "/api/v1/runs/" + seg(c.args[0]) + "/rerun"); }},
+       [](Call& c) -> int { return simple(c, "POST", "/api/v1/runs/" + path_segment(c.args[0]) + "/rerun"); }},
       {{"logs"},
        "RUN",
        "a run's output; -f follows it until the run ends (exit 0 only if it SUCCEEDED)",
@@ -316,16 +309,35 @@ std::vector<Verb> verbs() {
        {},
        1,
        1,
-       [](Call& c) -> int { return simple(c, "GET", "/api/v1/jobs/" + seg(c.args[0])); }},
+       [](Call& c) -> int { return simple(c, "GET", "/api/v1/jobs/" + path_segment(c.args[0])); }},
       {{"jobs", "trigger"},
        "JOB",
-       "create a run of a job now",
-       {{"--key", true, "an idempotency key: no second active run with it"}},
+       "create a run of a job now; prints its id",
+       {{"--key", true, "an idempotency key: no second active run with it"},
+        {"--param", true, "a parameter NAME=VALUE (repeatable; the value is a string)"},
+        {"--parameters", true, "the parameters as a JSON object"}},
        1,
        1,
        [](Call& c) -> int {
-         auto reply =
-             c.api.call("POST", "/api/v1/jobs/" + seg(c.args[0]) + "/trigger", "", c.flag("--key").value_or(""));
+         json::object params;
+         if (auto all = c.flag("--parameters")) {
+           boost::system::error_code ec;
+           auto v = json::parse(*all, ec);
+           if (ec || !v.is_object()) return c.usage("--parameters must be a JSON object");
+           params = v.as_object();
+         }
+         if (auto list = c.flag("--param")) {
+           std::istringstream lines(*list);
+           for (std::string p; std::getline(lines, p);) {
+             auto eq = p.find('=');
+             if (eq == std::string::npos || eq == 0) return c.usage("--param takes NAME=VALUE, got '" + p + "'");
+             params[p.substr(0, eq)] = p.substr(eq + 1);
+           }
+         }
+         const std::string body =
+             params.empty() ? std::string() : json::serialize(json::object{{"parameters", params}});
+         auto reply = c.api.call("POST", "/api/v1/jobs/" + path_segment(c.args[0]) + "/trigger", body,
+                                 c.flag("--key").value_or(""));
          if (reply.status != 201 && reply.status != 200) return c.fail(reply);
          c.out << (c.json_output() ? reply.body : std::string(field(json::parse(reply.body).as_object(), "run_id")))
                << '\n';
@@ -337,14 +349,14 @@ std::vector<Verb> verbs() {
        {},
        1,
        1,
-       [](Call& c) -> int { return simple(c, "POST", "/api/v1/jobs/" + seg(c.args[0]) + "/pause"); }},
+       [](Call& c) -> int { return simple(c, "POST", "/api/v1/jobs/" + path_segment(c.args[0]) + "/pause"); }},
       {{"jobs", "resume"},
        "JOB",
        "resume a paused job",
        {},
        1,
        1,
-       [](Call& c) -> int { return simple(c, "POST", "/api/v1/jobs/" + seg(c.args[0]) + "/resume"); }},
+       [](Call& c) -> int { return simple(c, "POST", "/api/v1/jobs/" + path_segment(c.args[0]) + "/resume"); }},
       {{"jobs", "delete"},
        "JOB",
        "delete a job (its runs and history stay)",
@@ -352,7 +364,7 @@ std::vector<Verb> verbs() {
        1,
        1,
        [](Call& c) -> int {
-         std::string path = "/api/v1/jobs/" + seg(c.args[0]);
+         std::string path = "/api/v1/jobs/" + path_segment(c.args[0]);
          if (auto v = c.flag("--version")) path += "?version=" + *v;
          return simple(c, "DELETE", path);
        }},
@@ -379,28 +391,28 @@ std::vector<Verb> verbs() {
        {},
        1,
        1,
-       [](Call& c) -> int { return simple(c, "GET", "/api/v1/workers/" + seg(c.args[0])); }},
+       [](Call& c) -> int { return simple(c, "GET", "/api/v1/workers/" + path_segment(c.args[0])); }},
       {{"workers", "drain"},
        "WORKER",
        "finish in-flight runs, take no new ones",
        {},
        1,
        1,
-       [](Call& c) -> int { return simple(c, "POST", "/api/v1/workers/" + seg(c.args[0]) + "/drain"); }},
+       [](Call& c) -> int { return simple(c, "POST", "/api/v1/workers/" + path_segment(c.args[0]) + "/drain"); }},
       {{"workers", "resume"},
        "WORKER",
        "take a drained or evicted worker back",
        {},
        1,
        1,
-       [](Call& c) -> int { return simple(c, "POST", "/api/v1/workers/" + seg(c.args[0]) + "/resume"); }},
+       [](Call& c) -> int { return simple(c, "POST", "/api/v1/workers/" + path_segment(c.args[0]) + "/resume"); }},
       {{"workers", "evict"},
        "WORKER",
        "disconnect it and refuse it until resumed",
        {},
        1,
        1,
-       [](Call& c) -> int { return simple(c, "POST", "/api/v1/workers/" + seg(c.args[0]) + "/evict"); }},
+       [](Call& c) -> int { return simple(c, "POST", "/api/v1/workers/" + path_segment(c.args[0]) + "/evict"); }},
       // dead letters
       {{"dead-letters", "list"},
        "",
@@ -419,7 +431,7 @@ std::vector<Verb> verbs() {
        {},
        1,
        1,
-       [](Call& c) -> int { return simple(c, "GET", "/api/v1/dead-letters/" + seg(c.args[0])); }},
+       [](Call& c) -> int { return simple(c, "GET", "/api/v1/dead-letters/" + path_segment(c.args[0])); }},
       {{"dead-letters", "triage"},
        "ID",
        "set its triage status and notes",
@@ -431,7 +443,7 @@ std::vector<Verb> verbs() {
          if (!status) return c.usage("triage needs --status");
          json::object body{{"status", *status}};
          if (auto n = c.flag("--notes")) body["notes"] = *n;
-         return simple(c, "POST", "/api/v1/dead-letters/" + seg(c.args[0]) + "/triage", json::serialize(body));
+         return simple(c, "POST", "/api/v1/dead-letters/" + path_segment(c.args[0]) + "/triage", json::serialize(body));
        }},
       {{"dead-letters", "replay"},
        "ID...",
@@ -440,7 +452,8 @@ std::vector<Verb> verbs() {
        1,
        -1,
        [](Call& c) -> int {
-         if (c.args.size() == 1) return simple(c, "POST", "/api/v1/dead-letters/" + seg(c.args[0]) + "/replay");
+         if (c.args.size() == 1)
+           return simple(c, "POST", "/api/v1/dead-letters/" + path_segment(c.args[0]) + "/replay");
          json::array ids;
          for (const auto& a : c.args) {
            try {
@@ -539,7 +552,8 @@ std::vector<Verb> verbs() {
          boost::system::error_code ec;
          auto value = json::parse(c.args[1], ec);
          if (ec) value = json::value(c.args[1]);  // a bare word is a string
-         return simple(c, "PUT", "/api/v1/settings/" + seg(c.args[0]), json::serialize(json::object{{"value", value}}));
+         return simple(c, "PUT", "/api/v1/settings/" + path_segment(c.args[0]),
+                       json::serialize(json::object{{"value", value}}));
        }},
       {{"token", "create"},
        "NAME",
@@ -575,7 +589,7 @@ std::vector<Verb> verbs() {
        {},
        1,
        1,
-       [](Call& c) -> int { return simple(c, "POST", "/api/v1/tokens/" + seg(c.args[0]) + "/revoke"); }},
+       [](Call& c) -> int { return simple(c, "POST", "/api/v1/tokens/" + path_segment(c.args[0]) + "/revoke"); }},
       {{"completion"},
        "SHELL",
        "print a completion script (SHELL: bash): source <(baton ctl completion bash)",

@@ -138,7 +138,7 @@ std::vector<ApiRoute> AdminApi::make_routes() {
        {},
        O,
        true,
-       "",
+       "optional: {\"parameters\": {...}} (kept as the run's payload)",
        h(&AdminApi::trigger)},
       {"POST",
        "/api/v1/jobs/{name}/pause",
@@ -481,7 +481,22 @@ HttpResponse AdminApi::trigger(const ApiCall& c) {
       return error(400, "bad_request", "Idempotency-Key must be 1-200 characters");
     key = k->second;
   }
-  auto created = with_store([&](auto& s) { return s.trigger(c.actor(), job, key); });
+  // An optional body: {"parameters": {...}}, kept as the run's payload.
+  std::optional<std::string> payload;
+  if (!c.request.body.empty()) {
+    auto body = body_object(c.request);
+    if (auto* e = std::get_if<HttpResponse>(&body)) return *e;
+    auto& o = std::get<json::object>(body);
+    for (const auto& kv : o)
+      if (kv.key() != "parameters")
+        return error(400, "bad_request",
+                     "unknown key " + json_quote(std::string(kv.key()).substr(0, 64)) +
+                         " (a trigger takes {\"parameters\": {...}})");
+    if (auto* p = o.if_contains("parameters"); p && !p->is_object())
+      return error(400, "bad_request", "'parameters' must be a JSON object of names to values");
+    payload = json::serialize(o);
+  }
+  auto created = with_store([&](auto& s) { return s.trigger(c.actor(), job, key, payload); });
   if (!created) {
     if (created.error().code == Errc::bad_input) return error(404, "unknown_job", created.error().message);
     return db_error(created.error());

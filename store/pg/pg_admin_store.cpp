@@ -120,6 +120,9 @@ Result<std::optional<std::string>> PgAdminStore::run_json(RunId id) {
         "   FROM job_run_transitions t WHERE t.run_id = r.id), '[]'::jsonb),"
         " 'dead_letter', (SELECT jsonb_build_object('id', d.id, 'triage_status', d.triage_status, 'notes', d.notes,"
         "   'replayed_run_ids', d.replayed_run_ids) FROM dead_letters d WHERE d.run_id = r.id),"
+        " 'decisions', coalesce((SELECT jsonb_agg(jsonb_build_object('at', d.at, 'epoch', d.epoch,"
+        "   'decision', d.decision, 'slot', d.slot, 'details', d.details) ORDER BY d.id)"
+        "   FROM decision_ledger d WHERE d.run_id = r.id), '[]'::jsonb),"
         " 'reruns', coalesce((SELECT jsonb_agg(x.id ORDER BY x.id) FROM job_runs x WHERE x.rerun_of = r.id),"
         "   '[]'::jsonb),"
         " 'logs', coalesce((SELECT jsonb_agg(jsonb_build_object('attempt', l.attempt, 'stream', l.stream,"
@@ -323,18 +326,22 @@ Result<std::optional<TokenGrant>> PgAdminStore::token_by_hash(const std::string&
 }
 
 Result<CreateResult> PgAdminStore::trigger(const Actor& who, const std::string& job,
-                                           const std::optional<std::string>& idempotency_key) {
+                                           const std::optional<std::string>& idempotency_key,
+                                           const std::optional<std::string>& payload_json) {
   return session_.with<CreateResult>([&](pqxx::connection& c) -> Result<CreateResult> {
     pqxx::work tx{c};
     auto r = tx.exec_params1(create_job_run_sql(), who.epoch.value, job, idempotency_key, "api",
-                             std::optional<std::int64_t>{});
+                             std::optional<std::int64_t>{}, payload_json);
     if (!r[2].as<bool>()) return make_error(Errc::bad_input, "unknown job '" + job + "'");
     auto created = classify_create(r, who.epoch);
     if (created.outcome != WriteOutcome::applied) return created;  // nothing written: nothing to audit
+    // The parameters' names, not their values: a value may be a secret.
     tx.exec_params(
         "INSERT INTO audit_log (actor, action, subject, epoch, details) VALUES ($1, 'job.trigger', $2, $3,"
-        " jsonb_build_object('run_id', $4::bigint, 'idempotency_key', $5::text))",
-        who.name, "job:" + job, who.epoch.value, created.run.value, idempotency_key);
+        " jsonb_build_object('run_id', $4::bigint, 'idempotency_key', $5::text, 'parameters',"
+        " (SELECT coalesce(jsonb_agg(k ORDER BY k), '[]'::jsonb) FROM jsonb_object_keys("
+        "  coalesce($6::jsonb -> 'parameters', '{}'::jsonb)) AS k)))",
+        who.name, "job:" + job, who.epoch.value, created.run.value, idempotency_key, payload_json);
     tx.commit();
     return created;
   });

@@ -156,7 +156,8 @@ Result<CreateResult> PgLeaderStore::create_job_run(Epoch epoch, const std::strin
                                                    std::optional<std::int64_t> slot_unix) {
   return session_.with<CreateResult>([&](pqxx::connection& c) -> Result<CreateResult> {
     pqxx::nontransaction tx{c};
-    auto r = tx.exec_params1(create_job_run_sql(), epoch.value, job_name, idempotency_key, trigger_kind, slot_unix);
+    auto r = tx.exec_params1(create_job_run_sql(), epoch.value, job_name, idempotency_key, trigger_kind, slot_unix,
+                             std::optional<std::string>{});
     if (!r[2].as<bool>()) return make_error(Errc::bad_input, "unknown job '" + job_name + "'");
     return classify_create(r, epoch);
   });
@@ -205,42 +206,6 @@ Result<void> PgLeaderStore::append_run_log(RunId run, int attempt, const std::st
                    stream, chunk);
     tx.commit();
     return {};
-  });
-}
-
-Result<void> PgLeaderStore::upsert_job(const JobDefinition& j) {
-  return session_.with<void>([&](pqxx::connection& c) -> Result<void> {
-    pqxx::work tx{c};
-    tx.exec_params(
-        "INSERT INTO job_definitions (name, schedule, time_zone, tasks, max_attempts, priority, timeout_ms,"
-        " retry_base_ms, retry_cap_ms, worker_selector, live, misfire_policy)"
-        " VALUES ($1, $2, $3, $4::jsonb, $5, $6, nullif($7, 0), $8, $9, $10::jsonb, $11, $12)"
-        " ON CONFLICT (name) DO UPDATE SET schedule = EXCLUDED.schedule, time_zone = EXCLUDED.time_zone,"
-        " tasks = EXCLUDED.tasks, max_attempts = EXCLUDED.max_attempts, priority = EXCLUDED.priority,"
-        " timeout_ms = EXCLUDED.timeout_ms, retry_base_ms = EXCLUDED.retry_base_ms,"
-        " retry_cap_ms = EXCLUDED.retry_cap_ms, worker_selector = EXCLUDED.worker_selector,"
-        " live = EXCLUDED.live, misfire_policy = EXCLUDED.misfire_policy, deleted_at = NULL,"
-        " updated_at = now(), version = job_definitions.version + 1"
-        " WHERE (job_definitions.schedule, job_definitions.time_zone, job_definitions.tasks,"
-        " job_definitions.max_attempts, job_definitions.priority, job_definitions.timeout_ms,"
-        " job_definitions.retry_base_ms, job_definitions.retry_cap_ms, job_definitions.worker_selector,"
-        " job_definitions.live, job_definitions.misfire_policy, job_definitions.deleted_at)"
-        " IS DISTINCT FROM (EXCLUDED.schedule, EXCLUDED.time_zone, EXCLUDED.tasks, EXCLUDED.max_attempts,"
-        " EXCLUDED.priority, EXCLUDED.timeout_ms, EXCLUDED.retry_base_ms, EXCLUDED.retry_cap_ms,"
-        " EXCLUDED.worker_selector, EXCLUDED.live, EXCLUDED.misfire_policy, NULL::timestamptz)",
-        j.name, j.schedule, j.time_zone, j.tasks_json, j.max_attempts, j.priority, j.timeout_ms, j.retry_base_ms,
-        j.retry_cap_ms, j.selector_json, j.live, j.misfire_policy);
-    tx.commit();
-    return {};
-  });
-}
-
-Result<bool> PgLeaderStore::job_exists(const std::string& name) {
-  return session_.with<bool>([&](pqxx::connection& c) -> Result<bool> {
-    pqxx::nontransaction tx{c};
-    return tx
-        .exec_params1("SELECT EXISTS (SELECT 1 FROM job_definitions WHERE name = $1 AND deleted_at IS NULL)", name)[0]
-        .as<bool>();
   });
 }
 

@@ -238,8 +238,9 @@ const std::string& create_job_run_sql() {
       "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1 FOR KEY SHARE),"
       " job AS (SELECT * FROM job_definitions WHERE name = $2 AND deleted_at IS NULL),"
       " w AS (INSERT INTO job_runs (job_definition_id, idempotency_key, max_attempts, priority, trigger_kind,"
-      " leader_epoch, scheduled_for)"
-      " SELECT job.id, $3::text, job.max_attempts, job.priority, $4::text, $1::bigint, to_timestamp($5::bigint)"
+      " leader_epoch, scheduled_for, payload)"
+      " SELECT job.id, $3::text, job.max_attempts, job.priority, $4::text, $1::bigint, to_timestamp($5::bigint),"
+      " coalesce($6::jsonb, '{}'::jsonb)"
       " FROM job WHERE (SELECT epoch FROM fence) = $1::bigint ON CONFLICT DO NOTHING RETURNING id)"
       " SELECT (SELECT epoch FROM fence), (SELECT id FROM w), EXISTS (SELECT 1 FROM job)";
   return sql;

@@ -14,6 +14,8 @@ namespace baton::store::pg {
 const std::string& heartbeat_batch_sql();
 /// $1 epoch, $2 job name, $3 idempotency key, $4 trigger kind, $5 slot (unix seconds or NULL).
 /// Returns (current_epoch, new run id or NULL, job exists).
+/// $1 epoch, $2 job name, $3 idempotency key, $4 trigger kind, $5 slot
+/// (unix seconds), $6 payload (JSON, NULL for {}).
 const std::string& create_job_run_sql();
 
 /// Classifies the (current_epoch, new run id or NULL) row of a fenced insert.

@@ -6,6 +6,7 @@
 
 #include <set>
 
+#include "baton/store_pg/pg_admin_store.h"
 #include "baton/store_pg/pg_leader_store.h"
 #include "store_test_support.h"
 
@@ -155,8 +156,9 @@ TEST_F(RunStoreBatchTest, DueRunsSkipRunsTheLabelSetCannotTake) {
   JobDefinition b_job;
   b_job.name = "needs-b";
   b_job.selector_json = R"({"pool": "b"})";
-  ASSERT_TRUE(leader.upsert_job(c_job));
-  ASSERT_TRUE(leader.upsert_job(b_job));
+  PgAdminStore admin{url, "test-admin"};
+  ASSERT_TRUE(admin.create_job(Actor{"test", epoch}, c_job));
+  ASSERT_TRUE(admin.create_job(Actor{"test", epoch}, b_job));
   for (int i = 0; i < 3; ++i)
     ASSERT_EQ(leader.create_job_run(epoch, "needs-c", std::nullopt, "api", std::nullopt)->outcome,
               WriteOutcome::applied);

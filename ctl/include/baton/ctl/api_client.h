@@ -14,6 +14,9 @@ struct ApiReply {
   std::string answered_by;  ///< HOST:PORT that answered (after redirects)
 };
 
+/// `s` as one percent-encoded path segment ("a b" -> "a%20b").
+std::string path_segment(const std::string& s);
+
 class ApiClient {
  public:
   ApiClient(std::string addr, std::string token, std::chrono::milliseconds timeout = std::chrono::seconds(10));

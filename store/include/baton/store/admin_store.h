@@ -142,7 +142,8 @@ class AdminStore {
   /// Fenced insert of a run of `job` (trigger_kind "api"). Conflict when the
   /// idempotency key is active; bad_input when there is no such job.
   virtual Result<CreateResult> trigger(const Actor& who, const std::string& job,
-                                       const std::optional<std::string>& idempotency_key) = 0;
+                                       const std::optional<std::string>& idempotency_key,
+                                       const std::optional<std::string>& payload_json) = 0;
   /// A new run of the same job and payload as run `of` (any final state).
   virtual Result<AdminResult> rerun(const Actor& who, RunId of) = 0;
   /// Replays dead letters: a new run for each, the letter marked `replayed`.

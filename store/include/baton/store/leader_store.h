@@ -135,8 +135,6 @@ class LeaderStore {
   /// These attached workers were heard from: their last heartbeat is now.
   virtual Result<void> workers_seen(const std::vector<std::string>& worker_ids) = 0;
   virtual Result<void> append_run_log(RunId run, int attempt, const std::string& stream, const std::string& chunk) = 0;
-  virtual Result<void> upsert_job(const JobDefinition& job) = 0;
-  virtual Result<bool> job_exists(const std::string& name) = 0;
   virtual Result<std::vector<ScheduledJob>> scheduled_jobs() = 0;
   /// What operators set that the leader applies without a restart.
   virtual Result<Controls> read_controls() = 0;

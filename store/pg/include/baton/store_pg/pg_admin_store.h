@@ -35,7 +35,8 @@ class PgAdminStore final : public AdminStore {
   Result<std::optional<TokenGrant>> token_by_hash(const std::string& sha256_hex) override;
 
   Result<CreateResult> trigger(const Actor& who, const std::string& job,
-                               const std::optional<std::string>& idempotency_key) override;
+                               const std::optional<std::string>& idempotency_key,
+                               const std::optional<std::string>& payload_json) override;
   Result<AdminResult> rerun(const Actor& who, RunId of) override;
   Result<std::vector<AdminResult>> replay(const Actor& who, const std::vector<std::int64_t>& ids) override;
   Result<AdminResult> triage(const Actor& who, std::int64_t dead_letter, const std::string& status,

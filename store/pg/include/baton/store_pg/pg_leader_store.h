@@ -24,8 +24,6 @@ class PgLeaderStore final : public LeaderStore {
   Result<void> worker_detached(const std::string& worker_id) override;
   Result<void> workers_seen(const std::vector<std::string>& worker_ids) override;
   Result<void> append_run_log(RunId run, int attempt, const std::string& stream, const std::string& chunk) override;
-  Result<void> upsert_job(const JobDefinition& job) override;
-  Result<bool> job_exists(const std::string& name) override;
   Result<std::vector<ScheduledJob>> scheduled_jobs() override;
   Result<Controls> read_controls() override;
 
