@@ -135,8 +135,10 @@ int apply(Call& c) {
   if (c.has("--prune")) {
     std::optional<std::string> cursor;
     for (;;) {
-      auto reply =
-          c.api.call("GET", "/api/v1/jobs?limit=500" + (cursor ? "&cursor=" + path_segment(*cursor) : std::string()));
+      boost::urls::url page_url("/api/v1/jobs");
+      page_url.params().append({"limit", "500"});
+      if (cursor) page_url.params().append({"cursor", *cursor});  // a query value, encoded as one
+      auto reply = c.api.call("GET", std::string(page_url.buffer()));
       if (reply.status != 200) return c.fail(reply);
       auto page = json::parse(reply.body).as_object();
       for (const auto& j : page["items"].as_array()) {

@@ -109,25 +109,6 @@ store::JobDefinition read_job(const YAML::Node& node, const std::string& path, C
 
 }  // namespace
 
-Result<std::vector<store::JobDefinition>> load_job_file(const std::string& file) {
-  auto root = load_yaml_file(file);
-  if (!root) return root.error();
-  ConfigErrors errors(file);
-  ConfigMap top(*root, "", errors);
-  std::vector<store::JobDefinition> out;
-  YAML::Node list = (*root)["jobs"];
-  top.mark_known("jobs");
-  top.reject_unknown_keys();
-  if (!list || !list.IsSequence()) {
-    errors.add("jobs", "must be a list of job definitions");
-  } else {
-    for (std::size_t i = 0; i < list.size(); ++i)
-      out.push_back(read_job(list[i], "jobs[" + std::to_string(i) + "]", errors));
-  }
-  if (!errors.empty()) return make_error(Errc::bad_config, errors.joined());
-  return out;
-}
-
 Result<store::JobDefinition> parse_job_document(const std::string& text, const std::string& source,
                                                 const std::string& name) {
   try {
@@ -146,26 +127,6 @@ Result<store::JobDefinition> parse_job_document(const std::string& text, const s
     // label given as an object, say) ends up here.
     return make_error(Errc::bad_input, source + ": not a valid job definition: " + e.what());
   }
-}
-
-Result<std::vector<store::JobDefinition>> load_job_files(const std::string& dir) {
-  std::vector<std::string> files;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
-    if (e.path().extension() == ".yaml" || e.path().extension() == ".yml") files.push_back(e.path().string());
-  if (ec) return make_error(Errc::bad_config, "job directory '" + dir + "': " + ec.message());
-  std::sort(files.begin(), files.end());
-  std::vector<store::JobDefinition> all;
-  std::string errors;
-  for (const auto& f : files) {
-    auto jobs = load_job_file(f);
-    if (!jobs)
-      errors += jobs.error().message;
-    else
-      all.insert(all.end(), jobs->begin(), jobs->end());
-  }
-  if (!errors.empty()) return make_error(Errc::bad_config, errors);
-  return all;
 }
 
 std::vector<std::string> job_changes(const store::JobDefinition& from, const store::JobDefinition& to) {

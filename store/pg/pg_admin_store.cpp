@@ -44,6 +44,15 @@ void audit_in(pqxx::work& tx, const Actor& who, const std::string& action, const
       who.name, action, subject, who.epoch.value, before_json, after_json);
 }
 
+/// Every run state with its count (zero included: a series never vanishes).
+std::map<std::string, std::int64_t> runs_by_state(pqxx::nontransaction& tx) {
+  std::map<std::string, std::int64_t> out;
+  for (auto s : all_run_states) out[std::string(to_string(s))] = 0;
+  for (const auto& r : tx.exec("SELECT state, count(*) FROM job_runs GROUP BY state"))
+    out[r[0].as<std::string>()] = r[1].as<std::int64_t>();
+  return out;
+}
+
 AdminResult applied(std::string json) { return {AdminOutcome::applied, std::move(json), {}}; }
 AdminResult refused(AdminOutcome o, std::string message, std::string json = "{}") {
   return {o, std::move(json), std::move(message)};
@@ -66,11 +75,7 @@ PgAdminStore::PgAdminStore(const std::string& url, const std::string& applicatio
 Result<RunCounts> PgAdminStore::run_counts() {
   return session_.with<RunCounts>([&](pqxx::connection& c) -> Result<RunCounts> {
     pqxx::nontransaction tx{c};
-    RunCounts out;
-    for (auto s : all_run_states) out.by_state[std::string(to_string(s))] = 0;
-    for (const auto& r : tx.exec("SELECT state, count(*) FROM job_runs GROUP BY state"))
-      out.by_state[r[0].as<std::string>()] = r[1].as<std::int64_t>();
-    return out;
+    return RunCounts{runs_by_state(tx)};
   });
 }
 
@@ -78,9 +83,7 @@ Result<ClusterGauges> PgAdminStore::cluster_gauges() {
   return session_.with<ClusterGauges>([&](pqxx::connection& c) -> Result<ClusterGauges> {
     pqxx::nontransaction tx{c};
     ClusterGauges g;
-    for (auto s : all_run_states) g.runs_by_state[std::string(to_string(s))] = 0;
-    for (const auto& r : tx.exec("SELECT state, count(*) FROM job_runs GROUP BY state"))
-      g.runs_by_state[r[0].as<std::string>()] = r[1].as<std::int64_t>();
+    g.runs_by_state = runs_by_state(tx);
     for (const char* s : {"pending", "acknowledged", "replayed", "closed"}) g.dead_letters_by_status[s] = 0;
     for (const auto& r : tx.exec("SELECT triage_status, count(*) FROM dead_letters GROUP BY triage_status"))
       g.dead_letters_by_status[r[0].as<std::string>()] = r[1].as<std::int64_t>();

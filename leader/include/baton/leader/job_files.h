@@ -1,8 +1,7 @@
 #pragma once
-// Job definitions from YAML files (configs/jobs/*.yaml): each file holds a
-// `jobs:` list. Parsed and validated here (cron expressions included), then
-// sent to the admin API by `baton ctl apply`, which validates them with the
-// same reader.
+// A job definition as the admin API receives it: one entry of a job file
+// (configs/jobs/*.yaml, a `jobs:` list that `baton ctl apply` sends entry by
+// entry), parsed and validated here, cron expression included.
 #include <string>
 #include <vector>
 
@@ -11,13 +10,9 @@
 
 namespace baton::leader {
 
-/// Every *.yaml file in `dir`, in name order. The error lists every problem
-/// as "FILE: jobs[i].KEY: what".
-Result<std::vector<store::JobDefinition>> load_job_files(const std::string& dir);
-Result<std::vector<store::JobDefinition>> load_job_file(const std::string& file);
-
 /// One job definition as a document of the same keys as an entry of a job
-/// file (YAML or JSON: the API's request body), validated the same way.
+/// file (YAML or JSON: the API's request body). The error lists every
+/// problem as "SOURCE: KEY: what".
 /// `name`, when given, fills a missing `name` and must agree with one given.
 Result<store::JobDefinition> parse_job_document(const std::string& text, const std::string& source,
                                                 const std::string& name = "");
