@@ -15,6 +15,7 @@
 #include "baton/ctl/ctl.h"
 #include "baton/leader/node.h"
 #include "baton/leader/node_config.h"
+#include "baton/leader_core/cron_command.h"
 #include "baton/store_pg/migrate.h"
 #include "baton/store_pg/pg_admin_store.h"
 #include "baton/store_pg/pg_leader_store.h"
@@ -36,7 +37,8 @@ constexpr const char* usage =
     "  node --config FILE      run a coordinator node\n"
     "  migrate --config FILE   apply schema migrations and exit\n"
     "  worker --config FILE    run a worker agent\n"
-    "  ctl VERB ...            the admin API from the command line (baton ctl --help)\n";
+    "  ctl VERB ...            the admin API from the command line (baton ctl --help)\n"
+    "  cron next EXPR ...      the next fire times of a cron expression (baton cron --help)\n";
 
 int fail(const std::string& message, int code = 2) {
   std::cerr << "baton: " << message;
@@ -166,6 +168,13 @@ int main(int argc, char** argv) {
             return v ? std::optional<std::string>(v) : std::nullopt;
           },
           std::cout, std::cerr);
+    }
+    if (command == "cron") {
+      const auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+      const auto r = baton::leader_core::run_cron_command(args, now);
+      std::cout << r.out;
+      std::cerr << r.err;
+      return r.exit_code;
     }
     return fail("unknown command '" + command + "'\n" + usage);
   } catch (const std::exception& e) {

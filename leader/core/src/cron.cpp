@@ -282,53 +282,10 @@ std::int64_t floor_div(std::int64_t a, std::int64_t b) {
   return q;
 }
 
-}  // namespace
-
-std::variant<CronSchedule, CronParseError> parse_cron(std::string_view expr) {
-  const std::vector<Token> toks = split_whitespace(expr);
-  if (toks.empty()) return CronParseError{0, "empty cron expression"};
-  if (toks[0].text.front() == '@') return parse_macro(expr, toks);
-  if (toks.size() < 5) {
-    return CronParseError{expr.size(), "expected 5 or 6 fields (6 = with seconds), got " + std::to_string(toks.size())};
-  }
-  if (toks.size() > 6) {
-    return CronParseError{toks[6].pos, "expected 5 or 6 fields (6 = with seconds), got " + std::to_string(toks.size())};
-  }
-  const bool with_seconds = toks.size() == 6;
-  static constexpr std::array<const FieldSpec*, 6> kSpecs = {&kSecond, &kMinute, &kHour, &kDom, &kMonth, &kDow};
-  std::array<std::uint64_t, 6> masks{};
-  masks[0] = 1;  // 5 fields: second 0
-  for (std::size_t f = with_seconds ? 0 : 1; f < 6; ++f) {
-    const Token& t = toks[with_seconds ? f : f - 1];
-    FieldParser p{*kSpecs[f], t.text, t.pos, 0, std::nullopt};
-    const std::optional<std::uint64_t> m = p.parse();
-    if (!m) return *p.error;
-    masks[f] = *m;
-  }
-  CronSchedule s;
-  s.seconds = masks[0];
-  s.minutes = masks[1];
-  s.hours = masks[2];
-  s.days_of_month = masks[3];
-  s.months = masks[4];
-  s.days_of_week = masks[5];
-  s.dom_star = toks[with_seconds ? 3 : 2].text.front() == '*';
-  s.dow_star = toks[with_seconds ? 5 : 4].text.front() == '*';
-  return s;
-}
-
-std::optional<sys_seconds> next_fire(const CronSchedule& s, sys_seconds after, minutes utc_offset) {
-  // Keep year_month_day arithmetic far inside its range.
-  constexpr sys_seconds kLow = sys_days{std::chrono::year{-30000} / 1 / 1};
-  constexpr sys_seconds kHigh = sys_days{std::chrono::year{30000} / 1 / 1};
-  if (after < kLow || after > kHigh || utc_offset > days{2} || utc_offset < -days{2}) return std::nullopt;
-
-  if (s.is_every()) {
-    const std::int64_t p = s.every.count();
-    const sys_seconds next{seconds{(floor_div(after.time_since_epoch().count(), p) + 1) * p}};
-    if (next - after > kCronSearchWindow) return std::nullopt;
-    return next;
-  }
+// The first local wall-clock time strictly after `after_local` that the
+// fields match, within kCronSearchWindow. Local times are naive (the fields of
+// the wall clock), so this knows nothing about zones.
+std::optional<sys_seconds> next_local_match(const CronSchedule& s, sys_seconds after_local) {
   if (s.seconds == 0 || s.minutes == 0 || s.hours == 0 || s.days_of_month == 0 || s.months == 0 ||
       s.days_of_week == 0) {
     return std::nullopt;
@@ -336,8 +293,8 @@ std::optional<sys_seconds> next_fire(const CronSchedule& s, sys_seconds after, m
 
   // Walk the local wall clock forward, jumping to the start of the next
   // month / day / hour / minute whenever the current one cannot match.
-  const sys_seconds start = after + seconds{1} + utc_offset;
-  const sys_seconds limit = after + kCronSearchWindow + utc_offset;
+  const sys_seconds start = after_local + seconds{1};
+  const sys_seconds limit = after_local + kCronSearchWindow;
   sys_seconds t = start;
   while (t <= limit) {
     const sys_days day = std::chrono::floor<days>(t);
@@ -381,37 +338,104 @@ std::optional<sys_seconds> next_fire(const CronSchedule& s, sys_seconds after, m
     }
     t = day + hours{h} + minutes{m} + seconds{ns};
     if (t > limit) break;
-    return t - utc_offset;
+    return t;
   }
   return std::nullopt;
 }
 
-std::optional<std::chrono::minutes> time_zone_offset(std::string_view tz) {
-  if (tz == "UTC" || tz == "Etc/UTC" || tz == "Z") return minutes{0};
-  if (tz.size() != 6 || (tz[0] != '+' && tz[0] != '-') || tz[3] != ':') return std::nullopt;
-  if (!is_digit(tz[1]) || !is_digit(tz[2]) || !is_digit(tz[4]) || !is_digit(tz[5])) return std::nullopt;
-  const int hh = (tz[1] - '0') * 10 + (tz[2] - '0');
-  const int mm = (tz[4] - '0') * 10 + (tz[5] - '0');
-  if (mm > 59 || hh * 60 + mm > 18 * 60) return std::nullopt;
-  const minutes off{hh * 60 + mm};
-  return tz[0] == '-' ? -off : off;
+}  // namespace
+
+std::variant<CronSchedule, CronParseError> parse_cron(std::string_view expr) {
+  const std::vector<Token> toks = split_whitespace(expr);
+  if (toks.empty()) return CronParseError{0, "empty cron expression"};
+  if (toks[0].text.front() == '@') return parse_macro(expr, toks);
+  if (toks.size() < 5) {
+    return CronParseError{expr.size(), "expected 5 or 6 fields (6 = with seconds), got " + std::to_string(toks.size())};
+  }
+  if (toks.size() > 6) {
+    return CronParseError{toks[6].pos, "expected 5 or 6 fields (6 = with seconds), got " + std::to_string(toks.size())};
+  }
+  const bool with_seconds = toks.size() == 6;
+  static constexpr std::array<const FieldSpec*, 6> kSpecs = {&kSecond, &kMinute, &kHour, &kDom, &kMonth, &kDow};
+  std::array<std::uint64_t, 6> masks{};
+  masks[0] = 1;  // 5 fields: second 0
+  for (std::size_t f = with_seconds ? 0 : 1; f < 6; ++f) {
+    const Token& t = toks[with_seconds ? f : f - 1];
+    FieldParser p{*kSpecs[f], t.text, t.pos, 0, std::nullopt};
+    const std::optional<std::uint64_t> m = p.parse();
+    if (!m) return *p.error;
+    masks[f] = *m;
+  }
+  CronSchedule s;
+  s.seconds = masks[0];
+  s.minutes = masks[1];
+  s.hours = masks[2];
+  s.days_of_month = masks[3];
+  s.months = masks[4];
+  s.days_of_week = masks[5];
+  s.dom_star = toks[with_seconds ? 3 : 2].text.front() == '*';
+  s.dow_star = toks[with_seconds ? 5 : 4].text.front() == '*';
+  return s;
 }
 
-std::optional<std::string> validate_time_zone(std::string_view tz) {
-  if (time_zone_offset(tz)) return std::nullopt;
-  if (tz.empty()) return "time zone is empty: use \"UTC\" or a fixed offset like \"+02:00\"";
-  if (tz[0] == '+' || tz[0] == '-') {
-    return "time zone \"" + std::string(tz) + "\": a fixed offset must look like +HH:MM or -HH:MM, at most 18:00";
+std::optional<sys_seconds> next_fire(const CronSchedule& s, sys_seconds after, const CronZone& zone) {
+  // Keep year_month_day arithmetic far inside its range.
+  constexpr sys_seconds kLow = sys_days{std::chrono::year{-30000} / 1 / 1};
+  constexpr sys_seconds kHigh = sys_days{std::chrono::year{30000} / 1 / 1};
+  if (after < kLow || after > kHigh) return std::nullopt;
+
+  if (s.is_every()) {
+    const std::int64_t p = s.every.count();
+    const sys_seconds next{seconds{(floor_div(after.time_since_epoch().count(), p) + 1) * p}};
+    if (next - after > kCronSearchWindow) return std::nullopt;
+    return next;
   }
-  return "time zone \"" + std::string(tz) +
-         "\" is not supported: only \"UTC\" and fixed offsets like \"+02:00\" or \"-05:30\" are "
-         "(this build has no IANA time zone database)";
+  const ZonePeriod period = zone.period_at(after);
+  if (!zone.has_transitions()) {
+    auto local = next_local_match(s, after + period.offset);
+    if (!local) return std::nullopt;
+    return *local - period.offset;
+  }
+
+  // Walk the matching local times and map each to the instants it denotes
+  // (docs/scheduling.md, "Daylight-saving time"): a local time the clocks
+  // skipped fires at the jump; a repeated one fires in its first pass only,
+  // unless the schedule fires every hour, which then fires in both.
+  const bool every_hour = (s.hours & 0xFFFFFFull) == 0xFFFFFFull;
+  sys_seconds from_local = after + period.offset;
+  if (period.end - after <= days{1}) {
+    // `after` is just before a transition. If the clocks go back, local times
+    // before `from_local` come round again after it: start the walk at them.
+    const ZonePeriod next = zone.period_at(period.end);
+    if (next.offset < period.offset) from_local = std::min(from_local, period.end + next.offset - seconds{1});
+  }
+  std::optional<sys_seconds> best;
+  for (sys_seconds local = from_local;;) {
+    const std::optional<sys_seconds> match = next_local_match(s, local);
+    if (!match || *match - from_local > kCronSearchWindow) break;
+    local = *match;
+    const LocalInstants in = zone.instants_of(local);
+    // First passes never go backwards as the local time grows, so nothing
+    // after this local time can fire before `best`.
+    if (best && in.at[0] >= *best) break;
+    const std::size_t usable = (in.kind == LocalInstants::Kind::repeated && every_hour) ? in.count : 1;
+    for (std::size_t i = 0; i < usable; ++i) {
+      if (in.at[i] > after && (!best || in.at[i] < *best)) best = in.at[i];
+    }
+    if (best && *best == in.at[0]) break;
+  }
+  return best;
+}
+
+std::optional<sys_seconds> next_fire(const CronSchedule& s, sys_seconds after, minutes utc_offset) {
+  if (utc_offset > days{2} || utc_offset < -days{2}) return std::nullopt;
+  return next_fire(s, after, CronZone::fixed(utc_offset));
 }
 
 std::optional<sys_seconds> next_fire(const CronSchedule& s, sys_seconds after, std::string_view time_zone) {
-  const std::optional<minutes> off = time_zone_offset(time_zone);
-  if (!off) return std::nullopt;
-  return next_fire(s, after, *off);
+  auto zone = CronZone::locate(time_zone);
+  if (auto* z = std::get_if<CronZone>(&zone)) return next_fire(s, after, *z);
+  return std::nullopt;
 }
 
 }  // namespace baton::leader_core

@@ -18,7 +18,7 @@ std::optional<sys_seconds> newest_due(const CronPlanInput& in, sys_seconds from,
     sys_seconds at = std::max(from, now - window);
     std::optional<sys_seconds> newest;
     for (;;) {
-      auto next = next_fire(in.schedule, at, in.utc_offset);
+      auto next = next_fire(in.schedule, at, in.zone);
       if (!next || *next > now) break;
       newest = at = *next;
     }
@@ -42,7 +42,7 @@ CronPlan plan_cron_slots(const CronPlanInput& in) {
   CronPlan plan;
   if (in.policy == MisfirePolicy::run_all) {
     for (sys_seconds at = from; plan.slots.size() < in.catch_up_max;) {
-      auto next = next_fire(in.schedule, at, in.utc_offset);
+      auto next = next_fire(in.schedule, at, in.zone);
       if (!next || *next > now) break;
       plan.slots.push_back(at = *next);
     }
@@ -55,7 +55,7 @@ CronPlan plan_cron_slots(const CronPlanInput& in) {
   // Slots ahead, created now so that they start on time (PENDING until then).
   const auto horizon = in.db_now + in.lookahead;
   for (sys_seconds at = std::max(from, now);;) {
-    auto next = next_fire(in.schedule, at, in.utc_offset);
+    auto next = next_fire(in.schedule, at, in.zone);
     if (!next || *next > horizon) break;
     plan.slots.push_back(at = *next);
   }

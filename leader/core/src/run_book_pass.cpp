@@ -198,9 +198,15 @@ void RunBook::materialize_cron(const std::vector<store::ScheduledJob>& jobs) {
       cached = cron_cache_.emplace(j.schedule, s).first;
     }
     if (!cached->second) continue;
-    const auto offset = time_zone_offset(j.time_zone);
+    auto zone = zone_cache_.find(j.time_zone);
+    if (zone == zone_cache_.end()) {
+      auto located = CronZone::locate(j.time_zone);
+      std::optional<CronZone> z;
+      if (auto* ok = std::get_if<CronZone>(&located)) z = std::move(*ok);
+      zone = zone_cache_.emplace(j.time_zone, std::move(z)).first;
+    }
     const auto policy = parse_misfire_policy(j.misfire_policy);
-    if (!offset || !policy) {
+    if (!zone->second || !policy) {
       log(LogLevel::error, fmt::format("cron_invalid job={} time_zone={} misfire_policy={}", json_quote(j.name),
                                        json_quote(j.time_zone), json_quote(j.misfire_policy)));
       continue;
@@ -211,7 +217,7 @@ void RunBook::materialize_cron(const std::vector<store::ScheduledJob>& jobs) {
     // milliseconds of its slot instead of up to a materialisation period late.
     CronPlanInput in;
     in.schedule = *cached->second;
-    in.utc_offset = *offset;
+    in.zone = *zone->second;
     in.policy = *policy;
     if (j.last_slot_unix) in.last_slot = std::chrono::sys_seconds{std::chrono::seconds{*j.last_slot_unix}};
     in.db_now = std::chrono::sys_time<std::chrono::milliseconds>{Millis{j.now_unix_ms}};

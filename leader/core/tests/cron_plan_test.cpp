@@ -40,9 +40,9 @@ TEST(CronPlan, MisfirePolicyWordsAreExact) {
 // 07:00 UTC (the node used to ignore the zone and fire at 09:00 UTC).
 TEST(CronPlan, SlotsFollowTheJobsZone) {
   auto in = input("0 9 * * *", MisfirePolicy::run_latest, at(2026, 6, 1, 6, 59, 0), at(2026, 6, 1, 7, 0, 0));
-  in.utc_offset = minutes{120};
+  in.zone = CronZone::fixed(minutes{120});
   EXPECT_EQ(plan_cron_slots(in).slots, std::vector<sys_seconds>{at(2026, 6, 1, 7, 0, 0)});
-  in.utc_offset = minutes{0};
+  in.zone = CronZone{};
   EXPECT_TRUE(plan_cron_slots(in).slots.empty());
 }
 

@@ -1,11 +1,11 @@
 #pragma once
 // Cron schedules: parsing cron expressions and computing the next fire time.
 //
-// Pure: no I/O, no clock reads, no global state, no time zone database. The
-// caller passes "now" (`after`) in and gets an instant back, so every rule here
-// is testable with fixed timestamps. This module must not read the system
-// clock, touch files or the environment, log, throw for bad input (bad input
-// is a CronParseError / an error string), or depend on the host's time zone.
+// Pure: no I/O, no clock reads, no global state. The caller passes "now"
+// (`after`) and a resolved zone (cron_zone.h) in and gets an instant back, so
+// every rule here is testable with fixed timestamps. This module must not
+// read the system clock, touch files or the environment, log, throw for bad
+// input (bad input is a CronParseError), or depend on the host's time zone.
 //
 // Accepted expressions:
 //   * 5 fields  "min hour dom month dow"      (fires at second 0)
@@ -25,6 +25,8 @@
 #include <string>
 #include <string_view>
 #include <variant>
+
+#include "baton/leader_core/cron_zone.h"
 
 namespace baton::leader_core {
 
@@ -61,24 +63,21 @@ inline constexpr std::chrono::seconds kCronSearchWindow =
     std::chrono::floor<std::chrono::seconds>(std::chrono::years{5});
 
 /// The first fire time strictly after `after`, as a UTC instant. The cron
-/// fields are matched against the wall clock at `utc_offset` from UTC (local =
-/// utc + utc_offset). "@every" ignores the offset: its slots are multiples of
-/// the period since the Unix epoch, so every node computes the same slots.
-/// nullopt if nothing matches within kCronSearchWindow (e.g. "0 0 30 2 *").
+/// fields are matched against the wall clock of `zone`; a wall-clock time the
+/// clocks skip (spring forward) fires at the jump, one they pass twice (fall
+/// back) fires once, in its first pass, unless the schedule's hour field
+/// covers every hour, which then fires in both passes (docs/scheduling.md).
+/// "@every" ignores the zone: its slots are multiples of the period since the
+/// Unix epoch, so every node computes the same slots. nullopt if nothing
+/// matches within kCronSearchWindow (e.g. "0 0 30 2 *").
 std::optional<std::chrono::sys_seconds> next_fire(const CronSchedule& s, std::chrono::sys_seconds after,
-                                                  std::chrono::minutes utc_offset = std::chrono::minutes{0});
+                                                  const CronZone& zone = CronZone{});
 
-/// Time zones. This toolchain (libstdc++ 12) has no std::chrono::locate_zone,
-/// so only "UTC" (also "Etc/UTC", "Z") and fixed offsets "+HH:MM" / "-HH:MM"
-/// (up to 18:00) are supported; IANA names such as "Europe/Berlin" are
-/// rejected. nullopt means the name is valid; otherwise the error message.
-std::optional<std::string> validate_time_zone(std::string_view time_zone);
+/// next_fire at a fixed offset from UTC (local = utc + utc_offset).
+std::optional<std::chrono::sys_seconds> next_fire(const CronSchedule& s, std::chrono::sys_seconds after,
+                                                  std::chrono::minutes utc_offset);
 
-/// The offset from UTC of a zone accepted by validate_time_zone, else nullopt.
-std::optional<std::chrono::minutes> time_zone_offset(std::string_view time_zone);
-
-/// next_fire in a named zone. `time_zone` must pass validate_time_zone (check
-/// it when the schedule is configured); an invalid name yields nullopt.
+/// next_fire in a named zone (CronZone::locate); nullopt for an unknown name.
 std::optional<std::chrono::sys_seconds> next_fire(const CronSchedule& s, std::chrono::sys_seconds after,
                                                   std::string_view time_zone);
 

@@ -31,7 +31,7 @@ std::optional<MisfirePolicy> parse_misfire_policy(std::string_view s);
 
 struct CronPlanInput {
   CronSchedule schedule;
-  std::chrono::minutes utc_offset{0};  ///< the job's zone (time_zone_offset)
+  CronZone zone;  ///< the job's time zone, resolved (CronZone::locate)
   MisfirePolicy policy = MisfirePolicy::run_latest;
   std::optional<std::chrono::sys_seconds> last_slot;  ///< newest slot already created
   std::chrono::sys_time<std::chrono::milliseconds> db_now;

@@ -392,6 +392,7 @@ class RunBook {
   /// that does not apply is judged again from its message).
   std::map<std::int64_t, std::pair<std::string, protocol::Finish>> finish_messages_;
   std::map<std::string, std::optional<CronSchedule>> cron_cache_;
+  std::map<std::string, std::optional<CronZone>> zone_cache_;  ///< located once per name
   std::mt19937_64 rng_;
   /// The operators' controls as last read; nothing is dispatched before the
   /// first read, so a leader never dispatches while dispatch is disabled.
