@@ -243,6 +243,55 @@ TEST_F(AdminApiTest, JobsListTheirScheduleNextFireAndPauseState) {
   EXPECT_EQ(error_code(res, "nope"), "not_found");
 }
 
+// GET /api/v1/jobs/{name}/why: the slot at a time in the job's zone, its
+// run or the skipped range covering it, and the sentence explaining it.
+TEST_F(AdminApiTest, WhyExplainsASlotFromTheLedger) {
+  ASSERT_EQ(send("PUT", "/api/v1/jobs/hourly",
+                 R"({"schedule":"0 * * * *","time_zone":"Europe/Berlin","misfire_policy":"run_latest",)"
+                 R"("tasks":[{"kind":"BUILTIN","builtin":"NOOP"}]})")
+                .status,
+            201);
+  constexpr std::int64_t kMidnight = 1767225600;  // 2026-01-01T00:00:00Z = 01:00 in Berlin
+  auto created = leader_store.create_cron_run(epoch, "hourly", kMidnight + 10 * 3600, true);
+  ASSERT_TRUE(created && created->outcome == store::WriteOutcome::applied);
+  ASSERT_EQ(
+      leader_store
+          .skip_cron_slots(epoch, "hourly", {{kMidnight + 5 * 3600, kMidnight + 9 * 3600, 5, 5, "misfire_policy"}},
+                           R"({"policy":"run_latest","gap_cause":"not_planned"})")
+          ->outcome,
+      store::WriteOutcome::applied);
+
+  auto res = get("/api/v1/jobs/hourly/why?at=2026-01-01T10:00:00Z");
+  ASSERT_EQ(res.status, 200) << res.body;
+  auto o = body(res).as_object();
+  EXPECT_EQ(o.at("slot").as_string(), "2026-01-01T11:00:00+01:00");
+  EXPECT_TRUE(o.at("is_slot").as_bool());
+  EXPECT_EQ(o.at("run").as_object().at("id").as_int64(), created->run.value);
+  EXPECT_NE(std::string(o.at("explanation").as_string()).find("was created for the slot"), std::string::npos);
+  EXPECT_EQ(o.at("decisions").as_array().at(0).as_object().at("reason").as_string(), "caught_up");
+
+  // 08:10 Berlin, no offset: the wall clock in the job's zone; the slot is 09:00 Berlin = 08:00 UTC.
+  res = get("/api/v1/jobs/hourly/why?at=2026-01-01%2008:10");
+  ASSERT_EQ(res.status, 200) << res.body;
+  o = body(res).as_object();
+  EXPECT_FALSE(o.at("is_slot").as_bool());
+  EXPECT_EQ(o.at("slot_unix").as_int64(), kMidnight + 8 * 3600);
+  EXPECT_TRUE(o.at("run").is_null());
+  const std::string why(o.at("explanation").as_string());
+  EXPECT_NE(why.find("was given up by epoch " + std::to_string(epoch.value)), std::string::npos) << why;
+  EXPECT_NE(why.find("misfire_policy run_latest"), std::string::npos) << why;
+  EXPECT_EQ(o.at("decisions").as_array().at(0).as_object().at("slot_count").as_int64(), 5);
+
+  // After the cursor: nothing recorded yet.
+  o = body(get("/api/v1/jobs/hourly/why?at=2026-06-01T00:00:00Z")).as_object();
+  EXPECT_NE(std::string(o.at("explanation").as_string()).find("nothing is recorded"), std::string::npos);
+
+  EXPECT_EQ(get("/api/v1/jobs/hourly/why").status, 400);
+  EXPECT_EQ(get("/api/v1/jobs/hourly/why?at=yesterday").status, 400);
+  EXPECT_EQ(get("/api/v1/jobs/manual/why?at=2026-01-01T00:00:00Z").status, 409) << "no schedule";
+  EXPECT_EQ(get("/api/v1/jobs/nope/why?at=2026-01-01T00:00:00Z").status, 404);
+}
+
 TEST_F(AdminApiTest, PauseAndResumeAreRecordedWithTheChangeAndSurviveAnApply) {
   EXPECT_EQ(api.handle({"POST", "/api/v1/jobs/every-minute/pause", {}, ""}).status, 401);
   auto res = post("/api/v1/jobs/every-minute/pause");

@@ -4,7 +4,9 @@
 // docs/ctl.md walks through the same steps.
 #include <gtest/gtest.h>
 
+#include <ctime>
 #include <regex>
+#include <thread>
 
 #include "cluster.h"
 
@@ -224,3 +226,53 @@ TEST_F(CtlTest, TokensWithRolesAndJobsAppliedFromFiles) {
 }
 
 }  // namespace
+
+// Misfire end to end: an every-second job paused for six seconds. On resume
+// the slots of the pause are given up under run_latest (recorded in the
+// decision ledger as one range caused by the pause, no run created for any
+// of them) and the job fires again; `baton ctl why` explains a slot of the
+// pause. (docs/scheduling.md, "Missed slots")
+TEST_F(CtlTest, SlotsMissedWhilePausedAreRecordedAndExplained) {
+  std::filesystem::create_directories(cluster.dir() + "/tick");
+  std::ofstream(cluster.dir() + "/tick/jobs.yaml") << R"(jobs:
+  - name: tick
+    schedule: '* * * * * *'
+    time_zone: Europe/Berlin
+    misfire_policy: run_latest
+    tasks:
+      - {kind: BUILTIN, builtin: NOOP}
+)";
+  ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/tick"}).code, 0);
+  auto runs_of_tick = [&] { return ctl({"runs", "list", "--job", "tick", "-o", "json", "--limit", "500"}).output; };
+  ASSERT_TRUE(wait_until([&] { return runs_of_tick().find("\"SUCCEEDED\"") != std::string::npos; }, 20s));
+
+  ASSERT_EQ(ctl({"jobs", "pause", "tick"}).code, 0);
+  const auto paused_at = std::chrono::system_clock::now();
+  std::this_thread::sleep_for(6s);
+  ASSERT_EQ(ctl({"jobs", "resume", "tick"}).code, 0);
+  const auto resumed_at = std::chrono::system_clock::now();
+
+  // A slot in the middle of the pause.
+  const auto middle = std::chrono::floor<std::chrono::seconds>(paused_at + (resumed_at - paused_at) / 2);
+  const std::time_t t = std::chrono::system_clock::to_time_t(middle);
+  char iso[32];
+  std::strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  CtlResult why;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return (why = ctl({"why", "tick", iso, "-o", "json"})).output.find("skipped") != std::string::npos;
+      },
+      10s))
+      << why.output;
+  EXPECT_NE(why.output.find("\"gap_cause\":\"paused\""), std::string::npos) << why.output;
+  EXPECT_NE(why.output.find("\"reason\":\"misfire_policy\""), std::string::npos) << why.output;
+  EXPECT_NE(why.output.find("\"run\":null"), std::string::npos) << "no run for a slot given up: " << why.output;
+  EXPECT_NE(why.output.find("was given up by epoch"), std::string::npos) << why.output;
+  auto text = ctl({"why", "tick", iso});
+  EXPECT_EQ(text.code, 0) << text.output;
+  EXPECT_NE(text.output.find("The job was paused over it."), std::string::npos) << text.output;
+  EXPECT_TRUE(text.output.find("+01:00") != std::string::npos || text.output.find("+02:00") != std::string::npos)
+      << "slots shown in the job's zone: " << text.output;
+  EXPECT_EQ(ctl({"why", "tick", "not-a-time"}).code, 1);
+  EXPECT_EQ(ctl({"why", "nope", iso}).code, 4);
+}

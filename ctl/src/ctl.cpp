@@ -480,6 +480,33 @@ std::vector<Verb> verbs() {
          }
          return rc;
        }},
+      {{"why"},
+       "JOB TIME",
+       "why a cron slot of a job did or did not run (TIME: ISO 8601 like 2026-03-29T01:30:00Z, or a wall clock in "
+       "the job's zone)",
+       {},
+       2,
+       2,
+       [](Call& c) -> int {
+         boost::urls::url u("/api/v1/jobs/" + path_segment(c.args[0]) + "/why");
+         u.params().append({"at", c.args[1]});
+         auto reply = c.api.call("GET", std::string(u.buffer()));
+         if (reply.status != 200) return c.fail(reply);
+         if (c.json_output()) {
+           c.out << reply.body << '\n';
+           return exit_ok;
+         }
+         const auto o = json::parse(reply.body).as_object();
+         c.out << "slot " << std::string(o.at("slot").as_string())
+               << (o.at("is_slot").as_bool() ? "" : " (the first slot at or after TIME)") << '\n'
+               << std::string(o.at("explanation").as_string()) << '\n';
+         const auto& decisions = o.at("decisions").as_array();
+         if (!decisions.empty()) {
+           c.out << '\n';
+           print_table(c.out, decision_columns(), decisions);
+         }
+         return exit_ok;
+       }},
       // leadership, nodes, audit
       {{"nodes"},
        "",

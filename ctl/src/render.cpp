@@ -145,6 +145,14 @@ const std::vector<Column>& audit_columns() {
   return c;
 }
 
+const std::vector<Column>& decision_columns() {
+  static const std::vector<Column> c{
+      COL("AT", "at"),          COL("EPOCH", "epoch"),  COL("DECISION", "decision"), COL("REASON", "reason"),
+      COL("SLOT", "slot"),      COL("TO", "slot_last"), COL("COUNT", "slot_count"),  COL("RUN", "run_id"),
+      COL("DETAILS", "details")};
+  return c;
+}
+
 const std::vector<Column>& token_columns() {
   static const std::vector<Column> c{COL("ID", "id"),
                                      COL("NAME", "name"),

@@ -105,7 +105,7 @@ std::vector<ApiRoute> AdminApi::make_routes() {
        {},
        A,
        false,
-       "a job definition: the keys of an entry of a job file (docs/jobs.md)",
+       "a job definition: the keys of an entry of a job file (docs/scheduling.md)",
        [this](const ApiCall& c) { return put_job(c, true); }},
       {"GET",
        "/api/v1/jobs/{name}",
@@ -115,6 +115,15 @@ std::vector<ApiRoute> AdminApi::make_routes() {
        false,
        "",
        [this](const ApiCall& c) { return list_jobs(c, true); }},
+      {"GET",
+       "/api/v1/jobs/{name}/why",
+       "Why a cron slot of the job did or did not run: the slot at or after `at` (ISO 8601, or a wall clock in the "
+       "job's zone), its run and its decision-ledger entries, and an explanation.",
+       {"at"},
+       R,
+       false,
+       "",
+       h(&AdminApi::why)},
       {"PUT",
        "/api/v1/jobs/{name}",
        "Create or replace a job; with `version`, only if it is still at that version (409 otherwise); with "
@@ -122,7 +131,7 @@ std::vector<ApiRoute> AdminApi::make_routes() {
        {"version", "dry_run"},
        A,
        false,
-       "a job definition: the keys of an entry of a job file (docs/jobs.md)",
+       "a job definition: the keys of an entry of a job file (docs/scheduling.md)",
        [this](const ApiCall& c) { return put_job(c, false); }},
       {"DELETE",
        "/api/v1/jobs/{name}",
@@ -407,6 +416,84 @@ HttpResponse AdminApi::list_jobs(const ApiCall& c, bool one) {
   if (only) return ok_json(items.at(0));
   return ok_json(json::object{
       {"items", items}, {"next_cursor", page->next_cursor ? json::value(*page->next_cursor) : json::value(nullptr)}});
+}
+
+namespace {
+
+/// One sentence for `baton ctl why`: what the ledger, the run and the job
+/// say about one slot, most specific first.
+std::string explain_slot(const json::object& known, const std::string& slot_text) {
+  const json::value& run = known.at("run");
+  if (run.is_object()) {
+    const auto& r = run.as_object();
+    return "run " + std::to_string(r.at("id").as_int64()) + " was created for the slot " + slot_text + " (epoch " +
+           std::to_string(r.at("leader_epoch").as_int64()) + "); it is " + std::string(r.at("state").as_string()) + ".";
+  }
+  for (const auto& d : known.at("decisions").as_array()) {
+    const auto& o = d.as_object();
+    if (o.at("decision").as_string() != "skipped") continue;
+    const auto reason = o.at("reason").is_string() ? std::string(o.at("reason").as_string()) : "?";
+    const auto& details = o.at("details").as_object();
+    std::string why = reason == "catch_up_limit"      ? "it was older than the catch-up limit of missed slots"
+                      : reason == "starting_deadline" ? "it could not start before the job's starting deadline"
+                                                      : "the misfire policy does not run missed slots like it";
+    std::string cause;
+    if (auto* g = details.if_contains("gap_cause"); g && g->is_string())
+      cause = g->as_string() == "paused" ? " The job was paused over it." : " No leader planned it in time.";
+    std::string policy;
+    if (auto* p = details.if_contains("policy"); p && p->is_string())
+      policy = " (misfire_policy " + std::string(p->as_string()) + ")";
+    return "the slot " + slot_text + " was given up by epoch " + std::to_string(o.at("epoch").as_int64()) + ": " + why +
+           policy + "." + cause;
+  }
+  const json::value& cursor = known.at("cron_cursor_unix");
+  if (known.at("paused").as_bool()) return "the job is paused: its slots are not planned until it is resumed.";
+  if (!known.at("live").as_bool()) return "the job is not live (live: false): its slots are not planned.";
+  if (cursor.is_null()) return "no slot of this job has been planned yet.";
+  return "nothing is recorded for the slot " + slot_text +
+         ": it is after the newest slot planned, or before the ledger began (or was pruned).";
+}
+
+}  // namespace
+
+HttpResponse AdminApi::why(const ApiCall& c) {
+  const std::string& name = c.param("name");
+  if (!valid_name(name)) return bad_name("job name", name);
+  auto job = with_store([&](auto& s) { return s.job_definition(name); });
+  if (!job) return db_error(job.error());
+  if (!*job) return error(404, "not_found", "no job " + json_quote(name));
+  auto at_param = c.params.find("at");
+  if (at_param == c.params.end())
+    return error(400, "bad_request", "query parameter at is required (ISO 8601, e.g. 2026-03-29T01:30:00Z)");
+  const auto& def = (*job)->job;
+  if (!def.schedule) return error(409, "conflict", "job " + json_quote(name) + " has no schedule: it runs on triggers");
+  auto zone_or = leader_core::CronZone::locate(def.time_zone);
+  const leader_core::CronZone zone = std::holds_alternative<leader_core::CronZone>(zone_or)
+                                         ? std::get<leader_core::CronZone>(zone_or)
+                                         : leader_core::CronZone{};
+  auto at = leader_core::parse_iso8601(at_param->second, zone);
+  if (auto* e = std::get_if<std::string>(&at)) return error(400, "bad_request", "at: " + *e);
+  auto parsed = leader_core::parse_cron(*def.schedule);
+  auto* schedule = std::get_if<leader_core::CronSchedule>(&parsed);
+  if (!schedule) return error(409, "conflict", "job " + json_quote(name) + " has an invalid schedule");
+  const auto at_time = std::get<std::chrono::sys_seconds>(at);
+  const auto slot = leader_core::next_fire(*schedule, at_time - std::chrono::seconds{1}, zone);
+  if (!slot) return error(404, "not_found", "the schedule " + json_quote(*def.schedule) + " never fires after at");
+  const std::int64_t slot_unix = slot->time_since_epoch().count();
+  auto known = with_store([&](auto& s) { return s.slot_decisions(name, slot_unix); });
+  if (!known) return db_error(known.error());
+  if (!*known) return error(404, "not_found", "no job " + json_quote(name));
+  json::object out = json::parse(**known).as_object();
+  const std::string slot_text = leader_core::format_iso8601(*slot, zone);
+  out["explanation"] = explain_slot(out, slot_text);
+  out["job"] = name;
+  out["schedule"] = *def.schedule;
+  out["time_zone"] = def.time_zone;
+  out["at"] = leader_core::format_iso8601(at_time, zone);
+  out["slot"] = slot_text;
+  out["slot_unix"] = slot_unix;
+  out["is_slot"] = *slot == at_time;
+  return ok_json(out);
 }
 
 HttpResponse AdminApi::put_job(const ApiCall& c, bool create_only) {

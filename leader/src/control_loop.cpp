@@ -36,6 +36,7 @@ std::atomic<std::int64_t>& counter(Metrics& m, lc::Counter c) {
     case lc::Counter::runs_finished: return m.runs_finished;
     case lc::Counter::runs_orphaned: return m.runs_orphaned;
     case lc::Counter::runs_created_by_cron: return m.runs_created_by_cron;
+    case lc::Counter::cron_slots_skipped: return m.cron_skips_recorded;
     case lc::Counter::protocol_errors: return m.protocol_errors;
   }
   return m.protocol_errors;
@@ -210,7 +211,9 @@ void ControlLoop::execute(lc::Effect& effect, lc::Effect* next, bool& next_done)
         } else if constexpr (std::is_same_v<T, lc::WriteHeartbeats>) {
           book_.result(e.op, store_.heartbeat_batch(epoch_, e.rows, e.stale_after), clock_.mono());
         } else if constexpr (std::is_same_v<T, lc::CreateCronRun>) {
-          book_.result(e.op, store_.create_job_run(epoch_, e.job, std::nullopt, "cron", e.slot_unix), clock_.mono());
+          book_.result(e.op, store_.create_cron_run(epoch_, e.job, e.slot_unix, e.caught_up), clock_.mono());
+        } else if constexpr (std::is_same_v<T, lc::SkipCronSlots>) {
+          book_.result(e.op, store_.skip_cron_slots(epoch_, e.job, e.ranges, e.details_json), clock_.mono());
         }
       },
       effect);

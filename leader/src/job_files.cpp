@@ -75,6 +75,13 @@ store::JobDefinition read_job(const YAML::Node& node, const std::string& path, C
   job.misfire_policy = j.string("misfire_policy").value_or("run_latest");
   if (job.misfire_policy != "run_all" && job.misfire_policy != "run_latest" && job.misfire_policy != "skip")
     errors.add(j.key_path("misfire_policy"), "must be run_all, run_latest or skip");
+  job.catch_up_limit = static_cast<int>(j.integer("catch_up_limit", 0, 10000).value_or(100));
+  if (auto d = j.duration("starting_deadline")) {
+    if (d->count() < 1000)
+      errors.add(j.key_path("starting_deadline"), "must be at least 1s");
+    else
+      job.starting_deadline_ms = d->count();
+  }
   YAML::Node sel = node["selector"];
   std::string selector = "{";
   if (sel && sel.IsMap()) {
@@ -148,6 +155,8 @@ std::vector<std::string> job_changes(const store::JobDefinition& from, const sto
   if (!same_json(from.selector_json, to.selector_json)) out.push_back("selector");
   if (from.live != to.live) out.push_back("live");
   if (from.misfire_policy != to.misfire_policy) out.push_back("misfire_policy");
+  if (from.catch_up_limit != to.catch_up_limit) out.push_back("catch_up_limit");
+  if (from.starting_deadline_ms != to.starting_deadline_ms) out.push_back("starting_deadline");
   return out;
 }
 

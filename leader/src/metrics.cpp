@@ -42,6 +42,10 @@ std::string Metrics::render() const {
   gauge("baton_runs_orphaned_total", "Runs this node moved to ORPHANED.", runs_orphaned.load(), "counter");
   gauge("baton_cron_runs_created_total", "Cron slots materialised by this node.", runs_created_by_cron.load(),
         "counter");
+  gauge("baton_cron_skips_recorded_total",
+        "Ranges of cron slots given up (misfire policy, catch-up limit, starting deadline) and recorded in the "
+        "decision ledger by this node.",
+        cron_skips_recorded.load(), "counter");
   gauge("baton_protocol_errors_total", "Frames rejected from workers.", protocol_errors.load(), "counter");
   gauge("baton_role_changes_total", "Leader/follower transitions of this node.", role_changes.load(), "counter");
   o << "# HELP baton_dispatch_latency_seconds Time from a run first seen due to its assignment committed.\n"

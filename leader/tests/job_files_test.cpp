@@ -52,3 +52,28 @@ TEST(JobDocument, ErrorsNameTheKeyAndTheCronPosition) {
   ASSERT_FALSE(other);
   EXPECT_NE(other.error().message.find("differs from the job named in the URL"), std::string::npos);
 }
+
+TEST(JobDocument, ReadsTheZoneAndMisfireSettings) {
+  auto job = leader::parse_job_document(
+      "name: nightly\nschedule: '30 2 * * *'\ntime_zone: Europe/Berlin\nmisfire_policy: run_all\n"
+      "catch_up_limit: 3\nstarting_deadline: 10m\ntasks: [{kind: BUILTIN, builtin: NOOP}]\n",
+      "body");
+  ASSERT_TRUE(job) << job.error().message;
+  EXPECT_EQ(job->time_zone, "Europe/Berlin");
+  EXPECT_EQ(job->catch_up_limit, 3);
+  EXPECT_EQ(job->starting_deadline_ms, 600000);
+  auto defaults = leader::parse_job_document("name: d\ntasks: [{kind: BUILTIN, builtin: NOOP}]\n", "body");
+  ASSERT_TRUE(defaults);
+  EXPECT_EQ(defaults->catch_up_limit, 100);
+  EXPECT_EQ(defaults->starting_deadline_ms, std::nullopt);
+
+  auto bad = leader::parse_job_document(
+      "name: b\ntime_zone: Europe/Berln\ncatch_up_limit: 20000\nstarting_deadline: 500ms\n"
+      "tasks: [{kind: BUILTIN, builtin: NOOP}]\n",
+      "body");
+  ASSERT_FALSE(bad);
+  const auto& m = bad.error().message;
+  EXPECT_NE(m.find("body: time_zone: time zone \"Europe/Berln\" is not a known IANA zone"), std::string::npos) << m;
+  EXPECT_NE(m.find("body: catch_up_limit:"), std::string::npos) << m;
+  EXPECT_NE(m.find("body: starting_deadline: must be at least 1s"), std::string::npos) << m;
+}

@@ -65,6 +65,7 @@ constexpr const char* job_json =
     " 'live', j.live, 'version', j.version, 'tasks', j.tasks, 'max_attempts', j.max_attempts,"
     " 'timeout_ms', j.timeout_ms, 'retry_base_ms', j.retry_base_ms, 'retry_cap_ms', j.retry_cap_ms,"
     " 'priority', j.priority, 'worker_selector', j.worker_selector, 'misfire_policy', j.misfire_policy,"
+    " 'catch_up_limit', j.catch_up_limit, 'starting_deadline_ms', j.starting_deadline_ms,"
     " 'created_at', j.created_at, 'updated_at', j.updated_at, 'deleted_at', j.deleted_at)";
 
 }  // namespace
@@ -98,6 +99,28 @@ Result<ClusterGauges> PgAdminStore::cluster_gauges() {
   });
 }
 
+Result<std::optional<std::string>> PgAdminStore::slot_decisions(const std::string& job, std::int64_t slot_unix) {
+  return session_.with<std::optional<std::string>>([&](pqxx::connection& c) -> Result<std::optional<std::string>> {
+    pqxx::nontransaction tx{c};
+    auto rows = tx.exec_params(
+        "SELECT jsonb_build_object('paused', j.paused, 'live', j.live,"
+        " 'cron_cursor_unix', floor(extract(epoch FROM j.cron_cursor))::bigint,"
+        " 'run', (SELECT jsonb_build_object('id', r.id, 'state', r.state, 'trigger_kind', r.trigger_kind,"
+        "   'created_at', r.created_at, 'leader_epoch', r.leader_epoch) FROM job_runs r"
+        "   WHERE r.job_definition_id = j.id AND r.scheduled_for = to_timestamp($2::bigint) LIMIT 1),"
+        " 'decisions', coalesce((SELECT jsonb_agg(jsonb_build_object('at', d.at, 'epoch', d.epoch,"
+        "   'decision', d.decision, 'reason', d.reason, 'slot', d.slot, 'slot_last', d.slot_last,"
+        "   'slot_count', d.slot_count, 'run_id', d.run_id, 'details', d.details) ORDER BY d.id)"
+        "   FROM decision_ledger d WHERE d.job_definition_id = j.id AND (d.slot = to_timestamp($2::bigint)"
+        "   OR (d.slot_last IS NOT NULL AND d.slot_last >= to_timestamp($2::bigint)"
+        "   AND d.slot <= to_timestamp($2::bigint)))), '[]'::jsonb))::text"
+        " FROM job_definitions j WHERE j.name = $1 AND j.deleted_at IS NULL",
+        job, slot_unix);
+    if (rows.empty()) return std::optional<std::string>{};
+    return std::optional<std::string>{rows[0][0].as<std::string>()};
+  });
+}
+
 Result<std::optional<std::string>> PgAdminStore::run_json(RunId id) {
   return session_.with<std::optional<std::string>>([&](pqxx::connection& c) -> Result<std::optional<std::string>> {
     pqxx::nontransaction tx{c};
@@ -124,7 +147,7 @@ Result<std::optional<std::string>> PgAdminStore::run_json(RunId id) {
         " 'dead_letter', (SELECT jsonb_build_object('id', d.id, 'triage_status', d.triage_status, 'notes', d.notes,"
         "   'replayed_run_ids', d.replayed_run_ids) FROM dead_letters d WHERE d.run_id = r.id),"
         " 'decisions', coalesce((SELECT jsonb_agg(jsonb_build_object('at', d.at, 'epoch', d.epoch,"
-        "   'decision', d.decision, 'slot', d.slot, 'details', d.details) ORDER BY d.id)"
+        "   'decision', d.decision, 'reason', d.reason, 'slot', d.slot, 'details', d.details) ORDER BY d.id)"
         "   FROM decision_ledger d WHERE d.run_id = r.id), '[]'::jsonb),"
         " 'reruns', coalesce((SELECT jsonb_agg(x.id ORDER BY x.id) FROM job_runs x WHERE x.rerun_of = r.id),"
         "   '[]'::jsonb),"
@@ -255,7 +278,8 @@ Result<std::optional<StoredJob>> PgAdminStore::job_definition(const std::string&
     pqxx::nontransaction tx{c};
     auto rows = tx.exec_params(
         "SELECT schedule, time_zone, tasks::text, max_attempts, priority, coalesce(timeout_ms, 0), retry_base_ms,"
-        " retry_cap_ms, worker_selector::text, live, misfire_policy, version, paused"
+        " retry_cap_ms, worker_selector::text, live, misfire_policy, version, paused, catch_up_limit, "
+        "starting_deadline_ms"
         " FROM job_definitions WHERE name = $1 AND deleted_at IS NULL",
         name);
     if (rows.empty()) return std::optional<StoredJob>{};
@@ -275,6 +299,8 @@ Result<std::optional<StoredJob>> PgAdminStore::job_definition(const std::string&
     s.job.misfire_policy = r[10].as<std::string>();
     s.version = r[11].as<std::int64_t>();
     s.paused = r[12].as<bool>();
+    s.job.catch_up_limit = r[13].as<int>();
+    if (!r[14].is_null()) s.job.starting_deadline_ms = r[14].as<std::int64_t>();
     return std::optional<StoredJob>{s};
   });
 }
@@ -456,7 +482,8 @@ Result<AdminResult> PgAdminStore::set_job_paused(const Actor& who, const std::st
     // The change and its audit record commit together, or neither does.
     auto rows = tx.exec_params(
         "WITH old AS (SELECT id, paused FROM job_definitions WHERE name = $1 AND deleted_at IS NULL FOR UPDATE)"
-        " UPDATE job_definitions j SET paused = $2, version = j.version + 1, updated_at = now()"
+        " UPDATE job_definitions j SET paused = $2, version = j.version + 1, updated_at = now(),"
+        " schedule_resumed_at = CASE WHEN old.paused AND NOT $2 THEN now() ELSE j.schedule_resumed_at END"
         " FROM old WHERE j.id = old.id RETURNING j.version, old.paused",
         name, paused);
     if (rows.empty()) return refused(AdminOutcome::not_found, "no job '" + name + "'");
@@ -487,16 +514,18 @@ Result<AdminResult> PgAdminStore::create_job(const Actor& who, const JobDefiniti
     // (its old runs keep pointing at it), with a new version.
     auto rows = tx.exec_params(
         "INSERT INTO job_definitions (name, schedule, time_zone, tasks, max_attempts, priority, timeout_ms,"
-        " retry_base_ms, retry_cap_ms, worker_selector, live, misfire_policy)"
-        " VALUES ($1, $2, $3, $4::jsonb, $5, $6, nullif($7, 0), $8, $9, $10::jsonb, $11, $12)"
+        " retry_base_ms, retry_cap_ms, worker_selector, live, misfire_policy, catch_up_limit, starting_deadline_ms)"
+        " VALUES ($1, $2, $3, $4::jsonb, $5, $6, nullif($7, 0), $8, $9, $10::jsonb, $11, $12, $13, $14)"
         " ON CONFLICT (name) DO UPDATE SET schedule = EXCLUDED.schedule, time_zone = EXCLUDED.time_zone,"
         " tasks = EXCLUDED.tasks, max_attempts = EXCLUDED.max_attempts, priority = EXCLUDED.priority,"
         " timeout_ms = EXCLUDED.timeout_ms, retry_base_ms = EXCLUDED.retry_base_ms,"
         " retry_cap_ms = EXCLUDED.retry_cap_ms, worker_selector = EXCLUDED.worker_selector, live = EXCLUDED.live,"
-        " misfire_policy = EXCLUDED.misfire_policy, paused = false, deleted_at = NULL, updated_at = now(),"
+        " misfire_policy = EXCLUDED.misfire_policy, catch_up_limit = EXCLUDED.catch_up_limit,"
+        " starting_deadline_ms = EXCLUDED.starting_deadline_ms, cron_cursor = NULL, schedule_resumed_at = NULL,"
+        " paused = false, deleted_at = NULL, updated_at = now(),"
         " version = job_definitions.version + 1 WHERE job_definitions.deleted_at IS NOT NULL RETURNING id",
         j.name, j.schedule, j.time_zone, j.tasks_json, j.max_attempts, j.priority, j.timeout_ms, j.retry_base_ms,
-        j.retry_cap_ms, j.selector_json, j.live, j.misfire_policy);
+        j.retry_cap_ms, j.selector_json, j.live, j.misfire_policy, j.catch_up_limit, j.starting_deadline_ms);
     if (rows.empty()) return refused(AdminOutcome::conflict, "job '" + j.name + "' exists", job_row_json(tx, j.name));
     auto after = job_row_json(tx, j.name);
     audit_in(tx, who, "job.create", "job:" + j.name, std::nullopt, after);
@@ -522,10 +551,12 @@ Result<AdminResult> PgAdminStore::update_job(const Actor& who, const JobWrite& w
     tx.exec_params(
         "UPDATE job_definitions SET schedule = $2, time_zone = $3, tasks = $4::jsonb, max_attempts = $5,"
         " priority = $6, timeout_ms = nullif($7, 0), retry_base_ms = $8, retry_cap_ms = $9,"
-        " worker_selector = $10::jsonb, live = $11, misfire_policy = $12, version = version + 1,"
-        " updated_at = now() WHERE name = $1",
+        " worker_selector = $10::jsonb, live = $11, misfire_policy = $12, catch_up_limit = $13,"
+        " starting_deadline_ms = $14, version = version + 1, updated_at = now(),"
+        " schedule_resumed_at = CASE WHEN NOT live AND $11 THEN now() ELSE schedule_resumed_at END"
+        " WHERE name = $1",
         j.name, j.schedule, j.time_zone, j.tasks_json, j.max_attempts, j.priority, j.timeout_ms, j.retry_base_ms,
-        j.retry_cap_ms, j.selector_json, j.live, j.misfire_policy);
+        j.retry_cap_ms, j.selector_json, j.live, j.misfire_policy, j.catch_up_limit, j.starting_deadline_ms);
     auto after = job_row_json(tx, j.name);
     audit_in(tx, who, "job.update", "job:" + j.name, before, after);
     tx.commit();

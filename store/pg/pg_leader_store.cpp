@@ -163,6 +163,73 @@ Result<CreateResult> PgLeaderStore::create_job_run(Epoch epoch, const std::strin
   });
 }
 
+Result<CreateResult> PgLeaderStore::create_cron_run(Epoch epoch, const std::string& job, std::int64_t slot_unix,
+                                                    bool caught_up) {
+  // One statement: the run, the cursor and the ledger entry commit together
+  // and only under the writer's epoch. The cursor moves even when the slot's
+  // run already exists (a previous leader created it).
+  static const std::string sql =
+      "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1 FOR KEY SHARE),"
+      " job AS (SELECT * FROM job_definitions WHERE name = $2 AND deleted_at IS NULL),"
+      " ok AS (SELECT 1 WHERE (SELECT epoch FROM fence) = $1::bigint),"
+      " w AS (INSERT INTO job_runs (job_definition_id, max_attempts, priority, trigger_kind, leader_epoch,"
+      "  scheduled_for)"
+      "  SELECT job.id, job.max_attempts, job.priority, 'cron', $1::bigint, to_timestamp($3::bigint)"
+      "  FROM job, ok ON CONFLICT DO NOTHING RETURNING id, job_definition_id),"
+      " cur AS (UPDATE job_definitions d SET cron_cursor = greatest(d.cron_cursor, to_timestamp($3::bigint))"
+      "  FROM job, ok WHERE d.id = job.id RETURNING 1),"
+      " led AS (INSERT INTO decision_ledger (epoch, job_definition_id, slot, decision, reason, run_id)"
+      "  SELECT $1::bigint, w.job_definition_id, to_timestamp($3::bigint), 'created',"
+      "  CASE WHEN $4::boolean THEN 'caught_up' ELSE 'on_time' END, w.id FROM w RETURNING 1)"
+      " SELECT (SELECT epoch FROM fence), (SELECT id FROM w), EXISTS (SELECT 1 FROM job)";
+  return session_.with<CreateResult>([&](pqxx::connection& c) -> Result<CreateResult> {
+    pqxx::nontransaction tx{c};
+    auto r = tx.exec_params1(sql, epoch.value, job, slot_unix, caught_up);
+    if (!r[2].as<bool>()) return make_error(Errc::bad_input, "unknown job '" + job + "'");
+    return classify_create(r, epoch);
+  });
+}
+
+Result<CreateResult> PgLeaderStore::skip_cron_slots(Epoch epoch, const std::string& job,
+                                                    const std::vector<SkippedCronSlots>& ranges,
+                                                    const std::string& details_json) {
+  static const std::string sql =
+      "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1 FOR KEY SHARE),"
+      " job AS (SELECT id FROM job_definitions WHERE name = $2 AND deleted_at IS NULL),"
+      " ok AS (SELECT 1 WHERE (SELECT epoch FROM fence) = $1::bigint),"
+      " r AS (SELECT * FROM unnest($3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::text[])"
+      "  AS r(first_unix, last_unix, n, at_least, reason)),"
+      " led AS (INSERT INTO decision_ledger (epoch, job_definition_id, slot, slot_last, slot_count, decision,"
+      "  reason, details)"
+      "  SELECT $1::bigint, job.id, to_timestamp(r.first_unix), to_timestamp(r.last_unix), r.n, 'skipped', r.reason,"
+      "  $8::jsonb || CASE WHEN r.n IS NULL THEN jsonb_build_object('count_at_least', r.at_least)"
+      "  ELSE '{}'::jsonb END"
+      "  FROM job, ok, r RETURNING 1),"
+      " cur AS (UPDATE job_definitions d SET cron_cursor = greatest(d.cron_cursor,"
+      "  (SELECT to_timestamp(max(last_unix)) FROM r)) FROM job, ok WHERE d.id = job.id RETURNING 1)"
+      " SELECT (SELECT epoch FROM fence), (SELECT count(*) FROM led), EXISTS (SELECT 1 FROM job)";
+  std::vector<std::int64_t> firsts, lasts, at_least;
+  std::vector<std::optional<std::int64_t>> counts;
+  std::vector<std::string> reasons;
+  for (const auto& r : ranges) {
+    firsts.push_back(r.first_unix);
+    lasts.push_back(r.last_unix);
+    counts.push_back(r.count);
+    at_least.push_back(r.count_at_least);
+    reasons.push_back(r.reason);
+  }
+  return session_.with<CreateResult>([&](pqxx::connection& c) -> Result<CreateResult> {
+    pqxx::nontransaction tx{c};
+    auto r = tx.exec_params1(sql, epoch.value, job, pg_array(firsts), pg_array(lasts), pg_array(counts),
+                             pg_array(at_least), pg_array(reasons), details_json);
+    if (!r[2].as<bool>()) return make_error(Errc::bad_input, "unknown job '" + job + "'");
+    CreateResult out;
+    out.current_epoch = Epoch{r[0].as<std::int64_t>()};
+    out.outcome = out.current_epoch == epoch ? WriteOutcome::applied : WriteOutcome::fenced;
+    return out;
+  });
+}
+
 Result<void> PgLeaderStore::worker_attached(const std::string& worker_id, const std::string& labels_json, int capacity,
                                             const std::string& node_id, Epoch epoch) {
   return session_.with<void>([&](pqxx::connection& c) -> Result<void> {
@@ -214,9 +281,9 @@ Result<std::vector<ScheduledJob>> PgLeaderStore::scheduled_jobs() {
     pqxx::nontransaction tx{c};
     auto rows = tx.exec(
         "SELECT j.id, j.name, j.schedule, j.time_zone, j.misfire_policy,"
-        " (SELECT floor(extract(epoch FROM max(r.scheduled_for)))::bigint FROM job_runs r"
-        "  WHERE r.job_definition_id = j.id AND r.scheduled_for IS NOT NULL),"
-        " floor(extract(epoch FROM now()))::bigint, floor(extract(epoch FROM now()) * 1000)::bigint"
+        " floor(extract(epoch FROM j.cron_cursor))::bigint,"
+        " floor(extract(epoch FROM now()))::bigint, floor(extract(epoch FROM now()) * 1000)::bigint,"
+        " j.catch_up_limit, j.starting_deadline_ms, floor(extract(epoch FROM j.schedule_resumed_at))::bigint"
         " FROM job_definitions j WHERE j.schedule IS NOT NULL AND j.live AND NOT j.paused AND j.deleted_at IS NULL"
         " ORDER BY j.id");
     std::vector<ScheduledJob> out;
@@ -230,6 +297,9 @@ Result<std::vector<ScheduledJob>> PgLeaderStore::scheduled_jobs() {
       if (!r[5].is_null()) s.last_slot_unix = r[5].as<std::int64_t>();
       s.now_unix = r[6].as<std::int64_t>();
       s.now_unix_ms = r[7].as<std::int64_t>();
+      s.catch_up_limit = r[8].as<int>();
+      if (!r[9].is_null()) s.starting_deadline_ms = r[9].as<std::int64_t>();
+      if (!r[10].is_null()) s.resumed_at_unix = r[10].as<std::int64_t>();
       out.push_back(std::move(s));
     }
     return out;

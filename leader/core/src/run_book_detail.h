@@ -10,9 +10,10 @@ namespace baton::leader_core::run_book_detail {
 
 using store::WriteOutcome;
 
-// Catch-up bound for the run_all misfire policy, per job and pass.
-inline constexpr std::size_t misfire_catch_up_max = 100;
-// A missed slot older than this is not run under the `skip` policy.
+// Cron slots created per job and pass, at most (the admission bound on
+// catching up; the rest come on the next passes, oldest first).
+inline constexpr std::size_t cron_slots_per_pass = 100;
+// A due slot at most this late is on time: planning latency, not a misfire.
 inline constexpr std::chrono::seconds skip_tolerance{2};
 // Cron runs are created this far ahead of their slot (see materialize_cron).
 inline constexpr Millis cron_lookahead{1500};

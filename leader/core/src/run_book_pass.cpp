@@ -222,20 +222,58 @@ void RunBook::materialize_cron(const std::vector<store::ScheduledJob>& jobs) {
     if (j.last_slot_unix) in.last_slot = std::chrono::sys_seconds{std::chrono::seconds{*j.last_slot_unix}};
     in.db_now = std::chrono::sys_time<std::chrono::milliseconds>{Millis{j.now_unix_ms}};
     in.lookahead = cron_lookahead;
-    in.catch_up_max = misfire_catch_up_max;
+    in.catch_up_limit = static_cast<std::size_t>(std::max(0, j.catch_up_limit));
+    in.per_pass = cron_slots_per_pass;
+    if (j.starting_deadline_ms) in.starting_deadline = Millis{*j.starting_deadline_ms};
     in.skip_tolerance = skip_tolerance;
+    const CronPlan plan = plan_cron_slots(in);
     std::vector<std::int64_t> slots;
-    for (auto slot : plan_cron_slots(in).slots) slots.push_back(slot.time_since_epoch().count());
-    if (!slots.empty()) create_cron_slots(j.name, std::move(slots), 0, j.now_unix_ms);
+    for (auto slot : plan.slots) slots.push_back(slot.time_since_epoch().count());
+    if (plan.skipped.empty()) {
+      if (!slots.empty()) create_cron_slots(j.name, std::move(slots), plan.caught_up, 0, j.now_unix_ms);
+      continue;
+    }
+    // The slots given up are recorded (and the cursor moved past them)
+    // before any later slot is created: if the record fails, nothing after
+    // it exists yet and the next pass plans the same again.
+    SkipCronSlots skip;
+    skip.op = next_op();
+    skip.job = j.name;
+    const bool resumed = j.resumed_at_unix && (!j.last_slot_unix || *j.resumed_at_unix > *j.last_slot_unix);
+    skip.details_json =
+        fmt::format(R"({{"policy":"{}","gap_cause":"{}"}})", to_string(*policy), resumed ? "paused" : "not_planned");
+    for (const auto& r : plan.skipped) {
+      store::SkippedCronSlots out;
+      out.first_unix = r.first.time_since_epoch().count();
+      out.last_unix = r.last.time_since_epoch().count();
+      if (r.count_exact) out.count = static_cast<std::int64_t>(r.count);
+      out.count_at_least = static_cast<std::int64_t>(r.count);
+      out.reason = std::string(to_string(r.reason));
+      log(LogLevel::info,
+          fmt::format("cron_slots_skipped job={} first={} last={} count={}{} reason={} epoch={}", json_quote(j.name),
+                      out.first_unix, out.last_unix, r.count_exact ? "" : ">=", r.count, out.reason, epoch_.value));
+      skip.ranges.push_back(std::move(out));
+    }
+    wait_create_[skip.op] = [this, job = j.name, slots = std::move(slots), caught_up = plan.caught_up,
+                             now_unix_ms = j.now_unix_ms](const Result<store::CreateResult>& w) mutable {
+      if (!w) {
+        log(LogLevel::warn, fmt::format("cron_skip_error job={} error={}", json_quote(job), w.error().message));
+        return;
+      }
+      if (w->outcome == WriteOutcome::fenced) return fence("cron_skip", "job=" + json_quote(job), w->current_epoch);
+      count(Counter::cron_slots_skipped);
+      if (!slots.empty()) create_cron_slots(std::move(job), std::move(slots), caught_up, 0, now_unix_ms);
+    };
+    emit(std::move(skip));
   }
 }
 
-void RunBook::create_cron_slots(std::string job, std::vector<std::int64_t> slots, std::size_t next,
-                                std::int64_t now_unix_ms) {
+void RunBook::create_cron_slots(std::string job, std::vector<std::int64_t> slots, std::size_t caught_up,
+                                std::size_t next, std::int64_t now_unix_ms) {
   if (fenced_ || next >= slots.size()) return;
   const OpId op = next_op();
   const std::int64_t slot = slots[next];
-  wait_create_[op] = [this, job, slots, next, now_unix_ms, slot](const Result<store::CreateResult>& w) {
+  wait_create_[op] = [this, job, slots, caught_up, next, now_unix_ms, slot](const Result<store::CreateResult>& w) {
     if (!w) {
       // The rest of this job's slots wait for the next pass (in order).
       log(LogLevel::warn,
@@ -247,12 +285,13 @@ void RunBook::create_cron_slots(std::string job, std::vector<std::int64_t> slots
       count(Counter::runs_created_by_cron);
       const std::int64_t due_in_ms = slot * 1000 - now_unix_ms;
       if (due_in_ms > 0) cron_wakeups_.insert(now_ + Millis{due_in_ms + 1});
-      log(LogLevel::info, fmt::format("cron_slot_fired job={} slot={} run={} epoch={}", json_quote(job), slot,
-                                      w->run.value, epoch_.value));
+      log(LogLevel::info, fmt::format("cron_slot_fired job={} slot={} run={} epoch={}{}", json_quote(job), slot,
+                                      w->run.value, epoch_.value, next < caught_up ? " caught_up=true" : ""));
     }
-    create_cron_slots(job, slots, next + 1, now_unix_ms);
+    create_cron_slots(job, slots, caught_up, next + 1, now_unix_ms);
   };
-  emit(CreateCronRun{op, std::move(job), slot});
+  // The plan lists the caught-up (late) slots first.
+  emit(CreateCronRun{op, std::move(job), slot, next < caught_up});
 }
 
 // --- operators' controls ----------------------------------------------------

@@ -93,6 +93,7 @@ struct Driver {
   RunBook book{kEpoch, "n1", config(), 1, at(0ms)};
   std::vector<store::ActiveRun> rows;
   std::vector<store::DueRun> due;
+  std::vector<store::ScheduledJob> jobs;
   store::Controls controls;
   bool fail_controls = false;
   bool fail_reads = false;
@@ -113,7 +114,7 @@ struct Driver {
         } else if (auto* d = std::get_if<ReadDue>(&e)) {
           book.result(d->op, Result<std::vector<store::DueRun>>(due), now);
         } else if (auto* j = std::get_if<ReadScheduledJobs>(&e)) {
-          book.result(j->op, Result<std::vector<store::ScheduledJob>>(std::vector<store::ScheduledJob>{}), now);
+          book.result(j->op, Result<std::vector<store::ScheduledJob>>(jobs), now);
         } else if (auto* c = std::get_if<ReadControls>(&e)) {
           book.result(c->op,
                       fail_controls ? Result<store::Controls>(make_error(Errc::db_unavailable, "down"))
@@ -364,6 +365,76 @@ TEST(RunBook, AnEvictedWorkerIsDisconnectedAndRefusedUntilResumed) {
   d.tick(1200ms);
   d.attach(10, hello("w1"));
   EXPECT_EQ(d.book.links(), std::vector<LinkId>{10});
+}
+
+store::ScheduledJob hourly_job(std::int64_t last_slot, std::int64_t now_unix) {
+  store::ScheduledJob j;
+  j.id = 1;
+  j.name = "hourly";
+  j.schedule = "0 * * * *";
+  j.time_zone = "Europe/Berlin";
+  j.misfire_policy = "run_latest";
+  j.last_slot_unix = last_slot;
+  j.now_unix = now_unix;
+  j.now_unix_ms = now_unix * 1000;
+  return j;
+}
+
+// 2026-01-01T00:00Z; the job last fired at 04:00 and it is now 10:20 (UTC):
+// 05:00-09:00 are given up under run_latest, 10:00 is caught up.
+constexpr std::int64_t kMidnight = 1767225600;
+
+TEST(RunBook, MissedCronSlotsAreRecordedBeforeAnyLaterSlotIsCreated) {
+  Driver d;
+  d.jobs = {hourly_job(kMidnight + 4 * 3600, kMidnight + 10 * 3600 + 1200)};
+  d.start();
+  auto first = d.tick(1000ms);
+  const auto skips = all<SkipCronSlots>(first);
+  ASSERT_EQ(skips.size(), 1u);
+  EXPECT_TRUE(all<CreateCronRun>(first).empty()) << "nothing after the gap before it is recorded";
+  ASSERT_EQ(skips[0].ranges.size(), 1u);
+  EXPECT_EQ(skips[0].ranges[0].first_unix, kMidnight + 5 * 3600);
+  EXPECT_EQ(skips[0].ranges[0].last_unix, kMidnight + 9 * 3600);
+  EXPECT_EQ(skips[0].ranges[0].count, 5);
+  EXPECT_EQ(skips[0].ranges[0].reason, "misfire_policy");
+  EXPECT_EQ(skips[0].details_json, R"({"policy":"run_latest","gap_cause":"not_planned"})");
+  store::CreateResult ok;
+  ok.outcome = store::WriteOutcome::applied;
+  ok.current_epoch = kEpoch;
+  const auto creates = all<CreateCronRun>(d.answer(skips[0].op, ok));
+  ASSERT_EQ(creates.size(), 1u);
+  EXPECT_EQ(creates[0].slot_unix, kMidnight + 10 * 3600);
+  EXPECT_TRUE(creates[0].caught_up);
+}
+
+TEST(RunBook, AFailedSkipRecordCreatesNothingAndAFencedOneStopsTheBook) {
+  Driver d;
+  d.jobs = {hourly_job(kMidnight + 4 * 3600, kMidnight + 10 * 3600 + 1200)};
+  d.start();
+  auto skips = all<SkipCronSlots>(d.tick(1000ms));
+  ASSERT_EQ(skips.size(), 1u);
+  d.book.result(skips[0].op, Result<store::CreateResult>(make_error(Errc::db_unavailable, "down")), d.now);
+  EXPECT_TRUE(all<CreateCronRun>(d.run()).empty());
+
+  // The next pass plans the same again; this time the write is fenced.
+  skips = all<SkipCronSlots>(d.tick(2000ms));
+  ASSERT_EQ(skips.size(), 1u);
+  store::CreateResult fenced;
+  fenced.outcome = store::WriteOutcome::fenced;
+  fenced.current_epoch = Epoch{kEpoch.value + 1};
+  EXPECT_TRUE(all<CreateCronRun>(d.answer(skips[0].op, fenced)).empty());
+  EXPECT_TRUE(d.book.fenced());
+}
+
+TEST(RunBook, AGapAfterAnOperatorsResumeIsRecordedAsAPause) {
+  Driver d;
+  auto job = hourly_job(kMidnight + 4 * 3600, kMidnight + 10 * 3600 + 1200);
+  job.resumed_at_unix = kMidnight + 10 * 3600 + 1000;
+  d.jobs = {job};
+  d.start();
+  auto skips = all<SkipCronSlots>(d.tick(1000ms));
+  ASSERT_EQ(skips.size(), 1u);
+  EXPECT_EQ(skips[0].details_json, R"({"policy":"run_latest","gap_cause":"paused"})");
 }
 
 TEST(RunBook, WorkersHeardFromAreRecordedAsSeenEveryFewSeconds) {

@@ -96,6 +96,7 @@ class AdminApi {
   HttpResponse rerun(const ApiCall& c);
   HttpResponse list_jobs(const ApiCall& c, bool one);
   HttpResponse put_job(const ApiCall& c, bool create_only);
+  HttpResponse why(const ApiCall& c);
   HttpResponse delete_job(const ApiCall& c);
   HttpResponse set_paused(const ApiCall& c, bool paused);
   HttpResponse trigger(const ApiCall& c);

@@ -107,6 +107,10 @@ class AdminStore {
   /// The run with its attempts, transitions (with epochs), log chunks and
   /// dead letter, as JSON; nullopt if absent.
   virtual Result<std::optional<std::string>> run_json(RunId id) = 0;
+  /// What is known about one cron slot of a job, as JSON: `paused`, `live`,
+  /// `cron_cursor_unix`, the slot's `run` (or null) and the decision-ledger
+  /// entries for the slot or a range covering it. nullopt: no such job.
+  virtual Result<std::optional<std::string>> slot_decisions(const std::string& job, std::int64_t slot_unix) = 0;
   virtual Result<Page> list_runs(const RunQuery& q) = 0;
   /// The run's state ("RUNNING", ...), nullopt if there is no such run.
   virtual Result<std::optional<std::string>> run_state(RunId id) = 0;

@@ -89,6 +89,8 @@ struct JobDefinition {
   std::string selector_json = "{}";
   bool live = true;
   std::string misfire_policy = "run_latest";
+  int catch_up_limit = 100;                          ///< run_all: missed slots run after a gap
+  std::optional<std::int64_t> starting_deadline_ms;  ///< a slot this late is given up
 };
 
 struct ScheduledJob {
@@ -97,9 +99,21 @@ struct ScheduledJob {
   std::string schedule;
   std::string time_zone;
   std::string misfire_policy;
-  std::optional<std::int64_t> last_slot_unix;  ///< newest materialised slot (seconds)
-  std::int64_t now_unix = 0;                   ///< the database clock, seconds
+  std::optional<std::int64_t> last_slot_unix;  ///< the cron cursor: newest slot created or given up (seconds)
+  int catch_up_limit = 100;
+  std::optional<std::int64_t> starting_deadline_ms;
+  std::optional<std::int64_t> resumed_at_unix;  ///< last resumed by an operator (or made live again)
+  std::int64_t now_unix = 0;                    ///< the database clock, seconds
   std::int64_t now_unix_ms = 0;
+};
+
+/// Cron slots a plan gives up, recorded as one decision-ledger entry.
+struct SkippedCronSlots {
+  std::int64_t first_unix = 0;
+  std::int64_t last_unix = 0;
+  std::optional<std::int64_t> count;  ///< nullopt: at least `count_at_least`, too many to count
+  std::int64_t count_at_least = 0;
+  std::string reason;  ///< misfire_policy | catch_up_limit | starting_deadline
 };
 
 /// What an operator set that the leader applies without a restart, read
@@ -129,6 +143,18 @@ class LeaderStore {
                                               const std::optional<std::string>& idempotency_key,
                                               const std::string& trigger_kind,
                                               std::optional<std::int64_t> slot_unix) = 0;
+  /// A cron slot of `job`, in one fenced statement: its run (Conflict if the
+  /// slot exists), the job's cron cursor moved up to the slot, and a
+  /// `created` decision-ledger entry (`caught_up`: created late, after a gap).
+  virtual Result<CreateResult> create_cron_run(Epoch epoch, const std::string& job, std::int64_t slot_unix,
+                                               bool caught_up) = 0;
+  /// Slots of `job` given up, in one fenced statement: a `skipped` ledger
+  /// entry per range (with `details_json` merged in: policy, gap cause) and
+  /// the cron cursor moved past the last. Answers like a create: applied, or
+  /// fenced with the current epoch (`run` unused).
+  virtual Result<CreateResult> skip_cron_slots(Epoch epoch, const std::string& job,
+                                               const std::vector<SkippedCronSlots>& ranges,
+                                               const std::string& details_json) = 0;
   virtual Result<void> worker_attached(const std::string& worker_id, const std::string& labels_json, int capacity,
                                        const std::string& node_id, Epoch epoch) = 0;
   virtual Result<void> worker_detached(const std::string& worker_id) = 0;

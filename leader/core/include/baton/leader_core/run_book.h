@@ -46,6 +46,7 @@
 #include "baton/core/result.h"
 #include "baton/core/run_state.h"
 #include "baton/leader_core/cron.h"
+#include "baton/leader_core/cron_plan.h"
 #include "baton/leader_core/runtime_config.h"
 #include "baton/protocol/messages.h"
 #include "baton/store/leader_store.h"
@@ -65,6 +66,7 @@ enum class Counter {
   runs_finished,
   runs_orphaned,
   runs_created_by_cron,
+  cron_slots_skipped,  ///< skipped ranges recorded in the decision ledger
   protocol_errors
 };
 
@@ -174,14 +176,25 @@ struct WriteHeartbeats {
   std::vector<store::HeartbeatRow> rows;
   Millis stale_after{0};
 };
+/// store::LeaderStore::create_cron_run: the run, the cursor, the ledger.
 struct CreateCronRun {
   OpId op = 0;
   std::string job;
   std::int64_t slot_unix = 0;
+  bool caught_up = false;  ///< created late, after a gap
 };
-using Effect = std::variant<Send, Close, Log, Count, ObserveDispatchLatency, RecordWorker, AppendRunLog, ReadActive,
-                            ReadRun, ReadDue, ReadScheduledJobs, WriteRun, WriteAssigns, WriteStarts, WriteFinishes,
-                            WriteHeartbeats, CreateCronRun, ReadControls, RecordWorkersSeen, ObserveRunFinished>;
+/// store::LeaderStore::skip_cron_slots: slots the plan gives up, recorded
+/// before any slot after them is created.
+struct SkipCronSlots {
+  OpId op = 0;
+  std::string job;
+  std::vector<store::SkippedCronSlots> ranges;
+  std::string details_json;  ///< {"policy": ..., "gap_cause": ...}
+};
+using Effect =
+    std::variant<Send, Close, Log, Count, ObserveDispatchLatency, RecordWorker, AppendRunLog, ReadActive, ReadRun,
+                 ReadDue, ReadScheduledJobs, WriteRun, WriteAssigns, WriteStarts, WriteFinishes, WriteHeartbeats,
+                 CreateCronRun, SkipCronSlots, ReadControls, RecordWorkersSeen, ObserveRunFinished>;
 
 /// True for the effects that change the world outside the leader (messages
 /// and writes): none may follow a Fenced answer.
@@ -334,7 +347,8 @@ class RunBook {
   void end_attempt(std::int64_t run, bool lost);
   void flush_heartbeats();
   void materialize_cron(const std::vector<store::ScheduledJob>& jobs);
-  void create_cron_slots(std::string job, std::vector<std::int64_t> slots, std::size_t next, std::int64_t now_unix_ms);
+  void create_cron_slots(std::string job, std::vector<std::int64_t> slots, std::size_t caught_up, std::size_t next,
+                         std::int64_t now_unix_ms);
   void apply_controls(const store::Controls& c);
   /// Takes no new runs: the worker said it is draining, or an operator holds it.
   bool takes_no_runs(const std::string& worker, const Attached& w) const;

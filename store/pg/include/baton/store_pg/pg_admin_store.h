@@ -18,6 +18,7 @@ class PgAdminStore final : public AdminStore {
   Result<RunCounts> run_counts() override;
   Result<ClusterGauges> cluster_gauges() override;
   Result<std::optional<std::string>> run_json(RunId id) override;
+  Result<std::optional<std::string>> slot_decisions(const std::string& job, std::int64_t slot_unix) override;
   Result<Page> list_runs(const RunQuery& q) override;
   Result<std::optional<std::string>> run_state(RunId id) override;
   Result<Page> list_epochs(int limit, std::optional<std::int64_t> before_epoch) override;
