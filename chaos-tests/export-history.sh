@@ -41,6 +41,11 @@ export)
       FROM job_run_attempts ORDER BY id"
   j dead_letters.jsonl "SELECT json_build_object('run', run_id, 'final_state', final_state, 'attempts', attempts,
       'error_code', error_code) FROM dead_letters ORDER BY id"
+  j ledger.jsonl "SELECT json_build_object('job', j.name, 'decision', d.decision, 'reason', d.reason,
+      'slot', floor(extract(epoch FROM d.slot))::bigint, 'slot_last', floor(extract(epoch FROM d.slot_last))::bigint,
+      'run', d.run_id, 'epoch', d.epoch)
+      FROM decision_ledger d LEFT JOIN job_definitions j ON j.id = d.job_definition_id
+      WHERE d.slot IS NOT NULL ORDER BY d.id"
   j audit_log.jsonl "SELECT json_build_object('id', id, 'at', at, 'actor', actor, 'action', action, 'subject', subject,
       'epoch', epoch) FROM audit_log ORDER BY id"
   ;;

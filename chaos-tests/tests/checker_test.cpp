@@ -30,7 +30,7 @@ std::int64_t mono(std::int64_t wall_us) { return M0 + (wall_us - T) * 1000; }
 /// paused leader superseded by another node.
 struct Fixture {
   std::string dir = "/tmp/baton-checker-test-" + std::to_string(::getpid());
-  std::ostringstream evidence, runs, transitions, attempts, dead, probes, nemesis, epochs;
+  std::ostringstream evidence, runs, transitions, attempts, dead, probes, nemesis, epochs, ledger;
   std::int64_t log_id = 0;
   std::string faults = "kill9_worker,pause_leader";
 
@@ -121,10 +121,18 @@ struct Fixture {
             std::int64_t to, std::optional<int> status) {
     process(r, a, token, worker, pid, pid * 10, from, to, status);
   }
+  /// A decision-ledger entry (db/ledger.jsonl).
+  void decision(const std::string& job, const std::string& what, const std::string& reason, std::int64_t slot,
+                std::int64_t slot_last, std::optional<std::int64_t> run_id, int epoch) {
+    ledger << "{\"job\":\"" << job << "\",\"decision\":\"" << what << "\",\"reason\":\"" << reason
+           << "\",\"slot\":" << slot << ",\"slot_last\":" << slot_last
+           << ",\"run\":" << (run_id ? std::to_string(*run_id) : "null") << ",\"epoch\":" << epoch << "}\n";
+  }
   /// A run that went PENDING -> ASSIGNED -> RUNNING -> SUCCEEDED at attempt 1.
   void simple_run(std::int64_t id, const std::string& job, const std::string& key, std::int64_t slot,
                   const std::string& worker, std::int64_t at, int epoch) {
     run(id, job, "SUCCEEDED", key, slot, 1, 3);
+    if (slot > 0) decision(job, "created", "on_time", slot, slot, id, epoch);
     tr(id, "", "PENDING", {}, 1, 1, epoch, at);
     tr(id, "PENDING", "ASSIGNED", 1, 2, 1, epoch, at + 1000);
     tr(id, "ASSIGNED", "RUNNING", 2, 3, 1, epoch, at + 2000);
@@ -148,6 +156,7 @@ struct Fixture {
     std::ofstream(dir + "/db/epochs.jsonl") << epochs.str();
     std::ofstream(dir + "/db/attempts.jsonl") << attempts.str();
     std::ofstream(dir + "/db/dead_letters.jsonl") << dead.str();
+    std::ofstream(dir + "/db/ledger.jsonl") << ledger.str();
     return check_history(dir);
   }
   static const InvariantResult& get(const Report& r, const std::string& name) {
@@ -171,6 +180,7 @@ TEST(Checker, CleanHistoryPassesWithNonZeroCounts) {
   EXPECT_EQ(Fixture::get(r, "confirming_not_cut_short").examined, 1);
   EXPECT_EQ(Fixture::get(r, "paused_leader_superseded").examined, 1);
   EXPECT_EQ(Fixture::get(r, "cron_slots_complete").examined, 16);
+  EXPECT_EQ(Fixture::get(r, "cron_slots_accounted").examined, 16 + 16);  // slots with runs, window slots
   EXPECT_EQ(Fixture::get(r, "idempotency_keys_once").examined, 1);
   EXPECT_EQ(Fixture::get(r, "election_progress").examined, 2);
   for (const auto& i : r.invariants) EXPECT_GT(i.examined, 0) << i.name;
@@ -435,4 +445,54 @@ TEST(Checker, AWorkerKillLongAfterTheExitExcusesNothing) {
   auto r = f.check();
   EXPECT_EQ(Fixture::violations(r, "one_successful_execution"), 1) << r.markdown();
   EXPECT_EQ(Fixture::get(r, "one_successful_execution").excused, 0);
+}
+
+// Cron slots and the decision ledger, each failure on a hand-made history.
+TEST(Checker, ACronRunWithoutItsLedgerEntryIsAViolation) {
+  Fixture f;
+  f.run(50, "cron", "SUCCEEDED", "", S + 30, 1, 3);  // after the window: only the ledger rule applies
+  auto r = f.check();
+  EXPECT_EQ(Fixture::violations(r, "cron_slots_accounted"), 1) << r.markdown();
+  EXPECT_NE(r.markdown().find("run 50 (job cron slot " + std::to_string(S + 30) + ") has no `created` ledger entry"),
+            std::string::npos)
+      << r.markdown();
+}
+
+TEST(Checker, TwoRunsOfOneSlotAreAViolation) {
+  Fixture f;
+  f.run(51, "cron", "SUCCEEDED", "", S + 3, 1, 3);
+  f.decision("cron", "created", "on_time", S + 3, S + 3, 51, 2);
+  auto r = f.check();
+  EXPECT_GE(Fixture::violations(r, "cron_slots_accounted"), 1) << r.markdown();
+  EXPECT_NE(r.markdown().find("slot " + std::to_string(S + 3) + " has 2 runs"), std::string::npos) << r.markdown();
+}
+
+TEST(Checker, ARunOfASlotRecordedAsSkippedIsAViolation) {
+  Fixture f;
+  f.decision("cron", "skipped", "misfire_policy", S + 2, S + 4, std::nullopt, 2);
+  auto r = f.check();
+  EXPECT_EQ(Fixture::violations(r, "cron_slots_accounted"), 3) << r.markdown();  // runs of S+2, S+3, S+4
+  EXPECT_NE(r.markdown().find("which epoch 2 recorded as skipped (misfire_policy)"), std::string::npos);
+}
+
+TEST(Checker, AWindowSlotWithNeitherARunNorARecordIsAViolationAndASkipRecordCoversIt) {
+  // The run of slot S+7 is not in the database's export.
+  auto without_slot_7 = [](Fixture& f) {
+    f.runs.str("");
+    for (int i = 0; i <= 15; ++i)
+      if (i != 7) f.run(i + 1, "cron", "SUCCEEDED", "", S + i, 1, 3);
+    f.run(100, "api", "SUCCEEDED", "k1", 0, 2, 3);
+  };
+  Fixture f;
+  without_slot_7(f);
+  auto r = f.check();
+  EXPECT_EQ(Fixture::violations(r, "cron_slots_accounted"), 1) << r.markdown();
+  EXPECT_NE(r.markdown().find("slot " + std::to_string(S + 7) + " of cron has neither a run nor a ledger record"),
+            std::string::npos)
+      << r.markdown();
+  Fixture g;
+  without_slot_7(g);
+  g.decision("cron", "skipped", "starting_deadline", S + 7, S + 7, std::nullopt, 2);
+  auto covered = g.check();
+  EXPECT_EQ(Fixture::violations(covered, "cron_slots_accounted"), 0) << covered.markdown();
 }

@@ -658,6 +658,58 @@ Report check_history(const History& h) {
     report.invariants.push_back(inv);
   }
 
+  // ---- every cron slot is accounted for once, in runs and the ledger --------
+  // The database's unique (job, slot) constraint is what prevents a second
+  // run; this checks it held, that every created slot left its decision in
+  // the ledger, that no slot given up was run anyway, and that every slot of
+  // the every-second job in the window was either run or given up on record.
+  {
+    InvariantResult inv = invariant(
+        "cron_slots_accounted",
+        "per cron job: at most one run per slot, each with a `created` ledger entry naming it; no run for a slot "
+        "inside a `skipped` ledger range; every slot of the every-second job in the window is run or recorded as "
+        "skipped");
+    std::map<std::pair<std::string, std::int64_t>, std::vector<std::int64_t>> runs_by_slot;
+    for (const auto& [id, r] : h.runs)
+      if (r.slot > 0) runs_by_slot[{r.job, r.slot}].push_back(id);
+    std::set<std::int64_t> created_runs;
+    std::map<std::string, std::vector<const LedgerRow*>> skipped;
+    for (const auto& l : h.ledger) {
+      if (l.decision == "created" && l.run) created_runs.insert(*l.run);
+      if (l.decision == "skipped") skipped[l.job].push_back(&l);
+    }
+    auto skipped_by = [&](const std::string& job, std::int64_t slot) -> const LedgerRow* {
+      auto it = skipped.find(job);
+      if (it == skipped.end()) return nullptr;
+      for (const LedgerRow* l : it->second)
+        if (slot >= l->slot && slot <= l->slot_last) return l;
+      return nullptr;
+    };
+    for (const auto& [key, ids] : runs_by_slot) {
+      const auto& [job, slot] = key;
+      inv.examined++;
+      if (ids.size() > 1)
+        add(inv, "job " + job + " slot " + std::to_string(slot) + " has " + std::to_string(ids.size()) + " runs");
+      for (std::int64_t id : ids) {
+        // Only cron runs have a slot and a `created` entry (retries keep the run).
+        if (!created_runs.count(id))
+          add(inv, "run " + std::to_string(id) + " (job " + job + " slot " + std::to_string(slot) +
+                       ") has no `created` ledger entry");
+        if (const LedgerRow* l = skipped_by(job, slot))
+          add(inv, "run " + std::to_string(id) + " ran job " + job + " slot " + std::to_string(slot) +
+                       ", which epoch " + std::to_string(l->epoch) + " recorded as skipped (" + l->reason + ")");
+      }
+    }
+    const std::int64_t first = (h.window.start_us + 999'999) / 1'000'000;
+    const std::int64_t last = h.window.end_us / 1'000'000 - 5;
+    for (std::int64_t s = first; s <= last; ++s) {
+      inv.examined++;
+      if (!runs_by_slot.count({h.window.cron_job, s}) && !skipped_by(h.window.cron_job, s))
+        add(inv, "slot " + std::to_string(s) + " of " + h.window.cron_job + " has neither a run nor a ledger record");
+    }
+    report.invariants.push_back(inv);
+  }
+
   // ---- every idempotency key has one run, finished ----------------------------
   {
     InvariantResult inv =

@@ -248,6 +248,12 @@ History load_history(const std::string& dir) {
   }
   for (const auto& o : read_jsonl(dir + "/db/dead_letters.jsonl", h))
     h.dead_letters.push_back({num(o, "run"), str(o, "final_state"), static_cast<int>(num(o, "attempts"))});
+  for (const auto& o : read_jsonl(dir + "/db/ledger.jsonl", h)) {
+    LedgerRow l{str(o, "job"),       str(o, "decision"), str(o, "reason"), num(o, "slot"),
+                num(o, "slot_last"), opt_int(o, "run"),  num(o, "epoch")};
+    if (l.slot_last == 0) l.slot_last = l.slot;
+    h.ledger.push_back(l);
+  }
 
   // Outbox snapshots: outbox/<worker>-<n>/<files>; a finish is durable if it
   // is in a snapshot and no ack line in that snapshot follows it.

@@ -123,6 +123,15 @@ struct DeadLetterRow {
   int attempts = 0;
 };
 
+/// One decision-ledger entry about cron slots (docs/scheduling.md).
+struct LedgerRow {
+  std::string job, decision, reason;  ///< decision: created | skipped
+  std::int64_t slot = 0;              ///< unix seconds
+  std::int64_t slot_last = 0;         ///< a skipped range's last slot; == slot otherwise
+  std::optional<std::int64_t> run;    ///< created: the run
+  std::int64_t epoch = 0;
+};
+
 /// A finish found in a killed worker's outbox snapshot and not acknowledged.
 struct DurableFinish {
   std::string worker;
@@ -143,6 +152,7 @@ struct History {
   std::vector<EpochRow> epochs;
   std::vector<AttemptRow> attempts;
   std::vector<DeadLetterRow> dead_letters;
+  std::vector<LedgerRow> ledger;
   std::vector<DurableFinish> durable_finishes;
   std::vector<std::string> accepted_keys;
   std::vector<std::string> read_errors;  ///< missing or unreadable inputs
