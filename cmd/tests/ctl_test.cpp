@@ -276,3 +276,53 @@ TEST_F(CtlTest, SlotsMissedWhilePausedAreRecordedAndExplained) {
   EXPECT_EQ(ctl({"why", "tick", "not-a-time"}).code, 1);
   EXPECT_EQ(ctl({"why", "nope", iso}).code, 4);
 }
+
+// Overlap control end to end: a job limited to one instance and two
+// exclusive jobs, triggered together on a worker with room for four. The
+// runs of each group execute one after another (their RUNNING intervals,
+// as the database recorded them, do not overlap).
+TEST_F(CtlTest, LimitedAndExclusiveRunsNeverOverlap) {
+  std::filesystem::create_directories(cluster.dir() + "/overlap");
+  std::ofstream(cluster.dir() + "/overlap/jobs.yaml") << R"(jobs:
+  - name: serial
+    max_instances: 1
+    tasks:
+      - {kind: BUILTIN, builtin: SLEEP, argument: 600ms}
+  - name: ex1
+    exclusive_execution: true
+    tasks:
+      - {kind: BUILTIN, builtin: SLEEP, argument: 600ms}
+  - name: ex2
+    exclusive_execution: true
+    tasks:
+      - {kind: BUILTIN, builtin: SLEEP, argument: 600ms}
+)";
+  ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/overlap"}).code, 0);
+  for (const char* job : {"serial", "serial", "serial", "ex1", "ex2"}) ASSERT_EQ(ctl({"jobs", "trigger", job}).code, 0);
+  struct Interval {
+    std::string job, from, to;
+  };
+  std::vector<Interval> done;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto out = ctl({"runs", "list", "--state", "SUCCEEDED", "-o", "json", "--limit", "50"}).output;
+        done.clear();
+        std::regex item(R"re("job":"([a-z0-9]+)"[^{}]*?"started_at":"([^"]+)"[^{}]*?"finished_at":"([^"]+)")re");
+        for (auto it = std::sregex_iterator(out.begin(), out.end(), item); it != std::sregex_iterator(); ++it)
+          done.push_back({(*it)[1], (*it)[2], (*it)[3]});
+        return done.size() >= 5;
+      },
+      30s))
+      << done.size() << " runs finished";
+  auto disjoint = [&](const std::vector<std::string>& jobs) {
+    std::vector<Interval> group;
+    for (const auto& i : done)
+      if (std::find(jobs.begin(), jobs.end(), i.job) != jobs.end()) group.push_back(i);
+    std::sort(group.begin(), group.end(), [](const auto& a, const auto& b) { return a.from < b.from; });
+    for (std::size_t k = 1; k < group.size(); ++k)
+      EXPECT_LE(group[k - 1].to, group[k].from) << group[k - 1].job << " and " << group[k].job << " overlapped";
+    return group.size();
+  };
+  EXPECT_EQ(disjoint({"serial"}), 3u);
+  EXPECT_EQ(disjoint({"ex1", "ex2"}), 2u);
+}

@@ -212,6 +212,8 @@ void ControlLoop::execute(lc::Effect& effect, lc::Effect* next, bool& next_done)
           book_.result(e.op, store_.heartbeat_batch(epoch_, e.rows, e.stale_after), clock_.mono());
         } else if constexpr (std::is_same_v<T, lc::CreateCronRun>) {
           book_.result(e.op, store_.create_cron_run(epoch_, e.job, e.slot_unix, e.caught_up), clock_.mono());
+        } else if constexpr (std::is_same_v<T, lc::RecordDecision>) {
+          book_.result(e.op, store_.record_decision(epoch_, e.run, e.decision, e.reason, "{}"), clock_.mono());
         } else if constexpr (std::is_same_v<T, lc::SkipCronSlots>) {
           book_.result(e.op, store_.skip_cron_slots(epoch_, e.job, e.ranges, e.details_json), clock_.mono());
         }

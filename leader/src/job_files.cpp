@@ -76,6 +76,11 @@ store::JobDefinition read_job(const YAML::Node& node, const std::string& path, C
   if (job.misfire_policy != "run_all" && job.misfire_policy != "run_latest" && job.misfire_policy != "skip")
     errors.add(j.key_path("misfire_policy"), "must be run_all, run_latest or skip");
   job.catch_up_limit = static_cast<int>(j.integer("catch_up_limit", 0, 10000).value_or(100));
+  if (auto m = j.integer("max_instances", 1, 10000)) job.max_instances = static_cast<int>(*m);
+  job.concurrency_policy = j.string("concurrency_policy").value_or("allow");
+  if (job.concurrency_policy != "allow" && job.concurrency_policy != "forbid" && job.concurrency_policy != "replace")
+    errors.add(j.key_path("concurrency_policy"), "must be allow, forbid or replace");
+  job.exclusive_execution = j.boolean("exclusive_execution").value_or(false);
   if (auto d = j.duration("starting_deadline")) {
     if (d->count() < 1000)
       errors.add(j.key_path("starting_deadline"), "must be at least 1s");
@@ -157,6 +162,9 @@ std::vector<std::string> job_changes(const store::JobDefinition& from, const sto
   if (from.misfire_policy != to.misfire_policy) out.push_back("misfire_policy");
   if (from.catch_up_limit != to.catch_up_limit) out.push_back("catch_up_limit");
   if (from.starting_deadline_ms != to.starting_deadline_ms) out.push_back("starting_deadline");
+  if (from.max_instances != to.max_instances) out.push_back("max_instances");
+  if (from.concurrency_policy != to.concurrency_policy) out.push_back("concurrency_policy");
+  if (from.exclusive_execution != to.exclusive_execution) out.push_back("exclusive_execution");
   return out;
 }
 

@@ -77,3 +77,24 @@ TEST(JobDocument, ReadsTheZoneAndMisfireSettings) {
   EXPECT_NE(m.find("body: catch_up_limit:"), std::string::npos) << m;
   EXPECT_NE(m.find("body: starting_deadline: must be at least 1s"), std::string::npos) << m;
 }
+
+TEST(JobDocument, ReadsTheOverlapSettings) {
+  auto job = leader::parse_job_document(
+      "name: o\nmax_instances: 2\nconcurrency_policy: replace\nexclusive_execution: true\n"
+      "tasks: [{kind: BUILTIN, builtin: NOOP}]\n",
+      "body");
+  ASSERT_TRUE(job) << job.error().message;
+  EXPECT_EQ(job->max_instances, 2);
+  EXPECT_EQ(job->concurrency_policy, "replace");
+  EXPECT_TRUE(job->exclusive_execution);
+  auto defaults = leader::parse_job_document("name: d\ntasks: [{kind: BUILTIN, builtin: NOOP}]\n", "body");
+  ASSERT_TRUE(defaults);
+  EXPECT_EQ(defaults->max_instances, std::nullopt) << "no limit unless asked";
+  EXPECT_EQ(defaults->concurrency_policy, "allow");
+  auto bad = leader::parse_job_document(
+      "name: b\nmax_instances: 0\nconcurrency_policy: queue\ntasks: [{kind: BUILTIN, builtin: NOOP}]\n", "body");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("body: max_instances:"), std::string::npos) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("body: concurrency_policy: must be allow, forbid or replace"), std::string::npos)
+      << bad.error().message;
+}

@@ -353,7 +353,8 @@ class World {
                     e.op,
                     db_call<store::HeartbeatBatchResult>(n, [&] { return run_db_.heartbeat_batch(epoch, e.rows); }),
                     now);
-              } else if constexpr (std::is_same_v<T, lc::CreateCronRun> || std::is_same_v<T, lc::SkipCronSlots>) {
+              } else if constexpr (std::is_same_v<T, lc::CreateCronRun> || std::is_same_v<T, lc::SkipCronSlots> ||
+                                   std::is_same_v<T, lc::RecordDecision>) {
                 b.result(e.op, Result<store::CreateResult>(make_error(Errc::db_error, "no cron in the simulator")),
                          now);
               }

@@ -66,6 +66,8 @@ constexpr const char* job_json =
     " 'timeout_ms', j.timeout_ms, 'retry_base_ms', j.retry_base_ms, 'retry_cap_ms', j.retry_cap_ms,"
     " 'priority', j.priority, 'worker_selector', j.worker_selector, 'misfire_policy', j.misfire_policy,"
     " 'catch_up_limit', j.catch_up_limit, 'starting_deadline_ms', j.starting_deadline_ms,"
+    " 'max_instances', j.max_instances, 'concurrency_policy', j.concurrency_policy,"
+    " 'exclusive_execution', j.exclusive_execution,"
     " 'created_at', j.created_at, 'updated_at', j.updated_at, 'deleted_at', j.deleted_at)";
 
 }  // namespace
@@ -278,8 +280,8 @@ Result<std::optional<StoredJob>> PgAdminStore::job_definition(const std::string&
     pqxx::nontransaction tx{c};
     auto rows = tx.exec_params(
         "SELECT schedule, time_zone, tasks::text, max_attempts, priority, coalesce(timeout_ms, 0), retry_base_ms,"
-        " retry_cap_ms, worker_selector::text, live, misfire_policy, version, paused, catch_up_limit, "
-        "starting_deadline_ms"
+        " retry_cap_ms, worker_selector::text, live, misfire_policy, version, paused, catch_up_limit,"
+        " starting_deadline_ms, max_instances, concurrency_policy, exclusive_execution"
         " FROM job_definitions WHERE name = $1 AND deleted_at IS NULL",
         name);
     if (rows.empty()) return std::optional<StoredJob>{};
@@ -301,6 +303,9 @@ Result<std::optional<StoredJob>> PgAdminStore::job_definition(const std::string&
     s.paused = r[12].as<bool>();
     s.job.catch_up_limit = r[13].as<int>();
     if (!r[14].is_null()) s.job.starting_deadline_ms = r[14].as<std::int64_t>();
+    if (!r[15].is_null()) s.job.max_instances = r[15].as<int>();
+    s.job.concurrency_policy = r[16].as<std::string>();
+    s.job.exclusive_execution = r[17].as<bool>();
     return std::optional<StoredJob>{s};
   });
 }
@@ -514,18 +519,22 @@ Result<AdminResult> PgAdminStore::create_job(const Actor& who, const JobDefiniti
     // (its old runs keep pointing at it), with a new version.
     auto rows = tx.exec_params(
         "INSERT INTO job_definitions (name, schedule, time_zone, tasks, max_attempts, priority, timeout_ms,"
-        " retry_base_ms, retry_cap_ms, worker_selector, live, misfire_policy, catch_up_limit, starting_deadline_ms)"
-        " VALUES ($1, $2, $3, $4::jsonb, $5, $6, nullif($7, 0), $8, $9, $10::jsonb, $11, $12, $13, $14)"
+        " retry_base_ms, retry_cap_ms, worker_selector, live, misfire_policy, catch_up_limit, starting_deadline_ms,"
+        " max_instances, concurrency_policy, exclusive_execution)"
+        " VALUES ($1, $2, $3, $4::jsonb, $5, $6, nullif($7, 0), $8, $9, $10::jsonb, $11, $12, $13, $14, $15, $16, $17)"
         " ON CONFLICT (name) DO UPDATE SET schedule = EXCLUDED.schedule, time_zone = EXCLUDED.time_zone,"
         " tasks = EXCLUDED.tasks, max_attempts = EXCLUDED.max_attempts, priority = EXCLUDED.priority,"
         " timeout_ms = EXCLUDED.timeout_ms, retry_base_ms = EXCLUDED.retry_base_ms,"
         " retry_cap_ms = EXCLUDED.retry_cap_ms, worker_selector = EXCLUDED.worker_selector, live = EXCLUDED.live,"
         " misfire_policy = EXCLUDED.misfire_policy, catch_up_limit = EXCLUDED.catch_up_limit,"
         " starting_deadline_ms = EXCLUDED.starting_deadline_ms, cron_cursor = NULL, schedule_resumed_at = NULL,"
+        " max_instances = EXCLUDED.max_instances, concurrency_policy = EXCLUDED.concurrency_policy,"
+        " exclusive_execution = EXCLUDED.exclusive_execution,"
         " paused = false, deleted_at = NULL, updated_at = now(),"
         " version = job_definitions.version + 1 WHERE job_definitions.deleted_at IS NOT NULL RETURNING id",
         j.name, j.schedule, j.time_zone, j.tasks_json, j.max_attempts, j.priority, j.timeout_ms, j.retry_base_ms,
-        j.retry_cap_ms, j.selector_json, j.live, j.misfire_policy, j.catch_up_limit, j.starting_deadline_ms);
+        j.retry_cap_ms, j.selector_json, j.live, j.misfire_policy, j.catch_up_limit, j.starting_deadline_ms,
+        j.max_instances, j.concurrency_policy, j.exclusive_execution);
     if (rows.empty()) return refused(AdminOutcome::conflict, "job '" + j.name + "' exists", job_row_json(tx, j.name));
     auto after = job_row_json(tx, j.name);
     audit_in(tx, who, "job.create", "job:" + j.name, std::nullopt, after);
@@ -552,11 +561,13 @@ Result<AdminResult> PgAdminStore::update_job(const Actor& who, const JobWrite& w
         "UPDATE job_definitions SET schedule = $2, time_zone = $3, tasks = $4::jsonb, max_attempts = $5,"
         " priority = $6, timeout_ms = nullif($7, 0), retry_base_ms = $8, retry_cap_ms = $9,"
         " worker_selector = $10::jsonb, live = $11, misfire_policy = $12, catch_up_limit = $13,"
-        " starting_deadline_ms = $14, version = version + 1, updated_at = now(),"
+        " starting_deadline_ms = $14, max_instances = $15, concurrency_policy = $16, exclusive_execution = $17,"
+        " version = version + 1, updated_at = now(),"
         " schedule_resumed_at = CASE WHEN NOT live AND $11 THEN now() ELSE schedule_resumed_at END"
         " WHERE name = $1",
         j.name, j.schedule, j.time_zone, j.tasks_json, j.max_attempts, j.priority, j.timeout_ms, j.retry_base_ms,
-        j.retry_cap_ms, j.selector_json, j.live, j.misfire_policy, j.catch_up_limit, j.starting_deadline_ms);
+        j.retry_cap_ms, j.selector_json, j.live, j.misfire_policy, j.catch_up_limit, j.starting_deadline_ms,
+        j.max_instances, j.concurrency_policy, j.exclusive_execution);
     auto after = job_row_json(tx, j.name);
     audit_in(tx, who, "job.update", "job:" + j.name, before, after);
     tx.commit();

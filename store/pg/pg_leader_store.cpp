@@ -31,11 +31,19 @@ PgLeaderStore::PgLeaderStore(const std::string& url, const std::string& applicat
     // the runs behind it (head-of-line blocking).
     const std::string fits =
         " AND coalesce((SELECT jd.worker_selector FROM job_definitions jd WHERE jd.id = jr.job_definition_id),"
-        " '{}'::jsonb) <@ $2::jsonb";
+        " '{}'::jsonb) <@ $2::jsonb"
+        // Runs of a job at its instance limit, and exclusive runs while the
+        // exclusive lock is held, cannot be assigned: they are not read, so
+        // they cannot fill the batch either (schemas/0010).
+        " AND NOT EXISTS (SELECT 1 FROM job_definitions jd WHERE jd.id = jr.job_definition_id AND ("
+        "  (baton_instance_limit(jd) IS NOT NULL AND (SELECT count(*) FROM job_runs x"
+        "   WHERE x.job_definition_id = jd.id AND x.instance_no IS NOT NULL) >= baton_instance_limit(jd))"
+        "  OR (jd.exclusive_execution AND EXISTS (SELECT 1 FROM job_runs x WHERE x.exclusive_lock))))";
     c.prepare("due_runs",
               "SELECT r.id, r.version, r.state, r.attempt, r.max_attempts, r.priority, coalesce(j.name, ''),"
               " coalesce(j.tasks::text, '[]'), coalesce(j.timeout_ms, 0), coalesce(j.worker_selector::text, '{}'),"
-              " coalesce(j.retry_base_ms, 1000), coalesce(j.retry_cap_ms, 3600000), r.unstarted_assignments"
+              " coalesce(j.retry_base_ms, 1000), coalesce(j.retry_cap_ms, 3600000), r.unstarted_assignments,"
+              " baton_instance_limit(j), coalesce(j.exclusive_execution, false)"
               " FROM ((SELECT id, coalesce(scheduled_for, created_at) AS due_at FROM job_runs jr"
               "        WHERE state = 'PENDING' AND coalesce(scheduled_for, created_at) <= now()" +
                   fits +
@@ -80,6 +88,8 @@ Result<std::vector<DueRun>> PgLeaderStore::due_runs(int limit, const std::map<st
       d.retry_base_ms = r[10].as<std::int64_t>();
       d.retry_cap_ms = r[11].as<std::int64_t>();
       d.unstarted_assignments = r[12].as<int>();
+      if (!r[13].is_null()) d.instance_limit = r[13].as<int>();
+      d.exclusive = r[14].as<bool>();
       out.push_back(std::move(d));
     }
     return out;
@@ -98,7 +108,8 @@ Result<std::vector<ActiveRun>> PgLeaderStore::active_runs(Millis continuation_ma
         " coalesce(j.timeout_ms, 0), coalesce(j.retry_base_ms, 1000), coalesce(j.retry_cap_ms, 3600000),"
         " coalesce(r.continuation_timeout_ms, 0),"
         " floor(extract(epoch FROM r.continuation_deadline_at - now()) * 1000)::bigint,"
-        " coalesce(r.worker_instance, ''), r.cancel_reason, coalesce(j.name, '')"
+        " coalesce(r.worker_instance, ''), r.cancel_reason, coalesce(j.name, ''), r.instance_no,"
+        " coalesce(r.exclusive_lock, false)"
         " FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id"
         " WHERE r.state IN ('ASSIGNED', 'RUNNING') ORDER BY r.id",
         continuation_margin.count());
@@ -126,6 +137,8 @@ Result<std::vector<ActiveRun>> PgLeaderStore::active_runs(Millis continuation_ma
       a.worker_instance = r[17].as<std::string>();
       if (!r[18].is_null()) a.cancel_reason = r[18].as<std::string>();
       a.job_name = r[19].as<std::string>();
+      if (!r[20].is_null()) a.instance_no = r[20].as<int>();
+      a.exclusive_lock = r[21].as<bool>();
       out.push_back(std::move(a));
     }
     return out;
@@ -172,21 +185,51 @@ Result<CreateResult> PgLeaderStore::create_cron_run(Epoch epoch, const std::stri
       "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1 FOR KEY SHARE),"
       " job AS (SELECT * FROM job_definitions WHERE name = $2 AND deleted_at IS NULL),"
       " ok AS (SELECT 1 WHERE (SELECT epoch FROM fence) = $1::bigint),"
+      // The job's unfinished runs other than this slot's: forbid skips the
+      // slot while there are any; replace cancels them (the caller does,
+      // through its fenced cancel path) and the new run waits for them,
+      // held by the instance limit of 1.
+      " busy AS (SELECT r.id FROM job_runs r, job WHERE r.job_definition_id = job.id"
+      "  AND r.state IN ('PENDING', 'ASSIGNED', 'RUNNING', 'RETRY_WAITING', 'ORPHANED')"
+      "  AND r.scheduled_for IS DISTINCT FROM to_timestamp($3::bigint)),"
+      " forbid AS (SELECT 1 FROM job WHERE job.concurrency_policy = 'forbid' AND EXISTS (SELECT 1 FROM busy)),"
       " w AS (INSERT INTO job_runs (job_definition_id, max_attempts, priority, trigger_kind, leader_epoch,"
       "  scheduled_for)"
       "  SELECT job.id, job.max_attempts, job.priority, 'cron', $1::bigint, to_timestamp($3::bigint)"
-      "  FROM job, ok ON CONFLICT DO NOTHING RETURNING id, job_definition_id),"
+      "  FROM job, ok WHERE NOT EXISTS (SELECT 1 FROM forbid) ON CONFLICT DO NOTHING"
+      "  RETURNING id, job_definition_id),"
       " cur AS (UPDATE job_definitions d SET cron_cursor = greatest(d.cron_cursor, to_timestamp($3::bigint))"
       "  FROM job, ok WHERE d.id = job.id RETURNING 1),"
-      " led AS (INSERT INTO decision_ledger (epoch, job_definition_id, slot, decision, reason, run_id)"
+      " led AS (INSERT INTO decision_ledger (epoch, job_definition_id, slot, decision, reason, run_id, details)"
       "  SELECT $1::bigint, w.job_definition_id, to_timestamp($3::bigint), 'created',"
-      "  CASE WHEN $4::boolean THEN 'caught_up' ELSE 'on_time' END, w.id FROM w RETURNING 1)"
-      " SELECT (SELECT epoch FROM fence), (SELECT id FROM w), EXISTS (SELECT 1 FROM job)";
+      "  CASE WHEN $4::boolean THEN 'caught_up' ELSE 'on_time' END, w.id,"
+      "  CASE WHEN job.concurrency_policy = 'replace' AND EXISTS (SELECT 1 FROM busy)"
+      "  THEN jsonb_build_object('replaces', (SELECT jsonb_agg(id ORDER BY id) FROM busy)) ELSE '{}'::jsonb END"
+      "  FROM w, job"
+      "  UNION ALL SELECT $1::bigint, job.id, to_timestamp($3::bigint), 'skipped', 'concurrency_forbid', NULL,"
+      "  jsonb_build_object('unfinished', (SELECT jsonb_agg(id ORDER BY id) FROM busy))"
+      "  FROM job, ok, forbid WHERE NOT EXISTS (SELECT 1 FROM job_runs x WHERE x.job_definition_id = job.id"
+      "  AND x.scheduled_for = to_timestamp($3::bigint))"
+      "  RETURNING 1)"
+      " SELECT (SELECT epoch FROM fence), (SELECT id FROM w), EXISTS (SELECT 1 FROM job),"
+      " EXISTS (SELECT 1 FROM forbid),"
+      " CASE WHEN (SELECT concurrency_policy FROM job) = 'replace' AND EXISTS (SELECT 1 FROM w)"
+      " THEN (SELECT string_agg(id::text, ',' ORDER BY id) FROM busy) END";
   return session_.with<CreateResult>([&](pqxx::connection& c) -> Result<CreateResult> {
     pqxx::nontransaction tx{c};
     auto r = tx.exec_params1(sql, epoch.value, job, slot_unix, caught_up);
     if (!r[2].as<bool>()) return make_error(Errc::bad_input, "unknown job '" + job + "'");
-    return classify_create(r, epoch);
+    CreateResult out = classify_create(r, epoch);
+    out.forbidden = out.outcome != WriteOutcome::fenced && r[3].as<bool>();
+    if (!r[4].is_null()) {
+      const std::string ids = r[4].as<std::string>();
+      for (std::size_t at = 0; at < ids.size();) {
+        const std::size_t comma = std::min(ids.find(',', at), ids.size());
+        out.replaced.push_back(RunId{std::stoll(ids.substr(at, comma - at))});
+        at = comma + 1;
+      }
+    }
+    return out;
   });
 }
 
@@ -226,6 +269,27 @@ Result<CreateResult> PgLeaderStore::skip_cron_slots(Epoch epoch, const std::stri
     CreateResult out;
     out.current_epoch = Epoch{r[0].as<std::int64_t>()};
     out.outcome = out.current_epoch == epoch ? WriteOutcome::applied : WriteOutcome::fenced;
+    return out;
+  });
+}
+
+Result<CreateResult> PgLeaderStore::record_decision(Epoch epoch, RunId run, const std::string& decision,
+                                                    const std::string& reason, const std::string& details_json) {
+  static const std::string sql =
+      "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1 FOR KEY SHARE),"
+      " led AS (INSERT INTO decision_ledger (epoch, job_definition_id, slot, decision, reason, run_id, details)"
+      "  SELECT $1::bigint, r.job_definition_id, r.scheduled_for, $3, $4, r.id, $5::jsonb FROM job_runs r"
+      "  WHERE r.id = $2 AND (SELECT epoch FROM fence) = $1::bigint RETURNING 1)"
+      " SELECT (SELECT epoch FROM fence), (SELECT count(*) FROM led)";
+  return session_.with<CreateResult>([&](pqxx::connection& c) -> Result<CreateResult> {
+    pqxx::nontransaction tx{c};
+    auto r = tx.exec_params1(sql, epoch.value, run.value, decision, reason, details_json);
+    CreateResult out;
+    out.current_epoch = Epoch{r[0].as<std::int64_t>()};
+    out.outcome = out.current_epoch != epoch    ? WriteOutcome::fenced
+                  : r[1].as<std::int64_t>() > 0 ? WriteOutcome::applied
+                                                : WriteOutcome::conflict;
+    out.run = run;
     return out;
   });
 }

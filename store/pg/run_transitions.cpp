@@ -128,16 +128,18 @@ const std::vector<Statement>& statements() {
        fenced_update("continuation_state = 'NONE', continuation_deadline_at = NULL",
                      "state = 'RUNNING' AND assigned_worker_id = $4 AND attempt = $5 AND lease_token = $6::uuid")},
       {"run_assign_batch",
-       batch_update("state = 'ASSIGNED',"
-                    " attempt = CASE WHEN r.state = 'RETRY_WAITING' THEN r.attempt + 1 ELSE r.attempt END,"
-                    " assigned_worker_id = b.worker, lease_token = gen_random_uuid(), assigned_at = now(),"
-                    " worker_instance = NULL,"
-                    " next_attempt_at = NULL, started_at = CASE WHEN r.state = 'PENDING' THEN r.started_at END,"
-                    " continuation_state = 'NONE', continuation_deadline_at = NULL,"
-                    " continuation_timeout_ms = coalesce(nullif(b.continuation_ms, 0), r.continuation_timeout_ms)",
-                    "unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bigint[])"
-                    " AS b(id, version, from_state, worker, continuation_ms)",
-                    "r.state = b.from_state AND r.state IN ('PENDING', 'ORPHANED', 'RETRY_WAITING')")},
+       batch_update(
+           "state = 'ASSIGNED',"
+           " attempt = CASE WHEN r.state = 'RETRY_WAITING' THEN r.attempt + 1 ELSE r.attempt END,"
+           " assigned_worker_id = b.worker, lease_token = gen_random_uuid(), assigned_at = now(),"
+           " worker_instance = NULL,"
+           " next_attempt_at = NULL, started_at = CASE WHEN r.state = 'PENDING' THEN r.started_at END,"
+           " continuation_state = 'NONE', continuation_deadline_at = NULL,"
+           " continuation_timeout_ms = coalesce(nullif(b.continuation_ms, 0), r.continuation_timeout_ms),"
+           " instance_no = b.instance_no, exclusive_lock = b.exclusive_lock",
+           "unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bigint[], $7::int[],"
+           " $8::boolean[]) AS b(id, version, from_state, worker, continuation_ms, instance_no, exclusive_lock)",
+           "r.state = b.from_state AND r.state IN ('PENDING', 'ORPHANED', 'RETRY_WAITING')")},
       {"run_start_batch",
        batch_update("state = 'RUNNING', started_at = now(), heartbeat_at = now(),"
                     " stale_after = now() + $2 * interval '1 millisecond', worker_instance = nullif(b.instance, '')",
@@ -363,7 +365,11 @@ Result<BatchWriteResult> PgRunStore::assign_batch(Epoch epoch, const std::vector
   if (rows.empty()) return BatchWriteResult{epoch, {}};
   std::vector<std::int64_t> ids, versions, continuation;
   std::vector<std::string> from, workers;
+  std::vector<std::optional<int>> instance_no;
+  std::vector<std::optional<bool>> exclusive_lock;
   for (const auto& r : rows) {
+    instance_no.push_back(r.instance_no);
+    exclusive_lock.push_back(r.exclusive_lock ? std::optional<bool>(true) : std::nullopt);
     BATON_ASSERT(r.from == RunState::pending || r.from == RunState::orphaned || r.from == RunState::retry_waiting);
     ids.push_back(r.run.value);
     versions.push_back(r.expected_version.value);
@@ -372,7 +378,7 @@ Result<BatchWriteResult> PgRunStore::assign_batch(Epoch epoch, const std::vector
     continuation.push_back(r.continuation_timeout.count());
   }
   return batch("run_assign_batch", epoch, pg_array(ids), pg_array(versions), pg_array(from), pg_array(workers),
-               pg_array(continuation));
+               pg_array(continuation), pg_array(instance_no), pg_array(exclusive_lock));
 }
 
 Result<BatchWriteResult> PgRunStore::start_batch(Epoch epoch, const std::vector<StartRow>& rows, Millis stale_after) {

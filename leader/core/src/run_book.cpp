@@ -20,7 +20,8 @@ bool is_external(const Effect& e) {
   return std::holds_alternative<Send>(e) || std::holds_alternative<WriteRun>(e) ||
          std::holds_alternative<WriteAssigns>(e) || std::holds_alternative<WriteStarts>(e) ||
          std::holds_alternative<WriteFinishes>(e) || std::holds_alternative<WriteHeartbeats>(e) ||
-         std::holds_alternative<CreateCronRun>(e) || std::holds_alternative<SkipCronSlots>(e);
+         std::holds_alternative<CreateCronRun>(e) || std::holds_alternative<SkipCronSlots>(e) ||
+         std::holds_alternative<RecordDecision>(e);
 }
 
 RunBook::RunBook(Epoch epoch, std::string node_id, RuntimeConfig cfg, std::uint64_t seed, MonoTime started)

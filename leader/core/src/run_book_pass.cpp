@@ -281,6 +281,15 @@ void RunBook::create_cron_slots(std::string job, std::vector<std::int64_t> slots
       return;
     }
     if (w->outcome == WriteOutcome::fenced) return fence("cron_create", "job=" + json_quote(job), w->current_epoch);
+    if (w->forbidden) {
+      count(Counter::cron_slots_skipped);
+      log(LogLevel::info,
+          fmt::format("cron_slot_forbidden job={} slot={} epoch={}", json_quote(job), slot, epoch_.value));
+    }
+    // concurrency_policy replace: the unfinished runs are canceled; the new
+    // one waits for them (the database holds it to one active run).
+    for (RunId old : w->replaced)
+      on_cancel(old, "replaced by run " + std::to_string(w->run.value) + " (concurrency_policy replace)", 0);
     if (w->outcome == WriteOutcome::applied) {
       count(Counter::runs_created_by_cron);
       const std::int64_t due_in_ms = slot * 1000 - now_unix_ms;
@@ -387,6 +396,19 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
     by_id[d.id.value] = &d;
     candidates.push_back({d.id.value, d.selector});
   }
+  // Overlap control: only runs that may become active now are placed, each
+  // with the instance number and exclusive lock it takes (the database
+  // refuses the assignment otherwise).
+  std::vector<OverlapCandidate> overlap;
+  for (const auto& c : candidates) {
+    const store::DueRun& d = *by_id[c.run_id];
+    overlap.push_back({c.run_id, d.job_name, d.instance_limit, d.exclusive});
+  }
+  std::vector<ActiveHold> holds;
+  for (const auto& [id, t] : tracked_) holds.push_back({t.row.job_name, t.row.instance_no, t.row.exclusive_lock});
+  const OverlapAdmission admission = admit_overlapping(overlap, holds);
+  for (const auto& h : admission.held) record_once(RunId{h.run_id}, "held_back", h.reason);
+  std::erase_if(candidates, [&](const DispatchCandidate& c) { return !admission.admitted.count(c.run_id); });
   auto plan = plan_dispatch(candidates, capacity);
   struct Planned {
     store::DueRun due;
@@ -415,7 +437,9 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
     }
     auto& task_list = std::get<std::vector<protocol::Task>>(tasks);
     if (task_list.empty()) task_list.push_back(protocol::Task{});  // a run without a job: NOOP
-    rows.push_back({d.id, d.version, d.state, a.worker_id, cfg_.continuation_timeout});
+    const OverlapGrant& grant = admission.admitted.at(d.id.value);
+    rows.push_back(
+        {d.id, d.version, d.state, a.worker_id, cfg_.continuation_timeout, grant.instance_no, grant.exclusive_lock});
     (*planned)[d.id.value] = Planned{d, std::move(task_list)};
   }
   if (due_since_.size() > 100000) due_since_.clear();  // bound: only a latency metric depends on it
@@ -444,6 +468,8 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
       row.retry_cap_ms = d.retry_cap_ms;
       row.continuation_timeout_ms = cfg_.continuation_timeout.count();
       row.job_name = d.job_name;
+      row.instance_no = a.instance_no;
+      row.exclusive_lock = a.exclusive_lock;
       count(Counter::runs_assigned);
       if (auto since = due_since_.find(d.id.value); since != due_since_.end()) {
         emit(ObserveDispatchLatency{
@@ -460,6 +486,24 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
     }
   };
   emit(WriteAssigns{op, std::move(rows)});
+}
+
+// --- the decision ledger ------------------------------------------------------
+
+void RunBook::record_once(RunId run, const std::string& decision, const std::string& reason) {
+  if (!recorded_.insert({run.value, decision}).second) return;
+  if (recorded_.size() > 100000) recorded_.clear();  // bound: at worst a decision is recorded again
+  log(LogLevel::info, fmt::format("run_{} run={} reason={} epoch={}", decision, run.value, reason, epoch_.value));
+  const OpId op = next_op();
+  wait_create_[op] = [this, run, decision](const Result<store::CreateResult>& r) {
+    if (!r) {
+      recorded_.erase({run.value, decision});  // the next pass records it
+      return;
+    }
+    if (r->outcome == WriteOutcome::fenced)
+      fence("record_decision", "run=" + std::to_string(run.value), r->current_epoch);
+  };
+  emit(RecordDecision{op, run, decision, reason});
 }
 
 }  // namespace baton::leader_core

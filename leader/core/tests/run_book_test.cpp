@@ -297,6 +297,42 @@ TEST(RunBook, DueRunsAreAssignedAndSentOnlyAfterTheAssignApplied) {
   ASSERT_EQ(msgs[0].tasks.size(), 1u) << "a run without a job is one NOOP task";
 }
 
+// Overlap control at dispatch: a job limited to one instance with one run
+// already active gets nothing; of two exclusive runs only the first goes,
+// holding the lock; the held one is recorded once in the decision ledger.
+TEST(RunBook, RunsOverTheirJobsLimitAreHeldBackAndRecordedOnce) {
+  Driver d;
+  auto busy = active(1, RunState::running, "w1");
+  busy.job_name = "single";
+  busy.instance_no = 1;
+  d.begin({busy}, hello("w1", {ref(busy)}));
+  auto due_run = [](std::int64_t id, const char* job, std::optional<int> limit, bool exclusive) {
+    store::DueRun r;
+    r.id = RunId{id};
+    r.version = Version{1};
+    r.job_name = job;
+    r.instance_limit = limit;
+    r.exclusive = exclusive;
+    return r;
+  };
+  d.due = {due_run(5, "single", 1, false), due_run(6, "x", std::nullopt, true), due_run(7, "y", 2, true)};
+  auto e = d.tick(100ms);
+  auto assigns = all<WriteAssigns>(e);
+  ASSERT_EQ(assigns.size(), 1u);
+  ASSERT_EQ(assigns[0].rows.size(), 1u);
+  EXPECT_EQ(assigns[0].rows[0].run, RunId{6});
+  EXPECT_TRUE(assigns[0].rows[0].exclusive_lock);
+  EXPECT_FALSE(assigns[0].rows[0].instance_no);
+  auto held = all<RecordDecision>(e);
+  ASSERT_EQ(held.size(), 2u);
+  EXPECT_EQ(held[0].run, RunId{5});
+  EXPECT_EQ(held[0].reason, "max_instances");
+  EXPECT_EQ(held[1].run, RunId{7});
+  EXPECT_EQ(held[1].reason, "exclusive_execution");
+  d.answer(assigns[0].op, batch(kEpoch, {}));  // lost a race: nothing applied
+  EXPECT_TRUE(all<RecordDecision>(d.tick(300ms)).empty()) << "recorded once";
+}
+
 TEST(RunBook, NothingIsDispatchedWhileAnOperatorDisabledDispatch) {
   Driver d;
   d.controls.dispatch_enabled = false;
@@ -424,6 +460,34 @@ TEST(RunBook, AFailedSkipRecordCreatesNothingAndAFencedOneStopsTheBook) {
   fenced.current_epoch = Epoch{kEpoch.value + 1};
   EXPECT_TRUE(all<CreateCronRun>(d.answer(skips[0].op, fenced)).empty());
   EXPECT_TRUE(d.book.fenced());
+}
+
+// concurrency_policy replace: the slot's run is created and the runs it
+// replaces are canceled through the fenced cancel path (read, then write).
+TEST(RunBook, AReplacingSlotCancelsTheRunsItReplaces) {
+  Driver d;
+  auto job = hourly_job(kMidnight + 9 * 3600, kMidnight + 10 * 3600);
+  d.jobs = {job};
+  d.start();
+  const auto creates = all<CreateCronRun>(d.tick(1000ms));
+  ASSERT_EQ(creates.size(), 1u);
+  store::CreateResult ok;
+  ok.outcome = store::WriteOutcome::applied;
+  ok.current_epoch = kEpoch;
+  ok.run = RunId{40};
+  ok.replaced = {RunId{31}, RunId{32}};
+  const auto reads = all<ReadRun>(d.answer(creates[0].op, ok));
+  ASSERT_EQ(reads.size(), 2u);
+  EXPECT_EQ(reads[0].run, RunId{31});
+  EXPECT_EQ(reads[1].run, RunId{32});
+  store::RunRow pending;
+  pending.id = RunId{31};
+  pending.version = Version{2};
+  pending.state = RunState::pending;
+  const auto writes = all<WriteRun>(d.answer(reads[0].op, std::optional<store::RunRow>{pending}));
+  ASSERT_EQ(writes.size(), 1u);
+  EXPECT_EQ(writes[0].kind, RunWriteKind::cancel);
+  EXPECT_NE(writes[0].reason.find("replaced by run 40"), std::string::npos) << writes[0].reason;
 }
 
 TEST(RunBook, AGapAfterAnOperatorsResumeIsRecordedAsAPause) {

@@ -34,6 +34,10 @@ struct DueRun {
   std::int64_t retry_cap_ms = 3600000;
   std::map<std::string, std::string> selector;  ///< labels a worker must carry
   int unstarted_assignments = 0;                ///< times it was orphaned before starting
+  /// Overlap control (schemas/0010): how many runs of its job may be active
+  /// at once (nullopt: no limit) and whether it needs the exclusive lock.
+  std::optional<int> instance_limit{};
+  bool exclusive = false;
 };
 
 /// An ASSIGNED or RUNNING run, with the facts the reaper decides on. Ages and
@@ -62,7 +66,9 @@ struct ActiveRun {
   /// An operator asked for this attempt to be cancelled (run_store.h,
   /// request_cancel): the reason, or nothing.
   std::optional<std::string> cancel_reason;
-  std::string job_name;  ///< for per-job metrics ("" for a run without a job)
+  std::string job_name;              ///< for per-job metrics ("" for a run without a job)
+  std::optional<int> instance_no{};  ///< the instance number it holds (limited jobs)
+  bool exclusive_lock = false;       ///< it holds the exclusive lock (exclusive jobs)
 };
 
 struct HeartbeatRow {
@@ -89,8 +95,11 @@ struct JobDefinition {
   std::string selector_json = "{}";
   bool live = true;
   std::string misfire_policy = "run_latest";
-  int catch_up_limit = 100;                          ///< run_all: missed slots run after a gap
-  std::optional<std::int64_t> starting_deadline_ms;  ///< a slot this late is given up
+  int catch_up_limit = 100;                            ///< run_all: missed slots run after a gap
+  std::optional<std::int64_t> starting_deadline_ms{};  ///< a slot this late is given up
+  std::optional<int> max_instances{};                  ///< active runs at once (nullopt: no limit)
+  std::string concurrency_policy = "allow";            ///< allow | forbid | replace
+  bool exclusive_execution = false;                    ///< no other exclusive run while it runs
 };
 
 struct ScheduledJob {
@@ -101,9 +110,9 @@ struct ScheduledJob {
   std::string misfire_policy;
   std::optional<std::int64_t> last_slot_unix;  ///< the cron cursor: newest slot created or given up (seconds)
   int catch_up_limit = 100;
-  std::optional<std::int64_t> starting_deadline_ms;
-  std::optional<std::int64_t> resumed_at_unix;  ///< last resumed by an operator (or made live again)
-  std::int64_t now_unix = 0;                    ///< the database clock, seconds
+  std::optional<std::int64_t> starting_deadline_ms{};
+  std::optional<std::int64_t> resumed_at_unix{};  ///< last resumed by an operator (or made live again)
+  std::int64_t now_unix = 0;                      ///< the database clock, seconds
   std::int64_t now_unix_ms = 0;
 };
 
@@ -111,7 +120,7 @@ struct ScheduledJob {
 struct SkippedCronSlots {
   std::int64_t first_unix = 0;
   std::int64_t last_unix = 0;
-  std::optional<std::int64_t> count;  ///< nullopt: at least `count_at_least`, too many to count
+  std::optional<std::int64_t> count{};  ///< nullopt: at least `count_at_least`, too many to count
   std::int64_t count_at_least = 0;
   std::string reason;  ///< misfire_policy | catch_up_limit | starting_deadline
 };
@@ -146,6 +155,9 @@ class LeaderStore {
   /// A cron slot of `job`, in one fenced statement: its run (Conflict if the
   /// slot exists), the job's cron cursor moved up to the slot, and a
   /// `created` decision-ledger entry (`caught_up`: created late, after a gap).
+  /// Under concurrency_policy forbid, while a run of the job is unfinished,
+  /// no run: a `skipped` entry (`forbidden` set); under replace, the run is
+  /// created and the unfinished ones are listed in `replaced` (to cancel).
   virtual Result<CreateResult> create_cron_run(Epoch epoch, const std::string& job, std::int64_t slot_unix,
                                                bool caught_up) = 0;
   /// Slots of `job` given up, in one fenced statement: a `skipped` ledger
@@ -155,6 +167,11 @@ class LeaderStore {
   virtual Result<CreateResult> skip_cron_slots(Epoch epoch, const std::string& job,
                                                const std::vector<SkippedCronSlots>& ranges,
                                                const std::string& details_json) = 0;
+  /// A decision about one run (held back by overlap control, no worker
+  /// matches its selector), fenced: the decision-ledger entry is written only
+  /// under `epoch`.
+  virtual Result<CreateResult> record_decision(Epoch epoch, RunId run, const std::string& decision,
+                                               const std::string& reason, const std::string& details_json) = 0;
   virtual Result<void> worker_attached(const std::string& worker_id, const std::string& labels_json, int capacity,
                                        const std::string& node_id, Epoch epoch) = 0;
   virtual Result<void> worker_detached(const std::string& worker_id) = 0;

@@ -53,6 +53,8 @@ struct CreateResult {
   WriteOutcome outcome = WriteOutcome::conflict;  ///< conflict: idempotency key already active
   Epoch current_epoch{0};
   RunId run{0};
+  bool forbidden = false;         ///< create_cron_run: skipped under concurrency_policy forbid
+  std::vector<RunId> replaced{};  ///< create_cron_run: unfinished runs to cancel (replace)
 };
 
 struct RunRow {
@@ -86,6 +88,11 @@ struct AssignRow {
   /// in the run so every later leader measures the same deadline. 0: keep
   /// what the run has.
   Millis continuation_timeout{0};
+  /// Overlap control (schemas/0010): the instance number and the exclusive
+  /// lock this assignment takes; the database refuses the assignment of a
+  /// limited or exclusive job's run without them, and a second holder.
+  std::optional<int> instance_no{};
+  bool exclusive_lock = false;
 };
 
 /// One row of a batched start grant (ASSIGNED -> RUNNING, as `start`).

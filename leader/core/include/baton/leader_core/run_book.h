@@ -47,6 +47,7 @@
 #include "baton/core/run_state.h"
 #include "baton/leader_core/cron.h"
 #include "baton/leader_core/cron_plan.h"
+#include "baton/leader_core/overlap.h"
 #include "baton/leader_core/runtime_config.h"
 #include "baton/protocol/messages.h"
 #include "baton/store/leader_store.h"
@@ -183,6 +184,13 @@ struct CreateCronRun {
   std::int64_t slot_unix = 0;
   bool caught_up = false;  ///< created late, after a gap
 };
+/// store::LeaderStore::record_decision: a decision about one run.
+struct RecordDecision {
+  OpId op = 0;
+  RunId run{0};
+  std::string decision;  ///< held_back
+  std::string reason;    ///< max_instances | exclusive_execution
+};
 /// store::LeaderStore::skip_cron_slots: slots the plan gives up, recorded
 /// before any slot after them is created.
 struct SkipCronSlots {
@@ -194,7 +202,7 @@ struct SkipCronSlots {
 using Effect =
     std::variant<Send, Close, Log, Count, ObserveDispatchLatency, RecordWorker, AppendRunLog, ReadActive, ReadRun,
                  ReadDue, ReadScheduledJobs, WriteRun, WriteAssigns, WriteStarts, WriteFinishes, WriteHeartbeats,
-                 CreateCronRun, SkipCronSlots, ReadControls, RecordWorkersSeen, ObserveRunFinished>;
+                 CreateCronRun, SkipCronSlots, RecordDecision, ReadControls, RecordWorkersSeen, ObserveRunFinished>;
 
 /// True for the effects that change the world outside the leader (messages
 /// and writes): none may follow a Fenced answer.
@@ -347,6 +355,8 @@ class RunBook {
   void end_attempt(std::int64_t run, bool lost);
   void flush_heartbeats();
   void materialize_cron(const std::vector<store::ScheduledJob>& jobs);
+  /// One decision-ledger entry per (run, decision) while this book lives.
+  void record_once(RunId run, const std::string& decision, const std::string& reason);
   void create_cron_slots(std::string job, std::vector<std::int64_t> slots, std::size_t caught_up, std::size_t next,
                          std::int64_t now_unix_ms);
   void apply_controls(const store::Controls& c);
@@ -407,6 +417,7 @@ class RunBook {
   std::map<std::int64_t, std::pair<std::string, protocol::Finish>> finish_messages_;
   std::map<std::string, std::optional<CronSchedule>> cron_cache_;
   std::map<std::string, std::optional<CronZone>> zone_cache_;  ///< located once per name
+  std::set<std::pair<std::int64_t, std::string>> recorded_;    ///< (run, decision) already in the ledger
   std::mt19937_64 rng_;
   /// The operators' controls as last read; nothing is dispatched before the
   /// first read, so a leader never dispatches while dispatch is disabled.

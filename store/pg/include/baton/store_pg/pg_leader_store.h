@@ -23,6 +23,8 @@ class PgLeaderStore final : public LeaderStore {
                                        bool caught_up) override;
   Result<CreateResult> skip_cron_slots(Epoch epoch, const std::string& job, const std::vector<SkippedCronSlots>& ranges,
                                        const std::string& details_json) override;
+  Result<CreateResult> record_decision(Epoch epoch, RunId run, const std::string& decision, const std::string& reason,
+                                       const std::string& details_json) override;
   Result<void> worker_attached(const std::string& worker_id, const std::string& labels_json, int capacity,
                                const std::string& node_id, Epoch epoch) override;
   Result<void> worker_detached(const std::string& worker_id) override;

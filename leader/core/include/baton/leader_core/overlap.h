@@ -1,0 +1,53 @@
+#pragma once
+// Overlap control at dispatch (docs/scheduling.md, "Overlap"): which due
+// runs may become active now, and the instance number and exclusive lock
+// each one takes. Pure: the leader's view of the active runs and the due
+// runs in dispatch order in, grants and holds out.
+//
+// The database is what guarantees the limits (schemas/0010: unique instance
+// numbers per job, one exclusive lock, and a trigger that refuses an
+// assignment without them); this function only keeps the leader from
+// asking for what the database would refuse, so one run over a limit never
+// fails the whole assignment batch.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace baton::leader_core {
+
+struct OverlapCandidate {
+  std::int64_t run_id = 0;
+  std::string job;
+  std::optional<int> instance_limit;  ///< nullopt: no limit
+  bool exclusive = false;
+};
+
+struct ActiveHold {
+  std::string job;
+  std::optional<int> instance_no;
+  bool exclusive_lock = false;
+};
+
+struct OverlapGrant {
+  std::optional<int> instance_no;
+  bool exclusive_lock = false;
+};
+
+struct OverlapHeld {
+  std::int64_t run_id = 0;
+  std::string reason;  ///< max_instances | exclusive_execution
+};
+
+struct OverlapAdmission {
+  std::map<std::int64_t, OverlapGrant> admitted;
+  std::vector<OverlapHeld> held;
+};
+
+/// Candidates in dispatch order; the first ones get the free instance
+/// numbers (smallest first) and the exclusive lock.
+OverlapAdmission admit_overlapping(const std::vector<OverlapCandidate>& candidates,
+                                   const std::vector<ActiveHold>& active);
+
+}  // namespace baton::leader_core

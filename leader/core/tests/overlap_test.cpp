@@ -1,0 +1,62 @@
+// admit_overlapping: which due runs may become active now under
+// max_instances (and forbid/replace, a limit of 1) and exclusive_execution,
+// and the instance numbers and lock each one takes.
+#include "baton/leader_core/overlap.h"
+
+#include <gtest/gtest.h>
+
+using namespace baton::leader_core;
+
+namespace {
+
+OverlapCandidate run(std::int64_t id, const char* job, std::optional<int> limit = std::nullopt,
+                     bool exclusive = false) {
+  return {id, job, limit, exclusive};
+}
+
+}  // namespace
+
+TEST(Overlap, UnlimitedJobsAreAllAdmittedWithoutNumbers) {
+  auto a = admit_overlapping({run(1, "a"), run(2, "a"), run(3, "b")}, {{"a", std::nullopt, false}});
+  EXPECT_EQ(a.admitted.size(), 3u);
+  EXPECT_TRUE(a.held.empty());
+  EXPECT_FALSE(a.admitted.at(1).instance_no);
+  EXPECT_FALSE(a.admitted.at(1).exclusive_lock);
+}
+
+TEST(Overlap, ALimitTakesTheSmallestFreeNumbersInDispatchOrder) {
+  // Job a allows 3; number 2 is held by a run already active.
+  auto a = admit_overlapping({run(10, "a", 3), run(11, "a", 3), run(12, "a", 3), run(13, "b", 1)}, {{"a", 2, false}});
+  EXPECT_EQ(a.admitted.at(10).instance_no, 1);
+  EXPECT_EQ(a.admitted.at(11).instance_no, 3);
+  ASSERT_EQ(a.held.size(), 1u);
+  EXPECT_EQ(a.held[0].run_id, 12);
+  EXPECT_EQ(a.held[0].reason, "max_instances");
+  EXPECT_EQ(a.admitted.at(13).instance_no, 1) << "numbers are per job";
+}
+
+TEST(Overlap, ALimitOfOneHoldsEveryRunWhileOneIsActive) {
+  auto a = admit_overlapping({run(20, "nightly", 1), run(21, "nightly", 1)}, {{"nightly", 1, false}});
+  EXPECT_TRUE(a.admitted.empty());
+  EXPECT_EQ(a.held.size(), 2u);
+  auto b = admit_overlapping({run(20, "nightly", 1), run(21, "nightly", 1)}, {});
+  EXPECT_EQ(b.admitted.size(), 1u);
+  EXPECT_EQ(b.admitted.count(20), 1u) << "the first in dispatch order";
+}
+
+TEST(Overlap, OneExclusiveRunAnywhere) {
+  auto a = admit_overlapping({run(30, "x", std::nullopt, true), run(31, "y", std::nullopt, true), run(32, "z")}, {});
+  EXPECT_TRUE(a.admitted.at(30).exclusive_lock);
+  EXPECT_EQ(a.admitted.count(32), 1u) << "a job that is not exclusive is not held";
+  ASSERT_EQ(a.held.size(), 1u);
+  EXPECT_EQ(a.held[0].run_id, 31);
+  EXPECT_EQ(a.held[0].reason, "exclusive_execution");
+  auto b = admit_overlapping({run(40, "x", std::nullopt, true)}, {{"other", std::nullopt, true}});
+  EXPECT_TRUE(b.admitted.empty()) << "the lock is held by an active run";
+}
+
+TEST(Overlap, AnExclusiveLimitedRunTakesBoth) {
+  auto a = admit_overlapping({run(50, "x", 2, true)}, {});
+  EXPECT_EQ(a.admitted.at(50).instance_no, 1);
+  EXPECT_TRUE(a.admitted.at(50).exclusive_lock);
+}

@@ -1,0 +1,121 @@
+// Overlap control in the database (schemas/0010), against real PostgreSQL:
+// whatever a leader asks, a limited job's run becomes active only holding a
+// free instance number within the limit, an exclusive job's run only
+// holding the one exclusive lock, both released when the run ends; due
+// runs of a job at its limit are not even read; cron slots of forbid and
+// replace jobs.
+#include <gtest/gtest.h>
+
+#include "baton/store_pg/pg_admin_store.h"
+#include "baton/store_pg/pg_leader_store.h"
+#include "store_test_support.h"
+
+using namespace baton;
+using namespace baton::store;
+using namespace baton::store::pg;
+using namespace baton::store::pg::test;
+
+namespace {
+
+class OverlapStoreTest : public ::testing::Test {
+ protected:
+  std::string url = baton::testing::PgInstance::shared().fresh_database("overlap");
+  Epoch epoch = force_election(url, "n1");
+  PgRunStore runs{url, "test-runs"};
+  PgLeaderStore leader{url, "test-leader"};
+  PgAdminStore admin{url, "test-admin"};
+
+  void job(const std::string& name, std::optional<int> max_instances, const std::string& policy = "allow",
+           bool exclusive = false, std::optional<std::string> schedule = std::nullopt) {
+    JobDefinition j;
+    j.name = name;
+    j.schedule = schedule;
+    j.max_instances = max_instances;
+    j.concurrency_policy = policy;
+    j.exclusive_execution = exclusive;
+    ASSERT_TRUE(admin.create_job(Actor{"test", epoch}, j));
+  }
+  RunId run_of(const std::string& name) {
+    auto r = leader.create_job_run(epoch, name, std::nullopt, "api", std::nullopt);
+    EXPECT_TRUE(r && r->outcome == WriteOutcome::applied);
+    return r ? r->run : RunId{0};
+  }
+  Result<BatchWriteResult> assign(RunId id, std::optional<int> instance, bool lock = false) {
+    AssignRow row{id, Version{1}, RunState::pending, "w1"};
+    row.instance_no = instance;
+    row.exclusive_lock = lock;
+    return runs.assign_batch(epoch, {row});
+  }
+  bool applied(const Result<BatchWriteResult>& r, RunId id) { return r && r->applied.count(id.value) == 1; }
+};
+
+}  // namespace
+
+TEST_F(OverlapStoreTest, ALimitedJobsRunsHoldDistinctNumbersWithinTheLimit) {
+  job("limited", 2);
+  const RunId a = run_of("limited"), b = run_of("limited"), c = run_of("limited");
+  auto without = assign(a, std::nullopt);
+  ASSERT_FALSE(without) << "a limited job's run cannot become active without a number";
+  EXPECT_NE(without.error().message.find("must hold an instance number from 1 to 2"), std::string::npos)
+      << without.error().message;
+  EXPECT_TRUE(applied(assign(a, 1), a));
+  EXPECT_FALSE(assign(b, 1)) << "a number held by another active run";
+  EXPECT_FALSE(assign(b, 3)) << "a number above the limit";
+  EXPECT_TRUE(applied(assign(b, 2), b));
+  EXPECT_FALSE(assign(c, 1));
+
+  // Ending a run releases its number.
+  auto row = runs.read_run(a);
+  ASSERT_TRUE(row && *row);
+  ASSERT_EQ(runs.cancel({a, (*row)->version, epoch}, RunState::assigned, "test")->outcome, WriteOutcome::applied);
+  EXPECT_TRUE(applied(assign(c, 1), c));
+}
+
+TEST_F(OverlapStoreTest, OneExclusiveRunAtATimeAcrossJobs) {
+  job("x", std::nullopt, "allow", true);
+  job("y", std::nullopt, "allow", true);
+  job("free", std::nullopt);
+  const RunId x = run_of("x"), y = run_of("y"), f = run_of("free");
+  EXPECT_FALSE(assign(x, std::nullopt, false)) << "an exclusive job's run must take the lock";
+  EXPECT_TRUE(applied(assign(x, std::nullopt, true), x));
+  EXPECT_FALSE(assign(y, std::nullopt, true)) << "the lock is held";
+  EXPECT_TRUE(applied(assign(f, std::nullopt), f)) << "other jobs are not held";
+}
+
+TEST_F(OverlapStoreTest, DueRunsOfAJobAtItsLimitAreNotRead) {
+  job("single", 1);
+  const RunId a = run_of("single"), b = run_of("single");
+  auto due = leader.due_runs(10, {});
+  ASSERT_TRUE(due);
+  ASSERT_EQ(due->size(), 2u);
+  EXPECT_EQ(due->front().instance_limit, 1);
+  ASSERT_TRUE(applied(assign(a, 1), a));
+  due = leader.due_runs(10, {});
+  ASSERT_TRUE(due);
+  EXPECT_TRUE(due->empty()) << "run " << b.value << " waits without filling the batch";
+}
+
+TEST_F(OverlapStoreTest, ForbidSkipsASlotWhileARunIsUnfinishedAndReplaceNamesTheRunsToCancel) {
+  job("forbidding", std::nullopt, "forbid", false, "* * * * *");
+  job("replacing", std::nullopt, "replace", false, "* * * * *");
+  constexpr std::int64_t slot = 1767225600;
+  ASSERT_EQ(leader.create_cron_run(epoch, "forbidding", slot, false)->outcome, WriteOutcome::applied);
+  auto skipped = leader.create_cron_run(epoch, "forbidding", slot + 60, false);
+  ASSERT_TRUE(skipped);
+  EXPECT_TRUE(skipped->forbidden);
+  EXPECT_NE(skipped->outcome, WriteOutcome::applied);
+  auto jobs = leader.scheduled_jobs();
+  for (const auto& j : *jobs) {
+    if (j.name == "forbidding") {
+      EXPECT_EQ(j.last_slot_unix, slot + 60) << "the cursor passes the skipped slot";
+    }
+  }
+
+  auto first = leader.create_cron_run(epoch, "replacing", slot, false);
+  ASSERT_EQ(first->outcome, WriteOutcome::applied);
+  EXPECT_TRUE(first->replaced.empty());
+  auto second = leader.create_cron_run(epoch, "replacing", slot + 60, false);
+  ASSERT_EQ(second->outcome, WriteOutcome::applied);
+  ASSERT_EQ(second->replaced.size(), 1u);
+  EXPECT_EQ(second->replaced[0], first->run);
+}
