@@ -41,6 +41,9 @@ export)
       FROM job_run_attempts ORDER BY id"
   j dead_letters.jsonl "SELECT json_build_object('run', run_id, 'final_state', final_state, 'attempts', attempts,
       'error_code', error_code) FROM dead_letters ORDER BY id"
+  j jobs.jsonl "SELECT json_build_object('name', name, 'max_instances', max_instances,
+      'concurrency_policy', concurrency_policy, 'exclusive_execution', exclusive_execution)
+      FROM job_definitions ORDER BY id"
   j ledger.jsonl "SELECT json_build_object('job', j.name, 'decision', d.decision, 'reason', d.reason,
       'slot', floor(extract(epoch FROM d.slot))::bigint, 'slot_last', floor(extract(epoch FROM d.slot_last))::bigint,
       'run', d.run_id, 'epoch', d.epoch)

@@ -349,6 +349,31 @@ class Harness {
                                                  "      - {kind: PROGRAM, command: "
                                               << task("--sleep, '200', --garbage")
                                               << "}\n"
+                                                 // Overlap control: two at a time, and two exclusive jobs.
+                                                 "  - name: chaos-pair\n"
+                                                 "    max_instances: 2\n"
+                                                 "    max_attempts: 3\n"
+                                                 "    retry: {base: 200ms, cap: 2s}\n"
+                                                 "    tasks:\n"
+                                                 "      - {kind: PROGRAM, command: "
+                                              << task("--sleep, '1000'")
+                                              << "}\n"
+                                                 "  - name: chaos-excl-a\n"
+                                                 "    exclusive_execution: true\n"
+                                                 "    max_attempts: 3\n"
+                                                 "    retry: {base: 200ms, cap: 2s}\n"
+                                                 "    tasks:\n"
+                                                 "      - {kind: PROGRAM, command: "
+                                              << task("--sleep, '300'")
+                                              << "}\n"
+                                                 "  - name: chaos-excl-b\n"
+                                                 "    exclusive_execution: true\n"
+                                                 "    max_attempts: 3\n"
+                                                 "    retry: {base: 200ms, cap: 2s}\n"
+                                                 "    tasks:\n"
+                                                 "      - {kind: PROGRAM, command: "
+                                              << task("--sleep, '300'")
+                                              << "}\n"
                                                  "  - name: chaos-long\n"
                                                  "    max_attempts: 3\n"
                                                  "    tasks:\n"
@@ -483,8 +508,8 @@ class Harness {
   void drive(const std::atomic<bool>& stop) {
     std::mt19937_64 rng(o_.seed * 31 + 7);
     int n = 0;
-    const std::vector<std::string> jobs = {"chaos-short", "chaos-short", "chaos-medium",
-                                           "chaos-fail",  "chaos-slow",  "chaos-garbage"};
+    const std::vector<std::string> jobs = {"chaos-short",   "chaos-short", "chaos-medium", "chaos-fail",  "chaos-slow",
+                                           "chaos-garbage", "chaos-pair",  "chaos-excl-a", "chaos-excl-b"};
     auto next_cancel = std::chrono::steady_clock::now() + 3s;
     while (!stop.load()) {
       const std::string key = "s" + std::to_string(o_.seed) + "-" + std::to_string(++n);

@@ -31,6 +31,9 @@ std::int64_t mono(std::int64_t wall_us) { return M0 + (wall_us - T) * 1000; }
 struct Fixture {
   std::string dir = "/tmp/baton-checker-test-" + std::to_string(::getpid());
   std::ostringstream evidence, runs, transitions, attempts, dead, probes, nemesis, epochs, ledger;
+  /// Job definitions (db/jobs.jsonl): the cron job may run one at a time.
+  std::string jobs = R"({"name":"cron","max_instances":1,"concurrency_policy":"allow","exclusive_execution":false})"
+                     "\n";
   std::int64_t log_id = 0;
   std::string faults = "kill9_worker,pause_leader";
 
@@ -157,6 +160,7 @@ struct Fixture {
     std::ofstream(dir + "/db/attempts.jsonl") << attempts.str();
     std::ofstream(dir + "/db/dead_letters.jsonl") << dead.str();
     std::ofstream(dir + "/db/ledger.jsonl") << ledger.str();
+    std::ofstream(dir + "/db/jobs.jsonl") << jobs;
     return check_history(dir);
   }
   static const InvariantResult& get(const Report& r, const std::string& name) {
@@ -181,6 +185,7 @@ TEST(Checker, CleanHistoryPassesWithNonZeroCounts) {
   EXPECT_EQ(Fixture::get(r, "paused_leader_superseded").examined, 1);
   EXPECT_EQ(Fixture::get(r, "cron_slots_complete").examined, 16);
   EXPECT_EQ(Fixture::get(r, "cron_slots_accounted").examined, 16 + 16);  // slots with runs, window slots
+  EXPECT_EQ(Fixture::get(r, "overlap_respected").examined, 16);          // the cron job's executions
   EXPECT_EQ(Fixture::get(r, "idempotency_keys_once").examined, 1);
   EXPECT_EQ(Fixture::get(r, "election_progress").examined, 2);
   for (const auto& i : r.invariants) EXPECT_GT(i.examined, 0) << i.name;
@@ -495,4 +500,51 @@ TEST(Checker, AWindowSlotWithNeitherARunNorARecordIsAViolationAndASkipRecordCove
   g.decision("cron", "skipped", "starting_deadline", S + 7, S + 7, std::nullopt, 2);
   auto covered = g.check();
   EXPECT_EQ(Fixture::violations(covered, "cron_slots_accounted"), 0) << covered.markdown();
+}
+
+// Overlap control, judged by the processes: each failure on a hand-made
+// history first.
+TEST(Checker, TwoExecutionsOfAJobLimitedToOneAliveAtOnceAreAViolation) {
+  Fixture f;
+  f.jobs += R"({"name":"api","max_instances":null,"concurrency_policy":"forbid","exclusive_execution":false})"
+            "\n";
+  // Run 100 (job api, limit 1 under forbid) ran 9.7-10.5 s; run 300 too, 10-11 s.
+  f.run(300, "api", "SUCCEEDED", "k3", 0, 1, 3);
+  f.exec(300, 1, "z", "w2", 900, T + 10 * sec, T + 11 * sec, 0);
+  f.attempt(300, 1, "w2", "SUCCEEDED", "z");
+  auto r = f.check();
+  EXPECT_EQ(Fixture::violations(r, "overlap_respected"), 1) << r.markdown();
+  EXPECT_NE(r.markdown().find("job api: 2 executions alive at once (limit 1)"), std::string::npos) << r.markdown();
+}
+
+TEST(Checker, ALimitOfTwoAllowsTwoButNotThree) {
+  auto with = [](int executions) {
+    Fixture f;
+    f.jobs += R"({"name":"pair","max_instances":2,"concurrency_policy":"allow","exclusive_execution":false})"
+              "\n";
+    for (int i = 0; i < executions; ++i) {
+      f.run(400 + i, "pair", "SUCCEEDED", "", 0, 1, 3);
+      f.exec(400 + i, 1, "p" + std::to_string(i), "w1", 950 + i, T + 12 * sec + i * 100'000, T + 13 * sec, 0);
+    }
+    return Fixture::violations(f.check(), "overlap_respected");
+  };
+  EXPECT_EQ(with(2), 0);
+  EXPECT_EQ(with(3), 1);
+}
+
+TEST(Checker, ExecutionsOfTwoExclusiveJobsAtOnceAreAViolation) {
+  Fixture f;
+  f.jobs += R"({"name":"ex1","max_instances":null,"concurrency_policy":"allow","exclusive_execution":true})"
+            "\n"
+            R"({"name":"ex2","max_instances":null,"concurrency_policy":"allow","exclusive_execution":true})"
+            "\n";
+  f.run(500, "ex1", "SUCCEEDED", "", 0, 1, 3);
+  f.exec(500, 1, "e1", "w1", 960, T + 12 * sec, T + 13 * sec, 0);
+  f.run(501, "ex2", "SUCCEEDED", "", 0, 1, 3);
+  f.exec(501, 1, "e2", "w2", 961, T + 12'900'000, T + 14 * sec, 0);
+  f.run(502, "ex2", "SUCCEEDED", "", 0, 1, 3);
+  f.exec(502, 1, "e3", "w2", 962, T + 15 * sec, T + 16 * sec, 0);  // after: fine
+  auto r = f.check();
+  EXPECT_EQ(Fixture::violations(r, "overlap_respected"), 1) << r.markdown();
+  EXPECT_NE(r.markdown().find("exclusive jobs: 2 executions alive at once"), std::string::npos) << r.markdown();
 }

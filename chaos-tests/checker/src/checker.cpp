@@ -710,6 +710,66 @@ Report check_history(const History& h) {
     report.invariants.push_back(inv);
   }
 
+  // ---- overlap control: limits and exclusive jobs, by the processes ---------
+  // Judged on the tasks' own evidence (every descendant counted), not on the
+  // recorded states: how many executions of a limited job were alive at
+  // once, and whether executions of two exclusive jobs ever were.
+  {
+    InvariantResult inv = invariant(
+        "overlap_respected",
+        "no more executions of a job alive at once than its max_instances (1 under concurrency_policy forbid or "
+        "replace), and never two executions of exclusive jobs at once");
+    struct Edge {
+      std::int64_t t;
+      int delta;
+      const Execution* x;
+    };
+    // Sweeps the executions' lifetimes; reports each moment the count first
+    // exceeds `limit` (touching lifetimes count as overlapping).
+    auto sweep = [&](const std::string& what, std::vector<const Execution*> xs, std::int64_t limit) {
+      std::vector<Edge> edges;
+      for (const Execution* x : xs) {
+        edges.push_back({x->from_ns, +1, x});
+        edges.push_back({x->to_ns, -1, x});
+      }
+      std::sort(edges.begin(), edges.end(),
+                [](const Edge& a, const Edge& b) { return a.t != b.t ? a.t < b.t : a.delta > b.delta; });
+      std::set<const Execution*> alive;
+      bool over = false;
+      for (const Edge& e : edges) {
+        if (e.delta < 0) {
+          alive.erase(e.x);
+          over = over && static_cast<std::int64_t>(alive.size()) > limit;
+          continue;
+        }
+        alive.insert(e.x);
+        if (static_cast<std::int64_t>(alive.size()) > limit && !over) {
+          over = true;
+          std::string who;
+          for (const Execution* a : alive) who += (who.empty() ? "" : ", ") + describe(*a);
+          add(inv, what + ": " + std::to_string(alive.size()) + " executions alive at once (limit " +
+                       std::to_string(limit) + "): " + who);
+        }
+      }
+    };
+    std::map<std::string, std::vector<const Execution*>> by_job;
+    std::vector<const Execution*> exclusive;
+    for (const auto& [run, xs] : h.executions) {
+      auto r = h.runs.find(run);
+      if (r == h.runs.end()) continue;
+      auto j = h.jobs.find(r->second.job);
+      if (j == h.jobs.end()) continue;
+      for (const auto& x : xs) {
+        if (j->second.limit()) by_job[j->first].push_back(&x);
+        if (j->second.exclusive) exclusive.push_back(&x);
+        if (j->second.limit() || j->second.exclusive) inv.examined++;
+      }
+    }
+    for (const auto& [job, xs] : by_job) sweep("job " + job, xs, *h.jobs.at(job).limit());
+    sweep("exclusive jobs", exclusive, 1);
+    report.invariants.push_back(inv);
+  }
+
   // ---- every idempotency key has one run, finished ----------------------------
   {
     InvariantResult inv =

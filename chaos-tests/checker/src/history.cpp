@@ -248,6 +248,11 @@ History load_history(const std::string& dir) {
   }
   for (const auto& o : read_jsonl(dir + "/db/dead_letters.jsonl", h))
     h.dead_letters.push_back({num(o, "run"), str(o, "final_state"), static_cast<int>(num(o, "attempts"))});
+  for (const auto& o : read_jsonl(dir + "/db/jobs.jsonl", h)) {
+    JobRow j{str(o, "name"), opt_int(o, "max_instances"), str(o, "concurrency_policy"), false};
+    if (auto* e = o.if_contains("exclusive_execution"); e && e->is_bool()) j.exclusive = e->as_bool();
+    h.jobs[j.name] = j;
+  }
   for (const auto& o : read_jsonl(dir + "/db/ledger.jsonl", h)) {
     LedgerRow l{str(o, "job"),       str(o, "decision"), str(o, "reason"), num(o, "slot"),
                 num(o, "slot_last"), opt_int(o, "run"),  num(o, "epoch")};

@@ -123,6 +123,19 @@ struct DeadLetterRow {
   int attempts = 0;
 };
 
+/// A job definition's overlap settings (docs/scheduling.md, "Overlap").
+struct JobRow {
+  std::string name;
+  std::optional<std::int64_t> max_instances;
+  std::string concurrency_policy = "allow";
+  bool exclusive = false;
+  /// Active runs allowed at once: max_instances, 1 under forbid/replace.
+  std::optional<std::int64_t> limit() const {
+    if (concurrency_policy == "forbid" || concurrency_policy == "replace") return 1;
+    return max_instances;
+  }
+};
+
 /// One decision-ledger entry about cron slots (docs/scheduling.md).
 struct LedgerRow {
   std::string job, decision, reason;  ///< decision: created | skipped
@@ -153,6 +166,7 @@ struct History {
   std::vector<AttemptRow> attempts;
   std::vector<DeadLetterRow> dead_letters;
   std::vector<LedgerRow> ledger;
+  std::map<std::string, JobRow> jobs;  ///< by name
   std::vector<DurableFinish> durable_finishes;
   std::vector<std::string> accepted_keys;
   std::vector<std::string> read_errors;  ///< missing or unreadable inputs
