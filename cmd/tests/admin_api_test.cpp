@@ -252,7 +252,7 @@ TEST_F(AdminApiTest, WhyExplainsASlotFromTheLedger) {
                 .status,
             201);
   constexpr std::int64_t kMidnight = 1767225600;  // 2026-01-01T00:00:00Z = 01:00 in Berlin
-  auto created = leader_store.create_cron_run(epoch, "hourly", kMidnight + 10 * 3600, true);
+  auto created = leader_store.create_cron_run(epoch, "hourly", kMidnight + 10 * 3600, true, 0);
   ASSERT_TRUE(created && created->outcome == store::WriteOutcome::applied);
   ASSERT_EQ(
       leader_store

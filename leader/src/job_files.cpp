@@ -81,6 +81,12 @@ store::JobDefinition read_job(const YAML::Node& node, const std::string& path, C
   if (job.concurrency_policy != "allow" && job.concurrency_policy != "forbid" && job.concurrency_policy != "replace")
     errors.add(j.key_path("concurrency_policy"), "must be allow, forbid or replace");
   job.exclusive_execution = j.boolean("exclusive_execution").value_or(false);
+  if (auto d = j.duration("jitter")) {
+    if (d->count() < 0 || d->count() > 3600000)
+      errors.add(j.key_path("jitter"), "must be from 0s to 1h");
+    else
+      job.jitter_ms = d->count();
+  }
   if (auto d = j.duration("starting_deadline")) {
     if (d->count() < 1000)
       errors.add(j.key_path("starting_deadline"), "must be at least 1s");
@@ -165,6 +171,7 @@ std::vector<std::string> job_changes(const store::JobDefinition& from, const sto
   if (from.max_instances != to.max_instances) out.push_back("max_instances");
   if (from.concurrency_policy != to.concurrency_policy) out.push_back("concurrency_policy");
   if (from.exclusive_execution != to.exclusive_execution) out.push_back("exclusive_execution");
+  if (from.jitter_ms != to.jitter_ms) out.push_back("jitter");
   return out;
 }
 

@@ -80,21 +80,24 @@ TEST(JobDocument, ReadsTheZoneAndMisfireSettings) {
 
 TEST(JobDocument, ReadsTheOverlapSettings) {
   auto job = leader::parse_job_document(
-      "name: o\nmax_instances: 2\nconcurrency_policy: replace\nexclusive_execution: true\n"
+      "name: o\nmax_instances: 2\nconcurrency_policy: replace\nexclusive_execution: true\njitter: 30s\n"
       "tasks: [{kind: BUILTIN, builtin: NOOP}]\n",
       "body");
   ASSERT_TRUE(job) << job.error().message;
   EXPECT_EQ(job->max_instances, 2);
   EXPECT_EQ(job->concurrency_policy, "replace");
   EXPECT_TRUE(job->exclusive_execution);
+  EXPECT_EQ(job->jitter_ms, 30000);
   auto defaults = leader::parse_job_document("name: d\ntasks: [{kind: BUILTIN, builtin: NOOP}]\n", "body");
   ASSERT_TRUE(defaults);
   EXPECT_EQ(defaults->max_instances, std::nullopt) << "no limit unless asked";
   EXPECT_EQ(defaults->concurrency_policy, "allow");
   auto bad = leader::parse_job_document(
-      "name: b\nmax_instances: 0\nconcurrency_policy: queue\ntasks: [{kind: BUILTIN, builtin: NOOP}]\n", "body");
+      "name: b\nmax_instances: 0\nconcurrency_policy: queue\njitter: 2h\ntasks: [{kind: BUILTIN, builtin: NOOP}]\n",
+      "body");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("body: max_instances:"), std::string::npos) << bad.error().message;
   EXPECT_NE(bad.error().message.find("body: concurrency_policy: must be allow, forbid or replace"), std::string::npos)
       << bad.error().message;
+  EXPECT_NE(bad.error().message.find("body: jitter: must be from 0s to 1h"), std::string::npos) << bad.error().message;
 }

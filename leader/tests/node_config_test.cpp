@@ -156,6 +156,8 @@ TEST(NodeConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
       {"runtime.dispatch_every", duration(r.dispatch_every)},
       {"runtime.dispatch_batch", std::to_string(r.dispatch_batch)},
       {"runtime.controls_every", duration(r.controls_every)},
+      {"runtime.reassign_rate", std::to_string(r.reassign_rate)},
+      {"runtime.reassign_burst", std::to_string(r.reassign_burst)},
   };
   EXPECT_EQ(documented_defaults("## Configuration (`configs/node.yaml`)"), code);
   // Each key with a default is read: set to its default, the config loads.

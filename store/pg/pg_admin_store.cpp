@@ -67,7 +67,7 @@ constexpr const char* job_json =
     " 'priority', j.priority, 'worker_selector', j.worker_selector, 'misfire_policy', j.misfire_policy,"
     " 'catch_up_limit', j.catch_up_limit, 'starting_deadline_ms', j.starting_deadline_ms,"
     " 'max_instances', j.max_instances, 'concurrency_policy', j.concurrency_policy,"
-    " 'exclusive_execution', j.exclusive_execution,"
+    " 'exclusive_execution', j.exclusive_execution, 'jitter_ms', j.jitter_ms,"
     " 'created_at', j.created_at, 'updated_at', j.updated_at, 'deleted_at', j.deleted_at)";
 
 }  // namespace
@@ -281,7 +281,7 @@ Result<std::optional<StoredJob>> PgAdminStore::job_definition(const std::string&
     auto rows = tx.exec_params(
         "SELECT schedule, time_zone, tasks::text, max_attempts, priority, coalesce(timeout_ms, 0), retry_base_ms,"
         " retry_cap_ms, worker_selector::text, live, misfire_policy, version, paused, catch_up_limit,"
-        " starting_deadline_ms, max_instances, concurrency_policy, exclusive_execution"
+        " starting_deadline_ms, max_instances, concurrency_policy, exclusive_execution, jitter_ms"
         " FROM job_definitions WHERE name = $1 AND deleted_at IS NULL",
         name);
     if (rows.empty()) return std::optional<StoredJob>{};
@@ -306,6 +306,7 @@ Result<std::optional<StoredJob>> PgAdminStore::job_definition(const std::string&
     if (!r[15].is_null()) s.job.max_instances = r[15].as<int>();
     s.job.concurrency_policy = r[16].as<std::string>();
     s.job.exclusive_execution = r[17].as<bool>();
+    s.job.jitter_ms = r[18].as<std::int64_t>();
     return std::optional<StoredJob>{s};
   });
 }
@@ -520,8 +521,9 @@ Result<AdminResult> PgAdminStore::create_job(const Actor& who, const JobDefiniti
     auto rows = tx.exec_params(
         "INSERT INTO job_definitions (name, schedule, time_zone, tasks, max_attempts, priority, timeout_ms,"
         " retry_base_ms, retry_cap_ms, worker_selector, live, misfire_policy, catch_up_limit, starting_deadline_ms,"
-        " max_instances, concurrency_policy, exclusive_execution)"
-        " VALUES ($1, $2, $3, $4::jsonb, $5, $6, nullif($7, 0), $8, $9, $10::jsonb, $11, $12, $13, $14, $15, $16, $17)"
+        " max_instances, concurrency_policy, exclusive_execution, jitter_ms)"
+        " VALUES ($1, $2, $3, $4::jsonb, $5, $6, nullif($7, 0), $8, $9, $10::jsonb, $11, $12, $13, $14, $15, $16, $17,"
+        " $18)"
         " ON CONFLICT (name) DO UPDATE SET schedule = EXCLUDED.schedule, time_zone = EXCLUDED.time_zone,"
         " tasks = EXCLUDED.tasks, max_attempts = EXCLUDED.max_attempts, priority = EXCLUDED.priority,"
         " timeout_ms = EXCLUDED.timeout_ms, retry_base_ms = EXCLUDED.retry_base_ms,"
@@ -529,12 +531,12 @@ Result<AdminResult> PgAdminStore::create_job(const Actor& who, const JobDefiniti
         " misfire_policy = EXCLUDED.misfire_policy, catch_up_limit = EXCLUDED.catch_up_limit,"
         " starting_deadline_ms = EXCLUDED.starting_deadline_ms, cron_cursor = NULL, schedule_resumed_at = NULL,"
         " max_instances = EXCLUDED.max_instances, concurrency_policy = EXCLUDED.concurrency_policy,"
-        " exclusive_execution = EXCLUDED.exclusive_execution,"
+        " exclusive_execution = EXCLUDED.exclusive_execution, jitter_ms = EXCLUDED.jitter_ms,"
         " paused = false, deleted_at = NULL, updated_at = now(),"
         " version = job_definitions.version + 1 WHERE job_definitions.deleted_at IS NOT NULL RETURNING id",
         j.name, j.schedule, j.time_zone, j.tasks_json, j.max_attempts, j.priority, j.timeout_ms, j.retry_base_ms,
         j.retry_cap_ms, j.selector_json, j.live, j.misfire_policy, j.catch_up_limit, j.starting_deadline_ms,
-        j.max_instances, j.concurrency_policy, j.exclusive_execution);
+        j.max_instances, j.concurrency_policy, j.exclusive_execution, j.jitter_ms);
     if (rows.empty()) return refused(AdminOutcome::conflict, "job '" + j.name + "' exists", job_row_json(tx, j.name));
     auto after = job_row_json(tx, j.name);
     audit_in(tx, who, "job.create", "job:" + j.name, std::nullopt, after);
@@ -562,12 +564,13 @@ Result<AdminResult> PgAdminStore::update_job(const Actor& who, const JobWrite& w
         " priority = $6, timeout_ms = nullif($7, 0), retry_base_ms = $8, retry_cap_ms = $9,"
         " worker_selector = $10::jsonb, live = $11, misfire_policy = $12, catch_up_limit = $13,"
         " starting_deadline_ms = $14, max_instances = $15, concurrency_policy = $16, exclusive_execution = $17,"
+        " jitter_ms = $18,"
         " version = version + 1, updated_at = now(),"
         " schedule_resumed_at = CASE WHEN NOT live AND $11 THEN now() ELSE schedule_resumed_at END"
         " WHERE name = $1",
         j.name, j.schedule, j.time_zone, j.tasks_json, j.max_attempts, j.priority, j.timeout_ms, j.retry_base_ms,
         j.retry_cap_ms, j.selector_json, j.live, j.misfire_policy, j.catch_up_limit, j.starting_deadline_ms,
-        j.max_instances, j.concurrency_policy, j.exclusive_execution);
+        j.max_instances, j.concurrency_policy, j.exclusive_execution, j.jitter_ms);
     auto after = job_row_json(tx, j.name);
     audit_in(tx, who, "job.update", "job:" + j.name, before, after);
     tx.commit();

@@ -45,7 +45,8 @@ PgLeaderStore::PgLeaderStore(const std::string& url, const std::string& applicat
               " coalesce(j.retry_base_ms, 1000), coalesce(j.retry_cap_ms, 3600000), r.unstarted_assignments,"
               " baton_instance_limit(j), coalesce(j.exclusive_execution, false)"
               " FROM ((SELECT id, coalesce(scheduled_for, created_at) AS due_at FROM job_runs jr"
-              "        WHERE state = 'PENDING' AND coalesce(scheduled_for, created_at) <= now()" +
+              "        WHERE state = 'PENDING' AND coalesce(scheduled_for, created_at) <= now()"
+              "        AND (start_after IS NULL OR start_after <= now())" +
                   fits +
                   " ORDER BY priority DESC, coalesce(scheduled_for, created_at), id LIMIT $1)"
                   "       UNION ALL (SELECT id, next_attempt_at FROM job_runs jr"
@@ -177,7 +178,7 @@ Result<CreateResult> PgLeaderStore::create_job_run(Epoch epoch, const std::strin
 }
 
 Result<CreateResult> PgLeaderStore::create_cron_run(Epoch epoch, const std::string& job, std::int64_t slot_unix,
-                                                    bool caught_up) {
+                                                    bool caught_up, std::int64_t jitter_ms) {
   // One statement: the run, the cursor and the ledger entry commit together
   // and only under the writer's epoch. The cursor moves even when the slot's
   // run already exists (a previous leader created it).
@@ -194,8 +195,9 @@ Result<CreateResult> PgLeaderStore::create_cron_run(Epoch epoch, const std::stri
       "  AND r.scheduled_for IS DISTINCT FROM to_timestamp($3::bigint)),"
       " forbid AS (SELECT 1 FROM job WHERE job.concurrency_policy = 'forbid' AND EXISTS (SELECT 1 FROM busy)),"
       " w AS (INSERT INTO job_runs (job_definition_id, max_attempts, priority, trigger_kind, leader_epoch,"
-      "  scheduled_for)"
-      "  SELECT job.id, job.max_attempts, job.priority, 'cron', $1::bigint, to_timestamp($3::bigint)"
+      "  scheduled_for, start_after)"
+      "  SELECT job.id, job.max_attempts, job.priority, 'cron', $1::bigint, to_timestamp($3::bigint),"
+      "  CASE WHEN $5::bigint > 0 THEN to_timestamp($3::bigint) + $5::bigint * interval '1 millisecond' END"
       "  FROM job, ok WHERE NOT EXISTS (SELECT 1 FROM forbid) ON CONFLICT DO NOTHING"
       "  RETURNING id, job_definition_id),"
       " cur AS (UPDATE job_definitions d SET cron_cursor = greatest(d.cron_cursor, to_timestamp($3::bigint))"
@@ -205,6 +207,7 @@ Result<CreateResult> PgLeaderStore::create_cron_run(Epoch epoch, const std::stri
       "  CASE WHEN $4::boolean THEN 'caught_up' ELSE 'on_time' END, w.id,"
       "  CASE WHEN job.concurrency_policy = 'replace' AND EXISTS (SELECT 1 FROM busy)"
       "  THEN jsonb_build_object('replaces', (SELECT jsonb_agg(id ORDER BY id) FROM busy)) ELSE '{}'::jsonb END"
+      "  || CASE WHEN $5::bigint > 0 THEN jsonb_build_object('jitter_ms', $5::bigint) ELSE '{}'::jsonb END"
       "  FROM w, job"
       "  UNION ALL SELECT $1::bigint, job.id, to_timestamp($3::bigint), 'skipped', 'concurrency_forbid', NULL,"
       "  jsonb_build_object('unfinished', (SELECT jsonb_agg(id ORDER BY id) FROM busy))"
@@ -217,7 +220,7 @@ Result<CreateResult> PgLeaderStore::create_cron_run(Epoch epoch, const std::stri
       " THEN (SELECT string_agg(id::text, ',' ORDER BY id) FROM busy) END";
   return session_.with<CreateResult>([&](pqxx::connection& c) -> Result<CreateResult> {
     pqxx::nontransaction tx{c};
-    auto r = tx.exec_params1(sql, epoch.value, job, slot_unix, caught_up);
+    auto r = tx.exec_params1(sql, epoch.value, job, slot_unix, caught_up, jitter_ms);
     if (!r[2].as<bool>()) return make_error(Errc::bad_input, "unknown job '" + job + "'");
     CreateResult out = classify_create(r, epoch);
     out.forbidden = out.outcome != WriteOutcome::fenced && r[3].as<bool>();
@@ -347,7 +350,8 @@ Result<std::vector<ScheduledJob>> PgLeaderStore::scheduled_jobs() {
         "SELECT j.id, j.name, j.schedule, j.time_zone, j.misfire_policy,"
         " floor(extract(epoch FROM j.cron_cursor))::bigint,"
         " floor(extract(epoch FROM now()))::bigint, floor(extract(epoch FROM now()) * 1000)::bigint,"
-        " j.catch_up_limit, j.starting_deadline_ms, floor(extract(epoch FROM j.schedule_resumed_at))::bigint"
+        " j.catch_up_limit, j.starting_deadline_ms, floor(extract(epoch FROM j.schedule_resumed_at))::bigint,"
+        " j.jitter_ms"
         " FROM job_definitions j WHERE j.schedule IS NOT NULL AND j.live AND NOT j.paused AND j.deleted_at IS NULL"
         " ORDER BY j.id");
     std::vector<ScheduledJob> out;
@@ -364,6 +368,7 @@ Result<std::vector<ScheduledJob>> PgLeaderStore::scheduled_jobs() {
       s.catch_up_limit = r[8].as<int>();
       if (!r[9].is_null()) s.starting_deadline_ms = r[9].as<std::int64_t>();
       if (!r[10].is_null()) s.resumed_at_unix = r[10].as<std::int64_t>();
+      s.jitter_ms = r[11].as<std::int64_t>();
       out.push_back(std::move(s));
     }
     return out;

@@ -47,14 +47,14 @@ constexpr std::int64_t kSlot = 1767225600;  // 2026-01-01T00:00:00Z
 
 TEST_F(CronStoreTest, ASlotsRunCursorAndLedgerEntryCommitTogether) {
   EXPECT_EQ(cursor(), std::nullopt);
-  auto r = leader.create_cron_run(epoch, "hourly", kSlot, true);
+  auto r = leader.create_cron_run(epoch, "hourly", kSlot, true, 0);
   ASSERT_TRUE(r);
   ASSERT_EQ(r->outcome, WriteOutcome::applied);
   EXPECT_EQ(cursor(), kSlot);
   EXPECT_EQ(text("SELECT decision || ' ' || reason || ' ' || run_id || ' ' || epoch FROM decision_ledger"),
             "created caught_up " + std::to_string(r->run.value) + " " + std::to_string(epoch.value));
   // The same slot again: no second run, no second entry.
-  auto again = leader.create_cron_run(epoch, "hourly", kSlot, false);
+  auto again = leader.create_cron_run(epoch, "hourly", kSlot, false, 0);
   ASSERT_TRUE(again);
   EXPECT_EQ(again->outcome, WriteOutcome::conflict);
   EXPECT_EQ(text("SELECT count(*) FROM job_runs"), "1");
@@ -64,7 +64,7 @@ TEST_F(CronStoreTest, ASlotsRunCursorAndLedgerEntryCommitTogether) {
 TEST_F(CronStoreTest, AStaleLeaderWritesNoRunNoCursorNoLedger) {
   const Epoch newer = force_election(url, "n2");
   ASSERT_GT(newer, epoch);
-  auto r = leader.create_cron_run(epoch, "hourly", kSlot, false);
+  auto r = leader.create_cron_run(epoch, "hourly", kSlot, false, 0);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->outcome, WriteOutcome::fenced);
   auto s = leader.skip_cron_slots(epoch, "hourly", {{kSlot, kSlot + 3600, 2, 2, "misfire_policy"}}, "{}");
@@ -88,12 +88,12 @@ TEST_F(CronStoreTest, SkippedRangesAreLedgerEntriesThatMoveTheCursor) {
                  " FROM decision_ledger WHERE decision = 'skipped'"),
             "catch_up_limit:3:paused:-,starting_deadline:null:paused:100000");
   // The cursor never moves back.
-  ASSERT_TRUE(leader.create_cron_run(epoch, "hourly", kSlot + 3600, false));
+  ASSERT_TRUE(leader.create_cron_run(epoch, "hourly", kSlot + 3600, false, 0));
   EXPECT_EQ(cursor(), kSlot + 10800 * 1000);
 }
 
 TEST_F(CronStoreTest, AResumeIsRecordedAndARevivedJobStartsWithoutACursor) {
-  ASSERT_TRUE(leader.create_cron_run(epoch, "hourly", kSlot, false));
+  ASSERT_TRUE(leader.create_cron_run(epoch, "hourly", kSlot, false, 0));
   ASSERT_TRUE(admin.set_job_paused(Actor{"test", epoch}, "hourly", true));
   EXPECT_TRUE(leader.scheduled_jobs()->empty()) << "a paused job is not planned";
   ASSERT_TRUE(admin.set_job_paused(Actor{"test", epoch}, "hourly", false));
@@ -108,4 +108,21 @@ TEST_F(CronStoreTest, AResumeIsRecordedAndARevivedJobStartsWithoutACursor) {
   j.schedule = "0 * * * *";
   ASSERT_TRUE(admin.create_job(Actor{"test", epoch}, j));
   EXPECT_EQ(cursor(), std::nullopt) << "a job created again invents no history";
+}
+
+// Jitter: the run keeps its slot (the key that makes a slot run once) and is
+// not due before slot + jitter; the ledger says how much.
+TEST_F(CronStoreTest, AJitteredRunIsNotDueBeforeItsStartAfter) {
+  const std::int64_t now = std::stoll(text("SELECT floor(extract(epoch FROM now()))::bigint"));
+  auto r = leader.create_cron_run(epoch, "hourly", now - 5, false, 3600000);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->outcome, WriteOutcome::applied);
+  EXPECT_TRUE(leader.due_runs(10, {})->empty()) << "an hour of jitter: not yet";
+  EXPECT_EQ(text("SELECT details->>'jitter_ms' FROM decision_ledger"), "3600000");
+  EXPECT_EQ(text("SELECT floor(extract(epoch FROM scheduled_for))::bigint FROM job_runs"), std::to_string(now - 5));
+  auto plain = leader.create_cron_run(epoch, "hourly", now - 4, false, 0);
+  ASSERT_TRUE(plain);
+  auto due = leader.due_runs(10, {});
+  ASSERT_EQ(due->size(), 1u);
+  EXPECT_EQ(due->front().id, plain->run);
 }

@@ -99,8 +99,8 @@ TEST_F(OverlapStoreTest, ForbidSkipsASlotWhileARunIsUnfinishedAndReplaceNamesThe
   job("forbidding", std::nullopt, "forbid", false, "* * * * *");
   job("replacing", std::nullopt, "replace", false, "* * * * *");
   constexpr std::int64_t slot = 1767225600;
-  ASSERT_EQ(leader.create_cron_run(epoch, "forbidding", slot, false)->outcome, WriteOutcome::applied);
-  auto skipped = leader.create_cron_run(epoch, "forbidding", slot + 60, false);
+  ASSERT_EQ(leader.create_cron_run(epoch, "forbidding", slot, false, 0)->outcome, WriteOutcome::applied);
+  auto skipped = leader.create_cron_run(epoch, "forbidding", slot + 60, false, 0);
   ASSERT_TRUE(skipped);
   EXPECT_TRUE(skipped->forbidden);
   EXPECT_NE(skipped->outcome, WriteOutcome::applied);
@@ -111,10 +111,10 @@ TEST_F(OverlapStoreTest, ForbidSkipsASlotWhileARunIsUnfinishedAndReplaceNamesThe
     }
   }
 
-  auto first = leader.create_cron_run(epoch, "replacing", slot, false);
+  auto first = leader.create_cron_run(epoch, "replacing", slot, false, 0);
   ASSERT_EQ(first->outcome, WriteOutcome::applied);
   EXPECT_TRUE(first->replaced.empty());
-  auto second = leader.create_cron_run(epoch, "replacing", slot + 60, false);
+  auto second = leader.create_cron_run(epoch, "replacing", slot + 60, false, 0);
   ASSERT_EQ(second->outcome, WriteOutcome::applied);
   ASSERT_EQ(second->replaced.size(), 1u);
   EXPECT_EQ(second->replaced[0], first->run);

@@ -80,6 +80,21 @@ std::string_view to_string(SkipReason r) {
   return "?";
 }
 
+std::int64_t cron_jitter_ms(std::string_view job, sys_seconds slot, std::int64_t jitter_ms) {
+  if (jitter_ms <= 0) return 0;
+  // FNV-1a over the name and the slot's seconds: stable across builds and
+  // nodes (std::hash is neither).
+  std::uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](unsigned char c) {
+    h ^= c;
+    h *= 1099511628211ull;
+  };
+  for (char c : job) mix(static_cast<unsigned char>(c));
+  const auto s = static_cast<std::uint64_t>(slot.time_since_epoch().count());
+  for (int i = 0; i < 8; ++i) mix(static_cast<unsigned char>(s >> (8 * i)));
+  return static_cast<std::int64_t>(h % static_cast<std::uint64_t>(jitter_ms + 1));
+}
+
 CronPlan plan_cron_slots(const CronPlanInput& in) {
   const sys_seconds now = std::chrono::floor<seconds>(in.db_now);
   const sys_seconds from = in.last_slot.value_or(now - seconds{1});

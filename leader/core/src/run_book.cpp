@@ -25,7 +25,13 @@ bool is_external(const Effect& e) {
 }
 
 RunBook::RunBook(Epoch epoch, std::string node_id, RuntimeConfig cfg, std::uint64_t seed, MonoTime started)
-    : epoch_(epoch), node_id_(std::move(node_id)), cfg_(cfg), started_(started), now_(started), rng_(seed) {
+    : epoch_(epoch),
+      node_id_(std::move(node_id)),
+      cfg_(cfg),
+      started_(started),
+      now_(started),
+      reassignments_(cfg.reassign_rate, cfg.reassign_burst),
+      rng_(seed) {
   BATON_ASSERT(epoch_ > Epoch{0});
 }
 

@@ -230,7 +230,7 @@ void RunBook::materialize_cron(const std::vector<store::ScheduledJob>& jobs) {
     std::vector<std::int64_t> slots;
     for (auto slot : plan.slots) slots.push_back(slot.time_since_epoch().count());
     if (plan.skipped.empty()) {
-      if (!slots.empty()) create_cron_slots(j.name, std::move(slots), plan.caught_up, 0, j.now_unix_ms);
+      if (!slots.empty()) create_cron_slots(j.name, std::move(slots), plan.caught_up, 0, j.now_unix_ms, j.jitter_ms);
       continue;
     }
     // The slots given up are recorded (and the cursor moved past them)
@@ -255,25 +255,28 @@ void RunBook::materialize_cron(const std::vector<store::ScheduledJob>& jobs) {
       skip.ranges.push_back(std::move(out));
     }
     wait_create_[skip.op] = [this, job = j.name, slots = std::move(slots), caught_up = plan.caught_up,
-                             now_unix_ms = j.now_unix_ms](const Result<store::CreateResult>& w) mutable {
+                             now_unix_ms = j.now_unix_ms,
+                             jitter = j.jitter_ms](const Result<store::CreateResult>& w) mutable {
       if (!w) {
         log(LogLevel::warn, fmt::format("cron_skip_error job={} error={}", json_quote(job), w.error().message));
         return;
       }
       if (w->outcome == WriteOutcome::fenced) return fence("cron_skip", "job=" + json_quote(job), w->current_epoch);
       count(Counter::cron_slots_skipped);
-      if (!slots.empty()) create_cron_slots(std::move(job), std::move(slots), caught_up, 0, now_unix_ms);
+      if (!slots.empty()) create_cron_slots(std::move(job), std::move(slots), caught_up, 0, now_unix_ms, jitter);
     };
     emit(std::move(skip));
   }
 }
 
 void RunBook::create_cron_slots(std::string job, std::vector<std::int64_t> slots, std::size_t caught_up,
-                                std::size_t next, std::int64_t now_unix_ms) {
+                                std::size_t next, std::int64_t now_unix_ms, std::int64_t jitter_ms) {
   if (fenced_ || next >= slots.size()) return;
   const OpId op = next_op();
   const std::int64_t slot = slots[next];
-  wait_create_[op] = [this, job, slots, caught_up, next, now_unix_ms, slot](const Result<store::CreateResult>& w) {
+  const std::int64_t delay = cron_jitter_ms(job, std::chrono::sys_seconds{std::chrono::seconds{slot}}, jitter_ms);
+  wait_create_[op] = [this, job, slots, caught_up, next, now_unix_ms, slot, jitter_ms,
+                      delay](const Result<store::CreateResult>& w) {
     if (!w) {
       // The rest of this job's slots wait for the next pass (in order).
       log(LogLevel::warn,
@@ -292,15 +295,15 @@ void RunBook::create_cron_slots(std::string job, std::vector<std::int64_t> slots
       on_cancel(old, "replaced by run " + std::to_string(w->run.value) + " (concurrency_policy replace)", 0);
     if (w->outcome == WriteOutcome::applied) {
       count(Counter::runs_created_by_cron);
-      const std::int64_t due_in_ms = slot * 1000 - now_unix_ms;
+      const std::int64_t due_in_ms = slot * 1000 + delay - now_unix_ms;
       if (due_in_ms > 0) cron_wakeups_.insert(now_ + Millis{due_in_ms + 1});
       log(LogLevel::info, fmt::format("cron_slot_fired job={} slot={} run={} epoch={}{}", json_quote(job), slot,
                                       w->run.value, epoch_.value, next < caught_up ? " caught_up=true" : ""));
     }
-    create_cron_slots(job, slots, caught_up, next + 1, now_unix_ms);
+    create_cron_slots(job, slots, caught_up, next + 1, now_unix_ms, jitter_ms);
   };
   // The plan lists the caught-up (late) slots first.
-  emit(CreateCronRun{op, std::move(job), slot, next < caught_up});
+  emit(CreateCronRun{op, std::move(job), slot, next < caught_up, delay});
 }
 
 // --- operators' controls ----------------------------------------------------
@@ -410,6 +413,21 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
   for (const auto& h : admission.held) record_once(RunId{h.run_id}, "held_back", h.reason);
   std::erase_if(candidates, [&](const DispatchCandidate& c) { return !admission.admitted.count(c.run_id); });
   auto plan = plan_dispatch(candidates, capacity);
+  // Reassignments of ORPHANED runs are paced (a new leader may inherit many
+  // from a lost worker): those over the bucket wait for a later pass.
+  {
+    int orphans = 0;
+    for (const auto& a : plan.assignments) orphans += by_id[a.run_id]->state == RunState::orphaned;
+    const int allowed = orphans > 0 ? reassignments_.take(orphans, now_) : 0;
+    if (allowed < orphans) {
+      int kept = 0;
+      std::erase_if(plan.assignments, [&](const PlannedAssignment& a) {
+        return by_id[a.run_id]->state == RunState::orphaned && kept++ >= allowed;
+      });
+      dispatch_requested_ = true;
+      log(LogLevel::info, fmt::format("reassignments_paced deferred={} epoch={}", orphans - allowed, epoch_.value));
+    }
+  }
   struct Planned {
     store::DueRun due;
     std::vector<protocol::Task> tasks;

@@ -244,3 +244,21 @@ TEST(CronPlan, EveryDueSlotIsCreatedOrReportedExactlyOnce) {
   }
   EXPECT_GE(checked, 300);
 }
+
+TEST(CronJitter, TheSameForEveryLeaderWithinTheJitterAndSpread) {
+  EXPECT_EQ(cron_jitter_ms("nightly", at(2026, 1, 1), 0), 0);
+  EXPECT_EQ(cron_jitter_ms("nightly", at(2026, 1, 1), 60000), cron_jitter_ms("nightly", at(2026, 1, 1), 60000));
+  std::set<std::int64_t> seen;
+  double sum = 0;
+  for (int i = 0; i < 1000; ++i) {
+    const auto j = cron_jitter_ms("nightly", at(2026, 1, 1) + minutes{i}, 60000);
+    ASSERT_GE(j, 0);
+    ASSERT_LE(j, 60000);
+    seen.insert(j);
+    sum += static_cast<double>(j);
+  }
+  EXPECT_GT(seen.size(), 950u) << "spread, not bunched";
+  EXPECT_NEAR(sum / 1000, 30000, 3000);
+  EXPECT_NE(cron_jitter_ms("a", at(2026, 1, 1), 60000), cron_jitter_ms("b", at(2026, 1, 1), 60000))
+      << "jobs firing on the same minute start apart";
+}

@@ -90,7 +90,9 @@ store::BatchWriteResult batch(Epoch current, std::vector<std::int64_t> ids) {
 /// Drives a book: answers the reads (active runs, due runs, scheduled jobs)
 /// from its tables at once and leaves writes to the test.
 struct Driver {
-  RunBook book{kEpoch, "n1", config(), 1, at(0ms)};
+  Driver() : Driver(config()) {}
+  explicit Driver(const RuntimeConfig& c) : book{kEpoch, "n1", c, 1, at(0ms)} {}
+  RunBook book;
   std::vector<store::ActiveRun> rows;
   std::vector<store::DueRun> due;
   std::vector<store::ScheduledJob> jobs;
@@ -331,6 +333,31 @@ TEST(RunBook, RunsOverTheirJobsLimitAreHeldBackAndRecordedOnce) {
   EXPECT_EQ(held[1].reason, "exclusive_execution");
   d.answer(assigns[0].op, batch(kEpoch, {}));  // lost a race: nothing applied
   EXPECT_TRUE(all<RecordDecision>(d.tick(300ms)).empty()) << "recorded once";
+}
+
+// After a failover a leader may find many ORPHANED runs: they are handed out
+// at runtime.reassign_rate, not all in one pass.
+TEST(RunBook, ReassignmentsOfOrphanedRunsArePaced) {
+  RuntimeConfig c = config();
+  c.reassign_rate = 2;
+  c.reassign_burst = 2;
+  Driver d{c};
+  d.start();
+  d.attach(7, hello("w1"));
+  for (int i = 1; i <= 5; ++i) {
+    store::DueRun r;
+    r.id = RunId{100 + i};
+    r.version = Version{1};
+    r.state = RunState::orphaned;
+    d.due.push_back(r);
+  }
+  auto first = all<WriteAssigns>(d.tick(100ms));
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].rows.size(), 2u) << "the burst";
+  d.answer(first[0].op, batch(kEpoch, {}));
+  auto later = all<WriteAssigns>(d.tick(600ms));
+  ASSERT_EQ(later.size(), 1u);
+  EXPECT_EQ(later[0].rows.size(), 1u) << "2/s: one more after half a second";
 }
 
 TEST(RunBook, NothingIsDispatchedWhileAnOperatorDisabledDispatch) {

@@ -100,6 +100,7 @@ struct JobDefinition {
   std::optional<int> max_instances{};                  ///< active runs at once (nullopt: no limit)
   std::string concurrency_policy = "allow";            ///< allow | forbid | replace
   bool exclusive_execution = false;                    ///< no other exclusive run while it runs
+  std::int64_t jitter_ms = 0;                          ///< cron runs start up to this much after their slot
 };
 
 struct ScheduledJob {
@@ -112,6 +113,7 @@ struct ScheduledJob {
   int catch_up_limit = 100;
   std::optional<std::int64_t> starting_deadline_ms{};
   std::optional<std::int64_t> resumed_at_unix{};  ///< last resumed by an operator (or made live again)
+  std::int64_t jitter_ms = 0;                     ///< a slot's run starts up to this much after it
   std::int64_t now_unix = 0;                      ///< the database clock, seconds
   std::int64_t now_unix_ms = 0;
 };
@@ -159,7 +161,7 @@ class LeaderStore {
   /// no run: a `skipped` entry (`forbidden` set); under replace, the run is
   /// created and the unfinished ones are listed in `replaced` (to cancel).
   virtual Result<CreateResult> create_cron_run(Epoch epoch, const std::string& job, std::int64_t slot_unix,
-                                               bool caught_up) = 0;
+                                               bool caught_up, std::int64_t jitter_ms) = 0;
   /// Slots of `job` given up, in one fenced statement: a `skipped` ledger
   /// entry per range (with `details_json` merged in: policy, gap cause) and
   /// the cron cursor moved past the last. Answers like a create: applied, or

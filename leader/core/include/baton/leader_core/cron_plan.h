@@ -84,4 +84,10 @@ struct CronPlan {
 
 CronPlan plan_cron_slots(const CronPlanInput& in);
 
+/// The delay of one slot's run within a job's `jitter`: a hash of the job's
+/// name and the slot, so every leader computes the same one and a job's
+/// runs spread evenly over [0, jitter_ms] instead of all starting on the
+/// minute. 0 when jitter_ms is 0.
+std::int64_t cron_jitter_ms(std::string_view job, std::chrono::sys_seconds slot, std::int64_t jitter_ms);
+
 }  // namespace baton::leader_core

@@ -49,6 +49,7 @@
 #include "baton/leader_core/cron_plan.h"
 #include "baton/leader_core/overlap.h"
 #include "baton/leader_core/runtime_config.h"
+#include "baton/leader_core/token_bucket.h"
 #include "baton/protocol/messages.h"
 #include "baton/store/leader_store.h"
 #include "baton/store/run_store.h"
@@ -182,7 +183,8 @@ struct CreateCronRun {
   OpId op = 0;
   std::string job;
   std::int64_t slot_unix = 0;
-  bool caught_up = false;  ///< created late, after a gap
+  bool caught_up = false;      ///< created late, after a gap
+  std::int64_t jitter_ms = 0;  ///< its run starts this long after the slot
 };
 /// store::LeaderStore::record_decision: a decision about one run.
 struct RecordDecision {
@@ -358,7 +360,7 @@ class RunBook {
   /// One decision-ledger entry per (run, decision) while this book lives.
   void record_once(RunId run, const std::string& decision, const std::string& reason);
   void create_cron_slots(std::string job, std::vector<std::int64_t> slots, std::size_t caught_up, std::size_t next,
-                         std::int64_t now_unix_ms);
+                         std::int64_t now_unix_ms, std::int64_t jitter_ms);
   void apply_controls(const store::Controls& c);
   /// Takes no new runs: the worker said it is draining, or an operator holds it.
   bool takes_no_runs(const std::string& worker, const Attached& w) const;
@@ -418,6 +420,7 @@ class RunBook {
   std::map<std::string, std::optional<CronSchedule>> cron_cache_;
   std::map<std::string, std::optional<CronZone>> zone_cache_;  ///< located once per name
   std::set<std::pair<std::int64_t, std::string>> recorded_;    ///< (run, decision) already in the ledger
+  TokenBucket reassignments_;  ///< paces ORPHANED runs handed out again (RuntimeConfig::reassign_rate)
   std::mt19937_64 rng_;
   /// The operators' controls as last read; nothing is dispatched before the
   /// first read, so a leader never dispatches while dispatch is disabled.

@@ -28,6 +28,11 @@ struct RuntimeConfig {
   /// what operators see; liveness itself is judged in memory).
   Millis workers_seen_every{5000};
   Millis retry_jitter_max{250};
+  /// ORPHANED runs reassigned per second, on average (0: no limit), and at
+  /// most this many at once: a new leader inheriting a lost worker's runs
+  /// hands them out gradually instead of all in one pass.
+  int reassign_rate = 100;
+  int reassign_burst = 100;
   int dispatch_batch = 512;
 };
 
