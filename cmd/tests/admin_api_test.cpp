@@ -292,6 +292,33 @@ TEST_F(AdminApiTest, WhyExplainsASlotFromTheLedger) {
   EXPECT_EQ(get("/api/v1/jobs/nope/why?at=2026-01-01T00:00:00Z").status, 404);
 }
 
+// A run whose selector no attached, active worker satisfies is counted in
+// /status (the dashboard's card) and /metrics, and the leader's query finds
+// it for the label sets it is given.
+TEST_F(AdminApiTest, RunsNoWorkerCanTakeAreCountedAndFound) {
+  ASSERT_EQ(
+      send("PUT", "/api/v1/jobs/gpu", R"({"selector":{"gpu":"yes"},"tasks":[{"kind":"BUILTIN","builtin":"NOOP"}]})")
+          .status,
+      201);
+  ASSERT_EQ(
+      send("PUT", "/api/v1/jobs/zone-a", R"({"selector":{"zone":"a"},"tasks":[{"kind":"BUILTIN","builtin":"NOOP"}]})")
+          .status,
+      201);
+  ASSERT_EQ(post("/api/v1/jobs/gpu/trigger").status, 201);
+  ASSERT_EQ(post("/api/v1/jobs/zone-a/trigger").status, 201);
+  auto status = body(api.handle({"GET", "/status", {}, ""})).as_object();
+  EXPECT_EQ(status.at("unmatched_runs").as_int64(), 1) << "w1 carries zone=a, nobody gpu=yes";
+  EXPECT_NE(api.handle({"GET", "/metrics", {}, ""}).body.find("baton_runs_unmatched 1\n"), std::string::npos);
+  auto found = leader_store.unmatched_runs({{{"zone", "a"}}}, 10);
+  ASSERT_TRUE(found);
+  ASSERT_EQ(found->size(), 1u);
+  EXPECT_EQ(found->front().job_name, "gpu");
+  EXPECT_TRUE(leader_store.unmatched_runs({{{"zone", "a"}, {"gpu", "yes"}}}, 10)->empty());
+  // A drained worker takes no runs: its labels do not count.
+  ASSERT_EQ(post("/api/v1/workers/w1/drain").status, 200);
+  EXPECT_EQ(body(api.handle({"GET", "/status", {}, ""})).as_object().at("unmatched_runs").as_int64(), 2);
+}
+
 TEST_F(AdminApiTest, PauseAndResumeAreRecordedWithTheChangeAndSurviveAnApply) {
   EXPECT_EQ(api.handle({"POST", "/api/v1/jobs/every-minute/pause", {}, ""}).status, 401);
   auto res = post("/api/v1/jobs/every-minute/pause");

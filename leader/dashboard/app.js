@@ -112,7 +112,9 @@ async function overview() {
     el('div', { class: 'card' }, 'This node', el('div', { class: 'big', text: s.node_id + ' (' + s.role + ')' })),
     el('div', { class: 'card' }, 'Running', el('div', { class: 'big', text: String((counts.RUNNING || 0) + (counts.ASSIGNED || 0)) })),
     el('div', { class: 'card' }, 'Pending', el('div', { class: 'big', text: String(counts.PENDING || 0) })),
-    el('div', { class: 'card' }, 'Failed', el('div', { class: 'big', text: String((counts.FAILED || 0) + (counts.TIMED_OUT || 0)) })));
+    el('div', { class: 'card' }, 'Failed', el('div', { class: 'big', text: String((counts.FAILED || 0) + (counts.TIMED_OUT || 0)) })),
+    el('div', { class: s.unmatched_runs ? 'card warn' : 'card', title: 'unfinished runs whose selector no attached worker satisfies' },
+      'No worker matches', el('div', { class: 'big', id: 'unmatched', text: String(s.unmatched_runs || 0) })));
   timer = setTimeout(() => render(false), 5000);
   const [epochs, nodes, failed] = await Promise.all([
     api('GET', '/api/v1/epochs?limit=20'), api('GET', '/api/v1/nodes'), api('GET', '/api/v1/runs?state=FAILED&limit=10')]);

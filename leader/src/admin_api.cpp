@@ -304,6 +304,10 @@ HttpResponse AdminApi::metrics() {
   body += "# HELP baton_runs Runs by state (all runs in the database).\n# TYPE baton_runs gauge\n";
   for (const auto& [state, n] : g->runs_by_state)
     body += "baton_runs{state=\"" + state + "\"} " + std::to_string(n) + "\n";
+  body +=
+      "# HELP baton_runs_unmatched Unfinished runs whose selector no attached, active worker satisfies.\n"
+      "# TYPE baton_runs_unmatched gauge\nbaton_runs_unmatched " +
+      std::to_string(g->unmatched_runs) + "\n";
   body += "# HELP baton_dead_letters Dead letters by triage status.\n# TYPE baton_dead_letters gauge\n";
   for (const auto& [status, n] : g->dead_letters_by_status)
     body += "baton_dead_letters{triage_status=\"" + status + "\"} " + std::to_string(n) + "\n";
@@ -340,8 +344,11 @@ HttpResponse AdminApi::metrics() {
 HttpResponse AdminApi::status_json() {
   NodeStatus s = ports_.status();
   json::object counts;
-  if (auto c = with_store([](auto& st) { return st.run_counts(); }))
+  json::value unmatched = nullptr;
+  if (auto c = with_store([](auto& st) { return st.run_counts(); })) {
     for (const auto& [state, n] : c->by_state) counts[state] = n;
+    unmatched = c->unmatched;
+  }
   return ok_json(json::object{{"node_id", s.node_id},
                               {"incarnation", s.incarnation},
                               {"role", s.role},
@@ -349,7 +356,8 @@ HttpResponse AdminApi::status_json() {
                               {"leader_id", s.leader_id},
                               {"leader_endpoint", s.leader_endpoint},
                               {"attached_workers", s.attached_workers},
-                              {"runs_by_state", counts}});
+                              {"runs_by_state", counts},
+                              {"unmatched_runs", unmatched}});
 }
 
 HttpResponse AdminApi::dashboard(const std::string& file) {

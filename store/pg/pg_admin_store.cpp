@@ -53,6 +53,16 @@ std::map<std::string, std::int64_t> runs_by_state(pqxx::nontransaction& tx) {
   return out;
 }
 
+std::int64_t unmatched_runs(pqxx::nontransaction& tx) {
+  return tx
+      .exec1(
+          "SELECT count(*) FROM job_runs r JOIN job_definitions j ON j.id = r.job_definition_id"
+          " WHERE r.state IN ('PENDING', 'RETRY_WAITING', 'ORPHANED') AND j.worker_selector <> '{}'::jsonb"
+          " AND NOT EXISTS (SELECT 1 FROM workers w WHERE w.state = 'ATTACHED' AND w.admin_state = 'active'"
+          " AND j.worker_selector <@ w.labels)")[0]
+      .as<std::int64_t>();
+}
+
 AdminResult applied(std::string json) { return {AdminOutcome::applied, std::move(json), {}}; }
 AdminResult refused(AdminOutcome o, std::string message, std::string json = "{}") {
   return {o, std::move(json), std::move(message)};
@@ -78,7 +88,7 @@ PgAdminStore::PgAdminStore(const std::string& url, const std::string& applicatio
 Result<RunCounts> PgAdminStore::run_counts() {
   return session_.with<RunCounts>([&](pqxx::connection& c) -> Result<RunCounts> {
     pqxx::nontransaction tx{c};
-    return RunCounts{runs_by_state(tx)};
+    return RunCounts{runs_by_state(tx), unmatched_runs(tx)};
   });
 }
 
@@ -87,6 +97,7 @@ Result<ClusterGauges> PgAdminStore::cluster_gauges() {
     pqxx::nontransaction tx{c};
     ClusterGauges g;
     g.runs_by_state = runs_by_state(tx);
+    g.unmatched_runs = unmatched_runs(tx);
     for (const char* s : {"pending", "acknowledged", "replayed", "closed"}) g.dead_letters_by_status[s] = 0;
     for (const auto& r : tx.exec("SELECT triage_status, count(*) FROM dead_letters GROUP BY triage_status"))
       g.dead_letters_by_status[r[0].as<std::string>()] = r[1].as<std::int64_t>();

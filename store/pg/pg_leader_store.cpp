@@ -375,6 +375,33 @@ Result<std::vector<ScheduledJob>> PgLeaderStore::scheduled_jobs() {
   });
 }
 
+Result<std::vector<DueRun>> PgLeaderStore::unmatched_runs(
+    const std::vector<std::map<std::string, std::string>>& label_sets, int limit) {
+  std::vector<std::string> sets;
+  for (const auto& labels : label_sets) {
+    boost::json::object o;
+    for (const auto& [k, v] : labels) o[k] = v;
+    sets.push_back(boost::json::serialize(o));
+  }
+  return session_.with<std::vector<DueRun>>([&](pqxx::connection& c) -> Result<std::vector<DueRun>> {
+    pqxx::nontransaction tx{c};
+    auto rows = tx.exec_params(
+        "SELECT r.id, j.name FROM job_runs r JOIN job_definitions j ON j.id = r.job_definition_id"
+        " WHERE r.state IN ('PENDING', 'RETRY_WAITING', 'ORPHANED') AND j.worker_selector <> '{}'::jsonb"
+        " AND NOT EXISTS (SELECT 1 FROM unnest($1::jsonb[]) AS l(labels) WHERE j.worker_selector <@ l.labels)"
+        " ORDER BY r.id LIMIT $2",
+        pg_array(sets), limit);
+    std::vector<DueRun> out;
+    for (const auto& r : rows) {
+      DueRun d;
+      d.id = RunId{r[0].as<std::int64_t>()};
+      d.job_name = r[1].as<std::string>();
+      out.push_back(std::move(d));
+    }
+    return out;
+  });
+}
+
 Result<Controls> PgLeaderStore::read_controls() {
   return session_.with<Controls>([&](pqxx::connection& c) -> Result<Controls> {
     pqxx::nontransaction tx{c};

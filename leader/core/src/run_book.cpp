@@ -146,6 +146,7 @@ void RunBook::pump() {
             if (w.last_seen > last_workers_seen_) seen.worker_ids.push_back(id);
           last_workers_seen_ = now_;
           if (!seen.worker_ids.empty()) emit(std::move(seen));
+          find_unmatched();
         }
         break;
       case step_cron:

@@ -508,6 +508,23 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
 
 // --- the decision ledger ------------------------------------------------------
 
+void RunBook::find_unmatched() {
+  // Runs whose selector no worker taking runs can satisfy are never read as
+  // due (dispatch reads per label set), so they would wait silently: look
+  // for them every few seconds and record each once.
+  ReadUnmatched read;
+  read.op = next_op();
+  std::set<std::map<std::string, std::string>> sets;
+  for (const auto& [id, w] : workers_)
+    if (w.welcomed && !takes_no_runs(id, w)) sets.insert(w.labels);
+  read.label_sets.assign(sets.begin(), sets.end());
+  wait_due_[read.op] = [this](const Result<std::vector<store::DueRun>>& runs) {
+    if (!runs) return;
+    for (const auto& r : *runs) record_once(r.id, "no_worker_matches", "selector");
+  };
+  emit(std::move(read));
+}
+
 void RunBook::record_once(RunId run, const std::string& decision, const std::string& reason) {
   if (!recorded_.insert({run.value, decision}).second) return;
   if (recorded_.size() > 100000) recorded_.clear();  // bound: at worst a decision is recorded again

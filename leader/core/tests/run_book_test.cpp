@@ -96,6 +96,7 @@ struct Driver {
   std::vector<store::ActiveRun> rows;
   std::vector<store::DueRun> due;
   std::vector<store::ScheduledJob> jobs;
+  std::vector<store::DueRun> unmatched;  ///< what ReadUnmatched answers
   store::Controls controls;
   bool fail_controls = false;
   bool fail_reads = false;
@@ -115,6 +116,8 @@ struct Driver {
             book.result(r->op, Result<std::vector<store::ActiveRun>>(rows), now);
         } else if (auto* d = std::get_if<ReadDue>(&e)) {
           book.result(d->op, Result<std::vector<store::DueRun>>(due), now);
+        } else if (auto* u = std::get_if<ReadUnmatched>(&e)) {
+          book.result(u->op, Result<std::vector<store::DueRun>>(unmatched), now);
         } else if (auto* j = std::get_if<ReadScheduledJobs>(&e)) {
           book.result(j->op, Result<std::vector<store::ScheduledJob>>(jobs), now);
         } else if (auto* c = std::get_if<ReadControls>(&e)) {
@@ -526,6 +529,28 @@ TEST(RunBook, AGapAfterAnOperatorsResumeIsRecordedAsAPause) {
   auto skips = all<SkipCronSlots>(d.tick(1000ms));
   ASSERT_EQ(skips.size(), 1u);
   EXPECT_EQ(skips[0].details_json, R"({"policy":"run_latest","gap_cause":"paused"})");
+}
+
+// A run whose selector no worker taking runs satisfies is never read as due;
+// every few seconds the leader looks for such runs with the label sets of
+// its workers and records each once in the decision ledger.
+TEST(RunBook, RunsNoWorkerCanTakeAreFoundAndRecordedOnce) {
+  Driver d;
+  d.start();
+  d.attach(7, hello("w1"));
+  store::DueRun stuck;
+  stuck.id = RunId{77};
+  stuck.job_name = "gpu-only";
+  d.unmatched = {stuck};
+  auto e = d.tick(5000ms);
+  auto reads = all<ReadUnmatched>(e);
+  ASSERT_EQ(reads.size(), 1u);
+  ASSERT_EQ(reads[0].label_sets.size(), 1u) << "w1's labels";
+  auto recorded = all<RecordDecision>(e);
+  ASSERT_EQ(recorded.size(), 1u);
+  EXPECT_EQ(recorded[0].run, RunId{77});
+  EXPECT_EQ(recorded[0].decision, "no_worker_matches");
+  EXPECT_TRUE(all<RecordDecision>(d.tick(10000ms)).empty()) << "once";
 }
 
 TEST(RunBook, WorkersHeardFromAreRecordedAsSeenEveryFewSeconds) {

@@ -17,6 +17,9 @@ namespace baton::store {
 
 struct RunCounts {
   std::map<std::string, std::int64_t> by_state;
+  /// Unfinished runs waiting for a worker whose selector no attached, active
+  /// worker's labels satisfy (they would wait silently otherwise).
+  std::int64_t unmatched = 0;
 };
 
 /// What GET /metrics reads from the database at each scrape (the same on
@@ -29,6 +32,7 @@ struct ClusterGauges {
     std::optional<double> heartbeat_age_s;  ///< attached workers only
   };
   std::vector<Worker> workers;
+  std::int64_t unmatched_runs = 0;  ///< see RunCounts::unmatched
 };
 
 /// One page of an admin list: its items as a JSON array (built by the

@@ -181,6 +181,11 @@ class LeaderStore {
   virtual Result<void> workers_seen(const std::vector<std::string>& worker_ids) = 0;
   virtual Result<void> append_run_log(RunId run, int attempt, const std::string& stream, const std::string& chunk) = 0;
   virtual Result<std::vector<ScheduledJob>> scheduled_jobs() = 0;
+  /// Unfinished runs whose job's selector none of `label_sets` (the labels of
+  /// the workers taking runs) satisfies: they would wait silently. At most
+  /// `limit`, oldest first; id and job_name filled.
+  virtual Result<std::vector<DueRun>> unmatched_runs(const std::vector<std::map<std::string, std::string>>& label_sets,
+                                                     int limit) = 0;
   /// What operators set that the leader applies without a restart.
   virtual Result<Controls> read_controls() = 0;
 };

@@ -186,12 +186,18 @@ struct CreateCronRun {
   bool caught_up = false;      ///< created late, after a gap
   std::int64_t jitter_ms = 0;  ///< its run starts this long after the slot
 };
+/// store::LeaderStore::unmatched_runs: runs no attached worker can take.
+struct ReadUnmatched {
+  OpId op = 0;
+  std::vector<std::map<std::string, std::string>> label_sets;
+  int limit = 100;
+};
 /// store::LeaderStore::record_decision: a decision about one run.
 struct RecordDecision {
   OpId op = 0;
   RunId run{0};
-  std::string decision;  ///< held_back
-  std::string reason;    ///< max_instances | exclusive_execution
+  std::string decision;  ///< held_back | no_worker_matches
+  std::string reason;    ///< max_instances | exclusive_execution | selector
 };
 /// store::LeaderStore::skip_cron_slots: slots the plan gives up, recorded
 /// before any slot after them is created.
@@ -201,10 +207,10 @@ struct SkipCronSlots {
   std::vector<store::SkippedCronSlots> ranges;
   std::string details_json;  ///< {"policy": ..., "gap_cause": ...}
 };
-using Effect =
-    std::variant<Send, Close, Log, Count, ObserveDispatchLatency, RecordWorker, AppendRunLog, ReadActive, ReadRun,
-                 ReadDue, ReadScheduledJobs, WriteRun, WriteAssigns, WriteStarts, WriteFinishes, WriteHeartbeats,
-                 CreateCronRun, SkipCronSlots, RecordDecision, ReadControls, RecordWorkersSeen, ObserveRunFinished>;
+using Effect = std::variant<Send, Close, Log, Count, ObserveDispatchLatency, RecordWorker, AppendRunLog, ReadActive,
+                            ReadRun, ReadDue, ReadScheduledJobs, WriteRun, WriteAssigns, WriteStarts, WriteFinishes,
+                            WriteHeartbeats, CreateCronRun, SkipCronSlots, RecordDecision, ReadUnmatched, ReadControls,
+                            RecordWorkersSeen, ObserveRunFinished>;
 
 /// True for the effects that change the world outside the leader (messages
 /// and writes): none may follow a Fenced answer.
@@ -357,6 +363,7 @@ class RunBook {
   void end_attempt(std::int64_t run, bool lost);
   void flush_heartbeats();
   void materialize_cron(const std::vector<store::ScheduledJob>& jobs);
+  void find_unmatched();
   /// One decision-ledger entry per (run, decision) while this book lives.
   void record_once(RunId run, const std::string& decision, const std::string& reason);
   void create_cron_slots(std::string job, std::vector<std::int64_t> slots, std::size_t caught_up, std::size_t next,

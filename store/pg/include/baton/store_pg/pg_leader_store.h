@@ -31,6 +31,8 @@ class PgLeaderStore final : public LeaderStore {
   Result<void> workers_seen(const std::vector<std::string>& worker_ids) override;
   Result<void> append_run_log(RunId run, int attempt, const std::string& stream, const std::string& chunk) override;
   Result<std::vector<ScheduledJob>> scheduled_jobs() override;
+  Result<std::vector<DueRun>> unmatched_runs(const std::vector<std::map<std::string, std::string>>& label_sets,
+                                             int limit) override;
   Result<Controls> read_controls() override;
 
  private:
