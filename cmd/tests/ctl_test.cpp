@@ -326,3 +326,62 @@ TEST_F(CtlTest, LimitedAndExclusiveRunsNeverOverlap) {
   EXPECT_EQ(disjoint({"serial"}), 3u);
   EXPECT_EQ(disjoint({"ex1", "ex2"}), 2u);
 }
+
+// Events and run-after end to end: an event posted twice with one dedupe key
+// (through the follower) gives its subscriber one run, carrying the payload;
+// a success of `extract` runs `load` with the upstream run's id.
+TEST_F(CtlTest, EventsRunTheirSubscribersOnceAndDependentsRunAfterASuccess) {
+  std::filesystem::create_directories(cluster.dir() + "/events");
+  std::ofstream(cluster.dir() + "/events/jobs.yaml") << R"(jobs:
+  - name: on-deploy
+    on_events: [deploy]
+    tasks:
+      - {kind: BUILTIN, builtin: NOOP}
+  - name: extract
+    tasks:
+      - {kind: BUILTIN, builtin: NOOP}
+  - name: load
+    run_after: [extract]
+    tasks:
+      - {kind: BUILTIN, builtin: NOOP}
+)";
+  ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/events"}).code, 0);
+  auto first =
+      ctl({"events", "post", "deploy", "--payload", R"({"version":"7"})", "--dedupe-key", "rel-7", "-o", "json"});
+  ASSERT_EQ(first.code, 0) << first.output;
+  EXPECT_NE(first.output.find("\"created\":true"), std::string::npos) << first.output;
+  auto dup = ctl({"events", "post", "deploy", "--dedupe-key", "rel-7", "-o", "json"});
+  ASSERT_EQ(dup.code, 0) << dup.output;
+  EXPECT_NE(dup.output.find("\"created\":false"), std::string::npos) << dup.output;
+
+  std::string runs;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        runs = ctl({"runs", "list", "--job", "on-deploy", "--state", "SUCCEEDED", "-o", "json"}).output;
+        return runs.find("\"id\":") != std::string::npos;
+      },
+      15s))
+      << runs;
+  std::this_thread::sleep_for(1s);  // any second run would have been made by now
+  runs = ctl({"runs", "list", "--job", "on-deploy", "-o", "json"}).output;
+  const auto run = number_after(runs, "id");
+  EXPECT_EQ(runs.find("\"id\":", runs.find("\"id\":") + 1), std::string::npos) << "one run: " << runs;
+  auto shown = ctl({"runs", "show", std::to_string(run), "-o", "json"});
+  EXPECT_NE(shown.output.find("\"version\": \"7\""), std::string::npos)
+      << "the payload reaches the run: " << shown.output;
+  auto events = ctl({"events", "list", "--kind", "deploy"});
+  EXPECT_NE(events.output.find("rel-7"), std::string::npos) << events.output;
+
+  const auto upstream = std::stoll(ctl({"jobs", "trigger", "extract"}).output);
+  std::string load;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        load = ctl({"runs", "list", "--job", "load", "--state", "SUCCEEDED", "-o", "json"}).output;
+        return load.find("\"id\":") != std::string::npos;
+      },
+      15s))
+      << load;
+  auto load_run = ctl({"runs", "show", std::to_string(number_after(load, "id")), "-o", "json"});
+  EXPECT_NE(load_run.output.find("\"upstream_run_id\": " + std::to_string(upstream)), std::string::npos)
+      << load_run.output;
+}

@@ -522,6 +522,38 @@ std::vector<Verb> verbs() {
        0,
        0,
        [](Call& c) -> int { return list(c, "/api/v1/epochs", {}, epoch_columns()); }},
+      {{"events", "list"},
+       "",
+       "events newest first, with the runs made from each",
+       with_list({{"--kind", true, "only events of this kind"}}),
+       0,
+       0,
+       [](Call& c) -> int {
+         std::vector<std::pair<std::string, std::string>> q;
+         if (auto k = c.flag("--kind")) q.emplace_back("kind", *k);
+         return list(c, "/api/v1/events", q, event_columns());
+       }},
+      {{"events", "post"},
+       "KIND",
+       "record an event: each job subscribed to KIND (on_events) gets one run",
+       {{"--payload", true, "a JSON object the runs receive"},
+        {"--dedupe-key", true, "record the event only once for this key"}},
+       1,
+       1,
+       [](Call& c) -> int {
+         json::object body{{"kind", c.args[0]}};
+         if (auto p = c.flag("--payload")) {
+           boost::system::error_code ec;
+           auto v = json::parse(*p, ec);
+           if (ec || !v.is_object()) {
+             c.err << "baton ctl: usage: --payload must be a JSON object\n";
+             return exit_usage;
+           }
+           body["payload"] = v;
+         }
+         if (auto k = c.flag("--dedupe-key")) body["dedupe_key"] = *k;
+         return simple(c, "POST", "/api/v1/events", json::serialize(body));
+       }},
       {{"audit"},
        "",
        "the audit log, newest first",

@@ -145,6 +145,13 @@ const std::vector<Column>& audit_columns() {
   return c;
 }
 
+const std::vector<Column>& event_columns() {
+  static const std::vector<Column> c{COL("ID", "id"),           COL("KIND", "kind"),        COL("KEY", "dedupe_key"),
+                                     COL("CREATED", "created_at"), COL("PROCESSED", "processed_at"),
+                                     COL("RUNS", "runs")};
+  return c;
+}
+
 const std::vector<Column>& decision_columns() {
   static const std::vector<Column> c{
       COL("AT", "at"),          COL("EPOCH", "epoch"),  COL("DECISION", "decision"), COL("REASON", "reason"),

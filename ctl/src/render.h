@@ -29,6 +29,7 @@ const std::vector<Column>& dead_letter_columns();
 const std::vector<Column>& node_columns();
 const std::vector<Column>& epoch_columns();
 const std::vector<Column>& audit_columns();
+const std::vector<Column>& event_columns();
 /// Decision-ledger entries (baton ctl why).
 const std::vector<Column>& decision_columns();
 const std::vector<Column>& token_columns();

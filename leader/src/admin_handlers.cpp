@@ -273,6 +273,24 @@ std::vector<ApiRoute> AdminApi::make_routes() {
        false,
        "",
        h(&AdminApi::list_audit)},
+      // events
+      {"GET",
+       "/api/v1/events",
+       "Events newest first, with the runs made from each; filter by kind.",
+       {"kind", "limit", "cursor"},
+       R,
+       false,
+       "",
+       h(&AdminApi::list_events)},
+      {"POST",
+       "/api/v1/events",
+       "Record an event: each job subscribed to its kind (on_events) gets one run of it; a dedupe_key already used "
+       "records nothing (200, created false).",
+       {},
+       O,
+       false,
+       "{\"kind\": \"...\", \"payload\": {...}, \"dedupe_key\": \"...\"} (payload and dedupe_key optional)",
+       h(&AdminApi::post_event)},
       // settings and tokens
       {"GET",
        "/api/v1/settings",
@@ -743,6 +761,49 @@ HttpResponse AdminApi::list_audit(const ApiCall& c) {
   if (auto bad = paging_of(c.params, true, page)) return error(400, "bad_request", *bad);
   return page_or_error(
       with_store([&](auto& s) { return s.list_audit(page.limit, page.before_id, text_param(c.params, "subject")); }));
+}
+
+// --- events -------------------------------------------------------------------
+
+HttpResponse AdminApi::list_events(const ApiCall& c) {
+  Paging page;
+  if (auto bad = paging_of(c.params, true, page)) return error(400, "bad_request", *bad);
+  return page_or_error(
+      with_store([&](auto& s) { return s.list_events(page.limit, page.before_id, text_param(c.params, "kind")); }));
+}
+
+HttpResponse AdminApi::post_event(const ApiCall& c) {
+  auto body = body_object(c.request);
+  if (auto* e = std::get_if<HttpResponse>(&body)) return *e;
+  auto& o = std::get<json::object>(body);
+  for (const auto& kv : o)
+    if (kv.key() != "kind" && kv.key() != "payload" && kv.key() != "dedupe_key")
+      return error(400, "bad_request",
+                   "unknown key " + json_quote(std::string(kv.key()).substr(0, 64)) +
+                       " (an event has kind, payload and dedupe_key)");
+  auto* kind = o.if_contains("kind");
+  if (!kind || !kind->is_string() || kind->as_string().empty() || kind->as_string().size() > 200 ||
+      std::string_view(kind->as_string()).rfind("job.succeeded:", 0) == 0)
+    return error(400, "bad_request",
+                 "'kind' must be a string of 1-200 characters (job.succeeded:* is reserved for run_after)");
+  std::string payload = "{}";
+  if (auto* p = o.if_contains("payload")) {
+    if (!p->is_object()) return error(400, "bad_request", "'payload' must be a JSON object");
+    payload = json::serialize(*p);
+    if (payload.size() > 65536) return error(413, "too_large", "'payload' is larger than 64 KiB");
+  }
+  std::optional<std::string> dedupe;
+  if (auto* d = o.if_contains("dedupe_key")) {
+    if (!d->is_string() || d->as_string().empty() || d->as_string().size() > 200)
+      return error(400, "bad_request", "'dedupe_key' must be a string of 1-200 characters");
+    dedupe = std::string(d->as_string());
+  }
+  auto r = with_store(
+      [&](auto& s) { return s.post_event(c.actor(), std::string(kind->as_string()), payload, dedupe); });
+  if (!r) return db_error(r.error());
+  if (r->outcome != store::AdminOutcome::applied) return refused(*r);
+  auto out = json::parse(r->json).as_object();
+  return ok_json(out, out.at("created").as_bool() ? 201 : 200);
 }
 
 // --- settings and tokens -------------------------------------------------------

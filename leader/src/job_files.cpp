@@ -81,6 +81,21 @@ store::JobDefinition read_job(const YAML::Node& node, const std::string& path, C
   if (job.concurrency_policy != "allow" && job.concurrency_policy != "forbid" && job.concurrency_policy != "replace")
     errors.add(j.key_path("concurrency_policy"), "must be allow, forbid or replace");
   job.exclusive_execution = j.boolean("exclusive_execution").value_or(false);
+  // Events a job subscribes to, and jobs whose successes it runs after.
+  auto names = [&](const char* key, std::vector<std::string>& out) {
+    if (auto list = j.string_list(key)) {
+      for (const auto& v : *list) {
+        if (v.empty() || v.size() > 200)
+          errors.add(j.key_path(key), "each entry must be 1-200 characters, got '" + v.substr(0, 64) + "'");
+        else
+          out.push_back(v);
+      }
+    }
+  };
+  names("on_events", job.on_events);
+  names("run_after", job.run_after);
+  for (const auto& upstream : job.run_after)
+    if (upstream == job.name) errors.add(j.key_path("run_after"), "a job cannot run after itself");
   if (auto d = j.duration("jitter")) {
     if (d->count() < 0 || d->count() > 3600000)
       errors.add(j.key_path("jitter"), "must be from 0s to 1h");
@@ -172,6 +187,8 @@ std::vector<std::string> job_changes(const store::JobDefinition& from, const sto
   if (from.concurrency_policy != to.concurrency_policy) out.push_back("concurrency_policy");
   if (from.exclusive_execution != to.exclusive_execution) out.push_back("exclusive_execution");
   if (from.jitter_ms != to.jitter_ms) out.push_back("jitter");
+  if (from.on_events != to.on_events) out.push_back("on_events");
+  if (from.run_after != to.run_after) out.push_back("run_after");
   return out;
 }
 

@@ -101,3 +101,15 @@ TEST(JobDocument, ReadsTheOverlapSettings) {
       << bad.error().message;
   EXPECT_NE(bad.error().message.find("body: jitter: must be from 0s to 1h"), std::string::npos) << bad.error().message;
 }
+
+TEST(JobDocument, ReadsEventSubscriptionsAndDependencies) {
+  auto job = leader::parse_job_document(
+      "name: load\non_events: [deploy, alert]\nrun_after: [extract]\ntasks: [{kind: BUILTIN, builtin: NOOP}]\n",
+      "body");
+  ASSERT_TRUE(job) << job.error().message;
+  EXPECT_EQ(job->on_events, (std::vector<std::string>{"deploy", "alert"}));
+  EXPECT_EQ(job->run_after, (std::vector<std::string>{"extract"}));
+  auto self = leader::parse_job_document("name: x\nrun_after: [x]\ntasks: [{kind: BUILTIN, builtin: NOOP}]\n", "body");
+  ASSERT_FALSE(self);
+  EXPECT_NE(self.error().message.find("body: run_after: a job cannot run after itself"), std::string::npos);
+}

@@ -276,6 +276,40 @@ Result<CreateResult> PgLeaderStore::skip_cron_slots(Epoch epoch, const std::stri
   });
 }
 
+Result<EventsProcessed> PgLeaderStore::process_events(Epoch epoch, int limit) {
+  // Everything in one statement, so the runs and the processed mark commit
+  // together: a leader that dies before its commit leaves the events for the
+  // next one, and (job, event) is unique, so none is delivered twice.
+  static const std::string sql =
+      "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1 FOR KEY SHARE),"
+      " ok AS (SELECT 1 WHERE (SELECT epoch FROM fence) = $1::bigint),"
+      " ev AS (SELECT e.id, e.kind, e.payload FROM events e, ok WHERE e.processed_at IS NULL"
+      "  ORDER BY e.id LIMIT $2 FOR UPDATE OF e SKIP LOCKED),"
+      " subs AS (SELECT ev.id AS event_id, ev.kind, ev.payload, j.id AS job_id, j.max_attempts, j.priority,"
+      "  (ev.kind LIKE 'job.succeeded:%') AS upstream FROM ev JOIN job_definitions j"
+      "  ON j.deleted_at IS NULL AND j.live AND NOT j.paused"
+      "  AND (ev.kind = ANY (j.on_events) OR (ev.kind LIKE 'job.succeeded:%'"
+      "  AND substr(ev.kind, 15) = ANY (j.run_after)))),"
+      " w AS (INSERT INTO job_runs (job_definition_id, max_attempts, priority, trigger_kind, leader_epoch, payload,"
+      "  event_id)"
+      "  SELECT s.job_id, s.max_attempts, s.priority, 'event', $1::bigint,"
+      "  CASE WHEN s.upstream THEN jsonb_build_object('upstream_run_id', (s.payload->>'run_id')::bigint,"
+      "  'upstream_job', s.payload->>'job', 'event', jsonb_build_object('id', s.event_id, 'kind', s.kind))"
+      "  ELSE jsonb_build_object('event', jsonb_build_object('id', s.event_id, 'kind', s.kind,"
+      "  'payload', s.payload)) END, s.event_id"
+      "  FROM subs s ON CONFLICT DO NOTHING RETURNING id, job_definition_id, event_id),"
+      " led AS (INSERT INTO decision_ledger (epoch, job_definition_id, decision, reason, run_id, details)"
+      "  SELECT $1::bigint, w.job_definition_id, 'created', 'event', w.id,"
+      "  jsonb_build_object('event_id', w.event_id) FROM w RETURNING 1),"
+      " done AS (UPDATE events e SET processed_at = now() FROM ev WHERE e.id = ev.id RETURNING 1)"
+      " SELECT (SELECT epoch FROM fence), (SELECT count(*) FROM done), (SELECT count(*) FROM w)";
+  return session_.with<EventsProcessed>([&](pqxx::connection& c) -> Result<EventsProcessed> {
+    pqxx::nontransaction tx{c};
+    auto r = tx.exec_params1(sql, epoch.value, limit);
+    return EventsProcessed{Epoch{r[0].as<std::int64_t>()}, r[1].as<std::int64_t>(), r[2].as<std::int64_t>()};
+  });
+}
+
 Result<CreateResult> PgLeaderStore::record_decision(Epoch epoch, RunId run, const std::string& decision,
                                                     const std::string& reason, const std::string& details_json) {
   static const std::string sql =

@@ -21,7 +21,7 @@ bool is_external(const Effect& e) {
          std::holds_alternative<WriteAssigns>(e) || std::holds_alternative<WriteStarts>(e) ||
          std::holds_alternative<WriteFinishes>(e) || std::holds_alternative<WriteHeartbeats>(e) ||
          std::holds_alternative<CreateCronRun>(e) || std::holds_alternative<SkipCronSlots>(e) ||
-         std::holds_alternative<RecordDecision>(e);
+         std::holds_alternative<RecordDecision>(e) || std::holds_alternative<ProcessEvents>(e);
 }
 
 RunBook::RunBook(Epoch epoch, std::string node_id, RuntimeConfig cfg, std::uint64_t seed, MonoTime started)
@@ -62,7 +62,7 @@ std::vector<Effect> RunBook::take_effects() {
 
 std::size_t RunBook::outstanding() const {
   return wait_active_.size() + wait_run_.size() + wait_due_.size() + wait_jobs_.size() + wait_write_.size() +
-         wait_batch_.size() + wait_heartbeats_.size() + wait_create_.size() + wait_controls_.size();
+         wait_batch_.size() + wait_heartbeats_.size() + wait_create_.size() + wait_controls_.size() + wait_events_.size();
 }
 
 std::optional<MonoTime> RunBook::next_wakeup() const {
@@ -112,6 +112,9 @@ void RunBook::result(OpId op, const Result<store::HeartbeatBatchResult>& r, Mono
   resume(wait_heartbeats_, op, r, now);
 }
 void RunBook::result(OpId op, const Result<store::CreateResult>& r, MonoTime now) { resume(wait_create_, op, r, now); }
+void RunBook::result(OpId op, const Result<store::EventsProcessed>& r, MonoTime now) {
+  resume(wait_events_, op, r, now);
+}
 void RunBook::result(OpId op, const Result<store::Controls>& r, MonoTime now) { resume(wait_controls_, op, r, now); }
 
 void RunBook::after_input() {
@@ -161,6 +164,7 @@ void RunBook::pump() {
             materialize_cron(*jobs);
           };
           emit(ReadScheduledJobs{op});
+          process_events();
         }
         break;
       case step_controls:

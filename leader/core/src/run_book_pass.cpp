@@ -508,6 +508,24 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
 
 // --- the decision ledger ------------------------------------------------------
 
+void RunBook::process_events() {
+  const OpId op = next_op();
+  constexpr int kEventBatch = 100;
+  wait_events_[op] = [this](const Result<store::EventsProcessed>& r) {
+    if (!r) {
+      log(LogLevel::warn, fmt::format("events_error epoch={} error={}", epoch_.value, r.error().message));
+      return;
+    }
+    if (r->current_epoch != epoch_) return fence("process_events", "", r->current_epoch);
+    if (r->events == 0) return;
+    log(LogLevel::info,
+        fmt::format("events_processed events={} runs={} epoch={}", r->events, r->runs, epoch_.value));
+    if (r->runs > 0) dispatch_requested_ = true;
+    if (r->events >= kEventBatch) last_cron_ = MonoTime{};  // more waiting: the next pass goes on
+  };
+  emit(ProcessEvents{op, kEventBatch});
+}
+
 void RunBook::find_unmatched() {
   // Runs whose selector no worker taking runs can satisfy are never read as
   // due (dispatch reads per label set), so they would wait silently: look

@@ -116,6 +116,8 @@ struct Driver {
             book.result(r->op, Result<std::vector<store::ActiveRun>>(rows), now);
         } else if (auto* d = std::get_if<ReadDue>(&e)) {
           book.result(d->op, Result<std::vector<store::DueRun>>(due), now);
+        } else if (auto* ev = std::get_if<ProcessEvents>(&e)) {
+          book.result(ev->op, Result<store::EventsProcessed>(store::EventsProcessed{kEpoch, 0, 0}), now);
         } else if (auto* u = std::get_if<ReadUnmatched>(&e)) {
           book.result(u->op, Result<std::vector<store::DueRun>>(unmatched), now);
         } else if (auto* j = std::get_if<ReadScheduledJobs>(&e)) {

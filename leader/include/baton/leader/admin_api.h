@@ -108,6 +108,8 @@ class AdminApi {
   HttpResponse list_epochs(const ApiCall& c);
   HttpResponse list_nodes(const ApiCall& c);
   HttpResponse list_audit(const ApiCall& c);
+  HttpResponse list_events(const ApiCall& c);
+  HttpResponse post_event(const ApiCall& c);
   HttpResponse get_settings(const ApiCall& c);
   HttpResponse set_setting(const ApiCall& c);
   HttpResponse list_tokens(const ApiCall& c);

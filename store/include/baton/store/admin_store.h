@@ -139,6 +139,10 @@ class AdminStore {
                                   std::optional<std::string> subject) = 0;
   /// Every setting as a JSON object {key: {value, updated_at, updated_by}}.
   virtual Result<std::string> settings_json() = 0;
+  /// Events newest first, optionally of one kind: id, kind, payload,
+  /// dedupe_key, created, processed, and the runs made from each.
+  virtual Result<Page> list_events(int limit, std::optional<std::int64_t> before_id,
+                                   std::optional<std::string> kind) = 0;
   /// API tokens newest first (name, role, created, last used, revoked).
   virtual Result<Page> list_tokens(int limit, std::optional<std::int64_t> before_id) = 0;
 
@@ -152,6 +156,11 @@ class AdminStore {
   virtual Result<CreateResult> trigger(const Actor& who, const std::string& job,
                                        const std::optional<std::string>& idempotency_key,
                                        const std::optional<std::string>& payload_json) = 0;
+  /// Records an event (any node; the leader turns it into runs). With a
+  /// dedupe_key already used, nothing is written: {"event_id", "created":
+  /// false}. Audited with the kind and key, never the payload.
+  virtual Result<AdminResult> post_event(const Actor& who, const std::string& kind, const std::string& payload_json,
+                                         const std::optional<std::string>& dedupe_key) = 0;
   /// A new run of the same job and payload as run `of` (any final state).
   virtual Result<AdminResult> rerun(const Actor& who, RunId of) = 0;
   /// Replays dead letters: a new run for each, the letter marked `replayed`.

@@ -101,6 +101,8 @@ struct JobDefinition {
   std::string concurrency_policy = "allow";            ///< allow | forbid | replace
   bool exclusive_execution = false;                    ///< no other exclusive run while it runs
   std::int64_t jitter_ms = 0;                          ///< cron runs start up to this much after their slot
+  std::vector<std::string> on_events;                  ///< event kinds that each make a run
+  std::vector<std::string> run_after;                  ///< jobs whose every success makes a run
 };
 
 struct ScheduledJob {
@@ -116,6 +118,13 @@ struct ScheduledJob {
   std::int64_t jitter_ms = 0;                     ///< a slot's run starts up to this much after it
   std::int64_t now_unix = 0;                      ///< the database clock, seconds
   std::int64_t now_unix_ms = 0;
+};
+
+/// What one store::LeaderStore::process_events call did.
+struct EventsProcessed {
+  Epoch current_epoch{0};
+  std::int64_t events = 0;  ///< events marked processed
+  std::int64_t runs = 0;    ///< runs created from them
 };
 
 /// Cron slots a plan gives up, recorded as one decision-ledger entry.
@@ -169,6 +178,11 @@ class LeaderStore {
   virtual Result<CreateResult> skip_cron_slots(Epoch epoch, const std::string& job,
                                                const std::vector<SkippedCronSlots>& ranges,
                                                const std::string& details_json) = 0;
+  /// Up to `limit` unprocessed events, oldest first, in one fenced
+  /// statement: one run per subscribed job (on_events; run_after for
+  /// `job.succeeded:<job>`) that is live and not paused, unique per (job,
+  /// event), each with a `created` ledger entry; the events marked processed.
+  virtual Result<EventsProcessed> process_events(Epoch epoch, int limit) = 0;
   /// A decision about one run (held back by overlap control, no worker
   /// matches its selector), fenced: the decision-ledger entry is written only
   /// under `epoch`.

@@ -186,6 +186,11 @@ struct CreateCronRun {
   bool caught_up = false;      ///< created late, after a gap
   std::int64_t jitter_ms = 0;  ///< its run starts this long after the slot
 };
+/// store::LeaderStore::process_events: events into runs.
+struct ProcessEvents {
+  OpId op = 0;
+  int limit = 100;
+};
 /// store::LeaderStore::unmatched_runs: runs no attached worker can take.
 struct ReadUnmatched {
   OpId op = 0;
@@ -209,8 +214,8 @@ struct SkipCronSlots {
 };
 using Effect = std::variant<Send, Close, Log, Count, ObserveDispatchLatency, RecordWorker, AppendRunLog, ReadActive,
                             ReadRun, ReadDue, ReadScheduledJobs, WriteRun, WriteAssigns, WriteStarts, WriteFinishes,
-                            WriteHeartbeats, CreateCronRun, SkipCronSlots, RecordDecision, ReadUnmatched, ReadControls,
-                            RecordWorkersSeen, ObserveRunFinished>;
+                            WriteHeartbeats, CreateCronRun, SkipCronSlots, RecordDecision, ReadUnmatched, ProcessEvents,
+                            ReadControls, RecordWorkersSeen, ObserveRunFinished>;
 
 /// True for the effects that change the world outside the leader (messages
 /// and writes): none may follow a Fenced answer.
@@ -246,6 +251,7 @@ class RunBook {
   void result(OpId op, const Result<store::HeartbeatBatchResult>& r, MonoTime now);
   void result(OpId op, const Result<store::CreateResult>& r, MonoTime now);
   void result(OpId op, const Result<store::Controls>& r, MonoTime now);
+  void result(OpId op, const Result<store::EventsProcessed>& r, MonoTime now);
 
   // --- outputs --------------------------------------------------------------
   std::vector<Effect> take_effects();
@@ -364,6 +370,9 @@ class RunBook {
   void flush_heartbeats();
   void materialize_cron(const std::vector<store::ScheduledJob>& jobs);
   void find_unmatched();
+  /// Events (and successes other jobs run after) into runs: one fenced
+  /// statement per batch, every cron period.
+  void process_events();
   /// One decision-ledger entry per (run, decision) while this book lives.
   void record_once(RunId run, const std::string& decision, const std::string& reason);
   void create_cron_slots(std::string job, std::vector<std::int64_t> slots, std::size_t caught_up, std::size_t next,
@@ -401,6 +410,7 @@ class RunBook {
   Waiting<store::BatchWriteResult> wait_batch_;
   Waiting<store::HeartbeatBatchResult> wait_heartbeats_;
   Waiting<store::CreateResult> wait_create_;
+  Waiting<store::EventsProcessed> wait_events_;
   Waiting<store::Controls> wait_controls_;
 
   bool fresh_ = false;  ///< tracked_ is a successful read of this pass plus this book's applied writes

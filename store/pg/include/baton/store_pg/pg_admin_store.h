@@ -19,6 +19,9 @@ class PgAdminStore final : public AdminStore {
   Result<ClusterGauges> cluster_gauges() override;
   Result<std::optional<std::string>> run_json(RunId id) override;
   Result<std::optional<std::string>> slot_decisions(const std::string& job, std::int64_t slot_unix) override;
+  Result<Page> list_events(int limit, std::optional<std::int64_t> before_id, std::optional<std::string> kind) override;
+  Result<AdminResult> post_event(const Actor& who, const std::string& kind, const std::string& payload_json,
+                                 const std::optional<std::string>& dedupe_key) override;
   Result<Page> list_runs(const RunQuery& q) override;
   Result<std::optional<std::string>> run_state(RunId id) override;
   Result<Page> list_epochs(int limit, std::optional<std::int64_t> before_epoch) override;
