@@ -26,7 +26,7 @@ export)
   j runs.jsonl "SELECT json_build_object('id', r.id, 'job', j.name, 'state', r.state, 'attempt', r.attempt,
       'max_attempts', r.max_attempts, 'key', r.idempotency_key,
       'slot', floor(extract(epoch FROM r.scheduled_for))::bigint, 'created_us', floor(extract(epoch FROM r.created_at) * 1e6)::bigint,
-      'error_code', r.error_code)
+      'error_code', r.error_code, 'event_id', r.event_id)
       FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id ORDER BY r.id"
   j transitions.jsonl "SELECT json_build_object('id', id, 'run', run_id, 'from', from_state, 'to', to_state,
       'from_version', from_version, 'to_version', to_version, 'attempt', attempt, 'epoch', leader_epoch,
@@ -42,8 +42,10 @@ export)
   j dead_letters.jsonl "SELECT json_build_object('run', run_id, 'final_state', final_state, 'attempts', attempts,
       'error_code', error_code) FROM dead_letters ORDER BY id"
   j jobs.jsonl "SELECT json_build_object('name', name, 'max_instances', max_instances,
-      'concurrency_policy', concurrency_policy, 'exclusive_execution', exclusive_execution)
+      'concurrency_policy', concurrency_policy, 'exclusive_execution', exclusive_execution, 'on_events', on_events)
       FROM job_definitions ORDER BY id"
+  j events.jsonl "SELECT json_build_object('id', id, 'kind', kind, 'dedupe_key', dedupe_key,
+      'processed', processed_at IS NOT NULL) FROM events ORDER BY id"
   j ledger.jsonl "SELECT json_build_object('job', j.name, 'decision', d.decision, 'reason', d.reason,
       'slot', floor(extract(epoch FROM d.slot))::bigint, 'slot_last', floor(extract(epoch FROM d.slot_last))::bigint,
       'run', d.run_id, 'epoch', d.epoch)

@@ -349,6 +349,15 @@ class Harness {
                                                  "      - {kind: PROGRAM, command: "
                                               << task("--sleep, '200', --garbage")
                                               << "}\n"
+                                                 // One run per event, exactly once across failovers.
+                                                 "  - name: chaos-event\n"
+                                                 "    on_events: [chaos.tick]\n"
+                                                 "    max_attempts: 3\n"
+                                                 "    retry: {base: 200ms, cap: 2s}\n"
+                                                 "    tasks:\n"
+                                                 "      - {kind: PROGRAM, command: "
+                                              << task("--sleep, '100'")
+                                              << "}\n"
                                                  // Overlap control: two at a time, and two exclusive jobs.
                                                  "  - name: chaos-pair\n"
                                                  "    max_instances: 2\n"
@@ -517,6 +526,13 @@ class Harness {
       const std::string job = cancel ? "chaos-long" : jobs[rng() % jobs.size()];
       if (cancel) next_cancel = std::chrono::steady_clock::now() + 3s;
       auto run = submit(job, key, stop);
+      // Every fourth round an event, and every tenth event posted twice (the
+      // second post must record nothing).
+      if (n % 4 == 0) {
+        const std::string event = "e" + std::to_string(o_.seed) + "-" + std::to_string(n);
+        post_event(event, stop);
+        if (n % 40 == 0) post_event(event, stop);
+      }
       if (cancel && run > 0) {
         std::this_thread::sleep_for(std::chrono::milliseconds(300 + rng() % 700));
         for (int tries = 0; tries < 20; ++tries) {
@@ -559,6 +575,27 @@ class Harness {
     std::lock_guard lock(mutex_);
     submissions_ << "key=" << key << " job=" << job << " accepted=0\n";
     return 0;
+  }
+
+  /// Posts the event `chaos.tick` with dedupe key `key` until some node
+  /// accepts it (any node may; retried through failovers with the same key).
+  void post_event(const std::string& key, const std::atomic<bool>& stop) {
+    const std::string body = R"({"kind":"chaos.tick","payload":{"key":")" + key + R"("},"dedupe_key":")" + key + "\"}";
+    for (int attempt = 0; attempt < 150 && !stop.load(); ++attempt) {
+      std::string target = leader();
+      if (target.empty()) target = node_port_.begin()->first;
+      auto r = http_request(node_port_[target], "POST", "/api/v1/events", {{"Authorization", "Bearer " + admin_token}},
+                            body);
+      if (r.status == 201 || r.status == 200) {
+        std::lock_guard lock(mutex_);
+        submissions_ << "event=" << key << " accepted=1 status=" << r.status << "\n";
+        submissions_.flush();
+        return;
+      }
+      std::this_thread::sleep_for(200ms);
+    }
+    std::lock_guard lock(mutex_);
+    submissions_ << "event=" << key << " accepted=0\n";
   }
 
   // ---- probes: what each node says about leadership ---------------------------

@@ -33,7 +33,12 @@ struct Fixture {
   std::ostringstream evidence, runs, transitions, attempts, dead, probes, nemesis, epochs, ledger;
   /// Job definitions (db/jobs.jsonl): the cron job may run one at a time.
   std::string jobs = R"({"name":"cron","max_instances":1,"concurrency_policy":"allow","exclusive_execution":false})"
+                     "\n"
+                     R"({"name":"evt","max_instances":null,"concurrency_policy":"allow","exclusive_execution":false,)"
+                     R"("on_events":["tick"]})"
                      "\n";
+  std::ostringstream events;  ///< db/events.jsonl
+  std::string submissions = "key=k1 job=api accepted=1 status=201 run=100\n";
   std::int64_t log_id = 0;
   std::string faults = "kill9_worker,pause_leader";
 
@@ -65,6 +70,11 @@ struct Fixture {
     tr(100, "RUNNING", "SUCCEEDED", 7, 8, 2, 2, T + 10'600'000);
     attempt(100, 1, "w2", "FAILED", "a");
     attempt(100, 2, "w1", "SUCCEEDED", "b");
+    // Event e1 (kind tick) was accepted, processed, and made run 60 of `evt`.
+    simple_run(60, "evt", "", 0, "w2", T + 11 * sec, 2, 1);
+    events << R"({"id":1,"kind":"tick","dedupe_key":"e1","processed":true})"
+           << "\n";
+    submissions += "event=e1 accepted=1 status=201\n";
   }
   ~Fixture() { fs::remove_all(dir); }
 
@@ -82,10 +92,11 @@ struct Fixture {
            << " role=" << (up ? role : "") << " epoch=" << (up ? epoch : 0) << " leader=\n";
   }
   void run(std::int64_t id, const std::string& job, const std::string& state, const std::string& key, std::int64_t slot,
-           int attempt, int max_attempts) {
+           int attempt, int max_attempts, std::int64_t event_id = 0) {
     runs << "{\"id\":" << id << ",\"job\":\"" << job << "\",\"state\":\"" << state
          << "\",\"key\":" << (key.empty() ? "null" : "\"" + key + "\"") << ",\"attempt\":" << attempt
-         << ",\"max_attempts\":" << max_attempts << ",\"slot\":" << slot << ",\"created_us\":" << T + 50 << "}\n";
+         << ",\"max_attempts\":" << max_attempts << ",\"slot\":" << slot << ",\"created_us\":" << T + 50
+         << ",\"event_id\":" << event_id << "}\n";
   }
   void tr(std::int64_t r, const std::string& from, const std::string& to, std::optional<std::int64_t> from_v,
           std::int64_t to_v, int attempt, int epoch, std::optional<std::int64_t> commit,
@@ -133,8 +144,8 @@ struct Fixture {
   }
   /// A run that went PENDING -> ASSIGNED -> RUNNING -> SUCCEEDED at attempt 1.
   void simple_run(std::int64_t id, const std::string& job, const std::string& key, std::int64_t slot,
-                  const std::string& worker, std::int64_t at, int epoch) {
-    run(id, job, "SUCCEEDED", key, slot, 1, 3);
+                  const std::string& worker, std::int64_t at, int epoch, std::int64_t event_id = 0) {
+    run(id, job, "SUCCEEDED", key, slot, 1, 3, event_id);
     if (slot > 0) decision(job, "created", "on_time", slot, slot, id, epoch);
     tr(id, "", "PENDING", {}, 1, 1, epoch, at);
     tr(id, "PENDING", "ASSIGNED", 1, 2, 1, epoch, at + 1000);
@@ -152,7 +163,7 @@ struct Fixture {
                                        << " poll_ms=300\n";
     std::ofstream(dir + "/nemesis.log") << nemesis.str();
     std::ofstream(dir + "/probes.log") << probes.str();
-    std::ofstream(dir + "/submissions.log") << "key=k1 job=api accepted=1 status=201 run=100\n";
+    std::ofstream(dir + "/submissions.log") << submissions;
     std::ofstream(dir + "/evidence/tasks.jsonl") << evidence.str();
     std::ofstream(dir + "/db/runs.jsonl") << runs.str();
     std::ofstream(dir + "/db/transitions.jsonl") << transitions.str();
@@ -161,6 +172,7 @@ struct Fixture {
     std::ofstream(dir + "/db/dead_letters.jsonl") << dead.str();
     std::ofstream(dir + "/db/ledger.jsonl") << ledger.str();
     std::ofstream(dir + "/db/jobs.jsonl") << jobs;
+    std::ofstream(dir + "/db/events.jsonl") << events.str();
     return check_history(dir);
   }
   static const InvariantResult& get(const Report& r, const std::string& name) {
@@ -177,10 +189,11 @@ TEST(Checker, CleanHistoryPassesWithNonZeroCounts) {
   Fixture f;
   auto r = f.check();
   EXPECT_TRUE(r.ok()) << r.markdown();
-  EXPECT_EQ(Fixture::get(r, "no_overlapping_executions").examined, 17);          // 16 cron runs + run 100
-  EXPECT_EQ(Fixture::get(r, "one_successful_execution").examined, 17 + 16 + 1);  // runs, slots, the key
-  EXPECT_EQ(Fixture::get(r, "success_recorded").examined, 17);
-  EXPECT_EQ(Fixture::get(r, "outcome_matches_process").examined, 18);
+  EXPECT_EQ(Fixture::get(r, "no_overlapping_executions").examined, 18);          // 16 cron runs, runs 100, 60
+  EXPECT_EQ(Fixture::get(r, "one_successful_execution").examined, 18 + 16 + 1);  // runs, slots, the key
+  EXPECT_EQ(Fixture::get(r, "success_recorded").examined, 18);
+  EXPECT_EQ(Fixture::get(r, "outcome_matches_process").examined, 19);
+  EXPECT_EQ(Fixture::get(r, "events_once").examined, 1);
   EXPECT_EQ(Fixture::get(r, "confirming_not_cut_short").examined, 1);
   EXPECT_EQ(Fixture::get(r, "paused_leader_superseded").examined, 1);
   EXPECT_EQ(Fixture::get(r, "cron_slots_complete").examined, 16);
@@ -547,4 +560,34 @@ TEST(Checker, ExecutionsOfTwoExclusiveJobsAtOnceAreAViolation) {
   auto r = f.check();
   EXPECT_EQ(Fixture::violations(r, "overlap_respected"), 1) << r.markdown();
   EXPECT_NE(r.markdown().find("exclusive jobs: 2 executions alive at once"), std::string::npos) << r.markdown();
+}
+
+// Events, each failure on a hand-made history first.
+TEST(Checker, TwoRunsOfOneEventForOneJobAreAViolation) {
+  Fixture f;
+  f.run(61, "evt", "SUCCEEDED", "", 0, 1, 3, 1);
+  auto r = f.check();
+  EXPECT_GE(Fixture::violations(r, "events_once"), 1) << r.markdown();
+  EXPECT_NE(r.markdown().find("event 1 has 2 runs of job evt"), std::string::npos) << r.markdown();
+}
+
+TEST(Checker, AnAcceptedEventWithoutItsRunIsAViolation) {
+  Fixture f;
+  f.events << R"({"id":2,"kind":"tick","dedupe_key":"e2","processed":true})"
+           << "\n";
+  f.submissions += "event=e2 accepted=1 status=201\n";
+  f.submissions += "event=e3 accepted=1 status=201\n";  // never recorded at all
+  auto r = f.check();
+  EXPECT_EQ(Fixture::violations(r, "events_once"), 2) << r.markdown();
+  EXPECT_NE(r.markdown().find("event e2 (id 2) has no run of subscribed job evt"), std::string::npos) << r.markdown();
+  EXPECT_NE(r.markdown().find("event e3 was accepted but is not recorded"), std::string::npos) << r.markdown();
+}
+
+TEST(Checker, TwoEventsForOneDedupeKeyAreAViolation) {
+  Fixture f;
+  f.events << R"({"id":3,"kind":"tick","dedupe_key":"e1","processed":true})"
+           << "\n";
+  auto r = f.check();
+  EXPECT_GE(Fixture::violations(r, "events_once"), 1) << r.markdown();
+  EXPECT_NE(r.markdown().find("dedupe key e1 has 2 events"), std::string::npos) << r.markdown();
 }

@@ -770,6 +770,46 @@ Report check_history(const History& h) {
     report.invariants.push_back(inv);
   }
 
+  // ---- events: one per dedupe key, one run per subscriber, every one -------
+  {
+    InvariantResult inv = invariant(
+        "events_once",
+        "at most one event per dedupe key; per subscribed job at most one run per event; every event the harness "
+        "saw accepted was processed and each job subscribed to its kind has exactly one finished run of it");
+    std::map<std::string, std::vector<const EventRow*>> by_key;
+    for (const auto& e : h.events)
+      if (!e.dedupe_key.empty()) by_key[e.dedupe_key].push_back(&e);
+    for (const auto& [key, es] : by_key)
+      if (es.size() > 1) add(inv, "dedupe key " + key + " has " + std::to_string(es.size()) + " events");
+    std::map<std::pair<std::string, std::int64_t>, std::vector<std::int64_t>> runs_of;  // (job, event) -> runs
+    for (const auto& [id, r] : h.runs)
+      if (r.event_id > 0) runs_of[{r.job, r.event_id}].push_back(id);
+    for (const auto& [k, ids] : runs_of)
+      if (ids.size() > 1)
+        add(inv,
+            "event " + std::to_string(k.second) + " has " + std::to_string(ids.size()) + " runs of job " + k.first);
+    for (const auto& key : std::set<std::string>(h.accepted_events.begin(), h.accepted_events.end())) {
+      inv.examined++;
+      auto it = by_key.find(key);
+      if (it == by_key.end()) {
+        add(inv, "event " + key + " was accepted but is not recorded");
+        continue;
+      }
+      const EventRow& e = *it->second.front();
+      if (!e.processed) add(inv, "event " + key + " (id " + std::to_string(e.id) + ") was never processed");
+      for (const auto& [name, job] : h.jobs) {
+        if (std::find(job.on_events.begin(), job.on_events.end(), e.kind) == job.on_events.end()) continue;
+        auto runs = runs_of.find({name, e.id});
+        if (runs == runs_of.end())
+          add(inv, "event " + key + " (id " + std::to_string(e.id) + ") has no run of subscribed job " + name);
+        else if (!terminal(h.runs.at(runs->second.front()).state))
+          add(inv, "event " + key + " run " + std::to_string(runs->second.front()) + " is " +
+                       h.runs.at(runs->second.front()).state);
+      }
+    }
+    report.invariants.push_back(inv);
+  }
+
   // ---- every idempotency key has one run, finished ----------------------------
   {
     InvariantResult inv =

@@ -218,6 +218,7 @@ History load_history(const std::string& dir) {
     while (std::getline(in, line)) {
       auto f = kv(line);
       if (f.count("key") && f["accepted"] == "1") h.accepted_keys.push_back(f["key"]);
+      if (f.count("event") && f["accepted"] == "1") h.accepted_events.push_back(f["event"]);
     }
   }
   for (const auto& o : read_jsonl(dir + "/db/runs.jsonl", h)) {
@@ -229,7 +230,8 @@ History load_history(const std::string& dir) {
              static_cast<int>(num(o, "attempt")),
              static_cast<int>(num(o, "max_attempts")),
              num(o, "slot"),
-             num(o, "created_us")};
+             num(o, "created_us"),
+             num(o, "event_id")};
     h.runs[r.id] = r;
   }
   for (const auto& o : read_jsonl(dir + "/db/transitions.jsonl", h))
@@ -249,9 +251,17 @@ History load_history(const std::string& dir) {
   for (const auto& o : read_jsonl(dir + "/db/dead_letters.jsonl", h))
     h.dead_letters.push_back({num(o, "run"), str(o, "final_state"), static_cast<int>(num(o, "attempts"))});
   for (const auto& o : read_jsonl(dir + "/db/jobs.jsonl", h)) {
-    JobRow j{str(o, "name"), opt_int(o, "max_instances"), str(o, "concurrency_policy"), false};
+    JobRow j{str(o, "name"), opt_int(o, "max_instances"), str(o, "concurrency_policy"), false, {}};
     if (auto* e = o.if_contains("exclusive_execution"); e && e->is_bool()) j.exclusive = e->as_bool();
+    if (auto* e = o.if_contains("on_events"); e && e->is_array())
+      for (const auto& k : e->as_array())
+        if (k.is_string()) j.on_events.emplace_back(k.as_string());
     h.jobs[j.name] = j;
+  }
+  for (const auto& o : read_jsonl(dir + "/db/events.jsonl", h)) {
+    EventRow e{num(o, "id"), str(o, "kind"), str(o, "dedupe_key"), false};
+    if (auto* p = o.if_contains("processed"); p && p->is_bool()) e.processed = p->as_bool();
+    h.events.push_back(e);
   }
   for (const auto& o : read_jsonl(dir + "/db/ledger.jsonl", h)) {
     LedgerRow l{str(o, "job"),       str(o, "decision"), str(o, "reason"), num(o, "slot"),

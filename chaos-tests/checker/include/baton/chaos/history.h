@@ -89,6 +89,14 @@ struct RunRow {
   int attempt = 0, max_attempts = 0;
   std::int64_t slot = 0;  ///< unix seconds, 0 if not time-triggered
   std::int64_t created_us = 0;
+  std::int64_t event_id = 0;  ///< the event it was made from, 0 if none
+};
+
+/// One recorded event (db/events.jsonl).
+struct EventRow {
+  std::int64_t id = 0;
+  std::string kind, dedupe_key;
+  bool processed = false;
 };
 
 struct TransitionRow {
@@ -129,6 +137,7 @@ struct JobRow {
   std::optional<std::int64_t> max_instances;
   std::string concurrency_policy = "allow";
   bool exclusive = false;
+  std::vector<std::string> on_events;
   /// Active runs allowed at once: max_instances, 1 under forbid/replace.
   std::optional<std::int64_t> limit() const {
     if (concurrency_policy == "forbid" || concurrency_policy == "replace") return 1;
@@ -167,6 +176,8 @@ struct History {
   std::vector<DeadLetterRow> dead_letters;
   std::vector<LedgerRow> ledger;
   std::map<std::string, JobRow> jobs;  ///< by name
+  std::vector<EventRow> events;
+  std::vector<std::string> accepted_events;  ///< dedupe keys of events the harness saw accepted
   std::vector<DurableFinish> durable_finishes;
   std::vector<std::string> accepted_keys;
   std::vector<std::string> read_errors;  ///< missing or unreadable inputs
