@@ -319,6 +319,43 @@ TEST_F(AdminApiTest, RunsNoWorkerCanTakeAreCountedAndFound) {
   EXPECT_EQ(body(api.handle({"GET", "/status", {}, ""})).as_object().at("unmatched_runs").as_int64(), 2);
 }
 
+// Parameters: a job's defaults overlaid by a trigger's reach the due run;
+// names and values on the payload denylist are refused with an error naming
+// them, and nothing is created.
+TEST_F(AdminApiTest, ParametersAreMergedAndSecretsRefused) {
+  ASSERT_EQ(send("PUT", "/api/v1/jobs/report",
+                 R"({"parameters":{"region":"eu","format":"pdf"},"tasks":[{"kind":"BUILTIN","builtin":"NOOP"}]})")
+                .status,
+            201);
+  auto created = send("POST", "/api/v1/jobs/report/trigger", R"({"parameters":{"format":"csv","rows":3}})");
+  ASSERT_EQ(created.status, 201) << created.body;
+  const auto run = body(created).as_object().at("run_id").as_int64();
+  auto due = leader_store.due_runs(100, {});
+  ASSERT_TRUE(due);
+  bool found = false;
+  for (const auto& d : *due) {
+    if (d.id.value != run) continue;
+    found = true;
+    EXPECT_EQ(d.parameters, (std::map<std::string, std::string>{{"region", "eu"}, {"format", "csv"}, {"rows", "3"}}));
+  }
+  EXPECT_TRUE(found);
+
+  auto secret = send("POST", "/api/v1/jobs/report/trigger", R"({"parameters":{"db_password":"hunter2"}})");
+  EXPECT_EQ(secret.status, 400);
+  EXPECT_NE(secret.body.find("parameters.db_password: the name contains"), std::string::npos) << secret.body;
+  auto key = send("POST", "/api/v1/events", R"({"kind":"k","payload":{"cert":"-----BEGIN PRIVATE KEY-----"}})");
+  EXPECT_EQ(key.status, 400);
+  EXPECT_NE(key.body.find("payload.cert: the value contains"), std::string::npos) << key.body;
+  auto job = send("PUT", "/api/v1/jobs/leaky",
+                  R"({"parameters":{"GITHUB_TOKEN":"x"},"tasks":[{"kind":"BUILTIN","builtin":"NOOP"}]})");
+  EXPECT_EQ(job.status, 400);
+  EXPECT_NE(job.body.find("parameters.GITHUB_TOKEN"), std::string::npos) << job.body;
+  EXPECT_EQ(get("/api/v1/jobs/leaky").status, 404) << "nothing created";
+  // The denylist is the node's to set.
+  api.set_payload_denylist({"region"});
+  EXPECT_EQ(send("POST", "/api/v1/jobs/report/trigger", R"({"parameters":{"region":"us"}})").status, 400);
+}
+
 TEST_F(AdminApiTest, PauseAndResumeAreRecordedWithTheChangeAndSurviveAnApply) {
   EXPECT_EQ(api.handle({"POST", "/api/v1/jobs/every-minute/pause", {}, ""}).status, 401);
   auto res = post("/api/v1/jobs/every-minute/pause");
@@ -721,14 +758,14 @@ TEST_F(AdminApiTest, TheOperationsGuideDocumentsEveryRoute) {
 }
 
 TEST_F(AdminApiTest, ATriggerCarriesParametersAsThePayloadAndAuditsOnlyTheirNames) {
-  auto res = send("POST", "/api/v1/jobs/manual/trigger", R"({"parameters":{"region":"eu","password":"hunter2"}})");
+  auto res = send("POST", "/api/v1/jobs/manual/trigger", R"({"parameters":{"region":"eu","customer":"hunter2"}})");
   ASSERT_EQ(res.status, 201) << res.body;
   const auto run = body(res).as_object()["run_id"].as_int64();
   auto shown = body(get("/api/v1/runs/" + std::to_string(run))).as_object();
   EXPECT_EQ(shown["payload"].at("parameters").at("region").as_string(), "eu");
   EXPECT_TRUE(shown["decisions"].as_array().empty());
   auto audit = last_audit();
-  EXPECT_EQ(json::serialize(audit["details"].at("parameters")), R"(["password","region"])");
+  EXPECT_EQ(json::serialize(audit["details"].at("parameters")), R"(["customer","region"])");
   EXPECT_EQ(json::serialize(audit).find("hunter2"), std::string::npos) << "values are not audited";
   EXPECT_EQ(send("POST", "/api/v1/jobs/manual/trigger", R"({"parameters":[1]})").status, 400);
   EXPECT_EQ(send("POST", "/api/v1/jobs/manual/trigger", R"({"params":{}})").status, 400);

@@ -385,3 +385,22 @@ TEST_F(CtlTest, EventsRunTheirSubscribersOnceAndDependentsRunAfterASuccess) {
   EXPECT_NE(load_run.output.find("\"upstream_run_id\": " + std::to_string(upstream)), std::string::npos)
       << load_run.output;
 }
+
+// Parameters end to end: a job's default and a trigger's parameter reach the
+// task's environment and its arguments.
+TEST_F(CtlTest, ParametersReachTheTask) {
+  std::filesystem::create_directories(cluster.dir() + "/params");
+  std::ofstream(cluster.dir() + "/params/jobs.yaml") << R"(jobs:
+  - name: greet
+    parameters: {greeting: hello}
+    tasks:
+      - {kind: PROGRAM, command: [/bin/sh, -c, 'echo "$BATON_PARAM_GREETING $0"', '{{param.name}}']}
+)";
+  ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/params"}).code, 0);
+  auto trigger = ctl({"jobs", "trigger", "greet", "--param", "name=world"});
+  ASSERT_EQ(trigger.code, 0) << trigger.output;
+  const std::string run = std::to_string(std::stoll(trigger.output));
+  auto logs = ctl({"logs", "-f", run, "--interval", "200ms"});
+  EXPECT_EQ(logs.code, 0) << logs.output;
+  EXPECT_NE(logs.output.find("hello world"), std::string::npos) << logs.output;
+}

@@ -525,6 +525,8 @@ HttpResponse AdminApi::put_job(const ApiCall& c, bool create_only) {
   auto job = parse_job_document(c.request.body, "body", name);
   if (!job) return error(400, "invalid_job", job.error().message);
   if (!valid_name(job->name)) return bad_name("job name", job->name);
+  if (auto denied = find_denied(json::parse(job->parameters_json), denylist_, "parameters"))
+    return error(400, "invalid_job", *denied);
   std::optional<std::int64_t> version;
   if (auto bad = int_param(c.params, "version", 1, INT64_MAX, version)) return error(400, "bad_request", *bad);
   auto dry = text_param(c.params, "dry_run");
@@ -599,6 +601,8 @@ HttpResponse AdminApi::trigger(const ApiCall& c) {
                          " (a trigger takes {\"parameters\": {...}})");
     if (auto* p = o.if_contains("parameters"); p && !p->is_object())
       return error(400, "bad_request", "'parameters' must be a JSON object of names to values");
+    if (auto* p = o.if_contains("parameters"))
+      if (auto denied = find_denied(*p, denylist_, "parameters")) return error(400, "bad_request", *denied);
     payload = json::serialize(o);
   }
   auto created = with_store([&](auto& s) { return s.trigger(c.actor(), job, key, payload); });
@@ -791,6 +795,7 @@ HttpResponse AdminApi::post_event(const ApiCall& c) {
     if (!p->is_object()) return error(400, "bad_request", "'payload' must be a JSON object");
     payload = json::serialize(*p);
     if (payload.size() > 65536) return error(413, "too_large", "'payload' is larger than 64 KiB");
+    if (auto denied = find_denied(*p, denylist_, "payload")) return error(400, "bad_request", *denied);
   }
   std::optional<std::string> dedupe;
   if (auto* d = o.if_contains("dedupe_key")) {
@@ -798,8 +803,8 @@ HttpResponse AdminApi::post_event(const ApiCall& c) {
       return error(400, "bad_request", "'dedupe_key' must be a string of 1-200 characters");
     dedupe = std::string(d->as_string());
   }
-  auto r = with_store(
-      [&](auto& s) { return s.post_event(c.actor(), std::string(kind->as_string()), payload, dedupe); });
+  auto r =
+      with_store([&](auto& s) { return s.post_event(c.actor(), std::string(kind->as_string()), payload, dedupe); });
   if (!r) return db_error(r.error());
   if (r->outcome != store::AdminOutcome::applied) return refused(*r);
   auto out = json::parse(r->json).as_object();

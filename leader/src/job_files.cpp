@@ -119,6 +119,24 @@ store::JobDefinition read_job(const YAML::Node& node, const std::string& path, C
     errors.add(j.key_path("selector"), "must be a mapping of label to value");
   }
   j.mark_known("selector");
+  // Default parameters of the job's runs: names to text (a trigger's or an
+  // event's parameters are laid over them).
+  YAML::Node params = node["parameters"];
+  j.mark_known("parameters");
+  boost::json::object parameters;
+  if (params && params.IsMap()) {
+    for (const auto& kv : params) {
+      const std::string key = kv.first.as<std::string>();
+      if (!kv.second.IsScalar())
+        errors.add(j.key_path("parameters." + key), "must be a text value (a string, number or boolean)");
+      else
+        parameters[key] = kv.second.as<std::string>();
+    }
+  } else if (params && !params.IsNull()) {
+    errors.add(j.key_path("parameters"), "must be a mapping of names to values");
+  }
+  job.parameters_json = boost::json::serialize(parameters);
+  if (job.parameters_json.size() > 65536) errors.add(j.key_path("parameters"), "is larger than 64 KiB");
   job.selector_json = selector + "}";
   std::vector<protocol::Task> tasks;
   YAML::Node tl = node["tasks"];
@@ -189,6 +207,7 @@ std::vector<std::string> job_changes(const store::JobDefinition& from, const sto
   if (from.jitter_ms != to.jitter_ms) out.push_back("jitter");
   if (from.on_events != to.on_events) out.push_back("on_events");
   if (from.run_after != to.run_after) out.push_back("run_after");
+  if (!same_json(from.parameters_json, to.parameters_json)) out.push_back("parameters");
   return out;
 }
 

@@ -56,7 +56,9 @@ class NodeRuntime final : public ServerHandlers {
         admin_(AdminApiPorts{[this] { return status(); },
                              [this](std::int64_t run, const std::string& reason) { return cancel(run, reason); },
                              [this] { wake_dispatcher(); }},
-               admin_store, metrics, clock_, cfg.admin_token, cfg.metrics_require_token) {}
+               admin_store, metrics, clock_, cfg.admin_token, cfg.metrics_require_token) {
+    admin_.set_payload_denylist(cfg.payload_denylist);
+  }
 
   HttpResponse handle_http(const HttpRequest& r) override { return admin_.handle(r); }
 

@@ -87,6 +87,7 @@ Result<NodeConfig> load_node_config(const std::string& file) {
                "nodes no longer load job files: job definitions live in the database. Remove jobs_dir and load "
                "the files once with `baton ctl apply -f DIR` (docs/operations.md, \"Jobs are data\")");
   if (auto v = top.boolean("metrics_require_token")) cfg.metrics_require_token = *v;
+  if (auto v = top.string_list("payload_denylist")) cfg.payload_denylist = *v;
 
   ConfigMap rt = top.map("runtime");
   auto dur = [&](const char* key, Millis& out) {

@@ -145,6 +145,7 @@ TEST(NodeConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
       {"worker_token_file", "(required)"},
       {"admin_token_file", "(required)"},
       {"metrics_require_token", cfg->metrics_require_token ? "true" : "false"},
+      {"payload_denylist", "(see docs/scheduling.md)"},
       {"jobs_dir", "(refused)"},
       {"runtime.heartbeat_interval", duration(r.heartbeat_interval)},
       {"runtime.heartbeat_timeout", duration(r.heartbeat_timeout)},

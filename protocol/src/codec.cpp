@@ -196,6 +196,7 @@ Message read_message(const std::string& type, const Fields& f) {
     if (m.tasks.empty()) f.fail("tasks", "must hold at least one task");
     m.timeout_ms = f.integer("timeout_ms", 0, ms_max, 0);
     m.continuation_timeout_ms = f.integer("continuation_timeout_ms", 0, ms_max, 0);
+    m.parameters = f.string_map("parameters");
     return m;
   }
   if (type == "start") return Start{read_ref(f)};
@@ -284,6 +285,7 @@ struct Encoder {
   }
   void operator()(const Assign& m) {
     put_ref(o, m.ref);
+    if (!m.parameters.empty()) o["parameters"] = map_json(m.parameters);
     json::array tasks;
     for (const Task& t : m.tasks) {
       json::object j;

@@ -27,7 +27,7 @@ std::vector<Message> samples() {
           Welcome{"n1", 7, 500, 3000, 20000, 5000, {ref()}},
           Redirect{"127.0.0.1:7002", 7},
           Error{"unauthenticated", "bad token"},
-          Assign{ref(), {program, sql, builtin}, 60000, 45000},
+          Assign{ref(), {program, sql, builtin}, 60000, 45000, {{"region", "eu"}, {"count", "3"}}},
           Start{ref()},
           StartGranted{ref()},
           StartDenied{ref(), "lease token is stale"},

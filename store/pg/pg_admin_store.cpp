@@ -81,7 +81,7 @@ constexpr const char* job_json =
     " 'catch_up_limit', j.catch_up_limit, 'starting_deadline_ms', j.starting_deadline_ms,"
     " 'max_instances', j.max_instances, 'concurrency_policy', j.concurrency_policy,"
     " 'exclusive_execution', j.exclusive_execution, 'jitter_ms', j.jitter_ms, 'on_events', j.on_events,"
-    " 'run_after', j.run_after,"
+    " 'run_after', j.run_after, 'parameters', j.parameters,"
     " 'created_at', j.created_at, 'updated_at', j.updated_at, 'deleted_at', j.deleted_at)";
 
 }  // namespace
@@ -260,16 +260,15 @@ Result<Page> PgAdminStore::list_audit(int limit, std::optional<std::int64_t> bef
 
 Result<Page> PgAdminStore::list_events(int limit, std::optional<std::int64_t> before_id,
                                        std::optional<std::string> kind) {
-  return page_query(
-      session_,
-      "SELECT e.id::text, jsonb_build_object('id', e.id, 'kind', e.kind, 'payload', e.payload,"
-      " 'dedupe_key', e.dedupe_key, 'created_at', e.created_at, 'created_by', e.created_by,"
-      " 'processed_at', e.processed_at, 'runs', coalesce((SELECT jsonb_agg(jsonb_build_object('id', r.id,"
-      " 'job', j.name, 'state', r.state) ORDER BY r.id) FROM job_runs r LEFT JOIN job_definitions j"
-      " ON j.id = r.job_definition_id WHERE r.event_id = e.id), '[]'::jsonb))::text FROM events e"
-      " WHERE ($1::bigint IS NULL OR e.id < $1) AND ($2::text IS NULL OR e.kind = $2)"
-      " ORDER BY e.id DESC LIMIT $3",
-      limit, before_id, kind);
+  return page_query(session_,
+                    "SELECT e.id::text, jsonb_build_object('id', e.id, 'kind', e.kind, 'payload', e.payload,"
+                    " 'dedupe_key', e.dedupe_key, 'created_at', e.created_at, 'created_by', e.created_by,"
+                    " 'processed_at', e.processed_at, 'runs', coalesce((SELECT jsonb_agg(jsonb_build_object('id', r.id,"
+                    " 'job', j.name, 'state', r.state) ORDER BY r.id) FROM job_runs r LEFT JOIN job_definitions j"
+                    " ON j.id = r.job_definition_id WHERE r.event_id = e.id), '[]'::jsonb))::text FROM events e"
+                    " WHERE ($1::bigint IS NULL OR e.id < $1) AND ($2::text IS NULL OR e.kind = $2)"
+                    " ORDER BY e.id DESC LIMIT $3",
+                    limit, before_id, kind);
 }
 
 Result<Page> PgAdminStore::list_nodes(int limit, std::optional<std::string> after_id) {
@@ -311,7 +310,7 @@ Result<std::optional<StoredJob>> PgAdminStore::job_definition(const std::string&
         "SELECT schedule, time_zone, tasks::text, max_attempts, priority, coalesce(timeout_ms, 0), retry_base_ms,"
         " retry_cap_ms, worker_selector::text, live, misfire_policy, version, paused, catch_up_limit,"
         " starting_deadline_ms, max_instances, concurrency_policy, exclusive_execution, jitter_ms,"
-        " array_to_json(on_events)::text, array_to_json(run_after)::text"
+        " array_to_json(on_events)::text, array_to_json(run_after)::text, parameters::text"
         " FROM job_definitions WHERE name = $1 AND deleted_at IS NULL",
         name);
     if (rows.empty()) return std::optional<StoredJob>{};
@@ -341,6 +340,7 @@ Result<std::optional<StoredJob>> PgAdminStore::job_definition(const std::string&
     for (const auto& v : on_events.as_array()) s.job.on_events.emplace_back(v.as_string());
     const boost::json::value run_after = boost::json::parse(r[20].as<std::string>());
     for (const auto& v : run_after.as_array()) s.job.run_after.emplace_back(v.as_string());
+    s.job.parameters_json = r[21].as<std::string>();
     return std::optional<StoredJob>{s};
   });
 }
@@ -578,9 +578,9 @@ Result<AdminResult> PgAdminStore::create_job(const Actor& who, const JobDefiniti
     auto rows = tx.exec_params(
         "INSERT INTO job_definitions (name, schedule, time_zone, tasks, max_attempts, priority, timeout_ms,"
         " retry_base_ms, retry_cap_ms, worker_selector, live, misfire_policy, catch_up_limit, starting_deadline_ms,"
-        " max_instances, concurrency_policy, exclusive_execution, jitter_ms, on_events, run_after)"
+        " max_instances, concurrency_policy, exclusive_execution, jitter_ms, on_events, run_after, parameters)"
         " VALUES ($1, $2, $3, $4::jsonb, $5, $6, nullif($7, 0), $8, $9, $10::jsonb, $11, $12, $13, $14, $15, $16, $17,"
-        " $18, $19::text[], $20::text[])"
+        " $18, $19::text[], $20::text[], $21::jsonb)"
         " ON CONFLICT (name) DO UPDATE SET schedule = EXCLUDED.schedule, time_zone = EXCLUDED.time_zone,"
         " tasks = EXCLUDED.tasks, max_attempts = EXCLUDED.max_attempts, priority = EXCLUDED.priority,"
         " timeout_ms = EXCLUDED.timeout_ms, retry_base_ms = EXCLUDED.retry_base_ms,"
@@ -589,13 +589,13 @@ Result<AdminResult> PgAdminStore::create_job(const Actor& who, const JobDefiniti
         " starting_deadline_ms = EXCLUDED.starting_deadline_ms, cron_cursor = NULL, schedule_resumed_at = NULL,"
         " max_instances = EXCLUDED.max_instances, concurrency_policy = EXCLUDED.concurrency_policy,"
         " exclusive_execution = EXCLUDED.exclusive_execution, jitter_ms = EXCLUDED.jitter_ms,"
-        " on_events = EXCLUDED.on_events, run_after = EXCLUDED.run_after,"
+        " on_events = EXCLUDED.on_events, run_after = EXCLUDED.run_after, parameters = EXCLUDED.parameters,"
         " paused = false, deleted_at = NULL, updated_at = now(),"
         " version = job_definitions.version + 1 WHERE job_definitions.deleted_at IS NOT NULL RETURNING id",
         j.name, j.schedule, j.time_zone, j.tasks_json, j.max_attempts, j.priority, j.timeout_ms, j.retry_base_ms,
         j.retry_cap_ms, j.selector_json, j.live, j.misfire_policy, j.catch_up_limit, j.starting_deadline_ms,
         j.max_instances, j.concurrency_policy, j.exclusive_execution, j.jitter_ms, pg_array(j.on_events),
-        pg_array(j.run_after));
+        pg_array(j.run_after), j.parameters_json);
     if (rows.empty()) return refused(AdminOutcome::conflict, "job '" + j.name + "' exists", job_row_json(tx, j.name));
     auto after = job_row_json(tx, j.name);
     audit_in(tx, who, "job.create", "job:" + j.name, std::nullopt, after);
@@ -623,14 +623,14 @@ Result<AdminResult> PgAdminStore::update_job(const Actor& who, const JobWrite& w
         " priority = $6, timeout_ms = nullif($7, 0), retry_base_ms = $8, retry_cap_ms = $9,"
         " worker_selector = $10::jsonb, live = $11, misfire_policy = $12, catch_up_limit = $13,"
         " starting_deadline_ms = $14, max_instances = $15, concurrency_policy = $16, exclusive_execution = $17,"
-        " jitter_ms = $18, on_events = $19::text[], run_after = $20::text[],"
+        " jitter_ms = $18, on_events = $19::text[], run_after = $20::text[], parameters = $21::jsonb,"
         " version = version + 1, updated_at = now(),"
         " schedule_resumed_at = CASE WHEN NOT live AND $11 THEN now() ELSE schedule_resumed_at END"
         " WHERE name = $1",
         j.name, j.schedule, j.time_zone, j.tasks_json, j.max_attempts, j.priority, j.timeout_ms, j.retry_base_ms,
         j.retry_cap_ms, j.selector_json, j.live, j.misfire_policy, j.catch_up_limit, j.starting_deadline_ms,
         j.max_instances, j.concurrency_policy, j.exclusive_execution, j.jitter_ms, pg_array(j.on_events),
-        pg_array(j.run_after));
+        pg_array(j.run_after), j.parameters_json);
     auto after = job_row_json(tx, j.name);
     audit_in(tx, who, "job.update", "job:" + j.name, before, after);
     tx.commit();

@@ -43,7 +43,9 @@ PgLeaderStore::PgLeaderStore(const std::string& url, const std::string& applicat
               "SELECT r.id, r.version, r.state, r.attempt, r.max_attempts, r.priority, coalesce(j.name, ''),"
               " coalesce(j.tasks::text, '[]'), coalesce(j.timeout_ms, 0), coalesce(j.worker_selector::text, '{}'),"
               " coalesce(j.retry_base_ms, 1000), coalesce(j.retry_cap_ms, 3600000), r.unstarted_assignments,"
-              " baton_instance_limit(j), coalesce(j.exclusive_execution, false)"
+              " baton_instance_limit(j), coalesce(j.exclusive_execution, false),"
+              " (coalesce(j.parameters, '{}'::jsonb) || coalesce(r.payload->'parameters', '{}'::jsonb)"
+              " || (r.payload - 'parameters'))::text"
               " FROM ((SELECT id, coalesce(scheduled_for, created_at) AS due_at FROM job_runs jr"
               "        WHERE state = 'PENDING' AND coalesce(scheduled_for, created_at) <= now()"
               "        AND (start_after IS NULL OR start_after <= now())" +
@@ -91,6 +93,11 @@ Result<std::vector<DueRun>> PgLeaderStore::due_runs(int limit, const std::map<st
       d.unstarted_assignments = r[12].as<int>();
       if (!r[13].is_null()) d.instance_limit = r[13].as<int>();
       d.exclusive = r[14].as<bool>();
+      const boost::json::value params = boost::json::parse(r[15].as<std::string>());
+      if (params.is_object())
+        for (const auto& kv : params.as_object())
+          d.parameters[std::string(kv.key())] =
+              kv.value().is_string() ? std::string(kv.value().as_string()) : boost::json::serialize(kv.value());
       out.push_back(std::move(d));
     }
     return out;

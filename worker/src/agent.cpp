@@ -392,6 +392,7 @@ class Agent {
     ctx.ref = assign.ref;
     ctx.timeout = std::chrono::milliseconds(assign.timeout_ms);
     ctx.sql_connections = cfg_.sql_connections;
+    ctx.parameters = assign.parameters;
     // The tree must be dead before a leader may retry the run: the leader
     // waits continuation timeout + margin after it lost this worker, and the
     // renewals stop at the continuation deadline (or when this process

@@ -1,5 +1,7 @@
 #include "baton/worker/task_runner.h"
 
+#include "baton/worker_core/task_parameters.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -56,6 +58,7 @@ TaskRunner::TaskOutcome TaskRunner::run_program(const AttemptContext& ctx, const
   env_strings.push_back("BATON_RUN_ID=" + std::to_string(ctx.ref.run_id));
   env_strings.push_back("BATON_ATTEMPT=" + std::to_string(ctx.ref.attempt));
   env_strings.push_back("BATON_FENCE_TOKEN=" + ctx.ref.lease_token);
+  for (const auto& [k, v] : ctx.parameters) env_strings.push_back(worker_core::parameter_env_name(k) + "=" + v);
   for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
   std::vector<char*> envp, args;
   for (auto& s : env_strings) envp.push_back(s.data());
@@ -210,19 +213,67 @@ protocol::Finish TaskRunner::run(const AttemptContext& ctx, const std::vector<pr
     const auto& t = tasks[i];
     const auto t0 = Clock::now();
     TaskOutcome o;
+    // {{param.NAME}} in arguments, env values and a builtin's argument.
+    protocol::Task expanded = t;
+    std::optional<std::string> bad_reference;
+    auto expand = [&](std::string& text) {
+      auto r = worker_core::substitute_parameters(text, ctx.parameters);
+      if (auto* e = std::get_if<worker_core::SubstitutionError>(&r)) {
+        if (!bad_reference) bad_reference = e->message;
+      } else {
+        text = std::get<std::string>(r);
+      }
+    };
+    for (auto& a : expanded.command) expand(a);
+    for (auto& [k, v] : expanded.env) expand(v);
+    expand(expanded.argument);
     if (cancel_) {
       o = {false, -1, false, true, cancel_reason_};
+    } else if (bad_reference) {
+      o = {false, 2, false, false, "parameters: " + *bad_reference};
     } else if (t.kind == protocol::TaskKind::program) {
-      o = run_program(ctx, t.command, t.env, t.cwd, deadline);
+      o = run_program(ctx, expanded.command, expanded.env, expanded.cwd, deadline);
     } else if (t.kind == protocol::TaskKind::sql) {
       auto c = ctx.sql_connections.find(t.connection);
-      if (c == ctx.sql_connections.end())
+      if (c == ctx.sql_connections.end()) {
         o = {false, 2, false, false, "SQL: no connection named '" + t.connection + "' in this worker's config"};
-      else
-        o = run_program(ctx, {"psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", c->second, "-c", t.sql}, {}, "",
-                        deadline);
+      } else {
+        // Parameters are psql variables, which the SQL quotes as :'NAME':
+        // psql sends a quoted literal, nothing is spliced into the text.
+        // psql interpolates variables only in a script (not in -c), so the
+        // statement goes through a private file when there are any.
+        std::vector<std::string> argv{"psql", "-X", "-q", "-v", "ON_ERROR_STOP=1"};
+        for (const auto& [k, v] : ctx.parameters) {
+          if (!worker_core::is_psql_variable_name(k)) continue;
+          argv.push_back("-v");
+          argv.push_back(k + "=" + v);
+        }
+        argv.push_back("-d");
+        argv.push_back(c->second);
+        std::string script;
+        if (ctx.parameters.empty()) {
+          argv.push_back("-c");
+          argv.push_back(t.sql);
+        } else {
+          char path[] = "/tmp/baton-sql-XXXXXX";
+          const int fd = ::mkstemp(path);
+          if (fd >= 0) {
+            script = path;
+            const bool written = ::write(fd, t.sql.data(), t.sql.size()) == static_cast<ssize_t>(t.sql.size());
+            ::close(fd);
+            if (!written) script.clear();
+          }
+          argv.push_back("-f");
+          argv.push_back(script);
+        }
+        if (!ctx.parameters.empty() && script.empty())
+          o = {false, 2, false, false, "SQL: cannot write the statement to a temporary file"};
+        else
+          o = run_program(ctx, argv, {}, "", deadline);
+        if (!script.empty()) ::unlink(script.c_str());
+      }
     } else {
-      o = run_builtin(t, deadline);
+      o = run_builtin(expanded, deadline);
     }
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
     fin.tasks.push_back({t.name.empty() ? "task" + std::to_string(i) : t.name, o.exit_code, ms, o.ok});

@@ -67,6 +67,28 @@ TEST(TaskRunner, NoShellUnlessAsked) {
   EXPECT_EQ(f.stdout_tail, "$HOME; rm -rf /\n");
 }
 
+// Parameters reach a task as BATON_PARAM_* variables and {{param.NAME}} in
+// its arguments and env values, each value one argument (no shell); a
+// reference to a parameter the run does not have fails the task clearly.
+TEST(TaskRunner, ParametersReachTheTask) {
+  TaskRunner r;
+  auto c = ctx();
+  c.parameters = {{"region", "eu-west"}, {"note", "a b; $(id)"}};
+  auto t = program(
+      {"/bin/sh", "-c", "echo env=$BATON_PARAM_REGION arg=$0 note=$1 e=$E", "{{param.region}}", "{{param.note}}"});
+  t.env["E"] = "<{{param.region}}>";
+  auto f = r.run(c, {t, builtin("LOG", "region {{param.region}}")});
+  EXPECT_EQ(f.outcome, protocol::Outcome::succeeded) << f.error;
+  EXPECT_NE(f.stdout_tail.find("env=eu-west arg=eu-west note=a b; $(id) e=<eu-west>"), std::string::npos)
+      << f.stdout_tail;
+  EXPECT_NE(f.stdout_tail.find("region eu-west"), std::string::npos) << f.stdout_tail;
+
+  TaskRunner missing;
+  auto bad = missing.run(c, {program({"/bin/echo", "{{param.zone}}"})});
+  EXPECT_EQ(bad.outcome, protocol::Outcome::failed);
+  EXPECT_NE(bad.error.find("{{param.zone}} names a parameter the run does not have"), std::string::npos) << bad.error;
+}
+
 TEST(TaskRunner, TimeoutKillsTheWholeProcessGroup) {
   TaskRunner r;
   std::string marker = "/tmp/baton-runner-grandchild-" + std::to_string(::getpid());

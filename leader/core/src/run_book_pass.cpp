@@ -496,7 +496,8 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
       }
       log(LogLevel::info, fmt::format("run_assigned run={} attempt={} worker={} epoch={}", d.id.value, w.attempt,
                                       json_quote(a.worker_id), epoch_.value));
-      send(a.worker_id, protocol::Assign{ref_of(row), p.tasks, d.timeout_ms, row.continuation_timeout_ms});
+      send(a.worker_id,
+           protocol::Assign{ref_of(row), p.tasks, d.timeout_ms, row.continuation_timeout_ms, d.parameters});
       Tracked t{row, std::move(p.tasks), 0, 0, {}, {}};
       mark_listed(t);
       note_holder(t);
@@ -518,8 +519,7 @@ void RunBook::process_events() {
     }
     if (r->current_epoch != epoch_) return fence("process_events", "", r->current_epoch);
     if (r->events == 0) return;
-    log(LogLevel::info,
-        fmt::format("events_processed events={} runs={} epoch={}", r->events, r->runs, epoch_.value));
+    log(LogLevel::info, fmt::format("events_processed events={} runs={} epoch={}", r->events, r->runs, epoch_.value));
     if (r->runs > 0) dispatch_requested_ = true;
     if (r->events >= kEventBatch) last_cron_ = MonoTime{};  // more waiting: the next pass goes on
   };

@@ -15,6 +15,7 @@
 #include "baton/leader/api_auth.h"
 #include "baton/leader/metrics.h"
 #include "baton/leader/node_server.h"
+#include "baton/leader/payload_denylist.h"
 #include "baton/store/admin_store.h"
 
 namespace baton::leader {
@@ -73,6 +74,8 @@ class AdminApi {
 
   HttpResponse handle(const HttpRequest& r);
   const std::vector<ApiRoute>& routes() const { return routes_; }
+  /// Names and text refused in run parameters and event payloads.
+  void set_payload_denylist(std::vector<std::string> denylist) { denylist_ = std::move(denylist); }
 
  private:
   HttpResponse route(const HttpRequest& r, const std::string& path);
@@ -123,6 +126,7 @@ class AdminApi {
   Authenticator auth_;
   bool metrics_need_token_;
   std::vector<ApiRoute> routes_;
+  std::vector<std::string> denylist_ = default_payload_denylist();
 };
 
 }  // namespace baton::leader

@@ -5,6 +5,7 @@
 
 #include "baton/consensus/election.h"
 #include "baton/core/result.h"
+#include "baton/leader/payload_denylist.h"
 #include "baton/leader_core/runtime_config.h"
 
 namespace baton::leader {
@@ -22,6 +23,9 @@ struct NodeConfig {
   std::string worker_token;            ///< read from worker_token_file
   std::string admin_token;             ///< read from admin_token_file: the bootstrap admin credential ("" = none)
   bool metrics_require_token = false;  ///< /metrics needs a token of any role
+  /// Names and text refused in run parameters and event payloads (secrets);
+  /// case-insensitive substrings (payload_denylist.h).
+  std::vector<std::string> payload_denylist = default_payload_denylist();
 };
 
 /// Reads and validates FILE. The error lists every problem, each naming the

@@ -110,6 +110,12 @@ struct Assign {
   /// leader; the leader keeps the same value with the run. 0: the value of
   /// the last welcome (a leader that predates the field).
   std::int64_t continuation_timeout_ms = 0;
+  /// The run's parameters (docs/scheduling.md, "Parameters"): the job's
+  /// defaults overlaid by the run's own, each value as text (strings as
+  /// they are, anything else as compact JSON). Tasks receive them as
+  /// BATON_PARAM_* variables, {{param.NAME}} in their arguments, and psql
+  /// variables.
+  std::map<std::string, std::string> parameters{};
   friend bool operator==(const Assign&, const Assign&) = default;
 };
 struct Start {

@@ -38,6 +38,10 @@ struct DueRun {
   /// at once (nullopt: no limit) and whether it needs the exclusive lock.
   std::optional<int> instance_limit{};
   bool exclusive = false;
+  /// The job's default parameters overlaid by the run's (payload
+  /// "parameters", then its other top-level keys: an event, an upstream run),
+  /// each value as text.
+  std::map<std::string, std::string> parameters{};
 };
 
 /// An ASSIGNED or RUNNING run, with the facts the reaper decides on. Ages and
@@ -103,6 +107,7 @@ struct JobDefinition {
   std::int64_t jitter_ms = 0;                          ///< cron runs start up to this much after their slot
   std::vector<std::string> on_events;                  ///< event kinds that each make a run
   std::vector<std::string> run_after;                  ///< jobs whose every success makes a run
+  std::string parameters_json = "{}";                  ///< default parameters of its runs (an object)
 };
 
 struct ScheduledJob {

@@ -20,6 +20,9 @@ struct AttemptContext {
   protocol::AttemptRef ref;
   std::chrono::milliseconds timeout{0};  ///< whole chain; 0 = none
   std::map<std::string, std::string> sql_connections;
+  /// The run's parameters (task_parameters.h: environment, {{param.NAME}},
+  /// psql variables).
+  std::map<std::string, std::string> parameters;
   /// Called with (pid, started) when a task's supervisor starts and exits
   /// (a record for operators; the chaos checker keeps its own evidence).
   std::function<void(int pid, bool started)> on_process;
