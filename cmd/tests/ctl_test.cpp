@@ -404,3 +404,34 @@ TEST_F(CtlTest, ParametersReachTheTask) {
   EXPECT_EQ(logs.code, 0) << logs.output;
   EXPECT_NE(logs.output.find("hello world"), std::string::npos) << logs.output;
 }
+
+// Chains end to end: a task with on_error continue lets the chain finish and
+// the run fail, every task's result recorded with the attempt; a
+// self_destruct job is retired by its first success (audited as system).
+TEST_F(CtlTest, ChainsRecordEachTaskAndASelfDestructJobRetires) {
+  std::filesystem::create_directories(cluster.dir() + "/chains");
+  std::ofstream(cluster.dir() + "/chains/jobs.yaml") << R"(jobs:
+  - name: chain
+    tasks:
+      - {kind: BUILTIN, name: check, builtin: FAIL, argument: disk low, on_error: continue}
+      - {kind: BUILTIN, name: cleanup, builtin: LOG, argument: cleaned}
+  - name: once
+    self_destruct: true
+    tasks:
+      - {kind: BUILTIN, builtin: NOOP}
+)";
+  ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/chains"}).code, 0);
+  const std::string run = std::to_string(std::stoll(ctl({"jobs", "trigger", "chain"}).output));
+  auto logs = ctl({"logs", "-f", run, "--interval", "200ms"});
+  EXPECT_NE(logs.code, 0) << "the run failed: " << logs.output;
+  EXPECT_NE(logs.output.find("cleaned"), std::string::npos) << "the chain went on: " << logs.output;
+  auto shown = ctl({"runs", "show", run, "-o", "json"}).output;
+  EXPECT_NE(shown.find("\"name\": \"check\""), std::string::npos) << shown;
+  EXPECT_NE(shown.find("\"name\": \"cleanup\""), std::string::npos) << shown;
+
+  const std::string once = std::to_string(std::stoll(ctl({"jobs", "trigger", "once"}).output));
+  EXPECT_EQ(ctl({"logs", "-f", once, "--interval", "200ms"}).code, 0);
+  EXPECT_EQ(ctl({"jobs", "show", "once"}).code, 4) << "retired by its first success";
+  auto audit = ctl({"audit", "--subject", "job:once"});
+  EXPECT_NE(audit.output.find("job.self_destruct"), std::string::npos) << audit.output;
+}

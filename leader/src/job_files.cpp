@@ -34,6 +34,15 @@ std::optional<protocol::Task> read_task(ConfigMap& t, ConfigErrors& errors) {
   const std::string builtin = t.string("builtin").value_or("");
   task.argument = t.string("argument").value_or("");
   task.ignore_error = t.boolean("ignore_error").value_or(false);
+  const std::string on_error = t.string("on_error").value_or(task.ignore_error ? "ignore" : "stop");
+  if (on_error == "continue")
+    task.on_error = protocol::TaskOnError::continue_;
+  else if (on_error == "ignore")
+    task.on_error = protocol::TaskOnError::ignore;
+  else if (on_error != "stop")
+    errors.add(t.key_path("on_error"), "must be stop, continue or ignore, got '" + on_error + "'");
+  if (task.ignore_error && on_error != "ignore")
+    errors.add(t.key_path("ignore_error"), "conflicts with on_error: use on_error alone");
   t.reject_unknown_keys();
   if (task.kind == protocol::TaskKind::program && task.command.empty())
     errors.add(t.key_path("command"), "a PROGRAM task needs a command (a list: program and arguments)");
@@ -81,6 +90,7 @@ store::JobDefinition read_job(const YAML::Node& node, const std::string& path, C
   if (job.concurrency_policy != "allow" && job.concurrency_policy != "forbid" && job.concurrency_policy != "replace")
     errors.add(j.key_path("concurrency_policy"), "must be allow, forbid or replace");
   job.exclusive_execution = j.boolean("exclusive_execution").value_or(false);
+  job.self_destruct = j.boolean("self_destruct").value_or(false);
   // Events a job subscribes to, and jobs whose successes it runs after.
   auto names = [&](const char* key, std::vector<std::string>& out) {
     if (auto list = j.string_list(key)) {
@@ -208,6 +218,7 @@ std::vector<std::string> job_changes(const store::JobDefinition& from, const sto
   if (from.on_events != to.on_events) out.push_back("on_events");
   if (from.run_after != to.run_after) out.push_back("run_after");
   if (!same_json(from.parameters_json, to.parameters_json)) out.push_back("parameters");
+  if (from.self_destruct != to.self_destruct) out.push_back("self_destruct");
   return out;
 }
 

@@ -113,3 +113,23 @@ TEST(JobDocument, ReadsEventSubscriptionsAndDependencies) {
   ASSERT_FALSE(self);
   EXPECT_NE(self.error().message.find("body: run_after: a job cannot run after itself"), std::string::npos);
 }
+
+TEST(JobDocument, ReadsOnErrorAndSelfDestruct) {
+  auto job = leader::parse_job_document(
+      "name: c\nself_destruct: true\ntasks:\n  - {kind: BUILTIN, builtin: FAIL, on_error: continue}\n"
+      "  - {kind: BUILTIN, builtin: NOOP, ignore_error: true}\n",
+      "body");
+  ASSERT_TRUE(job) << job.error().message;
+  EXPECT_TRUE(job->self_destruct);
+  EXPECT_NE(job->tasks_json.find("\"on_error\":\"continue\""), std::string::npos) << job->tasks_json;
+  EXPECT_NE(job->tasks_json.find("\"on_error\":\"ignore\""), std::string::npos) << job->tasks_json;
+  auto bad = leader::parse_job_document(
+      "name: b\ntasks:\n  - {kind: BUILTIN, builtin: NOOP, on_error: retry}\n"
+      "  - {kind: BUILTIN, builtin: NOOP, on_error: stop, ignore_error: true}\n",
+      "body");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("tasks[0].on_error: must be stop, continue or ignore"), std::string::npos)
+      << bad.error().message;
+  EXPECT_NE(bad.error().message.find("tasks[1].ignore_error: conflicts with on_error"), std::string::npos)
+      << bad.error().message;
+}

@@ -140,6 +140,13 @@ Task read_task(const Fields& f) {
   const std::string builtin = f.str("builtin", false, 32);
   t.argument = f.str("argument", false, 64 * 1024);
   t.ignore_error = f.boolean("ignore_error", false);
+  const std::string on_error = f.str("on_error", false, 16);
+  if (on_error == "continue")
+    t.on_error = TaskOnError::continue_;
+  else if (on_error == "ignore")
+    t.on_error = TaskOnError::ignore;
+  else if (!on_error.empty() && on_error != "stop")
+    f.fail("on_error", "must be stop, continue or ignore");
   if (t.kind == TaskKind::program && t.command.empty()) f.fail("command", "PROGRAM needs a non-empty command");
   if (t.kind == TaskKind::sql && (t.connection.empty() || t.sql.empty()))
     f.fail("sql", "SQL needs both connection and sql");
@@ -303,6 +310,8 @@ struct Encoder {
       if (t.kind == TaskKind::builtin) j["builtin"] = to_string(t.builtin);
       if (!t.argument.empty()) j["argument"] = t.argument;
       if (t.ignore_error) j["ignore_error"] = true;
+      if (t.on_error == TaskOnError::continue_) j["on_error"] = "continue";
+      if (t.on_error == TaskOnError::ignore) j["on_error"] = "ignore";
       tasks.push_back(std::move(j));
     }
     o["tasks"] = std::move(tasks);

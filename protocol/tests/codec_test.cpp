@@ -12,7 +12,7 @@ AttemptRef ref() { return {42, 2, "2b1c3f9e-0000-4000-8000-000000000001"}; }
 
 std::vector<Message> samples() {
   Task program{TaskKind::program, "p", {"/bin/echo", "hi"}, {{"A", "1"}}, "/tmp", "", "", Builtin::noop, "", true};
-  Task sql{TaskKind::sql, "q", {}, {}, "", "local", "SELECT 1", Builtin::noop, "", false};
+  Task sql{TaskKind::sql, "q", {}, {}, "", "local", "SELECT 1", Builtin::noop, "", false, TaskOnError::continue_};
   Task builtin{TaskKind::builtin, "", {}, {}, "", "", "", Builtin::sleep, "2s", false};
   Finish fin{ref(), Outcome::failed, 3, "exit 3", "out", "err", 1234, {{"p", 3, 1200, false}}};
   return {Hello{"w1",

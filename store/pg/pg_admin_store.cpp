@@ -81,7 +81,7 @@ constexpr const char* job_json =
     " 'catch_up_limit', j.catch_up_limit, 'starting_deadline_ms', j.starting_deadline_ms,"
     " 'max_instances', j.max_instances, 'concurrency_policy', j.concurrency_policy,"
     " 'exclusive_execution', j.exclusive_execution, 'jitter_ms', j.jitter_ms, 'on_events', j.on_events,"
-    " 'run_after', j.run_after, 'parameters', j.parameters,"
+    " 'run_after', j.run_after, 'parameters', j.parameters, 'self_destruct', j.self_destruct,"
     " 'created_at', j.created_at, 'updated_at', j.updated_at, 'deleted_at', j.deleted_at)";
 
 }  // namespace
@@ -155,7 +155,8 @@ Result<std::optional<std::string>> PgAdminStore::run_json(RunId id) {
         " 'error_code', r.error_code, 'error_msg', r.error_msg,"
         " 'attempts', coalesce((SELECT jsonb_agg(jsonb_build_object('attempt', a.attempt, 'worker_id',"
         "   a.worker_id, 'leader_epoch', a.leader_epoch, 'outcome', a.outcome, 'exit_code', a.exit_code,"
-        "   'duration_ms', a.duration_ms, 'started_at', a.started_at, 'finished_at', a.finished_at)"
+        "   'duration_ms', a.duration_ms, 'started_at', a.started_at, 'finished_at', a.finished_at,"
+        "   'task_results', a.task_results)"
         "   ORDER BY a.attempt) FROM job_run_attempts a WHERE a.run_id = r.id), '[]'::jsonb),"
         " 'transitions', coalesce((SELECT jsonb_agg(jsonb_build_object('at', t.at, 'from', t.from_state,"
         "   'to', t.to_state, 'attempt', t.attempt, 'leader_epoch', t.leader_epoch,"
@@ -310,7 +311,7 @@ Result<std::optional<StoredJob>> PgAdminStore::job_definition(const std::string&
         "SELECT schedule, time_zone, tasks::text, max_attempts, priority, coalesce(timeout_ms, 0), retry_base_ms,"
         " retry_cap_ms, worker_selector::text, live, misfire_policy, version, paused, catch_up_limit,"
         " starting_deadline_ms, max_instances, concurrency_policy, exclusive_execution, jitter_ms,"
-        " array_to_json(on_events)::text, array_to_json(run_after)::text, parameters::text"
+        " array_to_json(on_events)::text, array_to_json(run_after)::text, parameters::text, self_destruct"
         " FROM job_definitions WHERE name = $1 AND deleted_at IS NULL",
         name);
     if (rows.empty()) return std::optional<StoredJob>{};
@@ -341,6 +342,7 @@ Result<std::optional<StoredJob>> PgAdminStore::job_definition(const std::string&
     const boost::json::value run_after = boost::json::parse(r[20].as<std::string>());
     for (const auto& v : run_after.as_array()) s.job.run_after.emplace_back(v.as_string());
     s.job.parameters_json = r[21].as<std::string>();
+    s.job.self_destruct = r[22].as<bool>();
     return std::optional<StoredJob>{s};
   });
 }
@@ -578,9 +580,10 @@ Result<AdminResult> PgAdminStore::create_job(const Actor& who, const JobDefiniti
     auto rows = tx.exec_params(
         "INSERT INTO job_definitions (name, schedule, time_zone, tasks, max_attempts, priority, timeout_ms,"
         " retry_base_ms, retry_cap_ms, worker_selector, live, misfire_policy, catch_up_limit, starting_deadline_ms,"
-        " max_instances, concurrency_policy, exclusive_execution, jitter_ms, on_events, run_after, parameters)"
+        " max_instances, concurrency_policy, exclusive_execution, jitter_ms, on_events, run_after, parameters,"
+        " self_destruct)"
         " VALUES ($1, $2, $3, $4::jsonb, $5, $6, nullif($7, 0), $8, $9, $10::jsonb, $11, $12, $13, $14, $15, $16, $17,"
-        " $18, $19::text[], $20::text[], $21::jsonb)"
+        " $18, $19::text[], $20::text[], $21::jsonb, $22)"
         " ON CONFLICT (name) DO UPDATE SET schedule = EXCLUDED.schedule, time_zone = EXCLUDED.time_zone,"
         " tasks = EXCLUDED.tasks, max_attempts = EXCLUDED.max_attempts, priority = EXCLUDED.priority,"
         " timeout_ms = EXCLUDED.timeout_ms, retry_base_ms = EXCLUDED.retry_base_ms,"
@@ -590,12 +593,13 @@ Result<AdminResult> PgAdminStore::create_job(const Actor& who, const JobDefiniti
         " max_instances = EXCLUDED.max_instances, concurrency_policy = EXCLUDED.concurrency_policy,"
         " exclusive_execution = EXCLUDED.exclusive_execution, jitter_ms = EXCLUDED.jitter_ms,"
         " on_events = EXCLUDED.on_events, run_after = EXCLUDED.run_after, parameters = EXCLUDED.parameters,"
+        " self_destruct = EXCLUDED.self_destruct,"
         " paused = false, deleted_at = NULL, updated_at = now(),"
         " version = job_definitions.version + 1 WHERE job_definitions.deleted_at IS NOT NULL RETURNING id",
         j.name, j.schedule, j.time_zone, j.tasks_json, j.max_attempts, j.priority, j.timeout_ms, j.retry_base_ms,
         j.retry_cap_ms, j.selector_json, j.live, j.misfire_policy, j.catch_up_limit, j.starting_deadline_ms,
         j.max_instances, j.concurrency_policy, j.exclusive_execution, j.jitter_ms, pg_array(j.on_events),
-        pg_array(j.run_after), j.parameters_json);
+        pg_array(j.run_after), j.parameters_json, j.self_destruct);
     if (rows.empty()) return refused(AdminOutcome::conflict, "job '" + j.name + "' exists", job_row_json(tx, j.name));
     auto after = job_row_json(tx, j.name);
     audit_in(tx, who, "job.create", "job:" + j.name, std::nullopt, after);
@@ -624,13 +628,14 @@ Result<AdminResult> PgAdminStore::update_job(const Actor& who, const JobWrite& w
         " worker_selector = $10::jsonb, live = $11, misfire_policy = $12, catch_up_limit = $13,"
         " starting_deadline_ms = $14, max_instances = $15, concurrency_policy = $16, exclusive_execution = $17,"
         " jitter_ms = $18, on_events = $19::text[], run_after = $20::text[], parameters = $21::jsonb,"
+        " self_destruct = $22,"
         " version = version + 1, updated_at = now(),"
         " schedule_resumed_at = CASE WHEN NOT live AND $11 THEN now() ELSE schedule_resumed_at END"
         " WHERE name = $1",
         j.name, j.schedule, j.time_zone, j.tasks_json, j.max_attempts, j.priority, j.timeout_ms, j.retry_base_ms,
         j.retry_cap_ms, j.selector_json, j.live, j.misfire_policy, j.catch_up_limit, j.starting_deadline_ms,
         j.max_instances, j.concurrency_policy, j.exclusive_execution, j.jitter_ms, pg_array(j.on_events),
-        pg_array(j.run_after), j.parameters_json);
+        pg_array(j.run_after), j.parameters_json, j.self_destruct);
     auto after = job_row_json(tx, j.name);
     audit_in(tx, who, "job.update", "job:" + j.name, before, after);
     tx.commit();

@@ -50,9 +50,9 @@ const std::string attempt_predicates =
 
 const std::string attempt_row_cte =
     ", att AS (INSERT INTO job_run_attempts (run_id, attempt, worker_id, leader_epoch, lease_token, started_at,"
-    " finished_at, outcome, exit_code, duration_ms)"
+    " finished_at, outcome, exit_code, duration_ms, task_results)"
     " SELECT id, attempt, assigned_worker_id, leader_epoch, lease_token, started_at, now(), $7, $11,"
-    " greatest(0, floor(extract(epoch FROM (now() - started_at)) * 1000))::bigint FROM w)";
+    " greatest(0, floor(extract(epoch FROM (now() - started_at)) * 1000))::bigint, result->'tasks' FROM w)";
 
 const std::string dead_letter_cte =
     ", dl AS (INSERT INTO dead_letters (run_id, job_definition_id, final_state, attempts, error_code, error_msg,"
@@ -163,9 +163,10 @@ const std::vector<Statement>& statements() {
            " AND b.next_state IN ('SUCCEEDED', 'FAILED', 'TIMED_OUT', 'RETRY_WAITING')",
            ", b.outcome AS attempt_outcome, b.exit_code AS attempt_exit_code",
            ", att AS (INSERT INTO job_run_attempts (run_id, attempt, worker_id, leader_epoch, lease_token,"
-           " started_at, finished_at, outcome, exit_code, duration_ms)"
+           " started_at, finished_at, outcome, exit_code, duration_ms, task_results)"
            " SELECT id, attempt, assigned_worker_id, leader_epoch, lease_token, started_at, now(), attempt_outcome,"
-           " attempt_exit_code, greatest(0, floor(extract(epoch FROM (now() - started_at)) * 1000))::bigint FROM w)"
+           " attempt_exit_code, greatest(0, floor(extract(epoch FROM (now() - started_at)) * 1000))::bigint,"
+           " result->'tasks' FROM w)"
            ", dl AS (INSERT INTO dead_letters (run_id, job_definition_id, final_state, attempts, error_code,"
            " error_msg, run_snapshot) SELECT id, job_definition_id, state, attempt, error_code, error_msg,"
            " to_jsonb(w) - 'attempt_outcome' - 'attempt_exit_code' FROM w WHERE state IN ('FAILED', 'TIMED_OUT'))")},

@@ -209,6 +209,8 @@ protocol::Finish TaskRunner::run(const AttemptContext& ctx, const std::vector<pr
   protocol::Finish fin;
   fin.ref = ctx.ref;
   fin.outcome = protocol::Outcome::succeeded;
+  std::optional<std::string> failed_on;  // the first failure of an on_error: continue task
+  int failed_exit = 0;
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const auto& t = tasks[i];
     const auto t0 = Clock::now();
@@ -289,10 +291,27 @@ protocol::Finish TaskRunner::run(const AttemptContext& ctx, const std::vector<pr
       fin.error = "run timed out after " + std::to_string(ctx.timeout.count()) + "ms";
       break;
     }
-    if (t.ignore_error) continue;
+    // on_error (docs/scheduling.md, "Chains"): ignore -- the failure does
+    // not count; continue -- the chain goes on and the run fails at its end
+    // (with the first such error); stop -- the run fails now.
+    const bool ignore = t.ignore_error || t.on_error == protocol::TaskOnError::ignore;
+    if (ignore) continue;
+    const std::string error = (t.name.empty() ? "task " + std::to_string(i) : t.name) + ": " + o.error;
+    if (t.on_error == protocol::TaskOnError::continue_) {
+      if (!failed_on) {
+        failed_on = error;
+        failed_exit = o.exit_code;
+      }
+      continue;
+    }
     fin.outcome = protocol::Outcome::failed;
-    fin.error = (t.name.empty() ? "task " + std::to_string(i) : t.name) + ": " + o.error;
+    fin.error = error;
     break;
+  }
+  if (failed_on && fin.outcome == protocol::Outcome::succeeded) {
+    fin.outcome = protocol::Outcome::failed;
+    fin.error = *failed_on;
+    fin.exit_code = failed_exit;
   }
   fin.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
   // Whatever bytes the task printed, the tails are valid UTF-8 on a

@@ -118,6 +118,31 @@ TEST(TaskRunner, CancelStopsTheProcessWithinASecond) {
   EXPECT_EQ(f.stdout_tail.find("must not run"), std::string::npos);
 }
 
+// on_error continue: the chain goes on and the run fails at its end with the
+// first such error; ignore: the failure does not count.
+TEST(TaskRunner, OnErrorContinueRunsTheRestAndFailsAtTheEnd) {
+  TaskRunner r;
+  auto first = builtin("FAIL", "first problem");
+  first.on_error = protocol::TaskOnError::continue_;
+  auto second = builtin("FAIL", "second problem");
+  second.on_error = protocol::TaskOnError::continue_;
+  auto f = r.run(ctx(), {first, second, builtin("LOG", "cleanup ran")});
+  EXPECT_EQ(f.outcome, protocol::Outcome::failed);
+  EXPECT_EQ(f.stdout_tail, "cleanup ran\n");
+  ASSERT_EQ(f.tasks.size(), 3u);
+  EXPECT_FALSE(f.tasks[0].ok);
+  EXPECT_FALSE(f.tasks[1].ok);
+  EXPECT_TRUE(f.tasks[2].ok);
+  EXPECT_NE(f.error.find("first problem"), std::string::npos) << f.error;
+
+  TaskRunner ignoring;
+  auto tolerated = builtin("FAIL", "tolerated");
+  tolerated.on_error = protocol::TaskOnError::ignore;
+  auto ok = ignoring.run(ctx(), {tolerated, builtin("LOG", "after")});
+  EXPECT_EQ(ok.outcome, protocol::Outcome::succeeded);
+  EXPECT_FALSE(ok.tasks[0].ok) << "recorded as failed, not counted";
+}
+
 TEST(TaskRunner, ChainStopsAtFirstFailureUnlessIgnored) {
   TaskRunner r;
   auto ignored = builtin("FAIL", "tolerated");

@@ -62,7 +62,8 @@ std::vector<Effect> RunBook::take_effects() {
 
 std::size_t RunBook::outstanding() const {
   return wait_active_.size() + wait_run_.size() + wait_due_.size() + wait_jobs_.size() + wait_write_.size() +
-         wait_batch_.size() + wait_heartbeats_.size() + wait_create_.size() + wait_controls_.size() + wait_events_.size();
+         wait_batch_.size() + wait_heartbeats_.size() + wait_create_.size() + wait_controls_.size() +
+         wait_events_.size();
 }
 
 std::optional<MonoTime> RunBook::next_wakeup() const {
@@ -713,7 +714,7 @@ void RunBook::finish_current(const std::string& worker, const protocol::Finish& 
     store::FinishRow row{r.id, r.version, att, {}, std::nullopt};
     row.finish.exit_code = m.exit_code;
     row.finish.error_msg = m.error;
-    row.finish.result_json = duration_json(m.duration_ms);
+    row.finish.result_json = result_json(m);
     if (requested != cancel_requested_.end()) cancel_requested_.erase(requested);
     const RunState outcome = m.outcome == protocol::Outcome::succeeded   ? RunState::succeeded
                              : m.outcome == protocol::Outcome::timed_out ? RunState::timed_out
@@ -749,7 +750,7 @@ void RunBook::late_success(const std::string& worker, const protocol::Finish& m)
     w.fence = {r.id, r.version, epoch_};
     w.attempt = {worker, r.attempt, *r.lease_token};
     w.finish.exit_code = m.exit_code;
-    w.finish.result_json = duration_json(m.duration_ms);
+    w.finish.result_json = result_json(m);
     write(std::move(w), [this, worker, m](const Result<store::WriteResult>& res) {
       if (!note("late_success", m.ref.run_id, res)) return;
       finished(m.ref.run_id, "SUCCEEDED", m.duration_ms);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <string>
 
+#include "baton/core/json_text.h"
 #include "baton/leader_core/run_book.h"
 
 namespace baton::leader_core::run_book_detail {
@@ -30,6 +31,18 @@ inline bool held_by(const store::ActiveRun& r, RunState state, const std::string
 
 inline bool conflict(const Result<store::WriteResult>& w) { return w && w->outcome == WriteOutcome::conflict; }
 
-inline std::string duration_json(std::int64_t ms) { return "{\"duration_ms\":" + std::to_string(ms) + "}"; }
+/// A finish's result: its duration and each task's result (recorded as the
+/// attempt's task_results). Task names come from the job definition through
+/// the worker: quoted, so no name can break the JSON.
+inline std::string result_json(const protocol::Finish& m) {
+  std::string out = "{\"duration_ms\":" + std::to_string(m.duration_ms) + ",\"tasks\":[";
+  for (std::size_t i = 0; i < m.tasks.size(); ++i) {
+    const auto& t = m.tasks[i];
+    if (i) out += ',';
+    out += "{\"name\":" + json_quote(t.name) + ",\"exit_code\":" + std::to_string(t.exit_code) +
+           ",\"duration_ms\":" + std::to_string(t.duration_ms) + ",\"ok\":" + (t.ok ? "true" : "false") + "}";
+  }
+  return out + "]}";
+}
 
 }  // namespace baton::leader_core::run_book_detail

@@ -38,6 +38,13 @@ enum class Builtin { noop, sleep, log, fail };
 /// SUCCEEDED, FAILED, TIMED_OUT, CANCELED.
 enum class Outcome { succeeded, failed, timed_out, canceled };
 
+/// What a failed task means for its chain (docs/scheduling.md, "Chains").
+enum class TaskOnError {
+  stop,       ///< the chain stops; the run fails (the default)
+  continue_,  ///< the chain goes on; the run fails at its end
+  ignore,     ///< the chain goes on; the failure does not count
+};
+
 struct Task {
   TaskKind kind = TaskKind::builtin;
   std::string name;
@@ -48,7 +55,8 @@ struct Task {
   std::string sql;                         ///< SQL: statement text
   Builtin builtin = Builtin::noop;         ///< BUILTIN: which one
   std::string argument;                    ///< BUILTIN: SLEEP duration, LOG text, FAIL message
-  bool ignore_error = false;
+  bool ignore_error = false;               ///< older leaders' form of on_error ignore
+  TaskOnError on_error = TaskOnError::stop;
   friend bool operator==(const Task&, const Task&) = default;
 };
 

@@ -108,6 +108,7 @@ struct JobDefinition {
   std::vector<std::string> on_events;                  ///< event kinds that each make a run
   std::vector<std::string> run_after;                  ///< jobs whose every success makes a run
   std::string parameters_json = "{}";                  ///< default parameters of its runs (an object)
+  bool self_destruct = false;                          ///< retired by its first successful run
 };
 
 struct ScheduledJob {
