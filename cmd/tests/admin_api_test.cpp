@@ -555,7 +555,8 @@ TEST_F(AdminApiTest, WorkersAreDrainedEvictedAndResumedAndTheLeaderReadsIt) {
 TEST_F(AdminApiTest, SettingsAreTypedAndReachTheLeadersControls) {
   auto all = body(get("/api/v1/settings")).as_object();
   EXPECT_TRUE(all.at("dispatch_enabled").at("value").as_bool());
-  EXPECT_EQ(all.size(), 1u) << "only settings a node applies are offered";
+  EXPECT_EQ(all.size(), 2u) << "only settings a node applies are offered";
+  EXPECT_EQ(all.at("retention_days").at("value").as_int64(), 30);
   ASSERT_EQ(send("PUT", "/api/v1/settings/dispatch_enabled", R"({"value":false})").status, 200);
   EXPECT_FALSE(leader_store.read_controls()->dispatch_enabled);
   auto audit = last_audit();
@@ -565,8 +566,12 @@ TEST_F(AdminApiTest, SettingsAreTypedAndReachTheLeadersControls) {
   EXPECT_EQ(body(get("/api/v1/settings")).as_object().at("dispatch_enabled").at("updated_by").as_string(), "config");
   EXPECT_EQ(error_code(send("PUT", "/api/v1/settings/dispatch_enabled", R"({"value":"no"})"), "boolean"),
             "bad_request");
-  EXPECT_EQ(error_code(send("PUT", "/api/v1/settings/retention_days", R"({"value":3})"), "dispatch_enabled"),
+  EXPECT_EQ(error_code(send("PUT", "/api/v1/settings/reassign_after_ms", R"({"value":3})"), "dispatch_enabled"),
             "not_found");
+  EXPECT_EQ(error_code(send("PUT", "/api/v1/settings/retention_days", R"({"value":0})"), "1 to 36500"), "bad_request");
+  EXPECT_EQ(error_code(send("PUT", "/api/v1/settings/retention_days", R"({"value":"30"})"), "whole number"),
+            "bad_request");
+  ASSERT_EQ(send("PUT", "/api/v1/settings/retention_days", R"({"value":90})").status, 200);
   EXPECT_EQ(send("PUT", "/api/v1/settings/dispatch_enabled", "[true]").status, 400);
   EXPECT_FALSE(leader_store.read_controls()->dispatch_enabled) << "a refused change changes nothing";
 }

@@ -27,6 +27,9 @@ constexpr SettingSpec known_settings[] = {
     {"dispatch_enabled", "boolean",
      "false: the leader assigns no runs (within runtime.controls_every, 500 ms by default); runs already assigned or "
      "running go on, and runs keep being created"},
+    {"retention_days", "integer",
+     "days finished runs (with their history and logs), decision-ledger entries, processed events and triaged "
+     "dead letters are kept; the leader prunes older ones in bounded batches every runtime.prune_every (1-36500)"},
 };
 
 const char* const triage_statuses[] = {"pending", "acknowledged", "replayed", "closed"};
@@ -847,6 +850,10 @@ HttpResponse AdminApi::set_setting(const ApiCall& c) {
   }
   if (std::string(spec->type) == "boolean" && !value->is_bool())
     return error(400, "bad_request", "setting '" + key + "' is a boolean: {\"value\": true} or {\"value\": false}");
+  if (std::string(spec->type) == "integer" &&
+      (!value->is_int64() || value->as_int64() < 1 || value->as_int64() > 36500))
+    return error(400, "bad_request",
+                 "setting '" + key + "' is a whole number of days from 1 to 36500: {\"value\": 30}");
   auto r = with_store([&](auto& s) { return s.set_setting(c.actor(), key, json::serialize(*value)); });
   if (!r) return db_error(r.error());
   spdlog::info("setting_set key={} value={} by={}", key, json::serialize(*value), json_quote(c.who.name));

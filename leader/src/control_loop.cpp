@@ -213,6 +213,8 @@ void ControlLoop::execute(lc::Effect& effect, lc::Effect* next, bool& next_done)
         } else if constexpr (std::is_same_v<T, lc::CreateCronRun>) {
           book_.result(e.op, store_.create_cron_run(epoch_, e.job, e.slot_unix, e.caught_up, e.jitter_ms),
                        clock_.mono());
+        } else if constexpr (std::is_same_v<T, lc::Prune>) {
+          book_.result(e.op, store_.prune(epoch_, e.batch), clock_.mono());
         } else if constexpr (std::is_same_v<T, lc::ProcessEvents>) {
           book_.result(e.op, store_.process_events(epoch_, e.limit), clock_.mono());
         } else if constexpr (std::is_same_v<T, lc::ReadUnmatched>) {

@@ -158,6 +158,7 @@ TEST(NodeConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
       {"runtime.dispatch_batch", std::to_string(r.dispatch_batch)},
       {"runtime.controls_every", duration(r.controls_every)},
       {"runtime.reassign_rate", std::to_string(r.reassign_rate)},
+      {"runtime.prune_every", duration(r.prune_every)},
       {"runtime.reassign_burst", std::to_string(r.reassign_burst)},
   };
   EXPECT_EQ(documented_defaults("## Configuration (`configs/node.yaml`)"), code);

@@ -357,6 +357,8 @@ class World {
                                    std::is_same_v<T, lc::RecordDecision>) {
                 b.result(e.op, Result<store::CreateResult>(make_error(Errc::db_error, "no cron in the simulator")),
                          now);
+              } else if constexpr (std::is_same_v<T, lc::Prune>) {
+                b.result(e.op, Result<store::Pruned>(store::Pruned{epoch, 0, 0, 0, 0}), now);
               } else if constexpr (std::is_same_v<T, lc::ProcessEvents>) {
                 b.result(e.op, Result<store::EventsProcessed>(store::EventsProcessed{epoch, 0, 0}), now);
               } else if constexpr (std::is_same_v<T, lc::ReadUnmatched>) {

@@ -317,6 +317,37 @@ Result<EventsProcessed> PgLeaderStore::process_events(Epoch epoch, int limit) {
   });
 }
 
+Result<Pruned> PgLeaderStore::prune(Epoch epoch, int batch) {
+  // One statement, a bounded batch of each kind, oldest first; the leader
+  // calls it again while batches come back full. A run with a cancel or a
+  // finish in flight is not final, so only final runs go.
+  static const std::string sql =
+      "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1 FOR KEY SHARE),"
+      " ok AS (SELECT 1 WHERE (SELECT epoch FROM fence) = $1::bigint),"
+      " cutoff AS (SELECT now() - coalesce((SELECT (value #>> '{}')::int FROM settings"
+      "  WHERE key = 'retention_days' AND jsonb_typeof(value) = 'number'), 30) * interval '1 day' AS at),"
+      " old_runs AS (SELECT r.id FROM job_runs r, ok WHERE r.finished_at < (SELECT at FROM cutoff)"
+      "  AND r.state IN ('SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELED') ORDER BY r.finished_at LIMIT $2),"
+      " t AS (DELETE FROM job_run_transitions WHERE run_id IN (SELECT id FROM old_runs) RETURNING 1),"
+      " l AS (DELETE FROM run_logs WHERE run_id IN (SELECT id FROM old_runs) RETURNING 1),"
+      " r AS (DELETE FROM job_runs WHERE id IN (SELECT id FROM old_runs) RETURNING 1),"
+      " d AS (DELETE FROM decision_ledger WHERE id IN (SELECT id FROM decision_ledger, ok"
+      "  WHERE at < (SELECT at FROM cutoff) ORDER BY at LIMIT $2) RETURNING 1),"
+      " e AS (DELETE FROM events WHERE id IN (SELECT id FROM events, ok"
+      "  WHERE processed_at < (SELECT at FROM cutoff) ORDER BY processed_at LIMIT $2) RETURNING 1),"
+      " x AS (DELETE FROM dead_letters WHERE id IN (SELECT id FROM dead_letters, ok"
+      "  WHERE triage_status IN ('closed', 'replayed') AND updated_at < (SELECT at FROM cutoff)"
+      "  ORDER BY updated_at LIMIT $2) RETURNING 1)"
+      " SELECT (SELECT epoch FROM fence), (SELECT count(*) FROM r), (SELECT count(*) FROM d),"
+      " (SELECT count(*) FROM e), (SELECT count(*) FROM x)";
+  return session_.with<Pruned>([&](pqxx::connection& c) -> Result<Pruned> {
+    pqxx::nontransaction tx{c};
+    auto r = tx.exec_params1(sql, epoch.value, batch);
+    return Pruned{Epoch{r[0].as<std::int64_t>()}, r[1].as<std::int64_t>(), r[2].as<std::int64_t>(),
+                  r[3].as<std::int64_t>(), r[4].as<std::int64_t>()};
+  });
+}
+
 Result<CreateResult> PgLeaderStore::record_decision(Epoch epoch, RunId run, const std::string& decision,
                                                     const std::string& reason, const std::string& details_json) {
   static const std::string sql =

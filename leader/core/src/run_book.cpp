@@ -21,7 +21,8 @@ bool is_external(const Effect& e) {
          std::holds_alternative<WriteAssigns>(e) || std::holds_alternative<WriteStarts>(e) ||
          std::holds_alternative<WriteFinishes>(e) || std::holds_alternative<WriteHeartbeats>(e) ||
          std::holds_alternative<CreateCronRun>(e) || std::holds_alternative<SkipCronSlots>(e) ||
-         std::holds_alternative<RecordDecision>(e) || std::holds_alternative<ProcessEvents>(e);
+         std::holds_alternative<RecordDecision>(e) || std::holds_alternative<ProcessEvents>(e) ||
+         std::holds_alternative<Prune>(e);
 }
 
 RunBook::RunBook(Epoch epoch, std::string node_id, RuntimeConfig cfg, std::uint64_t seed, MonoTime started)
@@ -113,6 +114,7 @@ void RunBook::result(OpId op, const Result<store::HeartbeatBatchResult>& r, Mono
   resume(wait_heartbeats_, op, r, now);
 }
 void RunBook::result(OpId op, const Result<store::CreateResult>& r, MonoTime now) { resume(wait_create_, op, r, now); }
+void RunBook::result(OpId op, const Result<store::Pruned>& r, MonoTime now) { resume(wait_prune_, op, r, now); }
 void RunBook::result(OpId op, const Result<store::EventsProcessed>& r, MonoTime now) {
   resume(wait_events_, op, r, now);
 }
@@ -166,6 +168,7 @@ void RunBook::pump() {
           };
           emit(ReadScheduledJobs{op});
           process_events();
+          if (now_ - last_prune_ >= cfg_.prune_every) prune();
         }
         break;
       case step_controls:

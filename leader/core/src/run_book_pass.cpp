@@ -526,6 +526,27 @@ void RunBook::process_events() {
   emit(ProcessEvents{op, kEventBatch});
 }
 
+void RunBook::prune() {
+  last_prune_ = now_;
+  const OpId op = next_op();
+  constexpr int kPruneBatch = 500;
+  wait_prune_[op] = [this](const Result<store::Pruned>& r) {
+    if (!r) {
+      log(LogLevel::warn, fmt::format("prune_error epoch={} error={}", epoch_.value, r.error().message));
+      return;
+    }
+    if (r->current_epoch != epoch_) return fence("prune", "", r->current_epoch);
+    if (r->runs + r->ledger + r->events + r->dead_letters == 0) return;
+    log(LogLevel::info, fmt::format("pruned runs={} ledger={} events={} dead_letters={} epoch={}", r->runs, r->ledger,
+                                    r->events, r->dead_letters, epoch_.value));
+    // A full batch: more is waiting; go on at the next pass rather than wait.
+    if (r->runs >= kPruneBatch || r->ledger >= kPruneBatch || r->events >= kPruneBatch ||
+        r->dead_letters >= kPruneBatch)
+      last_prune_ = MonoTime{};
+  };
+  emit(Prune{op, kPruneBatch});
+}
+
 void RunBook::find_unmatched() {
   // Runs whose selector no worker taking runs can satisfy are never read as
   // due (dispatch reads per label set), so they would wait silently: look

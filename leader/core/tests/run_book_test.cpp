@@ -116,6 +116,8 @@ struct Driver {
             book.result(r->op, Result<std::vector<store::ActiveRun>>(rows), now);
         } else if (auto* d = std::get_if<ReadDue>(&e)) {
           book.result(d->op, Result<std::vector<store::DueRun>>(due), now);
+        } else if (auto* pr = std::get_if<Prune>(&e)) {
+          book.result(pr->op, Result<store::Pruned>(store::Pruned{kEpoch, 0, 0, 0, 0}), now);
         } else if (auto* ev = std::get_if<ProcessEvents>(&e)) {
           book.result(ev->op, Result<store::EventsProcessed>(store::EventsProcessed{kEpoch, 0, 0}), now);
         } else if (auto* u = std::get_if<ReadUnmatched>(&e)) {

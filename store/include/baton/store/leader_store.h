@@ -133,6 +133,13 @@ struct EventsProcessed {
   std::int64_t runs = 0;    ///< runs created from them
 };
 
+/// What one store::LeaderStore::prune call removed.
+struct Pruned {
+  Epoch current_epoch{0};
+  std::int64_t runs = 0;  ///< finished runs (with their attempts, transitions, logs)
+  std::int64_t ledger = 0, events = 0, dead_letters = 0;
+};
+
 /// Cron slots a plan gives up, recorded as one decision-ledger entry.
 struct SkippedCronSlots {
   std::int64_t first_unix = 0;
@@ -189,6 +196,11 @@ class LeaderStore {
   /// `job.succeeded:<job>`) that is live and not paused, unique per (job,
   /// event), each with a `created` ledger entry; the events marked processed.
   virtual Result<EventsProcessed> process_events(Epoch epoch, int limit) = 0;
+  /// Retention: at most `batch` of each kind older than the `retention_days`
+  /// setting, fenced: finished runs (with attempts, transitions and log
+  /// chunks), decision-ledger entries, processed events and triaged (closed
+  /// or replayed) dead letters. Untriaged dead letters are kept.
+  virtual Result<Pruned> prune(Epoch epoch, int batch) = 0;
   /// A decision about one run (held back by overlap control, no worker
   /// matches its selector), fenced: the decision-ledger entry is written only
   /// under `epoch`.

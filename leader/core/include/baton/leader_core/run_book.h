@@ -186,6 +186,11 @@ struct CreateCronRun {
   bool caught_up = false;      ///< created late, after a gap
   std::int64_t jitter_ms = 0;  ///< its run starts this long after the slot
 };
+/// store::LeaderStore::prune: retention.
+struct Prune {
+  OpId op = 0;
+  int batch = 500;
+};
 /// store::LeaderStore::process_events: events into runs.
 struct ProcessEvents {
   OpId op = 0;
@@ -215,7 +220,7 @@ struct SkipCronSlots {
 using Effect = std::variant<Send, Close, Log, Count, ObserveDispatchLatency, RecordWorker, AppendRunLog, ReadActive,
                             ReadRun, ReadDue, ReadScheduledJobs, WriteRun, WriteAssigns, WriteStarts, WriteFinishes,
                             WriteHeartbeats, CreateCronRun, SkipCronSlots, RecordDecision, ReadUnmatched, ProcessEvents,
-                            ReadControls, RecordWorkersSeen, ObserveRunFinished>;
+                            Prune, ReadControls, RecordWorkersSeen, ObserveRunFinished>;
 
 /// True for the effects that change the world outside the leader (messages
 /// and writes): none may follow a Fenced answer.
@@ -252,6 +257,7 @@ class RunBook {
   void result(OpId op, const Result<store::CreateResult>& r, MonoTime now);
   void result(OpId op, const Result<store::Controls>& r, MonoTime now);
   void result(OpId op, const Result<store::EventsProcessed>& r, MonoTime now);
+  void result(OpId op, const Result<store::Pruned>& r, MonoTime now);
 
   // --- outputs --------------------------------------------------------------
   std::vector<Effect> take_effects();
@@ -373,6 +379,8 @@ class RunBook {
   /// Events (and successes other jobs run after) into runs: one fenced
   /// statement per batch, every cron period.
   void process_events();
+  /// Retention: a bounded batch every prune_every, again while full.
+  void prune();
   /// One decision-ledger entry per (run, decision) while this book lives.
   void record_once(RunId run, const std::string& decision, const std::string& reason);
   void create_cron_slots(std::string job, std::vector<std::int64_t> slots, std::size_t caught_up, std::size_t next,
@@ -411,6 +419,7 @@ class RunBook {
   Waiting<store::HeartbeatBatchResult> wait_heartbeats_;
   Waiting<store::CreateResult> wait_create_;
   Waiting<store::EventsProcessed> wait_events_;
+  Waiting<store::Pruned> wait_prune_;
   Waiting<store::Controls> wait_controls_;
 
   bool fresh_ = false;  ///< tracked_ is a successful read of this pass plus this book's applied writes
@@ -442,7 +451,7 @@ class RunBook {
   /// The operators' controls as last read; nothing is dispatched before the
   /// first read, so a leader never dispatches while dispatch is disabled.
   std::optional<store::Controls> controls_;
-  MonoTime last_dispatch_{}, last_reap_{}, last_heartbeat_flush_{}, last_cron_{}, last_controls_{},
+  MonoTime last_dispatch_{}, last_reap_{}, last_heartbeat_flush_{}, last_cron_{}, last_controls_{}, last_prune_{},
       last_workers_seen_{};
   bool dispatch_requested_ = false;
 };

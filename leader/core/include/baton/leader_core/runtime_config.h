@@ -31,6 +31,9 @@ struct RuntimeConfig {
   /// ORPHANED runs reassigned per second, on average (0: no limit), and at
   /// most this many at once: a new leader inheriting a lost worker's runs
   /// hands them out gradually instead of all in one pass.
+  /// How often the leader prunes what is older than the retention_days
+  /// setting (a bounded batch each time; again at once while batches fill).
+  Millis prune_every{60000};
   int reassign_rate = 100;
   int reassign_burst = 100;
   int dispatch_batch = 512;

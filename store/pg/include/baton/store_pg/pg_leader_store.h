@@ -24,6 +24,7 @@ class PgLeaderStore final : public LeaderStore {
   Result<CreateResult> skip_cron_slots(Epoch epoch, const std::string& job, const std::vector<SkippedCronSlots>& ranges,
                                        const std::string& details_json) override;
   Result<EventsProcessed> process_events(Epoch epoch, int limit) override;
+  Result<Pruned> prune(Epoch epoch, int batch) override;
   Result<CreateResult> record_decision(Epoch epoch, RunId run, const std::string& decision, const std::string& reason,
                                        const std::string& details_json) override;
   Result<void> worker_attached(const std::string& worker_id, const std::string& labels_json, int capacity,
