@@ -30,6 +30,10 @@ ALTER TABLE job_runs ADD COLUMN exclusive_lock BOOLEAN CHECK (exclusive_lock IS 
 CREATE UNIQUE INDEX job_runs_instance_idx ON job_runs (job_definition_id, instance_no)
   WHERE instance_no IS NOT NULL;
 CREATE UNIQUE INDEX job_runs_exclusive_idx ON job_runs (exclusive_lock) WHERE exclusive_lock;
+-- A job's unfinished runs, read when a cron slot of a forbid or replace job
+-- is created: without it that read walks every run the job ever had.
+CREATE INDEX job_runs_unfinished_job_idx ON job_runs (job_definition_id)
+  WHERE state IN ('PENDING', 'ASSIGNED', 'RUNNING', 'RETRY_WAITING', 'ORPHANED');
 
 -- The limit a job's active runs are held to: max_instances, and 1 under
 -- forbid and replace. NULL: no limit.

@@ -4,8 +4,6 @@
 // the cursor past it; a revived job starts with no cursor.
 #include <gtest/gtest.h>
 
-#include "baton/store_pg/pg_admin_store.h"
-#include "baton/store_pg/pg_leader_store.h"
 #include "store_test_support.h"
 
 using namespace baton;
@@ -15,24 +13,15 @@ using namespace baton::store::pg::test;
 
 namespace {
 
-class CronStoreTest : public ::testing::Test {
+class CronStoreTest : public ElectedStoreTest {
  protected:
-  std::string url = baton::testing::PgInstance::shared().fresh_database("cron");
-  Epoch epoch = force_election(url, "n1");
-  PgLeaderStore leader{url, "test-leader"};
-  PgAdminStore admin{url, "test-admin"};
+  CronStoreTest() : ElectedStoreTest("cron") {}
 
   void SetUp() override {
     JobDefinition j;
     j.name = "hourly";
     j.schedule = "0 * * * *";
     ASSERT_TRUE(admin.create_job(Actor{"test", epoch}, j));
-  }
-  std::string text(const std::string& sql) {
-    pqxx::connection c(url);
-    pqxx::nontransaction tx(c);
-    auto r = tx.exec1(sql);
-    return r[0].is_null() ? "NULL" : r[0].as<std::string>();
   }
   std::optional<std::int64_t> cursor() {
     auto jobs = leader.scheduled_jobs();

@@ -4,8 +4,6 @@
 // run after becomes an event carrying the run's id.
 #include <gtest/gtest.h>
 
-#include "baton/store_pg/pg_admin_store.h"
-#include "baton/store_pg/pg_leader_store.h"
 #include "store_test_support.h"
 
 using namespace baton;
@@ -15,13 +13,9 @@ using namespace baton::store::pg::test;
 
 namespace {
 
-class EventsStoreTest : public ::testing::Test {
+class EventsStoreTest : public ElectedStoreTest {
  protected:
-  std::string url = baton::testing::PgInstance::shared().fresh_database("events");
-  Epoch epoch = force_election(url, "n1");
-  PgRunStore runs{url, "test-runs"};
-  PgLeaderStore leader{url, "test-leader"};
-  PgAdminStore admin{url, "test-admin"};
+  EventsStoreTest() : ElectedStoreTest("events") {}
 
   void job(const std::string& name, std::vector<std::string> on_events, std::vector<std::string> run_after = {}) {
     JobDefinition j;
@@ -29,12 +23,6 @@ class EventsStoreTest : public ::testing::Test {
     j.on_events = std::move(on_events);
     j.run_after = std::move(run_after);
     ASSERT_TRUE(admin.create_job(Actor{"test", epoch}, j));
-  }
-  std::string text(const std::string& sql) {
-    pqxx::connection c(url);
-    pqxx::nontransaction tx(c);
-    auto r = tx.exec1(sql);
-    return r[0].is_null() ? "NULL" : r[0].as<std::string>();
   }
 };
 

@@ -6,8 +6,6 @@
 // replace jobs.
 #include <gtest/gtest.h>
 
-#include "baton/store_pg/pg_admin_store.h"
-#include "baton/store_pg/pg_leader_store.h"
 #include "store_test_support.h"
 
 using namespace baton;
@@ -17,13 +15,9 @@ using namespace baton::store::pg::test;
 
 namespace {
 
-class OverlapStoreTest : public ::testing::Test {
+class OverlapStoreTest : public ElectedStoreTest {
  protected:
-  std::string url = baton::testing::PgInstance::shared().fresh_database("overlap");
-  Epoch epoch = force_election(url, "n1");
-  PgRunStore runs{url, "test-runs"};
-  PgLeaderStore leader{url, "test-leader"};
-  PgAdminStore admin{url, "test-admin"};
+  OverlapStoreTest() : ElectedStoreTest("overlap") {}
 
   void job(const std::string& name, std::optional<int> max_instances, const std::string& policy = "allow",
            bool exclusive = false, std::optional<std::string> schedule = std::nullopt) {

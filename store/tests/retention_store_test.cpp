@@ -5,8 +5,6 @@
 // hard-deleted (its runs are detached, not rewritten).
 #include <gtest/gtest.h>
 
-#include "baton/store_pg/pg_admin_store.h"
-#include "baton/store_pg/pg_leader_store.h"
 #include "store_test_support.h"
 
 using namespace baton;
@@ -16,22 +14,12 @@ using namespace baton::store::pg::test;
 
 namespace {
 
-class RetentionStoreTest : public ::testing::Test {
+class RetentionStoreTest : public ElectedStoreTest {
  protected:
-  std::string url = baton::testing::PgInstance::shared().fresh_database("retention");
-  Epoch epoch = force_election(url, "n1");
-  PgRunStore runs{url, "test-runs"};
-  PgLeaderStore leader{url, "test-leader"};
-  PgAdminStore admin{url, "test-admin"};
+  RetentionStoreTest() : ElectedStoreTest("retention") {}
 
-  std::string text(const std::string& sql) {
-    pqxx::connection c(url);
-    pqxx::nontransaction tx(c);
-    auto r = tx.exec1(sql);
-    return r[0].is_null() ? "NULL" : r[0].as<std::string>();
-  }
-  /// Rewrites history as if it happened `days` ago (bypassing the guards,
-  /// as only a test may).
+  /// Rewrites history (timestamps in the past), bypassing the write guards
+  /// as only a test may.
   void age(const std::string& sql) {
     pqxx::connection c(url);
     pqxx::work tx(c);

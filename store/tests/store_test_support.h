@@ -9,6 +9,8 @@
 #include <string>
 #include <thread>
 
+#include "baton/store_pg/pg_admin_store.h"
+#include "baton/store_pg/pg_leader_store.h"
 #include "baton/store_pg/pg_lease_store.h"
 #include "baton/store_pg/pg_run_store.h"
 #include "baton/store_testing/pg_instance.h"
@@ -30,6 +32,30 @@ inline Epoch force_election(const std::string& url, const std::string& who) {
   EXPECT_TRUE(r && r->won);
   return r ? r->lease.epoch : Epoch{0};
 }
+
+/// The first column of the first row of `sql`, as text ("NULL" for null).
+inline std::string scalar_text(const std::string& url, const std::string& sql) {
+  pqxx::connection c(url);
+  pqxx::nontransaction tx(c);
+  auto r = tx.exec1(sql);
+  return r[0].is_null() ? "NULL" : r[0].as<std::string>();
+}
+
+/// A fresh database in which this test is the elected leader, with the
+/// stores the leader and the admin API use.
+class ElectedStoreTest : public ::testing::Test {
+ protected:
+  explicit ElectedStoreTest(const std::string& database)
+      : url(baton::testing::PgInstance::shared().fresh_database(database)), epoch(force_election(url, "n1")) {}
+
+  std::string text(const std::string& sql) { return scalar_text(url, sql); }
+
+  std::string url;
+  Epoch epoch;
+  PgRunStore runs{url, "test-runs"};
+  PgLeaderStore leader{url, "test-leader"};
+  PgAdminStore admin{url, "test-admin"};
+};
 
 /// Inserts `n` PENDING runs with raw SQL and returns the first id.
 inline std::int64_t insert_pending_runs(const std::string& url, int n, int max_attempts = 3) {
