@@ -171,19 +171,6 @@ Result<HeartbeatBatchResult> PgLeaderStore::heartbeat_batch(Epoch epoch, const s
   });
 }
 
-Result<CreateResult> PgLeaderStore::create_job_run(Epoch epoch, const std::string& job_name,
-                                                   const std::optional<std::string>& idempotency_key,
-                                                   const std::string& trigger_kind,
-                                                   std::optional<std::int64_t> slot_unix) {
-  return session_.with<CreateResult>([&](pqxx::connection& c) -> Result<CreateResult> {
-    pqxx::nontransaction tx{c};
-    auto r = tx.exec_params1(create_job_run_sql(), epoch.value, job_name, idempotency_key, trigger_kind, slot_unix,
-                             std::optional<std::string>{});
-    if (!r[2].as<bool>()) return make_error(Errc::bad_input, "unknown job '" + job_name + "'");
-    return classify_create(r, epoch);
-  });
-}
-
 Result<CreateResult> PgLeaderStore::create_cron_run(Epoch epoch, const std::string& job, std::int64_t slot_unix,
                                                     bool caught_up, std::int64_t jitter_ms) {
   // One statement: the run, the cursor and the ledger entry commit together

@@ -71,7 +71,7 @@ TEST_F(EventsStoreTest, ASuccessOfAnUpstreamJobRunsItsDependentsWithTheRunsId) {
   job("load", {}, {"extract"});
   job("unrelated", {});
   auto run_of = [&](const std::string& name) {
-    return leader.create_job_run(epoch, name, std::nullopt, "api", std::nullopt)->run;
+    return admin.trigger(Actor{"test", epoch}, name, std::nullopt, std::nullopt)->run;
   };
   auto succeed = [&](RunId id) {
     auto a = runs.assign({id, Version{1}, epoch}, "w1");

@@ -30,7 +30,7 @@ class OverlapStoreTest : public ElectedStoreTest {
     ASSERT_TRUE(admin.create_job(Actor{"test", epoch}, j));
   }
   RunId run_of(const std::string& name) {
-    auto r = leader.create_job_run(epoch, name, std::nullopt, "api", std::nullopt);
+    auto r = admin.trigger(Actor{"test", epoch}, name, std::nullopt, std::nullopt);
     EXPECT_TRUE(r && r->outcome == WriteOutcome::applied);
     return r ? r->run : RunId{0};
   }

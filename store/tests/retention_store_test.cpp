@@ -28,7 +28,7 @@ class RetentionStoreTest : public ElectedStoreTest {
     tx.commit();
   }
   RunId finished_run(const std::string& job, RunState final_state) {
-    auto id = leader.create_job_run(epoch, job, std::nullopt, "api", std::nullopt)->run;
+    auto id = admin.trigger(Actor{"test", epoch}, job, std::nullopt, std::nullopt)->run;
     auto a = runs.assign({id, Version{1}, epoch}, "w1");
     AttemptFence f{"w1", a->attempt, a->lease_token};
     auto s = runs.start({id, a->new_version, epoch}, f, Millis{1000});
@@ -49,7 +49,7 @@ TEST_F(RetentionStoreTest, PrunesWhatIsOlderThanTheRetentionAndKeepsWhatMustStay
   const RunId old_ok = finished_run("old", RunState::succeeded);
   const RunId old_failed = finished_run("old", RunState::failed);  // its dead letter stays untriaged
   const RunId recent = finished_run("old", RunState::succeeded);
-  const RunId pending = leader.create_job_run(epoch, "old", std::nullopt, "api", std::nullopt)->run;
+  const RunId pending = admin.trigger(Actor{"test", epoch}, "old", std::nullopt, std::nullopt)->run;
   ASSERT_TRUE(admin.post_event(Actor{"test", epoch}, "k", "{}", std::nullopt));
   ASSERT_EQ(leader.process_events(epoch, 10)->events, 1);
   age("UPDATE job_runs SET finished_at = now() - interval '40 days' WHERE id IN (" + std::to_string(old_ok.value) +

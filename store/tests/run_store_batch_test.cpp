@@ -160,9 +160,9 @@ TEST_F(RunStoreBatchTest, DueRunsSkipRunsTheLabelSetCannotTake) {
   ASSERT_TRUE(admin.create_job(Actor{"test", epoch}, c_job));
   ASSERT_TRUE(admin.create_job(Actor{"test", epoch}, b_job));
   for (int i = 0; i < 3; ++i)
-    ASSERT_EQ(leader.create_job_run(epoch, "needs-c", std::nullopt, "api", std::nullopt)->outcome,
+    ASSERT_EQ(admin.trigger(Actor{"test", epoch}, "needs-c", std::nullopt, std::nullopt)->outcome,
               WriteOutcome::applied);
-  auto b_run = leader.create_job_run(epoch, "needs-b", std::nullopt, "api", std::nullopt);
+  auto b_run = admin.trigger(Actor{"test", epoch}, "needs-b", std::nullopt, std::nullopt);
   ASSERT_EQ(b_run->outcome, WriteOutcome::applied);
   RunId plain = create();  // no job, no selector: any worker
 

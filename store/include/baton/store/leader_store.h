@@ -170,12 +170,6 @@ class LeaderStore {
   /// attempts get heartbeat_at = now(), stale_after = now() + stale_after.
   virtual Result<HeartbeatBatchResult> heartbeat_batch(Epoch epoch, const std::vector<HeartbeatRow>& rows,
                                                        Millis stale_after) = 0;
-  /// Fenced insert of a run of job `job_name` (its settings copied). Conflict
-  /// when the idempotency key is active or the slot already exists.
-  virtual Result<CreateResult> create_job_run(Epoch epoch, const std::string& job_name,
-                                              const std::optional<std::string>& idempotency_key,
-                                              const std::string& trigger_kind,
-                                              std::optional<std::int64_t> slot_unix) = 0;
   /// A cron slot of `job`, in one fenced statement: its run (Conflict if the
   /// slot exists), the job's cron cursor moved up to the slot, and a
   /// `created` decision-ledger entry (`caught_up`: created late, after a gap).

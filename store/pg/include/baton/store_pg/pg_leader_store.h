@@ -16,9 +16,6 @@ class PgLeaderStore final : public LeaderStore {
   Result<std::vector<ActiveRun>> active_runs(Millis continuation_margin) override;
   Result<HeartbeatBatchResult> heartbeat_batch(Epoch epoch, const std::vector<HeartbeatRow>& rows,
                                                Millis stale_after) override;
-  Result<CreateResult> create_job_run(Epoch epoch, const std::string& job_name,
-                                      const std::optional<std::string>& idempotency_key,
-                                      const std::string& trigger_kind, std::optional<std::int64_t> slot_unix) override;
   Result<CreateResult> create_cron_run(Epoch epoch, const std::string& job, std::int64_t slot_unix, bool caught_up,
                                        std::int64_t jitter_ms) override;
   Result<CreateResult> skip_cron_slots(Epoch epoch, const std::string& job, const std::vector<SkippedCronSlots>& ranges,
