@@ -58,7 +58,13 @@ class CtlTest : public ::testing::Test {
     return std::regex_search(text, m, re) ? std::stoll(m[1]) : 0;
   }
 
-  Cluster cluster{"ctl", jobs};
+  static ClusterOptions options() {
+    ClusterOptions o;
+    o.log_archive = true;  // one directory shared by both nodes
+    o.output_db_bytes = "65536";
+    return o;
+  }
+  Cluster cluster{"ctl", jobs, options()};
   int calls = 0;
 };
 
@@ -388,6 +394,65 @@ TEST_F(CtlTest, EventsRunTheirSubscribersOnceAndDependentsRunAfterASuccess) {
 
 // Parameters end to end: a job's default and a trigger's parameter reach the
 // task's environment and its arguments.
+// Output end to end: streamed while the run runs (the task waits until its
+// first line was readable through the API), the database keeping the first
+// output_db_bytes of each stream with a note, the shared log archive every
+// byte of both streams, referenced by the run's log_ref, and still served
+// after the run's rows are gone (pruned).
+TEST_F(CtlTest, OutputIsStreamedWhileTheRunRunsAndTheArchiveKeepsAllOfIt) {
+  const std::string go = cluster.dir() + "/go";
+  std::filesystem::create_directories(cluster.dir() + "/chatty");
+  std::ofstream(cluster.dir() + "/chatty/jobs.yaml")
+      << "jobs:\n  - name: chatty\n    tasks:\n      - {kind: PROGRAM, command: [/bin/sh, -c, 'echo first; i=0; "
+         "while [ ! -e "
+      << go
+      << " ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; "
+         "head -c 200000 /dev/zero | tr \"\\\\000\" x; echo; echo last >&2']}\n";
+  ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/chatty"}).code, 0);
+  auto trigger = ctl({"jobs", "trigger", "chatty"});
+  ASSERT_EQ(trigger.code, 0) << trigger.output;
+  const std::string run = std::to_string(std::stoll(trigger.output));
+
+  std::string streamed;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        streamed = ctl({"logs", run}).output;
+        return streamed.find("first") != std::string::npos;
+      },
+      15s))
+      << streamed;
+  auto show = ctl({"runs", "show", run, "-o", "json"});
+  EXPECT_NE(show.output.find("\"state\": \"RUNNING\""), std::string::npos)
+      << "the output was readable before the run ended: " << show.output;
+  std::ofstream(go) << "go";
+
+  auto followed = ctl({"logs", "-f", run, "--interval", "200ms"});
+  EXPECT_EQ(followed.code, 0) << followed.output.substr(0, 2000);
+  EXPECT_LT(followed.output.size(), 70000u) << "the database keeps the first 64 KiB of each stream";
+  EXPECT_NE(followed.output.find("stdout past 65536 bytes is kept in the log archive only"), std::string::npos)
+      << followed.output.substr(followed.output.size() - std::min<std::size_t>(500, followed.output.size()));
+  EXPECT_NE(followed.output.find("last"), std::string::npos);
+
+  const std::string full = "first\n" + std::string(200000, 'x') + "\n";
+  auto archived = ctl({"logs", run, "--archive"});
+  EXPECT_EQ(archived.code, 0);
+  EXPECT_TRUE(archived.output == full) << archived.output.size() << " bytes: " << archived.output.substr(0, 200);
+  EXPECT_EQ(ctl({"logs", run, "--archive", "--stream", "stderr"}).output, "last\n");
+  show = ctl({"runs", "show", run, "-o", "json"});
+  const std::string ref = "runs/0/" + run;
+  EXPECT_NE(show.output.find("\"log_ref\": \"" + ref + "\""), std::string::npos) << show.output.substr(0, 1500);
+  EXPECT_TRUE(std::filesystem::exists(cluster.dir() + "/archive/" + ref + "/attempt-1.stdout.log"));
+
+  // Pruned (as retention does it): the archive still has the output.
+  erase_run_as_pruned(cluster.url(), std::stoll(run));
+  EXPECT_EQ(ctl({"runs", "show", run}).code, 4);
+  archived = ctl({"logs", run, "--archive"});
+  EXPECT_TRUE(archived.output == full) << archived.output.size() << " bytes";
+  auto missing = ctl({"logs", "999999", "--archive"});
+  EXPECT_EQ(missing.code, 4) << missing.output;
+  EXPECT_NE(missing.output.find("holds no output of run 999999"), std::string::npos) << missing.output;
+}
+
 TEST_F(CtlTest, ParametersReachTheTask) {
   std::filesystem::create_directories(cluster.dir() + "/params");
   std::ofstream(cluster.dir() + "/params/jobs.yaml") << R"(jobs:

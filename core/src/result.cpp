@@ -12,6 +12,7 @@ const char* to_string(Errc e) {
     case Errc::db_error: return "db_error";
     case Errc::bad_config: return "bad_config";
     case Errc::bad_input: return "bad_input";
+    case Errc::io: return "io";
   }
   return "unknown";
 }

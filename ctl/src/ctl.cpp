@@ -123,12 +123,40 @@ std::optional<std::chrono::milliseconds> parse_duration(const std::string& s) {
   return std::nullopt;
 }
 
+/// The whole of one stream from the node's log archive, a page at a time.
+int archived_output(Call& c) {
+  std::string query = "?stream=" + c.flag("--stream").value_or("stdout");
+  if (auto a = c.flag("--attempt")) query += "&attempt=" + path_segment(*a);
+  std::int64_t offset = 0;
+  for (int page = 0; page < 1000000; ++page) {
+    auto reply = c.api.call(
+        "GET", "/api/v1/runs/" + path_segment(c.args.at(0)) + "/output" + query + "&offset=" + std::to_string(offset));
+    if (reply.status != 200) return c.fail(reply);
+    auto o = json::parse(reply.body).as_object();
+    if (c.json_output())
+      c.out << json::serialize(o) << '\n';
+    else
+      c.out << std::string_view(o.at("data").as_string());
+    const std::int64_t next = o.at("next_offset").to_number<std::int64_t>();
+    if (o.at("complete").as_bool() || next <= offset) break;
+    offset = next;
+  }
+  c.out.flush();
+  return exit_ok;
+}
+
 int logs(Call& c) {
+  if (c.has("--archive")) {
+    if (c.has("--follow")) return c.usage("--archive prints what the archive holds; it does not follow (-f)");
+    return archived_output(c);
+  }
+  if (c.flag("--attempt") || c.flag("--stream")) return c.usage("--attempt and --stream go with --archive");
   const std::string path = "/api/v1/runs/" + path_segment(c.args.at(0));
   const bool follow = c.has("--follow");
   auto interval = parse_duration(c.flag("--interval").value_or("1s"));
   if (!interval) return c.usage("--interval must be a duration like 500ms, 2s or 1m");
   std::size_t shown = 0;
+  bool at_line_start = true;
   for (;;) {
     auto reply = c.api.call("GET", path);
     if (reply.status != 200) return c.fail(reply);
@@ -137,13 +165,25 @@ int logs(Call& c) {
     for (; shown < chunks.size(); ++shown) {
       const auto& o = chunks[shown].as_object();
       const std::string chunk(o.at("chunk").as_string());
-      if (c.json_output())
+      if (c.json_output()) {
         c.out << json::serialize(o) << '\n';
-      else
-        c.out << chunk << (chunk.empty() || chunk.back() != '\n' ? "\n" : "");
+        continue;
+      }
+      // Streamed output comes in pieces cut anywhere: printed as it is. A
+      // finish's tail (no offset) from a worker that does not stream is
+      // a whole, ended by a newline.
+      const auto* start = o.if_contains("start_offset");
+      const bool streamed = start && !start->is_null();
+      c.out << chunk;
+      if (!streamed && !chunk.empty() && chunk.back() != '\n') c.out << '\n';
+      at_line_start = chunk.empty() ? at_line_start : chunk.back() == '\n';
     }
     c.out.flush();
     const std::string state(run["state"].as_string());
+    if (!follow || terminal(state)) {
+      if (!at_line_start && !c.json_output()) c.out << '\n';
+      c.out.flush();
+    }
     if (!follow) return exit_ok;
     if (terminal(state)) {
       c.err << "run " << c.args.at(0) << " ended " << state << '\n';
@@ -289,9 +329,13 @@ std::vector<Verb> verbs() {
        [](Call& c) -> int { return simple(c, "POST", "/api/v1/runs/" + path_segment(c.args[0]) + "/rerun"); }},
       {{"logs"},
        "RUN",
-       "a run's output; -f follows it until the run ends (exit 0 only if it SUCCEEDED)",
+       "a run's output as the database keeps it (streamed while it runs); -f follows it until the run ends (exit 0 "
+       "only if it SUCCEEDED); --archive prints one whole stream from the node's log archive",
        {{"--follow", false, "keep printing new output until the run ends (also -f)"},
-        {"--interval", true, "how often to look for new output with -f (default 1s)"}},
+        {"--interval", true, "how often to look for new output with -f (default 1s)"},
+        {"--archive", false, "the full output from the node's log archive (not bounded by runtime.output_db_bytes)"},
+        {"--attempt", true, "with --archive: which attempt (default the last one archived)"},
+        {"--stream", true, "with --archive: stdout (default) or stderr"}},
        1,
        1,
        logs},

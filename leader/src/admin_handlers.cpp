@@ -6,6 +6,7 @@
 #include "admin_http.h"
 #include "baton/core/json_text.h"
 #include "baton/core/run_state.h"
+#include "baton/core/utf8.h"
 #include "baton/leader/admin_api.h"
 #include "baton/leader/job_files.h"
 #include "baton/leader_core/cron.h"
@@ -77,6 +78,14 @@ std::vector<ApiRoute> AdminApi::make_routes() {
        false,
        "",
        h(&AdminApi::show_run)},
+      {"GET",
+       "/api/v1/runs/{id}/output",
+       "A run's full output from this node's log archive, a page at a time (works after the run was pruned).",
+       {"attempt", "stream", "offset", "limit"},
+       R,
+       false,
+       "",
+       h(&AdminApi::run_output)},
       {"POST",
        "/api/v1/runs/{id}/cancel",
        "Cancel a run (a running one through its worker).",
@@ -371,6 +380,53 @@ HttpResponse AdminApi::show_run(const ApiCall& c) {
   if (!r) return db_error(r.error());
   if (!*r) return error(404, "not_found", "no run " + std::to_string(*id));
   return {200, "application/json", **r, {}};
+}
+
+HttpResponse AdminApi::run_output(const ApiCall& c) {
+  auto id = parse_id(c.param("id"));
+  if (!id) return bad_id("run id", c.param("id"));
+  std::optional<std::int64_t> attempt, offset, limit;
+  if (auto bad = int_param(c.params, "attempt", 1, 1000, attempt)) return error(400, "bad_request", *bad);
+  if (auto bad = int_param(c.params, "offset", 0, std::int64_t{1} << 50, offset))
+    return error(400, "bad_request", *bad);
+  if (auto bad = int_param(c.params, "limit", 1, 8 << 20, limit)) return error(400, "bad_request", *bad);
+  const std::string stream = text_param(c.params, "stream").value_or("stdout");
+  if (stream != "stdout" && stream != "stderr")
+    return error(400, "bad_request", "'stream' must be stdout or stderr, got " + json_quote(stream.substr(0, 64)));
+  const std::string node = c.node.node_id;
+  if (!archive_)
+    return error(404, "no_archive",
+                 "node " + node +
+                     " has no log archive (node key log_archive_dir); the run's log in the database holds the "
+                     "first runtime.output_db_bytes of each stream: GET /api/v1/runs/" +
+                     std::to_string(*id));
+  const auto streams = archive_->streams(*id);
+  if (streams.empty())
+    return error(404, "not_found",
+                 "node " + node + "'s log archive holds no output of run " + std::to_string(*id) +
+                     " (expired, never streamed, or written by another node: the leader that received the output "
+                     "writes it; give every node the same shared log_archive_dir)");
+  const int which = attempt ? static_cast<int>(*attempt) : streams.back().attempt;
+  auto slice =
+      archive_->read(*id, which, stream, offset.value_or(0), static_cast<std::size_t>(limit.value_or(1 << 20)));
+  if (!slice)
+    return error(404, "not_found",
+                 "node " + node + "'s log archive holds no " + stream + " of attempt " + std::to_string(which) +
+                     " of run " + std::to_string(*id));
+  json::array held;
+  for (const auto& s : streams)
+    held.push_back(json::object{{"attempt", s.attempt}, {"stream", s.stream}, {"size", s.size}});
+  const std::int64_t next = slice->offset + static_cast<std::int64_t>(slice->data.size());
+  return ok_json(json::object{{"run_id", *id},
+                              {"attempt", which},
+                              {"stream", stream},
+                              {"offset", slice->offset},
+                              {"size", slice->size},
+                              {"next_offset", next},
+                              {"complete", next >= slice->size},
+                              {"node", node},
+                              {"data", to_valid_utf8(slice->data)},
+                              {"streams", std::move(held)}});
 }
 
 HttpResponse AdminApi::cancel(const ApiCall& c) {

@@ -98,6 +98,9 @@ void ControlLoop::run(const std::atomic<bool>& stop) {
       feed(e);
       drain();
     }
+    // Before the pass's finishes are written (tick): a finished run's log
+    // holds its output.
+    flush_output();
     if (book_.fenced() || stop.load()) break;
     book_.tick(clock_.mono());
     drain();
@@ -105,6 +108,7 @@ void ControlLoop::run(const std::atomic<bool>& stop) {
   }
   fenced_ = book_.fenced();
   drain();  // the log lines of the last step
+  flush_output();
   for (auto& [id, link] : links_) link->close(fenced_ ? "leader fenced" : "leader stepping down");
   links_.clear();
   metrics_.attached_workers = 0;
@@ -177,6 +181,8 @@ void ControlLoop::execute(lc::Effect& effect, lc::Effect* next, bool& next_done)
             spdlog::warn("worker_registry_error workers={} error={}", e.worker_ids.size(), r.error().message);
         } else if constexpr (std::is_same_v<T, lc::AppendRunLog>) {
           (void)store_.append_run_log(e.run, e.attempt, e.stream, e.chunk);  // best effort: the tail is in the finish
+        } else if constexpr (std::is_same_v<T, lc::AppendRunOutput>) {
+          output_.push_back(std::move(e.chunk));
         } else if constexpr (std::is_same_v<T, lc::ReadActive>) {
           book_.result(e.op, store_.active_runs(e.continuation_margin), clock_.mono());
         } else if constexpr (std::is_same_v<T, lc::ReadRun>) {
@@ -226,6 +232,18 @@ void ControlLoop::execute(lc::Effect& effect, lc::Effect* next, bool& next_done)
         }
       },
       effect);
+}
+
+void ControlLoop::flush_output() {
+  if (output_.empty()) return;
+  if (archive_)
+    if (auto r = archive_->write(output_); !r)
+      spdlog::warn("log_archive_write_failed dir={} chunks={} error={} epoch={}", json_quote(archive_->dir()),
+                   output_.size(), json_quote(r.error().message), epoch_.value);
+  if (auto r = store_.append_run_output(output_, cfg_.output_db_bytes); !r)
+    spdlog::warn("run_output_not_logged chunks={} error={} epoch={}", output_.size(), json_quote(r.error().message),
+                 epoch_.value);
+  output_.clear();
 }
 
 void ControlLoop::write_run(const lc::WriteRun& w) {

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "baton/consensus/elector.h"
+#include "baton/core/json_text.h"
 #include "baton/core/uuid.h"
 #include "baton/leader/admin_api.h"
 #include "baton/leader/control_loop.h"
@@ -31,6 +32,8 @@ constexpr Millis unreachable_hold{1000};
 // Bound on waiting for the election thread at shutdown: if the database
 // hangs, exit anyway (the lease then expires on its own).
 constexpr Millis shutdown_join_max{3000};
+// Each node removes expired runs from its own log archive this often.
+constexpr Millis archive_sweep_every{3600 * 1000};
 static_assert(watchdog_every < Millis{100});
 
 /// One epoch's control loop with its own connections and thread.
@@ -58,7 +61,14 @@ class NodeRuntime final : public ServerHandlers {
                              [this] { wake_dispatcher(); }},
                admin_store, metrics, clock_, cfg.admin_token, cfg.metrics_require_token) {
     admin_.set_payload_denylist(cfg.payload_denylist);
+    if (!cfg.log_archive_dir.empty()) {
+      archive_ = std::make_unique<LogArchive>(cfg.log_archive_dir);
+      admin_.set_log_archive(archive_.get());
+    }
   }
+
+  /// The node's log archive, if it has one (every node sweeps its own).
+  const LogArchive* archive() const { return archive_.get(); }
 
   HttpResponse handle_http(const HttpRequest& r) override { return admin_.handle(r); }
 
@@ -200,6 +210,7 @@ class NodeRuntime final : public ServerHandlers {
     h->store = ports_.leader_store(app + "-q");
     h->loop = std::make_unique<ControlLoop>(
         epoch, me_, cfg_.runtime, RunLanes{*h->runs, *h->start_runs, *h->finish_runs}, *h->store, clock_, metrics_);
+    h->loop->set_log_archive(archive_.get());
     h->thread = std::thread([h] {
       h->loop->run(h->stop);
       h->done = true;
@@ -244,6 +255,7 @@ class NodeRuntime final : public ServerHandlers {
   consensus::Elector& elector_;
   Metrics& metrics_;
   RealClock clock_;  // before admin_, which holds it
+  std::unique_ptr<LogArchive> archive_;
   AdminApi admin_;
   std::mutex mutex_;
   std::shared_ptr<LoopHandle> active_;
@@ -293,6 +305,26 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
   }
   spdlog::info("node_listening node={} endpoint=http://{}/ websocket=ws://{}/ws", me.node_id, cfg.listen, cfg.listen);
 
+  // The log archive's retention, on every node (a directory per node or a
+  // shared one: removing an expired run twice is harmless). Its own thread:
+  // a sweep of a large archive never delays the watchdog.
+  std::thread sweeper;
+  if (const LogArchive* archive = runtime.archive()) {
+    sweeper = std::thread([&, archive] {
+      MonoTime next = clock.mono();
+      while (!stop.load()) {
+        if (clock.mono() >= next) {
+          const int removed = archive->sweep(std::chrono::hours(24) * cfg.log_archive_retention_days);
+          if (removed > 0)
+            spdlog::info("log_archive_swept node={} runs={} dir={} retention_days={}", me.node_id, removed,
+                         json_quote(archive->dir()), cfg.log_archive_retention_days);
+          next = clock.mono() + archive_sweep_every;
+        }
+        std::this_thread::sleep_for(Millis{200});
+      }
+    });
+  }
+
   std::atomic<bool> election_done{false};
   std::thread election([&] {
     auto last_registry = clock.mono();
@@ -318,6 +350,7 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
   }
 
   spdlog::info("node_stopping node={} incarnation={}", me.node_id, me.incarnation);
+  if (sweeper.joinable()) sweeper.join();
   runtime.stop_loops(Millis{2000});
   elector.shutdown(*shutdown_store);
   server.stop();

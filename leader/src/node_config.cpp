@@ -88,6 +88,14 @@ Result<NodeConfig> load_node_config(const std::string& file) {
                "the files once with `baton ctl apply -f DIR` (docs/operations.md, \"Jobs are data\")");
   if (auto v = top.boolean("metrics_require_token")) cfg.metrics_require_token = *v;
   if (auto v = top.string_list("payload_denylist")) cfg.payload_denylist = *v;
+  if (auto v = top.string("log_archive_dir")) {
+    if (v->empty())
+      errors.add("log_archive_dir", "must name a directory (leave the key out for no archive)");
+    else
+      cfg.log_archive_dir = resolve(*v);
+  }
+  if (auto v = top.integer("log_archive_retention_days", 1, 36500))
+    cfg.log_archive_retention_days = static_cast<int>(*v);
 
   ConfigMap rt = top.map("runtime");
   auto dur = [&](const char* key, Millis& out) {
@@ -111,7 +119,9 @@ Result<NodeConfig> load_node_config(const std::string& file) {
   if (auto v = rt.integer("dispatch_batch", 1, 100000)) cfg.runtime.dispatch_batch = static_cast<int>(*v);
   if (auto v = rt.integer("reassign_rate", 0, 1000000)) cfg.runtime.reassign_rate = static_cast<int>(*v);
   if (auto v = rt.integer("reassign_burst", 1, 1000000)) cfg.runtime.reassign_burst = static_cast<int>(*v);
+  if (auto v = rt.integer("output_db_bytes", 0, std::int64_t{1} << 40)) cfg.runtime.output_db_bytes = *v;
   rt.reject_unknown_keys();
+  cfg.runtime.log_archive = !cfg.log_archive_dir.empty();
   if (cfg.runtime.heartbeat_timeout <= cfg.runtime.heartbeat_interval)
     errors.add("runtime.heartbeat_timeout", "must be greater than runtime.heartbeat_interval");
   if (cfg.runtime.continuation_margin < cfg.runtime.heartbeat_timeout)

@@ -160,6 +160,9 @@ TEST(NodeConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
       {"runtime.reassign_rate", std::to_string(r.reassign_rate)},
       {"runtime.prune_every", duration(r.prune_every)},
       {"runtime.reassign_burst", std::to_string(r.reassign_burst)},
+      {"runtime.output_db_bytes", std::to_string(r.output_db_bytes)},
+      {"log_archive_dir", cfg->log_archive_dir.empty() ? "(none)" : cfg->log_archive_dir},
+      {"log_archive_retention_days", std::to_string(cfg->log_archive_retention_days)},
   };
   EXPECT_EQ(documented_defaults("## Configuration (`configs/node.yaml`)"), code);
   // Each key with a default is read: set to its default, the config loads.

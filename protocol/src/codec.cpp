@@ -94,6 +94,7 @@ class Fields {
 
 constexpr std::int64_t int_max = std::numeric_limits<int>::max();
 constexpr std::int64_t ms_max = std::int64_t{1} << 40;
+constexpr std::int64_t bytes_max = std::int64_t{1} << 50;  // an offset in a task's output
 
 AttemptRef read_ref(const Fields& f) {
   AttemptRef r;
@@ -224,6 +225,8 @@ Message read_message(const std::string& type, const Fields& f) {
     m.stdout_tail = f.str("stdout_tail", false, output_tail_bytes_max);
     m.stderr_tail = f.str("stderr_tail", false, output_tail_bytes_max);
     m.duration_ms = f.integer("duration_ms", 0, ms_max, 0);
+    if (f.find("stdout_bytes")) m.stdout_bytes = f.integer("stdout_bytes", 0, bytes_max, 0);
+    if (f.find("stderr_bytes")) m.stderr_bytes = f.integer("stderr_bytes", 0, bytes_max, 0);
     if (const json::array* a = f.array("tasks", tasks_per_run_max)) {
       for (std::size_t i = 0; i < a->size(); ++i) {
         Fields t(f.object((*a)[i], "tasks[" + std::to_string(i) + "]"),
@@ -238,6 +241,16 @@ Message read_message(const std::string& type, const Fields& f) {
   if (type == "finish_ack") return FinishAck{read_ref(f)};
   if (type == "cancel") return Cancel{read_ref(f), f.str("reason", false)};
   if (type == "drain") return Drain{};
+  if (type == "output") {
+    Output m;
+    m.ref = read_ref(f);
+    m.stream = f.str("stream", true, 16);
+    if (m.stream != "stdout" && m.stream != "stderr")
+      f.fail("stream", "must be stdout or stderr, got '" + m.stream + "'");
+    m.offset = f.integer("offset", 0, bytes_max, std::nullopt);
+    m.data = f.str("data", true, output_chunk_bytes_max);
+    return m;
+  }
   throw Invalid{"unknown message type '" + type.substr(0, 64) + "'"};
 }
 
@@ -343,8 +356,16 @@ struct Encoder {
       tasks.push_back(
           json::object{{"name", t.name}, {"exit_code", t.exit_code}, {"duration_ms", t.duration_ms}, {"ok", t.ok}});
     o["tasks"] = std::move(tasks);
+    if (m.stdout_bytes) o["stdout_bytes"] = *m.stdout_bytes;
+    if (m.stderr_bytes) o["stderr_bytes"] = *m.stderr_bytes;
   }
   void operator()(const FinishAck& m) { put_ref(o, m.ref); }
+  void operator()(const Output& m) {
+    put_ref(o, m.ref);
+    o["stream"] = m.stream;
+    o["offset"] = m.offset;
+    o["data"] = m.data;
+  }
   void operator()(const Cancel& m) {
     put_ref(o, m.ref);
     o["reason"] = m.reason;
@@ -357,8 +378,8 @@ struct Encoder {
 const char* type_name(const Message& m) {
   static const char* names[] = {"hello",      "welcome",       "redirect",     "error",     "assign",
                                 "start",      "start_granted", "start_denied", "heartbeat", "finish",
-                                "finish_ack", "cancel",        "drain"};
-  static_assert(std::variant_size_v<Message> == 13);
+                                "finish_ack", "cancel",        "drain",        "output"};
+  static_assert(std::variant_size_v<Message> == 14);
   return names[m.index()];
 }
 

@@ -15,6 +15,9 @@ std::vector<Message> samples() {
   Task sql{TaskKind::sql, "q", {}, {}, "", "local", "SELECT 1", Builtin::noop, "", false, TaskOnError::continue_};
   Task builtin{TaskKind::builtin, "", {}, {}, "", "", "", Builtin::sleep, "2s", false};
   Finish fin{ref(), Outcome::failed, 3, "exit 3", "out", "err", 1234, {{"p", 3, 1200, false}}};
+  Finish streamed = fin;
+  streamed.stdout_bytes = 3;
+  streamed.stderr_bytes = 0;
   return {Hello{"w1",
                 "secret",
                 8,
@@ -35,7 +38,9 @@ std::vector<Message> samples() {
           fin,
           FinishAck{ref()},
           Cancel{ref(), "operator"},
-          Drain{}};
+          Drain{},
+          streamed,
+          Output{ref(), "stderr", 1 << 20, "line \u00e9\n"}};
 }
 
 std::string decode_error(std::string_view frame) {
@@ -83,6 +88,16 @@ TEST(Codec, BadFramesAreNamedErrors) {
             "assign.tasks[0].kind: must be PROGRAM, SQL or BUILTIN"},
            {R"({"type":"heartbeat","version":1,"running":[{"run_id":1}]})", "heartbeat.running[0].attempt"},
            {R"({"type":"heartbeat","version":1,"running":{}})", "heartbeat.running: must be an array"},
+           {R"({"type":"output","version":1,"run_id":1,"attempt":1,"lease_token":"x","stream":"stdin",)"
+            R"("offset":0,"data":""})",
+            "output.stream: must be stdout or stderr, got 'stdin'"},
+           {R"({"type":"output","version":1,"run_id":1,"attempt":1,"lease_token":"x","stream":"stdout",)"
+            R"("offset":-1,"data":""})",
+            "output.offset: must be between 0"},
+           {R"({"type":"output","version":1,"run_id":1,"attempt":1,"lease_token":"x","stream":"stdout",)"
+            R"("offset":0,"data":")" +
+                std::string(output_chunk_bytes_max + 1, 'x') + "\"}",
+            "output.data: is longer than 16384 bytes"},
            {std::string(2 << 20, ' '), "too_large"},
            {std::string(100, '[') + std::string(100, ']'), "bad_frame"},
        }) {

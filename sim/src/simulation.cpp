@@ -364,7 +364,8 @@ class World {
               } else if constexpr (std::is_same_v<T, lc::ReadUnmatched>) {
                 b.result(e.op, Result<std::vector<store::DueRun>>(std::vector<store::DueRun>{}), now);
               }
-              // Count, ObserveDispatchLatency, RecordWorker, RecordWorkersSeen, AppendRunLog: nothing
+              // Count, ObserveDispatchLatency, RecordWorker, RecordWorkersSeen, AppendRunLog,
+              // AppendRunOutput: nothing
               // to model.
             },
             effect);

@@ -152,7 +152,7 @@ Result<std::optional<std::string>> PgAdminStore::run_json(RunId id) {
         " 'idempotency_key', r.idempotency_key, 'trigger_kind', r.trigger_kind, 'rerun_of', r.rerun_of,"
         " 'payload', r.payload, 'created_at', r.created_at,"
         " 'started_at', r.started_at, 'finished_at', r.finished_at, 'result', r.result,"
-        " 'error_code', r.error_code, 'error_msg', r.error_msg,"
+        " 'error_code', r.error_code, 'error_msg', r.error_msg, 'log_ref', r.log_ref,"
         " 'attempts', coalesce((SELECT jsonb_agg(jsonb_build_object('attempt', a.attempt, 'worker_id',"
         "   a.worker_id, 'leader_epoch', a.leader_epoch, 'outcome', a.outcome, 'exit_code', a.exit_code,"
         "   'duration_ms', a.duration_ms, 'started_at', a.started_at, 'finished_at', a.finished_at,"
@@ -170,7 +170,8 @@ Result<std::optional<std::string>> PgAdminStore::run_json(RunId id) {
         " 'reruns', coalesce((SELECT jsonb_agg(x.id ORDER BY x.id) FROM job_runs x WHERE x.rerun_of = r.id),"
         "   '[]'::jsonb),"
         " 'logs', coalesce((SELECT jsonb_agg(jsonb_build_object('attempt', l.attempt, 'stream', l.stream,"
-        "   'at', l.created_at, 'chunk', l.chunk) ORDER BY l.id) FROM run_logs l WHERE l.run_id = r.id),"
+        "   'at', l.created_at, 'start_offset', l.start_offset, 'chunk', l.chunk) ORDER BY l.id)"
+        "   FROM run_logs l WHERE l.run_id = r.id),"
         "   '[]'::jsonb))::text"
         " FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id WHERE r.id = $1",
         id.value);

@@ -2,7 +2,11 @@
 
 #include <boost/json.hpp>
 
+#include <map>
+#include <tuple>
+
 #include "baton/core/assert.h"
+#include "baton/store/output_placement.h"
 #include "pg_array.h"
 #include "run_transitions_sql.h"
 
@@ -397,6 +401,59 @@ Result<void> PgLeaderStore::append_run_log(RunId run, int attempt, const std::st
     pqxx::work tx{c};
     tx.exec_params("INSERT INTO run_logs (run_id, attempt, stream, chunk) VALUES ($1, $2, $3, $4)", run.value, attempt,
                    stream, chunk);
+    tx.commit();
+    return {};
+  });
+}
+
+Result<void> PgLeaderStore::append_run_output(const std::vector<OutputChunk>& chunks,
+                                              std::int64_t db_bytes_per_stream) {
+  if (chunks.empty()) return {};
+  using Key = std::tuple<std::int64_t, int, std::string>;
+  std::map<Key, std::int64_t> have;
+  std::vector<std::int64_t> key_runs;
+  std::vector<int> key_attempts;
+  std::vector<std::string> key_streams;
+  for (const auto& c : chunks)
+    if (have.emplace(Key{c.run.value, c.attempt, c.stream}, 0).second) {
+      key_runs.push_back(c.run.value);
+      key_attempts.push_back(c.attempt);
+      key_streams.push_back(c.stream);
+    }
+  return session_.with<void>([&](pqxx::connection& c) -> Result<void> {
+    pqxx::work tx{c};
+    // One writer per stream at a time (the leader's loop): the read and the
+    // insert need no lock against each other.
+    for (const auto& row :
+         tx.exec_params("SELECT l.run_id, l.attempt, l.stream, max(l.end_offset) FROM run_logs l"
+                        " JOIN unnest($1::bigint[], $2::int[], $3::text[]) AS k(run_id, attempt, stream)"
+                        " ON l.run_id = k.run_id AND l.attempt = k.attempt AND l.stream = k.stream"
+                        " WHERE l.end_offset IS NOT NULL GROUP BY 1, 2, 3",
+                        pg_array(key_runs), pg_array(key_attempts), pg_array(key_streams)))
+      have[Key{row[0].as<std::int64_t>(), row[1].as<int>(), row[2].as<std::string>()}] = row[3].as<std::int64_t>();
+    std::vector<std::int64_t> runs;
+    std::vector<int> attempts;
+    std::vector<std::string> streams, texts;
+    std::vector<std::optional<std::int64_t>> starts, ends;
+    for (const auto& chunk : chunks) {
+      std::int64_t& end = have[Key{chunk.run.value, chunk.attempt, chunk.stream}];
+      for (auto& r : place_output(end, chunk, db_bytes_per_stream)) {
+        if (r.end_offset) end = std::max(end, *r.end_offset);
+        runs.push_back(chunk.run.value);
+        attempts.push_back(chunk.attempt);
+        streams.push_back(chunk.stream);
+        texts.push_back(std::move(r.text));
+        starts.push_back(r.start_offset);
+        ends.push_back(r.end_offset);
+      }
+    }
+    if (runs.empty()) return {};
+    tx.exec_params(
+        "INSERT INTO run_logs (run_id, attempt, stream, chunk, start_offset, end_offset)"
+        " SELECT run_id, attempt, stream, chunk, start_offset, end_offset"
+        " FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::bigint[], $6::bigint[])"
+        " WITH ORDINALITY AS r(run_id, attempt, stream, chunk, start_offset, end_offset, n) ORDER BY n",
+        pg_array(runs), pg_array(attempts), pg_array(streams), pg_array(texts), pg_array(starts), pg_array(ends));
     tx.commit();
     return {};
   });

@@ -59,8 +59,11 @@ const std::string dead_letter_cte =
     " run_snapshot) SELECT id, job_definition_id, state, attempt, error_code, error_msg, to_jsonb(w) FROM w"
     " WHERE state IN ('FAILED', 'TIMED_OUT'))";
 
+// log_ref: where the output archive keeps the attempt's output, when the
+// leader has one (docs/scheduling.md, "Output and the log archive").
 const std::string finish_set =
     "result = $8::jsonb, error_code = nullif($9, ''), error_msg = nullif($10, ''),"
+    " log_ref = coalesce($8::jsonb->>'log_ref', log_ref),"
     " continuation_state = 'NONE', continuation_deadline_at = NULL";
 
 const std::vector<Statement>& statements() {
@@ -154,6 +157,7 @@ const std::vector<Statement>& statements() {
            " next_attempt_at = CASE WHEN b.next_state = 'RETRY_WAITING'"
            " THEN now() + b.delay_ms * interval '1 millisecond' ELSE r.next_attempt_at END,"
            " result = b.result::jsonb, error_code = nullif(b.error_code, ''), error_msg = nullif(b.error_msg, ''),"
+           " log_ref = coalesce(b.result::jsonb->>'log_ref', r.log_ref),"
            " continuation_state = 'NONE', continuation_deadline_at = NULL",
            "unnest($2::bigint[], $3::bigint[], $4::text[], $5::int[], $6::uuid[], $7::text[], $8::text[], $9::text[],"
            " $10::text[], $11::text[], $12::int[], $13::bigint[]) AS b(id, version, worker, attempt, token,"

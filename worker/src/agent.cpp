@@ -10,6 +10,7 @@
 #include <deque>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <thread>
@@ -23,6 +24,7 @@
 #include "baton/worker/task_runner.h"
 #include "baton/worker/task_supervisor.h"
 #include "baton/worker_core/attempt_table.h"
+#include "baton/worker_core/output_stream.h"
 
 namespace baton::worker {
 
@@ -58,6 +60,18 @@ struct Process {
   std::shared_ptr<TaskRunner> runner;
   std::thread thread;
 };
+
+/// What an attempt's tasks printed, on its way to the leader in `output`
+/// frames (worker_core/output_stream.h). The runner's thread appends, the
+/// io thread takes; kept until the attempt's finish is acknowledged, so a
+/// new leader gets the end of it too.
+struct AttemptOutput {
+  protocol::AttemptRef ref;
+  std::mutex mutex;
+  worker_core::OutputStream streams[2];  ///< stdout, stderr (under mutex)
+  bool ended = false;                    ///< the attempt's process has ended (io thread only)
+};
+constexpr const char* stream_names[2] = {"stdout", "stderr"};
 
 class Agent {
  public:
@@ -308,6 +322,10 @@ class Agent {
     continuation_margin_ms_ = w.continuation_margin_ms;
     spdlog::info("worker_attached worker={} node={} epoch={} running={} adopted={}", cfg_.worker_id, w.node_id, w.epoch,
                  running_count(), w.adopted.size());
+    // The end of each stream again (a leader that died may not have written
+    // it), before the finishes: the leader has an attempt's output before
+    // its finish.
+    for (auto& [k, out] : outputs_) send_output(*out, true);
     for (const auto& f : outbox_.pending()) send(f);
     // Adopted attempts restart their continuation clock; starts are asked
     // again (AttemptTable::welcome).
@@ -399,6 +417,13 @@ class Agent {
     // stops running), so half the margin leaves room for scheduling delays.
     ctx.switch_timeout = std::chrono::milliseconds(std::max<std::int64_t>(continuation_margin_ms_ / 2, 200));
     ctx.cgroups = &cgroups_;
+    auto output = std::make_shared<AttemptOutput>();
+    output->ref = assign.ref;
+    outputs_[key_of(assign.ref)] = output;
+    ctx.on_output = [this, output](int stream, const char* data, std::size_t n) {
+      std::lock_guard lock(output->mutex);
+      output->streams[stream == 0 ? 0 : 1].append(std::string_view(data, n), clock_.mono());
+    };
     ctx.on_process = [this, ref = assign.ref](int pid, bool started) {
       if (started)
         record_supervisor(trees_dir(), pid);
@@ -423,11 +448,29 @@ class Agent {
     });
   }
 
-  void on_attempt_done(const protocol::Finish& fin) {
+  void on_attempt_done(protocol::Finish fin) {
     auto it = processes_.find(key_of(fin.ref));
     if (it == processes_.end()) return;
     if (it->second.thread.joinable()) it->second.thread.join();
     processes_.erase(it);
+    if (auto o = outputs_.find(key_of(fin.ref)); o != outputs_.end()) {
+      // Everything printed goes out before the finish (same connection, in
+      // order). The finish names each stream's length, and its tails are
+      // the streams' own last bytes at their offsets: a leader that missed
+      // frames still places the tail exactly.
+      AttemptOutput& out = *o->second;
+      out.ended = true;
+      send_output(out, false);
+      std::lock_guard lock(out.mutex);
+      for (int s = 0; s < 2; ++s) {
+        const std::string tail = out.streams[s].tail(protocol::output_tail_bytes_max).data;
+        (s == 0 ? fin.stdout_tail : fin.stderr_tail) = tail;
+        (s == 0 ? fin.stdout_bytes : fin.stderr_bytes) = out.streams[s].length();
+        if (out.streams[s].lost() > 0)
+          spdlog::warn("attempt_output_lost worker={} run={} attempt={} stream={} bytes={}", cfg_.worker_id,
+                       fin.ref.run_id, fin.ref.attempt, stream_names[s], out.streams[s].lost());
+      }
+    }
     table_.finished(fin.ref, clock_.mono());
     spdlog::info("attempt_finished worker={} run={} attempt={} outcome={} exit_code={}", cfg_.worker_id, fin.ref.run_id,
                  fin.ref.attempt, protocol::to_string(fin.outcome), fin.exit_code.value_or(0));
@@ -459,7 +502,25 @@ class Agent {
     });
   }
 
+  /// Sends what is due of an attempt's output (all of it once the attempt
+  /// has ended); after a welcome (`rewind`), the last window again first.
+  void send_output(AttemptOutput& out, bool rewind) {
+    if (!attached_) return;
+    std::vector<protocol::Output> frames;
+    {
+      std::lock_guard lock(out.mutex);
+      const MonoTime now = clock_.mono();
+      for (int s = 0; s < 2; ++s) {
+        if (rewind) out.streams[s].rewind();
+        for (auto& c : out.streams[s].take(now, out.ended))
+          frames.push_back({out.ref, stream_names[s], c.offset, std::move(c.data)});
+      }
+    }
+    for (const auto& f : frames) send(f);
+  }
+
   void on_finish_ack(const protocol::FinishAck& a) {
+    outputs_.erase(key_of(a.ref));
     unacked_.erase(key_of(a.ref));
     undurable_.erase(key_of(a.ref));
     outbox_writer_.ack(a.ref);
@@ -490,6 +551,7 @@ class Agent {
     // starts: decided by the AttemptTable.
     table_.tick(clock_.mono());
     apply_effects();
+    for (auto& [k, out] : outputs_) send_output(*out, false);
     const MonoTime now = clock_.mono();
     if (!undurable_.empty() && now - last_outbox_retry_ >= outbox_retry_after) {
       last_outbox_retry_ = now;
@@ -554,7 +616,9 @@ class Agent {
   MonoTime last_resend_{}, last_outbox_retry_{};
   worker_core::AttemptTable table_;           ///< what each attempt may do (worker/core)
   std::map<std::string, Process> processes_;  ///< started attempts' runners, by key
-  std::string instance_, succeeds_;           ///< this process; the one before it on this spool
+  /// Output of started attempts until their finish is acknowledged, by key.
+  std::map<std::string, std::shared_ptr<AttemptOutput>> outputs_;
+  std::string instance_, succeeds_;  ///< this process; the one before it on this spool
   /// Attempts whose process ended and whose finish is not acknowledged.
   std::map<std::string, protocol::AttemptRef> unacked_;
   /// Finishes whose outbox write failed: retried until durable or acked.

@@ -41,7 +41,9 @@ void TaskRunner::renew() {
   renew_switch(control_fd_);
 }
 
-void TaskRunner::append(std::string& tail, const char* data, std::size_t n) {
+void TaskRunner::append(int stream, const char* data, std::size_t n) {
+  if (ctx_ && ctx_->on_output) ctx_->on_output(stream, data, n);
+  std::string& tail = stream == 0 ? stdout_tail_ : stderr_tail_;
   tail.append(data, n);
   if (tail.size() > protocol::output_tail_bytes_max) tail.erase(0, tail.size() - protocol::output_tail_bytes_max);
 }
@@ -135,7 +137,7 @@ TaskRunner::TaskOutcome TaskRunner::run_program(const AttemptContext& ctx, const
       if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       ssize_t got = ::read(fds[i].fd, buf, sizeof buf);
       if (got > 0) {
-        append(i == 0 ? stdout_tail_ : stderr_tail_, buf, static_cast<std::size_t>(got));
+        append(i, buf, static_cast<std::size_t>(got));
       } else {
         ::close(fds[i].fd);
         fds[i].fd = -1;
@@ -179,12 +181,12 @@ TaskRunner::TaskOutcome TaskRunner::run_builtin(const protocol::Task& t, Clock::
   if (t.builtin == protocol::Builtin::noop) return {true, 0, false, false, ""};
   if (t.builtin == protocol::Builtin::log) {
     std::string line = t.argument + "\n";
-    append(stdout_tail_, line.data(), line.size());
+    append(0, line.data(), line.size());
     return {true, 0, false, false, ""};
   }
   if (t.builtin == protocol::Builtin::fail) {
     std::string line = (t.argument.empty() ? "FAIL" : t.argument) + "\n";
-    append(stderr_tail_, line.data(), line.size());
+    append(1, line.data(), line.size());
     return {false, 1, false, false, t.argument.empty() ? "FAIL" : t.argument};
   }
   if (t.builtin == protocol::Builtin::sleep) {
@@ -206,6 +208,7 @@ TaskRunner::TaskOutcome TaskRunner::run_builtin(const protocol::Task& t, Clock::
 protocol::Finish TaskRunner::run(const AttemptContext& ctx, const std::vector<protocol::Task>& tasks) {
   const auto start = Clock::now();
   const auto deadline = ctx.timeout.count() > 0 ? start + ctx.timeout : Clock::time_point::max();
+  ctx_ = &ctx;
   protocol::Finish fin;
   fin.ref = ctx.ref;
   fin.outcome = protocol::Outcome::succeeded;
@@ -319,6 +322,7 @@ protocol::Finish TaskRunner::run(const AttemptContext& ctx, const std::vector<pr
   fin.stdout_tail = utf8_tail(stdout_tail_, protocol::output_tail_bytes_max);
   fin.stderr_tail = utf8_tail(stderr_tail_, protocol::output_tail_bytes_max);
   fin.error = to_valid_utf8(fin.error);
+  ctx_ = nullptr;
   return fin;
 }
 

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <functional>
+#include <mutex>
 
 #include <cstdlib>
 #include <filesystem>
@@ -58,6 +59,40 @@ TEST(TaskRunner, ProgramGetsFenceEnvironmentAndOutputIsCaptured) {
   EXPECT_NE(f.stdout_tail.find("/tmp"), std::string::npos);
   EXPECT_EQ(f.stderr_tail, "oops\n");
   EXPECT_NE(f.error.find("exit code 3"), std::string::npos);
+}
+
+TEST(TaskRunner, OutputReachesTheCallbackWhileTheTaskRuns) {
+  TaskRunner r;
+  std::mutex m;
+  std::string out, err;
+  std::atomic<bool> first_seen{false};
+  AttemptContext c = ctx();
+  c.on_output = [&](int stream, const char* data, std::size_t n) {
+    std::lock_guard lock(m);
+    (stream == 0 ? out : err).append(data, n);
+    if (out.find("first") != std::string::npos) first_seen = true;
+  };
+  // The task waits until its first line was seen by the callback: output is
+  // delivered as it is printed, not at the end.
+  auto marker = std::filesystem::temp_directory_path() / ("baton-output-" + std::to_string(::getpid()));
+  std::filesystem::remove(marker);
+  bool seen_while_running = false;
+  std::thread watcher([&] {
+    for (int i = 0; i < 500 && !first_seen; ++i) std::this_thread::sleep_for(10ms);
+    seen_while_running = first_seen;
+    std::ofstream(marker.string()) << "seen";
+  });
+  auto f = r.run(c, {program({"/bin/sh", "-c",
+                              "echo first; echo warn >&2; i=0; while [ ! -e " + marker.string() +
+                                  " ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done; echo second"}),
+                     builtin("LOG", "from a builtin")});
+  watcher.join();
+  std::filesystem::remove(marker);
+  EXPECT_EQ(f.outcome, protocol::Outcome::succeeded);
+  EXPECT_TRUE(seen_while_running);
+  std::lock_guard lock(m);
+  EXPECT_EQ(out, "first\nsecond\nfrom a builtin\n");
+  EXPECT_EQ(err, "warn\n");
 }
 
 TEST(TaskRunner, NoShellUnlessAsked) {

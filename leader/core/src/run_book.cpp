@@ -8,6 +8,7 @@
 #include "baton/core/assert.h"
 #include "baton/core/json_text.h"
 #include "baton/leader_core/dispatch.h"
+#include "baton/leader_core/output_archive_path.h"
 #include "baton/protocol/codec.h"
 #include "baton/protocol/vocabulary.h"
 #include "run_book_detail.h"
@@ -556,6 +557,8 @@ void RunBook::message(LinkId link, const std::string& worker, const protocol::Me
           on_finish(worker, msg, false);
         else if constexpr (std::is_same_v<T, protocol::Drain>)
           it->second.draining = true;
+        else if constexpr (std::is_same_v<T, protocol::Output>)
+          on_output(worker, msg);
         else {
           count(Counter::protocol_errors);
           send_link(link, protocol::Error{"protocol", std::string("unexpected message '") + protocol::type_name(m) +
@@ -689,8 +692,7 @@ void RunBook::finish_current(const std::string& worker, const protocol::Finish& 
     if (it == tracked_.end() || !held_by(it->second.row, RunState::running, worker, m.ref)) return;
     if (pending_finish_ids_.count(m.ref.run_id)) return;
     const store::ActiveRun& r = it->second.row;
-    if (!m.stdout_tail.empty()) emit(AppendRunLog{r.id, r.attempt, "stdout", m.stdout_tail});
-    if (!m.stderr_tail.empty()) emit(AppendRunLog{r.id, r.attempt, "stderr", m.stderr_tail});
+    log_tails(r, m);
 
     store::AttemptFence att{worker, r.attempt, r.lease_token};
     const auto requested = cancel_requested_.find(r.id.value);
@@ -717,7 +719,7 @@ void RunBook::finish_current(const std::string& worker, const protocol::Finish& 
     store::FinishRow row{r.id, r.version, att, {}, std::nullopt};
     row.finish.exit_code = m.exit_code;
     row.finish.error_msg = m.error;
-    row.finish.result_json = result_json(m);
+    row.finish.result_json = result_json(m, log_ref_of(m));
     if (requested != cancel_requested_.end()) cancel_requested_.erase(requested);
     const RunState outcome = m.outcome == protocol::Outcome::succeeded   ? RunState::succeeded
                              : m.outcome == protocol::Outcome::timed_out ? RunState::timed_out
@@ -732,6 +734,33 @@ void RunBook::finish_current(const std::string& worker, const protocol::Finish& 
     pending_finishes_.push_back(std::move(row));
     finish_messages_[r.id.value] = {worker, m};
   });
+}
+
+void RunBook::on_output(const std::string& worker, const protocol::Output& m) {
+  // Only the worker running this attempt speaks for its output: a replaced
+  // attempt's, a stale connection's or another worker's frames are dropped
+  // (no read for them: output is not worth a database round trip).
+  auto it = tracked_.find(m.ref.run_id);
+  if (it == tracked_.end() || !held_by(it->second.row, RunState::running, worker, m.ref)) return;
+  emit(AppendRunOutput{{RunId{m.ref.run_id}, m.ref.attempt, m.stream, m.offset, m.data}});
+}
+
+void RunBook::log_tails(const store::ActiveRun& r, const protocol::Finish& m) {
+  auto place = [&](const char* stream, const std::string& tail, const std::optional<std::int64_t>& length) {
+    if (tail.empty()) return;
+    if (!length) return emit(AppendRunLog{r.id, r.attempt, stream, tail});
+    // The tail is the stream's last bytes: whatever streamed frames did not
+    // arrive (a leader died in between) is filled in from it.
+    const std::int64_t offset = std::max<std::int64_t>(0, *length - static_cast<std::int64_t>(tail.size()));
+    emit(AppendRunOutput{{r.id, r.attempt, stream, offset, tail}});
+  };
+  place("stdout", m.stdout_tail, m.stdout_bytes);
+  place("stderr", m.stderr_tail, m.stderr_bytes);
+}
+
+std::string RunBook::log_ref_of(const protocol::Finish& m) const {
+  if (!cfg_.log_archive || !m.stdout_bytes) return "";
+  return output_archive_ref(m.ref.run_id);
 }
 
 void RunBook::late_success(const std::string& worker, const protocol::Finish& m) {
@@ -753,7 +782,7 @@ void RunBook::late_success(const std::string& worker, const protocol::Finish& m)
     w.fence = {r.id, r.version, epoch_};
     w.attempt = {worker, r.attempt, *r.lease_token};
     w.finish.exit_code = m.exit_code;
-    w.finish.result_json = result_json(m);
+    w.finish.result_json = result_json(m, log_ref_of(m));
     write(std::move(w), [this, worker, m](const Result<store::WriteResult>& res) {
       if (!note("late_success", m.ref.run_id, res)) return;
       finished(m.ref.run_id, "SUCCEEDED", m.duration_ms);

@@ -34,8 +34,12 @@ inline bool conflict(const Result<store::WriteResult>& w) { return w && w->outco
 /// A finish's result: its duration and each task's result (recorded as the
 /// attempt's task_results). Task names come from the job definition through
 /// the worker: quoted, so no name can break the JSON.
-inline std::string result_json(const protocol::Finish& m) {
-  std::string out = "{\"duration_ms\":" + std::to_string(m.duration_ms) + ",\"tasks\":[";
+/// `log_ref` (if any) names the attempt's output in the log archive: the
+/// finish write sets the run's log_ref from it.
+inline std::string result_json(const protocol::Finish& m, const std::string& log_ref = "") {
+  std::string out = "{\"duration_ms\":" + std::to_string(m.duration_ms) + ",";
+  if (!log_ref.empty()) out += "\"log_ref\":" + json_quote(log_ref) + ",";
+  out += "\"tasks\":[";
   for (std::size_t i = 0; i < m.tasks.size(); ++i) {
     const auto& t = m.tasks[i];
     if (i) out += ',';

@@ -761,5 +761,67 @@ TEST(RunBook, AConfirmingAttemptItsWorkerListsAsEndedIsAdopted) {
   EXPECT_EQ(writes[0].kind, RunWriteKind::adopt);
 }
 
+TEST(RunBook, StreamedOutputIsLoggedOnlyFromTheWorkerRunningTheAttempt) {
+  Driver d;
+  auto r = active(1, RunState::running, "w1");
+  auto other = active(2, RunState::running, "w2");
+  d.begin({r, other}, hello("w1"));
+  auto e = d.msg(7, "w1", protocol::Output{ref(r), "stdout", 0, "hello\n"});
+  auto out = all<AppendRunOutput>(e);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].chunk.run, r.id);
+  EXPECT_EQ(out[0].chunk.attempt, 1);
+  EXPECT_EQ(out[0].chunk.stream, "stdout");
+  EXPECT_EQ(out[0].chunk.data, "hello\n");
+  // Another worker's attempt, a superseded attempt, a wrong lease token:
+  // dropped, no read, no error.
+  EXPECT_TRUE(all<AppendRunOutput>(d.msg(7, "w1", protocol::Output{ref(other), "stdout", 0, "x"})).empty());
+  auto stale = ref(r);
+  stale.attempt = 2;
+  EXPECT_TRUE(all<AppendRunOutput>(d.msg(7, "w1", protocol::Output{stale, "stdout", 0, "x"})).empty());
+  stale = ref(r);
+  stale.lease_token = "forged";
+  e = d.msg(7, "w1", protocol::Output{stale, "stderr", 0, "x"});
+  EXPECT_TRUE(all<AppendRunOutput>(e).empty());
+  EXPECT_TRUE(all<ReadActive>(e).empty());
+  EXPECT_TRUE(sent<protocol::Error>(e).empty());
+}
+
+TEST(RunBook, AStreamedFinishPlacesItsTailsByOffsetAndRecordsTheLogRef) {
+  RuntimeConfig c = config();
+  c.log_archive = true;
+  Driver d(c);
+  auto r = active(1234567, RunState::running, "w1");
+  d.begin({r}, hello("w1"));
+  auto f = finish(r, protocol::Outcome::succeeded);
+  f.stdout_tail = "end\n";
+  f.stdout_bytes = 100;
+  f.stderr_bytes = 0;
+  auto e = d.msg(7, "w1", f);
+  EXPECT_TRUE(all<AppendRunLog>(e).empty()) << "a streamed attempt's tail is not appended again";
+  auto out = all<AppendRunOutput>(e);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].chunk.offset, 96);
+  EXPECT_EQ(out[0].chunk.data, "end\n");
+  auto finishes = all<WriteFinishes>(d.tick(10ms));
+  ASSERT_EQ(finishes.size(), 1u);
+  EXPECT_NE(finishes[0].rows[0].finish.result_json.find(R"("log_ref":"runs/1234/1234567")"), std::string::npos)
+      << finishes[0].rows[0].finish.result_json;
+
+  // A worker that did not stream: the tails are appended as before, no log_ref.
+  Driver old(c);
+  auto r2 = active(5, RunState::running, "w1");
+  old.begin({r2}, hello("w1"));
+  auto f2 = finish(r2, protocol::Outcome::failed);
+  f2.stderr_tail = "boom\n";
+  e = old.msg(7, "w1", f2);
+  auto logs = all<AppendRunLog>(e);
+  ASSERT_EQ(logs.size(), 1u);
+  EXPECT_EQ(logs[0].stream, "stderr");
+  finishes = all<WriteFinishes>(old.tick(10ms));
+  ASSERT_EQ(finishes.size(), 1u);
+  EXPECT_EQ(finishes[0].rows[0].finish.result_json.find("log_ref"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace baton::leader_core

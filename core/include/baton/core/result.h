@@ -17,6 +17,7 @@ enum class Errc {
   db_error,            ///< the server rejected the statement
   bad_config,
   bad_input,
+  io,  ///< a local file could not be read or written
 };
 
 const char* to_string(Errc e);

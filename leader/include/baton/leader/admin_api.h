@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "baton/leader/api_auth.h"
+#include "baton/leader/log_archive.h"
 #include "baton/leader/metrics.h"
 #include "baton/leader/node_server.h"
 #include "baton/leader/payload_denylist.h"
@@ -76,6 +77,8 @@ class AdminApi {
   const std::vector<ApiRoute>& routes() const { return routes_; }
   /// Names and text refused in run parameters and event payloads.
   void set_payload_denylist(std::vector<std::string> denylist) { denylist_ = std::move(denylist); }
+  /// The node's log archive (GET /api/v1/runs/{id}/output); null: none.
+  void set_log_archive(const LogArchive* archive) { archive_ = archive; }
 
  private:
   HttpResponse route(const HttpRequest& r, const std::string& path);
@@ -95,6 +98,7 @@ class AdminApi {
   std::vector<ApiRoute> make_routes();
   HttpResponse list_runs(const ApiCall& c);
   HttpResponse show_run(const ApiCall& c);
+  HttpResponse run_output(const ApiCall& c);
   HttpResponse cancel(const ApiCall& c);
   HttpResponse rerun(const ApiCall& c);
   HttpResponse list_jobs(const ApiCall& c, bool one);
@@ -127,6 +131,7 @@ class AdminApi {
   bool metrics_need_token_;
   std::vector<ApiRoute> routes_;
   std::vector<std::string> denylist_ = default_payload_denylist();
+  const LogArchive* archive_ = nullptr;
 };
 
 }  // namespace baton::leader

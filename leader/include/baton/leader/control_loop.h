@@ -21,6 +21,7 @@
 
 #include "baton/core/clock.h"
 #include "baton/core/ids.h"
+#include "baton/leader/log_archive.h"
 #include "baton/leader/metrics.h"
 #include "baton/leader/worker_link.h"
 #include "baton/leader_core/run_book.h"
@@ -85,6 +86,9 @@ class ControlLoop {
   /// worker link it holds on the way out.
   void run(const std::atomic<bool>& stop);
   bool fenced() const { return fenced_.load(); }
+  /// Streamed output also goes to this archive (null: the database only).
+  /// Before run().
+  void set_log_archive(const LogArchive* archive) { archive_ = archive; }
   Epoch epoch() const { return epoch_; }
 
  private:
@@ -94,6 +98,9 @@ class ControlLoop {
   void drain();
   void execute(leader_core::Effect& e, leader_core::Effect* next, bool& next_done);
   void write_run(const leader_core::WriteRun& w);
+  /// Writes the output gathered since the last call: one statement, and the
+  /// archive. Best effort: output is not run state.
+  void flush_output();
 
   const Epoch epoch_;
   const NodeIdentity me_;
@@ -104,6 +111,8 @@ class ControlLoop {
   Metrics& metrics_;
   leader_core::RunBook book_;
   std::map<leader_core::LinkId, std::shared_ptr<WorkerLink>> links_;  ///< loop thread only
+  const LogArchive* archive_ = nullptr;
+  std::vector<store::OutputChunk> output_;  ///< loop thread only
 
   std::mutex mutex_;
   std::condition_variable wake_;

@@ -26,6 +26,10 @@ struct NodeConfig {
   /// Names and text refused in run parameters and event payloads (secrets);
   /// case-insensitive substrings (payload_denylist.h).
   std::vector<std::string> payload_denylist = default_payload_denylist();
+  /// Where full task output is archived (log_archive.h); "" = no archive.
+  std::string log_archive_dir;
+  /// Runs' output older than this is removed from this node's archive.
+  int log_archive_retention_days = 30;
 };
 
 /// Reads and validates FILE. The error lists every problem, each naming the

@@ -19,6 +19,9 @@ inline constexpr std::size_t tasks_per_run_max = 64;
 inline constexpr std::size_t running_per_worker_max = 4096;
 inline constexpr std::size_t output_tail_bytes_max = 16 * 1024;
 static_assert(output_tail_bytes_max < frame_bytes_max / 4);
+/// An `output` frame carries at most this much text.
+inline constexpr std::size_t output_chunk_bytes_max = 16 * 1024;
+static_assert(output_chunk_bytes_max < frame_bytes_max / 8);
 
 /// Identifies one attempt of one run; every run-scoped message carries it.
 struct AttemptRef {
@@ -165,7 +168,25 @@ struct Finish {
   std::string stderr_tail;
   std::int64_t duration_ms = 0;
   std::vector<TaskResult> tasks;
+  /// Set by a worker that streamed this attempt's output in `output`
+  /// frames: the length of each stream (the offset after its last byte).
+  /// The tails are then not logged again, and a leader can tell that
+  /// output went missing.
+  std::optional<std::int64_t> stdout_bytes{};
+  std::optional<std::int64_t> stderr_bytes{};
   friend bool operator==(const Finish&, const Finish&) = default;
+};
+/// Task output while an attempt runs (docs/protocol.md, "Output"): the
+/// text [offset, offset + data.size()) of one stream of the attempt. The
+/// worker turns the task's raw bytes into valid UTF-8 first, and offsets
+/// count that text, so a chunk sent twice (after a reconnect) lands on the
+/// same bytes. Best effort, never acknowledged.
+struct Output {
+  AttemptRef ref;
+  std::string stream;  ///< "stdout" or "stderr"
+  std::int64_t offset = 0;
+  std::string data;  ///< at most output_chunk_bytes_max bytes
+  friend bool operator==(const Output&, const Output&) = default;
 };
 struct FinishAck {
   AttemptRef ref;
@@ -181,7 +202,7 @@ struct Drain {
 };
 
 using Message = std::variant<Hello, Welcome, Redirect, Error, Assign, Start, StartGranted, StartDenied, Heartbeat,
-                             Finish, FinishAck, Cancel, Drain>;
+                             Finish, FinishAck, Cancel, Drain, Output>;
 
 /// The "type" string of a message.
 const char* type_name(const Message& m);

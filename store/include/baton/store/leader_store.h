@@ -152,6 +152,16 @@ struct SkippedCronSlots {
 /// What an operator set that the leader applies without a restart, read
 /// every `controls_every` (RuntimeConfig): the `dispatch_enabled` setting and
 /// the workers an operator holds (POST /api/v1/workers/{id}/drain|evict).
+/// Text of one stream of one attempt at a byte offset of it (the protocol's
+/// `output` frame, or a finish's tail placed by the stream's length).
+struct OutputChunk {
+  RunId run{0};
+  int attempt = 0;
+  std::string stream;  ///< stdout or stderr
+  std::int64_t offset = 0;
+  std::string data;  ///< valid UTF-8
+};
+
 struct Controls {
   bool dispatch_enabled = true;
   std::map<std::string, std::string> worker_holds;  ///< worker id -> draining | evicted
@@ -206,6 +216,11 @@ class LeaderStore {
   /// These attached workers were heard from: their last heartbeat is now.
   virtual Result<void> workers_seen(const std::vector<std::string>& worker_ids) = 0;
   virtual Result<void> append_run_log(RunId run, int attempt, const std::string& stream, const std::string& chunk) = 0;
+  /// Streamed output, placed by offset (store/output_placement.h): only
+  /// text past what the log already holds of its stream is kept (a resent
+  /// chunk adds nothing), a gap is logged as lost, and text past
+  /// `db_bytes_per_stream` is left to the log archive (one note says so).
+  virtual Result<void> append_run_output(const std::vector<OutputChunk>& chunks, std::int64_t db_bytes_per_stream) = 0;
   virtual Result<std::vector<ScheduledJob>> scheduled_jobs() = 0;
   /// Unfinished runs whose job's selector none of `label_sets` (the labels of
   /// the workers taking runs) satisfies: they would wait silently. At most

@@ -31,6 +31,10 @@ struct AttemptContext {
   std::chrono::milliseconds switch_timeout{0};
   /// Where each PROGRAM task's tree gets a cgroup of its own (null: none).
   const TaskCgroups* cgroups = nullptr;
+  /// Called on the runner's thread with every piece of output a task
+  /// prints (stream 0: stdout, 1: stderr), as it is read: the agent streams
+  /// it to the leader (worker_core/output_stream.h).
+  std::function<void(int stream, const char* data, std::size_t n)> on_output;
 };
 
 class TaskRunner {
@@ -57,7 +61,7 @@ class TaskRunner {
                           const std::map<std::string, std::string>& env, const std::string& cwd,
                           std::chrono::steady_clock::time_point deadline);
   TaskOutcome run_builtin(const protocol::Task& t, std::chrono::steady_clock::time_point deadline);
-  void append(std::string& tail, const char* data, std::size_t n);
+  void append(int stream, const char* data, std::size_t n);
 
   std::atomic<bool> cancel_{false};
   std::atomic<bool> cancel_as_failure_{false};
@@ -65,6 +69,7 @@ class TaskRunner {
   std::mutex control_mutex_;
   int control_fd_ = -1;  ///< the running task's supervisor, -1 if none (under control_mutex_)
   std::string stdout_tail_, stderr_tail_;
+  const AttemptContext* ctx_ = nullptr;  ///< the attempt being run (for on_output)
 };
 
 }  // namespace baton::worker

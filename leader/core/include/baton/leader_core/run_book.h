@@ -116,6 +116,11 @@ struct AppendRunLog {
   std::string stream;
   std::string chunk;
 };
+/// Streamed output of an attempt held by the worker that sent it (not run
+/// state: best effort, into the run's log and the log archive).
+struct AppendRunOutput {
+  store::OutputChunk chunk;
+};
 struct ReadActive {
   OpId op = 0;
   Millis continuation_margin{0};
@@ -220,7 +225,7 @@ struct SkipCronSlots {
 using Effect = std::variant<Send, Close, Log, Count, ObserveDispatchLatency, RecordWorker, AppendRunLog, ReadActive,
                             ReadRun, ReadDue, ReadScheduledJobs, WriteRun, WriteAssigns, WriteStarts, WriteFinishes,
                             WriteHeartbeats, CreateCronRun, SkipCronSlots, RecordDecision, ReadUnmatched, ProcessEvents,
-                            Prune, ReadControls, RecordWorkersSeen, ObserveRunFinished>;
+                            Prune, ReadControls, RecordWorkersSeen, ObserveRunFinished, AppendRunOutput>;
 
 /// True for the effects that change the world outside the leader (messages
 /// and writes): none may follow a Fenced answer.
@@ -356,6 +361,13 @@ class RunBook {
   void on_heartbeat(const std::string& worker, const protocol::Heartbeat& m);
   void judge_running(const std::string& worker, const std::vector<protocol::AttemptRef>& running, bool fresh);
   void on_finish(const std::string& worker, const protocol::Finish& m, bool read_done);
+  void on_output(const std::string& worker, const protocol::Output& m);
+  /// The finish's tails into the run's log: placed by offset when the
+  /// worker streamed (the stream's length is in the finish), else appended.
+  void log_tails(const store::ActiveRun& r, const protocol::Finish& m);
+  /// The log_ref a finish records (empty without a log archive or when the
+  /// worker did not stream).
+  std::string log_ref_of(const protocol::Finish& m) const;
   void finish_current(const std::string& worker, const protocol::Finish& m);
   void late_success(const std::string& worker, const protocol::Finish& m);
   void on_cancel(RunId run, const std::string& reason, int tries);

@@ -2,6 +2,8 @@
 // The leader's run-lifecycle timing and limits (the node config's `runtime:`
 // section, docs/operations.md). Plain data: the pure decisions of
 // leader_core and the control loop that executes them both read it.
+#include <cstdint>
+
 #include "baton/core/clock.h"
 
 namespace baton::leader_core {
@@ -37,6 +39,12 @@ struct RuntimeConfig {
   int reassign_rate = 100;
   int reassign_burst = 100;
   int dispatch_batch = 512;
+  /// Of each stream of an attempt, the database keeps the first this many
+  /// bytes of text (the log archive keeps all of it).
+  std::int64_t output_db_bytes = 1024 * 1024;
+  /// The node has a log archive (node key log_archive_dir): a streamed
+  /// attempt's finish records its log_ref.
+  bool log_archive = false;
 };
 
 }  // namespace baton::leader_core

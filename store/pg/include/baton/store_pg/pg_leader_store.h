@@ -29,6 +29,7 @@ class PgLeaderStore final : public LeaderStore {
   Result<void> worker_detached(const std::string& worker_id) override;
   Result<void> workers_seen(const std::vector<std::string>& worker_ids) override;
   Result<void> append_run_log(RunId run, int attempt, const std::string& stream, const std::string& chunk) override;
+  Result<void> append_run_output(const std::vector<OutputChunk>& chunks, std::int64_t db_bytes_per_stream) override;
   Result<std::vector<ScheduledJob>> scheduled_jobs() override;
   Result<std::vector<DueRun>> unmatched_runs(const std::vector<std::map<std::string, std::string>>& label_sets,
                                              int limit) override;

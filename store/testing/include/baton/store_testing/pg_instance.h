@@ -64,6 +64,11 @@ struct AttemptRowView {
   double started_at_unix = 0;
 };
 
+/// Removes a finished run with its log, attempts, history and ledger
+/// entries, as retention pruning does, without waiting retention_days: test
+/// scaffolding for "what is left once a run was pruned".
+void erase_run_as_pruned(const std::string& url, std::int64_t run_id);
+
 /// Read-only views of a Baton database for assertions.
 class DbInspector {
  public:
