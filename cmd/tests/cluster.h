@@ -55,8 +55,8 @@ struct ClusterOptions {
   std::string lease = "3s", renew_every = "500ms", safety_margin = "1s";
   std::string heartbeat_interval = "300ms", heartbeat_timeout = "1500ms", reassign_after = "3s";
   std::string continuation_timeout = "4s", continuation_margin = "2s";
-  bool log_archive = false;     ///< every node gets log_archive_dir: <cluster dir>/archive (shared)
-  std::string output_db_bytes;  ///< runtime.output_db_bytes ("" = the default)
+  bool log_archive = false;   ///< every node gets log_archive_dir: <cluster dir>/archive (shared)
+  std::string runtime_extra;  ///< more keys of the runtime map, e.g. ", prune_every: 1s"
 };
 
 class Cluster {
@@ -95,7 +95,7 @@ class Cluster {
                        << ", reassign_after: " << opt_.reassign_after
                        << ", continuation_timeout: " << opt_.continuation_timeout
                        << ", continuation_margin: " << opt_.continuation_margin << ", timeout_grace: 2s"
-                       << (opt_.output_db_bytes.empty() ? "" : ", output_db_bytes: " + opt_.output_db_bytes) << "}\n"
+                       << opt_.runtime_extra << "}\n"
                        << (opt_.log_archive ? "log_archive_dir: " + dir_ + "/archive\n" : "");
     auto& node = spawn(id, {BATON_BINARY, "node", "--config", cfg});
     if (!jobs_applied_) apply_jobs(id);

@@ -61,7 +61,7 @@ class CtlTest : public ::testing::Test {
   static ClusterOptions options() {
     ClusterOptions o;
     o.log_archive = true;  // one directory shared by both nodes
-    o.output_db_bytes = "65536";
+    o.runtime_extra = ", output_db_bytes: 65536, prune_every: 1s";
     return o;
   }
   Cluster cluster{"ctl", jobs, options()};
@@ -163,6 +163,15 @@ TEST_F(CtlTest, PauseAJobDrainAWorkerAndStopDispatchThenUndoEachOne) {
   const auto run2 = std::stoll(ctl({"jobs", "trigger", "quick"}).output);
   std::this_thread::sleep_for(1500ms);
   EXPECT_EQ(cluster.db().run(run2)->state, "PENDING");
+  // ... and why it waits is in the ledger (the leader looks every 5 s).
+  std::string decisions;
+  EXPECT_TRUE(wait_until(
+      [&] {
+        decisions = ctl({"runs", "show", std::to_string(run2), "-o", "json"}).output;
+        return decisions.find("dispatch_disabled") != std::string::npos;
+      },
+      10s))
+      << decisions;
   ASSERT_EQ(ctl({"settings", "set", "dispatch_enabled", "true"}).code, 0);
   EXPECT_TRUE(cluster.wait_for_state(run2, "SUCCEEDED", 10s));
   EXPECT_EQ(ctl({"settings", "set", "dispatch_enabled", "maybe"}).code, 1);
@@ -451,6 +460,62 @@ TEST_F(CtlTest, OutputIsStreamedWhileTheRunRunsAndTheArchiveKeepsAllOfIt) {
   auto missing = ctl({"logs", "999999", "--archive"});
   EXPECT_EQ(missing.code, 4) << missing.output;
   EXPECT_NE(missing.output.find("holds no output of run 999999"), std::string::npos) << missing.output;
+}
+
+// Load shaping end to end: each run of a jittered cron job starts no
+// earlier than its slot plus the delay its ledger entry names.
+TEST_F(CtlTest, CronRunsStartAfterTheirJitter) {
+  std::filesystem::create_directories(cluster.dir() + "/spread");
+  std::ofstream(cluster.dir() + "/spread/jobs.yaml") << R"(jobs:
+  - name: spread
+    schedule: '* * * * * *'
+    jitter: 3s
+    tasks:
+      - {kind: BUILTIN, builtin: NOOP}
+)";
+  ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/spread"}).code, 0);
+  std::vector<RunRowView> done;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        done.clear();
+        for (const auto& r : cluster.db().runs_of_job("spread"))
+          if (r.state == "SUCCEEDED") done.push_back(r);
+        return done.size() >= 3;
+      },
+      20s));
+  ASSERT_EQ(ctl({"jobs", "pause", "spread"}).code, 0);
+  int delayed = 0;
+  for (const auto& r : done) {
+    const auto shown = ctl({"runs", "show", std::to_string(r.id), "-o", "json"}).output;
+    const std::int64_t jitter_ms = number_after(shown, "jitter_ms");
+    EXPECT_LT(jitter_ms, 3000) << shown.substr(0, 1500);
+    EXPECT_GE(r.started_at_unix - r.scheduled_for_unix, jitter_ms / 1000.0 - 0.001)
+        << "run " << r.id << " started before its slot + " << jitter_ms << " ms";
+    if (jitter_ms > 0) ++delayed;
+  }
+  EXPECT_GT(delayed, 0);
+}
+
+// Retention end to end: a finished run older than retention_days is pruned
+// (with its log) by the leader within prune_every; a recent one stays; the
+// pruned run's output is still in the log archive.
+TEST_F(CtlTest, OldFinishedRunsArePrunedAndTheirArchivedOutputStays) {
+  std::filesystem::create_directories(cluster.dir() + "/talk");
+  std::ofstream(cluster.dir() + "/talk/jobs.yaml") << R"(jobs:
+  - name: talk
+    tasks:
+      - {kind: PROGRAM, command: [/bin/echo, kept in the archive]}
+)";
+  ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/talk"}).code, 0);
+  const std::string old_run = std::to_string(std::stoll(ctl({"jobs", "trigger", "talk"}).output));
+  ASSERT_EQ(ctl({"logs", "-f", old_run, "--interval", "200ms"}).code, 0);
+  const std::string recent = std::to_string(std::stoll(ctl({"jobs", "trigger", "talk"}).output));
+  ASSERT_EQ(ctl({"logs", "-f", recent, "--interval", "200ms"}).code, 0);
+  ASSERT_EQ(ctl({"settings", "set", "retention_days", "1"}).code, 0);
+  age_finished_run(cluster.url(), std::stoll(old_run), 2);
+  EXPECT_TRUE(wait_until([&] { return ctl({"runs", "show", old_run}).code == 4; }, 15s)) << "pruned";
+  EXPECT_EQ(ctl({"runs", "show", recent}).code, 0) << "a run finished today stays";
+  EXPECT_EQ(ctl({"logs", old_run, "--archive"}).output, "kept in the archive\n");
 }
 
 TEST_F(CtlTest, ParametersReachTheTask) {

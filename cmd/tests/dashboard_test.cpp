@@ -97,6 +97,19 @@ TEST_F(DashboardTest, EveryPageShowsWhatTheApiSaysAndTheOperatorsActionsWork) {
   browser.wait_for("document.querySelector('#jobs-table tr[data-key=\"nightly\"] button[data-action=\"pause\"]')");
   EXPECT_FALSE(get("/api/v1/jobs/nightly").at("paused").as_bool());
 
+  // A job's page answers "why did (or didn't) it run at TIME?" as the API does.
+  click("#jobs-table tr[data-key=\"nightly\"] a");
+  browser.wait_for("document.getElementById('why-form')");
+  browser.eval("document.getElementById('why-at').value = '2026-01-01T03:00:00Z'");
+  click("button[data-action=\"why\"]");
+  browser.wait_for("document.getElementById('why-explanation')");
+  const auto why = get("/api/v1/jobs/nightly/why?at=2026-01-01T03:00:00Z");
+  EXPECT_EQ(text_of("#why-explanation"), std::string(why.at("explanation").as_string()));
+  EXPECT_EQ(rows("why-table"), static_cast<std::int64_t>(why.at("decisions").as_array().size()));
+  EXPECT_NE(text_of("#job-fields").find("0 0 3 * * *"), std::string::npos) << text_of("#job-fields");
+  shot("job");
+  open("#/jobs", "document.querySelector('#jobs-table tr[data-key=\"breaks\"]')");
+
   // Trigger through the UI (from the follower's page, to the leader).
   click("#jobs-table tr[data-key=\"breaks\"] button[data-action=\"trigger\"]");
   browser.wait_for("document.getElementById('message').textContent.includes('(run ')");

@@ -136,7 +136,8 @@ async function overview() {
 async function jobs() {
   const page = await api('GET', '/api/v1/jobs?limit=500');
   return [el('h2', { text: 'Jobs' }),
-    table('jobs-table', [['Name', j => j.name], ['Schedule', j => j.schedule], ['Zone', j => j.time_zone],
+    table('jobs-table', [['Name', j => el('a', { href: '#/jobs/' + encodeURIComponent(j.name), text: j.name })],
+      ['Schedule', j => j.schedule], ['Zone', j => j.time_zone],
       ['Next fire (UTC)', j => iso(j.next_fire_unix)],
       ['Last run', j => j.last_run ? el('span', {}, runLink(j.last_run.id), ' ', stateCell(j.last_run.state)) : '-'],
       ['Paused', j => j.paused ? 'yes' : 'no'],
@@ -145,6 +146,45 @@ async function jobs() {
                  : button('Pause', 'pause', () => act('pause ' + j.name, () => api('POST', '/api/v1/jobs/' + encodeURIComponent(j.name) + '/pause'))),
         ' ', button('Trigger', 'trigger', () => act('trigger ' + j.name, () => api('POST', '/api/v1/jobs/' + encodeURIComponent(j.name) + '/trigger'))))]],
     page.items, 'name')];
+}
+
+// One job: its definition, its recent runs, and "why did (or didn't) it
+// run at TIME?" from the decision ledger (GET /api/v1/jobs/{name}/why).
+const whyAt = {};
+async function job(name) {
+  const path = '/api/v1/jobs/' + encodeURIComponent(name);
+  const [j, recent] = await Promise.all([api('GET', path),
+    api('GET', '/api/v1/runs?limit=20&job=' + encodeURIComponent(name))]);
+  const fields = ['name', 'schedule', 'time_zone', 'misfire_policy', 'catch_up_limit', 'starting_deadline',
+    'max_instances', 'concurrency_policy', 'exclusive_execution', 'jitter', 'on_events', 'run_after', 'worker_selector',
+    'paused', 'live'];
+  const at = el('input', { id: 'why-at', name: 'at', size: 28, value: whyAt[name] || new Date().toISOString().slice(0, 19) + 'Z',
+    placeholder: '2026-03-29T01:30:00Z' });
+  const form = el('form', { id: 'why-form', class: 'filters', onsubmit: (e) => { e.preventDefault(); whyAt[name] = at.value.trim(); render(false); } },
+    el('label', {}, 'Why did (or didn\'t) it run at ', at), el('button', { type: 'submit', 'data-action': 'why', text: 'Explain' }));
+  let answer = [];
+  if (j.schedule && whyAt[name]) {
+    try {
+      const w = await api('GET', path + '/why?at=' + encodeURIComponent(whyAt[name]));
+      answer = [el('p', { id: 'why-explanation', class: 'explanation', text: w.explanation }),
+        el('p', {}, 'Slot ' + w.slot + (w.run ? ', run ' : ', no run'), w.run ? runLink(w.run.id) : null,
+          w.run ? el('span', {}, ' ', stateCell(w.run.state)) : null),
+        table('why-table', [['At', d => when(d.at)], ['Epoch', d => d.epoch], ['Decision', d => d.decision],
+          ['Reason', d => d.reason], ['Slot', d => when(d.slot)], ['To', d => when(d.slot_last)], ['Count', d => d.slot_count],
+          ['Run', d => runLink(d.run_id)], ['Details', d => d.details]], w.decisions)];
+    } catch (e) {
+      answer = [el('p', { id: 'why-explanation', class: 'message error', text: (e.code ? e.code + ': ' : '') + e.message })];
+    }
+  } else if (!j.schedule) {
+    answer = [el('p', { class: 'explanation', text: 'This job has no schedule: it runs when triggered, on events or after another job.' })];
+  }
+  return [el('h2', { text: 'Job ' + name }),
+    table('job-fields', [['Field', f => f], ['Value', f => text(j[f])]], fields.filter(f => j[f] !== undefined)),
+    el('h2', { text: 'Why?' }), form, ...answer,
+    el('h2', { text: 'Recent runs' }),
+    table('job-runs-table', [['Run', r => runLink(r.id)], ['State', r => stateCell(r.state)], ['Trigger', r => r.trigger_kind],
+      ['Created', r => when(r.created_at)], ['Finished', r => when(r.finished_at)], ['Error', r => r.error_code]],
+      recent.items, 'id')];
 }
 
 const runFilters = { job: '', state: '', worker: '' };
@@ -178,7 +218,8 @@ const terminal = new Set(['SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELED']);
 async function run(id) {
   const r = await api('GET', '/api/v1/runs/' + encodeURIComponent(id));
   const fields = ['job', 'state', 'attempt', 'max_attempts', 'assigned_worker_id', 'leader_epoch', 'continuation_state',
-    'trigger_kind', 'rerun_of', 'idempotency_key', 'created_at', 'started_at', 'finished_at', 'error_code', 'error_msg'];
+    'trigger_kind', 'rerun_of', 'idempotency_key', 'created_at', 'started_at', 'finished_at', 'error_code', 'error_msg',
+    'log_ref'];
   const actions = el('p', {},
     terminal.has(r.state)
       ? button('Re-run', 'rerun', () => act('re-run ' + id, async () => {
@@ -206,6 +247,9 @@ async function run(id) {
     table('attempts-table', [['Attempt', a => a.attempt], ['Worker', a => a.worker_id], ['Epoch', a => a.leader_epoch],
       ['Outcome', a => stateCell(a.outcome)], ['Exit', a => a.exit_code], ['Duration (ms)', a => a.duration_ms],
       ['Finished', a => when(a.finished_at)]], r.attempts, 'attempt'),
+    el('h2', { text: 'Scheduling decisions' }),
+    table('decisions-table', [['At', d => when(d.at)], ['Epoch', d => d.epoch], ['Decision', d => d.decision],
+      ['Reason', d => d.reason], ['Slot', d => when(d.slot)], ['Details', d => d.details]], r.decisions || []),
     el('h2', { text: 'Transitions' }),
     table('transitions-table', [['At', t => when(t.at)], ['From', t => t.from], ['To', t => stateCell(t.to)],
       ['Attempt', t => t.attempt], ['Epoch', t => t.leader_epoch], ['Continuation', t => t.continuation_state]], r.transitions),
@@ -275,6 +319,7 @@ async function render(clear = true) {
       'node ' + s.node_id + ' (' + s.role + ') - leader ' + (s.leader_id || 'none') + ' - epoch ' + s.epoch;
     let content;
     if (page === 'overview') content = await overview();
+    else if (page === 'jobs' && parts[1]) content = await job(decodeURIComponent(parts[1]));
     else if (page === 'jobs') content = await jobs();
     else if (page === 'runs' && parts[1]) content = await run(parts[1]);
     else if (page === 'runs') content = await runs();

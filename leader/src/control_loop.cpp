@@ -223,6 +223,8 @@ void ControlLoop::execute(lc::Effect& effect, lc::Effect* next, bool& next_done)
           book_.result(e.op, store_.prune(epoch_, e.batch), clock_.mono());
         } else if constexpr (std::is_same_v<T, lc::ProcessEvents>) {
           book_.result(e.op, store_.process_events(epoch_, e.limit), clock_.mono());
+        } else if constexpr (std::is_same_v<T, lc::ReadWaiting>) {
+          book_.result(e.op, store_.waiting_runs(e.limit), clock_.mono());
         } else if constexpr (std::is_same_v<T, lc::ReadUnmatched>) {
           book_.result(e.op, store_.unmatched_runs(e.label_sets, e.limit), clock_.mono());
         } else if constexpr (std::is_same_v<T, lc::RecordDecision>) {

@@ -361,7 +361,7 @@ class World {
                 b.result(e.op, Result<store::Pruned>(store::Pruned{epoch, 0, 0, 0, 0}), now);
               } else if constexpr (std::is_same_v<T, lc::ProcessEvents>) {
                 b.result(e.op, Result<store::EventsProcessed>(store::EventsProcessed{epoch, 0, 0}), now);
-              } else if constexpr (std::is_same_v<T, lc::ReadUnmatched>) {
+              } else if constexpr (std::is_same_v<T, lc::ReadUnmatched> || std::is_same_v<T, lc::ReadWaiting>) {
                 b.result(e.op, Result<std::vector<store::DueRun>>(std::vector<store::DueRun>{}), now);
               }
               // Count, ObserveDispatchLatency, RecordWorker, RecordWorkersSeen, AppendRunLog,

@@ -518,6 +518,27 @@ Result<std::vector<DueRun>> PgLeaderStore::unmatched_runs(
   });
 }
 
+Result<std::vector<DueRun>> PgLeaderStore::waiting_runs(int limit) {
+  return session_.with<std::vector<DueRun>>([&](pqxx::connection& c) -> Result<std::vector<DueRun>> {
+    pqxx::nontransaction tx{c};
+    auto rows = tx.exec_params(
+        "SELECT r.id, coalesce(j.name, '') FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id"
+        " WHERE (r.state = 'PENDING' AND coalesce(r.scheduled_for, r.created_at) <= now()"
+        "        AND (r.start_after IS NULL OR r.start_after <= now()))"
+        "    OR (r.state = 'RETRY_WAITING' AND r.next_attempt_at <= now()) OR r.state = 'ORPHANED'"
+        " ORDER BY r.id LIMIT $1",
+        limit);
+    std::vector<DueRun> out;
+    for (const auto& r : rows) {
+      DueRun d;
+      d.id = RunId{r[0].as<std::int64_t>()};
+      d.job_name = r[1].as<std::string>();
+      out.push_back(std::move(d));
+    }
+    return out;
+  });
+}
+
 Result<Controls> PgLeaderStore::read_controls() {
   return session_.with<Controls>([&](pqxx::connection& c) -> Result<Controls> {
     pqxx::nontransaction tx{c};

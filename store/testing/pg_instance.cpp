@@ -138,11 +138,14 @@ RunRowView read_run_row(const pqxx::row& r) {
           r[4].as<std::string>(),
           r[5].as<std::int64_t>(),
           r[6].is_null() ? "" : r[6].as<std::string>(),
-          r[7].is_null() ? "" : r[7].as<std::string>()};
+          r[7].is_null() ? "" : r[7].as<std::string>(),
+          r[8].as<double>(),
+          r[9].as<double>()};
 }
 constexpr const char* run_columns =
     "SELECT r.id, r.state, r.attempt, r.assigned_worker_id, r.continuation_state, r.leader_epoch, j.name,"
-    " r.lease_token::text"
+    " r.lease_token::text, coalesce(extract(epoch FROM r.scheduled_for), 0)::float8,"
+    " coalesce(extract(epoch FROM r.started_at), 0)::float8"
     " FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id ";
 }  // namespace
 
@@ -193,6 +196,14 @@ void erase_run_as_pruned(const std::string& url, std::int64_t run_id) {
   for (const char* table : {"run_logs", "job_run_attempts", "job_run_transitions", "decision_ledger"})
     tx.exec_params(std::string("DELETE FROM ") + table + " WHERE run_id = $1", run_id);
   tx.exec_params("DELETE FROM job_runs WHERE id = $1", run_id);
+  tx.commit();
+}
+
+void age_finished_run(const std::string& url, std::int64_t run_id, int days) {
+  pqxx::connection c(url);
+  pqxx::work tx(c);
+  tx.exec("SET LOCAL session_replication_role = replica");  // the write guards: only a test bypasses them
+  tx.exec_params("UPDATE job_runs SET finished_at = finished_at - $2 * interval '1 day' WHERE id = $1", run_id, days);
   tx.commit();
 }
 

@@ -154,6 +154,7 @@ void RunBook::pump() {
           last_workers_seen_ = now_;
           if (!seen.worker_ids.empty()) emit(std::move(seen));
           find_unmatched();
+          if (controls_ && !controls_->dispatch_enabled) find_held_by_operator();
         }
         break;
       case step_cron:

@@ -564,14 +564,25 @@ void RunBook::find_unmatched() {
   emit(std::move(read));
 }
 
+void RunBook::find_held_by_operator() {
+  ReadWaiting read;
+  read.op = next_op();
+  wait_due_[read.op] = [this](const Result<std::vector<store::DueRun>>& runs) {
+    if (!runs || !controls_ || controls_->dispatch_enabled) return;
+    for (const auto& r : *runs) record_once(r.id, "held_back", "dispatch_disabled");
+  };
+  emit(read);
+}
+
 void RunBook::record_once(RunId run, const std::string& decision, const std::string& reason) {
-  if (!recorded_.insert({run.value, decision}).second) return;
+  const std::string key = decision + ":" + reason;
+  if (!recorded_.insert({run.value, key}).second) return;
   if (recorded_.size() > 100000) recorded_.clear();  // bound: at worst a decision is recorded again
   log(LogLevel::info, fmt::format("run_{} run={} reason={} epoch={}", decision, run.value, reason, epoch_.value));
   const OpId op = next_op();
-  wait_create_[op] = [this, run, decision](const Result<store::CreateResult>& r) {
+  wait_create_[op] = [this, run, key](const Result<store::CreateResult>& r) {
     if (!r) {
-      recorded_.erase({run.value, decision});  // the next pass records it
+      recorded_.erase({run.value, key});  // the next pass records it
       return;
     }
     if (r->outcome == WriteOutcome::fenced)

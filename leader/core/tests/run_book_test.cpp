@@ -97,6 +97,7 @@ struct Driver {
   std::vector<store::DueRun> due;
   std::vector<store::ScheduledJob> jobs;
   std::vector<store::DueRun> unmatched;  ///< what ReadUnmatched answers
+  std::vector<store::DueRun> waiting;    ///< what ReadWaiting answers
   store::Controls controls;
   bool fail_controls = false;
   bool fail_reads = false;
@@ -122,6 +123,8 @@ struct Driver {
           book.result(ev->op, Result<store::EventsProcessed>(store::EventsProcessed{kEpoch, 0, 0}), now);
         } else if (auto* u = std::get_if<ReadUnmatched>(&e)) {
           book.result(u->op, Result<std::vector<store::DueRun>>(unmatched), now);
+        } else if (auto* wt = std::get_if<ReadWaiting>(&e)) {
+          book.result(wt->op, Result<std::vector<store::DueRun>>(waiting), now);
         } else if (auto* j = std::get_if<ReadScheduledJobs>(&e)) {
           book.result(j->op, Result<std::vector<store::ScheduledJob>>(jobs), now);
         } else if (auto* c = std::get_if<ReadControls>(&e)) {
@@ -384,6 +387,29 @@ TEST(RunBook, NothingIsDispatchedWhileAnOperatorDisabledDispatch) {
   EXPECT_TRUE(all<WriteAssigns>(e).empty()) << "the controls are read every controls_every";
   e = d.tick(700ms);
   ASSERT_EQ(all<WriteAssigns>(e).size(), 1u);
+}
+
+TEST(RunBook, RunsWaitingWhileDispatchIsDisabledAreRecordedOnceEach) {
+  Driver d;
+  d.controls.dispatch_enabled = false;
+  d.start();
+  d.attach(7, hello("w1"));
+  store::DueRun due;
+  due.id = RunId{5};
+  d.waiting = {due};
+  d.tick(100ms);  // the first pass reads the controls
+  auto e = d.tick(5000ms);
+  ASSERT_EQ(all<ReadWaiting>(e).size(), 1u);
+  auto recorded = all<RecordDecision>(e);
+  ASSERT_EQ(recorded.size(), 1u);
+  EXPECT_EQ(recorded[0].run, RunId{5});
+  EXPECT_EQ(recorded[0].decision, "held_back");
+  EXPECT_EQ(recorded[0].reason, "dispatch_disabled");
+  EXPECT_TRUE(all<RecordDecision>(d.tick(10000ms)).empty()) << "once per run";
+  // Dispatch enabled again: nothing is read for it.
+  d.controls.dispatch_enabled = true;
+  d.tick(10600ms);
+  EXPECT_TRUE(all<ReadWaiting>(d.tick(15000ms)).empty());
 }
 
 TEST(RunBook, NothingIsDispatchedBeforeTheControlsWereRead) {

@@ -227,6 +227,11 @@ class LeaderStore {
   /// `limit`, oldest first; id and job_name filled.
   virtual Result<std::vector<DueRun>> unmatched_runs(const std::vector<std::map<std::string, std::string>>& label_sets,
                                                      int limit) = 0;
+  /// Runs due for assignment now -- PENDING whose slot has come (and past
+  /// any jitter), due RETRY_WAITING, ORPHANED -- whatever their selector and
+  /// limits: what dispatch would consider. At most `limit`, oldest first; id
+  /// and job_name filled.
+  virtual Result<std::vector<DueRun>> waiting_runs(int limit) = 0;
   /// What operators set that the leader applies without a restart.
   virtual Result<Controls> read_controls() = 0;
 };

@@ -207,6 +207,12 @@ struct ReadUnmatched {
   std::vector<std::map<std::string, std::string>> label_sets;
   int limit = 100;
 };
+/// store::LeaderStore::waiting_runs: runs due now whatever their selector
+/// (read while an operator has disabled dispatch, to record why they wait).
+struct ReadWaiting {
+  OpId op = 0;
+  int limit = 100;
+};
 /// store::LeaderStore::record_decision: a decision about one run.
 struct RecordDecision {
   OpId op = 0;
@@ -225,7 +231,7 @@ struct SkipCronSlots {
 using Effect = std::variant<Send, Close, Log, Count, ObserveDispatchLatency, RecordWorker, AppendRunLog, ReadActive,
                             ReadRun, ReadDue, ReadScheduledJobs, WriteRun, WriteAssigns, WriteStarts, WriteFinishes,
                             WriteHeartbeats, CreateCronRun, SkipCronSlots, RecordDecision, ReadUnmatched, ProcessEvents,
-                            Prune, ReadControls, RecordWorkersSeen, ObserveRunFinished, AppendRunOutput>;
+                            Prune, ReadControls, RecordWorkersSeen, ObserveRunFinished, AppendRunOutput, ReadWaiting>;
 
 /// True for the effects that change the world outside the leader (messages
 /// and writes): none may follow a Fenced answer.
@@ -388,6 +394,9 @@ class RunBook {
   void flush_heartbeats();
   void materialize_cron(const std::vector<store::ScheduledJob>& jobs);
   void find_unmatched();
+  /// While dispatch is disabled: the runs that wait because of it, each
+  /// recorded once (held_back, dispatch_disabled).
+  void find_held_by_operator();
   /// Events (and successes other jobs run after) into runs: one fenced
   /// statement per batch, every cron period.
   void process_events();
@@ -457,7 +466,7 @@ class RunBook {
   std::map<std::int64_t, std::pair<std::string, protocol::Finish>> finish_messages_;
   std::map<std::string, std::optional<CronSchedule>> cron_cache_;
   std::map<std::string, std::optional<CronZone>> zone_cache_;  ///< located once per name
-  std::set<std::pair<std::int64_t, std::string>> recorded_;    ///< (run, decision) already in the ledger
+  std::set<std::pair<std::int64_t, std::string>> recorded_;    ///< (run, "decision:reason") already in the ledger
   TokenBucket reassignments_;  ///< paces ORPHANED runs handed out again (RuntimeConfig::reassign_rate)
   std::mt19937_64 rng_;
   /// The operators' controls as last read; nothing is dispatched before the

@@ -53,6 +53,8 @@ struct RunRowView {
   std::int64_t leader_epoch = 0;
   std::string job;
   std::string lease_token;
+  double scheduled_for_unix = 0;  ///< 0: none
+  double started_at_unix = 0;     ///< 0: not started
 };
 
 struct AttemptRowView {
@@ -68,6 +70,9 @@ struct AttemptRowView {
 /// entries, as retention pruning does, without waiting retention_days: test
 /// scaffolding for "what is left once a run was pruned".
 void erase_run_as_pruned(const std::string& url, std::int64_t run_id);
+/// Moves a finished run's finish `days` into the past (test scaffolding for
+/// retention, which prunes by that time).
+void age_finished_run(const std::string& url, std::int64_t run_id, int days);
 
 /// Read-only views of a Baton database for assertions.
 class DbInspector {
