@@ -24,6 +24,18 @@ std::map<std::string, std::string> parse_selector(const std::string& json_text) 
   return out;
 }
 
+/// Runs listed by id and job name (rows of: id, job name).
+std::vector<DueRun> ids_and_job_names(const pqxx::result& rows) {
+  std::vector<DueRun> out;
+  for (const auto& r : rows) {
+    DueRun d;
+    d.id = RunId{r[0].as<std::int64_t>()};
+    d.job_name = r[1].as<std::string>();
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
 }  // namespace
 
 PgLeaderStore::PgLeaderStore(const std::string& url, const std::string& application_name)
@@ -507,14 +519,7 @@ Result<std::vector<DueRun>> PgLeaderStore::unmatched_runs(
         " AND NOT EXISTS (SELECT 1 FROM unnest($1::jsonb[]) AS l(labels) WHERE j.worker_selector <@ l.labels)"
         " ORDER BY r.id LIMIT $2",
         pg_array(sets), limit);
-    std::vector<DueRun> out;
-    for (const auto& r : rows) {
-      DueRun d;
-      d.id = RunId{r[0].as<std::int64_t>()};
-      d.job_name = r[1].as<std::string>();
-      out.push_back(std::move(d));
-    }
-    return out;
+    return ids_and_job_names(rows);
   });
 }
 
@@ -528,14 +533,7 @@ Result<std::vector<DueRun>> PgLeaderStore::waiting_runs(int limit) {
         "    OR (r.state = 'RETRY_WAITING' AND r.next_attempt_at <= now()) OR r.state = 'ORPHANED'"
         " ORDER BY r.id LIMIT $1",
         limit);
-    std::vector<DueRun> out;
-    for (const auto& r : rows) {
-      DueRun d;
-      d.id = RunId{r[0].as<std::int64_t>()};
-      d.job_name = r[1].as<std::string>();
-      out.push_back(std::move(d));
-    }
-    return out;
+    return ids_and_job_names(rows);
   });
 }
 

@@ -9,13 +9,15 @@
 #include <random>
 #include <set>
 
+#include "cron_test_time.h"
+
 using namespace baton::leader_core;
 using namespace std::chrono;
 
 namespace {
 
 sys_seconds at(int y, unsigned mo, unsigned d, int h = 0, int mi = 0, int s = 0) {
-  return sys_days{year{y} / month{mo} / day{d}} + hours{h} + minutes{mi} + seconds{s};
+  return test::utc(y, mo, d, h, mi, s);
 }
 
 CronSchedule cron(const char* expr) { return std::get<CronSchedule>(parse_cron(expr)); }

@@ -3,6 +3,8 @@
 // cross-check of the skipping search against a naive minute/second walk.
 #include "baton/leader_core/cron.h"
 
+#include "cron_test_time.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,23 +18,10 @@ using namespace std::chrono;
 
 namespace {
 
+using test::show;
 sys_seconds at(int y, unsigned mo, unsigned d, int h = 0, int mi = 0, int s = 0) {
-  return sys_days{year{y} / month{mo} / day{d}} + hours{h} + minutes{mi} + seconds{s};
+  return test::utc(y, mo, d, h, mi, s);
 }
-
-std::string show(sys_seconds t) {
-  const sys_days d = floor<days>(t);
-  const year_month_day ymd{d};
-  const hh_mm_ss tod{t - d};
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02u-%02u %02ld:%02ld:%02ld", static_cast<int>(ymd.year()),
-                static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
-                static_cast<long>(tod.hours().count()), static_cast<long>(tod.minutes().count()),
-                static_cast<long>(tod.seconds().count()));
-  return buf;
-}
-
-std::string show(const std::optional<sys_seconds>& t) { return t ? show(*t) : std::string("nullopt"); }
 
 CronSchedule parse_ok(std::string_view expr) {
   auto r = parse_cron(expr);

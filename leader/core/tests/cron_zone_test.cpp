@@ -11,26 +11,15 @@
 
 #include "baton/leader_core/cron.h"
 #include "baton/leader_core/cron_zone.h"
+#include "cron_test_time.h"
 
 using namespace baton::leader_core;
 using namespace std::chrono;
 
 namespace {
 
-sys_seconds utc(int y, unsigned mo, unsigned d, int h = 0, int mi = 0, int s = 0) {
-  return sys_days{year{y} / month{mo} / day{d}} + hours{h} + minutes{mi} + seconds{s};
-}
-
-std::string show(sys_seconds t) {
-  const sys_days d = floor<days>(t);
-  const year_month_day ymd{d};
-  const hh_mm_ss tod{t - d};
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02u-%02u %02ld:%02ld", static_cast<int>(ymd.year()),
-                static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
-                static_cast<long>(tod.hours().count()), static_cast<long>(tod.minutes().count()));
-  return buf;
-}
+using test::utc;
+std::string show(sys_seconds t) { return test::show(t, false); }
 
 CronZone zone(const char* name) {
   auto z = CronZone::locate(name);

@@ -125,6 +125,12 @@ struct Driver {
           book.result(u->op, Result<std::vector<store::DueRun>>(unmatched), now);
         } else if (auto* wt = std::get_if<ReadWaiting>(&e)) {
           book.result(wt->op, Result<std::vector<store::DueRun>>(waiting), now);
+        } else if (auto* rd = std::get_if<RecordDecision>(&e)) {
+          store::CreateResult written;
+          written.outcome = store::WriteOutcome::applied;
+          written.current_epoch = kEpoch;
+          written.run = rd->run;
+          book.result(rd->op, Result<store::CreateResult>(written), now);
         } else if (auto* j = std::get_if<ReadScheduledJobs>(&e)) {
           book.result(j->op, Result<std::vector<store::ScheduledJob>>(jobs), now);
         } else if (auto* c = std::get_if<ReadControls>(&e)) {
@@ -370,7 +376,7 @@ TEST(RunBook, ReassignmentsOfOrphanedRunsArePaced) {
   EXPECT_EQ(later[0].rows.size(), 1u) << "2/s: one more after half a second";
 }
 
-TEST(RunBook, NothingIsDispatchedWhileAnOperatorDisabledDispatch) {
+TEST(RunBook, WhileDispatchIsDisabledNothingIsDispatchedAndEachWaitingRunIsRecordedOnce) {
   Driver d;
   d.controls.dispatch_enabled = false;
   d.start();
@@ -378,38 +384,33 @@ TEST(RunBook, NothingIsDispatchedWhileAnOperatorDisabledDispatch) {
   store::DueRun due;
   due.id = RunId{5};
   d.due = {due};
+  d.waiting = {due};
   auto e = d.tick(100ms);
   EXPECT_TRUE(all<ReadDue>(e).empty());
   EXPECT_TRUE(all<WriteAssigns>(e).empty());
-  // Enabled again: it applies at the next read of the controls.
-  d.controls.dispatch_enabled = true;
-  e = d.tick(200ms);
-  EXPECT_TRUE(all<WriteAssigns>(e).empty()) << "the controls are read every controls_every";
-  e = d.tick(700ms);
-  ASSERT_EQ(all<WriteAssigns>(e).size(), 1u);
-}
-
-TEST(RunBook, RunsWaitingWhileDispatchIsDisabledAreRecordedOnceEach) {
-  Driver d;
-  d.controls.dispatch_enabled = false;
-  d.start();
-  d.attach(7, hello("w1"));
-  store::DueRun due;
-  due.id = RunId{5};
-  d.waiting = {due};
-  d.tick(100ms);  // the first pass reads the controls
-  auto e = d.tick(5000ms);
+  // Why it waits goes to the ledger, once (the leader looks every 5 s).
+  auto heard_at = [&](Millis t) {  // w1 stays attached
+    d.now = at(t);
+    d.msg(7, "w1", protocol::Heartbeat{});
+  };
+  heard_at(4000ms);
+  e = d.tick(5000ms);
   ASSERT_EQ(all<ReadWaiting>(e).size(), 1u);
   auto recorded = all<RecordDecision>(e);
   ASSERT_EQ(recorded.size(), 1u);
   EXPECT_EQ(recorded[0].run, RunId{5});
   EXPECT_EQ(recorded[0].decision, "held_back");
   EXPECT_EQ(recorded[0].reason, "dispatch_disabled");
+  EXPECT_TRUE(all<WriteAssigns>(e).empty());
+  heard_at(9000ms);
   EXPECT_TRUE(all<RecordDecision>(d.tick(10000ms)).empty()) << "once per run";
-  // Dispatch enabled again: nothing is read for it.
+  // Enabled again: it applies at the next read of the controls.
   d.controls.dispatch_enabled = true;
-  d.tick(10600ms);
-  EXPECT_TRUE(all<ReadWaiting>(d.tick(15000ms)).empty());
+  e = d.tick(10200ms);
+  EXPECT_TRUE(all<WriteAssigns>(e).empty()) << "the controls are read every controls_every";
+  e = d.tick(10600ms);
+  ASSERT_EQ(all<WriteAssigns>(e).size(), 1u);
+  EXPECT_TRUE(all<ReadWaiting>(d.tick(15000ms)).empty()) << "nothing is read for it while dispatch is enabled";
 }
 
 TEST(RunBook, NothingIsDispatchedBeforeTheControlsWereRead) {
