@@ -52,7 +52,15 @@ Action next_action(const ElectorState& s, MonoTime now, const ElectionConfig& cf
   return {ActionKind::wait, std::max(left, Millis{1})};
 }
 
-bool should_campaign(const store::LeaseView& seen) { return seen.expired(); }
+bool should_campaign(const ElectorState& s, const store::LeaseView& seen) { return !s.regressed_to && seen.expired(); }
+
+namespace {
+/// The database showed `epoch`: below what we had seen means it went back.
+void note_epoch(ElectorState& n, Epoch epoch) {
+  if (epoch < n.highest_epoch_seen && !n.regressed_to) n.regressed_to = epoch;
+  n.highest_epoch_seen = std::max(n.highest_epoch_seen, epoch);
+}
+}  // namespace
 
 Millis follower_wait(const store::LeaseView& seen, const ElectionConfig& cfg) {
   // Wake a little after the holder's lease would expire by the DB clock; a
@@ -64,7 +72,7 @@ Millis follower_wait(const store::LeaseView& seen, const ElectionConfig& cfg) {
 Transition on_observed(const ElectorState& s, const store::LeaseView& seen) {
   BATON_ASSERT(seen.epoch >= Epoch{0});
   ElectorState n = s;
-  n.highest_epoch_seen = std::max(n.highest_epoch_seen, seen.epoch);
+  note_epoch(n, seen.epoch);
   check_invariants(n);
   return {n, std::nullopt};
 }
@@ -74,13 +82,19 @@ Transition on_campaign(const ElectorState& s, const store::CampaignResult& r, Mo
   BATON_ASSERT(s.role == Role::follower);
   ElectorState n = s;
   if (!r.won) {
-    n.highest_epoch_seen = std::max(n.highest_epoch_seen, r.lease.epoch);
+    note_epoch(n, r.lease.epoch);
     return {n, std::nullopt};
   }
-  // Exactly one winner per epoch: a win is always a strictly newer epoch
-  // than any we have seen, and the lease names us.
-  BATON_ASSERT(r.lease.epoch > s.highest_epoch_seen);
   BATON_ASSERT(r.lease.held_by(me));
+  // Exactly one winner per epoch: a win is a strictly newer epoch than any
+  // we have seen -- unless the database went back and handed out a number
+  // again. Then we do not lead it (another node may still act on it): the
+  // lease is released and this process stays a follower.
+  if (r.lease.epoch <= s.highest_epoch_seen) {
+    if (!n.regressed_to) n.regressed_to = r.lease.epoch;
+    n.must_release = r.lease.epoch;
+    return {n, std::nullopt};
+  }
   n.role = Role::leader;
   n.epoch = r.lease.epoch;
   n.highest_epoch_seen = r.lease.epoch;
@@ -111,6 +125,7 @@ Transition on_released(const ElectorState& s) {
 void check_invariants(const ElectorState& s) {
   BATON_ASSERT(s.epoch <= s.highest_epoch_seen || s.highest_epoch_seen == Epoch{0});
   if (s.role == Role::leader) {
+    BATON_ASSERT(!s.regressed_to.has_value());
     BATON_ASSERT(s.epoch > Epoch{0});
     BATON_ASSERT(s.epoch == s.highest_epoch_seen);
     BATON_ASSERT(!s.must_release.has_value());

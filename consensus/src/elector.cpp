@@ -18,6 +18,12 @@ Elector::Elector(store::LeaseStore& store, const Clock& clock, NodeIdentity me, 
 }
 
 void Elector::apply(const Transition& t) {
+  if (t.next.regressed_to && !state_.regressed_to)
+    spdlog::critical(
+        "lease_history_regressed node={} highest_epoch_seen={} database_epoch={}: the coordinator database lost "
+        "committed writes (an asynchronous failover or a restore); this node will not lead again until it is "
+        "restarted (docs/operations.md, \"PostgreSQL high availability\")",
+        me_.node_id, t.next.highest_epoch_seen.value, t.next.regressed_to->value);
   state_ = t.next;
   check_invariants(state_);
   if (t.change && on_change_) on_change_(*t.change);
@@ -93,7 +99,7 @@ void Elector::step() {
     if (!state_.must_release && state_.role == Role::follower) state_.must_release = seen->epoch;
     return;
   }
-  if (!should_campaign(*seen) || stopping_.load()) {
+  if (!should_campaign(state_, *seen) || stopping_.load()) {
     auto r = store_.wait_for_change(follower_wait(*seen, cfg_));
     if (!r) report_error("wait", r.error()), sleep_(cfg_.poll_every);
     return;

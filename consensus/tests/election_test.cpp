@@ -95,15 +95,44 @@ TEST(Election, CampaignWinMakesLeaderAtNewEpoch) {
 
 TEST(Election, FollowerCampaignsOnlyOnExpiredOrReleasedLease) {
   store::LeaseView v{Epoch{2}, "n2", "x", "", false, 1200ms};
-  EXPECT_FALSE(should_campaign(v));
+  ElectorState s;
+  EXPECT_FALSE(should_campaign(s, v));
   EXPECT_EQ(follower_wait(v, cfg()), 400ms);  // poll_every bounds the wait
   v.remaining = 100ms;
   EXPECT_EQ(follower_wait(v, cfg()), 110ms);  // wake just after expiry
   v.remaining = 0ms;
-  EXPECT_TRUE(should_campaign(v));
+  EXPECT_TRUE(should_campaign(s, v));
   v.remaining = 5000ms;
   v.released = true;
-  EXPECT_TRUE(should_campaign(v));
+  EXPECT_TRUE(should_campaign(s, v));
+}
+
+TEST(Election, ALeaseEpochBelowOneSeenMeansTheDatabaseWentBackAndThisNodeNeverLeadsAgain) {
+  ElectorState s;
+  s.highest_epoch_seen = Epoch{9};
+  store::LeaseView expired{Epoch{7}, "n2", "x", "", true, 0ms};
+  auto t = on_observed(s, expired);
+  ASSERT_TRUE(t.next.regressed_to.has_value());
+  EXPECT_EQ(*t.next.regressed_to, Epoch{7});
+  EXPECT_EQ(t.next.highest_epoch_seen, Epoch{9});
+  EXPECT_FALSE(should_campaign(t.next, expired)) << "an expired lease, and still no campaign";
+  // Epochs climbing again later do not clear it.
+  store::LeaseView later{Epoch{12}, "n3", "y", "", true, 0ms};
+  t = on_observed(t.next, later);
+  EXPECT_FALSE(should_campaign(t.next, later));
+}
+
+TEST(Election, ACampaignWonAtAnEpochAlreadySeenIsReleasedNotLed) {
+  ElectorState s;
+  s.highest_epoch_seen = Epoch{7};
+  store::CampaignResult r{true, {Epoch{7}, "n1", "inc-1", "", false, 3000ms}};
+  auto t = on_campaign(s, r, MonoTime{5s}, me);
+  EXPECT_FALSE(t.change.has_value());
+  EXPECT_EQ(t.next.role, Role::follower);
+  ASSERT_TRUE(t.next.must_release.has_value());
+  EXPECT_EQ(*t.next.must_release, Epoch{7});
+  EXPECT_TRUE(t.next.regressed_to.has_value());
+  EXPECT_EQ(next_action(t.next, MonoTime{5s}, cfg()).kind, ActionKind::release);
 }
 
 TEST(Election, PendingReleaseComesFirst) {

@@ -130,3 +130,35 @@ TEST(ElectorScenario, PartitionedLeaderStepsDownAndAnotherLeads) {
   EXPECT_EQ(c.leader(), 1);
   EXPECT_EQ(c.db().epoch(), Epoch{2});
 }
+
+TEST(ElectorScenario, NodesThatSawTheDatabaseGoBackNeverLeadAgain) {
+  // An asynchronous failover loses the bump to epoch 2: the database grants
+  // epoch 2 again. The nodes that knew epoch 2 refuse to lead (one of them
+  // may still act on it); a process started afterwards knows nothing older
+  // and leads.
+  SimCluster c;
+  c.add("n1");
+  c.run_for(50ms);
+  c.add("n2");
+  c.node(0).paused = true;
+  c.run_for(c.cfg().lease + 1s);
+  ASSERT_EQ(c.leader(), 1);
+  ASSERT_EQ(c.db().epoch(), Epoch{2});
+  c.node(0).paused = false;
+  c.run_for(1s);
+  // The failover happens while n2 is paused: a leader that has not noticed
+  // yet leads an epoch the database no longer has.
+  c.node(1).paused = true;
+  c.db().lose_writes_after(Epoch{1});
+  c.run_for(5s);
+  EXPECT_EQ(c.leader(), -1) << "n1 saw epoch 2";
+  c.node(1).paused = false;  // its watchdog steps it down first
+  c.run_for(5s);
+  EXPECT_EQ(c.leader(), -1) << "n1 and n2 both saw epoch 2";
+  EXPECT_EQ(c.db().epoch(), Epoch{1});
+  for (std::size_t i = 0; i < 2; ++i) EXPECT_TRUE(c.node(i).elector->snapshot().regressed_to.has_value());
+  c.add("n3");
+  c.run_for(1s);
+  EXPECT_EQ(c.leader(), 2);
+  EXPECT_EQ(c.db().epoch(), Epoch{2});
+}

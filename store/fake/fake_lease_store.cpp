@@ -36,6 +36,13 @@ WriteOutcome FakeLeaseDb::renew(Epoch epoch, const NodeIdentity& me, Millis leas
   return WriteOutcome::applied;
 }
 
+void FakeLeaseDb::lose_writes_after(Epoch e) {
+  epoch_ = e;
+  released_ = true;
+  expires_at_ = clock_.mono();
+  std::erase_if(history_, [&](const EpochRecord& r) { return r.epoch > e; });
+}
+
 WriteOutcome FakeLeaseDb::release(Epoch epoch, const NodeIdentity& me) {
   if (epoch != epoch_ || released_ || leader_id_ != me.node_id || incarnation_ != me.incarnation)
     return WriteOutcome::fenced;

@@ -20,6 +20,9 @@ std::string with_default_timeouts(const std::string& url) {
     out += key + "=" + value;
   };
   add("connect_timeout", "3");
+  // With several hosts (postgresql://h1:5432,h2:5432/baton), connect to the
+  // one that is the primary now; with one host, refuse a standby at once.
+  add("target_session_attrs", "primary");
   add("keepalives_idle", "5");
   add("keepalives_interval", "2");
   add("keepalives_count", "2");
@@ -157,10 +160,30 @@ Error PgSession::map_current_exception() {
     conn_.reset();
     std::string what = e.what();
     while (!what.empty() && (what.back() == '\n' || what.back() == ' ')) what.pop_back();
+    // target_session_attrs=primary found no primary among the hosts: every
+    // one it reached is a standby.
+    if (what.find("hot standby mode") != std::string::npos || what.find("is read-only") != std::string::npos)
+      return make_error(Errc::db_is_standby,
+                        describe_url(url_) + " is a standby (no primary among its hosts): " + what);
     return make_error(Errc::db_unavailable, describe_url(url_) + ": " + what);
   } catch (const pqxx::sql_error& e) {
+    const std::string state = e.sqlstate();
+    // The server we are connected to stopped being a primary (it was
+    // demoted, or we reached a standby through a proxy): drop it on any
+    // statement, not only at connect, so the next call finds the primary.
+    if (state == "25006") {
+      conn_.reset();
+      return make_error(Errc::db_is_standby,
+                        describe_url(url_) + " answered read-only (sqlstate 25006): it is not the primary now");
+    }
+    // Terminated by an administrator, a crash or a shutdown, or a
+    // connection failure reported as an error: never reuse the connection.
+    if (state.rfind("57P", 0) == 0 || state.rfind("08", 0) == 0) {
+      conn_.reset();
+      return make_error(Errc::db_unavailable, describe_url(url_) + ": " + e.what() + " [sqlstate " + state + "]");
+    }
     if (conn_ && !conn_->is_open()) conn_.reset();
-    return make_error(Errc::db_error, std::string(e.what()) + " [sqlstate " + e.sqlstate() + "]");
+    return make_error(Errc::db_error, std::string(e.what()) + " [sqlstate " + state + "]");
   } catch (const std::exception& e) {
     if (conn_ && !conn_->is_open()) conn_.reset();
     return make_error(Errc::db_error, e.what());

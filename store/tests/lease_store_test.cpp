@@ -9,6 +9,7 @@
 #include <map>
 #include <thread>
 
+#include "baton/store_pg/pg_session.h"
 #include "store_test_support.h"
 
 using namespace baton;
@@ -103,22 +104,72 @@ TEST(LeaseStore, ReleaseNotifiesFollowersAtOnce) {
   EXPECT_TRUE(follower.observe()->released);
 }
 
-TEST(LeaseStore, RefusesAStandby) {
+namespace {
+/// A streaming standby of the shared test cluster (scripts/pg-private); the
+/// test stops it.
+struct Standby {
+  std::string dir = baton::testing::PgInstance::shared().dir() + "/standby";
+  std::string url;  ///< its postgres database
+  Standby() {
+    auto& pg = baton::testing::PgInstance::shared();
+    const std::string cmd = std::string(BATON_SOURCE_DIR) + "/scripts/pg-private standby " + pg.dir() + "/pg " + dir +
+                            " > " + pg.dir() + "/standby.url";
+    EXPECT_EQ(std::system(cmd.c_str()), 0);
+    std::ifstream in(pg.dir() + "/standby.url");
+    std::getline(in, url);
+  }
+  ~Standby() { std::system((std::string(BATON_SOURCE_DIR) + "/scripts/pg-private stop " + dir).c_str()); }
+  /// The URL of database `db` on the standby (it replicates every database).
+  std::string of(const std::string& primary_url) const {
+    return url.substr(0, url.rfind('/')) + primary_url.substr(primary_url.rfind('/'));
+  }
+};
+/// "host:port" of a postgresql:// URL.
+std::string host_port(const std::string& url) {
+  const auto at = url.find('@');
+  return url.substr(at + 1, url.find('/', at) - at - 1);
+}
+}  // namespace
+
+TEST(LeaseStore, RefusesAStandbyAndFindsThePrimaryAmongSeveralHosts) {
   auto& pg = baton::testing::PgInstance::shared();
   std::string primary_url = pg.fresh_database("standby_src");
-  std::string standby_dir = pg.dir() + "/standby";
-  std::string cmd = std::string(BATON_SOURCE_DIR) + "/scripts/pg-private standby " + pg.dir() + "/pg " + standby_dir +
-                    " > " + pg.dir() + "/standby.url";
-  ASSERT_EQ(std::system(cmd.c_str()), 0);
-  std::ifstream in(pg.dir() + "/standby.url");
-  std::string standby_url;
-  std::getline(in, standby_url);
-  // The replica carries every database; this one has the migrated schema.
-  standby_url = standby_url.substr(0, standby_url.rfind('/')) + primary_url.substr(primary_url.rfind('/'));
-  PgLeaseStore lease(standby_url, "standby-check");
+  Standby standby;
+  const std::string standby_url = standby.of(primary_url);
+  {
+    PgLeaseStore lease(standby_url, "standby-check");
+    auto r = lease.campaign(node("n1"), Millis{60000});
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, Errc::db_is_standby) << r.error().message;
+    EXPECT_NE(r.error().message.find("standby"), std::string::npos);
+  }
+  // Both hosts in one URL, the standby first: the primary is the one used.
+  const auto at = primary_url.find('@');
+  const std::string both = primary_url.substr(0, at + 1) + host_port(standby_url) + "," + host_port(primary_url) +
+                           primary_url.substr(primary_url.find('/', at));
+  PgLeaseStore lease(both, "multi-host");
   auto r = lease.campaign(node("n1"), Millis{60000});
-  std::system((std::string(BATON_SOURCE_DIR) + "/scripts/pg-private stop " + standby_dir).c_str());
-  ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().code, Errc::db_is_standby) << r.error().message;
-  EXPECT_NE(r.error().message.find("standby"), std::string::npos);
+  ASSERT_TRUE(r) << both << ": " << r.error().message;
+  EXPECT_TRUE(r->won);
+}
+
+TEST(LeaseStore, AConnectionThatTurnsReadOnlyIsDroppedAtItsNextStatement) {
+  auto url = baton::testing::PgInstance::shared().fresh_database("read_only");
+  PgSession session(url, "turns-read-only");
+  // As a demoted primary answers: every write fails with sqlstate 25006.
+  ASSERT_TRUE(session.with<void>([](pqxx::connection& c) -> Result<void> {
+    pqxx::nontransaction tx(c);
+    tx.exec("SET default_transaction_read_only = on");
+    return {};
+  }));
+  auto write = [](pqxx::connection& c) -> Result<void> {
+    pqxx::nontransaction tx(c);
+    tx.exec("CREATE TEMPORARY TABLE probe (x int)");
+    return {};
+  };
+  auto refused = session.with<void>(write);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Errc::db_is_standby) << refused.error().message;
+  // The next call connects again (a fresh session, not read-only).
+  EXPECT_TRUE(session.with<void>(write));
 }

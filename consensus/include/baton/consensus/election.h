@@ -49,6 +49,13 @@ struct ElectorState {
   /// follower need not wait for expiry and we never resume this epoch.
   std::optional<Epoch> must_release;
   std::uint64_t generation = 0;  ///< bumped on every role change
+  /// Set when the database's lease epoch went below one this node had seen:
+  /// the database lost committed writes (an asynchronous failover, a
+  /// restore from backup), so an epoch number this node knew may be granted
+  /// again -- and two leaders with one epoch are not fenced from each other.
+  /// Sticky: this process never leads again (docs/operations.md,
+  /// "PostgreSQL high availability").
+  std::optional<Epoch> regressed_to;
 };
 
 struct RoleChange {
@@ -84,8 +91,9 @@ Transition enforce_deadline(const ElectorState& s, MonoTime now, const ElectionC
 /// What the elector should do next (after enforce_deadline).
 Action next_action(const ElectorState& s, MonoTime now, const ElectionConfig& cfg);
 
-/// Follower, having observed the lease: campaign now?
-bool should_campaign(const store::LeaseView& seen);
+/// Follower, having observed the lease: campaign now? Never after the lease
+/// history went backwards.
+bool should_campaign(const ElectorState& s, const store::LeaseView& seen);
 /// Follower, lease held by someone else: how long to wait for a notification
 /// before looking again (never past the lease's expiry by the DB clock).
 Millis follower_wait(const store::LeaseView& seen, const ElectionConfig& cfg);

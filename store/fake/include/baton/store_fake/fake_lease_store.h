@@ -28,6 +28,11 @@ class FakeLeaseDb {
   WriteOutcome renew(Epoch epoch, const NodeIdentity& me, Millis lease);
   WriteOutcome release(Epoch epoch, const NodeIdentity& me);
 
+  /// The database loses every write after epoch `e` was granted, as an
+  /// asynchronous failover to a standby that lagged does: the lease is back
+  /// at `e` (expired), the later history gone.
+  void lose_writes_after(Epoch e);
+
   Epoch epoch() const { return epoch_; }
   MonoTime expires_at() const { return expires_at_; }
   const std::vector<EpochRecord>& history() const { return history_; }
