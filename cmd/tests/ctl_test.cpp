@@ -518,6 +518,56 @@ TEST_F(CtlTest, OldFinishedRunsArePrunedAndTheirArchivedOutputStays) {
   EXPECT_EQ(ctl({"logs", old_run, "--archive"}).output, "kept in the archive\n");
 }
 
+// SQL tasks end to end, through libpq in the worker: a parameter arrives as
+// a quoted literal (a quote in it cannot end the string), a psql shell
+// escape is only a syntax error, and a timeout cancels the statement on the
+// server (no backend is left running it).
+TEST_F(CtlTest, SqlTasksQuoteTheirParametersHaveNoShellAndAreCanceledOnTheServer) {
+  const std::string marker = cluster.dir() + "/pwned";
+  std::filesystem::create_directories(cluster.dir() + "/sql");
+  std::ofstream(cluster.dir() + "/sql/jobs.yaml")
+      << "jobs:\n"
+         "  - name: sql-greet\n"
+         "    parameters: {who: \"O'Brien'); DROP TABLE job_runs; --\"}\n"
+         "    tasks:\n"
+         "      - {kind: SQL, connection: local, sql: \"SELECT 'hello ' || :'who' AS greeting\"}\n"
+         "  - name: sql-shell\n"
+         "    tasks:\n"
+         "      - {kind: SQL, connection: local, sql: '\\! touch "
+      << marker
+      << "'}\n"
+         "  - name: sql-slow\n"
+         "    timeout: 2s\n"
+         "    tasks:\n"
+         "      - {kind: SQL, connection: local, sql: 'SELECT pg_sleep(60)'}\n"
+         "  - name: sql-check\n"
+         "    tasks:\n"
+         "      - {kind: SQL, connection: local, sql: \"SELECT count(*) AS sleeping FROM pg_stat_activity WHERE "
+         "application_name LIKE 'baton-run-%' AND query LIKE '%pg_sleep(60)%' AND state = 'active' AND pid <> pg_backend_pid()\"}\n";
+  ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/sql"}).code, 0);
+  auto run_of = [&](const std::string& job) {
+    return std::to_string(std::stoll(ctl({"jobs", "trigger", job}).output));
+  };
+
+  const std::string greet = run_of("sql-greet");
+  auto logs = ctl({"logs", "-f", greet, "--interval", "200ms"});
+  EXPECT_EQ(logs.code, 0) << logs.output;
+  EXPECT_NE(logs.output.find("greeting\nhello O'Brien'); DROP TABLE job_runs; --\n(1 row)"), std::string::npos)
+      << logs.output;
+
+  const std::string shell = run_of("sql-shell");
+  logs = ctl({"logs", "-f", shell, "--interval", "200ms"});
+  EXPECT_NE(logs.code, 0) << "a psql meta-command is not SQL: " << logs.output;
+  EXPECT_NE(logs.output.find("syntax error"), std::string::npos) << logs.output;
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "no shell ran";
+
+  const std::string slow = run_of("sql-slow");
+  EXPECT_TRUE(cluster.wait_for_state(std::stoll(slow), "TIMED_OUT", 20s));
+  const std::string check = run_of("sql-check");
+  logs = ctl({"logs", "-f", check, "--interval", "200ms"});
+  EXPECT_NE(logs.output.find("sleeping\n0\n(1 row)"), std::string::npos) << logs.output;
+}
+
 TEST_F(CtlTest, ParametersReachTheTask) {
   std::filesystem::create_directories(cluster.dir() + "/params");
   std::ofstream(cluster.dir() + "/params/jobs.yaml") << R"(jobs:

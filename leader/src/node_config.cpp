@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "baton/core/config_yaml.h"
+#include "baton/core/redact.h"
 
 namespace baton::leader {
 
@@ -133,7 +134,7 @@ Result<NodeConfig> load_node_config(const std::string& file) {
     if (v->rfind("postgresql://", 0) == 0 || v->rfind("postgres://", 0) == 0)
       cfg.database_url = *v;
     else
-      errors.add("database.url", "must be a postgresql:// URL, got '" + *v + "'");
+      errors.add("database.url", "must be a postgresql:// URL, got '" + redact_url(*v) + "'");
   }
   if (auto v = db.duration("start_timeout")) cfg.database_start_timeout = *v;
   db.reject_unknown_keys();

@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "baton/core/json_text.h"
 #include "baton/protocol/codec.h"
 
 namespace baton::leader {
@@ -97,7 +98,9 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
   }
   void reject(const std::string& code, const std::string& message) {
     handlers_.on_protocol_error();
-    spdlog::info("worker_frame_rejected link={} worker={} code={} message={}", id_, worker_id_, code, message);
+    // Both may carry what a worker sent: quoted, so no line can be forged.
+    spdlog::info("worker_frame_rejected link={} worker={} code={} message={}", id_, json_quote(worker_id_), code,
+                 json_quote(message));
     queue(protocol::encode(protocol::Error{code, message}));
     close_now(code);
     read();  // drain until the close completes

@@ -123,6 +123,16 @@ std::string duration(Millis m) {
 
 // docs/operations.md lists every key of a node's config with its default;
 // the defaults are the code's, and every key listed is one the parser reads.
+TEST(NodeConfig, AnErrorAboutTheDatabaseUrlNeverEchoesItsPassword) {
+  auto cfg =
+      leader::load_node_config(write_config("node_id: n1\ndatabase: {url: 'postgres:/baton:s3cr3t@db1/baton'}\n"));
+  ASSERT_FALSE(cfg);
+  EXPECT_NE(cfg.error().message.find("database.url: must be a postgresql:// URL, got 'postgres:/baton:***@db1/baton'"),
+            std::string::npos)
+      << cfg.error().message;
+  EXPECT_EQ(cfg.error().message.find("s3cr3t"), std::string::npos);
+}
+
 TEST(NodeConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
   const std::string required = "worker_token_file: " + std::string(BATON_SOURCE_DIR) +
                                "/configs/example-worker.token\nadmin_token_file: " + std::string(BATON_SOURCE_DIR) +

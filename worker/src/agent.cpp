@@ -249,7 +249,8 @@ class Agent {
       buffer_.consume(buffer_.size());
       auto decoded = protocol::decode(frame);
       if (auto* err = std::get_if<protocol::DecodeError>(&decoded)) {
-        spdlog::warn("worker_bad_frame worker={} code={} message={}", cfg_.worker_id, err->code, err->message);
+        spdlog::warn("worker_bad_frame worker={} code={} message={}", cfg_.worker_id, err->code,
+                     json_quote(err->message));
       } else {
         handle(std::get<protocol::Message>(decoded));
       }
@@ -295,7 +296,8 @@ class Agent {
           else if constexpr (std::is_same_v<T, protocol::Redirect>)
             on_redirect(msg);
           else if constexpr (std::is_same_v<T, protocol::Error>)
-            spdlog::warn("worker_error_from_node worker={} code={} message={}", cfg_.worker_id, msg.code, msg.message);
+            spdlog::warn("worker_error_from_node worker={} code={} message={}", cfg_.worker_id, json_quote(msg.code),
+                         json_quote(msg.message));
           else if constexpr (std::is_same_v<T, protocol::Assign>)
             on_assign(msg);
           else if constexpr (std::is_same_v<T, protocol::StartGranted>)
@@ -336,7 +338,7 @@ class Agent {
 
   void on_redirect(const protocol::Redirect& r) {
     spdlog::info("worker_redirected worker={} from={} to={} epoch={}", cfg_.worker_id, current_endpoint(),
-                 r.leader_endpoint.empty() ? "(no leader yet)" : r.leader_endpoint, r.epoch);
+                 r.leader_endpoint.empty() ? "(no leader yet)" : json_quote(r.leader_endpoint), r.epoch);
     redirects_in_a_row_++;
     if (r.leader_endpoint.empty()) {
       // This node knows no leader, so it is not one: a follower that still
@@ -368,7 +370,7 @@ class Agent {
     if (auto st = table_.state(d.ref);
         st && *st != worker_core::AttemptState::running && *st != worker_core::AttemptState::stopping)
       spdlog::info("attempt_start_denied worker={} run={} attempt={} reason={}", cfg_.worker_id, d.ref.run_id,
-                   d.ref.attempt, d.reason);
+                   d.ref.attempt, json_quote(d.reason));
     table_.start_denied(d.ref);
     apply_effects();
   }
@@ -376,7 +378,7 @@ class Agent {
   void on_cancel(const protocol::Cancel& c) {
     if (!table_.state(c.ref)) return;
     spdlog::info("attempt_cancel worker={} run={} attempt={} reason={}", cfg_.worker_id, c.ref.run_id, c.ref.attempt,
-                 c.reason);
+                 json_quote(c.reason));
     table_.cancel(c);
     apply_effects();
   }
@@ -411,6 +413,7 @@ class Agent {
     ctx.timeout = std::chrono::milliseconds(assign.timeout_ms);
     ctx.sql_connections = cfg_.sql_connections;
     ctx.parameters = assign.parameters;
+    ctx.env_allowlist = cfg_.task_env_allowlist;
     // The tree must be dead before a leader may retry the run: the leader
     // waits continuation timeout + margin after it lost this worker, and the
     // renewals stop at the continuation deadline (or when this process

@@ -71,7 +71,7 @@ bool Outbox::open_next_log() {
   if (log_fd_ >= 0) ::close(log_fd_);
   const std::string previous = log_path_;
   log_path_ = dir_ + "/log-" + std::to_string(next_log_++) + ".jsonl";
-  log_fd_ = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  log_fd_ = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   log_bytes_ = 0;
   if (log_fd_ < 0) return false;
   // The new file's directory entry must be durable before a finish in it is.
@@ -108,6 +108,12 @@ Result<void> Outbox::open() {
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) return make_error(Errc::bad_config, "spool_dir: cannot create " + dir_ + ": " + ec.message());
+  // The spool holds finishes with task output, lease tokens and the journal:
+  // private to the worker's user, whatever the umask made of it.
+  for (const fs::path& d : {fs::path(dir_).parent_path(), fs::path(dir_)}) {
+    fs::permissions(d, fs::perms::owner_all, fs::perm_options::replace, ec);
+    if (ec) return make_error(Errc::bad_config, "spool_dir: cannot make " + d.string() + " private: " + ec.message());
+  }
   // Called before any other thread uses the outbox; the file lock is enough
   // (retire_if_done takes the index lock itself).
   std::lock_guard io(io_mutex_);

@@ -1,5 +1,7 @@
 #include "baton/worker/task_runner.h"
 
+#include "baton/worker/sql_task.h"
+#include "baton/worker_core/sql_variables.h"
 #include "baton/worker_core/task_parameters.h"
 
 #include <fcntl.h>
@@ -55,13 +57,10 @@ TaskRunner::TaskOutcome TaskRunner::run_program(const AttemptContext& ctx, const
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) return {false, -1, false, false, "pipe failed"};
   // Build everything the child needs before fork: only async-signal-safe
   // calls after it.
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
-  env_strings.push_back("BATON_RUN_ID=" + std::to_string(ctx.ref.run_id));
-  env_strings.push_back("BATON_ATTEMPT=" + std::to_string(ctx.ref.attempt));
-  env_strings.push_back("BATON_FENCE_TOKEN=" + ctx.ref.lease_token);
-  for (const auto& [k, v] : ctx.parameters) env_strings.push_back(worker_core::parameter_env_name(k) + "=" + v);
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<std::string> worker_env;
+  for (char** e = environ; *e; ++e) worker_env.emplace_back(*e);
+  std::vector<std::string> env_strings =
+      worker_core::task_environment(worker_env, ctx.env_allowlist, ctx.ref, ctx.parameters, env);
   std::vector<char*> envp, args;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -177,6 +176,15 @@ TaskRunner::TaskOutcome TaskRunner::run_program(const AttemptContext& ctx, const
   return result;
 }
 
+TaskRunner::TaskOutcome TaskRunner::run_sql(const AttemptContext& ctx, const std::string& url, const std::string& sql,
+                                            Clock::time_point deadline) {
+  const auto r = run_sql_task(
+      url, sql, "baton-run-" + std::to_string(ctx.ref.run_id) + "-attempt-" + std::to_string(ctx.ref.attempt), deadline,
+      cancel_, [this](int stream, const std::string& text) { append(stream, text.data(), text.size()); });
+  if (r.canceled) return {false, -1, false, true, cancel_reason_};
+  return {r.ok, r.exit_code, r.timed_out, false, r.error};
+}
+
 TaskRunner::TaskOutcome TaskRunner::run_builtin(const protocol::Task& t, Clock::time_point deadline) {
   if (t.builtin == protocol::Builtin::noop) return {true, 0, false, false, ""};
   if (t.builtin == protocol::Builtin::log) {
@@ -243,39 +251,14 @@ protocol::Finish TaskRunner::run(const AttemptContext& ctx, const std::vector<pr
       if (c == ctx.sql_connections.end()) {
         o = {false, 2, false, false, "SQL: no connection named '" + t.connection + "' in this worker's config"};
       } else {
-        // Parameters are psql variables, which the SQL quotes as :'NAME':
-        // psql sends a quoted literal, nothing is spliced into the text.
-        // psql interpolates variables only in a script (not in -c), so the
-        // statement goes through a private file when there are any.
-        std::vector<std::string> argv{"psql", "-X", "-q", "-v", "ON_ERROR_STOP=1"};
-        for (const auto& [k, v] : ctx.parameters) {
-          if (!worker_core::is_psql_variable_name(k)) continue;
-          argv.push_back("-v");
-          argv.push_back(k + "=" + v);
-        }
-        argv.push_back("-d");
-        argv.push_back(c->second);
-        std::string script;
-        if (ctx.parameters.empty()) {
-          argv.push_back("-c");
-          argv.push_back(t.sql);
-        } else {
-          char path[] = "/tmp/baton-sql-XXXXXX";
-          const int fd = ::mkstemp(path);
-          if (fd >= 0) {
-            script = path;
-            const bool written = ::write(fd, t.sql.data(), t.sql.size()) == static_cast<ssize_t>(t.sql.size());
-            ::close(fd);
-            if (!written) script.clear();
-          }
-          argv.push_back("-f");
-          argv.push_back(script);
-        }
-        if (!ctx.parameters.empty() && script.empty())
-          o = {false, 2, false, false, "SQL: cannot write the statement to a temporary file"};
+        // Parameters are interpolated as psql would (:'NAME' a quoted
+        // literal, :"NAME" an identifier), by the worker: nothing is
+        // spliced into the SQL text, and no psql (no shell escape).
+        auto text = worker_core::interpolate_sql_variables(t.sql, ctx.parameters);
+        if (auto* e = std::get_if<worker_core::SqlVariableError>(&text))
+          o = {false, 2, false, false, "SQL: " + e->message};
         else
-          o = run_program(ctx, argv, {}, "", deadline);
-        if (!script.empty()) ::unlink(script.c_str());
+          o = run_sql(ctx, c->second, std::get<std::string>(text), deadline);
       }
     } else {
       o = run_builtin(expanded, deadline);

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "baton/core/config_yaml.h"
+#include "baton/core/redact.h"
 
 namespace baton::worker {
 
@@ -48,6 +49,12 @@ Result<WorkerConfig> load_worker_config(const std::string& file) {
       errors.add("task_cgroup", "must be auto, off or an absolute path to a cgroup v2 directory, not '" + *v + "'");
     cfg.task_cgroup = *v;
   }
+  if (auto v = top.string_list("task_env_allowlist")) {
+    for (const auto& name : *v)
+      if (name.empty() || name.find('=') != std::string::npos || name.find('*') < name.size() - 1)
+        errors.add("task_env_allowlist", "'" + name + "' must be a variable name, or a prefix ending in *");
+    cfg.task_env_allowlist = *v;
+  }
   top.mark_known("labels");
   if (auto l = (*root)["labels"]; l && l.IsMap()) {
     for (const auto& kv : l) cfg.labels[kv.first.as<std::string>()] = kv.second.as<std::string>();
@@ -56,7 +63,13 @@ Result<WorkerConfig> load_worker_config(const std::string& file) {
   }
   top.mark_known("sql_connections");
   if (auto c = (*root)["sql_connections"]; c && c.IsMap()) {
-    for (const auto& kv : c) cfg.sql_connections[kv.first.as<std::string>()] = kv.second.as<std::string>();
+    for (const auto& kv : c) {
+      const auto name = kv.first.as<std::string>();
+      const auto url = kv.second.as<std::string>();
+      if (url.rfind("postgresql://", 0) != 0 && url.rfind("postgres://", 0) != 0)
+        errors.add("sql_connections." + name, "must be a postgresql:// URL, got '" + redact_url(url) + "'");
+      cfg.sql_connections[name] = url;
+    }
   } else if (c && !c.IsNull()) {
     errors.add("sql_connections", "must be a mapping of name to postgresql:// URL");
   }

@@ -147,3 +147,20 @@ TEST(Outbox, AnUnreadableRecordDoesNotHideTheOnesAfterIt) {
   EXPECT_EQ(o.quarantined(), 1);
   std::filesystem::remove_all(dir);
 }
+
+TEST(Outbox, TheSpoolIsPrivateToTheWorkersUser) {
+  namespace fs = std::filesystem;
+  std::string dir = "/tmp/baton-outbox-private-test-" + std::to_string(::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::permissions(dir, fs::perms::all);  // as a permissive umask or an operator left it
+  ManualClock clock;
+  Outbox o(dir, clock);
+  ASSERT_TRUE(o.open());
+  EXPECT_EQ(fs::status(dir).permissions() & fs::perms::all, fs::perms::owner_all);
+  protocol::Finish a{{1, 1, "aaaa"}, protocol::Outcome::succeeded, 0, "", "secret output", "", 5, {}};
+  ASSERT_TRUE(o.put(a));
+  for (const auto& e : fs::directory_iterator(dir))
+    EXPECT_EQ(e.status().permissions() & (fs::perms::group_all | fs::perms::others_all), fs::perms::none) << e.path();
+  fs::remove_all(dir);
+}

@@ -507,3 +507,14 @@ TEST(TaskTree, LeftoverCgroupRecordNamingAnotherDirectoryIsDropped) {
   EXPECT_TRUE(std::filesystem::is_empty(trees));
   std::filesystem::remove_all(trees);
 }
+
+TEST(TaskRunner, ATaskGetsOnlyTheAllowlistedPartOfTheWorkersEnvironment) {
+  ::setenv("BATON_TEST_WORKER_SECRET", "hunter2", 1);
+  TaskRunner r;
+  auto t = program({"/bin/sh", "-c", "echo secret=${BATON_TEST_WORKER_SECRET:-absent} path=${PATH:+set} x=$X"});
+  t.env["X"] = "declared";
+  auto f = r.run(ctx(), {t});
+  ::unsetenv("BATON_TEST_WORKER_SECRET");
+  EXPECT_EQ(f.outcome, protocol::Outcome::succeeded);
+  EXPECT_EQ(f.stdout_tail, "secret=absent path=set x=declared\n");
+}

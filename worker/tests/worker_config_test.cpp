@@ -77,6 +77,12 @@ TEST(WorkerConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
       {"labels", empty_map(cfg->labels)},
       {"spool_dir", "(required)"},
       {"task_cgroup", cfg->task_cgroup},
+      {"task_env_allowlist",
+       [&] {
+         std::string out = "[";
+         for (const auto& n : cfg->task_env_allowlist) out += (out.size() > 1 ? ", " : "") + n;
+         return out + "]";
+       }()},
       {"sql_connections", empty_map(cfg->sql_connections)},
       {"endpoint_map", empty_map(cfg->endpoint_map)},
       {"reconnect.base", duration(cfg->reconnect_base)},
@@ -92,4 +98,12 @@ TEST(WorkerConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
                                  : key.substr(0, dot) + ": {" + key.substr(dot + 1) + ": " + value + "}\n"));
     EXPECT_TRUE(loaded) << key << ": " << loaded.error().message;
   }
+}
+
+TEST(WorkerConfig, ABadSqlConnectionIsNamedWithoutItsPassword) {
+  auto cfg = load_worker_config(write_config("sql_connections: {reports: 'postgress://ro:s3cr3t@db1/reports'}\n"));
+  ASSERT_FALSE(cfg);
+  EXPECT_NE(cfg.error().message.find("sql_connections.reports: must be a postgresql:// URL"), std::string::npos)
+      << cfg.error().message;
+  EXPECT_EQ(cfg.error().message.find("s3cr3t"), std::string::npos) << cfg.error().message;
 }

@@ -13,6 +13,7 @@
 
 #include "baton/protocol/messages.h"
 #include "baton/worker/task_cgroup.h"
+#include "baton/worker_core/task_environment.h"
 
 namespace baton::worker {
 
@@ -29,6 +30,8 @@ struct AttemptContext {
   /// The task tree is killed if renew() is not called for this long (the
   /// dead-man's switch; task_supervisor.h). 0: no switch.
   std::chrono::milliseconds switch_timeout{0};
+  /// The worker's variables a task inherits (task_environment.h).
+  std::vector<std::string> env_allowlist = worker_core::default_task_env_allowlist();
   /// Where each PROGRAM task's tree gets a cgroup of its own (null: none).
   const TaskCgroups* cgroups = nullptr;
   /// Called on the runner's thread with every piece of output a task
@@ -61,6 +64,8 @@ class TaskRunner {
                           const std::map<std::string, std::string>& env, const std::string& cwd,
                           std::chrono::steady_clock::time_point deadline);
   TaskOutcome run_builtin(const protocol::Task& t, std::chrono::steady_clock::time_point deadline);
+  TaskOutcome run_sql(const AttemptContext& ctx, const std::string& url, const std::string& sql,
+                      std::chrono::steady_clock::time_point deadline);
   void append(int stream, const char* data, std::size_t n);
 
   std::atomic<bool> cancel_{false};

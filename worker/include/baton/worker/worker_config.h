@@ -7,6 +7,7 @@
 
 #include "baton/core/clock.h"
 #include "baton/core/result.h"
+#include "baton/worker_core/task_environment.h"
 
 namespace baton::worker {
 
@@ -27,6 +28,9 @@ struct WorkerConfig {
   /// "auto", "off" or a cgroup v2 directory: where each PROGRAM task's tree
   /// gets a group of its own (task_cgroup.h).
   std::string task_cgroup = "auto";
+  /// The worker's environment variables a task inherits: NAME or PREFIX*
+  /// (worker_core/task_environment.h).
+  std::vector<std::string> task_env_allowlist = worker_core::default_task_env_allowlist();
 };
 
 Result<WorkerConfig> load_worker_config(const std::string& file);
