@@ -51,7 +51,7 @@ namespace {
 const std::vector<std::string> all_faults = {
     "kill9_leader",      "kill9_follower",   "kill9_worker", "pause_leader",    "pause_worker", "partition_leader_db",
     "partition_workers", "proxy_latency",    "proxy_reset",  "pg_restart",      "clock_skew",   "db_stale_connections",
-    "continuation_skew", "duplicate_worker", "outbox_disk",  "kill_supervisor", "clock_rate"};
+    "continuation_skew", "duplicate_worker", "outbox_disk",  "kill_supervisor", "clock_rate",   "pg_failover"};
 // Set up when the cluster starts and kept for the whole run, not injected
 // by the nemesis schedule.
 const std::set<std::string> static_faults = {"clock_skew", "continuation_skew"};
@@ -169,13 +169,17 @@ class Harness {
     submissions_.open(o_.out + "/submissions.log");
 
     char tmpl[] = "/tmp/baton-chaos-pg-XXXXXX";
-    const std::string pg_parent = ::mkdtemp(tmpl);
+    pg_parent_ = ::mkdtemp(tmpl);
+    const std::string& pg_parent = pg_parent_;
     fs::permissions(pg_parent, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
     pg_dir_ = pg_parent + "/pg";
     url_ = run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private start " + pg_dir_ + " baton");
     if (url_.rfind("postgresql://", 0) != 0) return fail("cannot start PostgreSQL");
     pg_port_ = std::stoi(url_.substr(url_.rfind(':') + 1, url_.rfind('/') - url_.rfind(':') - 1));
     log("postgres " + url_);
+    // pg_failover: a synchronous streaming standby (docs/operations.md,
+    // "PostgreSQL high availability": every acknowledged commit is on it).
+    if (o_.faults.count("pg_failover") && !make_standby()) return fail("cannot start a synchronous standby");
 
     io_thread_ = std::thread([this] {
       auto guard = boost::asio::make_work_guard(ioc_);
@@ -257,6 +261,7 @@ class Harness {
     }
     collect_files();
     run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private stop " + pg_dir_);
+    if (!standby_dir_.empty()) run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private stop " + standby_dir_);
     for (auto& [k, p] : db_proxy_) p->stop();
     for (auto& [k, p] : worker_proxy_) p->stop();
     ioc_.stop();
@@ -278,6 +283,7 @@ class Harness {
     std::cerr << "baton-chaos: " << why << "\n";
     procs_.clear();
     if (!pg_dir_.empty()) run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private stop " + pg_dir_);
+    if (!standby_dir_.empty()) run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private stop " + standby_dir_);
     if (io_thread_.joinable()) {
       ioc_.stop();
       io_thread_.join();
@@ -464,9 +470,12 @@ class Harness {
       first = false;
     }
     out << "}\ntoken_file: " << BATON_SOURCE_DIR << "/configs/example-worker.token\ncapacity: 6\nspool_dir: " << work_
-        << "/spool-" << name << "\nreconnect: {base: 50ms, max: 1s}\n";
+        << "/spool-" << name << "\nreconnect: {base: 50ms, max: 1s}\n"
+        // Tasks put BATON_CHAOS_WORKER in their evidence: allowed through,
+        // as an operator would allow a variable their jobs need.
+        << "task_env_allowlist: [PATH, HOME, LANG, 'LC_*', TZ, USER, LOGNAME, TMPDIR, BATON_CHAOS_WORKER]\n";
     out.close();
-    // BATON_CHAOS_WORKER reaches the tasks, which put it in their evidence.
+    // BATON_CHAOS_WORKER reaches the tasks (task_env_allowlist above).
     // The disk-fault shim (outbox_disk) and the clock-rate shim (clock_rate)
     // are loaded into every worker; they do nothing until the harness writes
     // into their control files.
@@ -657,6 +666,19 @@ class Harness {
       std::this_thread::sleep_for(10ms);
     }
   }
+  /// A streaming standby of the current primary, which then waits at every
+  /// commit until the standby has it.
+  bool make_standby() {
+    standby_dir_ = pg_parent_ + "/standby-" + std::to_string(++standbys_);
+    const std::string url =
+        run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private standby " + pg_dir_ + " " + standby_dir_);
+    if (url.rfind("postgresql://", 0) != 0) return false;
+    standby_port_ = std::stoi(url.substr(url.rfind(':') + 1, url.rfind('/') - url.rfind(':') - 1));
+    run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private sync " + pg_dir_);
+    log("synchronous standby on port " + std::to_string(standby_port_));
+    return true;
+  }
+
   std::string postmaster_pid() {
     std::ifstream in(pg_dir_ + "/data/postmaster.pid");
     std::string pid;
@@ -850,6 +872,24 @@ class Harness {
       std::ofstream(clock_ctl(target)) << "1\n";
       if (clock_hits(target) > before) event("effect", fault, target, "rate=" + rate);
       event("heal", fault, target);
+    } else if (fault == "pg_failover" && !standby_dir_.empty()) {
+      // The primary crashes; its synchronous standby is promoted and the
+      // address every node uses leads to it (as a virtual IP or a
+      // multi-host URL does). Then a new standby, for the next one.
+      event("inject", fault, "postgres", "primary port " + std::to_string(pg_port_));
+      run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private crash " + pg_dir_);
+      run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private promote " + standby_dir_);
+      for (auto& [k, p] : db_proxy_) p->set_upstream(standby_port_);
+      run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private stop " + pg_dir_);  // gone for good
+      pg_dir_ = standby_dir_;
+      pg_port_ = standby_port_;
+      url_ = run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private url " + pg_dir_ + " baton");
+      standby_dir_.clear();
+      const std::string recovery = run_cmd("psql -X -q -t -A '" + url_ + "' -c 'SELECT pg_is_in_recovery()'");
+      if (recovery == "f") event("effect", fault, "postgres", "promoted port " + std::to_string(pg_port_));
+      std::this_thread::sleep_for(std::chrono::milliseconds(1000 + rng_() % 2000));
+      if (!make_standby()) log("pg_failover: no new standby; later failovers are skipped");
+      event("heal", fault, "postgres", "new primary port " + std::to_string(pg_port_));
     } else if (fault == "pg_restart") {
       const std::string before = postmaster_pid();
       event("inject", fault, "postgres");
@@ -903,6 +943,8 @@ class Harness {
   std::mt19937_64 rng_;
   std::string work_, pg_dir_, url_;
   int pg_port_ = 0;
+  std::string pg_parent_, standby_dir_;  ///< pg_failover: the synchronous standby, if any
+  int standby_port_ = 0, standbys_ = 0;
   boost::asio::io_context ioc_;
   std::thread io_thread_;
   std::map<std::string, int> node_port_;

@@ -142,7 +142,7 @@ struct FaultProxy::Impl : std::enable_shared_from_this<FaultProxy::Impl> {
       auto conn = std::make_shared<Conn>(self->ioc, self);
       conn->client = std::move(socket);
       conn->server.async_connect(
-          tcp::endpoint(asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(self->upstream_port)),
+          tcp::endpoint(asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(self->upstream_port.load())),
           [self, conn](boost::system::error_code ec2) {
             if (ec2) return conn->close();
             {
@@ -171,7 +171,7 @@ struct FaultProxy::Impl : std::enable_shared_from_this<FaultProxy::Impl> {
 
   asio::io_context& ioc;
   tcp::acceptor acceptor;
-  int upstream_port;
+  std::atomic<int> upstream_port;
   std::atomic<ProxyMode> mode{ProxyMode::pass};
   std::atomic<std::int64_t> latency_ms{0};
   std::atomic<std::uint64_t> forwarded{0};
@@ -188,6 +188,8 @@ FaultProxy::FaultProxy(asio::io_context& ioc, int listen_port, int upstream_port
 FaultProxy::~FaultProxy() { stop(); }
 
 int FaultProxy::port() const { return impl_->acceptor.local_endpoint().port(); }
+
+void FaultProxy::set_upstream(int port) { impl_->upstream_port = port; }
 
 ProxyMode FaultProxy::mode() const { return impl_->mode.load(); }
 

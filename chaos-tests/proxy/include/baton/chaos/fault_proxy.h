@@ -28,6 +28,9 @@ class FaultProxy {
   ~FaultProxy();
 
   int port() const;
+  /// New connections go to 127.0.0.1:port from now on (a failover: the
+  /// address clients use now leads to the new primary).
+  void set_upstream(int port);
   void set_mode(ProxyMode mode, std::chrono::milliseconds latency = std::chrono::milliseconds(0));
   void heal() { set_mode(ProxyMode::pass); }
   /// Every connection open now stops moving bytes for good while staying
