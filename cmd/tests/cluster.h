@@ -57,6 +57,7 @@ struct ClusterOptions {
   std::string continuation_timeout = "4s", continuation_margin = "2s";
   bool log_archive = false;   ///< every node gets log_archive_dir: <cluster dir>/archive (shared)
   std::string runtime_extra;  ///< more keys of the runtime map, e.g. ", prune_every: 1s"
+  std::string node_extra;     ///< more top-level lines of every node's config
 };
 
 class Cluster {
@@ -96,7 +97,7 @@ class Cluster {
                        << ", continuation_timeout: " << opt_.continuation_timeout
                        << ", continuation_margin: " << opt_.continuation_margin << ", timeout_grace: 2s"
                        << opt_.runtime_extra << "}\n"
-                       << (opt_.log_archive ? "log_archive_dir: " + dir_ + "/archive\n" : "");
+                       << (opt_.log_archive ? "log_archive_dir: " + dir_ + "/archive\n" : "") << opt_.node_extra;
     auto& node = spawn(id, {BATON_BINARY, "node", "--config", cfg});
     if (!jobs_applied_) apply_jobs(id);
     return node;

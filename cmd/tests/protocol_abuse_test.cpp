@@ -4,7 +4,15 @@
 // changes. The client here is Boost.Beast (this test's one Beast TU).
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <thread>
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -116,7 +124,7 @@ TEST(ProtocolAbuse, BadFramesGetAnErrorAndACloseAndChangeNothing) {
       {"start before hello",
        {R"({"type":"start","version":1,"run_id":)" + std::to_string(run) + R"(,"attempt":1,"lease_token":"x"})"},
        "the first message must be hello"},
-      {"huge frame", {std::string(1500 * 1024, 'x')}, "\"code\":\"too_large\""},
+      {"huge frame after hello", {hello("big", worker_token), std::string(1500 * 1024, 'x')}, "\"code\":\"too_large\""},
       {"second hello",
        {hello("intruder", worker_token), hello("intruder", worker_token)},
        "hello was already received"},
@@ -126,8 +134,14 @@ TEST(ProtocolAbuse, BadFramesGetAnErrorAndACloseAndChangeNothing) {
     EXPECT_TRUE(has(e, tc.expected)) << tc.name << ": got " << (e.received.empty() ? "(nothing)" : e.received.back());
     EXPECT_TRUE(e.closed) << tc.name << ": the node should close the connection";
   }
-  // Binary frames and frames far beyond the limit are refused at the WebSocket level.
+  // Binary frames, frames far beyond the limit, and before the hello any
+  // frame over 512 KiB are refused at the WebSocket level.
   EXPECT_TRUE(talk(port, {"\x01\x02\x03"}, true).closed);
+  {
+    auto e = talk(port, {std::string(600 * 1024, 'x')});
+    EXPECT_TRUE(e.closed);
+    EXPECT_TRUE(e.received.empty()) << "not even parsed: " << e.received.back();
+  }
   EXPECT_TRUE(talk(port, {std::string(3 * 1024 * 1024, 'y')}).closed);
 
   // Random bytes on the raw TCP port (not even HTTP): the connection ends.
@@ -212,4 +226,160 @@ TEST(ProtocolAbuse, ARepeatedStartOfAnAttemptAlreadyStartedIsGrantedAgain) {
   EXPECT_EQ(after->state, "RUNNING");
   EXPECT_EQ(after->attempt, 1);
   c.proc("w1").signal(SIGCONT);
+}
+
+namespace {
+
+const char* tick_jobs = R"(jobs:
+  - name: tick
+    tasks:
+      - {kind: BUILTIN, builtin: NOOP}
+)";
+
+/// A plain TCP connection to the node that says nothing (or what it is told).
+int open_socket(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/// True once the server has closed `fd` (a read returns end of stream or
+/// an error), waiting at most `max`.
+bool closed_by_server(int fd, std::chrono::milliseconds max) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, static_cast<int>(max.count())) <= 0) return false;
+  char buf[512];
+  return ::recv(fd, buf, sizeof buf, MSG_DONTWAIT) <= 0;
+}
+
+/// Runs of `tick` completed per second: `n` triggers through the API, then
+/// until every one has SUCCEEDED.
+double tick_throughput(Cluster& c, int port, int n) {
+  const std::vector<std::pair<std::string, std::string>> auth{{"Authorization", "Bearer " + admin_token}};
+  const auto before = c.db().runs_of_job("tick").size();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < n; ++i) EXPECT_EQ(http_request(port, "POST", "/api/v1/jobs/tick/trigger", auth).status, 201);
+  EXPECT_TRUE(wait_until(
+      [&] {
+        std::size_t done = 0;
+        for (const auto& r : c.db().runs_of_job("tick")) done += r.state == "SUCCEEDED";
+        return done >= before + static_cast<std::size_t>(n);
+      },
+      30s));
+  return n / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+// docs/security.md, "Denial of service": 2,000 idle sockets, slow-loris
+// clients trickling headers, WebSockets that never say hello and oversized
+// frames before a hello: each is cut off by its bound, and a real workload
+// (API triggers run by a worker) keeps its pace meanwhile.
+TEST(DenialOfService, IdleSlowAndOversizedClientsAreCutOffWhileTheWorkloadKeepsItsPace) {
+  ClusterOptions o;
+  // The attack is on connections; the API's rate limits would only slow the
+  // measuring workload down.
+  o.node_extra =
+      "limits: {request_deadline: 3s, hello_deadline: 2s, max_connections_per_address: 4096, trigger_rate: 0}\n";
+  Cluster c("dos", tick_jobs, o);
+  c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(), "n1");
+  c.start_worker("w1", 8);
+  ASSERT_TRUE(c.wait_for_workers("n1", 1));
+  const int port = c.port("n1");
+  tick_throughput(c, port, 100);  // warm up
+  // Each measure takes a second or two: long enough that the attack is
+  // going on throughout, not a blip at its start.
+  const double calm = std::max(tick_throughput(c, port, 600), tick_throughput(c, port, 600));
+
+  std::vector<int> idle;
+  for (int i = 0; i < 2000; ++i)
+    if (int fd = open_socket(port); fd >= 0) idle.push_back(fd);
+  ASSERT_EQ(idle.size(), 2000u);
+  const auto idle_opened = std::chrono::steady_clock::now();
+  std::atomic<bool> stop{false};
+  std::vector<int> slow;
+  for (int i = 0; i < 50; ++i) {
+    int fd = open_socket(port);
+    ASSERT_GE(fd, 0);
+    ::send(fd, "GET /status HTTP/1.1\r\nHost: x\r\n", 31, MSG_NOSIGNAL);
+    slow.push_back(fd);
+  }
+  std::thread loris([&] {
+    for (int round = 0; !stop && round < 40; ++round) {
+      for (int fd : slow) ::send(fd, "X-Slow: 1\r\n", 11, MSG_NOSIGNAL | MSG_DONTWAIT);
+      std::this_thread::sleep_for(500ms);
+    }
+  });
+  std::atomic<int> refused_frames{0}, silent_closed{0};
+  std::thread oversized([&] {
+    for (int i = 0; i < 10; ++i) {
+      const auto e = talk(port, {std::string(600 * 1024, 'x')});
+      refused_frames += e.closed && e.received.empty();  // closed unread, not answered
+      silent_closed += talk(port, {}).closed;            // no hello at all: closed after hello_deadline
+    }
+  });
+  const double attacked = std::max(tick_throughput(c, port, 600), tick_throughput(c, port, 600));
+  oversized.join();
+
+  // Every idle socket and every slow client is cut off by the deadline.
+  int idle_closed = 0, slow_closed = 0;
+  const auto by = idle_opened + 3s + 3s;
+  for (int fd : idle) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(by - std::chrono::steady_clock::now());
+    idle_closed += closed_by_server(fd, std::max(left, 1ms));
+    ::close(fd);
+  }
+  for (int fd : slow) slow_closed += closed_by_server(fd, 3000ms);
+  stop = true;
+  loris.join();
+  for (int fd : slow) ::close(fd);
+  EXPECT_EQ(idle_closed, 2000);
+  EXPECT_EQ(slow_closed, 50) << "trickling headers does not keep a connection";
+  EXPECT_EQ(refused_frames.load(), 10);
+  EXPECT_EQ(silent_closed.load(), 10);
+  std::printf("dos: %.0f runs/s calm, %.0f runs/s under attack (%.0f%%)\n", calm, attacked, 100 * attacked / calm);
+  EXPECT_GE(attacked, 0.9 * calm) << "calm " << calm << " runs/s, under attack " << attacked;
+  EXPECT_TRUE(c.proc("n1").running());
+}
+
+TEST(DenialOfService, ConnectionCapsAndRateLimitsRefuseTheExcess) {
+  ClusterOptions o;
+  o.node_extra = "limits: {max_connections: 64, max_connections_per_address: 40, trigger_rate: 5, trigger_burst: 5}\n";
+  Cluster c("dos_caps", tick_jobs, o);
+  c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(), "n1");
+  const int port = c.port("n1");
+  std::vector<int> fds;
+  for (int i = 0; i < 60; ++i)
+    if (int fd = open_socket(port); fd >= 0) fds.push_back(fd);
+  int refused = 0;
+  for (int fd : fds) refused += closed_by_server(fd, 300ms);
+  for (int fd : fds) ::close(fd);
+  EXPECT_EQ(refused, 20) << "40 from one address, the rest closed at accept";
+
+  const std::vector<std::pair<std::string, std::string>> auth{{"Authorization", "Bearer " + admin_token}};
+  int created = 0, limited = 0;
+  for (int i = 0; i < 12; ++i) {
+    auto r = http_request(port, "POST", "/api/v1/jobs/tick/trigger", auth);
+    if (r.status == 201) ++created;
+    if (r.status == 429) {
+      ++limited;
+      EXPECT_NE(r.body.find("\"code\":\"rate_limited\""), std::string::npos) << r.body;
+      EXPECT_NE(r.headers.find("Retry-After: 1"), std::string::npos) << r.headers;
+    }
+  }
+  EXPECT_GE(created, 5);
+  EXPECT_LE(created, 7) << "a burst of 5 and 5 a second";
+  EXPECT_EQ(created + limited, 12);
+  const auto metrics = http_request(port, "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("baton_connections_refused_total 20"), std::string::npos);
+  EXPECT_NE(metrics.find("baton_requests_rate_limited_total " + std::to_string(limited)), std::string::npos);
 }

@@ -154,7 +154,47 @@ AdminApi::AdminApi(AdminApiPorts ports, store::AdminStore& store, Metrics& metri
           [this](const std::string& hash) { return with_store([&](auto& s) { return s.token_by_hash(hash); }); },
           clock),
       metrics_need_token_(metrics_need_token),
-      routes_(make_routes()) {}
+      routes_(make_routes()),
+      clock_(clock) {}
+
+template <class T, class F>
+Result<T> AdminApi::recent(Recent<T>& r, F&& read) {
+  std::lock_guard lock(r.mutex);
+  const MonoTime now = clock_.mono();
+  if (r.value && now - r.at < std::chrono::seconds(1)) return *r.value;
+  Result<T> fresh = with_store(std::forward<F>(read));
+  if (fresh) {
+    r.value = *fresh;
+    r.at = now;
+  }
+  return fresh;
+}
+
+std::optional<HttpResponse> AdminApi::over_rate(const ApiRoute& route, const std::string& who) {
+  // What creates runs, and what scans a table for a list.
+  const auto& p = route.pattern;
+  auto ends_with = [&](const std::string& s) {
+    return p.size() >= s.size() && p.compare(p.size() - s.size(), s.size(), s) == 0;
+  };
+  const bool creates = route.method == "POST" &&
+                       (ends_with("/trigger") || ends_with("/rerun") || ends_with("/replay") || p == "/api/v1/events");
+  const bool lists = route.method == "GET" && p.back() != '}' && p != "/api/v1/openapi.json" && p != "/api/v1/settings";
+  if (!creates && !lists) return std::nullopt;
+  const double rate = creates ? limits_.trigger_rate : limits_.read_rate;
+  const double burst = creates ? limits_.trigger_burst : limits_.read_burst;
+  if (rate <= 0) return std::nullopt;
+  std::lock_guard lock(rate_mutex_);
+  auto& buckets = creates ? trigger_buckets_ : read_buckets_;
+  auto it = buckets.try_emplace(who, rate, burst).first;
+  if (it->second.take(1, clock_.mono()) == 1) return std::nullopt;
+  metrics_.requests_rate_limited++;
+  HttpResponse r = error(429, "rate_limited",
+                         "token '" + who + "' is over " + (creates ? "the trigger" : "the list-read") + " rate (" +
+                             std::to_string(static_cast<int>(rate)) + "/s, bursts of " +
+                             std::to_string(static_cast<int>(burst)) + "); retry in a second");
+  r.headers["Retry-After"] = "1";
+  return r;
+}
 
 HttpResponse AdminApi::handle(const HttpRequest& r) {
   std::string path = r.target.substr(0, r.target.find('?'));
@@ -234,6 +274,7 @@ HttpResponse AdminApi::route(const HttpRequest& r, const std::string& path) {
       return error(403, "forbidden",
                    r.method + " " + route.pattern + " needs the " + to_string(route.need) + " role; token '" +
                        (*who)->name + "' has " + to_string((*who)->role));
+    if (auto refused = over_rate(route, (*who)->name)) return *refused;
     // The query is checked against the route's documented parameters here,
     // once for every route: an unknown or repeated one is refused by name.
     std::map<std::string, std::string> query;
@@ -295,7 +336,7 @@ HttpResponse AdminApi::metrics() {
   std::string body = metrics_.render();
   // The cluster's state from the database (the same on every node; absent
   // while the database does not answer, and baton_database_up says so).
-  auto g = with_store([](auto& s) { return s.cluster_gauges(); });
+  auto g = recent(gauges_, [](auto& s) { return s.cluster_gauges(); });
   body +=
       "# HELP baton_database_up 1 if this node read the cluster's state from the database for this scrape.\n"
       "# TYPE baton_database_up gauge\nbaton_database_up " +
@@ -345,7 +386,7 @@ HttpResponse AdminApi::status_json() {
   NodeStatus s = ports_.status();
   json::object counts;
   json::value unmatched = nullptr;
-  if (auto c = with_store([](auto& st) { return st.run_counts(); })) {
+  if (auto c = recent(counts_, [](auto& st) { return st.run_counts(); })) {
     for (const auto& [state, n] : c->by_state) counts[state] = n;
     unmatched = c->unmatched;
   }

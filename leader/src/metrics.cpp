@@ -47,6 +47,10 @@ std::string Metrics::render() const {
         "decision ledger by this node.",
         cron_skips_recorded.load(), "counter");
   gauge("baton_protocol_errors_total", "Frames rejected from workers.", protocol_errors.load(), "counter");
+  gauge("baton_connections_refused_total", "Connections closed at accept: a connection cap was reached.",
+        connections_refused.load(), "counter");
+  gauge("baton_requests_rate_limited_total", "API calls answered 429: a token over its trigger or list-read rate.",
+        requests_rate_limited.load(), "counter");
   gauge("baton_role_changes_total", "Leader/follower transitions of this node.", role_changes.load(), "counter");
   o << "# HELP baton_dispatch_latency_seconds Time from a run first seen due to its assignment committed.\n"
        "# TYPE baton_dispatch_latency_seconds histogram\n";

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <sys/resource.h>
+
 #include <chrono>
 #include <list>
 #include <map>
@@ -61,6 +63,7 @@ class NodeRuntime final : public ServerHandlers {
                              [this] { wake_dispatcher(); }},
                admin_store, metrics, clock_, cfg.admin_token, cfg.metrics_require_token) {
     admin_.set_payload_denylist(cfg.payload_denylist);
+    admin_.set_limits(cfg.api_limits);
     if (!cfg.log_archive_dir.empty()) {
       archive_ = std::make_unique<LogArchive>(cfg.log_archive_dir);
       admin_.set_log_archive(archive_.get());
@@ -112,6 +115,7 @@ class NodeRuntime final : public ServerHandlers {
     links_.erase(it);
   }
   void on_protocol_error() override { metrics_.protocol_errors++; }
+  void on_connection_refused() override { metrics_.connections_refused++; }
 
   /// Called by the watchdog loop: keeps exactly one control loop running
   /// for the epoch this node leads, and none otherwise.
@@ -297,7 +301,19 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
       [](Millis d) { std::this_thread::sleep_for(d); });
 
   NodeRuntime runtime(cfg, ports, me, elector, metrics, *admin_store);
-  NodeServer server(cfg.listen, cfg.worker_token, runtime);
+  // Every connection is a descriptor: the caps must fit under the process's
+  // limit (raised to the hard limit here), or accept() fails instead of the
+  // caps refusing cleanly.
+  if (rlimit fds{}; ::getrlimit(RLIMIT_NOFILE, &fds) == 0) {
+    if (fds.rlim_cur < fds.rlim_max) {
+      fds.rlim_cur = fds.rlim_max;
+      ::setrlimit(RLIMIT_NOFILE, &fds);
+    }
+    if (static_cast<rlim_t>(cfg.server_limits.max_connections) + 256 > fds.rlim_cur)
+      spdlog::warn("max_connections_over_fd_limit node={} max_connections={} fd_limit={}", me.node_id,
+                   cfg.server_limits.max_connections, static_cast<long long>(fds.rlim_cur));
+  }
+  NodeServer server(cfg.listen, cfg.worker_token, runtime, cfg.server_limits);
   if (auto started = server.start(); !started) {
     spdlog::error("node_listen_failed node={} error={}", me.node_id, started.error().message);
     std::fprintf(stderr, "baton: node %s: cannot listen: %s\n", me.node_id.c_str(), started.error().message.c_str());

@@ -129,6 +129,23 @@ Result<NodeConfig> load_node_config(const std::string& file) {
     errors.add("runtime.continuation_margin",
                "must be at least runtime.heartbeat_timeout (a worker may notice the detach that much later)");
 
+  ConfigMap lim = top.map("limits");
+  if (auto v = lim.integer("max_connections", 16, 1000000)) cfg.server_limits.max_connections = static_cast<int>(*v);
+  if (auto v = lim.integer("max_connections_per_address", 1, 1000000))
+    cfg.server_limits.max_connections_per_address = static_cast<int>(*v);
+  if (auto v = lim.duration("request_deadline")) cfg.server_limits.request_deadline = *v;
+  if (auto v = lim.duration("hello_deadline")) cfg.server_limits.hello_deadline = *v;
+  if (auto v = lim.integer("trigger_rate", 0, 1000000)) cfg.api_limits.trigger_rate = static_cast<double>(*v);
+  if (auto v = lim.integer("trigger_burst", 1, 1000000)) cfg.api_limits.trigger_burst = static_cast<double>(*v);
+  if (auto v = lim.integer("read_rate", 0, 1000000)) cfg.api_limits.read_rate = static_cast<double>(*v);
+  if (auto v = lim.integer("read_burst", 1, 1000000)) cfg.api_limits.read_burst = static_cast<double>(*v);
+  lim.reject_unknown_keys();
+  if (cfg.server_limits.max_connections_per_address > cfg.server_limits.max_connections)
+    errors.add("limits.max_connections_per_address", "must be at most limits.max_connections");
+  for (const auto& [key, d] : {std::pair{"limits.request_deadline", cfg.server_limits.request_deadline},
+                               std::pair{"limits.hello_deadline", cfg.server_limits.hello_deadline}})
+    if (d.count() < 100) errors.add(key, "must be at least 100ms");
+
   ConfigMap db = top.map("database");
   if (auto v = db.string("url", /*required=*/true)) {
     if (v->rfind("postgresql://", 0) == 0 || v->rfind("postgres://", 0) == 0)

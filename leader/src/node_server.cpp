@@ -37,21 +37,73 @@ namespace {
 
 std::atomic<std::uint64_t> next_link_id{1};
 
+/// Open connections, in total and per client address, under the caps of
+/// ServerLimits. A session holds its Slot; the slot is given back when the
+/// last owner (the HTTP session, then the WebSocket it became) is gone.
+class ConnectionBudget : public std::enable_shared_from_this<ConnectionBudget> {
+ public:
+  struct Slot {
+    Slot(std::shared_ptr<ConnectionBudget> b, std::string a) : budget(std::move(b)), address(std::move(a)) {}
+    Slot(const Slot&) = delete;  // exactly one give_back per take
+    Slot& operator=(const Slot&) = delete;
+    ~Slot() { budget->give_back(address); }
+    std::shared_ptr<ConnectionBudget> budget;
+    std::string address;
+  };
+  explicit ConnectionBudget(const ServerLimits& l) : limits_(l) {}
+
+  /// A slot, or null and why not.
+  std::shared_ptr<Slot> take(const std::string& address, std::string& why) {
+    std::lock_guard lock(mutex_);
+    if (total_ >= limits_.max_connections) {
+      why = "max_connections " + std::to_string(limits_.max_connections);
+      return nullptr;
+    }
+    int& mine = per_address_[address];
+    if (mine >= limits_.max_connections_per_address) {
+      why = "max_connections_per_address " + std::to_string(limits_.max_connections_per_address);
+      return nullptr;
+    }
+    ++mine;
+    ++total_;
+    return std::make_shared<Slot>(shared_from_this(), address);
+  }
+
+ private:
+  void give_back(const std::string& address) {
+    std::lock_guard lock(mutex_);
+    --total_;
+    if (auto it = per_address_.find(address); it != per_address_.end() && --it->second <= 0) per_address_.erase(it);
+  }
+  const ServerLimits limits_;
+  std::mutex mutex_;
+  int total_ = 0;
+  std::map<std::string, int> per_address_;
+};
+using Slot = std::shared_ptr<ConnectionBudget::Slot>;
+
 class WorkerSession : public WorkerLink, public std::enable_shared_from_this<WorkerSession> {
  public:
   WorkerSession(tcp::socket&& socket, const std::string& token, ServerHandlers& handlers,
-                std::function<void(std::shared_ptr<WorkerSession>, bool)> registry)
+                std::function<void(std::shared_ptr<WorkerSession>, bool)> registry, const ServerLimits& limits,
+                Slot slot)
       : ws_(std::move(socket)),
         token_(token),
         handlers_(handlers),
         registry_(std::move(registry)),
-        id_(next_link_id++) {}
+        id_(next_link_id++),
+        limits_(limits),
+        slot_(std::move(slot)),
+        hello_timer_(ws_.get_executor()) {}
 
   template <class Body, class Allocator>
   void accept(http::request<Body, http::basic_fields<Allocator>> req) {
-    // Frames up to twice the protocol limit reach the codec, which answers
-    // too_large with an error frame; beyond that Beast closes with 1009.
-    ws_.read_message_max(protocol::frame_bytes_max * 2);
+    // Before the hello is accepted a frame may be only so large (an
+    // unauthenticated client cannot make the node buffer megabytes); after
+    // it, frames up to twice the protocol limit reach the codec, which
+    // answers too_large with an error frame; beyond that Beast closes with
+    // 1009.
+    ws_.read_message_max(limits_.pre_auth_frame_bytes_max);
     ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
     ws_.async_accept(req, beast::bind_front_handler(&WorkerSession::on_accept, shared_from_this()));
   }
@@ -70,6 +122,12 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
   void on_accept(beast::error_code ec) {
     if (ec) return;
     registry_(shared_from_this(), true);
+    // No hello in time: the connection was only holding a slot.
+    hello_timer_.expires_after(limits_.hello_deadline);
+    hello_timer_.async_wait([self = shared_from_this()](beast::error_code e) {
+      if (!e && self->worker_id_.empty() && !self->closing_)
+        self->reject("protocol", "no hello within " + std::to_string(self->limits_.hello_deadline.count()) + " ms");
+    });
     read();
   }
   void read() { ws_.async_read(buffer_, beast::bind_front_handler(&WorkerSession::on_read, shared_from_this())); }
@@ -88,6 +146,8 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
       if (!constant_time_equal(hello->token, token_)) return reject("unauthenticated", "bad worker token");
       worker_id_ = hello->worker_id;
       hello->token.clear();
+      hello_timer_.cancel();
+      ws_.read_message_max(protocol::frame_bytes_max * 2);
       handlers_.on_worker_hello(shared_from_this(), *hello);
     } else if (std::holds_alternative<protocol::Hello>(msg)) {
       return reject("protocol", "hello was already received");
@@ -148,6 +208,7 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
   void finish() {
     if (finished_) return;
     finished_ = true;
+    hello_timer_.cancel();
     if (!worker_id_.empty()) handlers_.on_worker_closed(id_, worker_id_);
     registry_(shared_from_this(), false);
     beast::error_code ignored;
@@ -160,6 +221,9 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
   ServerHandlers& handlers_;
   std::function<void(std::shared_ptr<WorkerSession>, bool)> registry_;
   const std::uint64_t id_;
+  const ServerLimits& limits_;
+  Slot slot_;  ///< this connection's place under the caps
+  asio::steady_timer hello_timer_;
   std::string worker_id_;
   std::deque<std::string> queue_;
   bool writing_ = false, closing_ = false, closed_ = false, finished_ = false;
@@ -169,8 +233,14 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
   HttpSession(tcp::socket&& socket, const std::string& token, ServerHandlers& handlers, asio::thread_pool& admin,
-              std::function<void(std::shared_ptr<WorkerSession>, bool)> registry)
-      : stream_(std::move(socket)), token_(token), handlers_(handlers), admin_(admin), registry_(std::move(registry)) {}
+              std::function<void(std::shared_ptr<WorkerSession>, bool)> registry, const ServerLimits& limits, Slot slot)
+      : stream_(std::move(socket)),
+        token_(token),
+        handlers_(handlers),
+        admin_(admin),
+        registry_(std::move(registry)),
+        limits_(limits),
+        slot_(std::move(slot)) {}
 
   void run() { read(); }
 
@@ -179,7 +249,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     parser_.emplace();
     parser_->body_limit(http_body_bytes_max);
     parser_->header_limit(16 * 1024);
-    stream_.expires_after(std::chrono::seconds(30));
+    // The whole request, headers and body, within the deadline: a client
+    // that trickles bytes (slow loris) loses its connection all the same.
+    stream_.expires_after(limits_.request_deadline);
     http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&HttpSession::on_read, shared_from_this()));
   }
   void on_read(beast::error_code ec, std::size_t) {
@@ -209,7 +281,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
         return write(r, false);
       }
       stream_.expires_never();
-      auto ws = std::make_shared<WorkerSession>(stream_.release_socket(), token_, handlers_, registry_);
+      auto ws = std::make_shared<WorkerSession>(stream_.release_socket(), token_, handlers_, registry_, limits_,
+                                                std::move(slot_));
       ws->accept(std::move(req));
       return;
     }
@@ -265,13 +338,20 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   ServerHandlers& handlers_;
   asio::thread_pool& admin_;
   std::function<void(std::shared_ptr<WorkerSession>, bool)> registry_;
+  const ServerLimits& limits_;
+  Slot slot_;
 };
 
 }  // namespace
 
 struct NodeServer::Impl {
-  Impl(std::string listen_, std::string token_, ServerHandlers& h)
-      : listen(std::move(listen_)), token(std::move(token_)), handlers(h), acceptor(ioc) {}
+  Impl(std::string listen_, std::string token_, ServerHandlers& h, ServerLimits l)
+      : listen(std::move(listen_)),
+        token(std::move(token_)),
+        handlers(h),
+        limits(l),
+        budget(std::make_shared<ConnectionBudget>(limits)),
+        acceptor(ioc) {}
 
   void do_accept() {
     acceptor.async_accept(asio::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
@@ -283,7 +363,22 @@ struct NodeServer::Impl {
         // Nagle's algorithm and delayed ACKs (~40 ms each way).
         beast::error_code nodelay_ec;
         socket.set_option(tcp::no_delay(true), nodelay_ec);
-        std::make_shared<HttpSession>(std::move(socket), token, handlers, admin, registry())->run();
+        beast::error_code addr_ec;
+        const auto peer = socket.remote_endpoint(addr_ec);
+        std::string why;
+        if (auto slot = budget->take(addr_ec ? "?" : peer.address().to_string(), why)) {
+          std::make_shared<HttpSession>(std::move(socket), token, handlers, admin, registry(), limits, std::move(slot))
+              ->run();
+        } else {
+          handlers.on_connection_refused();
+          const MonoTime now = RealClock().mono();
+          if (now - last_refusal_log > std::chrono::seconds(1)) {  // one line a second, not one per connection
+            last_refusal_log = now;
+            spdlog::warn("connection_refused peer={} reason=\"{}\"", addr_ec ? "?" : peer.address().to_string(), why);
+          }
+          beast::error_code ignored;
+          socket.close(ignored);
+        }
       }
       do_accept();
     });
@@ -301,6 +396,9 @@ struct NodeServer::Impl {
   std::string listen;
   std::string token;
   ServerHandlers& handlers;
+  const ServerLimits limits;
+  std::shared_ptr<ConnectionBudget> budget;
+  MonoTime last_refusal_log{};
   asio::io_context ioc{1};
   asio::thread_pool admin{2};
   tcp::acceptor acceptor;
@@ -309,8 +407,8 @@ struct NodeServer::Impl {
   std::set<std::shared_ptr<WorkerSession>> sessions;
 };
 
-NodeServer::NodeServer(std::string listen, std::string worker_token, ServerHandlers& handlers)
-    : impl_(std::make_unique<Impl>(std::move(listen), std::move(worker_token), handlers)) {}
+NodeServer::NodeServer(std::string listen, std::string worker_token, ServerHandlers& handlers, ServerLimits limits)
+    : impl_(std::make_unique<Impl>(std::move(listen), std::move(worker_token), handlers, limits)) {}
 
 NodeServer::~NodeServer() { stop(); }
 

@@ -173,6 +173,14 @@ TEST(NodeConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
       {"runtime.output_db_bytes", std::to_string(r.output_db_bytes)},
       {"log_archive_dir", cfg->log_archive_dir.empty() ? "(none)" : cfg->log_archive_dir},
       {"log_archive_retention_days", std::to_string(cfg->log_archive_retention_days)},
+      {"limits.max_connections", std::to_string(cfg->server_limits.max_connections)},
+      {"limits.max_connections_per_address", std::to_string(cfg->server_limits.max_connections_per_address)},
+      {"limits.request_deadline", duration(cfg->server_limits.request_deadline)},
+      {"limits.hello_deadline", duration(cfg->server_limits.hello_deadline)},
+      {"limits.trigger_rate", std::to_string(static_cast<int>(cfg->api_limits.trigger_rate))},
+      {"limits.trigger_burst", std::to_string(static_cast<int>(cfg->api_limits.trigger_burst))},
+      {"limits.read_rate", std::to_string(static_cast<int>(cfg->api_limits.read_rate))},
+      {"limits.read_burst", std::to_string(static_cast<int>(cfg->api_limits.read_burst))},
   };
   EXPECT_EQ(documented_defaults("## Configuration (`configs/node.yaml`)"), code);
   // Each key with a default is read: set to its default, the config loads.

@@ -17,6 +17,7 @@
 #include "baton/leader/metrics.h"
 #include "baton/leader/node_server.h"
 #include "baton/leader/payload_denylist.h"
+#include "baton/leader_core/token_bucket.h"
 #include "baton/store/admin_store.h"
 
 namespace baton::leader {
@@ -39,6 +40,17 @@ struct ApiCall {
   NodeStatus node;
   store::Actor actor() const { return {who.name, Epoch{node.epoch}}; }
   const std::string& param(const std::string& name) const { return params.at(name); }
+};
+
+/// Per-token rates (docs/security.md, "Denial of service"): what creates
+/// runs (trigger, rerun, replay, events) and what reads lists (a scan each)
+/// may not be called faster than this on average, in bursts of at most
+/// `burst`. Beyond: 429 with Retry-After. 0: no limit.
+struct ApiLimits {
+  double trigger_rate = 200;
+  double trigger_burst = 400;
+  double read_rate = 50;
+  double read_burst = 200;
 };
 
 /// One route of /api/v1: dispatch and the OpenAPI document are both made
@@ -79,6 +91,7 @@ class AdminApi {
   void set_payload_denylist(std::vector<std::string> denylist) { denylist_ = std::move(denylist); }
   /// The node's log archive (GET /api/v1/runs/{id}/output); null: none.
   void set_log_archive(const LogArchive* archive) { archive_ = archive; }
+  void set_limits(const ApiLimits& limits) { limits_ = limits; }
 
  private:
   HttpResponse route(const HttpRequest& r, const std::string& path);
@@ -132,6 +145,27 @@ class AdminApi {
   std::vector<ApiRoute> routes_;
   std::vector<std::string> denylist_ = default_payload_denylist();
   const LogArchive* archive_ = nullptr;
+
+  /// Refuses (429) a call over its token's rate; nullopt: go on.
+  std::optional<HttpResponse> over_rate(const ApiRoute& route, const std::string& who);
+  const Clock& clock_;
+  ApiLimits limits_;
+  std::mutex rate_mutex_;
+  std::map<std::string, leader_core::TokenBucket> trigger_buckets_, read_buckets_;  ///< by token name
+
+  /// The last answer of a scan of the runs table (/status counts, /metrics
+  /// gauges), reused for a second: any number of requests costs at most
+  /// one scan a second per node.
+  template <class T>
+  struct Recent {
+    std::mutex mutex;
+    std::optional<T> value;
+    MonoTime at{};
+  };
+  template <class T, class F>
+  Result<T> recent(Recent<T>& r, F&& read);
+  Recent<store::RunCounts> counts_;
+  Recent<store::ClusterGauges> gauges_;
 };
 
 }  // namespace baton::leader

@@ -24,6 +24,8 @@ struct Metrics {
   std::atomic<std::int64_t> runs_created_by_cron{0};
   std::atomic<std::int64_t> cron_skips_recorded{0};
   std::atomic<std::int64_t> protocol_errors{0};
+  std::atomic<std::int64_t> connections_refused{0};    ///< at a connection cap
+  std::atomic<std::int64_t> requests_rate_limited{0};  ///< API calls answered 429
   std::atomic<std::int64_t> role_changes{0};
 
   /// Dispatch latency: first seen due by this leader -> assign committed.

@@ -5,6 +5,8 @@
 
 #include "baton/consensus/election.h"
 #include "baton/core/result.h"
+#include "baton/leader/admin_api.h"
+#include "baton/leader/node_server.h"
 #include "baton/leader/payload_denylist.h"
 #include "baton/leader_core/runtime_config.h"
 
@@ -30,6 +32,9 @@ struct NodeConfig {
   std::string log_archive_dir;
   /// Runs' output older than this is removed from this node's archive.
   int log_archive_retention_days = 30;
+  /// Denial-of-service bounds (the `limits` map; docs/security.md).
+  ServerLimits server_limits;
+  ApiLimits api_limits;
 };
 
 /// Reads and validates FILE. The error lists every problem, each naming the

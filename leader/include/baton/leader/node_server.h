@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "baton/core/clock.h"
 #include "baton/core/result.h"
 #include "baton/leader/worker_link.h"
 #include "baton/protocol/messages.h"
@@ -22,6 +23,16 @@ namespace baton::leader {
 inline constexpr std::size_t session_send_queue_max = 4096;
 inline constexpr std::size_t http_body_bytes_max = 1 << 20;
 static_assert(session_send_queue_max > 0);
+
+/// Bounds on what an unauthenticated client can hold (docs/security.md,
+/// "Denial of service"): connections, time to say something, frame size.
+struct ServerLimits {
+  int max_connections = 10000;                        ///< open connections, all clients
+  int max_connections_per_address = 2048;             ///< open connections from one IP address
+  Millis request_deadline{15000};                     ///< an HTTP request (headers and body) arrives within this
+  Millis hello_deadline{5000};                        ///< a WebSocket sends an authenticated hello within this
+  std::size_t pre_auth_frame_bytes_max = 512 * 1024;  ///< frames before the hello is accepted
+};
 
 struct HttpRequest {
   std::string method;
@@ -49,13 +60,15 @@ class ServerHandlers {
   virtual void on_worker_message(std::uint64_t link_id, const std::string& worker_id, protocol::Message m) = 0;
   virtual void on_worker_closed(std::uint64_t link_id, const std::string& worker_id) = 0;
   virtual void on_protocol_error() = 0;
+  /// A connection refused at accept (a connection cap reached).
+  virtual void on_connection_refused() {}
 };
 
 class NodeServer {
  public:
   /// `worker_token`: the shared secret a worker's hello must carry (compared
   /// in constant time).
-  NodeServer(std::string listen, std::string worker_token, ServerHandlers& handlers);
+  NodeServer(std::string listen, std::string worker_token, ServerHandlers& handlers, ServerLimits limits = {});
   ~NodeServer();
   NodeServer(const NodeServer&) = delete;
   NodeServer& operator=(const NodeServer&) = delete;
