@@ -238,10 +238,7 @@ void ControlLoop::execute(lc::Effect& effect, lc::Effect* next, bool& next_done)
 
 void ControlLoop::flush_output() {
   if (output_.empty()) return;
-  if (archive_)
-    if (auto r = archive_->write(output_); !r)
-      spdlog::warn("log_archive_write_failed dir={} chunks={} error={} epoch={}", json_quote(archive_->dir()),
-                   output_.size(), json_quote(r.error().message), epoch_.value);
+  if (archive_) archive_->push(output_);  // its own thread: a slow disk never stalls this loop
   if (auto r = store_.append_run_output(output_, cfg_.output_db_bytes); !r)
     spdlog::warn("run_output_not_logged chunks={} error={} epoch={}", output_.size(), json_quote(r.error().message),
                  epoch_.value);

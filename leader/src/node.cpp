@@ -66,6 +66,7 @@ class NodeRuntime final : public ServerHandlers {
     admin_.set_limits(cfg.api_limits);
     if (!cfg.log_archive_dir.empty()) {
       archive_ = std::make_unique<LogArchive>(cfg.log_archive_dir);
+      archive_writer_ = std::make_unique<ArchiveWriter>(*archive_);
       admin_.set_log_archive(archive_.get());
     }
   }
@@ -214,7 +215,7 @@ class NodeRuntime final : public ServerHandlers {
     h->store = ports_.leader_store(app + "-q");
     h->loop = std::make_unique<ControlLoop>(
         epoch, me_, cfg_.runtime, RunLanes{*h->runs, *h->start_runs, *h->finish_runs}, *h->store, clock_, metrics_);
-    h->loop->set_log_archive(archive_.get());
+    h->loop->set_archive_writer(archive_writer_.get());
     h->thread = std::thread([h] {
       h->loop->run(h->stop);
       h->done = true;
@@ -260,6 +261,7 @@ class NodeRuntime final : public ServerHandlers {
   Metrics& metrics_;
   RealClock clock_;  // before admin_, which holds it
   std::unique_ptr<LogArchive> archive_;
+  std::unique_ptr<ArchiveWriter> archive_writer_;  ///< after archive_: writes into it until destroyed
   AdminApi admin_;
   std::mutex mutex_;
   std::shared_ptr<LoopHandle> active_;

@@ -1,4 +1,5 @@
 #include "baton/leader/log_archive.h"
+#include "baton/leader/archive_writer.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -90,4 +91,20 @@ TEST(LogArchive, AnUnwritableDirectoryIsAnErrorNamingThePath) {
   auto r = a.write({chunk(1, 1, "stdout", 0, "x")});
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("/proc/baton-cannot-write-here"), std::string::npos) << r.error().message;
+}
+
+TEST(ArchiveWriter, WritesOnItsOwnThreadAndDropsWhatDoesNotFitTheQueue) {
+  TempDir d;
+  LogArchive a(d.path.string());
+  {
+    ArchiveWriter w(a, 16);
+    w.push({chunk(9, 1, "stdout", 0, "0123456789"), chunk(9, 1, "stdout", 10, "abcdef")});
+    w.push({chunk(9, 1, "stderr", 0, std::string(17, 'x'))});  // larger than the whole queue may hold
+    w.flush();
+    EXPECT_EQ(a.read(9, 1, "stdout", 0, 100)->data, "0123456789abcdef");
+    EXPECT_EQ(w.dropped_chunks(), 1u);
+    EXPECT_FALSE(a.read(9, 1, "stderr", 0, 100));
+    w.push({chunk(9, 2, "stdout", 0, "last")});
+  }  // destroyed: what was queued is written first
+  EXPECT_EQ(a.read(9, 2, "stdout", 0, 100)->data, "last");
 }

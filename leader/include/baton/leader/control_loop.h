@@ -21,7 +21,7 @@
 
 #include "baton/core/clock.h"
 #include "baton/core/ids.h"
-#include "baton/leader/log_archive.h"
+#include "baton/leader/archive_writer.h"
 #include "baton/leader/metrics.h"
 #include "baton/leader/worker_link.h"
 #include "baton/leader_core/run_book.h"
@@ -86,9 +86,9 @@ class ControlLoop {
   /// worker link it holds on the way out.
   void run(const std::atomic<bool>& stop);
   bool fenced() const { return fenced_.load(); }
-  /// Streamed output also goes to this archive (null: the database only).
-  /// Before run().
-  void set_log_archive(const LogArchive* archive) { archive_ = archive; }
+  /// Streamed output also goes to the log archive through this writer
+  /// (null: the database only). Before run().
+  void set_archive_writer(ArchiveWriter* writer) { archive_ = writer; }
   Epoch epoch() const { return epoch_; }
 
  private:
@@ -111,7 +111,7 @@ class ControlLoop {
   Metrics& metrics_;
   leader_core::RunBook book_;
   std::map<leader_core::LinkId, std::shared_ptr<WorkerLink>> links_;  ///< loop thread only
-  const LogArchive* archive_ = nullptr;
+  ArchiveWriter* archive_ = nullptr;
   std::vector<store::OutputChunk> output_;  ///< loop thread only
 
   std::mutex mutex_;
