@@ -25,6 +25,15 @@ std::map<std::string, std::string> parse_selector(const std::string& json_text) 
 }
 
 /// Runs listed by id and job name (rows of: id, job name).
+// When a run is due for assignment, one predicate per waiting state: the
+// dispatcher's read (due_runs) and the read of what waits while dispatch is
+// disabled (waiting_runs) must agree on it.
+const std::string due_pending =
+    "state = 'PENDING' AND coalesce(scheduled_for, created_at) <= now()"
+    " AND (start_after IS NULL OR start_after <= now())";
+const std::string due_retry = "state = 'RETRY_WAITING' AND next_attempt_at <= now()";
+const std::string due_orphaned = "state = 'ORPHANED'";
+
 std::vector<DueRun> ids_and_job_names(const pqxx::result& rows) {
   std::vector<DueRun> out;
   for (const auto& r : rows) {
@@ -63,16 +72,15 @@ PgLeaderStore::PgLeaderStore(const std::string& url, const std::string& applicat
               " (coalesce(j.parameters, '{}'::jsonb) || coalesce(r.payload->'parameters', '{}'::jsonb)"
               " || (r.payload - 'parameters'))::text"
               " FROM ((SELECT id, coalesce(scheduled_for, created_at) AS due_at FROM job_runs jr"
-              "        WHERE state = 'PENDING' AND coalesce(scheduled_for, created_at) <= now()"
-              "        AND (start_after IS NULL OR start_after <= now())" +
-                  fits +
+              "        WHERE " +
+                  due_pending + fits +
                   " ORDER BY priority DESC, coalesce(scheduled_for, created_at), id LIMIT $1)"
                   "       UNION ALL (SELECT id, next_attempt_at FROM job_runs jr"
-                  "        WHERE state = 'RETRY_WAITING' AND next_attempt_at <= now()" +
-                  fits +
+                  "        WHERE " +
+                  due_retry + fits +
                   " ORDER BY priority DESC, next_attempt_at, id LIMIT $1)"
-                  "       UNION ALL (SELECT id, created_at FROM job_runs jr WHERE state = 'ORPHANED'" +
-                  fits +
+                  "       UNION ALL (SELECT id, created_at FROM job_runs jr WHERE " +
+                  due_orphaned + fits +
                   " ORDER BY priority DESC, id LIMIT $1)) AS due"
                   " JOIN job_runs r ON r.id = due.id LEFT JOIN job_definitions j ON j.id = r.job_definition_id"
                   " ORDER BY r.priority DESC, due.due_at, r.id LIMIT $1");
@@ -526,13 +534,11 @@ Result<std::vector<DueRun>> PgLeaderStore::unmatched_runs(
 Result<std::vector<DueRun>> PgLeaderStore::waiting_runs(int limit) {
   return session_.with<std::vector<DueRun>>([&](pqxx::connection& c) -> Result<std::vector<DueRun>> {
     pqxx::nontransaction tx{c};
-    auto rows = tx.exec_params(
-        "SELECT r.id, coalesce(j.name, '') FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id"
-        " WHERE (r.state = 'PENDING' AND coalesce(r.scheduled_for, r.created_at) <= now()"
-        "        AND (r.start_after IS NULL OR r.start_after <= now()))"
-        "    OR (r.state = 'RETRY_WAITING' AND r.next_attempt_at <= now()) OR r.state = 'ORPHANED'"
-        " ORDER BY r.id LIMIT $1",
-        limit);
+    auto rows =
+        tx.exec_params("SELECT w.id, coalesce(j.name, '') FROM (SELECT id, job_definition_id FROM job_runs WHERE (" +
+                           due_pending + ") OR (" + due_retry + ") OR (" + due_orphaned +
+                           ")) AS w LEFT JOIN job_definitions j ON j.id = w.job_definition_id ORDER BY w.id LIMIT $1",
+                       limit);
     return ids_and_job_names(rows);
   });
 }
