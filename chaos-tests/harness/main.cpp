@@ -45,6 +45,7 @@ using baton::chaos::FaultProxy;
 using baton::chaos::ProxyMode;
 using baton::testing::ChildProcess;
 using baton::testing::http_request;
+using baton::testing::ThrowawayCa;
 
 namespace {
 
@@ -206,8 +207,9 @@ class Harness {
     // Job definitions are data: loaded through the API, as an operator does.
     {
       ChildProcess apply(
-          {binary(), "ctl", "--addr", "127.0.0.1:" + std::to_string(node_port_["n1"]), "--token-file",
-           std::string(BATON_SOURCE_DIR) + "/configs/example-admin.token", "apply", "-f", work_ + "/jobs"},
+          {binary(), "ctl", "--addr", "127.0.0.1:" + std::to_string(node_port_["n1"]), "--ca",
+           ThrowawayCa::shared().ca(), "--token-file", std::string(BATON_SOURCE_DIR) + "/configs/example-admin.token",
+           "apply", "-f", work_ + "/jobs"},
           work_ + "/apply.log");
       if (apply.wait_for_exit(30s) != 0) return fail("baton ctl apply failed: " + apply.log());
     }
@@ -414,7 +416,12 @@ class Harness {
                        << "runtime: {heartbeat_interval: 300ms, heartbeat_timeout: 1500ms, reassign_after: 3s, "
                           "continuation_timeout: "
                        << (long_continuation ? continuation_skewed : continuation).count()
-                       << "ms, continuation_margin: " << continuation_margin.count() << "ms, timeout_grace: 2s}\n";
+                       << "ms, continuation_margin: " << continuation_margin.count()
+                       << "ms, timeout_grace: 2s}\n"
+                       // TLS as in production: the checker's evidence comes
+                       // through the same verified links an operator's does.
+                       << "tls: {cert_file: " << ThrowawayCa::shared().node_cert()
+                       << ", key_file: " << ThrowawayCa::shared().node_key() << "}\n";
     // The clock-rate shim (clock_rate) is loaded into every node; it does
     // nothing until the harness writes a rate into its control file.
     std::vector<std::string> argv = {"/usr/bin/env",
@@ -470,10 +477,12 @@ class Harness {
       first = false;
     }
     out << "}\ntoken_file: " << BATON_SOURCE_DIR << "/configs/example-worker.token\ncapacity: 6\nspool_dir: " << work_
-        << "/spool-" << name << "\nreconnect: {base: 50ms, max: 1s}\n"
+        << "/spool-" << name
+        << "\nreconnect: {base: 50ms, max: 1s}\n"
         // Tasks put BATON_CHAOS_WORKER in their evidence: allowed through,
         // as an operator would allow a variable their jobs need.
-        << "task_env_allowlist: [PATH, HOME, LANG, 'LC_*', TZ, USER, LOGNAME, TMPDIR, BATON_CHAOS_WORKER]\n";
+        << "task_env_allowlist: [PATH, HOME, LANG, 'LC_*', TZ, USER, LOGNAME, TMPDIR, BATON_CHAOS_WORKER]\n"
+        << "tls: {ca_file: " << ThrowawayCa::shared().ca() << "}\n";
     out.close();
     // BATON_CHAOS_WORKER reaches the tasks (task_env_allowlist above).
     // The disk-fault shim (outbox_disk) and the clock-rate shim (clock_rate)

@@ -645,7 +645,7 @@ TEST_F(AdminApiTest, AFinishedRunIsReRunAndARunningOneIsNot) {
   role = "follower";
   res = send("POST", "/api/v1/runs/" + std::to_string(failed) + "/rerun", "");
   EXPECT_EQ(res.status, 307);
-  EXPECT_EQ(res.headers["Location"], "http://127.0.0.1:7001/api/v1/runs/" + std::to_string(failed) + "/rerun");
+  EXPECT_EQ(res.headers["Location"], "https://127.0.0.1:7001/api/v1/runs/" + std::to_string(failed) + "/rerun");
 }
 
 TEST_F(AdminApiTest, NodesShowWhoLeads) {

@@ -24,7 +24,10 @@ class Browser {
   explicit Browser(const std::string& dir)
       : chromium_({"/usr/bin/chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
                    "--disable-dev-shm-usage", "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
-                   "--window-size=1280,900", "--user-data-dir=" + dir + "/chromium-profile", "about:blank"},
+                   "--window-size=1280,900", "--user-data-dir=" + dir + "/chromium-profile",
+                   // Test nodes serve the shared throwaway CA's certificate:
+                   // trusted by its key alone, nothing else is.
+                   "--ignore-certificate-errors-spki-list=" + ThrowawayCa::shared().node_spki_sha256(), "about:blank"},
                   dir + "/chromium.log") {
     // Chromium names its DevTools port on stderr.
     std::smatch m;
@@ -40,7 +43,7 @@ class Browser {
     // The page target made for about:blank.
     std::string ws_path;
     for (int i = 0; i < 100 && ws_path.empty(); ++i) {
-      auto list = http_request(port, "GET", "/json/list");
+      auto list = http_request_plain(port, "GET", "/json/list");
       boost::system::error_code ec;
       auto v = boost::json::parse(list.body, ec);
       if (!ec && v.is_array())

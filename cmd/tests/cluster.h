@@ -58,6 +58,13 @@ struct ClusterOptions {
   bool log_archive = false;   ///< every node gets log_archive_dir: <cluster dir>/archive (shared)
   std::string runtime_extra;  ///< more keys of the runtime map, e.g. ", prune_every: 1s"
   std::string node_extra;     ///< more top-level lines of every node's config
+  /// TLS with the shared throwaway CA (ThrowawayCa::shared()); false: every
+  /// node and worker runs with `insecure: true` (reach them with
+  /// http_request_plain).
+  bool tls = true;
+  /// Mutual TLS: the nodes' tls.worker_certificates (off | optional |
+  /// required); workers then present the CA's certificate for their id.
+  std::string worker_certificates = "off";
 };
 
 class Cluster {
@@ -72,6 +79,25 @@ class Cluster {
     url_ = PgInstance::shared().fresh_database(name);
     std::filesystem::create_directories(dir_ + "/jobs");
     std::ofstream(dir_ + "/jobs/jobs.yaml") << jobs_yaml;
+    // `baton ctl` processes a test starts trust the cluster's CA.
+    ::setenv("BATON_CA_FILE", ThrowawayCa::shared().ca().c_str(), 1);
+  }
+
+  /// What HTTP to this cluster's nodes takes (TLS or not, per the options).
+  HttpReply http(int port, const std::string& method, const std::string& target,
+                 const std::vector<std::pair<std::string, std::string>>& headers = {}, const std::string& body = "") {
+    return opt_.tls ? http_request(port, method, target, headers, body)
+                    : http_request_plain(port, method, target, headers, body);
+  }
+
+  /// The `tls` (or `insecure`) lines of a node's config.
+  std::string node_tls_config() const {
+    if (!opt_.tls) return "insecure: true\n";
+    const auto& ca = ThrowawayCa::shared();
+    std::string out = "tls: {cert_file: " + ca.node_cert() + ", key_file: " + ca.node_key();
+    if (opt_.worker_certificates != "off")
+      out += ", client_ca_file: " + ca.ca() + ", worker_certificates: " + opt_.worker_certificates;
+    return out + "}\n";
   }
   ~Cluster() {
     procs_.clear();
@@ -82,7 +108,9 @@ class Cluster {
   }
 
   /// Starts node `id` (a fresh process each call).
-  ChildProcess& start_node(const std::string& id) {
+  /// `extra`: more top-level lines of this node's config; `tls`: its tls
+  /// (or insecure) lines instead of the cluster's.
+  ChildProcess& start_node(const std::string& id, const std::string& extra = "", const std::string& tls = "") {
     if (!node_ports_.count(id)) node_ports_[id] = free_loopback_port();
     std::string cfg = dir_ + "/" + id + ".yaml";
     std::ofstream(cfg) << "node_id: " << id << "\nlisten: 127.0.0.1:" << node_ports_[id]
@@ -97,7 +125,8 @@ class Cluster {
                        << ", continuation_timeout: " << opt_.continuation_timeout
                        << ", continuation_margin: " << opt_.continuation_margin << ", timeout_grace: 2s"
                        << opt_.runtime_extra << "}\n"
-                       << (opt_.log_archive ? "log_archive_dir: " + dir_ + "/archive\n" : "") << opt_.node_extra;
+                       << (opt_.log_archive ? "log_archive_dir: " + dir_ + "/archive\n" : "")
+                       << (tls.empty() ? node_tls_config() : tls) << opt_.node_extra << extra;
     auto& node = spawn(id, {BATON_BINARY, "node", "--config", cfg});
     if (!jobs_applied_) apply_jobs(id);
     return node;
@@ -106,10 +135,13 @@ class Cluster {
   /// Loads the cluster's job file through `baton ctl apply`, the way an
   /// operator does (nodes read no job files), once `node` answers.
   void apply_jobs(const std::string& node) {
-    wait_until([&] { return http_request(port(node), "GET", "/healthz").status == 200; }, 20s);
-    ChildProcess apply({BATON_BINARY, "ctl", "--addr", "127.0.0.1:" + std::to_string(port(node)), "--token",
-                        admin_token, "apply", "-f", dir_ + "/jobs"},
-                       dir_ + "/apply.log");
+    wait_until([&] { return http(port(node), "GET", "/healthz").status == 200; }, 20s);
+    std::vector<std::string> argv{BATON_BINARY, "ctl",      "--addr", "127.0.0.1:" + std::to_string(port(node)),
+                                  "--token",    admin_token};
+    if (!opt_.tls) argv.push_back("--insecure");
+    for (const char* a : {"apply", "-f"}) argv.push_back(a);
+    argv.push_back(dir_ + "/jobs");
+    ChildProcess apply(argv, dir_ + "/apply.log");
     auto rc = apply.wait_for_exit(30s);
     if (rc != 0) throw std::runtime_error("baton ctl apply failed: " + apply.log());
     jobs_applied_ = true;
@@ -133,9 +165,26 @@ class Cluster {
     out << "]\ntoken_file: " << BATON_SOURCE_DIR << "/configs/example-worker.token\ncapacity: " << capacity
         << "\nspool_dir: " << dir_ << "/spool-" << name << "\nsql_connections: {local: '" << url_ << "'}\n"
         << "reconnect: {base: 50ms, max: 500ms}\n";
+    if (auto o = worker_tls_override.find(name); o != worker_tls_override.end()) {
+      out << o->second;
+    } else if (!opt_.tls) {
+      out << "insecure: true\n";
+    } else {
+      auto& ca = ThrowawayCa::shared();
+      out << "tls: {ca_file: " << ca.ca();
+      if (opt_.worker_certificates != "off") {
+        ca.add_workers({id});
+        out << ", cert_file: " << ca.cert(id) << ", key_file: " << ca.key(id);
+      }
+      out << "}\n";
+    }
     out.close();
     return spawn(name, {BATON_BINARY, "worker", "--config", cfg});
   }
+
+  /// A worker process's tls (or insecure) lines instead of the cluster's,
+  /// by process name.
+  std::map<std::string, std::string> worker_tls_override;
 
   ChildProcess& proc(const std::string& id) { return *procs_.at(id); }
   int port(const std::string& node) const { return node_ports_.at(node); }
@@ -161,7 +210,7 @@ class Cluster {
   bool wait_for_workers(const std::string& leader, int n, std::chrono::milliseconds max = 10s) {
     return wait_until(
         [&] {
-          auto r = http_request(port(leader), "GET", "/status");
+          auto r = http(port(leader), "GET", "/status");
           return r.body.find("\"attached_workers\":" + std::to_string(n)) != std::string::npos;
         },
         max);
@@ -171,7 +220,7 @@ class Cluster {
   std::int64_t trigger(const std::string& node, const std::string& job, const std::string& key = "") {
     std::vector<std::pair<std::string, std::string>> h{{"Authorization", "Bearer " + admin_token}};
     if (!key.empty()) h.emplace_back("Idempotency-Key", key);
-    auto r = http_request(port(node), "POST", "/api/v1/jobs/" + job + "/trigger", h);
+    auto r = http(port(node), "POST", "/api/v1/jobs/" + job + "/trigger", h);
     std::smatch m;
     static const std::regex re("\"run_id\":(\\d+)");
     if (std::regex_search(r.body, m, re)) return std::stoll(m[1]);

@@ -38,7 +38,7 @@ class DashboardTest : public ::testing::Test {
     cluster.start_worker("w1", 4, {"n1"});
     ASSERT_TRUE(cluster.wait_for_workers("n1", 1));
     // The dashboard is served by the follower: its leader-only calls go to n1.
-    base = "http://127.0.0.1:" + std::to_string(cluster.port("n2")) + "/";
+    base = "https://127.0.0.1:" + std::to_string(cluster.port("n2")) + "/";
     browser.navigate(base);
     browser.eval("localStorage.setItem('baton_token', '" + admin_token + "')");
     browser.reload();

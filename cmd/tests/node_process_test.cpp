@@ -55,6 +55,8 @@ class NodeProcess : public ::testing::Test {
                         << "\n  start_timeout: 1s\nelection:\n  lease: " << lease.count()
                         << "ms\n  renew_every: " << renew_every.count()
                         << "ms\n  safety_margin: " << safety_margin.count() << "ms\n  poll_every: 500ms\n"
+                        << "tls: {cert_file: " << baton::testing::ThrowawayCa::shared().node_cert()
+                        << ", key_file: " << baton::testing::ThrowawayCa::shared().node_key() << "}\n"
                         << extra;
     return path;
   }
@@ -257,7 +259,7 @@ TEST_F(NodeProcess, BadConfigurationExitsNonZeroNamingKeyAndFile) {
       std::string(BATON_SOURCE_DIR) +
       "/configs/example-worker.token\n"
       "admin_token_file: " +
-      std::string(BATON_SOURCE_DIR) + "/configs/example-admin.token\n";
+      std::string(BATON_SOURCE_DIR) + "/configs/example-admin.token\ninsecure: true\n";
   std::vector<Case> cases = {
       {"unknown-key", "node_id: n1\n" + db + "leese: 3s\n", {"unknown-key.yaml", "leese: unknown key"}},
       {"bad-duration",

@@ -334,7 +334,7 @@ TEST(Runtime, CronSlotsAreMaterialisedOnceAndIdempotencyKeysCreateOneRun) {
   auto redirected = http_request(c.port(follower), "POST", "/api/v1/jobs/kinds/trigger",
                                  {{"Authorization", "Bearer " + admin_token}});
   EXPECT_EQ(redirected.status, 307);
-  EXPECT_NE(redirected.headers.find("Location: http://127.0.0.1:" + std::to_string(c.port(leader))), std::string::npos)
+  EXPECT_NE(redirected.headers.find("Location: https://127.0.0.1:" + std::to_string(c.port(leader))), std::string::npos)
       << redirected.headers;
   auto unknown =
       http_request(c.port(leader), "POST", "/api/v1/jobs/nope/trigger", {{"Authorization", "Bearer " + admin_token}});

@@ -5,7 +5,10 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <boost/url/url.hpp>
+
+#include "baton/tls/tls_context.h"
 
 namespace baton::ctl {
 
@@ -24,9 +27,40 @@ bool split_addr(const std::string& addr, std::string& host, std::string& port) {
   return true;
 }
 
+struct Request {
+  const std::string& host;
+  const std::string& token;
+  const std::string& method;
+  const std::string& target;
+  const std::string& body;
+  const std::string& idempotency_key;
+};
+
+/// One request and its answer over a connected stream (plain or TLS).
+template <class Stream>
+void exchange(Stream& stream, const Request& r, ApiReply& out, std::string& location) {
+  http::request<http::string_body> req{http::string_to_verb(r.method), r.target, 11};
+  req.set(http::field::host, r.host);
+  req.set(http::field::user_agent, "baton-ctl");
+  if (!r.token.empty()) req.set(http::field::authorization, "Bearer " + r.token);
+  if (!r.idempotency_key.empty()) req.set("Idempotency-Key", r.idempotency_key);
+  if (!r.body.empty()) req.set(http::field::content_type, "application/json");
+  req.body() = r.body;
+  req.prepare_payload();
+  http::write(stream, req);
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(64 * 1024 * 1024);
+  http::read(stream, buffer, parser);
+  auto res = parser.release();
+  out.status = static_cast<int>(res.result_int());
+  out.body = std::move(res.body());
+  if (auto l = res.find(http::field::location); l != res.end()) location = std::string(l->value());
+}
+
 ApiReply once(const std::string& addr, const std::string& token, std::chrono::milliseconds timeout,
-              const std::string& method, const std::string& target, const std::string& body,
-              const std::string& idempotency_key, std::string& location) {
+              const std::optional<tls::ClientFiles>& tls_files, const std::string& method, const std::string& target,
+              const std::string& body, const std::string& idempotency_key, std::string& location) {
   ApiReply out;
   out.answered_by = addr;
   std::string host, port;
@@ -34,31 +68,41 @@ ApiReply once(const std::string& addr, const std::string& token, std::chrono::mi
     out.error = "address '" + addr + "' is not HOST:PORT";
     return out;
   }
+  const Request request{host, token, method, target, body, idempotency_key};
   try {
     asio::io_context ioc;
     asio::ip::tcp::resolver resolver(ioc);
-    beast::tcp_stream stream(ioc);
-    stream.expires_after(timeout);
-    stream.connect(resolver.resolve(host, port));
-    http::request<http::string_body> req{http::string_to_verb(method), target, 11};
-    req.set(http::field::host, host);
-    req.set(http::field::user_agent, "baton-ctl");
-    if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
-    if (!idempotency_key.empty()) req.set("Idempotency-Key", idempotency_key);
-    if (!body.empty()) req.set(http::field::content_type, "application/json");
-    req.body() = body;
-    req.prepare_payload();
-    http::write(stream, req);
-    beast::flat_buffer buffer;
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(64 * 1024 * 1024);
-    http::read(stream, buffer, parser);
-    auto res = parser.release();
-    out.status = static_cast<int>(res.result_int());
-    out.body = std::move(res.body());
-    if (auto l = res.find(http::field::location); l != res.end()) location = std::string(l->value());
+    if (!tls_files) {
+      beast::tcp_stream stream(ioc);
+      stream.expires_after(timeout);
+      stream.connect(resolver.resolve(host, port));
+      exchange(stream, request, out, location);
+      beast::error_code ec;
+      stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+      return out;
+    }
+    auto ctx = tls::make_client_context(*tls_files);
+    if (!ctx) {
+      out.error = ctx.error().message;
+      return out;
+    }
+    beast::ssl_stream<beast::tcp_stream> stream(ioc, **ctx);
+    beast::get_lowest_layer(stream).expires_after(timeout);
+    beast::get_lowest_layer(stream).connect(resolver.resolve(host, port));
+    tls::expect_peer_name(stream.native_handle(), host);
+    beast::error_code hec;
+    stream.handshake(asio::ssl::stream_base::client, hec);
+    if (hec) {
+      std::string why = tls::handshake_failure(hec, stream.native_handle());
+      if (why.find("wrong version number") != std::string::npos ||
+          why.find("packet length too long") != std::string::npos)
+        why += " (the node may serve plaintext: then --insecure)";
+      out.error = "cannot reach " + addr + ": tls: " + why;
+      return out;
+    }
+    exchange(stream, request, out, location);
     beast::error_code ec;
-    stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+    stream.shutdown(ec);  // close_notify; a node that closes first is fine
   } catch (const std::exception& e) {
     out.status = 0;
     out.error = "cannot reach " + addr + ": " + e.what();
@@ -74,20 +118,27 @@ std::string path_segment(const std::string& s) {
   return std::string(u.encoded_path());
 }
 
-ApiClient::ApiClient(std::string addr, std::string token, std::chrono::milliseconds timeout)
-    : addr_(std::move(addr)), token_(std::move(token)), timeout_(timeout) {}
+ApiClient::ApiClient(std::string addr, std::string token, std::chrono::milliseconds timeout,
+                     std::optional<tls::ClientFiles> tls)
+    : addr_(std::move(addr)), token_(std::move(token)), timeout_(timeout), tls_(std::move(tls)) {}
 
 ApiReply ApiClient::call(const std::string& method, const std::string& target, const std::string& body,
                          const std::string& idempotency_key) const {
   std::string addr = addr_, path = target;
   for (int hop = 0;; ++hop) {
     std::string location;
-    auto reply = once(addr, token_, timeout_, method, path, body, idempotency_key, location);
+    auto reply = once(addr, token_, timeout_, tls_, method, path, body, idempotency_key, location);
     if (reply.status != 307 && reply.status != 308) return reply;
-    // A follower names the leader: http://HOST:PORT/path.
-    const std::string scheme = "http://";
-    if (hop == 3 || location.rfind(scheme, 0) != 0) {
-      if (hop == 3) reply.error = "too many redirects (last to " + location + ")";
+    // A follower names the leader: https://HOST:PORT/path. Followed only in
+    // the scheme this client speaks: a TLS client never sends its token to
+    // a plaintext address it was pointed at.
+    const std::string scheme = tls_ ? "https://" : "http://";
+    if (hop == 3) {
+      reply.error = "too many redirects (last to " + location + ")";
+      return reply;
+    }
+    if (location.rfind(scheme, 0) != 0) {
+      reply.error = "not following the redirect to '" + location + "': only " + scheme + " addresses are followed";
       return reply;
     }
     auto slash = location.find('/', scheme.size());

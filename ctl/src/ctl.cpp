@@ -241,7 +241,7 @@ std::string completion_script(const std::vector<Verb>& verbs) {
     s << "    \"" << prefix << "\") COMPREPLY=($(compgen -W \"";
     bool first = true;
     for (const auto& w : words) s << (first ? "" : " ") << w, first = false;
-    s << " --addr --token --token-file --config -o --help\" -- \"$cur\")) ;;\n";
+    s << " --addr --token --token-file --ca --insecure --config -o --help\" -- \"$cur\")) ;;\n";
   }
   s << "  esac\n}\ncomplete -F _baton_ctl -o default baton\n";
   return s.str();
@@ -250,7 +250,8 @@ std::string completion_script(const std::vector<Verb>& verbs) {
 std::vector<Verb> verbs();
 
 int print_help(std::ostream& out, const std::vector<Verb>& all) {
-  out << "usage: baton ctl [--addr HOST:PORT] [--token T | --token-file F] [--config FILE] [-o table|json] VERB...\n\n"
+  out << "usage: baton ctl [--addr HOST:PORT] [--token T | --token-file F] [--ca FILE | --insecure] [--config FILE]\n"
+         "                 [-o table|json] VERB...\n\n"
          "verbs:\n";
   for (const auto& v : all) {
     std::string line = "  " + joined(v.words) + (v.args.empty() ? "" : " " + v.args);
@@ -707,9 +708,11 @@ std::vector<Verb> verbs() {
   };
 }
 
-/// ~/.config/baton/ctl.yaml and friends: addr, token, token_file, output.
+/// ~/.config/baton/ctl.yaml and friends: addr, token, token_file, output,
+/// ca_file, insecure.
 struct FileConfig {
-  std::optional<std::string> addr, token, token_file, output;
+  std::optional<std::string> addr, token, token_file, output, ca_file;
+  bool insecure = false;
 };
 
 std::optional<std::string> read_file_trimmed(const std::string& path) {
@@ -747,7 +750,9 @@ std::optional<std::string> Call::flag(const std::string& name) const {
 }
 
 int Call::fail(const ApiReply& r) {
-  if (r.status == 0) return error(exit_unavailable, r.error);
+  if (r.status == 0 || r.status == 307 || r.status == 308) {
+    if (!r.error.empty()) return error(exit_unavailable, r.error);
+  }
   std::string code = "http_" + std::to_string(r.status), message = r.body;
   boost::system::error_code ec;
   auto v = json::parse(r.body, ec);
@@ -779,14 +784,18 @@ int run_ctl(const std::vector<std::string>& raw, const Env& env, std::ostream& o
   // Global flags may come anywhere.
   std::map<std::string, std::string> global;
   std::vector<std::string> rest;
-  static const std::set<std::string> globals{"--addr", "--token", "--token-file", "--config", "--output", "--timeout"};
+  static const std::set<std::string> globals{"--addr",   "--token",   "--token-file", "--config",
+                                             "--output", "--timeout", "--ca"};
+  bool insecure_flag = false;
   for (std::size_t i = 0; i < raw.size(); ++i) {
     std::string a = raw[i], value;
     if (a == "-o") a = "--output";
     if (a == "-f") a = "--follow-or-file";
     auto eq = a.find('=');
     std::string name = a.rfind("--", 0) == 0 && eq != std::string::npos ? a.substr(0, eq) : a;
-    if (globals.count(name)) {
+    if (name == "--insecure") {
+      insecure_flag = true;
+    } else if (globals.count(name)) {
       if (eq != std::string::npos)
         value = a.substr(eq + 1);
       else if (i + 1 < raw.size())
@@ -822,7 +831,8 @@ int run_ctl(const std::vector<std::string>& raw, const Env& env, std::ostream& o
       out << "  " << f.name << (f.value ? " VALUE" : "")
           << std::string(f.name.size() < 20 ? 20 - f.name.size() : 1, ' ') << f.help << '\n';
     out << "\nglobal: --addr HOST:PORT (BATON_ADDR), --token T (BATON_TOKEN), --token-file F (BATON_TOKEN_FILE),\n"
-           "        --config FILE (BATON_CONFIG), -o table|json, --timeout 10s\n";
+           "        --ca FILE (BATON_CA_FILE), --insecure (BATON_INSECURE=1), --config FILE (BATON_CONFIG),\n"
+           "        -o table|json, --timeout 10s\n";
     return exit_ok;
   }
   Call call(ApiClient("", ""), out, err);
@@ -875,9 +885,13 @@ int run_ctl(const std::vector<std::string>& raw, const Env& env, std::ostream& o
             fc.token_file = kv.second.as<std::string>();
           else if (key == "output")
             fc.output = kv.second.as<std::string>();
+          else if (key == "ca_file")
+            fc.ca_file = kv.second.as<std::string>();
+          else if (key == "insecure")
+            fc.insecure = kv.second.as<bool>();
           else
-            return call.error(exit_usage,
-                              config_path + ": unknown key '" + key + "' (known: addr, token, token_file, output)");
+            return call.error(exit_usage, config_path + ": unknown key '" + key +
+                                              "' (known: addr, token, token_file, output, ca_file, insecure)");
         }
       } else if (config_named) {
         return call.error(exit_usage, "cannot read config file " + config_path);
@@ -901,7 +915,15 @@ int run_ctl(const std::vector<std::string>& raw, const Env& env, std::ostream& o
   if (call.output != "table" && call.output != "json") return call.usage("-o must be table or json");
   auto timeout = parse_duration(global.count("--timeout") ? global["--timeout"] : "10s");
   if (!timeout) return call.usage("--timeout must be a duration like 500ms, 2s or 1m");
-  call.api = ApiClient(addr, token.value_or(""), *timeout);
+  // HTTPS unless told otherwise: the CA from --ca, BATON_CA_FILE or the
+  // config file (else the system's roots); plaintext with --insecure,
+  // BATON_INSECURE=1 or `insecure: true`.
+  const bool insecure = insecure_flag || env("BATON_INSECURE").value_or("") == "1" || fc.insecure;
+  const std::string ca = global.count("--ca") ? global["--ca"] : env("BATON_CA_FILE").value_or(fc.ca_file.value_or(""));
+  if (insecure && global.count("--ca")) return call.usage("--ca and --insecure: give one");
+  std::optional<tls::ClientFiles> tls_files;
+  if (!insecure) tls_files = tls::ClientFiles{ca, "", ""};
+  call.api = ApiClient(addr, token.value_or(""), *timeout, tls_files);
   try {
     return verb->run(call);
   } catch (const std::exception& e) {

@@ -54,7 +54,7 @@ async function api(method, path, body) {
     const s = await nodeStatus(true);
     if (s.role !== 'leader') {
       if (!s.leader_endpoint) throw new ApiError(503, 'no_leader', 'no leader is known right now; retry in a few seconds');
-      base = 'http://' + s.leader_endpoint;
+      base = location.protocol + '//' + s.leader_endpoint;  // the scheme this page came by
     }
   }
   const headers = { Authorization: 'Bearer ' + token };

@@ -130,13 +130,13 @@ std::variant<json::object, HttpResponse> body_object(const HttpRequest& r, std::
   return std::move(v.as_object());
 }
 
-HttpResponse to_leader(const HttpRequest& r, const std::string& leader_endpoint) {
+HttpResponse to_leader(const HttpRequest& r, const std::string& scheme, const std::string& leader_endpoint) {
   if (leader_endpoint.empty()) return error(503, "no_leader", "no leader is known right now; retry in a few seconds");
   HttpResponse res = ok_json(json::object{{"code", "not_leader"},
                                           {"message", "send this to the leader at " + leader_endpoint},
                                           {"leader_endpoint", leader_endpoint}},
                              307);
-  res.headers["Location"] = "http://" + leader_endpoint + r.target;
+  res.headers["Location"] = scheme + "://" + leader_endpoint + r.target;
   return res;
 }
 
@@ -281,7 +281,7 @@ HttpResponse AdminApi::route(const HttpRequest& r, const std::string& path) {
     if (auto bad = query_of(r.target, route.query, query)) return error(400, "bad_request", *bad);
     params.insert(query.begin(), query.end());
     ApiCall call{r, std::move(params), **who, ports_.status()};
-    if (route.leader_only && call.node.role != "leader") return to_leader(r, call.node.leader_endpoint);
+    if (route.leader_only && call.node.role != "leader") return to_leader(r, scheme_, call.node.leader_endpoint);
     return route.handler(call);
   }
   if (!allowed.empty()) {

@@ -51,6 +51,6 @@ HttpResponse one_or_404(const Result<store::Page>& page, const std::string& what
 std::variant<json::object, HttpResponse> body_object(const HttpRequest& r, std::size_t max_bytes = 64 * 1024);
 
 /// 307 to the leader (or 503 when none is known).
-HttpResponse to_leader(const HttpRequest& r, const std::string& leader_endpoint);
+HttpResponse to_leader(const HttpRequest& r, const std::string& scheme, const std::string& leader_endpoint);
 
 }  // namespace baton::leader::admin_http

@@ -64,6 +64,7 @@ class NodeRuntime final : public ServerHandlers {
                admin_store, metrics, clock_, cfg.admin_token, cfg.metrics_require_token) {
     admin_.set_payload_denylist(cfg.payload_denylist);
     admin_.set_limits(cfg.api_limits);
+    admin_.set_scheme(cfg.insecure ? "http" : "https");
     if (!cfg.log_archive_dir.empty()) {
       archive_ = std::make_unique<LogArchive>(cfg.log_archive_dir);
       archive_writer_ = std::make_unique<ArchiveWriter>(*archive_);
@@ -315,13 +316,22 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
       spdlog::warn("max_connections_over_fd_limit node={} max_connections={} fd_limit={}", me.node_id,
                    cfg.server_limits.max_connections, static_cast<long long>(fds.rlim_cur));
   }
-  NodeServer server(cfg.listen, cfg.worker_token, runtime, cfg.server_limits);
+  if (cfg.insecure)
+    spdlog::warn(
+        "insecure_plaintext node={} listen={} (insecure: true: worker and admin tokens and all traffic "
+        "cross the network unencrypted; configure tls for anything but a private test network)",
+        me.node_id, cfg.listen);
+  NodeServer server(cfg.listen, cfg.worker_token, runtime, cfg.server_limits,
+                    cfg.insecure ? std::nullopt : std::optional<tls::ServerFiles>(cfg.tls));
   if (auto started = server.start(); !started) {
-    spdlog::error("node_listen_failed node={} error={}", me.node_id, started.error().message);
-    std::fprintf(stderr, "baton: node %s: cannot listen: %s\n", me.node_id.c_str(), started.error().message.c_str());
+    spdlog::error("node_listen_failed node={} error={}", me.node_id, json_quote(started.error().message));
+    std::fprintf(stderr, "baton: node %s: %s\n", me.node_id.c_str(), started.error().message.c_str());
     return 2;
   }
-  spdlog::info("node_listening node={} endpoint=http://{}/ websocket=ws://{}/ws", me.node_id, cfg.listen, cfg.listen);
+  const char* tls_on = cfg.insecure ? "" : "s";
+  spdlog::info("node_listening node={} endpoint=http{}://{}/ websocket=ws{}://{}/ws worker_certificates={}", me.node_id,
+               tls_on, cfg.listen, tls_on, cfg.listen,
+               cfg.insecure ? "off" : tls::to_string(cfg.tls.worker_certificates));
 
   // The log archive's retention, on every node (a directory per node or a
   // shared one: removing an expired run twice is harmless). Its own thread:

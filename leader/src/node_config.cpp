@@ -146,6 +146,39 @@ Result<NodeConfig> load_node_config(const std::string& file) {
                                std::pair{"limits.hello_deadline", cfg.server_limits.hello_deadline}})
     if (d.count() < 100) errors.add(key, "must be at least 100ms");
 
+  // TLS on the port, or plaintext said out loud: there is no default that
+  // silently sends tokens in the clear (docs/security.md, "TLS").
+  const bool has_tls = (*root)["tls"].IsDefined() && !(*root)["tls"].IsNull();
+  ConfigMap tl = top.map("tls");
+  if (auto v = tl.string("cert_file", /*required=*/has_tls)) cfg.tls.cert_file = resolve(*v);
+  if (auto v = tl.string("key_file", /*required=*/has_tls)) cfg.tls.key_file = resolve(*v);
+  if (auto v = tl.string("client_ca_file")) cfg.tls.client_ca_file = resolve(*v);
+  cfg.tls.worker_certificates =
+      cfg.tls.client_ca_file.empty() ? tls::WorkerCertificates::off : tls::WorkerCertificates::optional;
+  if (auto v = tl.string("worker_certificates")) {
+    if (*v == "off")
+      cfg.tls.worker_certificates = tls::WorkerCertificates::off;
+    else if (*v == "optional")
+      cfg.tls.worker_certificates = tls::WorkerCertificates::optional;
+    else if (*v == "required")
+      cfg.tls.worker_certificates = tls::WorkerCertificates::required;
+    else
+      errors.add("tls.worker_certificates", "must be off, optional or required; got '" + *v + "'");
+  }
+  tl.reject_unknown_keys();
+  if (cfg.tls.worker_certificates != tls::WorkerCertificates::off && cfg.tls.client_ca_file.empty())
+    errors.add("tls.worker_certificates",
+               std::string(tls::to_string(cfg.tls.worker_certificates)) + " needs tls.client_ca_file");
+  if (auto v = top.boolean("insecure")) cfg.insecure = *v;
+  if (has_tls && cfg.insecure)
+    errors.add("insecure",
+               "true together with a tls map: give one (tls for certificates, insecure: true for "
+               "plaintext)");
+  if (!has_tls && !cfg.insecure)
+    errors.add("tls",
+               "is required (cert_file and key_file), or `insecure: true` to serve plaintext HTTP and "
+               "WebSocket; tokens then cross the network in the clear (docs/security.md, \"TLS\")");
+
   ConfigMap db = top.map("database");
   if (auto v = db.string("url", /*required=*/true)) {
     if (v->rfind("postgresql://", 0) == 0 || v->rfind("postgres://", 0) == 0)

@@ -7,7 +7,9 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 #include <deque>
 #include <mutex>
 #include <set>
@@ -15,6 +17,7 @@
 
 #include "baton/core/json_text.h"
 #include "baton/protocol/codec.h"
+#include "baton/tls/tls_context.h"
 
 namespace baton::leader {
 
@@ -23,6 +26,7 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace websocket = beast::websocket;
 using tcp = asio::ip::tcp;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
 bool constant_time_equal(const std::string& a, const std::string& b) {
   // Length is not secret; the comparison of equal-length strings takes the
@@ -82,17 +86,45 @@ class ConnectionBudget : public std::enable_shared_from_this<ConnectionBudget> {
 };
 using Slot = std::shared_ptr<ConnectionBudget::Slot>;
 
-class WorkerSession : public WorkerLink, public std::enable_shared_from_this<WorkerSession> {
+/// The server's set of open worker sessions (to close them all).
+using Registry = std::function<void(std::shared_ptr<WorkerLink>, bool)>;
+
+/// What a session needs of its server (the server outlives every session's
+/// use of it: stop() joins the I/O thread first).
+struct SessionContext {
+  const std::string& token;
+  ServerHandlers& handlers;
+  asio::thread_pool& admin;
+  Registry registry;
+  const ServerLimits& limits;
+  tls::WorkerCertificates worker_certificates;
+};
+
+/// Why a hello is refused for its TLS client certificate, or "" (mutual
+/// TLS, docs/security.md): the certificate binds the worker id.
+std::string certificate_refusal(SSL* ssl, tls::WorkerCertificates policy, const std::string& worker_id) {
+  if (policy == tls::WorkerCertificates::off) return {};
+  const bool has = tls::has_peer_certificate(ssl);
+  if (!has && policy == tls::WorkerCertificates::optional) return {};
+  if (!has) return "a client certificate naming worker '" + worker_id + "' is required";
+  if (!tls::peer_certificate_names(ssl, worker_id))
+    return "the client certificate does not name worker '" + worker_id + "'";
+  return {};
+}
+
+template <class Stream>
+class WorkerSession : public WorkerLink, public std::enable_shared_from_this<WorkerSession<Stream>> {
+  using std::enable_shared_from_this<WorkerSession<Stream>>::shared_from_this;
+
  public:
-  WorkerSession(tcp::socket&& socket, const std::string& token, ServerHandlers& handlers,
-                std::function<void(std::shared_ptr<WorkerSession>, bool)> registry, const ServerLimits& limits,
-                Slot slot)
-      : ws_(std::move(socket)),
-        token_(token),
-        handlers_(handlers),
-        registry_(std::move(registry)),
+  WorkerSession(Stream&& stream, const SessionContext& context, Slot slot)
+      : ws_(std::move(stream)),
+        token_(context.token),
+        handlers_(context.handlers),
+        registry_(context.registry),
+        worker_certificates_(context.worker_certificates),
         id_(next_link_id++),
-        limits_(limits),
+        limits_(context.limits),
         slot_(std::move(slot)),
         hello_timer_(ws_.get_executor()) {}
 
@@ -144,6 +176,10 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
       auto* hello = std::get_if<protocol::Hello>(&msg);
       if (!hello) return reject("protocol", "the first message must be hello");
       if (!constant_time_equal(hello->token, token_)) return reject("unauthenticated", "bad worker token");
+      if constexpr (std::is_same_v<Stream, TlsStream>) {
+        auto why = certificate_refusal(ws_.next_layer().native_handle(), worker_certificates_, hello->worker_id);
+        if (!why.empty()) return reject("unauthenticated", why);
+      }
       worker_id_ = hello->worker_id;
       hello->token.clear();
       hello_timer_.cancel();
@@ -215,11 +251,12 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
     beast::get_lowest_layer(ws_).socket().close(ignored);
   }
 
-  websocket::stream<beast::tcp_stream> ws_;
+  websocket::stream<Stream> ws_;
   beast::flat_buffer buffer_;
   const std::string& token_;
   ServerHandlers& handlers_;
-  std::function<void(std::shared_ptr<WorkerSession>, bool)> registry_;
+  Registry registry_;
+  const tls::WorkerCertificates worker_certificates_;
   const std::uint64_t id_;
   const ServerLimits& limits_;
   Slot slot_;  ///< this connection's place under the caps
@@ -230,17 +267,14 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
   std::string close_reason_;
 };
 
-class HttpSession : public std::enable_shared_from_this<HttpSession> {
+template <class Stream>
+class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
+  using std::enable_shared_from_this<HttpSession<Stream>>::shared_from_this;
+
  public:
-  HttpSession(tcp::socket&& socket, const std::string& token, ServerHandlers& handlers, asio::thread_pool& admin,
-              std::function<void(std::shared_ptr<WorkerSession>, bool)> registry, const ServerLimits& limits, Slot slot)
-      : stream_(std::move(socket)),
-        token_(token),
-        handlers_(handlers),
-        admin_(admin),
-        registry_(std::move(registry)),
-        limits_(limits),
-        slot_(std::move(slot)) {}
+  /// `buffer`: bytes already read from the connection (the TLS detection's).
+  HttpSession(Stream&& stream, beast::flat_buffer buffer, const SessionContext& context, Slot slot)
+      : stream_(std::move(stream)), buffer_(std::move(buffer)), context_(context), slot_(std::move(slot)) {}
 
   void run() { read(); }
 
@@ -251,7 +285,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     parser_->header_limit(16 * 1024);
     // The whole request, headers and body, within the deadline: a client
     // that trickles bytes (slow loris) loses its connection all the same.
-    stream_.expires_after(limits_.request_deadline);
+    beast::get_lowest_layer(stream_).expires_after(context_.limits.request_deadline);
     http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&HttpSession::on_read, shared_from_this()));
   }
   void on_read(beast::error_code ec, std::size_t) {
@@ -280,9 +314,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
         HttpResponse r{404, "application/json", "{\"code\":\"not_found\",\"message\":\"websocket path is /ws\"}", {}};
         return write(r, false);
       }
-      stream_.expires_never();
-      auto ws = std::make_shared<WorkerSession>(stream_.release_socket(), token_, handlers_, registry_, limits_,
-                                                std::move(slot_));
+      beast::get_lowest_layer(stream_).expires_never();
+      auto ws = std::make_shared<WorkerSession<Stream>>(std::move(stream_), context_, std::move(slot_));
       ws->accept(std::move(req));
       return;
     }
@@ -297,10 +330,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     request.body = std::move(req.body());
     const bool keep_alive = req.keep_alive();
     // Admin handlers may query the database: never on the I/O thread.
-    asio::post(admin_, [self = shared_from_this(), request = std::move(request), keep_alive] {
+    asio::post(context_.admin, [self = shared_from_this(), request = std::move(request), keep_alive] {
       HttpResponse response;
       try {
-        response = self->handlers_.handle_http(request);
+        response = self->context_.handlers.handle_http(request);
       } catch (const std::exception& e) {
         response = HttpResponse{500,
                                 "application/json",
@@ -327,31 +360,136 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     });
   }
   void shutdown() {
-    beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if constexpr (std::is_same_v<Stream, TlsStream>) {
+      // close_notify, bounded: a peer that never answers it is cut off.
+      beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(2));
+      stream_.async_shutdown([self = shared_from_this()](beast::error_code) {
+        beast::error_code ignored;
+        beast::get_lowest_layer(self->stream_).socket().close(ignored);
+      });
+    } else {
+      beast::error_code ec;
+      stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    }
   }
 
-  beast::tcp_stream stream_;
+  Stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  const std::string& token_;
-  ServerHandlers& handlers_;
-  asio::thread_pool& admin_;
-  std::function<void(std::shared_ptr<WorkerSession>, bool)> registry_;
-  const ServerLimits& limits_;
+  const SessionContext& context_;
+  Slot slot_;
+};
+
+/// A new connection to a TLS port: a TLS client is handed to an HttpSession
+/// after its handshake; anything else gets a plaintext 400 saying to use
+/// https/wss. The first byte tells (0x16 opens every TLS handshake), read
+/// with MSG_PEEK so the handshake still sees it: Beast's flex server does
+/// this with a buffered handshake, whose async form does not compile under
+/// C++20 concepts in Boost 1.81.
+class TlsDetector : public std::enable_shared_from_this<TlsDetector> {
+ public:
+  TlsDetector(tcp::socket&& socket, std::shared_ptr<tls::Context> ctx, const SessionContext& context, Slot slot)
+      : socket_(std::move(socket)),
+        deadline_(socket_.get_executor()),
+        ctx_(std::move(ctx)),
+        context_(context),
+        slot_(std::move(slot)) {}
+
+  void run() {
+    // Nothing said within the request deadline: the connection was only
+    // holding a slot.
+    deadline_.expires_after(context_.limits.request_deadline);
+    deadline_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec) return;
+      beast::error_code ignored;
+      self->socket_.close(ignored);
+    });
+    socket_.async_wait(tcp::socket::wait_read,
+                       beast::bind_front_handler(&TlsDetector::on_readable, shared_from_this()));
+  }
+
+ private:
+  void on_readable(beast::error_code ec) {
+    if (ec) return;
+    // Never a blocking read on the I/O thread: a readiness that has no byte
+    // behind it (it happens) means wait again, within the same deadline.
+    unsigned char first = 0;
+    socket_.non_blocking(true, ec);
+    const std::size_t n = socket_.receive(asio::buffer(&first, 1), tcp::socket::message_peek, ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+      socket_.async_wait(tcp::socket::wait_read,
+                         beast::bind_front_handler(&TlsDetector::on_readable, shared_from_this()));
+      return;
+    }
+    deadline_.cancel();
+    if (ec || n == 0) return;
+    if (first != 0x16) return refuse_plaintext();
+    // A reload may replace the context while this connection lives: the
+    // SSL object holds a reference to the OpenSSL context it was made from.
+    auto stream = std::make_shared<TlsStream>(beast::tcp_stream(std::move(socket_)), *ctx_);
+    beast::get_lowest_layer(*stream).expires_after(context_.limits.request_deadline);
+    stream->async_handshake(asio::ssl::stream_base::server, [self = shared_from_this(), stream](beast::error_code hec) {
+      if (hec) {
+        spdlog::debug("tls_handshake_failed error={}", json_quote(hec.message()));
+        return;
+      }
+      std::make_shared<HttpSession<TlsStream>>(std::move(*stream), beast::flat_buffer(), self->context_,
+                                               std::move(self->slot_))
+          ->run();
+    });
+  }
+  void refuse_plaintext() {
+    const std::string body =
+        "{\"code\":\"tls_required\",\"message\":\"this port speaks TLS: use https:// (wss:// for workers)\"}";
+    auto reply = std::make_shared<std::string>(
+        "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body);
+    // Written, then what the client sent is read and dropped until it
+    // closes (closing with unread bytes would reset the connection and could
+    // lose the answer), for two seconds at most.
+    deadline_.expires_after(std::chrono::seconds(2));
+    deadline_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec) return;
+      beast::error_code ignored;
+      self->socket_.close(ignored);
+    });
+    asio::async_write(socket_, asio::buffer(*reply),
+                      [self = shared_from_this(), reply](beast::error_code, std::size_t) {
+                        beast::error_code ignored;
+                        self->socket_.shutdown(tcp::socket::shutdown_send, ignored);
+                        self->drain();
+                      });
+  }
+  void drain() {
+    socket_.async_read_some(asio::buffer(sink_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (!ec) return self->drain();
+      self->deadline_.cancel();
+    });
+  }
+
+  tcp::socket socket_;
+  asio::steady_timer deadline_;
+  char sink_[1024];
+  std::shared_ptr<tls::Context> ctx_;
+  const SessionContext& context_;
   Slot slot_;
 };
 
 }  // namespace
 
 struct NodeServer::Impl {
-  Impl(std::string listen_, std::string token_, ServerHandlers& h, ServerLimits l)
+  Impl(std::string listen_, std::string token_, ServerHandlers& h, ServerLimits l,
+       std::optional<tls::ServerFiles> files)
       : listen(std::move(listen_)),
         token(std::move(token_)),
         handlers(h),
         limits(l),
+        tls_files(std::move(files)),
         budget(std::make_shared<ConnectionBudget>(limits)),
-        acceptor(ioc) {}
+        acceptor(ioc),
+        reload_timer(ioc),
+        context{token,      handlers, admin,
+                registry(), limits,   tls_files ? tls_files->worker_certificates : tls::WorkerCertificates::off} {}
 
   void do_accept() {
     acceptor.async_accept(asio::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
@@ -367,8 +505,12 @@ struct NodeServer::Impl {
         const auto peer = socket.remote_endpoint(addr_ec);
         std::string why;
         if (auto slot = budget->take(addr_ec ? "?" : peer.address().to_string(), why)) {
-          std::make_shared<HttpSession>(std::move(socket), token, handlers, admin, registry(), limits, std::move(slot))
-              ->run();
+          if (tls_source)
+            std::make_shared<TlsDetector>(std::move(socket), tls_source->current(), context, std::move(slot))->run();
+          else
+            std::make_shared<HttpSession<beast::tcp_stream>>(beast::tcp_stream(std::move(socket)), beast::flat_buffer(),
+                                                             context, std::move(slot))
+                ->run();
         } else {
           handlers.on_connection_refused();
           const MonoTime now = RealClock().mono();
@@ -383,8 +525,22 @@ struct NodeServer::Impl {
       do_accept();
     });
   }
-  std::function<void(std::shared_ptr<WorkerSession>, bool)> registry() {
-    return [this](std::shared_ptr<WorkerSession> s, bool add) {
+  /// Renewed certificate files are served to new connections within a
+  /// second; files that do not load leave the previous ones in use.
+  void watch_tls_files() {
+    reload_timer.expires_after(std::chrono::seconds(1));
+    reload_timer.async_wait([this](beast::error_code ec) {
+      if (ec) return;
+      auto outcome = tls_source->reload_if_changed();
+      if (outcome.kind == tls::ServerContextSource::ReloadOutcome::reloaded)
+        spdlog::info("tls_reloaded cert_file={} listen={}", json_quote(tls_files->cert_file), listen);
+      else if (outcome.kind == tls::ServerContextSource::ReloadOutcome::failed)
+        spdlog::error("tls_reload_failed error={} (the previous certificate stays in use)", json_quote(outcome.error));
+      watch_tls_files();
+    });
+  }
+  Registry registry() {
+    return [this](std::shared_ptr<WorkerLink> s, bool add) {
       std::lock_guard lock(mutex);
       if (add)
         sessions.insert(s);
@@ -397,22 +553,32 @@ struct NodeServer::Impl {
   std::string token;
   ServerHandlers& handlers;
   const ServerLimits limits;
+  const std::optional<tls::ServerFiles> tls_files;
+  std::unique_ptr<tls::ServerContextSource> tls_source;
   std::shared_ptr<ConnectionBudget> budget;
   MonoTime last_refusal_log{};
   asio::io_context ioc{1};
   asio::thread_pool admin{2};
   tcp::acceptor acceptor;
+  asio::steady_timer reload_timer;
   std::thread thread;
   std::mutex mutex;
-  std::set<std::shared_ptr<WorkerSession>> sessions;
+  std::set<std::shared_ptr<WorkerLink>> sessions;
+  const SessionContext context;
 };
 
-NodeServer::NodeServer(std::string listen, std::string worker_token, ServerHandlers& handlers, ServerLimits limits)
-    : impl_(std::make_unique<Impl>(std::move(listen), std::move(worker_token), handlers, limits)) {}
+NodeServer::NodeServer(std::string listen, std::string worker_token, ServerHandlers& handlers, ServerLimits limits,
+                       std::optional<tls::ServerFiles> tls)
+    : impl_(std::make_unique<Impl>(std::move(listen), std::move(worker_token), handlers, limits, std::move(tls))) {}
 
 NodeServer::~NodeServer() { stop(); }
 
 Result<void> NodeServer::start() {
+  if (impl_->tls_files) {
+    auto source = tls::ServerContextSource::open(*impl_->tls_files);
+    if (!source) return source.error();
+    impl_->tls_source = std::move(*source);
+  }
   auto colon = impl_->listen.rfind(':');
   std::string host = impl_->listen.substr(0, colon);
   std::string port = impl_->listen.substr(colon + 1);
@@ -434,12 +600,13 @@ Result<void> NodeServer::start() {
   if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return make_error(Errc::bad_config, "listen " + impl_->listen + ": " + ec.message());
   impl_->do_accept();
+  if (impl_->tls_source) impl_->watch_tls_files();
   impl_->thread = std::thread([this] { impl_->ioc.run(); });
   return {};
 }
 
 void NodeServer::close_all_workers(const std::string& reason) {
-  std::vector<std::shared_ptr<WorkerSession>> all;
+  std::vector<std::shared_ptr<WorkerLink>> all;
   {
     std::lock_guard lock(impl_->mutex);
     all.assign(impl_->sessions.begin(), impl_->sessions.end());
@@ -453,6 +620,7 @@ void NodeServer::stop() {
   asio::post(impl_->ioc, [this] {
     beast::error_code ec;
     impl_->acceptor.close(ec);
+    impl_->reload_timer.cancel();
   });
   // Give sessions a moment to send their close frames, then stop.
   std::this_thread::sleep_for(std::chrono::milliseconds(50));

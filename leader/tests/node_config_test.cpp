@@ -37,9 +37,17 @@ TEST(NodeConfig, ReadsEveryKey) {
                            "/configs/example-admin.token\n"
                            "node_id: a-1\nlisten: 127.0.0.1:9000\nauto_migrate: false\nlog_level: debug\n"
                            "database: {url: 'postgresql://u@127.0.0.1:5/db', start_timeout: 2s}\n"
-                           "election: {lease: 4s, renew_every: 700ms, safety_margin: 1s, poll_every: 300ms}\n");
+                           "election: {lease: 4s, renew_every: 700ms, safety_margin: 1s, poll_every: 300ms}\n"
+                           "tls: {cert_file: tls/node.crt, key_file: /k/node.key, client_ca_file: ca.crt, "
+                           "worker_certificates: required}\n");
   auto cfg = leader::load_node_config(file);
   ASSERT_TRUE(cfg) << cfg.error().message;
+  const std::string dir = file.substr(0, file.rfind('/'));
+  EXPECT_EQ(cfg->tls.cert_file, dir + "/tls/node.crt");  // relative to the config file
+  EXPECT_EQ(cfg->tls.key_file, "/k/node.key");
+  EXPECT_EQ(cfg->tls.client_ca_file, dir + "/ca.crt");
+  EXPECT_EQ(cfg->tls.worker_certificates, tls::WorkerCertificates::required);
+  EXPECT_FALSE(cfg->insecure);
   EXPECT_EQ(cfg->node_id, "a-1");
   EXPECT_EQ(cfg->listen, "127.0.0.1:9000");
   EXPECT_FALSE(cfg->auto_migrate);
@@ -58,21 +66,31 @@ TEST(NodeConfig, EveryProblemNamesKeyAndFile) {
       "database: {url: 'postgresql://u@h:1/d'}\nworker_token_file: " + std::string(BATON_SOURCE_DIR) +
       "/configs/example-worker.token\nadmin_token_file: " + std::string(BATON_SOURCE_DIR) +
       "/configs/example-admin.token\n";
+  const std::string plain = db + "insecure: true\n";
   for (const auto& c : std::vector<Case>{
-           {"node_id: n1\n" + db + "electon: {lease: 3s}\n", ": electon: unknown key"},
-           {"node_id: n1\n" + db + "election: {lease: 3 seconds}\n", ": election.lease: '3 seconds' has unknown unit"},
-           {"node_id: n1\n" + db + "election: {lease: 3}\n", ": election.lease: '3' has no unit"},
+           {"node_id: n1\n" + db, ": tls: is required (cert_file and key_file), or `insecure: true`"},
+           {"node_id: n1\n" + plain + "tls: {cert_file: a, key_file: b}\n", ": insecure: true together with a tls map"},
+           {"node_id: n1\n" + db + "tls: {cert_file: a}\n", ": tls.key_file: is required"},
+           {"node_id: n1\n" + db + "tls: {cert_file: a, key_file: b, worker_certificates: required}\n",
+            ": tls.worker_certificates: required needs tls.client_ca_file"},
+           {"node_id: n1\n" + db + "tls: {cert_file: a, key_file: b, client_ca_file: c, worker_certificates: maybe}\n",
+            ": tls.worker_certificates: must be off, optional or required; got 'maybe'"},
+           {"node_id: n1\n" + db + "tls: {cert_file: a, key_file: b, ca_file: c}\n", ": tls.ca_file: unknown key"},
+           {"node_id: n1\n" + plain + "electon: {lease: 3s}\n", ": electon: unknown key"},
+           {"node_id: n1\n" + plain + "election: {lease: 3 seconds}\n",
+            ": election.lease: '3 seconds' has unknown unit"},
+           {"node_id: n1\n" + plain + "election: {lease: 3}\n", ": election.lease: '3' has no unit"},
            {"node_id: n1\n", ": database.url: is required"},
            {"node_id: n1\ndatabase: {url: 'mysql://x'}\n", ": database.url: must be a postgresql:// URL"},
            {"node_id: n1\ndatabase: {url: 'postgresql://h/d'}\nworker_token_file: /nonexistent\n",
             ": worker_token_file: cannot read '/nonexistent'"},
-           {"node_id: n1\n" + db + "runtime: {heartbeat_timeout: 1s, heartbeat_interval: 2s}\n",
+           {"node_id: n1\n" + plain + "runtime: {heartbeat_timeout: 1s, heartbeat_interval: 2s}\n",
             ": runtime.heartbeat_timeout: must be greater than"},
-           {db, ": node_id: is required"},
-           {"node_id: 'bad id'\n" + db, ": node_id: must be 1-64 characters"},
-           {"node_id: n1\n" + db + "auto_migrate: yes-please\n", ": auto_migrate: must be true or false"},
-           {"node_id: n1\n" + db + "election: {renew_every: 5s}\n", ": election.renew_every: must be less than"},
-           {"node_id: n1\n" + db + "listen: nowhere\n", ": listen: must be HOST:PORT"},
+           {plain, ": node_id: is required"},
+           {"node_id: 'bad id'\n" + plain, ": node_id: must be 1-64 characters"},
+           {"node_id: n1\n" + plain + "auto_migrate: yes-please\n", ": auto_migrate: must be true or false"},
+           {"node_id: n1\n" + plain + "election: {renew_every: 5s}\n", ": election.renew_every: must be less than"},
+           {"node_id: n1\n" + plain + "listen: nowhere\n", ": listen: must be HOST:PORT"},
            {"node_id: [1\n", "line "},
            {"- a\n- b\n", "top level must be a mapping"},
        }) {
@@ -136,7 +154,7 @@ TEST(NodeConfig, AnErrorAboutTheDatabaseUrlNeverEchoesItsPassword) {
 TEST(NodeConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
   const std::string required = "worker_token_file: " + std::string(BATON_SOURCE_DIR) +
                                "/configs/example-worker.token\nadmin_token_file: " + std::string(BATON_SOURCE_DIR) +
-                               "/configs/example-admin.token\nnode_id: n1\n";
+                               "/configs/example-admin.token\nnode_id: n1\ninsecure: true\n";
   auto cfg = leader::load_node_config(write_config(required + "database: {url: 'postgresql://u@127.0.0.1/db'}\n"));
   ASSERT_TRUE(cfg) << cfg.error().message;
   const auto& r = cfg->runtime;
@@ -181,11 +199,18 @@ TEST(NodeConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
       {"limits.trigger_burst", std::to_string(static_cast<int>(cfg->api_limits.trigger_burst))},
       {"limits.read_rate", std::to_string(static_cast<int>(cfg->api_limits.read_rate))},
       {"limits.read_burst", std::to_string(static_cast<int>(cfg->api_limits.read_burst))},
+      {"tls.cert_file", "(required unless insecure)"},
+      {"tls.key_file", "(required unless insecure)"},
+      {"tls.client_ca_file", "(none)"},
+      {"tls.worker_certificates", "off, or optional with tls.client_ca_file"},
+      {"insecure", "false"},
   };
   EXPECT_EQ(documented_defaults("## Configuration (`configs/node.yaml`)"), code);
   // Each key with a default is read: set to its default, the config loads.
   for (const auto& [key, value] : code) {
-    if (value.front() == '(' || key == "advertise" || key.rfind("database.", 0) == 0) continue;
+    if (value.front() == '(' || key == "advertise" || key.rfind("tls.", 0) == 0 || key == "insecure" ||
+        key.rfind("database.", 0) == 0)
+      continue;
     auto dot = key.find('.');
     std::string line = dot == std::string::npos
                            ? key + ": " + value + "\n"

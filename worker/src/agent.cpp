@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
+#include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 #include <deque>
 #include <fstream>
 #include <map>
@@ -19,6 +21,7 @@
 #include "baton/core/weaken.h"
 #include "baton/protocol/codec.h"
 #include "baton/protocol/vocabulary.h"
+#include "baton/tls/tls_context.h"
 #include "baton/worker/backoff.h"
 #include "baton/worker/outbox.h"
 #include "baton/worker/task_runner.h"
@@ -32,6 +35,8 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace websocket = beast::websocket;
 using tcp = asio::ip::tcp;
+using PlainWs = websocket::stream<beast::tcp_stream>;
+using TlsWs = websocket::stream<beast::ssl_stream<beast::tcp_stream>>;
 
 namespace {
 
@@ -99,6 +104,17 @@ class Agent {
       std::fprintf(stderr, "baton: worker %s: %s\n", cfg_.worker_id.c_str(), r.error().message.c_str());
       return 2;
     }
+    // Files that do not load at start are a configuration error (later, at
+    // a reconnect, a failure is retried: the files may be mid-renewal).
+    if (cfg_.insecure) {
+      spdlog::warn(
+          "insecure_plaintext worker={} (insecure: true: the worker token and all traffic cross the network "
+          "unencrypted, and any host that answers at a coordinator's address is believed)",
+          json_quote(cfg_.worker_id));
+    } else if (auto ctx = tls::make_client_context(cfg_.tls); !ctx) {
+      std::fprintf(stderr, "baton: worker %s: %s\n", cfg_.worker_id.c_str(), ctx.error().message.c_str());
+      return 2;
+    }
     // Finishes left by a previous incarnation are held until acknowledged:
     // listed in hello and heartbeats, so no leader takes them for lost.
     for (const auto& f : outbox_.pending()) unacked_[key_of(f.ref)] = f.ref;
@@ -153,32 +169,84 @@ class Agent {
     auto colon = ep.rfind(':');
     host_ = ep.substr(0, colon);
     std::string port = ep.substr(colon + 1);
-    ws_ = std::make_unique<websocket::stream<beast::tcp_stream>>(ioc_);
-    ws_->read_message_max(protocol::frame_bytes_max * 2);
-    beast::get_lowest_layer(*ws_).expires_after(std::chrono::seconds(3));
+    plain_.reset();
+    tls_.reset();
+    if (cfg_.insecure) {
+      plain_ = std::make_unique<PlainWs>(ioc_);
+    } else {
+      // Read at every connection: renewed files are used at the next one.
+      auto ctx = tls::make_client_context(cfg_.tls);
+      if (!ctx) return connection_failed(ep, ctx.error().message);
+      tls_context_ = *ctx;
+      tls_ = std::make_unique<TlsWs>(ioc_, *tls_context_);
+      // The node's certificate must name the address dialed: one of the
+      // cluster CA issued for another host is refused too. A redirect is
+      // followed the same way, so it reaches only a node that verifies.
+      tls::expect_peer_name(tls_->next_layer().native_handle(), host_);
+    }
+    with_ws([&](auto& ws) {
+      ws.read_message_max(protocol::frame_bytes_max * 2);
+      beast::get_lowest_layer(ws).expires_after(std::chrono::seconds(3));
+    });
     resolver_.async_resolve(host_, port, [this, gen, ep](beast::error_code ec, tcp::resolver::results_type results) {
       if (gen != generation_) return;
       if (ec) return connection_failed(ep, "resolve: " + ec.message());
-      beast::get_lowest_layer(*ws_).async_connect(
-          results, [this, gen, ep](beast::error_code ec2, tcp::resolver::results_type::endpoint_type) {
-            if (gen != generation_) return;
-            if (ec2) return connection_failed(ep, "connect: " + ec2.message());
-            beast::get_lowest_layer(*ws_).expires_never();
-            beast::error_code nodelay_ec;  // small frames: no Nagle delay
-            beast::get_lowest_layer(*ws_).socket().set_option(tcp::no_delay(true), nodelay_ec);
-            websocket::stream_base::timeout t{};
-            t.handshake_timeout = std::chrono::seconds(3);
-            t.idle_timeout = std::chrono::milliseconds(heartbeat_timeout_ms_);
-            t.keep_alive_pings = true;  // a leader that stops answering is noticed within idle_timeout
-            ws_->set_option(t);
-            ws_->async_handshake(host_, "/ws", [this, gen, ep](beast::error_code ec3) {
+      with_ws([&](auto& ws) {
+        beast::get_lowest_layer(ws).async_connect(
+            results, [this, gen, ep, &ws](beast::error_code ec2, tcp::resolver::results_type::endpoint_type) {
               if (gen != generation_) return;
-              if (ec3) return connection_failed(ep, "handshake: " + ec3.message());
-              connected_ = true;
-              send(hello());
-              read(gen);
+              if (ec2) return connection_failed(ep, "connect: " + ec2.message());
+              beast::error_code nodelay_ec;  // small frames: no Nagle delay
+              beast::get_lowest_layer(ws).socket().set_option(tcp::no_delay(true), nodelay_ec);
+              if constexpr (std::is_same_v<std::decay_t<decltype(ws)>, TlsWs>) {
+                ws.next_layer().async_handshake(
+                    asio::ssl::stream_base::client, [this, gen, ep, &ws](beast::error_code ec3) {
+                      if (gen != generation_) return;
+                      // Nothing was sent: the token never reaches a node that
+                      // does not verify.
+                      if (ec3)
+                        return connection_failed(
+                            ep, "tls: " + tls::handshake_failure(ec3, ws.next_layer().native_handle()));
+                      websocket_handshake(ws, gen, ep);
+                    });
+              } else {
+                websocket_handshake(ws, gen, ep);
+              }
             });
-          });
+      });
+    });
+  }
+
+  template <class Ws>
+  void websocket_handshake(Ws& ws, std::uint64_t gen, const std::string& ep) {
+    beast::get_lowest_layer(ws).expires_never();
+    websocket::stream_base::timeout t{};
+    t.handshake_timeout = std::chrono::seconds(3);
+    t.idle_timeout = std::chrono::milliseconds(heartbeat_timeout_ms_);
+    t.keep_alive_pings = true;  // a leader that stops answering is noticed within idle_timeout
+    ws.set_option(t);
+    ws.async_handshake(host_, "/ws", [this, gen, ep](beast::error_code ec) {
+      if (gen != generation_) return;
+      if (ec) return connection_failed(ep, "handshake: " + ec.message());
+      connected_ = true;
+      send(hello());
+      read(gen);
+    });
+  }
+
+  /// Calls f with the connection's WebSocket stream (TLS or, with
+  /// `insecure`, plain), if there is one.
+  template <class F>
+  void with_ws(F&& f) {
+    if (tls_)
+      f(*tls_);
+    else if (plain_)
+      f(*plain_);
+  }
+  void close_socket() {
+    with_ws([](auto& ws) {
+      beast::error_code ignored;
+      beast::get_lowest_layer(ws).socket().close(ignored);
     });
   }
 
@@ -200,7 +268,8 @@ class Agent {
       unreachable_leader_ = advertised(ep);
       endpoint_index_++;
     }
-    spdlog::info("worker_connect_failed worker={} endpoint={} error={}", cfg_.worker_id, ep, why);
+    spdlog::info("worker_connect_failed worker={} endpoint={} error={}", json_quote(cfg_.worker_id), ep,
+                 json_quote(why));
     disconnected(true);
   }
 
@@ -214,10 +283,7 @@ class Agent {
     table_.detached(clock_.mono());  // live attempts start counting their continuation deadline
     if (was_attached) spdlog::warn("worker_detached worker={} running={}", cfg_.worker_id, running_count());
     ++generation_;
-    if (ws_) {
-      beast::error_code ignored;
-      beast::get_lowest_layer(*ws_).socket().close(ignored);
-    }
+    close_socket();
     if (stop_) return;
     auto delay = std::chrono::milliseconds(0);
     if (backoff || redirects_in_a_row_ > redirects_without_backoff_max) {
@@ -237,7 +303,12 @@ class Agent {
   }
 
   void read(std::uint64_t gen) {
-    ws_->async_read(buffer_, [this, gen](beast::error_code ec, std::size_t) {
+    with_ws([&](auto& ws) {
+      ws.async_read(buffer_, [this, gen](beast::error_code ec, std::size_t) { on_read(gen, ec); });
+    });
+  }
+  void on_read(std::uint64_t gen, beast::error_code ec) {
+    {
       if (gen != generation_) return;
       if (ec) {
         if (attached_ || connected_)
@@ -255,7 +326,7 @@ class Agent {
         handle(std::get<protocol::Message>(decoded));
       }
       if (gen == generation_ && connected_) read(gen);
-    });
+    }
   }
 
   void send(const protocol::Message& m) {
@@ -276,13 +347,15 @@ class Agent {
     if (queue_.empty() || !connected_) return;
     writing_ = true;
     const std::uint64_t gen = generation_;
-    ws_->text(true);
-    ws_->async_write(asio::buffer(queue_.front()), [this, gen](beast::error_code ec, std::size_t) {
-      if (gen != generation_) return;
-      writing_ = false;
-      if (ec) return disconnected(true);
-      queue_.pop_front();
-      write_next();
+    with_ws([&](auto& ws) {
+      ws.text(true);
+      ws.async_write(asio::buffer(queue_.front()), [this, gen](beast::error_code ec, std::size_t) {
+        if (gen != generation_) return;
+        writing_ = false;
+        if (ec) return disconnected(true);
+        queue_.pop_front();
+        write_next();
+      });
     });
   }
 
@@ -584,10 +657,7 @@ class Agent {
     ++generation_;
     reconnect_timer_.cancel();
     heartbeat_timer_.cancel();
-    if (ws_) {
-      beast::error_code ignored;
-      beast::get_lowest_layer(*ws_).socket().close(ignored);
-    }
+    close_socket();
     ioc_.stop();
   }
 
@@ -607,7 +677,9 @@ class Agent {
                               [this](std::vector<protocol::Finish> g, Result<void> w) { on_durable(std::move(g), w); }};
   tcp::resolver resolver_;
   asio::steady_timer reconnect_timer_, heartbeat_timer_, tick_timer_;
-  std::unique_ptr<websocket::stream<beast::tcp_stream>> ws_;
+  std::unique_ptr<PlainWs> plain_;  ///< the connection, with `insecure`
+  std::unique_ptr<TlsWs> tls_;      ///< the connection, verified
+  std::shared_ptr<tls::Context> tls_context_;
   beast::flat_buffer buffer_;
   std::deque<std::string> queue_;
   bool writing_ = false, connected_ = false, attached_ = false;

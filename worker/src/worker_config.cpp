@@ -83,6 +83,24 @@ Result<WorkerConfig> load_worker_config(const std::string& file) {
   if (auto v = rc.duration("base")) cfg.reconnect_base = *v;
   if (auto v = rc.duration("max")) cfg.reconnect_max = *v;
   rc.reject_unknown_keys();
+  // Verified TLS to the nodes, or plaintext said out loud (docs/security.md, "TLS").
+  const bool has_tls = (*root)["tls"].IsDefined() && !(*root)["tls"].IsNull();
+  ConfigMap tl = top.map("tls");
+  if (auto v = tl.string("ca_file", /*required=*/has_tls)) cfg.tls.ca_file = resolve(*v);
+  if (auto v = tl.string("cert_file")) cfg.tls.cert_file = resolve(*v);
+  if (auto v = tl.string("key_file")) cfg.tls.key_file = resolve(*v);
+  tl.reject_unknown_keys();
+  if (cfg.tls.cert_file.empty() != cfg.tls.key_file.empty())
+    errors.add("tls.cert_file", "and tls.key_file go together: give both or neither");
+  if (auto v = top.boolean("insecure")) cfg.insecure = *v;
+  if (has_tls && cfg.insecure)
+    errors.add("insecure",
+               "true together with a tls map: give one (tls to verify the nodes, insecure: true for "
+               "plaintext)");
+  if (!has_tls && !cfg.insecure)
+    errors.add("tls",
+               "is required (ca_file: the CA of the nodes' certificates), or `insecure: true` for a plaintext "
+               "WebSocket; the worker token then crosses the network in the clear (docs/security.md, \"TLS\")");
   top.reject_unknown_keys();
   if (!errors.empty()) return make_error(Errc::bad_config, errors.joined());
   return cfg;

@@ -19,7 +19,7 @@ std::string write_config(const std::string& extra) {
   std::ofstream(dir + "/token") << "secret\n";
   std::ofstream(dir + "/worker.yaml") << "worker_id: w1\ncoordinators: ['127.0.0.1:1']\ntoken_file: token\n"
                                          "spool_dir: spool\n"
-                                      << extra;
+                                      << (extra.find("tls:") == std::string::npos ? "insecure: true\n" : "") << extra;
   return dir + "/worker.yaml";
 }
 
@@ -88,10 +88,14 @@ TEST(WorkerConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
       {"reconnect.base", duration(cfg->reconnect_base)},
       {"reconnect.max", duration(cfg->reconnect_max)},
       {"log_level", cfg->log_level},
+      {"tls.ca_file", "(required unless insecure)"},
+      {"tls.cert_file", "(none)"},
+      {"tls.key_file", "(none)"},
+      {"insecure", "false"},
   };
   EXPECT_EQ(documented, code);
   for (const auto& [key, value] : code) {
-    if (value.front() == '(') continue;
+    if (value.front() == '(' || key == "insecure") continue;
     auto dot = key.find('.');
     auto loaded = load_worker_config(write_config(
         dot == std::string::npos ? key + ": " + value + "\n"
@@ -106,4 +110,35 @@ TEST(WorkerConfig, ABadSqlConnectionIsNamedWithoutItsPassword) {
   EXPECT_NE(cfg.error().message.find("sql_connections.reports: must be a postgresql:// URL"), std::string::npos)
       << cfg.error().message;
   EXPECT_EQ(cfg.error().message.find("s3cr3t"), std::string::npos) << cfg.error().message;
+}
+
+TEST(WorkerConfig, TlsOrAnExplicitInsecureIsRequired) {
+  auto tls = load_worker_config(write_config("tls: {ca_file: tls/ca.crt, cert_file: /c/w1.crt, key_file: w1.key}\n"));
+  ASSERT_TRUE(tls) << tls.error().message;
+  const std::string dir = "/tmp/baton-worker-config-" + std::to_string(::getpid());
+  EXPECT_EQ(tls->tls.ca_file, dir + "/tls/ca.crt");  // relative to the config file
+  EXPECT_EQ(tls->tls.cert_file, "/c/w1.crt");
+  EXPECT_EQ(tls->tls.key_file, dir + "/w1.key");
+  EXPECT_FALSE(tls->insecure);
+  for (const auto& [extra, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"tls: {}\n", "tls.ca_file: is required"},
+           {"tls: {cert_file: a}\n", "tls.ca_file: is required"},
+           {"tls: {ca_file: a, cert_file: b}\n", "tls.cert_file: and tls.key_file go together"},
+           {"tls: {ca_file: a}\ninsecure: true\n", "insecure: true together with a tls map"},
+           {"tls: {ca: a}\n", "tls.ca: unknown key"},
+       }) {
+    auto cfg = load_worker_config(write_config(extra));
+    ASSERT_FALSE(cfg) << extra;
+    EXPECT_NE(cfg.error().message.find(expected), std::string::npos)
+        << "wanted '" << expected << "' in " << cfg.error().message;
+  }
+  // Neither: refused, saying what to do.
+  const std::string bare = "/tmp/baton-worker-config-" + std::to_string(::getpid()) + "/bare.yaml";
+  std::ofstream(bare) << "worker_id: w1\ncoordinators: ['127.0.0.1:1']\ntoken_file: token\nspool_dir: spool\n";
+  auto none = load_worker_config(bare);
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().message.find("tls: is required (ca_file: the CA of the nodes' certificates), or `insecure: "
+                                      "true`"),
+            std::string::npos)
+      << none.error().message;
 }

@@ -1,9 +1,13 @@
 #pragma once
 // The admin API from the command line's side: one HTTP/1.1 request per
 // call, a bearer token, and a follower's 307 to the leader followed (at most
-// three hops, the same method and body). Plain HTTP on the address given.
+// three hops, the same method and body). HTTPS, the node's certificate
+// verified against a CA and the address given; plain HTTP only when told.
 #include <chrono>
+#include <optional>
 #include <string>
+
+#include "baton/tls/tls_files.h"
 
 namespace baton::ctl {
 
@@ -19,7 +23,11 @@ std::string path_segment(const std::string& s);
 
 class ApiClient {
  public:
-  ApiClient(std::string addr, std::string token, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  /// `tls`: how to verify the nodes (ca_file "" = the system's roots);
+  /// nullopt = plaintext HTTP (a node with `insecure: true`). A redirect is
+  /// followed only to the same scheme.
+  ApiClient(std::string addr, std::string token, std::chrono::milliseconds timeout = std::chrono::seconds(10),
+            std::optional<tls::ClientFiles> tls = tls::ClientFiles{});
   ApiReply call(const std::string& method, const std::string& target, const std::string& body = "",
                 const std::string& idempotency_key = "") const;
   const std::string& addr() const { return addr_; }
@@ -28,6 +36,7 @@ class ApiClient {
   std::string addr_;
   std::string token_;
   std::chrono::milliseconds timeout_;
+  std::optional<tls::ClientFiles> tls_;
 };
 
 }  // namespace baton::ctl

@@ -92,6 +92,9 @@ class AdminApi {
   /// The node's log archive (GET /api/v1/runs/{id}/output); null: none.
   void set_log_archive(const LogArchive* archive) { archive_ = archive; }
   void set_limits(const ApiLimits& limits) { limits_ = limits; }
+  /// "https" or "http": the scheme of the leader's address in a 307 (every
+  /// node of a cluster serves the same one).
+  void set_scheme(std::string scheme) { scheme_ = std::move(scheme); }
 
  private:
   HttpResponse route(const HttpRequest& r, const std::string& path);
@@ -150,6 +153,7 @@ class AdminApi {
   std::optional<HttpResponse> over_rate(const ApiRoute& route, const std::string& who);
   const Clock& clock_;
   ApiLimits limits_;
+  std::string scheme_ = "https";
   std::mutex rate_mutex_;
   std::map<std::string, leader_core::TokenBucket> trigger_buckets_, read_buckets_;  ///< by token name
 

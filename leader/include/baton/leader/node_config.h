@@ -9,6 +9,7 @@
 #include "baton/leader/node_server.h"
 #include "baton/leader/payload_denylist.h"
 #include "baton/leader_core/runtime_config.h"
+#include "baton/tls/tls_files.h"
 
 namespace baton::leader {
 
@@ -35,6 +36,11 @@ struct NodeConfig {
   /// Denial-of-service bounds (the `limits` map; docs/security.md).
   ServerLimits server_limits;
   ApiLimits api_limits;
+  /// The port's certificate, key and worker-certificate policy (the `tls`
+  /// map; files are read when the node starts). Empty cert_file = plaintext,
+  /// which needs `insecure: true`.
+  tls::ServerFiles tls;
+  bool insecure = false;  ///< plaintext HTTP and WebSocket, said so in a warning at start
 };
 
 /// Reads and validates FILE. The error lists every problem, each naming the

@@ -4,6 +4,11 @@
 // it; node_server.cpp is the only translation unit of the node that includes
 // Beast (it takes ~20 s to compile).
 //
+// With TLS (Beast's advanced_server_flex example): the first bytes of a
+// connection tell a TLS handshake from plaintext; plaintext is answered with
+// a 400 that says to use https/wss and closed. Sessions are templates over
+// the stream (TLS or, with `insecure`, plain TCP).
+//
 // Discipline (Beast's examples): one strand per session, at most one write in
 // flight, a bounded send queue (a worker that cannot keep up is closed), every
 // handler checks its error_code first and a failure ends that session only.
@@ -11,12 +16,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "baton/core/clock.h"
 #include "baton/core/result.h"
 #include "baton/leader/worker_link.h"
 #include "baton/protocol/messages.h"
+#include "baton/tls/tls_files.h"
 
 namespace baton::leader {
 
@@ -67,13 +74,17 @@ class ServerHandlers {
 class NodeServer {
  public:
   /// `worker_token`: the shared secret a worker's hello must carry (compared
-  /// in constant time).
-  NodeServer(std::string listen, std::string worker_token, ServerHandlers& handlers, ServerLimits limits = {});
+  /// in constant time). `tls`: the port's certificate files (TLS only; a
+  /// plaintext client gets a 400 naming the scheme to use), reloaded within
+  /// a second of a change; nullopt = plaintext only (the `insecure` setting).
+  NodeServer(std::string listen, std::string worker_token, ServerHandlers& handlers, ServerLimits limits = {},
+             std::optional<tls::ServerFiles> tls = std::nullopt);
   ~NodeServer();
   NodeServer(const NodeServer&) = delete;
   NodeServer& operator=(const NodeServer&) = delete;
 
-  /// Binds and starts serving on a background thread.
+  /// Loads the certificate files and binds, then serves on a background
+  /// thread. Errors name the config key and the file or address.
   Result<void> start();
   void stop();
   /// Closes every worker session (the node stepped down).

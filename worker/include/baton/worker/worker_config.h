@@ -7,6 +7,7 @@
 
 #include "baton/core/clock.h"
 #include "baton/core/result.h"
+#include "baton/tls/tls_files.h"
 #include "baton/worker_core/task_environment.h"
 
 namespace baton::worker {
@@ -31,6 +32,11 @@ struct WorkerConfig {
   /// The worker's environment variables a task inherits: NAME or PREFIX*
   /// (worker_core/task_environment.h).
   std::vector<std::string> task_env_allowlist = worker_core::default_task_env_allowlist();
+  /// The cluster CA the nodes' certificates must chain to, and this
+  /// worker's own certificate for mutual TLS (the `tls` map; read at each
+  /// connection, so renewed files are used at the next one).
+  tls::ClientFiles tls;
+  bool insecure = false;  ///< plaintext WebSocket (ws://), said so in a warning at start
 };
 
 Result<WorkerConfig> load_worker_config(const std::string& file);

@@ -16,6 +16,13 @@
 #include <thread>
 #include <vector>
 
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <memory>
+
+#include "baton/testing/throwaway_ca.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -53,40 +60,100 @@ inline int connect_loopback(int port) {
 }
 
 /// A minimal HTTP/1.1 client for tests (Connection: close). Returns the
-/// status code and the body; status 0 if the connection failed.
+/// status code and the body; status 0 if the connection failed (`error`
+/// says why).
 struct HttpReply {
   int status = 0;
   std::string body;
   std::string headers;
+  std::string error;
 };
-inline HttpReply http_request(int port, const std::string& method, const std::string& target,
-                              const std::vector<std::pair<std::string, std::string>>& headers = {},
-                              const std::string& body = "",
-                              std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+
+/// One request to 127.0.0.1:port; over TLS when `ca_file` is not empty, the
+/// node's certificate verified against it and against 127.0.0.1.
+inline HttpReply http_exchange(int port, const std::string& ca_file, const std::string& method,
+                               const std::string& target,
+                               const std::vector<std::pair<std::string, std::string>>& headers, const std::string& body,
+                               std::chrono::milliseconds timeout) {
   HttpReply reply;
   int fd = connect_loopback(port);
-  if (fd < 0) return reply;
+  if (fd < 0) {
+    reply.error = "connect failed";
+    return reply;
+  }
   timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  std::unique_ptr<SSL_CTX, void (*)(SSL_CTX*)> ctx(nullptr, SSL_CTX_free);
+  std::unique_ptr<SSL, void (*)(SSL*)> ssl(nullptr, SSL_free);
+  if (!ca_file.empty()) {
+    ::signal(SIGPIPE, SIG_IGN);  // OpenSSL writes without MSG_NOSIGNAL; a closed peer is an error here
+    ctx.reset(SSL_CTX_new(TLS_client_method()));
+    SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
+    if (SSL_CTX_load_verify_locations(ctx.get(), ca_file.c_str(), nullptr) != 1) {
+      ::close(fd);
+      reply.error = "cannot load " + ca_file;
+      return reply;
+    }
+    ssl.reset(SSL_new(ctx.get()));
+    SSL_set_fd(ssl.get(), fd);
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl.get()), "127.0.0.1");
+    if (SSL_connect(ssl.get()) != 1) {
+      const long verify = SSL_get_verify_result(ssl.get());
+      reply.error = verify != X509_V_OK
+                        ? std::string("certificate verify failed: ") + X509_verify_cert_error_string(verify)
+                        : "tls handshake failed";
+      ::close(fd);
+      return reply;
+    }
+  }
+  auto put = [&](const char* p, std::size_t n) -> long {
+    return ssl ? SSL_write(ssl.get(), p, static_cast<int>(n)) : ::send(fd, p, n, MSG_NOSIGNAL);
+  };
+  auto get = [&](char* p, std::size_t n) -> long {
+    return ssl ? SSL_read(ssl.get(), p, static_cast<int>(n)) : ::recv(fd, p, n, 0);
+  };
   std::string req = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
   for (const auto& [k, v] : headers) req += k + ": " + v + "\r\n";
   req += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   for (std::size_t sent = 0; sent < req.size();) {
-    ssize_t n = ::send(fd, req.data() + sent, req.size() - sent, MSG_NOSIGNAL);
+    long n = put(req.data() + sent, req.size() - sent);
     if (n <= 0) break;
     sent += static_cast<std::size_t>(n);
   }
   std::string raw;
   char buf[4096];
-  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) raw.append(buf, static_cast<std::size_t>(n));
+  for (long n; (n = get(buf, sizeof buf)) > 0;) raw.append(buf, static_cast<std::size_t>(n));
+  if (ssl) SSL_shutdown(ssl.get());
   ::close(fd);
   auto sp = raw.find(' ');
-  if (sp == std::string::npos) return reply;
+  if (sp == std::string::npos) {
+    reply.error = "no answer";
+    return reply;
+  }
   reply.status = std::atoi(raw.c_str() + sp + 1);
   auto split = raw.find("\r\n\r\n");
   reply.headers = raw.substr(0, split);
   if (split != std::string::npos) reply.body = raw.substr(split + 4);
   return reply;
+}
+
+/// A request to a node started by a test: HTTPS, trusting the shared
+/// throwaway CA (every test node serves its certificate).
+inline HttpReply http_request(int port, const std::string& method, const std::string& target,
+                              const std::vector<std::pair<std::string, std::string>>& headers = {},
+                              const std::string& body = "",
+                              std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+  return http_exchange(port, ThrowawayCa::shared().ca(), method, target, headers, body, timeout);
+}
+
+/// The same in plaintext (a node with `insecure: true`, or to see what a
+/// TLS port answers to plaintext).
+inline HttpReply http_request_plain(int port, const std::string& method, const std::string& target,
+                                    const std::vector<std::pair<std::string, std::string>>& headers = {},
+                                    const std::string& body = "",
+                                    std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+  return http_exchange(port, "", method, target, headers, body, timeout);
 }
 
 class ChildProcess {
@@ -105,6 +172,10 @@ class ChildProcess {
       // chaos proxy's, a test's) would keep a connection alive after its
       // owner closed it.
       ::close_range(3, ~0U, 0);
+      // A test ignores SIGPIPE (TLS writes to a closed connection); an
+      // ignored signal would stay ignored across exec, in the child and its
+      // tasks.
+      ::signal(SIGPIPE, SIG_DFL);
       std::vector<char*> args;
       for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
       args.push_back(nullptr);

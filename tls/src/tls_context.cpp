@@ -1,0 +1,193 @@
+#include "baton/tls/tls_context.h"
+
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
+#include <sys/stat.h>
+
+#include <boost/asio/ip/address.hpp>
+
+namespace baton::tls {
+
+const char* to_string(WorkerCertificates w) {
+  switch (w) {
+    case WorkerCertificates::off: return "off";
+    case WorkerCertificates::optional: return "optional";
+    case WorkerCertificates::required: return "required";
+  }
+  return "?";
+}
+
+namespace {
+
+/// The last OpenSSL error, in words, and the queue cleared.
+std::string openssl_reason() {
+  unsigned long e = ERR_get_error();
+  std::string out;
+  for (unsigned long next = e; next != 0; next = ERR_get_error())
+    if (out.empty()) {
+      char buf[256];
+      ERR_error_string_n(next, buf, sizeof buf);
+      out = buf;
+    }
+  return out.empty() ? "unknown error" : out;
+}
+
+bool readable(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+Error file_error(const std::string& key, const std::string& path, const std::string& what,
+                 const std::string& reason = "") {
+  return make_error(Errc::bad_config,
+                    key + ": " + what + " '" + path + "'" + (reason.empty() ? "" : " (" + reason + ")"));
+}
+
+void set_floor(Context& ctx) {
+  ctx.set_options(Context::default_workarounds | Context::no_sslv2 | Context::no_sslv3 | Context::no_tlsv1 |
+                  Context::no_tlsv1_1 | Context::single_dh_use);
+  SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_2_VERSION);
+}
+
+/// Loads a chain and its key into ctx; errors name the keys `prefix`cert_file/key_file.
+Result<void> load_identity(Context& ctx, const std::string& prefix, const std::string& cert, const std::string& key) {
+  if (!readable(cert)) return file_error(prefix + "cert_file", cert, "cannot read");
+  if (!readable(key)) return file_error(prefix + "key_file", key, "cannot read");
+  ERR_clear_error();
+  if (SSL_CTX_use_certificate_chain_file(ctx.native_handle(), cert.c_str()) != 1)
+    return file_error(prefix + "cert_file", cert, "no PEM certificate chain in", openssl_reason());
+  const auto mismatch = [&] {
+    return make_error(Errc::bad_config,
+                      prefix + "key_file: '" + key + "' is not the key of " + prefix + "cert_file '" + cert + "'");
+  };
+  if (SSL_CTX_use_PrivateKey_file(ctx.native_handle(), key.c_str(), SSL_FILETYPE_PEM) != 1) {
+    const std::string reason = openssl_reason();
+    if (reason.find("key values mismatch") != std::string::npos) return mismatch();
+    return file_error(prefix + "key_file", key, "no PEM private key in", reason);
+  }
+  if (SSL_CTX_check_private_key(ctx.native_handle()) != 1) return mismatch();
+  return {};
+}
+
+Result<void> load_ca(Context& ctx, const std::string& key, const std::string& ca) {
+  if (!readable(ca)) return file_error(key, ca, "cannot read");
+  ERR_clear_error();
+  if (SSL_CTX_load_verify_locations(ctx.native_handle(), ca.c_str(), nullptr) != 1)
+    return file_error(key, ca, "no PEM CA certificate in", openssl_reason());
+  return {};
+}
+
+}  // namespace
+
+Result<std::shared_ptr<Context>> make_server_context(const ServerFiles& files) {
+  auto ctx = std::make_shared<Context>(Context::tls_server);
+  set_floor(*ctx);
+  if (auto r = load_identity(*ctx, "tls.", files.cert_file, files.key_file); !r) return r.error();
+  if (files.worker_certificates != WorkerCertificates::off) {
+    if (auto r = load_ca(*ctx, "tls.client_ca_file", files.client_ca_file); !r) return r.error();
+    // The CA names sent in the certificate request: a client picks a
+    // certificate of that CA.
+    if (STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(files.client_ca_file.c_str()))
+      SSL_CTX_set_client_CA_list(ctx->native_handle(), names);
+    // Asked for, verified if given; whether a connection must have one is
+    // decided at the hello (only workers are asked to; browsers are not).
+    ctx->set_verify_mode(boost::asio::ssl::verify_peer);
+  }
+  return ctx;
+}
+
+Result<std::shared_ptr<Context>> make_client_context(const ClientFiles& files) {
+  auto ctx = std::make_shared<Context>(Context::tls_client);
+  set_floor(*ctx);
+  if (files.ca_file.empty()) {
+    // The system's trusted roots (a node certificate from a public or an
+    // organization-wide CA installed on this host).
+    ERR_clear_error();
+    if (SSL_CTX_set_default_verify_paths(ctx->native_handle()) != 1)
+      return make_error(Errc::bad_config, "tls.ca_file: none given and the system's CA store cannot be loaded (" +
+                                              openssl_reason() + ")");
+  } else if (auto r = load_ca(*ctx, "tls.ca_file", files.ca_file); !r) {
+    return r.error();
+  }
+  if (files.cert_file.empty() != files.key_file.empty())
+    return make_error(Errc::bad_config, "tls.cert_file and tls.key_file: give both or neither");
+  if (!files.cert_file.empty())
+    if (auto r = load_identity(*ctx, "tls.", files.cert_file, files.key_file); !r) return r.error();
+  ctx->set_verify_mode(boost::asio::ssl::verify_peer);
+  return ctx;
+}
+
+void expect_peer_name(SSL* ssl, const std::string& host) {
+  X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
+  boost::system::error_code ec;
+  boost::asio::ip::make_address(host, ec);
+  if (!ec) {
+    X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str());
+  } else {
+    SSL_set_tlsext_host_name(ssl, host.c_str());
+    X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+    X509_VERIFY_PARAM_set1_host(param, host.c_str(), host.size());
+  }
+}
+
+std::string handshake_failure(const boost::system::error_code& ec, SSL* ssl) {
+  const long verify = ssl ? SSL_get_verify_result(ssl) : X509_V_OK;
+  if (verify != X509_V_OK) return std::string("certificate verify failed: ") + X509_verify_cert_error_string(verify);
+  return ec.message();
+}
+
+bool has_peer_certificate(SSL* ssl) {
+  X509* cert = SSL_get0_peer_certificate(ssl);
+  return cert != nullptr && SSL_get_verify_result(ssl) == X509_V_OK;
+}
+
+bool peer_certificate_names(SSL* ssl, const std::string& worker_id) {
+  X509* cert = SSL_get0_peer_certificate(ssl);
+  if (!cert || SSL_get_verify_result(ssl) != X509_V_OK || worker_id.empty()) return false;
+  return X509_check_host(cert, worker_id.c_str(), worker_id.size(), X509_CHECK_FLAG_NO_WILDCARDS, nullptr) == 1;
+}
+
+Result<std::unique_ptr<ServerContextSource>> ServerContextSource::open(const ServerFiles& files) {
+  std::unique_ptr<ServerContextSource> s(new ServerContextSource(files));
+  s->loaded_stamps_ = s->stamps();
+  auto ctx = make_server_context(files);
+  if (!ctx) return ctx.error();
+  s->current_ = *ctx;
+  return s;
+}
+
+std::shared_ptr<Context> ServerContextSource::current() const {
+  std::lock_guard lock(mutex_);
+  return current_;
+}
+
+std::vector<std::string> ServerContextSource::stamps() const {
+  std::vector<std::string> out;
+  for (const auto* path : {&files_.cert_file, &files_.key_file, &files_.client_ca_file}) {
+    struct stat st {};
+    if (path->empty() || ::stat(path->c_str(), &st) != 0) {
+      out.emplace_back("-");
+      continue;
+    }
+    out.push_back(std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
+                  std::to_string(st.st_ctim.tv_sec) + "." + std::to_string(st.st_ctim.tv_nsec) + ":" +
+                  std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec));
+  }
+  return out;
+}
+
+ServerContextSource::ReloadOutcome ServerContextSource::reload_if_changed() {
+  auto now = stamps();
+  {
+    std::lock_guard lock(mutex_);
+    if (now == loaded_stamps_) return {};
+    loaded_stamps_ = now;
+  }
+  auto ctx = make_server_context(files_);
+  if (!ctx) return {ReloadOutcome::failed, ctx.error().message};
+  std::lock_guard lock(mutex_);
+  current_ = *ctx;
+  return {ReloadOutcome::reloaded, {}};
+}
+
+}  // namespace baton::tls
