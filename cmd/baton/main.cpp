@@ -1,5 +1,5 @@
-// The one `baton` binary: `node`, `migrate`, `worker` and `ctl`. This is the only place that chooses real
-// implementations (PostgreSQL) for the ports the libraries define.
+// The one `baton` binary: `node`, `migrate`, `worker`, `ctl`, `cron` and `doctor`. This is the only place that chooses
+// real implementations (PostgreSQL) for the ports the libraries define.
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -16,6 +16,7 @@
 #include "baton/leader/node.h"
 #include "baton/leader/node_config.h"
 #include "baton/leader_core/cron_command.h"
+#include "baton/protocol/messages.h"
 #include "baton/store_pg/migrate.h"
 #include "baton/store_pg/pg_admin_store.h"
 #include "baton/store_pg/pg_leader_store.h"
@@ -24,6 +25,7 @@
 #include "baton/store_pg/pg_session.h"
 #include "baton/worker/agent.h"
 #include "baton/worker/worker_config.h"
+#include "doctor.h"
 
 namespace {
 
@@ -38,7 +40,10 @@ constexpr const char* usage =
     "  migrate --config FILE   apply schema migrations and exit\n"
     "  worker --config FILE    run a worker agent\n"
     "  ctl VERB ...            the admin API from the command line (baton ctl --help)\n"
-    "  cron next EXPR ...      the next fire times of a cron expression (baton cron --help)\n";
+    "  cron next EXPR ...      the next fire times of a cron expression (baton cron --help)\n"
+    "  doctor --config FILE    check a node's or a worker's config, files, certificates and database,\n"
+    "                          each problem with how to fix it (exit 1 if anything fails)\n"
+    "  --version               the version of this binary and of its worker protocol\n";
 
 int fail(const std::string& message, int code = 2) {
   std::cerr << "baton: " << message;
@@ -156,6 +161,16 @@ int main(int argc, char** argv) {
   std::string command = args[0];
   args.erase(args.begin());
   try {
+    if (command == "--version" || command == "version") {
+      std::cout << "baton " << BATON_VERSION << " (worker protocol " << baton::protocol::protocol_version << ")\n";
+      return 0;
+    }
+    if (command == "doctor") {
+      std::string file, error;
+      if (!parse_config_flag(args, file, error)) return fail("doctor: " + error + "\n" + usage);
+      spdlog::set_level(spdlog::level::off);  // findings only, not the libraries' log lines
+      return baton::doctor::report(file, baton::doctor::examine(file), std::cout);
+    }
     if (command == "node") return cmd_node(args);
     if (command == "migrate") return cmd_migrate(args);
     if (command == "worker") return cmd_worker(args);

@@ -138,6 +138,26 @@ TEST(Tls, APlaintextClientIsToldToUseTlsAndCtlVerifiesTheNode) {
                         c.dir() + "/ctl-insecure.log");
   EXPECT_NE(insecure.wait_for_exit(20s), 0);
   EXPECT_TRUE(log_has(insecure, "tls_required: this port speaks TLS")) << insecure.log();
+  // A port that accepts connections and then says nothing: --timeout holds
+  // through the handshake.
+  {
+    const int silent = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    ASSERT_EQ(::bind(silent, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ASSERT_EQ(::listen(silent, 4), 0);
+    ::getsockname(silent, reinterpret_cast<sockaddr*>(&a), &len);
+    const auto t0 = std::chrono::steady_clock::now();
+    ChildProcess stalled({BATON_BINARY, "ctl", "--addr", "127.0.0.1:" + std::to_string(ntohs(a.sin_port)), "--timeout",
+                          "1s", "--token", admin_token, "status"},
+                         c.dir() + "/ctl-stalled.log");
+    EXPECT_NE(stalled.wait_for_exit(20s).value_or(0), 0);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+    EXPECT_TRUE(log_has(stalled, "tls: no answer within --timeout")) << stalled.log();
+    ::close(silent);
+  }
   ChildProcess good(
       {BATON_BINARY, "ctl", "--addr", addr, "--ca", ThrowawayCa::shared().ca(), "--token", admin_token, "status"},
       c.dir() + "/ctl-good.log");

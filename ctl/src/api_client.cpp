@@ -36,9 +36,23 @@ struct Request {
   const std::string& idempotency_key;
 };
 
+/// Runs one asynchronous operation to its end. Every operation here is
+/// asynchronous because the stream's deadline (expires_after, set once for
+/// the whole call) applies only to asynchronous operations: a node that
+/// accepts and then says nothing cannot hang `ctl` past --timeout.
+template <class Start>
+beast::error_code await(asio::io_context& ioc, Start start) {
+  beast::error_code result = asio::error::operation_aborted;
+  start([&result](beast::error_code ec, auto&&...) { result = ec; });
+  ioc.restart();
+  ioc.run();
+  return result;
+}
+
 /// One request and its answer over a connected stream (plain or TLS).
 template <class Stream>
-void exchange(Stream& stream, const Request& r, ApiReply& out, std::string& location) {
+beast::error_code exchange(asio::io_context& ioc, Stream& stream, const Request& r, ApiReply& out,
+                           std::string& location) {
   http::request<http::string_body> req{http::string_to_verb(r.method), r.target, 11};
   req.set(http::field::host, r.host);
   req.set(http::field::user_agent, "baton-ctl");
@@ -47,15 +61,16 @@ void exchange(Stream& stream, const Request& r, ApiReply& out, std::string& loca
   if (!r.body.empty()) req.set(http::field::content_type, "application/json");
   req.body() = r.body;
   req.prepare_payload();
-  http::write(stream, req);
+  if (auto ec = await(ioc, [&](auto h) { http::async_write(stream, req, h); })) return ec;
   beast::flat_buffer buffer;
   http::response_parser<http::string_body> parser;
   parser.body_limit(64 * 1024 * 1024);
-  http::read(stream, buffer, parser);
+  if (auto ec = await(ioc, [&](auto h) { http::async_read(stream, buffer, parser, h); })) return ec;
   auto res = parser.release();
   out.status = static_cast<int>(res.result_int());
   out.body = std::move(res.body());
   if (auto l = res.find(http::field::location); l != res.end()) location = std::string(l->value());
+  return {};
 }
 
 ApiReply once(const std::string& addr, const std::string& token, std::chrono::milliseconds timeout,
@@ -69,44 +84,48 @@ ApiReply once(const std::string& addr, const std::string& token, std::chrono::mi
     return out;
   }
   const Request request{host, token, method, target, body, idempotency_key};
-  try {
-    asio::io_context ioc;
-    asio::ip::tcp::resolver resolver(ioc);
-    if (!tls_files) {
-      beast::tcp_stream stream(ioc);
-      stream.expires_after(timeout);
-      stream.connect(resolver.resolve(host, port));
-      exchange(stream, request, out, location);
-      beast::error_code ec;
-      stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
-      return out;
-    }
-    auto ctx = tls::make_client_context(*tls_files);
-    if (!ctx) {
-      out.error = ctx.error().message;
-      return out;
-    }
-    beast::ssl_stream<beast::tcp_stream> stream(ioc, **ctx);
-    beast::get_lowest_layer(stream).expires_after(timeout);
-    beast::get_lowest_layer(stream).connect(resolver.resolve(host, port));
-    tls::expect_peer_name(stream.native_handle(), host);
-    beast::error_code hec;
-    stream.handshake(asio::ssl::stream_base::client, hec);
-    if (hec) {
-      std::string why = tls::handshake_failure(hec, stream.native_handle());
-      if (why.find("wrong version number") != std::string::npos ||
-          why.find("packet length too long") != std::string::npos)
-        why += " (the node may serve plaintext: then --insecure)";
-      out.error = "cannot reach " + addr + ": tls: " + why;
-      return out;
-    }
-    exchange(stream, request, out, location);
-    beast::error_code ec;
-    stream.shutdown(ec);  // close_notify; a node that closes first is fine
-  } catch (const std::exception& e) {
+  const auto unreachable = [&](const std::string& why) {
     out.status = 0;
-    out.error = "cannot reach " + addr + ": " + e.what();
+    out.error = "cannot reach " + addr + ": " + why;
+    return out;
+  };
+  asio::io_context ioc;
+  asio::ip::tcp::resolver resolver(ioc);
+  beast::error_code ec;
+  auto addresses = resolver.resolve(host, port, ec);
+  if (ec) return unreachable(ec.message());
+  const auto said = [](const beast::error_code& e) {
+    return e == beast::error::timeout ? std::string("no answer within --timeout") : e.message();
+  };
+  if (!tls_files) {
+    beast::tcp_stream stream(ioc);
+    stream.expires_after(timeout);
+    if ((ec = await(ioc, [&](auto h) { stream.async_connect(addresses, h); }))) return unreachable(said(ec));
+    if ((ec = exchange(ioc, stream, request, out, location))) return unreachable(said(ec));
+    stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+    return out;
   }
+  auto ctx = tls::make_client_context(*tls_files);
+  if (!ctx) {
+    out.error = ctx.error().message;
+    return out;
+  }
+  beast::ssl_stream<beast::tcp_stream> stream(ioc, **ctx);
+  beast::get_lowest_layer(stream).expires_after(timeout);
+  if ((ec = await(ioc, [&](auto h) { beast::get_lowest_layer(stream).async_connect(addresses, h); })))
+    return unreachable(said(ec));
+  if (!tls::expect_peer_name(stream.native_handle(), host))
+    return unreachable("tls: cannot check a certificate against the host '" + host + "'");
+  if ((ec = await(ioc, [&](auto h) { stream.async_handshake(asio::ssl::stream_base::client, h); }))) {
+    std::string why = ec == beast::error::timeout ? said(ec) : tls::handshake_failure(ec, stream.native_handle());
+    if (why.find("wrong version number") != std::string::npos ||
+        why.find("packet length too long") != std::string::npos)
+      why += " (the node may serve plaintext: then --insecure)";
+    return unreachable("tls: " + why);
+  }
+  if ((ec = exchange(ioc, stream, request, out, location))) return unreachable(said(ec));
+  // close_notify, bounded like the rest; a node that closes first is fine.
+  await(ioc, [&](auto h) { stream.async_shutdown(h); });
   return out;
 }
 

@@ -78,10 +78,12 @@ Result<NodeConfig> load_node_config(const std::string& file) {
   }
 
   if (auto v = top.string("worker_token_file", /*required=*/true)) {
-    if (auto t = read_secret(resolve(*v), "worker_token_file", errors)) cfg.worker_token = *t;
+    cfg.worker_token_path = resolve(*v);
+    if (auto t = read_secret(cfg.worker_token_path, "worker_token_file", errors)) cfg.worker_token = *t;
   }
   if (auto v = top.string("admin_token_file", /*required=*/true)) {
-    if (auto t = read_secret(resolve(*v), "admin_token_file", errors)) cfg.admin_token = *t;
+    cfg.admin_token_path = resolve(*v);
+    if (auto t = read_secret(cfg.admin_token_path, "admin_token_file", errors)) cfg.admin_token = *t;
   }
   if (top.string("jobs_dir"))
     errors.add("jobs_dir",

@@ -106,6 +106,9 @@ std::string certificate_refusal(SSL* ssl, tls::WorkerCertificates policy, const 
   if (policy == tls::WorkerCertificates::off) return {};
   const bool has = tls::has_peer_certificate(ssl);
   if (!has && policy == tls::WorkerCertificates::optional) return {};
+  // A certificate presented is judged in either mode: one that names another
+  // worker, or (were a handshake ever to let it through) did not verify, is
+  // refused.
   if (!has) return "a client certificate naming worker '" + worker_id + "' is required";
   if (!tls::peer_certificate_names(ssl, worker_id))
     return "the client certificate does not name worker '" + worker_id + "'";
@@ -531,12 +534,16 @@ struct NodeServer::Impl {
     reload_timer.expires_after(std::chrono::seconds(1));
     reload_timer.async_wait([this](beast::error_code ec) {
       if (ec) return;
-      auto outcome = tls_source->reload_if_changed();
-      if (outcome.kind == tls::ServerContextSource::ReloadOutcome::reloaded)
-        spdlog::info("tls_reloaded cert_file={} listen={}", json_quote(tls_files->cert_file), listen);
-      else if (outcome.kind == tls::ServerContextSource::ReloadOutcome::failed)
-        spdlog::error("tls_reload_failed error={} (the previous certificate stays in use)", json_quote(outcome.error));
-      watch_tls_files();
+      // Reading files and building a context is not for the I/O thread.
+      asio::post(admin, [this] {
+        auto outcome = tls_source->reload_if_changed();
+        if (outcome.kind == tls::ServerContextSource::ReloadOutcome::reloaded)
+          spdlog::info("tls_reloaded cert_file={} listen={}", json_quote(tls_files->cert_file), listen);
+        else if (outcome.kind == tls::ServerContextSource::ReloadOutcome::failed)
+          spdlog::error("tls_reload_failed error={} (the previous certificate stays in use)",
+                        json_quote(outcome.error));
+        asio::post(ioc, [this] { watch_tls_files(); });
+      });
     });
   }
   Registry registry() {

@@ -1,6 +1,7 @@
 #include "baton/tls/tls_context.h"
 
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/x509v3.h>
 #include <sys/stat.h>
 
@@ -43,10 +44,15 @@ Error file_error(const std::string& key, const std::string& path, const std::str
                     key + ": " + what + " '" + path + "'" + (reason.empty() ? "" : " (" + reason + ")"));
 }
 
+/// An encrypted key is refused, never prompted for: OpenSSL's default would
+/// read a passphrase from the terminal and block a service.
+int no_passphrase(char*, int, int, void*) { return 0; }
+
 void set_floor(Context& ctx) {
   ctx.set_options(Context::default_workarounds | Context::no_sslv2 | Context::no_sslv3 | Context::no_tlsv1 |
                   Context::no_tlsv1_1 | Context::single_dh_use);
   SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_2_VERSION);
+  SSL_CTX_set_default_passwd_cb(ctx.native_handle(), no_passphrase);
 }
 
 /// Loads a chain and its key into ctx; errors name the keys `prefix`cert_file/key_file.
@@ -63,6 +69,10 @@ Result<void> load_identity(Context& ctx, const std::string& prefix, const std::s
   if (SSL_CTX_use_PrivateKey_file(ctx.native_handle(), key.c_str(), SSL_FILETYPE_PEM) != 1) {
     const std::string reason = openssl_reason();
     if (reason.find("key values mismatch") != std::string::npos) return mismatch();
+    if (reason.find("bad decrypt") != std::string::npos || reason.find("bad password") != std::string::npos ||
+        reason.find("processing error") != std::string::npos)
+      return file_error(prefix + "key_file", key,
+                        "holds an encrypted key (give it without a passphrase, mode 0600):", reason);
     return file_error(prefix + "key_file", key, "no PEM private key in", reason);
   }
   if (SSL_CTX_check_private_key(ctx.native_handle()) != 1) return mismatch();
@@ -82,6 +92,10 @@ Result<void> load_ca(Context& ctx, const std::string& key, const std::string& ca
 Result<std::shared_ptr<Context>> make_server_context(const ServerFiles& files) {
   auto ctx = std::make_shared<Context>(Context::tls_server);
   set_floor(*ctx);
+  // Without it, a client resuming a session with a server that asks for
+  // client certificates fails its handshake (SESSION_ID_CONTEXT_UNINITIALIZED).
+  static const unsigned char session_context[] = "baton";
+  SSL_CTX_set_session_id_context(ctx->native_handle(), session_context, sizeof session_context - 1);
   if (auto r = load_identity(*ctx, "tls.", files.cert_file, files.key_file); !r) return r.error();
   if (files.worker_certificates != WorkerCertificates::off) {
     if (auto r = load_ca(*ctx, "tls.client_ca_file", files.client_ca_file); !r) return r.error();
@@ -117,17 +131,15 @@ Result<std::shared_ptr<Context>> make_client_context(const ClientFiles& files) {
   return ctx;
 }
 
-void expect_peer_name(SSL* ssl, const std::string& host) {
+bool expect_peer_name(SSL* ssl, const std::string& host) {
+  if (host.empty()) return false;
   X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
   boost::system::error_code ec;
   boost::asio::ip::make_address(host, ec);
-  if (!ec) {
-    X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str());
-  } else {
-    SSL_set_tlsext_host_name(ssl, host.c_str());
-    X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-    X509_VERIFY_PARAM_set1_host(param, host.c_str(), host.size());
-  }
+  if (!ec) return X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str()) == 1;
+  X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+  return SSL_set_tlsext_host_name(ssl, host.c_str()) == 1 &&
+         X509_VERIFY_PARAM_set1_host(param, host.c_str(), host.size()) == 1;
 }
 
 std::string handshake_failure(const boost::system::error_code& ec, SSL* ssl) {
@@ -136,15 +148,46 @@ std::string handshake_failure(const boost::system::error_code& ec, SSL* ssl) {
   return ec.message();
 }
 
-bool has_peer_certificate(SSL* ssl) {
-  X509* cert = SSL_get0_peer_certificate(ssl);
-  return cert != nullptr && SSL_get_verify_result(ssl) == X509_V_OK;
+bool has_peer_certificate(SSL* ssl) { return SSL_get0_peer_certificate(ssl) != nullptr; }
+
+namespace {
+
+/// Exact names only: DNS subjectAltNames if there are any, else the CN.
+bool names_worker(X509* cert, const std::string& worker_id) {
+  if (!cert || worker_id.empty()) return false;
+  bool any_dns = false;
+  if (auto* sans = static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr))) {
+    bool found = false;
+    for (int i = 0; i < sk_GENERAL_NAME_num(sans); ++i) {
+      const GENERAL_NAME* g = sk_GENERAL_NAME_value(sans, i);
+      if (g->type != GEN_DNS) continue;
+      any_dns = true;
+      const auto* data = reinterpret_cast<const char*>(ASN1_STRING_get0_data(g->d.dNSName));
+      found = found || std::string(data, static_cast<std::size_t>(ASN1_STRING_length(g->d.dNSName))) == worker_id;
+    }
+    GENERAL_NAMES_free(sans);
+    if (any_dns) return found;
+  }
+  X509_NAME* subject = X509_get_subject_name(cert);
+  const int at = subject ? X509_NAME_get_index_by_NID(subject, NID_commonName, -1) : -1;
+  if (at < 0) return false;
+  const ASN1_STRING* cn = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, at));
+  return std::string(reinterpret_cast<const char*>(ASN1_STRING_get0_data(cn)),
+                     static_cast<std::size_t>(ASN1_STRING_length(cn))) == worker_id;
 }
+
+}  // namespace
 
 bool peer_certificate_names(SSL* ssl, const std::string& worker_id) {
   X509* cert = SSL_get0_peer_certificate(ssl);
-  if (!cert || SSL_get_verify_result(ssl) != X509_V_OK || worker_id.empty()) return false;
-  return X509_check_host(cert, worker_id.c_str(), worker_id.size(), X509_CHECK_FLAG_NO_WILDCARDS, nullptr) == 1;
+  return cert && SSL_get_verify_result(ssl) == X509_V_OK && names_worker(cert, worker_id);
+}
+
+bool certificate_file_names_worker(const std::string& file, const std::string& worker_id) {
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(file.c_str(), "r"), std::fclose);
+  if (!f) return false;
+  std::unique_ptr<X509, void (*)(X509*)> cert(PEM_read_X509(f.get(), nullptr, nullptr, nullptr), X509_free);
+  return names_worker(cert.get(), worker_id);
 }
 
 Result<std::unique_ptr<ServerContextSource>> ServerContextSource::open(const ServerFiles& files) {

@@ -2,6 +2,8 @@
 // loopback handshakes.
 #include "baton/tls/tls_context.h"
 
+#include "baton/tls/certificate_facts.h"
+
 #include <gtest/gtest.h>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -66,7 +68,7 @@ Handshake handshake(Context& server_ctx, Context& client_ctx, const std::string&
   asio::ssl::stream<tcp::socket> c(ioc, client_ctx);
   boost::system::error_code ec;
   c.next_layer().connect(acceptor.local_endpoint(), ec);
-  expect_peer_name(c.native_handle(), expected_name);
+  EXPECT_TRUE(expect_peer_name(c.native_handle(), expected_name));
   if (!ec) c.handshake(asio::ssl::stream_base::client, ec);
   if (ec) out.client_error = handshake_failure(ec, c.native_handle());
   c.next_layer().close(ec);
@@ -190,6 +192,38 @@ TEST_F(TlsFiles, ARenewedCertificateIsServedWithoutARestartAndABrokenOneIsNot) {
   fs::copy_file(f("ca1", "node.key"), live + "/node.key", fs::copy_options::overwrite_existing);
   EXPECT_EQ(s.reload_if_changed().kind, ServerContextSource::ReloadOutcome::reloaded);
   EXPECT_EQ(handshake(*s.current(), **trusts_ca1).client_error, "");
+}
+
+}  // namespace
+}  // namespace baton::tls
+
+namespace baton::tls {
+namespace {
+
+TEST_F(TlsFiles, ACertificatesNamesAndValidityAreRead) {
+  auto facts = read_certificate(f("ca1", "node.crt"));
+  ASSERT_TRUE(facts) << facts.error();
+  EXPECT_EQ(facts->subject, "CN = baton node");
+  EXPECT_EQ(facts->names, (std::vector<std::string>{"IP:127.0.0.1", "IP:::1", "DNS:localhost"}));
+  const double days_left = (facts->not_after_unix - static_cast<double>(std::time(nullptr))) / 86400;
+  EXPECT_GT(days_left, 29);  // scripts/throwaway-ca: 30 days
+  EXPECT_LT(days_left, 31);
+  EXPECT_FALSE(facts->self_signed);
+  EXPECT_TRUE(read_certificate(f("ca1", "ca.crt"))->self_signed);
+  EXPECT_TRUE(certificate_names_host(f("ca1", "node.crt"), "127.0.0.1"));
+  EXPECT_TRUE(certificate_names_host(f("ca1", "node.crt"), "localhost"));
+  EXPECT_FALSE(certificate_names_host(f("ca1", "node.crt"), "10.0.0.7"));
+  EXPECT_FALSE(certificate_names_host(f("ca1", "node.crt"), "node7.example"));
+  EXPECT_TRUE(certificate_names_host(f("ca1", "w1.crt"), "w1"));
+  // A worker id is matched exactly, not as a host name.
+  EXPECT_TRUE(certificate_file_names_worker(f("ca1", "w1.crt"), "w1"));
+  EXPECT_FALSE(certificate_file_names_worker(f("ca1", "w1.crt"), "W1"));
+  EXPECT_FALSE(certificate_file_names_worker(f("ca1", "w1.crt"), "w1."));
+  EXPECT_FALSE(certificate_file_names_worker(f("ca1", "w1.crt"), ".w1"));
+  EXPECT_FALSE(certificate_file_names_worker(f("ca1", "w1.crt"), "w2"));
+  auto missing = read_certificate(dir_ + "/none.crt");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().message, "no PEM certificate in '" + dir_ + "/none.crt'");
 }
 
 }  // namespace

@@ -182,7 +182,8 @@ class Agent {
       // The node's certificate must name the address dialed: one of the
       // cluster CA issued for another host is refused too. A redirect is
       // followed the same way, so it reaches only a node that verifies.
-      tls::expect_peer_name(tls_->next_layer().native_handle(), host_);
+      if (!tls::expect_peer_name(tls_->next_layer().native_handle(), host_))
+        return connection_failed(ep, "tls: cannot check a certificate against the host '" + host_ + "'");
     }
     with_ws([&](auto& ws) {
       ws.read_message_max(protocol::frame_bytes_max * 2);

@@ -30,6 +30,7 @@ Result<WorkerConfig> load_worker_config(const std::string& file) {
   }
   if (cfg.coordinators.empty()) errors.add("coordinators", "must list at least one HOST:PORT");
   if (auto v = top.string("token_file", true)) {
+    cfg.token_path = resolve(*v);
     std::ifstream in(resolve(*v));
     if (!in) {
       errors.add("token_file", "cannot read '" + resolve(*v) + "'");

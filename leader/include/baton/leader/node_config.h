@@ -23,9 +23,10 @@ struct NodeConfig {
   std::string log_level = "info";
   consensus::ElectionConfig election;
   leader_core::RuntimeConfig runtime;
-  std::string worker_token;            ///< read from worker_token_file
-  std::string admin_token;             ///< read from admin_token_file: the bootstrap admin credential ("" = none)
-  bool metrics_require_token = false;  ///< /metrics needs a token of any role
+  std::string worker_token;  ///< read from worker_token_file
+  std::string admin_token;   ///< read from admin_token_file: the bootstrap admin credential ("" = none)
+  std::string worker_token_path, admin_token_path;  ///< the files they were read from (`baton doctor`)
+  bool metrics_require_token = false;               ///< /metrics needs a token of any role
   /// Names and text refused in run parameters and event payloads (secrets);
   /// case-insensitive substrings (payload_denylist.h).
   std::vector<std::string> payload_denylist = default_payload_denylist();

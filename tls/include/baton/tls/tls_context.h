@@ -34,21 +34,26 @@ Result<std::shared_ptr<Context>> make_client_context(const ClientFiles& files);
 
 /// Before a client's handshake: the name (SNI) and the name or IP address
 /// the node's certificate must carry, so a certificate of the right CA for
-/// another host is refused too.
-void expect_peer_name(SSL* ssl, const std::string& host);
+/// another host is refused too. False when no check could be set (an empty
+/// or malformed host): the caller must not connect then.
+[[nodiscard]] bool expect_peer_name(SSL* ssl, const std::string& host);
 
 /// Why a handshake failed, for a log line or an error an operator can act
 /// on: the certificate verification error when there was one ("certificate
 /// verify failed: unable to get local issuer certificate"), else the error.
 std::string handshake_failure(const boost::system::error_code& ec, SSL* ssl);
 
-/// Whether the peer presented a certificate (it verified, or the handshake
-/// would have failed).
+/// Whether the peer presented a certificate at all (verified or not).
 bool has_peer_certificate(SSL* ssl);
 
-/// Whether the peer's certificate names `worker_id` (as its DNS subject
-/// alternative name or, lacking any, its common name; no wildcards).
+/// Whether the peer's certificate verified and names `worker_id` exactly,
+/// byte for byte: one of its DNS subjectAltNames or, lacking any, its common
+/// name (worker ids are case-sensitive and are not host names: no case
+/// folding, no wildcards, no subdomain matching).
 bool peer_certificate_names(SSL* ssl, const std::string& worker_id);
+
+/// The same test on a certificate file (`baton doctor`).
+bool certificate_file_names_worker(const std::string& file, const std::string& worker_id);
 
 /// The server context of a node's port, reloaded when its files change: a
 /// renewed certificate is served to new connections without a restart;

@@ -16,6 +16,7 @@ struct WorkerConfig {
   std::string worker_id;
   std::vector<std::string> coordinators;  ///< HOST:PORT of nodes, tried in order
   std::string token;                      ///< read from token_file
+  std::string token_path;                 ///< that file (`baton doctor`)
   int capacity = 4;
   std::map<std::string, std::string> labels;
   std::string spool_dir;

@@ -1,0 +1,265 @@
+#include "doctor.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "baton/core/config_yaml.h"
+#include "baton/leader/node_config.h"
+#include "baton/store_pg/inspect.h"
+#include "baton/store_pg/pg_session.h"
+#include "baton/tls/certificate_facts.h"
+#include "baton/tls/tls_context.h"
+#include "baton/worker/coordinator_probe.h"
+#include "baton/worker/worker_config.h"
+
+namespace baton::doctor {
+
+namespace {
+
+using Level = Finding::Level;
+
+Finding ok(std::string area, std::string detail) { return {Level::ok, std::move(area), std::move(detail), {}}; }
+Finding warn(std::string area, std::string detail, std::string fix) {
+  return {Level::warn, std::move(area), std::move(detail), std::move(fix)};
+}
+Finding fail(std::string area, std::string detail, std::string fix) {
+  return {Level::fail, std::move(area), std::move(detail), std::move(fix)};
+}
+
+std::string octal(unsigned mode) {
+  char b[8];
+  std::snprintf(b, sizeof b, "%04o", mode & 07777);
+  return b;
+}
+
+/// A secret or key file must not be readable by anyone but its owner.
+void private_file(std::vector<Finding>& out, const std::string& what, const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return;  // the config check already said it cannot be read
+  if (st.st_mode & 077)
+    out.push_back(warn("files", what + " " + path + " is open to group or others (mode " + octal(st.st_mode) + ")",
+                       "chmod 600 " + path + " (owned by the user the service runs as)"));
+  else
+    out.push_back(ok("files", what + " " + path + " is private (mode " + octal(st.st_mode) + ")"));
+}
+
+std::string host_of(const std::string& endpoint) { return endpoint.substr(0, endpoint.rfind(':')); }
+
+/// Validity and, when `must_name` is given, whether it names that host.
+void certificate(std::vector<Finding>& out, const std::string& what, const std::string& file,
+                 const std::string& must_name, const std::string& name_fix) {
+  auto facts = tls::read_certificate(file);
+  if (!facts) {
+    out.push_back(fail("tls", what + ": " + facts.error().message, "give a PEM certificate file"));
+    return;
+  }
+  const double now = static_cast<double>(std::time(nullptr));
+  const long days = std::lround(std::floor((facts->not_after_unix - now) / 86400));
+  std::string names;
+  for (const auto& n : facts->names) names += (names.empty() ? "" : ", ") + n;
+  if (facts->not_after_unix <= now)
+    out.push_back(fail("tls", what + " " + file + " has expired",
+                       "issue a new certificate and write it (and its key) over the old files"));
+  else if (days < 14)
+    out.push_back(warn("tls", what + " " + file + " expires in " + std::to_string(days) + " days",
+                       "renew it: write the new files over the old; a node serves them within a second, a worker "
+                       "uses them at its next connection"));
+  else
+    out.push_back(ok("tls", what + " " + file + " (" + facts->subject + "; " + (names.empty() ? "no names" : names) +
+                                ") is valid " + std::to_string(days) + " more days"));
+  if (!must_name.empty() && !tls::certificate_names_host(file, must_name))
+    out.push_back(
+        fail("tls", what + " does not name " + must_name + " (it names: " + (names.empty() ? "nothing" : names) + ")",
+             name_fix));
+}
+
+void examine_node(const std::string& file, std::vector<Finding>& out) {
+  auto cfg = leader::load_node_config(file);
+  if (!cfg) {
+    out.push_back(fail("config", cfg.error().message, "fix the keys named (configs/node.yaml documents every key)"));
+    return;
+  }
+  out.push_back(ok("config", file + " loads (node " + cfg->node_id + ")"));
+  private_file(out, "worker_token_file", cfg->worker_token_path);
+  private_file(out, "admin_token_file", cfg->admin_token_path);
+
+  if (cfg->insecure) {
+    out.push_back(warn("tls", "insecure: true: tokens and all traffic cross the network in the clear",
+                       "configure tls (cert_file, key_file) and give workers the CA (docs/security.md, \"TLS\")"));
+  } else if (auto ctx = tls::make_server_context(cfg->tls); !ctx) {
+    out.push_back(fail("tls", ctx.error().message, "give the node's PEM certificate chain and its own key"));
+  } else {
+    out.push_back(ok("tls", "the certificate and key load and match"));
+    const std::string host = host_of(cfg->advertise);
+    if (host == "0.0.0.0" || host == "::" || host == "[::]") {
+      out.push_back(warn("tls", "advertise is " + cfg->advertise + ", which nobody can dial",
+                         "set advertise to the address workers and clients reach this node by"));
+      certificate(out, "the node's certificate", cfg->tls.cert_file, "", "");
+    } else {
+      certificate(out, "the node's certificate", cfg->tls.cert_file, host,
+                  "issue a certificate naming " + host +
+                      " (subjectAltName), or set advertise to a name it carries: workers and clients dial it and "
+                      "refuse a certificate that does not name it");
+    }
+    private_file(out, "tls.key_file", cfg->tls.key_file);
+  }
+
+  const std::string where = store::pg::describe_url(cfg->database_url);
+  auto db = store::pg::inspect_database(cfg->database_url);
+  if (!db) {
+    out.push_back(fail("database", "cannot connect to " + where + ": " + db.error().message,
+                       "check database.url, that PostgreSQL runs there, and that pg_hba.conf lets this host in"));
+  } else {
+    if (db->in_recovery)
+      out.push_back(fail("database", where + " is a standby (in recovery): the node refuses to write to it",
+                         "point database.url at the primary, or list every host (postgresql://h1,h2/baton): the "
+                         "node connects to whichever is the primary"));
+    else
+      out.push_back(ok("database", where + " is a primary (PostgreSQL " + db->server_version + ")"));
+    if (db->schema_version > db->schema_version_shipped)
+      out.push_back(fail("database",
+                         "the schema is at version " + std::to_string(db->schema_version) +
+                             ", newer than this binary's " + std::to_string(db->schema_version_shipped),
+                         "upgrade this node's binary (nodes first, then workers: docs/operations.md)"));
+    else if (db->schema_version < db->schema_version_shipped && !cfg->auto_migrate)
+      out.push_back(warn("database",
+                         "the schema is at version " + std::to_string(db->schema_version) + " and this binary needs " +
+                             std::to_string(db->schema_version_shipped),
+                         "run `baton migrate --config " + file + "` (auto_migrate is false)"));
+    else
+      out.push_back(ok(
+          "database", "schema version " + std::to_string(db->schema_version) +
+                          (db->schema_version < db->schema_version_shipped
+                               ? " (the node applies up to " + std::to_string(db->schema_version_shipped) + " at start)"
+                               : "")));
+    if (db->synchronous_standby_names.empty())
+      out.push_back(warn("replication", "no synchronous standby (synchronous_standby_names is empty)",
+                         "an asynchronous failover can lose an epoch bump and let a stale leader's epoch be reused: "
+                         "run a synchronous standby (docs/operations.md, \"PostgreSQL high availability\")"));
+    else if (db->sync_standbys_streaming == 0)
+      out.push_back(warn("replication",
+                         "synchronous_standby_names is '" + db->synchronous_standby_names +
+                             "' but no standby streams in sync" +
+                             (db->standbys_streaming ? "" : " (none is connected, or this role cannot see them)"),
+                         "start the standby or fix its primary_conninfo: until one is in sync, every commit waits"));
+    else
+      out.push_back(ok("replication", std::to_string(db->sync_standbys_streaming) +
+                                          " synchronous standby streaming ('" + db->synchronous_standby_names + "')"));
+    const double here = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const double skew = here - db->now_unix;
+    char text[64];
+    std::snprintf(text, sizeof text, "%.0f ms %s", std::fabs(skew) * 1000, skew >= 0 ? "ahead of" : "behind");
+    if (std::fabs(skew) > 1.0)
+      out.push_back(warn("clock", std::string("this host's clock is ") + text + " the database's",
+                         "run NTP (chrony) here and on the database host: leases are judged by the database's "
+                         "clock, cron slots and log times by this one"));
+    else
+      out.push_back(ok("clock", std::string("this host's clock is ") + text + " the database's"));
+  }
+
+  if (!cfg->log_archive_dir.empty()) {
+    if (::access(cfg->log_archive_dir.c_str(), W_OK | X_OK) != 0)
+      out.push_back(fail("files", "log_archive_dir " + cfg->log_archive_dir + " is not a writable directory",
+                         "mkdir -p " + cfg->log_archive_dir + " and make it the service user's"));
+    else
+      out.push_back(ok("files", "log_archive_dir " + cfg->log_archive_dir + " is writable"));
+  }
+}
+
+void examine_worker(const std::string& file, std::vector<Finding>& out) {
+  auto cfg = worker::load_worker_config(file);
+  if (!cfg) {
+    out.push_back(fail("config", cfg.error().message, "fix the keys named (configs/worker.yaml documents every key)"));
+    return;
+  }
+  out.push_back(ok("config", file + " loads (worker " + cfg->worker_id + ")"));
+  private_file(out, "token_file", cfg->token_path);
+  if (cfg->insecure) {
+    out.push_back(warn("tls", "insecure: true: the worker token and all traffic cross the network in the clear",
+                       "set tls.ca_file to the CA of the nodes' certificates (docs/security.md, \"TLS\")"));
+  } else if (auto ctx = tls::make_client_context(cfg->tls); !ctx) {
+    out.push_back(fail("tls", ctx.error().message, "give the PEM CA that issued the nodes' certificates"));
+  } else {
+    out.push_back(ok("tls", "the CA " + cfg->tls.ca_file + " loads"));
+    if (!cfg->tls.cert_file.empty()) {
+      certificate(out, "the worker's certificate", cfg->tls.cert_file, "", "");
+      if (!tls::certificate_file_names_worker(cfg->tls.cert_file, cfg->worker_id))
+        out.push_back(fail("tls", "the worker's certificate does not name worker " + cfg->worker_id,
+                           "issue one whose DNS subjectAltName (or common name) is exactly " + cfg->worker_id +
+                               ": a node with tls.worker_certificates refuses another"));
+      private_file(out, "tls.key_file", cfg->tls.key_file);
+    }
+  }
+  for (const auto& ep : cfg->coordinators) {
+    const std::string why = worker::probe_coordinator(*cfg, ep, std::chrono::seconds(3));
+    if (why.empty()) {
+      out.push_back(ok("coordinator", ep + " answers" + (cfg->insecure ? "" : ", its certificate verified")));
+    } else {
+      std::string fix = "check that a node listens there and that nothing between blocks the port";
+      if (why.find("certificate verify failed") != std::string::npos)
+        fix = "tls.ca_file must hold the CA that issued " + ep + "'s certificate, and the certificate must name " +
+              host_of(ep);
+      else if (why.find(" 400 ") != std::string::npos && cfg->insecure)
+        fix = "the node speaks TLS: set tls.ca_file instead of insecure: true";
+      else if (why.find("tls:") == 0)
+        fix = "the node may serve plaintext (insecure: true on the node): then both sides must say insecure";
+      out.push_back(fail("coordinator", ep + ": " + why, fix));
+    }
+  }
+  std::error_code ec;
+  const std::filesystem::path spool(cfg->spool_dir);
+  if (std::filesystem::exists(spool, ec)) {
+    if (::access(cfg->spool_dir.c_str(), W_OK | X_OK) != 0)
+      out.push_back(fail("files", "spool_dir " + cfg->spool_dir + " is not writable",
+                         "make it the service user's (chown), mode 0700"));
+    else
+      out.push_back(ok("files", "spool_dir " + cfg->spool_dir + " is writable"));
+  } else if (::access(spool.parent_path().c_str(), W_OK | X_OK) != 0) {
+    out.push_back(fail("files", "spool_dir " + cfg->spool_dir + " does not exist and cannot be made",
+                       "mkdir -p " + cfg->spool_dir + " && chmod 700 " + cfg->spool_dir + " as the service user"));
+  } else {
+    out.push_back(ok("files", "spool_dir " + cfg->spool_dir + " will be made at start"));
+  }
+}
+
+}  // namespace
+
+std::vector<Finding> examine(const std::string& file) {
+  std::vector<Finding> out;
+  auto root = load_yaml_file(file);
+  if (!root) {
+    out.push_back(fail("config", root.error().message, "give the path of a node's or a worker's YAML config"));
+    return out;
+  }
+  if ((*root)["node_id"])
+    examine_node(file, out);
+  else if ((*root)["worker_id"])
+    examine_worker(file, out);
+  else
+    out.push_back(fail("config", file + " has neither node_id nor worker_id",
+                       "give a node's config (configs/node.yaml) or a worker's (configs/worker.yaml)"));
+  return out;
+}
+
+int report(const std::string& file, const std::vector<Finding>& findings, std::ostream& out) {
+  int oks = 0, warns = 0, fails = 0;
+  out << "baton doctor: " << file << "\n";
+  for (const auto& f : findings) {
+    const char* word = f.level == Level::ok ? "ok  " : f.level == Level::warn ? "warn" : "FAIL";
+    (f.level == Level::ok ? oks : f.level == Level::warn ? warns : fails)++;
+    char area[16];
+    std::snprintf(area, sizeof area, "%-12s", f.area.c_str());
+    out << word << "  " << area << f.detail << "\n";
+    if (!f.fix.empty()) out << "      " << std::string(12, ' ') << "fix: " << f.fix << "\n";
+  }
+  out << oks << " ok, " << warns << " warning" << (warns == 1 ? "" : "s") << ", " << fails << " failure"
+      << (fails == 1 ? "" : "s") << "\n";
+  return fails ? 1 : 0;
+}
+
+}  // namespace baton::doctor
