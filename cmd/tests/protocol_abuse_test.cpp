@@ -52,17 +52,11 @@ struct Exchange {
   bool closed = false;
 };
 
-/// Connects to /ws, sends `frames` (text, or binary when `binary`), and reads
-/// until the server closes or 3 s pass.
-Exchange talk(int port, const std::vector<std::string>& frames, bool binary = false) {
+/// Upgrades to /ws, sends `frames` (text, or binary when `binary`), and
+/// reads until the server closes or 3 s pass.
+template <class Ws>
+Exchange converse(asio::io_context& ioc, Ws& ws, const std::vector<std::string>& frames, bool binary) {
   Exchange out;
-  asio::io_context ioc;
-  auto ctx = baton::tls::make_client_context({ThrowawayCa::shared().ca(), "", ""});
-  websocket::stream<beast::ssl_stream<beast::tcp_stream>> ws(ioc, **ctx);
-  beast::get_lowest_layer(ws).connect(
-      tcp::endpoint(asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)));
-  EXPECT_TRUE(baton::tls::expect_peer_name(ws.next_layer().native_handle(), "127.0.0.1"));
-  ws.next_layer().handshake(asio::ssl::stream_base::client);
   ws.handshake("127.0.0.1", "/ws");
   ws.write_buffer_bytes(1 << 16);
   beast::error_code ec;
@@ -96,6 +90,29 @@ Exchange talk(int port, const std::vector<std::string>& frames, bool binary = fa
     out.received.push_back(beast::buffers_to_string(buf.data()));
   }
   return out;
+}
+
+tcp::endpoint loopback(int port) {
+  return tcp::endpoint(asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port));
+}
+
+/// converse() over TLS, the node verified as a worker verifies it.
+Exchange talk(int port, const std::vector<std::string>& frames, bool binary = false) {
+  asio::io_context ioc;
+  auto ctx = baton::tls::make_client_context({ThrowawayCa::shared().ca(), "", ""});
+  websocket::stream<beast::ssl_stream<beast::tcp_stream>> ws(ioc, **ctx);
+  beast::get_lowest_layer(ws).connect(loopback(port));
+  EXPECT_TRUE(baton::tls::expect_peer_name(ws.next_layer().native_handle(), "127.0.0.1"));
+  ws.next_layer().handshake(asio::ssl::stream_base::client);
+  return converse(ioc, ws, frames, binary);
+}
+
+/// converse() in plaintext (a node with `insecure: true`).
+Exchange talk_plain(int port, const std::vector<std::string>& frames, bool binary = false) {
+  asio::io_context ioc;
+  websocket::stream<beast::tcp_stream> ws(ioc);
+  beast::get_lowest_layer(ws).connect(loopback(port));
+  return converse(ioc, ws, frames, binary);
 }
 
 std::string start_frame(std::int64_t run, int attempt, const std::string& token) {
@@ -249,39 +266,6 @@ TEST(ProtocolAbuse, ARepeatedStartOfAnAttemptAlreadyStartedIsGrantedAgain) {
   EXPECT_EQ(after->attempt, 1);
   c.proc("w1").signal(SIGCONT);
 }
-
-namespace {
-
-/// Plaintext (a node with `insecure: true`): connects to /ws, sends `frames` (text, or binary when `binary`), and reads
-/// until the server closes or 3 s pass.
-Exchange talk_plain(int port, const std::vector<std::string>& frames, bool binary = false) {
-  Exchange out;
-  asio::io_context ioc;
-  websocket::stream<beast::tcp_stream> ws(ioc);
-  beast::get_lowest_layer(ws).connect(
-      tcp::endpoint(asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)));
-  ws.handshake("127.0.0.1", "/ws");
-  ws.write_buffer_bytes(1 << 16);
-  beast::error_code ec;
-  for (const auto& f : frames) {
-    ws.binary(binary);
-    ws.write(asio::buffer(f), ec);
-    if (ec) break;
-  }
-  beast::get_lowest_layer(ws).expires_after(std::chrono::seconds(3));
-  for (int i = 0; i < 10; ++i) {
-    beast::flat_buffer buf;
-    ws.read(buf, ec);
-    if (ec) {
-      out.closed = ec != beast::error::timeout;  // closed by the server, not by our patience
-      break;
-    }
-    out.received.push_back(beast::buffers_to_string(buf.data()));
-  }
-  return out;
-}
-
-}  // namespace
 
 namespace {
 
