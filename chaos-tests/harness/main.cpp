@@ -479,6 +479,9 @@ class Harness {
     out << "}\ntoken_file: " << BATON_SOURCE_DIR << "/configs/example-worker.token\ncapacity: 6\nspool_dir: " << work_
         << "/spool-" << name
         << "\nreconnect: {base: 50ms, max: 1s}\n"
+        // The run's end stops workers with SIGTERM and waits 10 s: they stop
+        // at once, as they always have here (no drain).
+        << "drain_timeout: 0s\n"
         // Tasks put BATON_CHAOS_WORKER in their evidence: allowed through,
         // as an operator would allow a variable their jobs need.
         << "task_env_allowlist: [PATH, HOME, LANG, 'LC_*', TZ, USER, LOGNAME, TMPDIR, BATON_CHAOS_WORKER]\n"

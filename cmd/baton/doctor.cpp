@@ -85,7 +85,10 @@ void examine_node(const std::string& file, std::vector<Finding>& out) {
     return;
   }
   out.push_back(ok("config", file + " loads (node " + cfg->node_id + ")"));
-  private_file(out, "worker_token_file", cfg->worker_token_path);
+  if (cfg->worker_token_path.empty())
+    out.push_back(ok("files", "no worker_token_file: workers attach only with credentials of their own (enrollment)"));
+  else
+    private_file(out, "worker_token_file", cfg->worker_token_path);
   private_file(out, "admin_token_file", cfg->admin_token_path);
 
   if (cfg->insecure) {

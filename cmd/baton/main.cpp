@@ -31,6 +31,11 @@ namespace {
 
 std::atomic<bool> stop_requested{false};
 extern "C" void on_signal(int) { stop_requested.store(true); }
+// A worker's first SIGTERM or SIGINT drains it; a second one stops it now.
+std::atomic<bool> drain_requested{false};
+extern "C" void on_worker_signal(int) {
+  if (drain_requested.exchange(true)) stop_requested.store(true);
+}
 
 constexpr const char* usage =
     "usage: baton <command> [options]\n"
@@ -102,10 +107,10 @@ int cmd_worker(const std::vector<std::string>& args) {
   auto cfg = baton::worker::load_worker_config(file);
   if (!cfg) return fail("invalid config:\n" + cfg.error().message);
   baton::init_logging(cfg->worker_id, cfg->log_level);
-  std::signal(SIGTERM, on_signal);
-  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_worker_signal);
+  std::signal(SIGINT, on_worker_signal);
   std::signal(SIGPIPE, SIG_IGN);
-  return baton::worker::run_agent(*cfg, stop_requested);
+  return baton::worker::run_agent(*cfg, stop_requested, drain_requested);
 }
 
 int cmd_node(const std::vector<std::string>& args) {

@@ -690,6 +690,7 @@ TEST_F(AdminApiTest, BadInputOnEveryRouteGetsAJsonErrorAndChangesNothing) {
     const std::string where = route.method + " " + route.pattern;
     const std::string path = path_of(route, "999999", "no-such-thing");
     const std::string valid_body = route.pattern == "/api/v1/dead-letters/replay"        ? R"({"ids":[999999]})"
+                                   : route.pattern == "/api/v1/enroll"                   ? R"({"worker_id":"w"})"
                                    : route.pattern.find("triage") != std::string::npos   ? R"({"status":"closed"})"
                                    : route.pattern.find("settings") != std::string::npos ? R"({"value":false})"
                                                                                          : "";

@@ -65,6 +65,9 @@ struct ClusterOptions {
   /// Mutual TLS: the nodes' tls.worker_certificates (off | optional |
   /// required); workers then present the CA's certificate for their id.
   std::string worker_certificates = "off";
+  /// Nodes accept the shared worker token (worker_token_file); false: only
+  /// credentials from enrollment (see worker_auth_override).
+  bool shared_worker_token = true;
 };
 
 class Cluster {
@@ -114,7 +117,9 @@ class Cluster {
     if (!node_ports_.count(id)) node_ports_[id] = free_loopback_port();
     std::string cfg = dir_ + "/" + id + ".yaml";
     std::ofstream(cfg) << "node_id: " << id << "\nlisten: 127.0.0.1:" << node_ports_[id]
-                       << "\nworker_token_file: " << BATON_SOURCE_DIR << "/configs/example-worker.token"
+                       << (opt_.shared_worker_token ? "\nworker_token_file: " + std::string(BATON_SOURCE_DIR) +
+                                                          "/configs/example-worker.token"
+                                                    : std::string())
                        << "\nadmin_token_file: " << BATON_SOURCE_DIR << "/configs/example-admin.token"
                        << "\ndatabase: {url: '" << url_ << "'}\n"
                        << "election: {lease: " << opt_.lease << ", renew_every: " << opt_.renew_every
@@ -162,8 +167,13 @@ class Cluster {
       out << (first ? "" : ", ") << "127.0.0.1:" << port;
       first = false;
     }
-    out << "]\ntoken_file: " << BATON_SOURCE_DIR << "/configs/example-worker.token\ncapacity: " << capacity
-        << "\nspool_dir: " << dir_ << "/spool-" << name << "\nsql_connections: {local: '" << url_ << "'}\n"
+    out << "]\n";
+    if (auto a = worker_auth_override.find(name); a != worker_auth_override.end())
+      out << a->second;
+    else
+      out << "token_file: " << BATON_SOURCE_DIR << "/configs/example-worker.token\n";
+    out << "capacity: " << capacity << "\nspool_dir: " << dir_ << "/spool-" << name << "\nsql_connections: {local: '"
+        << url_ << "'}\n"
         << "reconnect: {base: 50ms, max: 500ms}\n";
     if (auto o = worker_tls_override.find(name); o != worker_tls_override.end()) {
       out << o->second;
@@ -185,6 +195,9 @@ class Cluster {
   /// A worker process's tls (or insecure) lines instead of the cluster's,
   /// by process name.
   std::map<std::string, std::string> worker_tls_override;
+  /// A worker process's authentication lines (enrollment_token_file, ...)
+  /// instead of the shared token_file, by process name.
+  std::map<std::string, std::string> worker_auth_override;
 
   ChildProcess& proc(const std::string& id) { return *procs_.at(id); }
   int port(const std::string& node) const { return node_ports_.at(node); }

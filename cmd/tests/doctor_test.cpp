@@ -89,7 +89,7 @@ TEST(Doctor, EveryProblemOfANodeConfigIsNamedWithItsFix) {
   std::ofstream(broken) << "node_id: n9\ndatabase: {url: 'postgresql://h/d'}\n";
   auto b = doctor(c.dir(), broken);
   EXPECT_EQ(b.exit_code, 1);
-  EXPECT_TRUE(has(b, "FAIL  config      " + broken + ": worker_token_file: is required")) << b.out;
+  EXPECT_TRUE(has(b, "FAIL  config      " + broken + ": admin_token_file: is required")) << b.out;
 }
 
 TEST(Doctor, AWorkerConfigIsCheckedAgainstTheCoordinatorsItWillDial) {

@@ -103,6 +103,21 @@ int simple(Call& c, const std::string& method, const std::string& path, const st
   return exit_ok;
 }
 
+/// A bootstrap token's answer: the token alone on stdout (for a file or a
+/// pipe), what it grants on stderr.
+int print_bootstrap(Call& c, const ApiReply& reply) {
+  if (reply.status != 201) return c.fail(reply);
+  auto o = json::parse(reply.body).as_object();
+  if (c.json_output())
+    c.out << reply.body << '\n';
+  else
+    c.out << o["token"].as_string() << '\n';
+  c.err << "bootstrap token for worker '" << field(o, "worker_id") << "' (capacity " << field(o, "capacity")
+        << ", labels " << json::serialize(o["labels"]) << "), expires " << field(o, "expires_at")
+        << ": put it in the worker's enrollment_token_file; it is not shown again\n";
+  return exit_ok;
+}
+
 bool terminal(const std::string& state) {
   return state == "SUCCEEDED" || state == "FAILED" || state == "TIMED_OUT" || state == "CANCELED";
 }
@@ -120,6 +135,7 @@ std::optional<std::chrono::milliseconds> parse_duration(const std::string& s) {
   if (unit == "ms") return std::chrono::milliseconds(n);
   if (unit == "s" || unit.empty()) return std::chrono::seconds(n);
   if (unit == "m") return std::chrono::minutes(n);
+  if (unit == "h") return std::chrono::hours(n);
   return std::nullopt;
 }
 
@@ -458,6 +474,77 @@ std::vector<Verb> verbs() {
        1,
        1,
        [](Call& c) -> int { return simple(c, "POST", "/api/v1/workers/" + path_segment(c.args[0]) + "/evict"); }},
+      // worker identity (docs/security.md, "Worker identity")
+      {{"workers", "enroll"},
+       "WORKER",
+       "grant a worker id labels and capacity; prints its bootstrap token (single use, expiring), once",
+       {{"--capacity", true, "the most slots its hello may claim"},
+        {"--labels", true, "k=v,k2=v2: the only labels its hello may claim"},
+        {"--ttl", true, "the bootstrap token expires after this (1m-720h; default 1h)"}},
+       1,
+       1,
+       [](Call& c) -> int {
+         auto capacity = c.flag("--capacity");
+         if (!capacity) return c.usage("workers enroll needs --capacity N");
+         json::object body;
+         try {
+           std::size_t used = 0;
+           body["capacity"] = std::stoll(*capacity, &used);
+           if (used != capacity->size()) throw std::invalid_argument("trailing");
+         } catch (...) {
+           return c.usage("--capacity must be a whole number, got '" + *capacity + "'");
+         }
+         json::object labels;
+         if (auto l = c.flag("--labels")) {
+           for (std::size_t at = 0; at <= l->size();) {
+             auto comma = l->find(',', at);
+             if (comma == std::string::npos) comma = l->size();
+             const std::string pair = l->substr(at, comma - at);
+             const auto eq = pair.find('=');
+             if (eq == std::string::npos || eq == 0) return c.usage("--labels takes k=v,k2=v2; got '" + pair + "'");
+             labels[pair.substr(0, eq)] = pair.substr(eq + 1);
+             at = comma + 1;
+           }
+         }
+         body["labels"] = labels;
+         if (auto t = c.flag("--ttl")) {
+           auto d = parse_duration(*t);
+           if (!d) return c.usage("--ttl takes a duration like 30m or 2h, got '" + *t + "'");
+           body["ttl_seconds"] = std::chrono::duration_cast<std::chrono::seconds>(*d).count();
+         }
+         return print_bootstrap(c, c.api.call("POST", "/api/v1/workers/" + path_segment(c.args[0]) + "/enrollments",
+                                              json::serialize(body)));
+       }},
+      {{"workers", "rotate"},
+       "WORKER",
+       "a new bootstrap token with the worker's grant; its old credential is revoked when the worker enrolls with it",
+       {{"--ttl", true, "the bootstrap token expires after this (default 1h)"}},
+       1,
+       1,
+       [](Call& c) -> int {
+         json::object body;
+         if (auto t = c.flag("--ttl")) {
+           auto d = parse_duration(*t);
+           if (!d) return c.usage("--ttl takes a duration like 30m or 2h, got '" + *t + "'");
+           body["ttl_seconds"] = std::chrono::duration_cast<std::chrono::seconds>(*d).count();
+         }
+         return print_bootstrap(
+             c, c.api.call("POST", "/api/v1/workers/" + path_segment(c.args[0]) + "/rotate", json::serialize(body)));
+       }},
+      {{"workers", "revoke"},
+       "WORKER",
+       "revoke its credential and unused bootstrap tokens; every node closes its sessions within seconds",
+       {},
+       1,
+       1,
+       [](Call& c) -> int { return simple(c, "POST", "/api/v1/workers/" + path_segment(c.args[0]) + "/revoke"); }},
+      {{"workers", "credentials"},
+       "",
+       "worker credentials and unused bootstrap tokens (never the tokens)",
+       list_flags,
+       0,
+       0,
+       [](Call& c) -> int { return list(c, "/api/v1/worker-credentials", {}, credential_columns()); }},
       // dead letters
       {{"dead-letters", "list"},
        "",

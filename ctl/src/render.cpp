@@ -146,8 +146,11 @@ const std::vector<Column>& audit_columns() {
 }
 
 const std::vector<Column>& event_columns() {
-  static const std::vector<Column> c{COL("ID", "id"),           COL("KIND", "kind"),        COL("KEY", "dedupe_key"),
-                                     COL("CREATED", "created_at"), COL("PROCESSED", "processed_at"),
+  static const std::vector<Column> c{COL("ID", "id"),
+                                     COL("KIND", "kind"),
+                                     COL("KEY", "dedupe_key"),
+                                     COL("CREATED", "created_at"),
+                                     COL("PROCESSED", "processed_at"),
                                      COL("RUNS", "runs")};
   return c;
 }
@@ -167,6 +170,19 @@ const std::vector<Column>& token_columns() {
                                      COL("CREATED", "created_at"),
                                      COL("BY", "created_by"),
                                      COL("LAST USED", "last_used_at"),
+                                     COL("REVOKED", "revoked_at")};
+  return c;
+}
+
+const std::vector<Column>& credential_columns() {
+  static const std::vector<Column> c{COL("KIND", "kind"),
+                                     COL("ID", "id"),
+                                     COL("WORKER", "worker_id"),
+                                     COL("CAPACITY", "capacity"),
+                                     COL("LABELS", "labels"),
+                                     COL("CREATED", "created_at"),
+                                     COL("LAST USED", "last_used_at"),
+                                     COL("EXPIRES", "expires_at"),
                                      COL("REVOKED", "revoked_at")};
   return c;
 }

@@ -26,6 +26,7 @@ std::string hex(const unsigned char* p, std::size_t n) {
 
 const char* to_string(Role r) {
   switch (r) {
+    case Role::anyone: return "anyone";
     case Role::read: return "read";
     case Role::operate: return "operate";
     case Role::admin: return "admin";

@@ -36,6 +36,11 @@ constexpr Millis unreachable_hold{1000};
 constexpr Millis shutdown_join_max{3000};
 // Each node removes expired runs from its own log archive this often.
 constexpr Millis archive_sweep_every{3600 * 1000};
+// How often sessions of revoked worker credentials are looked for, and how
+// far back: a sweep missed (the database away for a while) is caught up by
+// the next one within the lookback.
+constexpr Millis revocation_sweep_every{2000};
+constexpr int revoked_lookback_seconds = 120;
 static_assert(watchdog_every < Millis{100});
 
 /// One epoch's control loop with its own connections and thread.
@@ -52,12 +57,20 @@ struct LoopHandle {
 class NodeRuntime final : public ServerHandlers {
  public:
   NodeRuntime(const NodeConfig& cfg, const NodePorts& ports, NodeIdentity me, consensus::Elector& elector,
-              Metrics& metrics, store::AdminStore& admin_store)
+              Metrics& metrics, store::AdminStore& admin_store, store::AdminStore& identity_store)
       : cfg_(cfg),
         ports_(ports),
         me_(std::move(me)),
         elector_(elector),
         metrics_(metrics),
+        identity_store_(identity_store),
+        worker_auth_(
+            cfg.worker_token,
+            [this](const std::string& hash) {
+              std::lock_guard lock(identity_mutex_);
+              return identity_store_.worker_credential_by_hash(hash);
+            },
+            clock_),
         admin_(AdminApiPorts{[this] { return status(); },
                              [this](std::int64_t run, const std::string& reason) { return cancel(run, reason); },
                              [this] { wake_dispatcher(); }},
@@ -76,6 +89,27 @@ class NodeRuntime final : public ServerHandlers {
   const LogArchive* archive() const { return archive_.get(); }
 
   HttpResponse handle_http(const HttpRequest& r) override { return admin_.handle(r); }
+
+  WorkerAdmission admit_worker(const protocol::Hello& hello) override {
+    auto admission = worker_auth_.admit(hello);
+    if (!admission.admitted)
+      spdlog::warn("worker_refused node={} worker={} code={} reason={}", me_.node_id, json_quote(hello.worker_id),
+                   admission.code, json_quote(admission.message));
+    return admission;
+  }
+
+  /// Credentials revoked (or replaced by a new enrollment) lately: their
+  /// sessions are closed. Called every few seconds off the watchdog thread.
+  void close_revoked_workers(NodeServer& server) {
+    Result<std::vector<std::int64_t>> revoked = [&] {
+      std::lock_guard lock(identity_mutex_);
+      return identity_store_.recently_revoked_worker_credentials(revoked_lookback_seconds);
+    }();
+    if (!revoked || revoked->empty()) return;
+    worker_auth_.forget(*revoked);
+    if (int n = server.close_workers_with_credentials(*revoked, "worker credential revoked"); n > 0)
+      spdlog::warn("worker_sessions_closed node={} reason=credential_revoked count={}", me_.node_id, n);
+  }
 
   void on_worker_hello(const std::shared_ptr<WorkerLink>& link, const protocol::Hello& hello) override {
     std::lock_guard lock(mutex_);
@@ -260,7 +294,10 @@ class NodeRuntime final : public ServerHandlers {
   const NodeIdentity me_;
   consensus::Elector& elector_;
   Metrics& metrics_;
-  RealClock clock_;  // before admin_, which holds it
+  RealClock clock_;            // before admin_ and worker_auth_, which hold it
+  std::mutex identity_mutex_;  ///< identity_store_ is one connection, used by the admin pool's threads
+  store::AdminStore& identity_store_;
+  WorkerAuthenticator worker_auth_;
   std::unique_ptr<LogArchive> archive_;
   std::unique_ptr<ArchiveWriter> archive_writer_;  ///< after archive_: writes into it until destroyed
   AdminApi admin_;
@@ -290,6 +327,7 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
   auto store = ports.lease_store("baton-node-" + me.node_id);
   auto shutdown_store = ports.lease_store("baton-node-" + me.node_id + "-shutdown");
   auto admin_store = ports.admin_store("baton-node-" + me.node_id + "-admin");
+  auto identity_store = ports.admin_store("baton-node-" + me.node_id + "-workers");
   RealClock clock;
   Metrics metrics;
   std::atomic<int> role_for_registry{0};
@@ -303,7 +341,7 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
       },
       [](Millis d) { std::this_thread::sleep_for(d); });
 
-  NodeRuntime runtime(cfg, ports, me, elector, metrics, *admin_store);
+  NodeRuntime runtime(cfg, ports, me, elector, metrics, *admin_store, *identity_store);
   // Every connection is a descriptor: the caps must fit under the process's
   // limit (raised to the hard limit here), or accept() fails instead of the
   // caps refusing cleanly.
@@ -321,7 +359,15 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
         "insecure_plaintext node={} listen={} (insecure: true: worker and admin tokens and all traffic "
         "cross the network unencrypted; configure tls for anything but a private test network)",
         me.node_id, cfg.listen);
-  NodeServer server(cfg.listen, cfg.worker_token, runtime, cfg.server_limits,
+  if (cfg.worker_token.empty())
+    spdlog::info("worker_auth node={} mode=credentials (no worker_token_file: each worker attaches with its own)",
+                 me.node_id);
+  else
+    spdlog::warn(
+        "worker_auth node={} mode=shared_token_and_credentials (a worker holding the shared worker token may claim "
+        "any worker id and labels; docs/security.md, \"Worker identity\")",
+        me.node_id);
+  NodeServer server(cfg.listen, runtime, cfg.server_limits,
                     cfg.insecure ? std::nullopt : std::optional<tls::ServerFiles>(cfg.tls));
   if (auto started = server.start(); !started) {
     spdlog::error("node_listen_failed node={} error={}", me.node_id, json_quote(started.error().message));
@@ -353,6 +399,18 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
     });
   }
 
+  // Sessions of revoked worker credentials are closed on every node.
+  std::thread revocations([&] {
+    MonoTime next = clock.mono();
+    while (!stop.load()) {
+      if (clock.mono() >= next) {
+        runtime.close_revoked_workers(server);
+        next = clock.mono() + revocation_sweep_every;
+      }
+      std::this_thread::sleep_for(Millis{100});
+    }
+  });
+
   std::atomic<bool> election_done{false};
   std::thread election([&] {
     auto last_registry = clock.mono();
@@ -379,6 +437,7 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
 
   spdlog::info("node_stopping node={} incarnation={}", me.node_id, me.incarnation);
   if (sweeper.joinable()) sweeper.join();
+  revocations.join();
   runtime.stop_loops(Millis{2000});
   elector.shutdown(*shutdown_store);
   server.stop();

@@ -77,7 +77,9 @@ Result<NodeConfig> load_node_config(const std::string& file) {
       errors.add("log_level", "must be one of trace, debug, info, warn, error, critical, off; got '" + *v + "'");
   }
 
-  if (auto v = top.string("worker_token_file", /*required=*/true)) {
+  // Optional: without it, only workers with a credential of their own
+  // (enrollment, docs/security.md "Worker identity") can attach.
+  if (auto v = top.string("worker_token_file")) {
     cfg.worker_token_path = resolve(*v);
     if (auto t = read_secret(cfg.worker_token_path, "worker_token_file", errors)) cfg.worker_token = *t;
   }

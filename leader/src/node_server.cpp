@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -92,10 +93,11 @@ using Registry = std::function<void(std::shared_ptr<WorkerLink>, bool)>;
 /// What a session needs of its server (the server outlives every session's
 /// use of it: stop() joins the I/O thread first).
 struct SessionContext {
-  const std::string& token;
   ServerHandlers& handlers;
   asio::thread_pool& admin;
   Registry registry;
+  /// Records the credential a link was admitted with (for revocation).
+  std::function<void(std::uint64_t link, std::int64_t credential)> bind_credential;
   const ServerLimits& limits;
   tls::WorkerCertificates worker_certificates;
 };
@@ -122,9 +124,10 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
  public:
   WorkerSession(Stream&& stream, const SessionContext& context, Slot slot)
       : ws_(std::move(stream)),
-        token_(context.token),
         handlers_(context.handlers),
+        admin_(context.admin),
         registry_(context.registry),
+        bind_credential_(context.bind_credential),
         worker_certificates_(context.worker_certificates),
         id_(next_link_id++),
         limits_(context.limits),
@@ -160,6 +163,8 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
     // No hello in time: the connection was only holding a slot.
     hello_timer_.expires_after(limits_.hello_deadline);
     hello_timer_.async_wait([self = shared_from_this()](beast::error_code e) {
+      // Also while the hello's credential is being checked: a database that
+      // does not answer does not keep the connection waiting.
       if (!e && self->worker_id_.empty() && !self->closing_)
         self->reject("protocol", "no hello within " + std::to_string(self->limits_.hello_deadline.count()) + " ms");
     });
@@ -178,21 +183,35 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
     if (worker_id_.empty()) {
       auto* hello = std::get_if<protocol::Hello>(&msg);
       if (!hello) return reject("protocol", "the first message must be hello");
-      if (!constant_time_equal(hello->token, token_)) return reject("unauthenticated", "bad worker token");
       if constexpr (std::is_same_v<Stream, TlsStream>) {
         auto why = certificate_refusal(ws_.next_layer().native_handle(), worker_certificates_, hello->worker_id);
         if (!why.empty()) return reject("unauthenticated", why);
       }
-      worker_id_ = hello->worker_id;
-      hello->token.clear();
-      hello_timer_.cancel();
-      ws_.read_message_max(protocol::frame_bytes_max * 2);
-      handlers_.on_worker_hello(shared_from_this(), *hello);
+      // The credential may take a database round trip: checked on the admin
+      // pool, and nothing more is read from this connection until it is.
+      asio::post(admin_, [self = shared_from_this(), hello = std::move(*hello)]() mutable {
+        WorkerAdmission admission = self->handlers_.admit_worker(hello);
+        hello.token.clear();
+        asio::post(self->ws_.get_executor(), [self, hello = std::move(hello), admission = std::move(admission)] {
+          self->on_admission(hello, admission);
+        });
+      });
+      return;
     } else if (std::holds_alternative<protocol::Hello>(msg)) {
       return reject("protocol", "hello was already received");
     } else {
       handlers_.on_worker_message(id_, worker_id_, std::move(msg));
     }
+    read();
+  }
+  void on_admission(const protocol::Hello& hello, const WorkerAdmission& admission) {
+    if (closing_) return;  // the hello deadline passed meanwhile
+    if (!admission.admitted) return reject(admission.code, admission.message);
+    worker_id_ = hello.worker_id;
+    hello_timer_.cancel();
+    bind_credential_(id_, admission.credential_id);
+    ws_.read_message_max(protocol::frame_bytes_max * 2);
+    handlers_.on_worker_hello(shared_from_this(), hello);
     read();
   }
   void reject(const std::string& code, const std::string& message) {
@@ -256,9 +275,10 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
 
   websocket::stream<Stream> ws_;
   beast::flat_buffer buffer_;
-  const std::string& token_;
   ServerHandlers& handlers_;
+  asio::thread_pool& admin_;
   Registry registry_;
+  std::function<void(std::uint64_t, std::int64_t)> bind_credential_;
   const tls::WorkerCertificates worker_certificates_;
   const std::uint64_t id_;
   const ServerLimits& limits_;
@@ -481,18 +501,23 @@ class TlsDetector : public std::enable_shared_from_this<TlsDetector> {
 }  // namespace
 
 struct NodeServer::Impl {
-  Impl(std::string listen_, std::string token_, ServerHandlers& h, ServerLimits l,
-       std::optional<tls::ServerFiles> files)
+  Impl(std::string listen_, ServerHandlers& h, ServerLimits l, std::optional<tls::ServerFiles> files)
       : listen(std::move(listen_)),
-        token(std::move(token_)),
         handlers(h),
         limits(l),
         tls_files(std::move(files)),
         budget(std::make_shared<ConnectionBudget>(limits)),
         acceptor(ioc),
         reload_timer(ioc),
-        context{token,      handlers, admin,
-                registry(), limits,   tls_files ? tls_files->worker_certificates : tls::WorkerCertificates::off} {}
+        context{handlers,
+                admin,
+                registry(),
+                [this](std::uint64_t link, std::int64_t credential) {
+                  std::lock_guard lock(mutex);
+                  if (credential != 0) credentials[link] = credential;
+                },
+                limits,
+                tls_files ? tls_files->worker_certificates : tls::WorkerCertificates::off} {}
 
   void do_accept() {
     acceptor.async_accept(asio::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
@@ -549,15 +574,16 @@ struct NodeServer::Impl {
   Registry registry() {
     return [this](std::shared_ptr<WorkerLink> s, bool add) {
       std::lock_guard lock(mutex);
-      if (add)
+      if (add) {
         sessions.insert(s);
-      else
+      } else {
         sessions.erase(s);
+        credentials.erase(s->id());
+      }
     };
   }
 
   std::string listen;
-  std::string token;
   ServerHandlers& handlers;
   const ServerLimits limits;
   const std::optional<tls::ServerFiles> tls_files;
@@ -571,12 +597,13 @@ struct NodeServer::Impl {
   std::thread thread;
   std::mutex mutex;
   std::set<std::shared_ptr<WorkerLink>> sessions;
+  std::map<std::uint64_t, std::int64_t> credentials;  ///< link id -> the worker credential it attached with
   const SessionContext context;
 };
 
-NodeServer::NodeServer(std::string listen, std::string worker_token, ServerHandlers& handlers, ServerLimits limits,
+NodeServer::NodeServer(std::string listen, ServerHandlers& handlers, ServerLimits limits,
                        std::optional<tls::ServerFiles> tls)
-    : impl_(std::make_unique<Impl>(std::move(listen), std::move(worker_token), handlers, limits, std::move(tls))) {}
+    : impl_(std::make_unique<Impl>(std::move(listen), handlers, limits, std::move(tls))) {}
 
 NodeServer::~NodeServer() { stop(); }
 
@@ -619,6 +646,22 @@ void NodeServer::close_all_workers(const std::string& reason) {
     all.assign(impl_->sessions.begin(), impl_->sessions.end());
   }
   for (auto& s : all) s->close(reason);
+}
+
+int NodeServer::close_workers_with_credentials(const std::vector<std::int64_t>& credential_ids,
+                                               const std::string& reason) {
+  std::vector<std::shared_ptr<WorkerLink>> hit;
+  {
+    std::lock_guard lock(impl_->mutex);
+    for (const auto& s : impl_->sessions) {
+      auto it = impl_->credentials.find(s->id());
+      if (it != impl_->credentials.end() &&
+          std::find(credential_ids.begin(), credential_ids.end(), it->second) != credential_ids.end())
+        hit.push_back(s);
+    }
+  }
+  for (auto& s : hit) s->close(reason);
+  return static_cast<int>(hit.size());
 }
 
 void NodeServer::stop() {

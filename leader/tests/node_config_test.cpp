@@ -170,7 +170,7 @@ TEST(NodeConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
       {"election.renew_every", duration(cfg->election.renew_every)},
       {"election.safety_margin", duration(cfg->election.safety_margin)},
       {"election.poll_every", duration(cfg->election.poll_every)},
-      {"worker_token_file", "(required)"},
+      {"worker_token_file", "(none)"},
       {"admin_token_file", "(required)"},
       {"metrics_require_token", cfg->metrics_require_token ? "true" : "false"},
       {"payload_denylist", "(see docs/scheduling.md)"},

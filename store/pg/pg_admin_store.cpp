@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 
+#include "admin_sql.h"
 #include "pg_array.h"
 #include "run_transitions_sql.h"
 
@@ -9,43 +10,7 @@ namespace baton::store::pg {
 
 namespace {
 
-/// Rows of (cursor, item json): at most `limit` items, and the cursor of
-/// the last one when a further row shows that more follow.
-Page page_of(const pqxx::result& rows, int limit) {
-  Page p;
-  p.items_json = "[";
-  int n = 0;
-  for (const auto& row : rows) {
-    if (n == limit) {
-      p.next_cursor = rows[static_cast<pqxx::result::size_type>(limit - 1)][0].as<std::string>();
-      break;
-    }
-    p.items_json += (n++ ? "," : "") + row[1].as<std::string>();
-  }
-  p.items_json += "]";
-  return p;
-}
-
-/// One page of an admin list: `sql` selects (cursor, item json) rows and
-/// takes the row limit as its last parameter, after `args`.
-template <class... Args>
-Result<Page> page_query(PgSession& session, const char* sql, int limit, const Args&... args) {
-  return session.with<Page>([&](pqxx::connection& c) -> Result<Page> {
-    pqxx::nontransaction tx{c};
-    return page_of(tx.exec_params(sql, args..., limit + 1), limit);
-  });
-}
-
 constexpr const char* final_states = "('SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELED')";
-
-/// The audit record of a mutation, in the mutation's transaction.
-void audit_in(pqxx::work& tx, const Actor& who, const std::string& action, const std::string& subject,
-              const std::optional<std::string>& before_json, const std::optional<std::string>& after_json) {
-  tx.exec_params(
-      "INSERT INTO audit_log (actor, action, subject, epoch, details)"
-      " VALUES ($1, $2, $3, $4, jsonb_build_object('before', $5::jsonb, 'after', $6::jsonb))",
-      who.name, action, subject, who.epoch.value, before_json, after_json);
-}
 
 /// Every run state with its count (zero included: a series never vanishes).
 std::map<std::string, std::int64_t> runs_by_state(pqxx::nontransaction& tx) {
@@ -64,11 +29,6 @@ std::int64_t unmatched_runs(pqxx::nontransaction& tx) {
           " AND NOT EXISTS (SELECT 1 FROM workers w WHERE w.state = 'ATTACHED' AND w.admin_state = 'active'"
           " AND j.worker_selector <@ w.labels)")[0]
       .as<std::int64_t>();
-}
-
-AdminResult applied(std::string json) { return {AdminOutcome::applied, std::move(json), {}}; }
-AdminResult refused(AdminOutcome o, std::string message, std::string json = "{}") {
-  return {o, std::move(json), std::move(message)};
 }
 
 /// A job definition as the API shows it: every field of the file format,

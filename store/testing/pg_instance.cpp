@@ -116,6 +116,14 @@ std::int64_t DbInspector::count_rows(const std::string& table) const {
   return tx.exec1("SELECT count(*) FROM " + c.quote_name(table))[0].as<std::int64_t>();
 }
 
+std::string DbInspector::scalar(const std::string& sql) const {
+  pqxx::connection c(url_);
+  pqxx::nontransaction tx(c);
+  auto rows = tx.exec(sql);
+  if (rows.empty() || rows.columns() == 0 || rows[0][0].is_null()) return "";
+  return rows[0][0].as<std::string>();
+}
+
 std::vector<int> DbInspector::backend_pids(const std::string& prefix) const {
   pqxx::connection c(url_);
   pqxx::nontransaction tx(c);

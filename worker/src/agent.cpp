@@ -23,6 +23,7 @@
 #include "baton/protocol/vocabulary.h"
 #include "baton/tls/tls_context.h"
 #include "baton/worker/backoff.h"
+#include "baton/worker/enrollment.h"
 #include "baton/worker/outbox.h"
 #include "baton/worker/task_runner.h"
 #include "baton/worker/task_supervisor.h"
@@ -43,6 +44,10 @@ namespace {
 // Consecutive redirects followed without backoff before backing off.
 constexpr int redirects_without_backoff_max = 3;
 constexpr auto continuation_check_every = std::chrono::milliseconds(100);
+// How often an attached worker looks for a new bootstrap token (a rotation),
+// and how long each step of an enrollment exchange may take.
+constexpr auto enrollment_check_every = std::chrono::seconds(2);
+constexpr auto enrollment_step_timeout = std::chrono::seconds(2);
 // A finish not acknowledged this long is sent again (the leader may have been
 // unable to record it: database unavailable, a lost race); replays are
 // idempotent on the leader.
@@ -80,9 +85,10 @@ constexpr const char* stream_names[2] = {"stdout", "stderr"};
 
 class Agent {
  public:
-  Agent(const WorkerConfig& cfg, const std::atomic<bool>& stop, const Clock& clock)
+  Agent(const WorkerConfig& cfg, const std::atomic<bool>& stop, const std::atomic<bool>& drain, const Clock& clock)
       : cfg_(cfg),
         stop_(stop),
+        drain_(drain),
         clock_(clock),
         outbox_(cfg.spool_dir, clock),
         journal_(cfg.spool_dir + "/journal.log"),
@@ -164,6 +170,17 @@ class Agent {
 
   void connect() {
     if (stop_) return;
+    if (enrollment_.enabled()) {
+      // Enrolls first when there is no credential yet or a new bootstrap
+      // token was given (blocking, bounded: nothing is attached meanwhile).
+      auto credential = enrollment_.credential(enrollment_step_timeout);
+      if (!credential) {
+        spdlog::error("worker_enrollment_failed worker={} error={}", json_quote(cfg_.worker_id),
+                      json_quote(credential.error().message));
+        return disconnected(true);
+      }
+      token_ = *credential;
+    }
     const std::uint64_t gen = ++generation_;
     const std::string ep = current_endpoint();
     auto colon = ep.rfind(':');
@@ -252,8 +269,8 @@ class Agent {
   }
 
   protocol::Hello hello() const {
-    protocol::Hello h{cfg_.worker_id,      cfg_.token, cfg_.capacity, cfg_.labels, {}, {},
-                      unreachable_leader_, instance_,  succeeds_};
+    protocol::Hello h{cfg_.worker_id,      token_,    cfg_.capacity, cfg_.labels, {}, {},
+                      unreachable_leader_, instance_, succeeds_};
     h.running = table_.running();
     // Weakened chaos builds only: the old rule, ended attempts not listed.
     if (!weakened("lost_rule"))
@@ -398,6 +415,8 @@ class Agent {
     continuation_margin_ms_ = w.continuation_margin_ms;
     spdlog::info("worker_attached worker={} node={} epoch={} running={} adopted={}", cfg_.worker_id, w.node_id, w.epoch,
                  running_count(), w.adopted.size());
+    // Each leader is told again: its book of this worker is new.
+    if (table_.draining()) send(protocol::Drain{});
     // The end of each stream again (a leader that died may not have written
     // it), before the finishes: the leader has an attempt's output before
     // its finish.
@@ -624,6 +643,18 @@ class Agent {
       shutdown();
       return;
     }
+    if (drain_ && !table_.draining()) begin_drain();
+    if (table_.draining()) {
+      // Done when nothing is held and every finish is acknowledged (or at
+      // least durable in the outbox, if the bound passes first).
+      const bool done = table_.idle() && unacked_.empty() && undurable_.empty();
+      if (done || clock_.mono() >= drain_deadline_) {
+        spdlog::info("worker_drained worker={} complete={} running={} unacknowledged={}", json_quote(cfg_.worker_id),
+                     done, running_count(), unacked_.size());
+        shutdown();
+        return;
+      }
+    }
     // Renewals, the continuation deadline while detached, unanswered
     // starts: decided by the AttemptTable.
     table_.tick(clock_.mono());
@@ -634,6 +665,15 @@ class Agent {
       last_outbox_retry_ = now;
       for (const auto& [k, f] : undurable_) outbox_writer_.push(f);
     }
+    if (attached_ && enrollment_.enabled() && now - last_enrollment_check_ >= enrollment_check_every) {
+      last_enrollment_check_ = now;
+      // A new bootstrap token (a rotation): reconnect, enrolling first. The
+      // running attempts go on; the hello lists them, as after any blip.
+      if (enrollment_.due()) {
+        spdlog::info("worker_reenrolling worker={} (a new enrollment_token_file)", json_quote(cfg_.worker_id));
+        disconnected(false);
+      }
+    }
     if (attached_ && now - last_resend_ >= finish_resend_after) {
       last_resend_ = now;
       for (const auto& f : outbox_.pending(finish_resend_after)) send(f);
@@ -643,6 +683,18 @@ class Agent {
     tick_timer_.async_wait([this](beast::error_code ec) {
       if (!ec) tick();
     });
+  }
+
+  /// SIGTERM: the leader is told to assign nothing more, attempts assigned
+  /// and not started are handed back (AttemptTable::drain), running ones
+  /// may finish within drain_timeout.
+  void begin_drain() {
+    drain_deadline_ = clock_.mono() + cfg_.drain_timeout;
+    spdlog::info("worker_draining worker={} running={} drain_timeout={}ms", json_quote(cfg_.worker_id), running_count(),
+                 cfg_.drain_timeout.count());
+    table_.drain();
+    apply_effects();
+    if (attached_) send(protocol::Drain{});
   }
 
   void shutdown() {
@@ -665,8 +717,13 @@ class Agent {
   std::size_t running_count() const { return table_.running().size(); }
 
   const WorkerConfig& cfg_;
-  const std::atomic<bool>& stop_;
+  const std::atomic<bool>& stop_;   ///< stop now: running attempts are killed
+  const std::atomic<bool>& drain_;  ///< finish what runs (within drain_timeout), start nothing, then stop
   const Clock& clock_;
+  MonoTime drain_deadline_{};
+  Enrollment enrollment_{cfg_};
+  std::string token_ = cfg_.token;  ///< what the hello carries: the shared token or this worker's credential
+  MonoTime last_enrollment_check_{};
   Outbox outbox_;
   std::string redirect_advertised_;  ///< the endpoint a redirect named (redirect_ is it after endpoint_map)
   std::string unreachable_leader_;   ///< see protocol::Hello::unreachable_leader
@@ -704,9 +761,9 @@ class Agent {
 
 }  // namespace
 
-int run_agent(const WorkerConfig& cfg, const std::atomic<bool>& stop) {
+int run_agent(const WorkerConfig& cfg, const std::atomic<bool>& stop, const std::atomic<bool>& drain) {
   RealClock clock;
-  Agent agent(cfg, stop, clock);
+  Agent agent(cfg, stop, drain, clock);
   return agent.run();
 }
 

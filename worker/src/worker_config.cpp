@@ -29,7 +29,7 @@ Result<WorkerConfig> load_worker_config(const std::string& file) {
     cfg.coordinators = *v;
   }
   if (cfg.coordinators.empty()) errors.add("coordinators", "must list at least one HOST:PORT");
-  if (auto v = top.string("token_file", true)) {
+  if (auto v = top.string("token_file")) {
     cfg.token_path = resolve(*v);
     std::ifstream in(resolve(*v));
     if (!in) {
@@ -42,6 +42,8 @@ Result<WorkerConfig> load_worker_config(const std::string& file) {
         cfg.token.pop_back();
     }
   }
+  if (auto v = top.string("enrollment_token_file")) cfg.enrollment_token_path = resolve(*v);
+  if (auto v = top.string("credential_file")) cfg.credential_path = resolve(*v);
   if (auto v = top.integer("capacity", 0, 10000)) cfg.capacity = static_cast<int>(*v);
   if (auto v = top.string("spool_dir", true)) cfg.spool_dir = resolve(*v);
   if (auto v = top.string("log_level")) cfg.log_level = *v;
@@ -80,6 +82,7 @@ Result<WorkerConfig> load_worker_config(const std::string& file) {
   } else if (m && !m.IsNull()) {
     errors.add("endpoint_map", "must be a mapping of HOST:PORT to HOST:PORT");
   }
+  if (auto v = top.duration("drain_timeout")) cfg.drain_timeout = *v;
   ConfigMap rc = top.map("reconnect");
   if (auto v = rc.duration("base")) cfg.reconnect_base = *v;
   if (auto v = rc.duration("max")) cfg.reconnect_max = *v;
@@ -93,6 +96,20 @@ Result<WorkerConfig> load_worker_config(const std::string& file) {
   tl.reject_unknown_keys();
   if (cfg.tls.cert_file.empty() != cfg.tls.key_file.empty())
     errors.add("tls.cert_file", "and tls.key_file go together: give both or neither");
+  // One way to authenticate: the cluster's shared token, or a credential of
+  // this worker's own from enrollment (docs/security.md, "Worker identity").
+  if (cfg.credential_path.empty() && !cfg.spool_dir.empty()) cfg.credential_path = cfg.spool_dir + "/credential";
+  if (!cfg.token_path.empty() && !cfg.enrollment_token_path.empty())
+    errors.add("token_file", "and enrollment_token_file are two ways to authenticate: give one");
+  else if (cfg.token_path.empty() && cfg.enrollment_token_path.empty())
+    errors.add("enrollment_token_file",
+               "is required (a bootstrap token from `baton ctl workers enroll`), or token_file for the cluster's "
+               "shared worker token");
+  else if (!cfg.enrollment_token_path.empty() && !std::filesystem::exists(cfg.enrollment_token_path) &&
+           !std::filesystem::exists(cfg.credential_path))
+    errors.add("enrollment_token_file", "cannot read '" + cfg.enrollment_token_path +
+                                            "', and there is no credential at '" + cfg.credential_path +
+                                            "' from an earlier enrollment");
   if (auto v = top.boolean("insecure")) cfg.insecure = *v;
   if (has_tls && cfg.insecure)
     errors.add("insecure",

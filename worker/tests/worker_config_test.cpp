@@ -72,7 +72,9 @@ TEST(WorkerConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
   const std::map<std::string, std::string> code{
       {"worker_id", "(required)"},
       {"coordinators", "(required)"},
-      {"token_file", "(required)"},
+      {"token_file", "(or enrollment_token_file)"},
+      {"enrollment_token_file", "(or token_file)"},
+      {"credential_file", "(spool_dir/credential)"},
       {"capacity", std::to_string(cfg->capacity)},
       {"labels", empty_map(cfg->labels)},
       {"spool_dir", "(required)"},
@@ -85,6 +87,7 @@ TEST(WorkerConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
        }()},
       {"sql_connections", empty_map(cfg->sql_connections)},
       {"endpoint_map", empty_map(cfg->endpoint_map)},
+      {"drain_timeout", duration(cfg->drain_timeout)},
       {"reconnect.base", duration(cfg->reconnect_base)},
       {"reconnect.max", duration(cfg->reconnect_max)},
       {"log_level", cfg->log_level},
@@ -141,4 +144,38 @@ TEST(WorkerConfig, TlsOrAnExplicitInsecureIsRequired) {
                                       "true`"),
             std::string::npos)
       << none.error().message;
+}
+
+// A worker authenticates one way: the shared token, or enrollment; the
+// errors name both keys.
+TEST(WorkerConfig, OneWayToAuthenticate) {
+  const std::string dir = "/tmp/baton-worker-auth-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/token") << "secret\n";
+  std::ofstream(dir + "/bootstrap") << "baton_x\n";
+  auto load = [&](const std::string& auth) {
+    std::ofstream(dir + "/w.yaml") << "worker_id: w1\ncoordinators: ['127.0.0.1:1']\nspool_dir: spool\ninsecure: true\n"
+                                   << auth;
+    return load_worker_config(dir + "/w.yaml");
+  };
+  auto neither = load("");
+  ASSERT_FALSE(neither);
+  EXPECT_NE(neither.error().message.find("enrollment_token_file: is required"), std::string::npos)
+      << neither.error().message;
+  auto both = load("token_file: token\nenrollment_token_file: bootstrap\n");
+  ASSERT_FALSE(both);
+  EXPECT_NE(both.error().message.find("give one"), std::string::npos) << both.error().message;
+  auto enrolls = load("enrollment_token_file: bootstrap\n");
+  ASSERT_TRUE(enrolls) << enrolls.error().message;
+  EXPECT_EQ(enrolls->enrollment_token_path, dir + "/bootstrap");
+  EXPECT_EQ(enrolls->credential_path, dir + "/spool/credential");
+  // The bootstrap file may be gone once a credential exists.
+  auto missing = load("enrollment_token_file: gone\n");
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message.find("no credential at '" + dir + "/spool/credential'"), std::string::npos)
+      << missing.error().message;
+  std::filesystem::create_directories(dir + "/spool");
+  std::ofstream(dir + "/spool/credential") << "baton_y\n";
+  EXPECT_TRUE(load("enrollment_token_file: gone\n"));
+  std::filesystem::remove_all(dir);
 }

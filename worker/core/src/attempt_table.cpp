@@ -37,6 +37,7 @@ Millis AttemptTable::continuation_limit(const Attempt& a) const {
 
 void AttemptTable::request_starts(MonoTime now) {
   if (!attached_) return;  // asked at the next welcome
+  if (draining_) return drop_unstarted();
   for (auto& [key, a] : attempts_) {
     if (a.state != AttemptState::assigned || other_alive(key, a.assign.ref.run_id)) continue;
     a.state = AttemptState::start_requested;
@@ -69,6 +70,7 @@ void AttemptTable::detached(MonoTime now) {
 void AttemptTable::assign(const protocol::Assign& a, MonoTime now) {
   const std::string key = key_of(a.ref);
   if (attempts_.count(key)) return;  // a replayed assign
+  if (draining_) return;             // sent before the leader read our drain
   attempts_[key].assign = a;
   // DELIBERATELY BROKEN in weakened chaos builds only (core/weaken.h): the
   // old worker that ran what it was assigned without asking for the start.
@@ -154,6 +156,16 @@ void AttemptTable::stop_all(const std::string& reason) {
       effects_.push_back(Kill{a.assign.ref, reason, KillCause::stopping});
     }
   check_invariants();
+}
+
+void AttemptTable::drain() {
+  draining_ = true;
+  drop_unstarted();
+  check_invariants();
+}
+
+void AttemptTable::drop_unstarted() {
+  std::erase_if(attempts_, [](const auto& entry) { return entry.second.state == AttemptState::assigned; });
 }
 
 std::vector<protocol::AttemptRef> AttemptTable::running() const {

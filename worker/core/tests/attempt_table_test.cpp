@@ -76,6 +76,33 @@ TEST(AttemptTable, AnAssignmentAsksToStartAndSpawnsOnlyOnTheGrant) {
   EXPECT_TRUE(t.take_effects().empty());
 }
 
+TEST(AttemptTable, DrainingKeepsRunningAttemptsAndStartsNothingNew) {
+  AttemptTable t = running_table(7);
+  t.detached(at(50ms));
+  t.assign(assign(8), at(60ms));  // held while detached: no start asked yet
+  t.welcome(welcome({ref(7)}), at(70ms));
+  t.take_effects();
+  t.assign(assign(9), at(80ms));  // its start is asked before the drain
+  EXPECT_EQ(starts(t.take_effects()), std::vector<protocol::AttemptRef>{ref(9)});
+  t.drain();
+  EXPECT_TRUE(only<Kill>(t.take_effects()).empty()) << "running attempts go on";
+  EXPECT_EQ(t.running(), std::vector<protocol::AttemptRef>{ref(7)});
+  t.assign(assign(10), at(90ms));  // sent before the leader read the drain
+  EXPECT_TRUE(t.take_effects().empty());
+  EXPECT_FALSE(t.state(ref(10)));
+  // A start asked before the drain is still honoured when granted.
+  t.start_granted(ref(9));
+  EXPECT_EQ(only<Spawn>(t.take_effects()).size(), 1u);
+  // After a reconnect nothing unstarted is asked again.
+  t.detached(at(100ms));
+  t.welcome(welcome({ref(7), ref(9)}), at(110ms));
+  EXPECT_TRUE(starts(t.take_effects()).empty());
+  EXPECT_FALSE(t.idle());
+  t.finished(ref(7), at(120ms));
+  t.finished(ref(9), at(130ms));
+  EXPECT_TRUE(t.idle());
+}
+
 TEST(AttemptTable, AReplayedAssignIsIgnored) {
   AttemptTable t;
   t.welcome(welcome(), at(0ms));

@@ -138,6 +138,12 @@ class AdminApi {
   HttpResponse list_tokens(const ApiCall& c);
   HttpResponse create_token(const ApiCall& c);
   HttpResponse revoke_token(const ApiCall& c);
+  // Worker identity (worker_identity_handlers.cpp).
+  HttpResponse create_worker_enrollment(const ApiCall& c);
+  HttpResponse rotate_worker_credential(const ApiCall& c);
+  HttpResponse revoke_worker_credentials(const ApiCall& c);
+  HttpResponse list_worker_credentials(const ApiCall& c);
+  HttpResponse enroll_worker(const ApiCall& c);
 
   AdminApiPorts ports_;
   std::mutex store_mutex_;

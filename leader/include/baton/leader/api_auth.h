@@ -18,8 +18,10 @@
 
 namespace baton::leader {
 
-/// Each role includes the ones before it.
-enum class Role { read = 1, operate = 2, admin = 3 };
+/// Each role includes the ones before it. `anyone`: no API token is asked
+/// for; the route authenticates its caller itself (a worker's enrollment,
+/// with its bootstrap token). No token has this role.
+enum class Role { anyone = 0, read = 1, operate = 2, admin = 3 };
 const char* to_string(Role r);
 std::optional<Role> parse_role(const std::string& s);
 

@@ -18,9 +18,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "baton/core/clock.h"
 #include "baton/core/result.h"
+#include "baton/leader/worker_auth.h"
 #include "baton/leader/worker_link.h"
 #include "baton/protocol/messages.h"
 #include "baton/tls/tls_files.h"
@@ -61,6 +63,10 @@ class ServerHandlers {
  public:
   virtual ~ServerHandlers() = default;
   virtual HttpResponse handle_http(const HttpRequest& request) = 0;
+  /// Whether a hello (its token, id, labels, capacity) may attach. Runs on
+  /// an admin thread and may block on the database; the connection reads
+  /// nothing more until it returns.
+  virtual WorkerAdmission admit_worker(const protocol::Hello& hello) = 0;
   /// An authenticated hello. The node attaches the worker or answers
   /// `redirect` (and closes) if it does not lead.
   virtual void on_worker_hello(const std::shared_ptr<WorkerLink>& link, const protocol::Hello& hello) = 0;
@@ -73,11 +79,10 @@ class ServerHandlers {
 
 class NodeServer {
  public:
-  /// `worker_token`: the shared secret a worker's hello must carry (compared
-  /// in constant time). `tls`: the port's certificate files (TLS only; a
+  /// A worker's hello is judged by `handlers.admit_worker`. `tls`: the port's certificate files (TLS only; a
   /// plaintext client gets a 400 naming the scheme to use), reloaded within
   /// a second of a change; nullopt = plaintext only (the `insecure` setting).
-  NodeServer(std::string listen, std::string worker_token, ServerHandlers& handlers, ServerLimits limits = {},
+  NodeServer(std::string listen, ServerHandlers& handlers, ServerLimits limits = {},
              std::optional<tls::ServerFiles> tls = std::nullopt);
   ~NodeServer();
   NodeServer(const NodeServer&) = delete;
@@ -89,6 +94,9 @@ class NodeServer {
   void stop();
   /// Closes every worker session (the node stepped down).
   void close_all_workers(const std::string& reason);
+  /// Closes the sessions that attached with one of these worker credentials
+  /// (revoked or replaced); how many.
+  int close_workers_with_credentials(const std::vector<std::int64_t>& credential_ids, const std::string& reason);
 
  private:
   struct Impl;

@@ -5,6 +5,7 @@
 // a change is never without its record nor a record without its change.
 // Writes that create runs carry the epoch fence like every run write.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -78,6 +79,31 @@ struct TokenGrant {
   std::string role;  ///< read | operate | admin
 };
 
+/// A worker's own credential as the database knows it: whose it is and
+/// what an operator granted it (docs/security.md, "Worker identity").
+struct WorkerCredential {
+  std::int64_t id = 0;
+  std::string worker_id;
+  std::map<std::string, std::string> labels;  ///< a hello may claim these, no others
+  int capacity = 0;                           ///< a hello may claim at most this
+};
+
+/// What an operator grants a worker id when making its bootstrap token.
+struct WorkerGrant {
+  std::string worker_id;
+  std::map<std::string, std::string> labels;
+  int capacity = 0;
+  std::int64_t ttl_seconds = 3600;  ///< the bootstrap token expires this long after it is made
+};
+
+/// Why POST /api/v1/enroll was refused, or the credential it made.
+enum class EnrollOutcome { enrolled, unknown_token, expired, used, revoked, other_worker };
+struct EnrollResult {
+  EnrollOutcome outcome = EnrollOutcome::enrolled;
+  std::string json = "{}";  ///< enrolled: the credential's grant; else {}
+  std::string message;      ///< refused: what was wrong, in words
+};
+
 /// The outcome of a mutation guarded by an expected version or a state:
 /// `applied` with the new state as JSON, or why not.
 enum class AdminOutcome { applied, not_found, conflict, fenced };
@@ -146,9 +172,23 @@ class AdminStore {
   /// API tokens newest first (name, role, created, last used, revoked).
   virtual Result<Page> list_tokens(int limit, std::optional<std::int64_t> before_id) = 0;
 
+  /// Worker credentials newest first (worker, grant, created, last used,
+  /// revoked; never the credential), and bootstrap tokens not yet used.
+  virtual Result<Page> list_worker_credentials(int limit, std::optional<std::int64_t> before_id) = 0;
+
   // --- authentication -------------------------------------------------------
   /// The live token with this SHA-256 (hex); records its use.
   virtual Result<std::optional<TokenGrant>> token_by_hash(const std::string& sha256_hex) = 0;
+  /// The live worker credential with this SHA-256 (hex); records its use.
+  virtual Result<std::optional<WorkerCredential>> worker_credential_by_hash(const std::string& sha256_hex) = 0;
+  /// Credentials revoked within the last `within_seconds` (each node closes
+  /// the sessions that attached with one).
+  virtual Result<std::vector<std::int64_t>> recently_revoked_worker_credentials(int within_seconds) = 0;
+  /// Trades a bootstrap token (by hash) for a worker credential (by hash):
+  /// the token must be live, unexpired, unused and made for `worker_id`. The
+  /// worker's previous credential is revoked in the same transaction.
+  virtual Result<EnrollResult> enroll_worker(const std::string& bootstrap_sha256, const std::string& worker_id,
+                                             const std::string& credential_sha256) = 0;
 
   // --- mutations, each audited in its own transaction -----------------------
   /// Fenced insert of a run of `job` (trigger_kind "api"). Conflict when the
@@ -184,6 +224,17 @@ class AdminStore {
   virtual Result<AdminResult> create_token(const Actor& who, const std::string& name, const std::string& role,
                                            const std::string& sha256_hex) = 0;
   virtual Result<AdminResult> revoke_token(const Actor& who, std::int64_t id) = 0;
+  /// A bootstrap token (by hash) for `grant.worker_id`; JSON: id, worker_id,
+  /// labels, capacity, expires_at.
+  virtual Result<AdminResult> create_worker_enrollment(const Actor& who, const WorkerGrant& grant,
+                                                       const std::string& sha256_hex) = 0;
+  /// A bootstrap token carrying the grant of the worker's live credential
+  /// (not_found when it has none); the old credential works until the new
+  /// token is used.
+  virtual Result<AdminResult> rotate_worker_credential(const Actor& who, const std::string& worker_id,
+                                                       std::int64_t ttl_seconds, const std::string& sha256_hex) = 0;
+  /// Revokes the worker's live credential and its unused bootstrap tokens.
+  virtual Result<AdminResult> revoke_worker_credentials(const Actor& who, const std::string& worker_id) = 0;
   /// Records an action whose change is made elsewhere (a cancel goes through
   /// the leader's control loop).
   virtual Result<void> audit(const Actor& who, const std::string& action, const std::string& subject,

@@ -12,7 +12,11 @@
 
 namespace baton::worker {
 
-/// Runs until `stop` becomes true. Returns the process exit code.
-int run_agent(const WorkerConfig& cfg, const std::atomic<bool>& stop);
+/// Runs until `stop` becomes true (running attempts are killed and reported
+/// failed), or, once `drain` becomes true, until what runs has finished and
+/// been acknowledged or cfg.drain_timeout has passed (the leader is told to
+/// assign nothing more; assigned, unstarted attempts are handed back).
+/// Returns the process exit code.
+int run_agent(const WorkerConfig& cfg, const std::atomic<bool>& stop, const std::atomic<bool>& drain);
 
 }  // namespace baton::worker

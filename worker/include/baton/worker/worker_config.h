@@ -15,8 +15,13 @@ namespace baton::worker {
 struct WorkerConfig {
   std::string worker_id;
   std::vector<std::string> coordinators;  ///< HOST:PORT of nodes, tried in order
-  std::string token;                      ///< read from token_file
+  std::string token;                      ///< read from token_file: the cluster's shared worker token
   std::string token_path;                 ///< that file (`baton doctor`)
+  /// Or a credential of this worker's own (enrollment.h): the bootstrap
+  /// token's file, and where the credential is kept (default
+  /// spool_dir/credential).
+  std::string enrollment_token_path;
+  std::string credential_path;
   int capacity = 4;
   std::map<std::string, std::string> labels;
   std::string spool_dir;
@@ -24,6 +29,9 @@ struct WorkerConfig {
   /// Redirect targets to rewrite: advertised HOST:PORT -> the address this
   /// worker must use to reach it (NAT, proxies, the chaos harness).
   std::map<std::string, std::string> endpoint_map;
+  /// SIGTERM: how long running attempts may go on finishing before they are
+  /// killed (0: at once).
+  Millis drain_timeout{60000};
   Millis reconnect_base{200};
   Millis reconnect_max{5000};
   std::string log_level = "info";

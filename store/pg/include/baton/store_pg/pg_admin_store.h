@@ -38,6 +38,18 @@ class PgAdminStore final : public AdminStore {
 
   Result<std::optional<TokenGrant>> token_by_hash(const std::string& sha256_hex) override;
 
+  // Worker identity (pg_worker_identity.cpp).
+  Result<Page> list_worker_credentials(int limit, std::optional<std::int64_t> before_id) override;
+  Result<std::optional<WorkerCredential>> worker_credential_by_hash(const std::string& sha256_hex) override;
+  Result<std::vector<std::int64_t>> recently_revoked_worker_credentials(int within_seconds) override;
+  Result<EnrollResult> enroll_worker(const std::string& bootstrap_sha256, const std::string& worker_id,
+                                     const std::string& credential_sha256) override;
+  Result<AdminResult> create_worker_enrollment(const Actor& who, const WorkerGrant& grant,
+                                               const std::string& sha256_hex) override;
+  Result<AdminResult> rotate_worker_credential(const Actor& who, const std::string& worker_id, std::int64_t ttl_seconds,
+                                               const std::string& sha256_hex) override;
+  Result<AdminResult> revoke_worker_credentials(const Actor& who, const std::string& worker_id) override;
+
   Result<CreateResult> trigger(const Actor& who, const std::string& job,
                                const std::optional<std::string>& idempotency_key,
                                const std::optional<std::string>& payload_json) override;

@@ -92,6 +92,10 @@ class DbInspector {
   std::vector<EpochRow> epoch_history() const;
   std::vector<int> applied_migrations() const;  ///< one entry per schema_migrations row
   std::int64_t count_rows(const std::string& table) const;
+  /// The first column of the first row of `sql` as text ("" for none or
+  /// NULL): for a test to look at, or to move a stored time (an expiry) into
+  /// the past instead of waiting for it.
+  std::string scalar(const std::string& sql) const;
   /// Server pids of backends whose application_name starts with `prefix`.
   std::vector<int> backend_pids(const std::string& application_name_prefix) const;
 

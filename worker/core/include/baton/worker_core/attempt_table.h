@@ -94,6 +94,15 @@ class AttemptTable {
   void tick(MonoTime now);
   /// The worker is stopping: every live attempt is killed as a failure.
   void stop_all(const std::string& reason);
+  /// The worker is draining (SIGTERM): running attempts go on, no start is
+  /// asked for any more, and attempts assigned but not started are dropped,
+  /// now and as they arrive (no grant, so no process: the leader, told
+  /// `drain` and missing them from heartbeats, takes them back). A start
+  /// already asked for is still honoured when granted.
+  void drain();
+  bool draining() const { return draining_; }
+  /// No attempt is held in any state.
+  bool idle() const { return attempts_.empty(); }
 
   /// Attempts whose process tree is alive (hello and heartbeat `running`).
   std::vector<protocol::AttemptRef> running() const;
@@ -121,7 +130,10 @@ class AttemptTable {
   Millis continuation_limit(const Attempt& a) const;
 
   std::map<std::string, Attempt> attempts_;
+  void drop_unstarted();
+
   bool attached_ = false;
+  bool draining_ = false;
   std::int64_t continuation_timeout_ms_ = 30000;  ///< the last welcome's, for attempts that carry none
   std::vector<Effect> effects_;
 };

@@ -1,0 +1,114 @@
+// Who may attach as which worker (worker_auth.h), with a fake credential
+// table and a fake clock.
+#include "baton/leader/worker_auth.h"
+
+#include <gtest/gtest.h>
+
+#include "baton/leader/api_auth.h"
+#include "baton/testing/fake_clock.h"
+
+namespace baton::leader {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct FakeCredentials {
+  std::map<std::string, store::WorkerCredential> by_hash;
+  int lookups = 0;
+  bool down = false;
+  WorkerAuthenticator::Lookup lookup() {
+    return [this](const std::string& hash) -> Result<std::optional<store::WorkerCredential>> {
+      ++lookups;
+      if (down) return make_error(Errc::db_unavailable, "connection refused");
+      auto it = by_hash.find(hash);
+      if (it == by_hash.end()) return std::optional<store::WorkerCredential>{};
+      return std::optional<store::WorkerCredential>{it->second};
+    };
+  }
+};
+
+protocol::Hello hello(const std::string& id, const std::string& token, int capacity = 1,
+                      std::map<std::string, std::string> labels = {}) {
+  protocol::Hello h;
+  h.worker_id = id;
+  h.token = token;
+  h.capacity = capacity;
+  h.labels = std::move(labels);
+  return h;
+}
+
+class WorkerAuthTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    table.by_hash[sha256_hex("cred-w1")] = store::WorkerCredential{11, "w1", {{"zone", "a"}, {"gpu", "1"}}, 4};
+    table.by_hash[sha256_hex("cred-w2")] = store::WorkerCredential{12, "w2", {}, 1};
+  }
+  FakeCredentials table;
+  testing::FakeClock clock;
+};
+
+TEST_F(WorkerAuthTest, ACredentialAttachesOnlyItsOwnIdWithinItsGrant) {
+  WorkerAuthenticator auth("", table.lookup(), clock);
+  auto ok = auth.admit(hello("w1", "cred-w1", 4, {{"zone", "a"}}));
+  EXPECT_TRUE(ok.admitted) << ok.message;
+  EXPECT_EQ(ok.credential_id, 11);
+  EXPECT_TRUE(auth.admit(hello("w1", "cred-w1", 0)).admitted);  // fewer labels, less capacity: fine
+
+  auto other = auth.admit(hello("w1", "cred-w2"));
+  EXPECT_FALSE(other.admitted);
+  EXPECT_EQ(other.code, "forbidden");
+  EXPECT_EQ(other.message, "this credential belongs to worker \"w2\", not \"w1\"");
+
+  auto greedy = auth.admit(hello("w1", "cred-w1", 5));
+  EXPECT_EQ(greedy.message, "capacity 5 is more than the 4 granted to worker \"w1\"");
+  auto unknown_label = auth.admit(hello("w1", "cred-w1", 1, {{"region", "eu"}}));
+  EXPECT_EQ(unknown_label.message, "label \"region\" is not granted to worker \"w1\"");
+  auto other_value = auth.admit(hello("w1", "cred-w1", 1, {{"zone", "b"}}));
+  EXPECT_EQ(other_value.message, "label \"zone\" is granted as \"a\", not \"b\"");
+}
+
+TEST_F(WorkerAuthTest, UnknownAndSharedTokens) {
+  WorkerAuthenticator without_shared("", table.lookup(), clock);
+  auto bad = without_shared.admit(hello("w1", "example-worker-token-change-me"));
+  EXPECT_FALSE(bad.admitted);
+  EXPECT_EQ(bad.code, "unauthenticated");
+  EXPECT_EQ(bad.message, "bad worker token");
+  EXPECT_FALSE(without_shared.admit(hello("w1", "")).admitted);
+  EXPECT_FALSE(without_shared.admit(hello("w1", std::string(500, 'x'))).admitted);
+
+  // With a shared token, its holder may be anyone (the legacy mode), and
+  // credentials work beside it.
+  WorkerAuthenticator with_shared("example-worker-token-change-me", table.lookup(), clock);
+  auto any = with_shared.admit(hello("whoever", "example-worker-token-change-me", 99, {{"gpu", "8"}}));
+  EXPECT_TRUE(any.admitted);
+  EXPECT_EQ(any.credential_id, 0);
+  EXPECT_TRUE(with_shared.admit(hello("w2", "cred-w2")).admitted);
+}
+
+TEST_F(WorkerAuthTest, LookupsAreCachedForgottenOnRevocationAndADownDatabaseRefuses) {
+  WorkerAuthenticator auth("", table.lookup(), clock, 5000ms);
+  EXPECT_TRUE(auth.admit(hello("w1", "cred-w1")).admitted);
+  EXPECT_TRUE(auth.admit(hello("w1", "cred-w1")).admitted);
+  EXPECT_EQ(table.lookups, 1);
+  // Revoked in the database: the cache still says yes until forgotten...
+  table.by_hash.erase(sha256_hex("cred-w1"));
+  EXPECT_TRUE(auth.admit(hello("w1", "cred-w1")).admitted);
+  auth.forget({11});
+  EXPECT_FALSE(auth.admit(hello("w1", "cred-w1")).admitted);
+  EXPECT_EQ(table.lookups, 2);
+  // ... or until the cache time passes.
+  table.by_hash[sha256_hex("cred-w2")].capacity = 1;
+  EXPECT_TRUE(auth.admit(hello("w2", "cred-w2")).admitted);
+  table.by_hash.erase(sha256_hex("cred-w2"));
+  clock.advance(5001ms);
+  EXPECT_FALSE(auth.admit(hello("w2", "cred-w2")).admitted);
+
+  table.down = true;
+  auto down = auth.admit(hello("w3", "cred-w3"));
+  EXPECT_FALSE(down.admitted);
+  EXPECT_EQ(down.code, "unavailable");
+  EXPECT_NE(down.message.find("connection refused"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace baton::leader
