@@ -207,7 +207,7 @@ void examine_worker(const std::string& file, std::vector<Finding>& out) {
       if (why.find("certificate verify failed") != std::string::npos)
         fix = "tls.ca_file must hold the CA that issued " + ep + "'s certificate, and the certificate must name " +
               host_of(ep);
-      else if (why.find(" 400 ") != std::string::npos && cfg->insecure)
+      else if (why.find("answered 400") != std::string::npos && cfg->insecure)
         fix = "the node speaks TLS: set tls.ca_file instead of insecure: true";
       else if (why.find("tls:") == 0)
         fix = "the node may serve plaintext (insecure: true on the node): then both sides must say insecure";
