@@ -48,7 +48,7 @@ constexpr const char* usage =
     "  cron next EXPR ...      the next fire times of a cron expression (baton cron --help)\n"
     "  doctor --config FILE    check a node's or a worker's config, files, certificates and database,\n"
     "                          each problem with how to fix it (exit 1 if anything fails)\n"
-    "  --version               the version of this binary and of its worker protocol\n";
+    "  --version               the version of this binary and the worker protocol versions it speaks\n";
 
 int fail(const std::string& message, int code = 2) {
   std::cerr << "baton: " << message;
@@ -167,7 +167,8 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   try {
     if (command == "--version" || command == "version") {
-      std::cout << "baton " << BATON_VERSION << " (worker protocol " << baton::protocol::protocol_version << ")\n";
+      std::cout << "baton " << BATON_VERSION << " (worker protocol " << baton::protocol::protocol_version_min << "-"
+                << baton::protocol::protocol_version_max << ")\n";
       return 0;
     }
     if (command == "doctor") {

@@ -87,6 +87,10 @@ class ConnectionBudget : public std::enable_shared_from_this<ConnectionBudget> {
 };
 using Slot = std::shared_ptr<ConnectionBudget::Slot>;
 
+/// How long a worker refused for its credential or version is asked to wait
+/// before it connects again (protocol version 2).
+constexpr std::int64_t refusal_retry_after_ms = 30000;
+
 /// The server's set of open worker sessions (to close them all).
 using Registry = std::function<void(std::shared_ptr<WorkerLink>, bool)>;
 
@@ -147,7 +151,16 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
   }
 
   void send(const protocol::Message& m) override {
-    std::string frame = protocol::encode(m);
+    // In the version negotiated at hello; the welcome names it.
+    const int version = version_.load();
+    std::string frame;
+    if (const auto* w = std::get_if<protocol::Welcome>(&m)) {
+      protocol::Welcome named = *w;
+      named.protocol = version;
+      frame = protocol::encode(named, version);
+    } else {
+      frame = protocol::encode(m, version);
+    }
     asio::post(ws_.get_executor(),
                [self = shared_from_this(), frame = std::move(frame)]() mutable { self->queue(std::move(frame)); });
   }
@@ -183,6 +196,16 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
     if (worker_id_.empty()) {
       auto* hello = std::get_if<protocol::Hello>(&msg);
       if (!hello) return reject("protocol", "the first message must be hello");
+      // The highest version both ends speak (docs/protocol.md, "Versions").
+      auto version = protocol::negotiate_version(protocol::protocol_version_min, protocol::protocol_version_max,
+                                                 hello->protocol_min, hello->protocol_max);
+      if (!version)
+        return reject("bad_version",
+                      "this node speaks protocol versions " + std::to_string(protocol::protocol_version_min) + " to " +
+                          std::to_string(protocol::protocol_version_max) + ", the worker " +
+                          std::to_string(hello->protocol_min) + " to " + std::to_string(hello->protocol_max) +
+                          ": upgrade the older side (docs/protocol.md, \"Versions\")");
+      version_ = *version;
       if constexpr (std::is_same_v<Stream, TlsStream>) {
         auto why = certificate_refusal(ws_.next_layer().native_handle(), worker_certificates_, hello->worker_id);
         if (!why.empty()) return reject("unauthenticated", why);
@@ -219,7 +242,11 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
     // Both may carry what a worker sent: quoted, so no line can be forged.
     spdlog::info("worker_frame_rejected link={} worker={} code={} message={}", id_, json_quote(worker_id_), code,
                  json_quote(message));
-    queue(protocol::encode(protocol::Error{code, message}));
+    // A refusal that retrying cannot cure (credentials, versions) asks a
+    // version-2 worker to wait instead of reconnecting within milliseconds.
+    const bool lasting = code == "unauthenticated" || code == "forbidden" || code == "bad_version";
+    const std::int64_t retry_after_ms = lasting ? refusal_retry_after_ms : code == "unavailable" ? 2000 : 0;
+    queue(protocol::encode(protocol::Error{code, message, retry_after_ms}, version_.load()));
     close_now(code);
     read();  // drain until the close completes
   }
@@ -285,6 +312,9 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
   Slot slot_;  ///< this connection's place under the caps
   asio::steady_timer hello_timer_;
   std::string worker_id_;
+  /// The protocol version of this connection: 1 until a hello chose one.
+  /// Read by send() on other threads (the control loop's).
+  std::atomic<int> version_{protocol::protocol_version_min};
   std::deque<std::string> queue_;
   bool writing_ = false, closing_ = false, closed_ = false, finished_ = false;
   std::string close_reason_;

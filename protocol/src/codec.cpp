@@ -25,6 +25,13 @@ class Fields {
     auto it = o_.find(key);
     return it == o_.end() || it->value().is_null() ? nullptr : &it->value();
   }
+  bool has(const char* key) const { return find(key) != nullptr; }
+  const json::object& object_of(const char* key) const {
+    const json::value* v = find(key);
+    if (!v) fail(key, "is required");
+    if (!v->is_object()) fail(key, "must be an object");
+    return v->as_object();
+  }
   [[noreturn]] void fail(const char* key, const std::string& what) const {
     throw Invalid{where_ + "." + key + ": " + what};
   }
@@ -160,7 +167,7 @@ Task read_task(const Fields& f) {
   return t;
 }
 
-Message read_message(const std::string& type, const Fields& f) {
+Message read_message(const std::string& type, const Fields& f, int frame_version) {
   if (type == "hello") {
     Hello m;
     m.worker_id = f.str("worker_id", true, 200);
@@ -173,6 +180,14 @@ Message read_message(const std::string& type, const Fields& f) {
     m.unreachable_leader = f.str("unreachable_leader", false, 512);
     m.instance = f.str("instance", false, 64);
     m.succeeds = f.str("succeeds", false, 64);
+    m.protocol_min = m.protocol_max = frame_version;
+    if (frame_version >= 2 || f.has("protocol")) {
+      // A range: what the worker speaks. Older versions did not send it.
+      const Fields p(f.object_of("protocol"), "hello.protocol");
+      m.protocol_min = static_cast<int>(p.integer("min", 1, 1000000, std::nullopt));
+      m.protocol_max = static_cast<int>(p.integer("max", 1, 1000000, std::nullopt));
+      if (m.protocol_min > m.protocol_max) p.fail("min", "must not be more than max");
+    }
     return m;
   }
   if (type == "welcome") {
@@ -184,6 +199,7 @@ Message read_message(const std::string& type, const Fields& f) {
     m.continuation_timeout_ms = f.integer("continuation_timeout_ms", 1, ms_max, 30000);
     m.continuation_margin_ms = f.integer("continuation_margin_ms", 1, ms_max, 10000);
     m.adopted = read_refs(f, "adopted");
+    m.protocol = static_cast<int>(f.integer("protocol", 1, 1000000, frame_version));
     return m;
   }
   if (type == "redirect") {
@@ -192,7 +208,8 @@ Message read_message(const std::string& type, const Fields& f) {
     m.epoch = f.integer("epoch", 0, std::numeric_limits<std::int64_t>::max(), 0);
     return m;
   }
-  if (type == "error") return Error{f.str("code", true, 64), f.str("message", false)};
+  if (type == "error")
+    return Error{f.str("code", true, 64), f.str("message", false), f.integer("retry_after_ms", 0, ms_max, 0)};
   if (type == "assign") {
     Assign m;
     m.ref = read_ref(f);
@@ -275,7 +292,11 @@ void put_ref(json::object& o, const AttemptRef& r) {
 
 struct Encoder {
   json::object& o;
+  int version = protocol_version_min;
   void operator()(const Hello& m) {
+    // Every version of a hello carries the range; a version-1 node ignores
+    // the key it does not know.
+    o["protocol"] = json::object{{"min", m.protocol_min}, {"max", m.protocol_max}};
     o["worker_id"] = m.worker_id;
     o["token"] = m.token;
     o["capacity"] = m.capacity;
@@ -294,6 +315,7 @@ struct Encoder {
     o["continuation_timeout_ms"] = m.continuation_timeout_ms;
     o["continuation_margin_ms"] = m.continuation_margin_ms;
     if (!m.adopted.empty()) o["adopted"] = refs_json(m.adopted);
+    if (version >= 2) o["protocol"] = m.protocol;
   }
   void operator()(const Redirect& m) {
     o["leader_endpoint"] = m.leader_endpoint;
@@ -302,6 +324,7 @@ struct Encoder {
   void operator()(const Error& m) {
     o["code"] = m.code;
     o["message"] = m.message;
+    if (version >= 2 && m.retry_after_ms > 0) o["retry_after_ms"] = m.retry_after_ms;
   }
   void operator()(const Assign& m) {
     put_ref(o, m.ref);
@@ -397,11 +420,13 @@ std::variant<Message, DecodeError> decode(std::string_view frame) {
   try {
     Fields f(o, "frame");
     std::int64_t version = f.integer("version", 0, 1000000, std::nullopt);
-    if (version != protocol_version)
-      return DecodeError{"bad_version", "protocol version " + std::to_string(version) + " is not supported (this is " +
-                                            std::to_string(protocol_version) + ")"};
+    if (version < protocol_version_min || version > protocol_version_max)
+      return DecodeError{"bad_version", "protocol version " + std::to_string(version) +
+                                            " is not supported (this binary speaks " +
+                                            std::to_string(protocol_version_min) + " to " +
+                                            std::to_string(protocol_version_max) + ")"};
     std::string type = f.str("type", true, 64);
-    return read_message(type, Fields(o, type));
+    return read_message(type, Fields(o, type), static_cast<int>(version));
   } catch (const Invalid& e) {
     return DecodeError{"bad_frame", e.message};
   } catch (const std::exception& e) {
@@ -432,15 +457,15 @@ std::variant<std::vector<Task>, DecodeError> decode_tasks(std::string_view json_
 
 std::string encode_tasks(const std::vector<Task>& tasks) {
   json::object o;
-  Encoder{o}(Assign{AttemptRef{}, tasks, 0});
+  Encoder{o, protocol_version_min}(Assign{AttemptRef{}, tasks, 0});
   return json::serialize(o["tasks"]);
 }
 
-std::string encode(const Message& m) {
+std::string encode(const Message& m, int version) {
   json::object o;
   o["type"] = type_name(m);
-  o["version"] = protocol_version;
-  std::visit(Encoder{o}, m);
+  o["version"] = version;
+  std::visit(Encoder{o, version}, m);
   return json::serialize(o);
 }
 

@@ -70,7 +70,11 @@ TEST(Codec, BadFramesAreNamedErrors) {
            {"{", "bad_frame: invalid JSON"},
            {"[1,2]", "must be a JSON object"},
            {R"({"type":"hello"})", "frame.version: is required"},
-           {R"({"type":"hello","version":2})", "bad_version"},
+           {R"({"type":"hello","version":3})",
+            "bad_version: protocol version 3 is not supported (this binary speaks 1 to 2)"},
+           {R"({"type":"hello","version":2,"worker_id":"w","token":"t","capacity":1})", "hello.protocol: is required"},
+           {R"({"type":"hello","version":1,"worker_id":"w","token":"t","capacity":1,"protocol":{"min":2,"max":1}})",
+            "hello.protocol.min: must not be more than max"},
            {R"({"version":1})", "frame.type: is required"},
            {R"({"type":"nope","version":1})", "unknown message type 'nope'"},
            {R"({"type":"hello","version":1,"worker_id":"w","token":"t"})", "hello.capacity: is required"},
@@ -139,4 +143,42 @@ TEST(Codec, FinishWithInvalidUtf8TailsRoundTripsAsValidText) {
   EXPECT_EQ(back.stdout_tail, "binary:\xEF\xBF\xBD\xEF\xBF\xBD");
   EXPECT_LE(back.stderr_tail.size(), output_tail_bytes_max);
   EXPECT_EQ(back.error, "bad \xEF\xBF\xBD");
+}
+
+// Two protocol versions side by side (docs/protocol.md, "Versions").
+TEST(Codec, VersionsAreNegotiatedAndAVersionOnePeerSeesNothingNew) {
+  // The ranges meet at the highest version both speak, or not at all.
+  EXPECT_EQ(negotiate_version(1, 2, 1, 1), 1);
+  EXPECT_EQ(negotiate_version(1, 2, 1, 2), 2);
+  EXPECT_EQ(negotiate_version(1, 1, 1, 2), 1);
+  EXPECT_EQ(negotiate_version(1, 2, 2, 5), 2);
+  EXPECT_FALSE(negotiate_version(2, 2, 1, 1));
+  EXPECT_FALSE(negotiate_version(1, 2, 3, 3));
+
+  // A version-1 worker's hello (no range) speaks version 1 only.
+  auto old_hello = decode(R"({"type":"hello","version":1,"worker_id":"w","token":"t","capacity":1,"labels":{},)"
+                          R"("running":[]})");
+  ASSERT_TRUE(std::holds_alternative<Message>(old_hello));
+  const auto& h = std::get<Hello>(std::get<Message>(old_hello));
+  EXPECT_EQ(h.protocol_min, 1);
+  EXPECT_EQ(h.protocol_max, 1);
+
+  // Version-1 frames carry nothing version 1 did not have: a welcome has no
+  // `protocol` (the worker then speaks 1) and an error no retry_after_ms.
+  Welcome w{"n1", 7, 500, 3000, 20000, 5000, {}};
+  w.protocol = 2;
+  EXPECT_EQ(encode(w, 1),
+            R"({"type":"welcome","version":1,"node_id":"n1","epoch":7,"heartbeat_interval_ms":500,)"
+            R"("heartbeat_timeout_ms":3000,"continuation_timeout_ms":20000,"continuation_margin_ms":5000})");
+  auto old_welcome = std::get<Message>(decode(encode(w, 1)));
+  EXPECT_EQ(std::get<Welcome>(old_welcome).protocol, 1);
+  auto new_welcome = std::get<Message>(decode(encode(w, 2)));
+  EXPECT_EQ(std::get<Welcome>(new_welcome).protocol, 2);
+  const Error refusal{"forbidden", "no", 30000};
+  EXPECT_EQ(encode(refusal, 1), R"({"type":"error","version":1,"code":"forbidden","message":"no"})");
+  EXPECT_EQ(std::get<Error>(std::get<Message>(decode(encode(refusal, 2)))).retry_after_ms, 30000);
+  // The same message in either version is the same message.
+  const Message start = Start{ref()};
+  EXPECT_EQ(std::get<Message>(decode(encode(start, 1))), start);
+  EXPECT_EQ(std::get<Message>(decode(encode(start, 2))), start);
 }

@@ -183,6 +183,7 @@ class Agent {
     }
     const std::uint64_t gen = ++generation_;
     const std::string ep = current_endpoint();
+    protocol_ = protocol::protocol_version_min;  // until a welcome names the version
     auto colon = ep.rfind(':');
     host_ = ep.substr(0, colon);
     std::string port = ep.substr(colon + 1);
@@ -271,6 +272,8 @@ class Agent {
   protocol::Hello hello() const {
     protocol::Hello h{cfg_.worker_id,      token_,    cfg_.capacity, cfg_.labels, {}, {},
                       unreachable_leader_, instance_, succeeds_};
+    h.protocol_min = protocol::protocol_version_min;
+    h.protocol_max = protocol::protocol_version_max;
     h.running = table_.running();
     // Weakened chaos builds only: the old rule, ended attempts not listed.
     if (!weakened("lost_rule"))
@@ -314,6 +317,8 @@ class Agent {
       if (failures_ > round)
         delay = reconnect_delay(failures_ - round, cfg_.reconnect_base, cfg_.reconnect_max, rng_());
     }
+    if (retry_after_ > delay) delay = retry_after_;
+    retry_after_ = Millis{0};
     reconnect_timer_.expires_after(delay);
     reconnect_timer_.async_wait([this](beast::error_code ec) {
       if (!ec) connect();
@@ -358,7 +363,7 @@ class Agent {
       disconnected(true);
       return;
     }
-    queue_.push_back(protocol::encode(m));
+    queue_.push_back(protocol::encode(m, protocol_));
     if (!writing_) write_next();
   }
   void write_next() {
@@ -386,10 +391,11 @@ class Agent {
             on_welcome(msg);
           else if constexpr (std::is_same_v<T, protocol::Redirect>)
             on_redirect(msg);
-          else if constexpr (std::is_same_v<T, protocol::Error>)
-            spdlog::warn("worker_error_from_node worker={} code={} message={}", cfg_.worker_id, json_quote(msg.code),
-                         json_quote(msg.message));
-          else if constexpr (std::is_same_v<T, protocol::Assign>)
+          else if constexpr (std::is_same_v<T, protocol::Error>) {
+            spdlog::warn("worker_error_from_node worker={} code={} message={} retry_after_ms={}", cfg_.worker_id,
+                         json_quote(msg.code), json_quote(msg.message), msg.retry_after_ms);
+            retry_after_ = Millis{msg.retry_after_ms};  // the next reconnect waits at least this long
+          } else if constexpr (std::is_same_v<T, protocol::Assign>)
             on_assign(msg);
           else if constexpr (std::is_same_v<T, protocol::StartGranted>)
             on_start_granted(msg);
@@ -406,6 +412,13 @@ class Agent {
   }
 
   void on_welcome(const protocol::Welcome& w) {
+    if (w.protocol < protocol::protocol_version_min || w.protocol > protocol::protocol_version_max) {
+      spdlog::error("worker_protocol_refused worker={} version={} (this worker speaks {} to {})",
+                    json_quote(cfg_.worker_id), w.protocol, protocol::protocol_version_min,
+                    protocol::protocol_version_max);
+      return disconnected(true);
+    }
+    protocol_ = w.protocol;
     attached_ = true;
     unreachable_leader_.clear();
     failures_ = 0;
@@ -413,8 +426,8 @@ class Agent {
     heartbeat_interval_ms_ = w.heartbeat_interval_ms;
     heartbeat_timeout_ms_ = w.heartbeat_timeout_ms;
     continuation_margin_ms_ = w.continuation_margin_ms;
-    spdlog::info("worker_attached worker={} node={} epoch={} running={} adopted={}", cfg_.worker_id, w.node_id, w.epoch,
-                 running_count(), w.adopted.size());
+    spdlog::info("worker_attached worker={} node={} epoch={} running={} adopted={} protocol={}", cfg_.worker_id,
+                 w.node_id, w.epoch, running_count(), w.adopted.size(), protocol_);
     // Each leader is told again: its book of this worker is new.
     if (table_.draining()) send(protocol::Drain{});
     // The end of each stream again (a leader that died may not have written
@@ -723,6 +736,8 @@ class Agent {
   MonoTime drain_deadline_{};
   Enrollment enrollment_{cfg_};
   std::string token_ = cfg_.token;  ///< what the hello carries: the shared token or this worker's credential
+  int protocol_ = protocol::protocol_version_min;  ///< this connection's version: 1 until the welcome names one
+  Millis retry_after_{0};                          ///< a node's error asked the next reconnect to wait this long
   MonoTime last_enrollment_check_{};
   Outbox outbox_;
   std::string redirect_advertised_;  ///< the endpoint a redirect named (redirect_ is it after endpoint_map)

@@ -15,8 +15,14 @@ struct DecodeError {
   std::string message;
 };
 
+/// Accepts frames of every version in [protocol_version_min,
+/// protocol_version_max]; a `bad_version` error names that range.
 std::variant<Message, DecodeError> decode(std::string_view frame);
-std::string encode(const Message& m);
+/// The frame of `m` in protocol `version`: fields a version does not have
+/// are left out, so a version-1 peer reads it as it always did. A hello
+/// is sent as version 1 (every node reads that) and always carries the
+/// worker's range, a key version-1 nodes ignore.
+std::string encode(const Message& m, int version = protocol_version_min);
 
 /// A job's task chain as stored in job_definitions.tasks (a JSON array of
 /// task objects, the same shape as in `assign`).

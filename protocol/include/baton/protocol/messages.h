@@ -12,7 +12,23 @@
 
 namespace baton::protocol {
 
-inline constexpr int protocol_version = 1;
+/// The protocol versions this binary speaks (docs/protocol.md, "Versions").
+/// A connection speaks the highest version both ends know: the worker's
+/// hello, always a version-1 frame, names its range (`protocol`), and the
+/// node's welcome names the version chosen; frames after it carry that
+/// version. Version 2 adds the negotiation fields themselves and
+/// `error.retry_after_ms`; a version-1 peer never sees either.
+inline constexpr int protocol_version_min = 1;
+inline constexpr int protocol_version_max = 2;
+inline constexpr int protocol_version = protocol_version_max;  ///< the newest (`baton --version`)
+
+/// The version a node and a worker speak, or nullopt when their ranges do
+/// not meet.
+inline std::optional<int> negotiate_version(int node_min, int node_max, int worker_min, int worker_max) {
+  const int chosen = node_max < worker_max ? node_max : worker_max;
+  if (chosen < node_min || chosen < worker_min) return std::nullopt;
+  return chosen;
+}
 /// Frames larger than this are rejected before parsing (and the socket closed).
 inline constexpr std::size_t frame_bytes_max = 1 << 20;
 inline constexpr std::size_t tasks_per_run_max = 64;
@@ -85,6 +101,10 @@ struct Hello {
   /// task trees this one killed before attaching: its attempts are known
   /// dead, so this worker's lists speak for them too.
   std::string succeeds;
+  /// The protocol versions the worker speaks (`protocol: {min, max}`); a
+  /// hello without them (a version-1 worker) speaks only its frame's version.
+  int protocol_min = protocol_version_min;
+  int protocol_max = protocol_version_min;
   friend bool operator==(const Hello&, const Hello&) = default;
 };
 struct Welcome {
@@ -101,6 +121,9 @@ struct Welcome {
   /// epoch) before this welcome: only these restart their continuation
   /// clock on the worker. A welcome alone proves nothing about a run.
   std::vector<AttemptRef> adopted;
+  /// The version chosen for this connection (absent in a version-1 welcome:
+  /// then 1).
+  int protocol = protocol_version_min;
   friend bool operator==(const Welcome&, const Welcome&) = default;
 };
 struct Redirect {
@@ -109,8 +132,13 @@ struct Redirect {
   friend bool operator==(const Redirect&, const Redirect&) = default;
 };
 struct Error {
-  std::string code;  ///< stable: bad_frame, too_large, unauthenticated, bad_version, protocol
+  std::string code;  ///< stable: bad_frame, too_large, unauthenticated, forbidden, unavailable, bad_version, protocol
   std::string message;
+  /// Version 2: how long the worker should wait before it connects again
+  /// (0: its own backoff). A refusal for credentials or versions is a
+  /// configuration problem: retrying every few hundred milliseconds only
+  /// floods both logs.
+  std::int64_t retry_after_ms = 0;
   friend bool operator==(const Error&, const Error&) = default;
 };
 struct Assign {
