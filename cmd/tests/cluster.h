@@ -37,6 +37,13 @@ struct JournalEntry {
   std::int64_t wall_us = 0;
 };
 
+/// How many times a journal shows `run` starting (any attempt).
+inline std::size_t starts_of(const std::vector<JournalEntry>& journal, std::int64_t run) {
+  std::size_t n = 0;
+  for (const auto& e : journal) n += e.event == "start" && e.run == run;
+  return n;
+}
+
 inline bool wait_until(const std::function<bool()>& cond, std::chrono::milliseconds max) {
   for (auto end = SteadyClock::now() + max; SteadyClock::now() < end; std::this_thread::sleep_for(20ms)) {
     try {

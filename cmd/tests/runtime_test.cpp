@@ -49,12 +49,6 @@ std::string quiet_jobs() {
   return all.substr(0, all.find("  - name: every-second"));
 }
 
-std::size_t starts_of(const std::vector<JournalEntry>& j, std::int64_t run) {
-  std::size_t n = 0;
-  for (const auto& e : j) n += e.event == "start" && e.run == run;
-  return n;
-}
-
 }  // namespace
 
 TEST(Runtime, EveryTaskKindEndToEndWithOutputAndExitCodes) {

@@ -26,12 +26,6 @@ const char* jobs = R"(jobs:
 
 bool log_has(ChildProcess& p, const std::string& needle) { return p.log().find(needle) != std::string::npos; }
 
-std::size_t starts_of_run(const std::vector<JournalEntry>& journal, std::int64_t run) {
-  std::size_t n = 0;
-  for (const auto& e : journal) n += e.event == "start" && e.run == run;
-  return n;
-}
-
 }  // namespace
 
 TEST(WorkerDrain, SigtermFinishesWhatRunsTakesNothingNewAndExits) {
@@ -60,7 +54,7 @@ TEST(WorkerDrain, SigtermFinishesWhatRunsTakesNothingNewAndExits) {
   EXPECT_TRUE(log_has(w1, "worker_drained worker=\"w1\" complete=true")) << w1.log();
   ASSERT_TRUE(c.wait_for_state(second, "SUCCEEDED", 20s)) << c.db().run(second)->state;
   EXPECT_EQ(c.db().run(second)->worker_id, "w2");
-  EXPECT_EQ(starts_of_run(c.journal("w1"), second), 0u);
+  EXPECT_EQ(starts_of(c.journal("w1"), second), 0u);
 }
 
 TEST(WorkerDrain, PastItsBoundWhatStillRunsIsKilledAndRetriedElsewhere) {

@@ -139,6 +139,16 @@ std::optional<std::chrono::milliseconds> parse_duration(const std::string& s) {
   return std::nullopt;
 }
 
+/// --ttl as the body's ttl_seconds; false when it is not a duration.
+bool put_ttl(Call& c, json::object& body) {
+  auto t = c.flag("--ttl");
+  if (!t) return true;
+  auto d = parse_duration(*t);
+  if (!d) return false;
+  body["ttl_seconds"] = std::chrono::duration_cast<std::chrono::seconds>(*d).count();
+  return true;
+}
+
 /// The whole of one stream from the node's log archive, a page at a time.
 int archived_output(Call& c) {
   std::string query = "?stream=" + c.flag("--stream").value_or("stdout");
@@ -507,11 +517,7 @@ std::vector<Verb> verbs() {
            }
          }
          body["labels"] = labels;
-         if (auto t = c.flag("--ttl")) {
-           auto d = parse_duration(*t);
-           if (!d) return c.usage("--ttl takes a duration like 30m or 2h, got '" + *t + "'");
-           body["ttl_seconds"] = std::chrono::duration_cast<std::chrono::seconds>(*d).count();
-         }
+         if (!put_ttl(c, body)) return c.usage("--ttl takes a duration like 30m or 2h, got '" + *c.flag("--ttl") + "'");
          return print_bootstrap(c, c.api.call("POST", "/api/v1/workers/" + path_segment(c.args[0]) + "/enrollments",
                                               json::serialize(body)));
        }},
@@ -523,11 +529,7 @@ std::vector<Verb> verbs() {
        1,
        [](Call& c) -> int {
          json::object body;
-         if (auto t = c.flag("--ttl")) {
-           auto d = parse_duration(*t);
-           if (!d) return c.usage("--ttl takes a duration like 30m or 2h, got '" + *t + "'");
-           body["ttl_seconds"] = std::chrono::duration_cast<std::chrono::seconds>(*d).count();
-         }
+         if (!put_ttl(c, body)) return c.usage("--ttl takes a duration like 30m or 2h, got '" + *c.flag("--ttl") + "'");
          return print_bootstrap(
              c, c.api.call("POST", "/api/v1/workers/" + path_segment(c.args[0]) + "/rotate", json::serialize(body)));
        }},
