@@ -90,6 +90,10 @@ using Slot = std::shared_ptr<ConnectionBudget::Slot>;
 /// How long a worker refused for its credential or version is asked to wait
 /// before it connects again (protocol version 2).
 constexpr std::int64_t refusal_retry_after_ms = 30000;
+/// Hellos judged at once, server-wide (each may be a database lookup on the
+/// admin pool): a reconnecting fleet of thousands queues far fewer, and a
+/// flood of made-up hellos cannot crowd out the API.
+constexpr int admissions_max = 64;
 
 /// The server's set of open worker sessions (to close them all).
 using Registry = std::function<void(std::shared_ptr<WorkerLink>, bool)>;
@@ -99,6 +103,7 @@ using Registry = std::function<void(std::shared_ptr<WorkerLink>, bool)>;
 struct SessionContext {
   ServerHandlers& handlers;
   asio::thread_pool& admin;
+  std::atomic<int>& admissions;  ///< hellos waiting for or in admit_worker, server-wide
   Registry registry;
   /// Records the credential a link was admitted with (for revocation).
   std::function<void(std::uint64_t link, std::int64_t credential)> bind_credential;
@@ -130,6 +135,7 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
       : ws_(std::move(stream)),
         handlers_(context.handlers),
         admin_(context.admin),
+        admissions_(context.admissions),
         registry_(context.registry),
         bind_credential_(context.bind_credential),
         worker_certificates_(context.worker_certificates),
@@ -212,8 +218,16 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
       }
       // The credential may take a database round trip: checked on the admin
       // pool, and nothing more is read from this connection until it is.
+      // Unauthenticated clients can send hellos as fast as they like: at
+      // most admissions_max wait for the pool at once (the API's requests
+      // share it), the others are refused and asked to come back.
+      if (admissions_.fetch_add(1) >= admissions_max) {
+        admissions_.fetch_sub(1);
+        return reject("unavailable", "too many workers are being admitted at once; retry shortly");
+      }
       asio::post(admin_, [self = shared_from_this(), hello = std::move(*hello)]() mutable {
         WorkerAdmission admission = self->handlers_.admit_worker(hello);
+        self->admissions_.fetch_sub(1);
         hello.token.clear();
         asio::post(self->ws_.get_executor(), [self, hello = std::move(hello), admission = std::move(admission)] {
           self->on_admission(hello, admission);
@@ -304,6 +318,7 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
   beast::flat_buffer buffer_;
   ServerHandlers& handlers_;
   asio::thread_pool& admin_;
+  std::atomic<int>& admissions_;  ///< the server's hellos being judged now
   Registry registry_;
   std::function<void(std::uint64_t, std::int64_t)> bind_credential_;
   const tls::WorkerCertificates worker_certificates_;
@@ -541,6 +556,7 @@ struct NodeServer::Impl {
         reload_timer(ioc),
         context{handlers,
                 admin,
+                admissions,
                 registry(),
                 [this](std::uint64_t link, std::int64_t credential) {
                   std::lock_guard lock(mutex);
@@ -622,6 +638,7 @@ struct NodeServer::Impl {
   MonoTime last_refusal_log{};
   asio::io_context ioc{1};
   asio::thread_pool admin{2};
+  std::atomic<int> admissions{0};
   tcp::acceptor acceptor;
   asio::steady_timer reload_timer;
   std::thread thread;

@@ -1,6 +1,7 @@
 #include "baton/leader/worker_auth.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "baton/core/json_text.h"
 #include "baton/leader/api_auth.h"
@@ -10,7 +11,14 @@ namespace baton::leader {
 
 namespace {
 constexpr std::size_t cache_max = 10000;  // unknown credentials are cached too: bound the map
-constexpr std::size_t token_bytes_max = 200;
+
+bool credential_shaped(const std::string& token) {
+  if (token.size() != 6 + 64 || token.rfind("baton_", 0) != 0) return false;
+  for (std::size_t i = 6; i < token.size(); ++i)
+    if (!std::isxdigit(static_cast<unsigned char>(token[i])) || std::isupper(static_cast<unsigned char>(token[i])))
+      return false;
+  return true;
+}
 
 WorkerAdmission refuse(std::string code, std::string message) {
   return WorkerAdmission{false, std::move(code), std::move(message), 0};
@@ -41,7 +49,10 @@ WorkerAuthenticator::WorkerAuthenticator(std::string shared_token, Lookup lookup
 WorkerAdmission WorkerAuthenticator::admit(const protocol::Hello& hello) {
   if (!shared_token_.empty() && constant_time_equal(hello.token, shared_token_))
     return WorkerAdmission{true, {}, {}, 0};
-  if (hello.token.empty() || hello.token.size() > token_bytes_max) return refuse("unauthenticated", "bad worker token");
+  // Credentials are all of one shape ("baton_" and 64 hex digits): anything
+  // else is refused without a lookup (a flood of made-up tokens costs no
+  // database work).
+  if (!credential_shaped(hello.token)) return refuse("unauthenticated", "bad worker token");
   // Only the hash is kept, here as in the database: the cache holds no token.
   const std::string hash = sha256_hex(hello.token);
   const auto now = clock_.mono();

@@ -27,6 +27,10 @@ struct FakeCredentials {
   }
 };
 
+const std::string w1_token = "baton_" + std::string(63, 'a') + "1";
+const std::string w2_token = "baton_" + std::string(63, 'a') + "2";
+const std::string w3_token = "baton_" + std::string(63, 'a') + "3";
+
 protocol::Hello hello(const std::string& id, const std::string& token, int capacity = 1,
                       std::map<std::string, std::string> labels = {}) {
   protocol::Hello h;
@@ -40,8 +44,8 @@ protocol::Hello hello(const std::string& id, const std::string& token, int capac
 class WorkerAuthTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    table.by_hash[sha256_hex("cred-w1")] = store::WorkerCredential{11, "w1", {{"zone", "a"}, {"gpu", "1"}}, 4};
-    table.by_hash[sha256_hex("cred-w2")] = store::WorkerCredential{12, "w2", {}, 1};
+    table.by_hash[sha256_hex(w1_token)] = store::WorkerCredential{11, "w1", {{"zone", "a"}, {"gpu", "1"}}, 4};
+    table.by_hash[sha256_hex(w2_token)] = store::WorkerCredential{12, "w2", {}, 1};
   }
   FakeCredentials table;
   testing::FakeClock clock;
@@ -49,21 +53,21 @@ class WorkerAuthTest : public ::testing::Test {
 
 TEST_F(WorkerAuthTest, ACredentialAttachesOnlyItsOwnIdWithinItsGrant) {
   WorkerAuthenticator auth("", table.lookup(), clock);
-  auto ok = auth.admit(hello("w1", "cred-w1", 4, {{"zone", "a"}}));
+  auto ok = auth.admit(hello("w1", w1_token, 4, {{"zone", "a"}}));
   EXPECT_TRUE(ok.admitted) << ok.message;
   EXPECT_EQ(ok.credential_id, 11);
-  EXPECT_TRUE(auth.admit(hello("w1", "cred-w1", 0)).admitted);  // fewer labels, less capacity: fine
+  EXPECT_TRUE(auth.admit(hello("w1", w1_token, 0)).admitted);  // fewer labels, less capacity: fine
 
-  auto other = auth.admit(hello("w1", "cred-w2"));
+  auto other = auth.admit(hello("w1", w2_token));
   EXPECT_FALSE(other.admitted);
   EXPECT_EQ(other.code, "forbidden");
   EXPECT_EQ(other.message, "this credential belongs to worker \"w2\", not \"w1\"");
 
-  auto greedy = auth.admit(hello("w1", "cred-w1", 5));
+  auto greedy = auth.admit(hello("w1", w1_token, 5));
   EXPECT_EQ(greedy.message, "capacity 5 is more than the 4 granted to worker \"w1\"");
-  auto unknown_label = auth.admit(hello("w1", "cred-w1", 1, {{"region", "eu"}}));
+  auto unknown_label = auth.admit(hello("w1", w1_token, 1, {{"region", "eu"}}));
   EXPECT_EQ(unknown_label.message, "label \"region\" is not granted to worker \"w1\"");
-  auto other_value = auth.admit(hello("w1", "cred-w1", 1, {{"zone", "b"}}));
+  auto other_value = auth.admit(hello("w1", w1_token, 1, {{"zone", "b"}}));
   EXPECT_EQ(other_value.message, "label \"zone\" is granted as \"a\", not \"b\"");
 }
 
@@ -75,6 +79,14 @@ TEST_F(WorkerAuthTest, UnknownAndSharedTokens) {
   EXPECT_EQ(bad.message, "bad worker token");
   EXPECT_FALSE(without_shared.admit(hello("w1", "")).admitted);
   EXPECT_FALSE(without_shared.admit(hello("w1", std::string(500, 'x'))).admitted);
+  // Tokens of another shape are refused without asking the database.
+  const int asked = table.lookups;
+  EXPECT_FALSE(without_shared.admit(hello("w1", "baton_" + std::string(64, 'g'))).admitted);
+  EXPECT_FALSE(without_shared.admit(hello("w1", "baton_" + std::string(63, 'a'))).admitted);
+  EXPECT_FALSE(without_shared.admit(hello("w1", "baton_" + std::string(64, 'A'))).admitted);
+  EXPECT_EQ(table.lookups, asked);
+  EXPECT_FALSE(without_shared.admit(hello("w1", "baton_" + std::string(64, 'b'))).admitted);
+  EXPECT_EQ(table.lookups, asked + 1) << "a well-formed unknown token is looked up";
 
   // With a shared token, its holder may be anyone (the legacy mode), and
   // credentials work beside it.
@@ -82,29 +94,29 @@ TEST_F(WorkerAuthTest, UnknownAndSharedTokens) {
   auto any = with_shared.admit(hello("whoever", "example-worker-token-change-me", 99, {{"gpu", "8"}}));
   EXPECT_TRUE(any.admitted);
   EXPECT_EQ(any.credential_id, 0);
-  EXPECT_TRUE(with_shared.admit(hello("w2", "cred-w2")).admitted);
+  EXPECT_TRUE(with_shared.admit(hello("w2", w2_token)).admitted);
 }
 
 TEST_F(WorkerAuthTest, LookupsAreCachedForgottenOnRevocationAndADownDatabaseRefuses) {
   WorkerAuthenticator auth("", table.lookup(), clock, 5000ms);
-  EXPECT_TRUE(auth.admit(hello("w1", "cred-w1")).admitted);
-  EXPECT_TRUE(auth.admit(hello("w1", "cred-w1")).admitted);
+  EXPECT_TRUE(auth.admit(hello("w1", w1_token)).admitted);
+  EXPECT_TRUE(auth.admit(hello("w1", w1_token)).admitted);
   EXPECT_EQ(table.lookups, 1);
   // Revoked in the database: the cache still says yes until forgotten...
-  table.by_hash.erase(sha256_hex("cred-w1"));
-  EXPECT_TRUE(auth.admit(hello("w1", "cred-w1")).admitted);
+  table.by_hash.erase(sha256_hex(w1_token));
+  EXPECT_TRUE(auth.admit(hello("w1", w1_token)).admitted);
   auth.forget({11});
-  EXPECT_FALSE(auth.admit(hello("w1", "cred-w1")).admitted);
+  EXPECT_FALSE(auth.admit(hello("w1", w1_token)).admitted);
   EXPECT_EQ(table.lookups, 2);
   // ... or until the cache time passes.
-  table.by_hash[sha256_hex("cred-w2")].capacity = 1;
-  EXPECT_TRUE(auth.admit(hello("w2", "cred-w2")).admitted);
-  table.by_hash.erase(sha256_hex("cred-w2"));
+  table.by_hash[sha256_hex(w2_token)].capacity = 1;
+  EXPECT_TRUE(auth.admit(hello("w2", w2_token)).admitted);
+  table.by_hash.erase(sha256_hex(w2_token));
   clock.advance(5001ms);
-  EXPECT_FALSE(auth.admit(hello("w2", "cred-w2")).admitted);
+  EXPECT_FALSE(auth.admit(hello("w2", w2_token)).admitted);
 
   table.down = true;
-  auto down = auth.admit(hello("w3", "cred-w3"));
+  auto down = auth.admit(hello("w3", w3_token));
   EXPECT_FALSE(down.admitted);
   EXPECT_EQ(down.code, "unavailable");
   EXPECT_NE(down.message.find("connection refused"), std::string::npos);
