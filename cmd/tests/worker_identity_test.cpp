@@ -147,7 +147,17 @@ TEST(WorkerIdentity, OnlyAWorkersOwnCredentialAttachesItsIdWithinItsGrant) {
   EXPECT_EQ(c.db().scalar("SELECT capacity || ' ' || labels::text FROM workers WHERE worker_id = 'w2'"), "1 {}");
   auto again = c.trigger("n1", "tick");
   EXPECT_TRUE(c.wait_for_state(again, "SUCCEEDED", 15s));
-  EXPECT_TRUE(log_has(c.proc("n1"), "worker_refused node=n1 worker=\"w1\" code=forbidden")) << c.proc("n1").log();
+  EXPECT_TRUE(log_has(c.proc("n1"), "worker=\"w1\" code=forbidden message=")) << c.proc("n1").log();
+  // A refused worker is asked to wait (error.retry_after_ms, protocol 2)
+  // and does: one refusal in this time, not one per reconnect backoff
+  // (50-500 ms in these workers' configs).
+  EXPECT_TRUE(log_has(shared, "retry_after_ms=30000")) << shared.log();
+  std::this_thread::sleep_for(2s);
+  const std::string s = shared.log();
+  std::size_t refusals = 0;
+  for (auto at = s.find("bad worker token"); at != std::string::npos; at = s.find("bad worker token", at + 1))
+    ++refusals;
+  EXPECT_EQ(refusals, 1u) << s;
 }
 
 TEST(WorkerIdentity, AStolenBootstrapTokenIsRefusedAfterItExpires) {

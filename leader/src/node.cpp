@@ -90,13 +90,8 @@ class NodeRuntime final : public ServerHandlers {
 
   HttpResponse handle_http(const HttpRequest& r) override { return admin_.handle(r); }
 
-  WorkerAdmission admit_worker(const protocol::Hello& hello) override {
-    auto admission = worker_auth_.admit(hello);
-    if (!admission.admitted)
-      spdlog::warn("worker_refused node={} worker={} code={} reason={}", me_.node_id, json_quote(hello.worker_id),
-                   admission.code, json_quote(admission.message));
-    return admission;
-  }
+  // A refusal is logged once, by the session (worker_frame_rejected).
+  WorkerAdmission admit_worker(const protocol::Hello& hello) override { return worker_auth_.admit(hello); }
 
   /// Credentials revoked (or replaced by a new enrollment) lately: their
   /// sessions are closed. Called every few seconds off the watchdog thread.

@@ -202,6 +202,7 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
     if (worker_id_.empty()) {
       auto* hello = std::get_if<protocol::Hello>(&msg);
       if (!hello) return reject("protocol", "the first message must be hello");
+      claimed_id_ = hello->worker_id;
       // The highest version both ends speak (docs/protocol.md, "Versions").
       auto version = protocol::negotiate_version(protocol::protocol_version_min, protocol::protocol_version_max,
                                                  hello->protocol_min, hello->protocol_max);
@@ -254,8 +255,8 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
   void reject(const std::string& code, const std::string& message) {
     handlers_.on_protocol_error();
     // Both may carry what a worker sent: quoted, so no line can be forged.
-    spdlog::info("worker_frame_rejected link={} worker={} code={} message={}", id_, json_quote(worker_id_), code,
-                 json_quote(message));
+    spdlog::info("worker_frame_rejected link={} worker={} code={} message={}", id_,
+                 json_quote(worker_id_.empty() ? claimed_id_ : worker_id_), code, json_quote(message));
     // A refusal that retrying cannot cure (credentials, versions) asks a
     // version-2 worker to wait instead of reconnecting within milliseconds.
     const bool lasting = code == "unauthenticated" || code == "forbidden" || code == "bad_version";
@@ -327,6 +328,7 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
   Slot slot_;  ///< this connection's place under the caps
   asio::steady_timer hello_timer_;
   std::string worker_id_;
+  std::string claimed_id_;  ///< the id a hello claimed, before it was admitted (for the refusal's log line)
   /// The protocol version of this connection: 1 until a hello chose one.
   /// Read by send() on other threads (the control loop's).
   std::atomic<int> version_{protocol::protocol_version_min};
