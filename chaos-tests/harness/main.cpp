@@ -149,6 +149,10 @@ struct Options {
   std::set<std::string> faults;
   std::string out = "chaos-out";
   std::string binary;
+  /// pg_failover's standby: "sync" (what docs/operations.md requires) or
+  /// "async", the negative control: a standby that falls behind and is
+  /// promoted without the last elections and run writes.
+  std::string pg_replication = "sync";
 };
 
 class Harness {
@@ -179,8 +183,9 @@ class Harness {
     pg_port_ = std::stoi(url_.substr(url_.rfind(':') + 1, url_.rfind('/') - url_.rfind(':') - 1));
     log("postgres " + url_);
     // pg_failover: a synchronous streaming standby (docs/operations.md,
-    // "PostgreSQL high availability": every acknowledged commit is on it).
-    if (o_.faults.count("pg_failover") && !make_standby()) return fail("cannot start a synchronous standby");
+    // "PostgreSQL high availability": every acknowledged commit is on it),
+    // or an asynchronous one for the negative control.
+    if (o_.faults.count("pg_failover") && !make_standby()) return fail("cannot start a standby");
 
     io_thread_ = std::thread([this] {
       auto guard = boost::asio::make_work_guard(ioc_);
@@ -679,13 +684,17 @@ class Harness {
     }
   }
   /// A streaming standby of the current primary, which then waits at every
-  /// commit until the standby has it.
+  /// commit until the standby has it (unless --pg-replication async).
   bool make_standby() {
     standby_dir_ = pg_parent_ + "/standby-" + std::to_string(++standbys_);
     const std::string url =
         run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private standby " + pg_dir_ + " " + standby_dir_);
     if (url.rfind("postgresql://", 0) != 0) return false;
     standby_port_ = std::stoi(url.substr(url.rfind(':') + 1, url.rfind('/') - url.rfind(':') - 1));
+    if (o_.pg_replication == "async") {
+      log("asynchronous standby on port " + std::to_string(standby_port_));
+      return true;
+    }
     run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private sync " + pg_dir_);
     log("synchronous standby on port " + std::to_string(standby_port_));
     return true;
@@ -697,6 +706,33 @@ class Harness {
     std::getline(in, pid);
     return pid;
   }
+  /// The asynchronous standby falls behind (cut off from its primary), and
+  /// meanwhile the cluster commits what it will not have: run writes, and an
+  /// election, made by killing the leader `l` and waiting until the nodes
+  /// report its successor. Returns the killed node, restarted after the
+  /// failover (it then remembers no epoch, so nothing stops it campaigning
+  /// on the promoted standby and winning the lost epoch's number again).
+  std::string fall_behind(const std::string& fault, const std::string& l) {
+    run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private detach " + standby_dir_);
+    event("effect", fault, "postgres", "standby detached");
+    if (l.empty()) {
+      std::this_thread::sleep_for(2s);
+      return "";
+    }
+    procs_.at(l)->signal(SIGKILL);
+    kill_effect(fault, l);
+    for (auto end = std::chrono::steady_clock::now() + 10s; std::chrono::steady_clock::now() < end;) {
+      const auto next = leader();
+      if (!next.empty() && next != l) {
+        event("effect", fault, "postgres", "leader " + l + " killed, " + next + " elected while the standby is behind");
+        break;
+      }
+      std::this_thread::sleep_for(100ms);
+    }
+    std::this_thread::sleep_for(2s);  // the probes see it; run writes go on
+    return l;
+  }
+
   /// What a killed worker's outbox held while it was down: the checker
   /// tells a finish that was durable from one that was not.
   void snapshot_outbox(const std::string& worker) {
@@ -888,7 +924,10 @@ class Harness {
       // The primary crashes; its synchronous standby is promoted and the
       // address every node uses leads to it (as a virtual IP or a
       // multi-host URL does). Then a new standby, for the next one.
-      event("inject", fault, "postgres", "primary port " + std::to_string(pg_port_));
+      event("inject", fault, "postgres",
+            "primary port " + std::to_string(pg_port_) + " replication=" + o_.pg_replication);
+      std::string killed;
+      if (o_.pg_replication == "async") killed = fall_behind(fault, l);
       run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private crash " + pg_dir_);
       run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private promote " + standby_dir_);
       for (auto& [k, p] : db_proxy_) p->set_upstream(standby_port_);
@@ -901,6 +940,7 @@ class Harness {
       if (recovery == "f") event("effect", fault, "postgres", "promoted port " + std::to_string(pg_port_));
       std::this_thread::sleep_for(std::chrono::milliseconds(1000 + rng_() % 2000));
       if (!make_standby()) log("pg_failover: no new standby; later failovers are skipped");
+      if (!killed.empty()) start_node(killed);
       event("heal", fault, "postgres", "new primary port " + std::to_string(pg_port_));
     } else if (fault == "pg_restart") {
       const std::string before = postmaster_pid();
@@ -973,6 +1013,7 @@ class Harness {
 int usage() {
   std::cerr << "usage: baton-chaos run [--seed N] [--duration 120s] [--nodes 3] [--workers 3]\n"
                "                        [--faults all|kind,kind,...] [--out DIR] [--binary PATH]\n"
+               "                        [--pg-replication sync|async]\n"
                "       baton-chaos check DIR\n"
                "fault kinds: ";
   for (const auto& f : all_faults) std::cerr << f << ' ';
@@ -1012,7 +1053,11 @@ int main(int argc, char** argv) {
         o.out = value();
       else if (args[i] == "--binary")
         o.binary = value();
-      else
+      else if (args[i] == "--pg-replication") {
+        o.pg_replication = value();
+        if (o.pg_replication != "sync" && o.pg_replication != "async")
+          throw std::runtime_error("--pg-replication: '" + o.pg_replication + "' is neither sync nor async");
+      } else
         throw std::runtime_error("unknown option " + args[i]);
     } catch (const std::exception& e) {
       std::cerr << "baton-chaos: " << e.what() << "\n";

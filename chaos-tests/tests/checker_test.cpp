@@ -87,9 +87,13 @@ struct Fixture {
     epochs << "{\"epoch\":" << e << ",\"node\":\"" << node << "\",\"incarnation\":\"" << inc
            << "\",\"commit_us\":" << (commit ? std::to_string(*commit) : "null") << "}\n";
   }
-  void probe(std::int64_t t, const std::string& node, bool up, const std::string& role, int epoch) {
+  /// One /status answer; the leader it names is the fixture's holder of
+  /// `epoch` (n1 for 1, n2 for 2) unless given.
+  void probe(std::int64_t t, const std::string& node, bool up, const std::string& role, int epoch,
+             std::string leader = "") {
+    if (leader.empty()) leader = epoch == 1 ? "n1" : epoch == 2 ? "n2" : "";
     probes << "mono_ns=" << mono(t) << " t_us=" << t << " node=" << node << " up=" << (up ? 1 : 0)
-           << " role=" << (up ? role : "") << " epoch=" << (up ? epoch : 0) << " leader=\n";
+           << " role=" << (up ? role : "") << " epoch=" << (up ? epoch : 0) << " leader=" << (up ? leader : "") << "\n";
   }
   void run(std::int64_t id, const std::string& job, const std::string& state, const std::string& key, std::int64_t slot,
            int attempt, int max_attempts, std::int64_t event_id = 0) {
@@ -201,6 +205,7 @@ TEST(Checker, CleanHistoryPassesWithNonZeroCounts) {
   EXPECT_EQ(Fixture::get(r, "overlap_respected").examined, 16);          // the cron job's executions
   EXPECT_EQ(Fixture::get(r, "idempotency_keys_once").examined, 1);
   EXPECT_EQ(Fixture::get(r, "election_progress").examined, 2);
+  EXPECT_EQ(Fixture::get(r, "elections_kept").examined, 2);  // (1, n1), (2, n2)
   for (const auto& i : r.invariants) EXPECT_GT(i.examined, 0) << i.name;
   EXPECT_EQ(r.faults_effective.at("kill9_worker"), 1);
   EXPECT_NE(r.json().find("\"ok\":true"), std::string::npos);
@@ -299,6 +304,39 @@ TEST(Checker, PausedLeaderReWinningItsOwnLeaseIsAViolation) {
   f.epoch(2, "n1", "i1", T + 9'500'000);
   auto r = f.check();
   EXPECT_EQ(Fixture::violations(r, "paused_leader_superseded"), 1) << r.markdown();
+}
+
+// An asynchronous failover lost epoch 3 (won by n1 at +16 s, seen by both
+// nodes) and the new primary granted the number again, to n2 at +18 s. The
+// database's history alone (1 n1, 2 n2, 3 n2) is clean, and so is every
+// other invariant: only what the nodes said shows two holders of epoch 3.
+TEST(Checker, AnEpochNumberGrantedTwiceIsAViolation) {
+  Fixture f;
+  f.epoch(3, "n2", "i3", T + 18 * sec);
+  f.probes.str("");
+  for (std::int64_t t = T; t <= T + 20 * sec; t += 200'000) {
+    const bool paused = t >= T + 5 * sec && t < T + 9 * sec;
+    const int e = t >= T + 16 * sec ? 3 : t >= T + 8 * sec ? 2 : 1;
+    const std::string leader = e == 3 ? (t >= T + 18 * sec ? "n2" : "n1") : e == 2 ? "n2" : "n1";
+    f.probe(t, "n1", !paused, leader == "n1" ? "leader" : "follower", e, leader);
+    f.probe(t, "n2", true, leader == "n2" ? "leader" : "follower", e, leader);
+  }
+  auto r = f.check();
+  EXPECT_EQ(Fixture::violations(r, "elections_kept"), 1) << r.markdown();
+  EXPECT_NE(Fixture::get(r, "elections_kept").evidence.at(0).find("epoch 3 led by n1"), std::string::npos);
+  for (const auto& i : r.invariants) {
+    if (i.name == "elections_kept") continue;
+    EXPECT_EQ(i.violations, 0) << i.name << "\n" << r.markdown();
+  }
+}
+
+// The same loss with no campaign since: the database has no epoch 3.
+TEST(Checker, AnElectionTheDatabaseNoLongerHasIsAViolation) {
+  Fixture f;
+  for (std::int64_t t = T + 12 * sec; t <= T + 13 * sec; t += 200'000) f.probe(t, "n2", true, "follower", 3, "n1");
+  auto r = f.check();
+  EXPECT_EQ(Fixture::violations(r, "elections_kept"), 1) << r.markdown();
+  EXPECT_NE(Fixture::get(r, "elections_kept").evidence.at(0).find("has no epoch 3"), std::string::npos);
 }
 
 // A node that stops following elections (its election thread hung) while

@@ -1,6 +1,7 @@
 #include "baton/chaos/checker.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -501,6 +502,34 @@ Report check_history(const History& h) {
       if (e.node.empty() || e.incarnation.empty()) add(inv, "epoch " + std::to_string(e.epoch) + " has no holder");
       if (!e.commit_us) add(inv, "epoch " + std::to_string(e.epoch) + " has no commit timestamp");
       prev = e.epoch;
+    }
+    report.invariants.push_back(inv);
+  }
+
+  // ---- every election a node reported is in the database's history -----------
+  // The database's own epoch history cannot show an election it lost: after
+  // an asynchronous failover it is simply shorter, and the next campaign
+  // grants the lost number again (one_leader_per_epoch still sees 1, 2, 3).
+  // What the nodes said while it happened can: /status names the epoch and
+  // its leader, read from a committed lease row or a won campaign.
+  {
+    InvariantResult inv = invariant(
+        "elections_kept",
+        "every (epoch, leader) a node's /status reported is in the database's epoch history with that leader: no "
+        "committed election was lost and no epoch number went to two nodes");
+    std::map<std::int64_t, std::string> holder;
+    for (const auto& e : h.epochs) holder[e.epoch] = e.node;
+    std::set<std::pair<std::int64_t, std::string>> seen;
+    for (const auto& p : h.probes) {
+      if (!p.up || p.epoch <= 0 || p.leader.empty() || !seen.insert({p.epoch, p.leader}).second) continue;
+      inv.examined++;
+      const std::string said = p.node + " reported epoch " + std::to_string(p.epoch) + " led by " + p.leader + " at +" +
+                               std::to_string((p.t_us - h.window.start_us) / 1000) + " ms";
+      auto it = holder.find(p.epoch);
+      if (it == holder.end())
+        add(inv, said + "; the database has no epoch " + std::to_string(p.epoch));
+      else if (it->second != p.leader)
+        add(inv, said + "; the database says " + it->second + " won it");
     }
     report.invariants.push_back(inv);
   }
