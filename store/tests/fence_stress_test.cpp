@@ -90,6 +90,21 @@ TEST(FenceStress, NoStaleEpochWriteCommitsAfterTheElectionThatSupersededIt) {
                     " WHERE t.to_state = 'ASSIGNED'");
   const auto examined = v[0].as<std::int64_t>();
   const auto violations = v[1].as<std::int64_t>();
+  // The offending pairs with both commit times: a write that committed
+  // well after the election is a broken fence; one within microseconds of
+  // it (or before it by the clock) would point at the timestamps (wall
+  // clock, read on different CPUs) rather than at the locks.
+  if (violations > 0) {
+    auto rows = tx.exec("SELECT t.run_id, t.leader_epoch, " + commit_ts_sql("t.xid") + "::text, " +
+                        commit_ts_sql("h.election_xid") + "::text, (extract(epoch FROM " + commit_ts_sql("t.xid") +
+                        " - " + commit_ts_sql("h.election_xid") +
+                        ") * 1000000)::bigint FROM job_run_transitions t JOIN epoch_history h ON h.epoch = "
+                        "t.leader_epoch + 1 WHERE t.to_state = 'ASSIGNED' AND " +
+                        commit_ts_sql("t.xid") + " >= " + commit_ts_sql("h.election_xid") + " LIMIT 5");
+    for (const auto& r : rows)
+      std::printf("stale write: run=%s epoch=%s committed=%s election_of_next_epoch=%s after_us=%s\n", r[0].c_str(),
+                  r[1].c_str(), r[2].c_str(), r[3].c_str(), r[4].c_str());
+  }
   const auto assigned_rows = tx.exec1("SELECT count(*) FROM job_runs WHERE state = 'ASSIGNED'")[0].as<std::int64_t>();
   std::printf("writes=%d applied=%d fenced=%d conflict=%d errors=%d elections=%d examined=%lld violations=%lld\n",
               writes_total, applied.load(), fenced.load(), conflict.load(), errors.load(), elections.load(),
