@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <future>
 
 #include "baton/core/assert.h"
 #include "baton/core/json_text.h"
@@ -56,6 +55,37 @@ ControlLoop::ControlLoop(Epoch epoch, NodeIdentity me, RuntimeConfig cfg, RunLan
       book_(epoch, me_.node_id, cfg, static_cast<std::uint64_t>(epoch.value) * 7919u + 17u, clock.mono()) {}
 
 ControlLoop::~ControlLoop() = default;
+
+ControlLoop::Lane::Lane()
+    : thread_([this] {
+        std::unique_lock lock(mutex_);
+        while (true) {
+          wake_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+          if (jobs_.empty()) return;  // stopping, nothing left
+          auto job = std::move(jobs_.front());
+          jobs_.pop_front();
+          lock.unlock();
+          job();
+          lock.lock();
+        }
+      }) {}
+
+ControlLoop::Lane::~Lane() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_one();
+  thread_.join();
+}
+
+void ControlLoop::Lane::post(std::function<void()> job) {
+  {
+    std::lock_guard lock(mutex_);
+    jobs_.push_back(std::move(job));
+  }
+  wake_.notify_one();
+}
 
 void ControlLoop::post(LoopEvent e) {
   {
@@ -131,6 +161,8 @@ void ControlLoop::feed(const LoopEvent& e) {
           book_.message(ev.link_id, ev.worker_id, ev.message, now);
         } else if constexpr (std::is_same_v<T, CancelRun>) {
           book_.cancel(ev.run, ev.reason, now);
+        } else if constexpr (std::is_same_v<T, LaneDone>) {
+          ev.deliver();
         } else {
           book_.dispatch_now();
         }
@@ -141,19 +173,17 @@ void ControlLoop::feed(const LoopEvent& e) {
 void ControlLoop::drain() {
   while (book_.has_effects()) {
     auto effects = book_.take_effects();
-    for (std::size_t i = 0; i < effects.size(); ++i) {
+    for (auto& effect : effects) {
       // Effects emitted before a Fenced answer arrived are not carried out
       // once it has: nothing more reaches a worker or the database.
-      if (book_.fenced() && lc::is_external(effects[i])) continue;
-      bool next_done = false;
-      execute(effects[i], i + 1 < effects.size() ? &effects[i + 1] : nullptr, next_done);
-      if (next_done) ++i;
+      if (book_.fenced() && lc::is_external(effect)) continue;
+      execute(effect);
     }
   }
   if (book_.fenced()) fenced_ = true;
 }
 
-void ControlLoop::execute(lc::Effect& effect, lc::Effect* next, bool& next_done) {
+void ControlLoop::execute(lc::Effect& effect) {
   std::visit(
       [&](auto& e) {
         using T = std::decay_t<decltype(e)>;
@@ -198,22 +228,16 @@ void ControlLoop::execute(lc::Effect& effect, lc::Effect* next, bool& next_done)
         } else if constexpr (std::is_same_v<T, lc::WriteAssigns>) {
           book_.result(e.op, lanes_.main.assign_batch(epoch_, e.rows), clock_.mono());
         } else if constexpr (std::is_same_v<T, lc::WriteFinishes>) {
-          // A pass's starts go with its finishes: the two statements touch
-          // disjoint rows and are each fenced on their own, so they run at
-          // the same time on their own connections.
-          std::future<Result<store::BatchWriteResult>> started;
-          lc::WriteStarts* starts = next ? std::get_if<lc::WriteStarts>(next) : nullptr;
-          if (starts)
-            started = std::async(std::launch::async,
-                                 [&] { return lanes_.starts.start_batch(epoch_, starts->rows, starts->stale_after); });
-          book_.result(e.op, lanes_.finishes.finish_batch(epoch_, e.rows), clock_.mono());
-          if (starts) {
-            auto r = started.get();
-            next_done = true;
-            if (!book_.fenced()) book_.result(starts->op, r, clock_.mono());
-          }
+          // On the finish lane; the result comes back through the inbox.
+          finish_lane_.post([this, op = e.op, rows = std::move(e.rows)] {
+            auto r = lanes_.finishes.finish_batch(epoch_, rows);
+            post(LaneDone{[this, op, r = std::move(r)] { book_.result(op, r, clock_.mono()); }});
+          });
         } else if constexpr (std::is_same_v<T, lc::WriteStarts>) {
-          book_.result(e.op, lanes_.starts.start_batch(epoch_, e.rows, e.stale_after), clock_.mono());
+          start_lane_.post([this, op = e.op, rows = std::move(e.rows), stale_after = e.stale_after] {
+            auto r = lanes_.starts.start_batch(epoch_, rows, stale_after);
+            post(LaneDone{[this, op, r = std::move(r)] { book_.result(op, r, clock_.mono()); }});
+          });
         } else if constexpr (std::is_same_v<T, lc::WriteHeartbeats>) {
           book_.result(e.op, store_.heartbeat_batch(epoch_, e.rows, e.stale_after), clock_.mono());
         } else if constexpr (std::is_same_v<T, lc::CreateCronRun>) {

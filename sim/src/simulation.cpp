@@ -150,6 +150,9 @@ struct Node {
   std::unique_ptr<consensus::Elector> elector;
   std::unique_ptr<lc::RunBook> book;
   std::deque<std::function<void()>> inbox;  ///< deliveries waiting for this node to run
+  /// Lane results not yet back: (when, delivery); dropped with the process.
+  std::vector<std::pair<std::int64_t, std::function<void()>>> lane_replies;
+  std::uint64_t book_serial = 0;  ///< which book a lane reply belongs to
   bool crashed = false;
   bool paused = false;
   bool db_cut = false;
@@ -235,6 +238,7 @@ class World {
         *n.lease, *n.clock, n.identity, election_config(), [](const consensus::RoleChange&) {}, [](Millis) {});
     n.book.reset();
     n.inbox.clear();
+    n.lane_replies.clear();
     n.crashed = n.paused = false;
     apply_db_cut(n);
   }
@@ -256,6 +260,7 @@ class World {
     const bool leads = n.elector->is_leader();
     if (n.book && (!leads || n.book->epoch() != n.elector->leader_epoch())) stop_book(n, "stepping down");
     if (leads && !n.book) {
+      n.book_serial++;
       n.book = std::make_unique<lc::RunBook>(n.elector->leader_epoch(), n.identity.node_id, cfg_,
                                              static_cast<std::uint64_t>(n.elector->leader_epoch().value) * 7919u + 17u,
                                              n.clock->mono());
@@ -267,7 +272,14 @@ class World {
   }
 
   void run_book(Node& n) {
-    // Deliveries first (a follower answers them too), then the pass.
+    // Deliveries first (a follower answers them too), then the pass. Lane
+    // replies that are due join them.
+    std::stable_sort(n.lane_replies.begin(), n.lane_replies.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    while (!n.lane_replies.empty() && n.lane_replies.front().first <= now_ns()) {
+      n.inbox.push_back(std::move(n.lane_replies.front().second));
+      n.lane_replies.erase(n.lane_replies.begin());
+    }
     while (!n.inbox.empty()) {
       auto d = std::move(n.inbox.front());
       n.inbox.pop_front();
@@ -342,12 +354,11 @@ class World {
               } else if constexpr (std::is_same_v<T, lc::WriteAssigns>) {
                 b.result(e.op, store_write(n, [&](store::RunStore& s) { return s.assign_batch(epoch, e.rows); }), now);
               } else if constexpr (std::is_same_v<T, lc::WriteStarts>) {
-                b.result(
-                    e.op,
-                    store_write(n, [&](store::RunStore& s) { return s.start_batch(epoch, e.rows, e.stale_after); }),
-                    now);
+                on_lane(n, e.op, [epoch, rows = e.rows, stale = e.stale_after](store::RunStore& s) {
+                  return s.start_batch(epoch, rows, stale);
+                });
               } else if constexpr (std::is_same_v<T, lc::WriteFinishes>) {
-                b.result(e.op, store_write(n, [&](store::RunStore& s) { return s.finish_batch(epoch, e.rows); }), now);
+                on_lane(n, e.op, [epoch, rows = e.rows](store::RunStore& s) { return s.finish_batch(epoch, rows); });
               } else if constexpr (std::is_same_v<T, lc::WriteHeartbeats>) {
                 b.result(
                     e.op,
@@ -371,6 +382,24 @@ class World {
             effect);
       }
     }
+  }
+
+  /// A lane write (ControlLoop's start and finish lanes): the statement runs
+  /// now or when its reply is due, and the reply reaches the book later,
+  /// after other inputs; a reply to a book that is gone is dropped (its
+  /// statement still ran: the lane thread outlives the loop's epoch).
+  template <class F>
+  void on_lane(Node& n, lc::OpId op, F write) {
+    auto done = std::make_shared<std::optional<Result<store::BatchWriteResult>>>();
+    if (chance(0.5)) *done = store_write(n, write);
+    const std::int64_t delay = k_.lane_delay_max_ms > 0 ? uniform(0, k_.lane_delay_max_ms) * ms_ns : 0;
+    const std::uint64_t serial = n.book_serial;
+    const int index = n.index;
+    n.lane_replies.emplace_back(now_ns() + delay, [this, index, serial, op, done, write] {
+      Node& n = nodes_[static_cast<std::size_t>(index)];
+      if (!*done) *done = store_write(n, write);
+      if (n.book && n.book_serial == serial) n.book->result(op, **done, n.clock->mono());
+    });
   }
 
   static Result<store::WriteResult> write_run(store::RunStore& s, const lc::WriteRun& w) {
@@ -1196,6 +1225,7 @@ Knobs knobs_for(std::uint64_t seed) {
   k.p_success = real(0.5, 0.95);
   k.p_descendant = real(0, 0.6);
   k.task_max_ms = pick(200, 4000);
+  k.lane_delay_max_ms = pick(0, 1) ? pick(1, 30) : 0;
   return k;
 }
 

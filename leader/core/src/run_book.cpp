@@ -26,6 +26,10 @@ bool is_external(const Effect& e) {
          std::holds_alternative<Prune>(e);
 }
 
+bool is_lane_write(const Effect& e) {
+  return std::holds_alternative<WriteStarts>(e) || std::holds_alternative<WriteFinishes>(e);
+}
+
 RunBook::RunBook(Epoch epoch, std::string node_id, RuntimeConfig cfg, std::uint64_t seed, MonoTime started)
     : epoch_(epoch),
       node_id_(std::move(node_id)),
@@ -62,11 +66,13 @@ std::vector<Effect> RunBook::take_effects() {
   return out;
 }
 
-std::size_t RunBook::outstanding() const {
+std::size_t RunBook::pass_outstanding() const {
   return wait_active_.size() + wait_run_.size() + wait_due_.size() + wait_jobs_.size() + wait_write_.size() +
          wait_batch_.size() + wait_heartbeats_.size() + wait_create_.size() + wait_controls_.size() +
          wait_events_.size();
 }
+
+std::size_t RunBook::outstanding() const { return pass_outstanding() + wait_lane_.size(); }
 
 std::optional<MonoTime> RunBook::next_wakeup() const {
   if (cron_wakeups_.empty()) return std::nullopt;
@@ -109,7 +115,7 @@ void RunBook::result(OpId op, const Result<std::vector<store::ScheduledJob>>& r,
 }
 void RunBook::result(OpId op, const Result<store::WriteResult>& r, MonoTime now) { resume(wait_write_, op, r, now); }
 void RunBook::result(OpId op, const Result<store::BatchWriteResult>& r, MonoTime now) {
-  resume(wait_batch_, op, r, now);
+  resume(wait_lane_.count(op) ? wait_lane_ : wait_batch_, op, r, now);
 }
 void RunBook::result(OpId op, const Result<store::HeartbeatBatchResult>& r, MonoTime now) {
   resume(wait_heartbeats_, op, r, now);
@@ -130,11 +136,17 @@ void RunBook::pump() {
   // The periodic steps of a pass run one after another, each once the reads
   // and writes of everything before it have come back: the same order, and
   // the same view, as one synchronous pass.
-  while (!fenced_ && steps_ != 0 && outstanding() == 0) {
+  while (!fenced_ && steps_ != 0 && pass_outstanding() == 0) {
     const unsigned step = steps_ & (~steps_ + 1);  // lowest pending step
     steps_ &= ~step;
     switch (step) {
-      case step_flush: flush_starts_and_finishes(); break;
+      case step_flush:
+        // What queued since the last pass goes out on each free lane; the
+        // pass goes on without waiting for it (pass_outstanding). A busy
+        // lane sends its queue the moment its statement returns.
+        flush_finishes();
+        flush_starts();
+        break;
       case step_silent: detach_silent(); break;
       case step_reap:
         if (now_ - last_reap_ >= cfg_.reap_every) {
@@ -200,7 +212,7 @@ void RunBook::pump() {
     }
   }
   // The pass is over: the next one decides on a new read.
-  if (in_pass_ && steps_ == 0 && outstanding() == 0) {
+  if (in_pass_ && steps_ == 0 && pass_outstanding() == 0) {
     in_pass_ = false;
     fresh_ = false;
   }
@@ -580,7 +592,8 @@ void RunBook::on_start(const std::string& worker, const protocol::Start& m, bool
   if (!held_by(r, RunState::assigned, worker, m.ref))
     return deny_start(worker, m.ref, "not the current assignment of this run");
   // "No start right, no process": the grant is sent only after the batched
-  // start write (flush_starts_and_finishes) has applied.
+  // start write (flush_starts) has applied.
+  if (writing_start_ids_.count(r.id.value)) return;           // a repeated start being written
   if (!pending_start_ids_.insert(r.id.value).second) return;  // a repeated start already queued
   auto w = workers_.find(worker);
   pending_starts_.push_back(
@@ -686,12 +699,13 @@ void RunBook::on_finish(const std::string& worker, const protocol::Finish& m, bo
 }
 
 void RunBook::finish_current(const std::string& worker, const protocol::Finish& m) {
-  if (pending_finish_ids_.count(m.ref.run_id)) return;  // a resend of a finish already queued
+  // A resend of a finish already queued or being written: its result answers it.
+  if (pending_finish_ids_.count(m.ref.run_id) || writing_finish_ids_.count(m.ref.run_id)) return;
   adopt_if_needed(m.ref.run_id, [this, worker, m](bool adopted) {
     if (!adopted) return;  // no ack: the worker sends it again
     auto it = tracked_.find(m.ref.run_id);
     if (it == tracked_.end() || !held_by(it->second.row, RunState::running, worker, m.ref)) return;
-    if (pending_finish_ids_.count(m.ref.run_id)) return;
+    if (pending_finish_ids_.count(m.ref.run_id) || writing_finish_ids_.count(m.ref.run_id)) return;
     const store::ActiveRun& r = it->second.row;
     log_tails(r, m);
 
@@ -797,31 +811,45 @@ void RunBook::late_success(const std::string& worker, const protocol::Finish& m)
 
 // --- batched starts and finishes -----------------------------------------
 
-void RunBook::flush_starts_and_finishes() {
-  if (fenced_ || (pending_starts_.empty() && pending_finishes_.empty())) return;
-  std::vector<store::StartRow> starts;
+void RunBook::flush_finishes() {
+  if (fenced_ || finish_lane_busy_ || pending_finishes_.empty()) return;
   std::vector<store::FinishRow> finishes;
-  starts.swap(pending_starts_);
   finishes.swap(pending_finishes_);
-  pending_start_ids_.clear();
+  writing_finish_ids_.swap(pending_finish_ids_);
   pending_finish_ids_.clear();
-  // The two statements touch disjoint rows (ASSIGNED vs RUNNING runs) and
-  // are each fenced on their own: the shell may run them at the same time.
-  // Finishes first: they free capacity.
-  if (!finishes.empty()) {
-    const OpId op = next_op();
-    auto messages = std::make_shared<std::map<std::int64_t, std::pair<std::string, protocol::Finish>>>();
-    messages->swap(finish_messages_);
-    wait_batch_[op] = [this, finishes, messages](const Result<store::BatchWriteResult>& res) {
-      apply_finishes(finishes, *messages, res);
-    };
-    emit(WriteFinishes{op, std::move(finishes)});
-  }
-  if (!starts.empty()) {
-    const OpId op = next_op();
-    wait_batch_[op] = [this, starts](const Result<store::BatchWriteResult>& res) { apply_starts(starts, res); };
-    emit(WriteStarts{op, std::move(starts), cfg_.heartbeat_timeout + cfg_.heartbeat_interval});
-  }
+  finish_lane_busy_ = true;
+  const OpId op = next_op();
+  auto messages = std::make_shared<std::map<std::int64_t, std::pair<std::string, protocol::Finish>>>();
+  messages->swap(finish_messages_);
+  wait_lane_[op] = [this, finishes, messages](const Result<store::BatchWriteResult>& res) {
+    finish_lane_busy_ = false;
+    writing_finish_ids_.clear();
+    apply_finishes(finishes, *messages, res);
+    flush_finishes();  // group commit: whatever queued meanwhile, at once
+  };
+  emit(WriteFinishes{op, std::move(finishes)});
+}
+
+void RunBook::flush_starts() {
+  if (fenced_ || start_lane_busy_ || pending_starts_.empty()) return;
+  std::vector<store::StartRow> starts;
+  starts.swap(pending_starts_);
+  writing_start_ids_.swap(pending_start_ids_);
+  pending_start_ids_.clear();
+  start_lane_busy_ = true;
+  const OpId op = next_op();
+  wait_lane_[op] = [this, starts](const Result<store::BatchWriteResult>& res) {
+    start_lane_busy_ = false;
+    writing_start_ids_.clear();
+    apply_starts(starts, res);
+    flush_starts();  // group commit: whatever queued meanwhile, at once
+  };
+  emit(WriteStarts{op, std::move(starts), cfg_.heartbeat_timeout + cfg_.heartbeat_interval});
+}
+
+bool RunBook::lane_busy_with(std::int64_t run) const {
+  return pending_start_ids_.count(run) || writing_start_ids_.count(run) || pending_finish_ids_.count(run) ||
+         writing_finish_ids_.count(run);
 }
 
 void RunBook::apply_starts(const std::vector<store::StartRow>& rows, const Result<store::BatchWriteResult>& res) {
@@ -988,6 +1016,13 @@ void RunBook::check_invariants() const {
   }
   // Queued starts and finishes are each queued once (one statement, one row per run).
   BATON_ASSERT(pending_start_ids_.size() == pending_starts_.size());
+  // At most one batch per lane is being written, and a run is in at most one
+  // of a lane's queue and its batch being written.
+  BATON_ASSERT(wait_lane_.size() == static_cast<std::size_t>(start_lane_busy_) + (finish_lane_busy_ ? 1u : 0u));
+  BATON_ASSERT(start_lane_busy_ || writing_start_ids_.empty());
+  BATON_ASSERT(finish_lane_busy_ || writing_finish_ids_.empty());
+  for (auto id : writing_start_ids_) BATON_ASSERT(!pending_start_ids_.count(id));
+  for (auto id : writing_finish_ids_) BATON_ASSERT(!pending_finish_ids_.count(id));
   BATON_ASSERT(pending_finish_ids_.size() == pending_finishes_.size());
   BATON_ASSERT(finish_messages_.size() == pending_finishes_.size());
   // One connection per worker.

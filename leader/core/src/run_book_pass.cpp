@@ -80,6 +80,12 @@ void RunBook::reap(bool /*fresh*/) {
   std::vector<ReaperView> views;
   for (auto& [id, t] : tracked_) {
     const auto& r = t.row;
+    // A start or finish of the run is on its lane: its result decides what
+    // happens to the run, not the reaper. (Not needed for safety: the two
+    // writes carry the same version and at most one applies; a finish that
+    // lost is judged again. It spares the run a CONFIRMING write and a
+    // re-read on every detach that races its finish.)
+    if (lane_busy_with(id)) continue;
     // A worker attached through a process that cannot speak for this
     // attempt (another process using the same id) counts as absent for it:
     // the attempt goes through CONFIRMING like any detach.

@@ -852,3 +852,79 @@ TEST(RunBook, AStreamedFinishPlacesItsTailsByOffsetAndRecordsTheLogRef) {
 
 }  // namespace
 }  // namespace baton::leader_core
+
+namespace baton::leader_core {
+namespace {
+
+// The start lane: the pass sends what queued before it; starts that arrive
+// while that batch is being written go together, as one statement, the
+// moment it returns (not at the next pass).
+TEST(RunBookLanes, StartsQueuedWhileABatchIsWrittenGoTogetherWhenItReturns) {
+  Driver d;
+  auto r1 = active(1, RunState::assigned, "w1"), r2 = active(2, RunState::assigned, "w1"),
+       r3 = active(3, RunState::assigned, "w1");
+  d.begin({r1, r2, r3}, hello("w1"));
+  d.msg(7, "w1", protocol::Start{ref(r1)});
+  auto first = all<WriteStarts>(d.tick(10ms));
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(first[0].rows.size(), 1u);
+  d.msg(7, "w1", protocol::Start{ref(r2)});
+  d.msg(7, "w1", protocol::Start{ref(r3)});
+  d.msg(7, "w1", protocol::Start{ref(r2)});  // a repeated start is queued once
+  EXPECT_TRUE(all<WriteStarts>(d.tick(20ms)).empty()) << "one batch in flight per lane";
+  auto e = d.answer(first[0].op, batch(kEpoch, {1}));
+  ASSERT_EQ(sent<protocol::StartGranted>(e).size(), 1u);
+  auto next = all<WriteStarts>(e);
+  ASSERT_EQ(next.size(), 1u) << "the lane goes on as soon as its statement returned";
+  ASSERT_EQ(next[0].rows.size(), 2u);
+  EXPECT_EQ(next[0].rows[0].run, RunId{2});
+  EXPECT_EQ(next[0].rows[1].run, RunId{3});
+  EXPECT_EQ(d.book.outstanding(), 1u);
+  EXPECT_EQ(sent<protocol::StartGranted>(d.answer(next[0].op, batch(kEpoch, {2, 3}))).size(), 2u);
+}
+
+// The two lanes and the pass do not wait for each other: a finish being
+// written holds up neither a start nor the pass's dispatch.
+TEST(RunBookLanes, AFinishBeingWrittenHoldsUpNeitherStartsNorThePass) {
+  Driver d;
+  auto running = active(1, RunState::running, "w1"), assigned = active(2, RunState::assigned, "w1");
+  d.begin({running, assigned}, hello("w1", {ref(running)}));
+  d.msg(7, "w1", finish(running, protocol::Outcome::succeeded));
+  auto finishes = all<WriteFinishes>(d.tick(10ms));
+  ASSERT_EQ(finishes.size(), 1u);
+  d.msg(7, "w1", protocol::Start{ref(assigned)});
+  d.controls.dispatch_enabled = true;
+  store::DueRun due;
+  due.id = RunId{5};
+  due.version = Version{1};
+  due.state = RunState::pending;
+  due.max_attempts = 3;
+  d.due = {due};
+  auto e = d.tick(100ms);
+  EXPECT_EQ(all<WriteStarts>(e).size(), 1u) << "the start lane did not wait for the finish lane";
+  EXPECT_EQ(all<WriteAssigns>(e).size(), 1u) << "dispatch did not wait for the finish lane";
+  EXPECT_EQ(sent<protocol::FinishAck>(d.answer(finishes[0].op, batch(kEpoch, {1}))).size(), 1u);
+}
+
+// While a run's finish is being written its worker goes away: the reaper
+// leaves the run to the finish's result (no CONFIRMING write that one of the
+// two would lose on its version).
+TEST(RunBookLanes, TheReaperLeavesARunAloneWhileItsFinishIsBeingWritten) {
+  Driver d;
+  auto r = active(1, RunState::running, "w1");
+  d.begin({r}, hello("w1", {ref(r)}));
+  d.msg(7, "w1", finish(r, protocol::Outcome::succeeded));
+  auto finishes = all<WriteFinishes>(d.tick(10ms));
+  ASSERT_EQ(finishes.size(), 1u);
+  d.book.detached(7, "w1", "closed", d.now);
+  d.run();
+  // Past the reattach window and the reap period, with the worker away.
+  for (const auto& w : all<WriteRun>(d.tick(1500ms)))
+    ADD_FAILURE() << "wrote kind " << static_cast<int>(w.kind) << " while the finish was in flight";
+  d.answer(finishes[0].op, batch(kEpoch, {1}));
+  d.rows = {};  // the finish applied: the run is no longer active
+  for (const auto& w : all<WriteRun>(d.tick(3000ms))) ADD_FAILURE() << "wrote kind " << static_cast<int>(w.kind);
+}
+
+}  // namespace
+}  // namespace baton::leader_core

@@ -13,10 +13,12 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <variant>
 
 #include "baton/core/clock.h"
@@ -54,7 +56,12 @@ struct CancelRun {
 /// A run was just created (API trigger): dispatch now instead of at the next
 /// dispatch period, so trigger-to-start latency is not the period.
 struct DispatchNow {};
-using LoopEvent = std::variant<WorkerAttached, WorkerDetached, WorkerMessage, CancelRun, DispatchNow>;
+/// A lane's statement returned: `deliver` feeds its result to the book (on
+/// the loop's thread, like every input).
+struct LaneDone {
+  std::function<void()> deliver;
+};
+using LoopEvent = std::variant<WorkerAttached, WorkerDetached, WorkerMessage, CancelRun, DispatchNow, LaneDone>;
 
 /// Worker messages the inbox holds at most. Beyond it, the connection whose
 /// message did not fit is closed (the worker reconnects and sends again:
@@ -64,9 +71,10 @@ inline constexpr std::size_t loop_inbox_max = 65536;
 static_assert(loop_inbox_max > 0);
 
 /// The run stores a loop writes through: `main` for dispatch and the rare
-/// single-run writes; the batched finishes and starts of one pass go through
-/// their own stores (own connections) at the same time, so a pass costs the
-/// slower of the two statements rather than their sum.
+/// single-run writes, on the loop's own thread; the batched starts and the
+/// batched finishes each on a lane: a thread and a connection of their own,
+/// so a start waits for the start statement before it, not for a pass of
+/// the loop (RunBook's lanes: group commit, one batch in flight per lane).
 struct RunLanes {
   store::RunStore& main;
   store::RunStore& starts;
@@ -96,11 +104,27 @@ class ControlLoop {
   /// Carries out the book's effects, feeding each result back, until the
   /// book has none left.
   void drain();
-  void execute(leader_core::Effect& e, leader_core::Effect* next, bool& next_done);
+  void execute(leader_core::Effect& e);
   void write_run(const leader_core::WriteRun& w);
   /// Writes the output gathered since the last call: one statement, and the
   /// archive. Best effort: output is not run state.
   void flush_output();
+
+  /// One statement at a time on its own thread; the book never has more
+  /// than one in flight per lane, so the queue holds at most one job.
+  class Lane {
+   public:
+    Lane();
+    ~Lane();  ///< waits for the statement under way
+    void post(std::function<void()> job);
+
+   private:
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::deque<std::function<void()>> jobs_;
+    bool stop_ = false;
+    std::thread thread_;
+  };
 
   const Epoch epoch_;
   const NodeIdentity me_;
@@ -121,6 +145,8 @@ class ControlLoop {
   std::map<std::uint64_t, std::string> overflowed_;  ///< link -> worker whose message did not fit
 
   std::atomic<bool> fenced_{false};
+  // Last: destroyed (joined) first, while everything a job touches lives.
+  Lane start_lane_, finish_lane_;
 };
 
 }  // namespace baton::leader

@@ -40,6 +40,10 @@ struct Knobs {
   double p_success = 0.8;                      ///< a task exits 0
   double p_descendant = 0.3;                   ///< a task forks a child that may outlive it
   std::int64_t task_min_ms = 50, task_max_ms = 2500;
+  /// A lane write's (batched starts, finishes) result comes back up to this
+  /// long after the book emitted it, in any order with other inputs; its
+  /// statement runs at emission or at the reply.
+  std::int64_t lane_delay_max_ms = 0;
 };
 Knobs knobs_for(std::uint64_t seed);
 

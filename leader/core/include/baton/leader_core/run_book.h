@@ -30,6 +30,15 @@
 // Reads of the active runs are coalesced: every decision that needs a fresh
 // view waits for the one outstanding ReadActive, and a view stays fresh until
 // a write's outcome contradicts it or the pass ends (tick's work is done).
+//
+// Starts and finishes are written on lanes of their own (group commit): at
+// the start of each pass, each free lane gets one batch of everything queued
+// since; a busy lane's queue goes out the moment its batch's result comes
+// back, without waiting for a pass. Finishes likewise. A shell may
+// carry out a lane's WriteStarts / WriteFinishes beside everything else and
+// feed the result back whenever it arrives (is_lane_write); the pass does not
+// wait for them, and while a run's start or finish is queued or being
+// written the reaper leaves that run alone (its outcome decides).
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -236,6 +245,10 @@ using Effect = std::variant<Send, Close, Log, Count, ObserveDispatchLatency, Rec
 /// True for the effects that change the world outside the leader (messages
 /// and writes): none may follow a Fenced answer.
 bool is_external(const Effect& e);
+/// True for WriteStarts and WriteFinishes: the book has at most one of each
+/// outstanding, and their results may come back at any later time, in any
+/// order with other inputs.
+bool is_lane_write(const Effect& e);
 
 class RunBook {
  public:
@@ -276,7 +289,8 @@ class RunBook {
   /// A write came back Fenced: a newer leader exists. Nothing is sent or
   /// written after it.
   bool fenced() const { return fenced_; }
-  /// Reads and writes emitted whose results have not come back.
+  /// Reads and writes emitted whose results have not come back (lane
+  /// writes included).
   std::size_t outstanding() const;
   /// The earliest time a cron run created ahead of its slot becomes due.
   std::optional<MonoTime> next_wakeup() const;
@@ -336,6 +350,8 @@ class RunBook {
 
   template <class T>
   void resume(Waiting<T>& w, OpId op, const Result<T>& r, MonoTime now);
+  /// What the pass waits for: everything outstanding but the lane writes.
+  std::size_t pass_outstanding() const;
   void after_input();
   void pump();
   void emit(Effect e);
@@ -383,7 +399,12 @@ class RunBook {
   /// Adopts a CONFIRMING attempt that its attached worker lists as ended.
   void adopt_ended(const std::string& worker, const protocol::AttemptRef& ref);
 
-  void flush_starts_and_finishes();
+  /// Emits the queued starts (finishes) as one batch unless one is being
+  /// written: at the pass's first step and when the lane's result returns.
+  void flush_starts();
+  void flush_finishes();
+  /// A start or finish of `run` is queued or being written.
+  bool lane_busy_with(std::int64_t run) const;
   void apply_starts(const std::vector<store::StartRow>& rows, const Result<store::BatchWriteResult>& res);
   void apply_finishes(const std::vector<store::FinishRow>& rows,
                       const std::map<std::int64_t, std::pair<std::string, protocol::Finish>>& messages,
@@ -461,6 +482,10 @@ class RunBook {
   std::set<std::int64_t> pending_start_ids_;
   std::vector<store::FinishRow> pending_finishes_;
   std::set<std::int64_t> pending_finish_ids_;
+  /// The lanes: the batch being written (its results not back), by run id.
+  Waiting<store::BatchWriteResult> wait_lane_;
+  std::set<std::int64_t> writing_start_ids_, writing_finish_ids_;
+  bool start_lane_busy_ = false, finish_lane_busy_ = false;
   /// The worker and finish message behind each queued finish row (a row
   /// that does not apply is judged again from its message).
   std::map<std::int64_t, std::pair<std::string, protocol::Finish>> finish_messages_;
