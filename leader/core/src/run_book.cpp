@@ -26,10 +26,6 @@ bool is_external(const Effect& e) {
          std::holds_alternative<Prune>(e);
 }
 
-bool is_lane_write(const Effect& e) {
-  return std::holds_alternative<WriteStarts>(e) || std::holds_alternative<WriteFinishes>(e);
-}
-
 RunBook::RunBook(Epoch epoch, std::string node_id, RuntimeConfig cfg, std::uint64_t seed, MonoTime started)
     : epoch_(epoch),
       node_id_(std::move(node_id)),

@@ -31,14 +31,15 @@
 // view waits for the one outstanding ReadActive, and a view stays fresh until
 // a write's outcome contradicts it or the pass ends (tick's work is done).
 //
-// Starts and finishes are written on lanes of their own (group commit): at
-// the start of each pass, each free lane gets one batch of everything queued
-// since; a busy lane's queue goes out the moment its batch's result comes
-// back, without waiting for a pass. Finishes likewise. A shell may
-// carry out a lane's WriteStarts / WriteFinishes beside everything else and
-// feed the result back whenever it arrives (is_lane_write); the pass does not
-// wait for them, and while a run's start or finish is queued or being
-// written the reaper leaves that run alone (its outcome decides).
+// Starts and finishes are written on two lanes of their own (group commit):
+// at the start of each pass, each free lane gets one batch of everything
+// queued on it since; a busy lane's queue goes out the moment its batch's
+// result comes back, without waiting for a pass. A shell may carry out
+// WriteStarts and WriteFinishes beside everything else and feed their
+// results back whenever they arrive (at most one of each is outstanding, in
+// any order with other inputs); the pass does not wait for them, and while
+// a run's start or finish is queued or being written the reaper leaves that
+// run alone (the write's outcome decides).
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -245,10 +246,6 @@ using Effect = std::variant<Send, Close, Log, Count, ObserveDispatchLatency, Rec
 /// True for the effects that change the world outside the leader (messages
 /// and writes): none may follow a Fenced answer.
 bool is_external(const Effect& e);
-/// True for WriteStarts and WriteFinishes: the book has at most one of each
-/// outstanding, and their results may come back at any later time, in any
-/// order with other inputs.
-bool is_lane_write(const Effect& e);
 
 class RunBook {
  public:
