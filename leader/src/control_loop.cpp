@@ -34,6 +34,7 @@ std::atomic<std::int64_t>& counter(Metrics& m, lc::Counter c) {
     case lc::Counter::runs_started: return m.runs_started;
     case lc::Counter::runs_finished: return m.runs_finished;
     case lc::Counter::runs_orphaned: return m.runs_orphaned;
+    case lc::Counter::runs_requeued: return m.runs_requeued;
     case lc::Counter::runs_created_by_cron: return m.runs_created_by_cron;
     case lc::Counter::cron_slots_skipped: return m.cron_skips_recorded;
     case lc::Counter::protocol_errors: return m.protocol_errors;
@@ -275,6 +276,7 @@ void ControlLoop::write_run(const lc::WriteRun& w) {
     switch (w.kind) {
       case lc::RunWriteKind::adopt: return runs.adopt(w.fence, w.attempt);
       case lc::RunWriteKind::orphan: return runs.orphan(w.fence);
+      case lc::RunWriteKind::requeue: return runs.requeue(w.fence);
       case lc::RunWriteKind::begin_confirming: return runs.begin_confirming(w.fence, w.delay);
       case lc::RunWriteKind::finish: return runs.finish(w.fence, w.attempt, w.finish);
       case lc::RunWriteKind::retry_later: return runs.retry_later(w.fence, w.attempt, w.finish, w.delay);

@@ -40,6 +40,10 @@ std::string Metrics::render() const {
   gauge("baton_runs_started_total", "Start grants by this node.", runs_started.load(), "counter");
   gauge("baton_runs_finished_total", "Finishes recorded by this node.", runs_finished.load(), "counter");
   gauge("baton_runs_orphaned_total", "Runs this node moved to ORPHANED.", runs_orphaned.load(), "counter");
+  gauge("baton_runs_requeued_total",
+        "Runs this node took back from a worker's prefetch queue after the reassign delay (ORPHANED, not counted "
+        "as lost placements).",
+        runs_requeued.load(), "counter");
   gauge("baton_cron_runs_created_total", "Cron slots materialised by this node.", runs_created_by_cron.load(),
         "counter");
   gauge("baton_cron_skips_recorded_total",

@@ -174,6 +174,8 @@ Message read_message(const std::string& type, const Fields& f, int frame_version
     if (m.worker_id.empty()) f.fail("worker_id", "must not be empty");
     m.token = f.str("token", true, 4096);
     m.capacity = static_cast<int>(f.integer("capacity", 0, 100000, std::nullopt));
+    m.prefetch = static_cast<int>(f.integer("prefetch", 0, 100000, 0));
+    if (m.prefetch > m.capacity) f.fail("prefetch", "must not be more than capacity");
     m.labels = f.string_map("labels");
     m.running = read_refs(f, "running");
     m.finished = read_refs(f, "finished");
@@ -300,6 +302,7 @@ struct Encoder {
     o["worker_id"] = m.worker_id;
     o["token"] = m.token;
     o["capacity"] = m.capacity;
+    if (m.prefetch > 0) o["prefetch"] = m.prefetch;
     o["labels"] = map_json(m.labels);
     o["running"] = refs_json(m.running);
     if (!m.finished.empty()) o["finished"] = refs_json(m.finished);

@@ -10,6 +10,15 @@ namespace {
 
 AttemptRef ref() { return {42, 2, "2b1c3f9e-0000-4000-8000-000000000001"}; }
 
+Hello prefetching_hello() {
+  Hello h;
+  h.worker_id = "w2";
+  h.token = "secret";
+  h.capacity = 8;
+  h.prefetch = 8;
+  return h;
+}
+
 std::vector<Message> samples() {
   Task program{TaskKind::program, "p", {"/bin/echo", "hi"}, {{"A", "1"}}, "/tmp", "", "", Builtin::noop, "", true};
   Task sql{TaskKind::sql, "q", {}, {}, "", "local", "SELECT 1", Builtin::noop, "", false, TaskOnError::continue_};
@@ -40,7 +49,8 @@ std::vector<Message> samples() {
           Cancel{ref(), "operator"},
           Drain{},
           streamed,
-          Output{ref(), "stderr", 1 << 20, "line \u00e9\n"}};
+          Output{ref(), "stderr", 1 << 20, "line \u00e9\n"},
+          prefetching_hello()};
 }
 
 std::string decode_error(std::string_view frame) {
@@ -81,6 +91,10 @@ TEST(Codec, BadFramesAreNamedErrors) {
            {R"({"type":"hello","version":1,"worker_id":"w","token":"t","capacity":"8"})",
             "hello.capacity: must be an integer"},
            {R"({"type":"hello","version":1,"worker_id":"w","token":"t","capacity":-1})", "must be between 0"},
+           {R"({"type":"hello","version":1,"worker_id":"w","token":"t","capacity":2,"prefetch":3})",
+            "hello.prefetch: must not be more than capacity"},
+           {R"({"type":"hello","version":1,"worker_id":"w","token":"t","capacity":2,"prefetch":-1})",
+            "hello.prefetch: must be between 0"},
            {R"({"type":"start","version":1,"run_id":0,"attempt":1,"lease_token":"x"})",
             "start.run_id: must be between"},
            {R"({"type":"start","version":1,"run_id":1,"attempt":1})", "start.lease_token: is required"},

@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
     return o.ok() ? 0 : 1;
   }
   std::atomic<std::uint64_t> next{from};
-  std::atomic<std::int64_t> runs{0}, failed{0}, simulated{0};
+  std::atomic<std::int64_t> runs{0}, failed{0}, simulated{0}, requeued{0};
   std::mutex print;
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::thread> pool;
@@ -85,6 +85,7 @@ int main(int argc, char** argv) {
         const auto o = baton::sim::simulate(s);
         simulated++;
         runs += o.stats.at("runs");
+        requeued += o.stats.at("requeued");
         if (o.ok()) continue;
         failed++;
         std::lock_guard lock(print);
@@ -95,10 +96,10 @@ int main(int argc, char** argv) {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf(
       "baton-sim: %lld seeds from %llu simulated: %lld failed; %lld simulated runs in %.1f s wall (%.0f runs/s, "
-      "%.1f seeds/s, %u threads)\n",
+      "%.1f seeds/s, %u threads; %lld runs taken back from prefetch queues)\n",
       static_cast<long long>(simulated.load()), static_cast<unsigned long long>(from),
       static_cast<long long>(failed.load()), static_cast<long long>(runs.load()), wall, runs.load() / wall,
-      static_cast<double>(simulated.load()) / wall, threads);
+      static_cast<double>(simulated.load()) / wall, threads, static_cast<long long>(requeued.load()));
   const bool any_failed = failed.load() > 0;
   return expect_failure ? (any_failed ? 0 : 1) : (any_failed ? 1 : 0);
 }

@@ -335,6 +335,7 @@ class World {
               } else if constexpr (std::is_same_v<T, lc::Close>) {
                 close_node_side(e.link);
               } else if constexpr (std::is_same_v<T, lc::Log>) {
+                if (e.text.rfind("run_requeued ", 0) == 0) ++requeued_;
                 if (trace_) note(n.identity.node_id + " " + e.text);
               } else if constexpr (std::is_same_v<T, lc::ReadActive>) {
                 b.result(e.op,
@@ -406,6 +407,7 @@ class World {
     switch (w.kind) {
       case lc::RunWriteKind::adopt: return s.adopt(w.fence, w.attempt);
       case lc::RunWriteKind::orphan: return s.orphan(w.fence);
+      case lc::RunWriteKind::requeue: return s.requeue(w.fence);
       case lc::RunWriteKind::begin_confirming: return s.begin_confirming(w.fence, w.delay);
       case lc::RunWriteKind::finish: return s.finish(w.fence, w.attempt, w.finish);
       case lc::RunWriteKind::retry_later: return s.retry_later(w.fence, w.attempt, w.finish, w.delay);
@@ -555,7 +557,7 @@ class World {
   void boot_worker(Worker& w) {
     w.succeeds = w.instance;
     w.instance = w.id + "-i" + std::to_string(w.incarnation);
-    w.table = std::make_unique<wc::AttemptTable>();
+    w.table = std::make_unique<wc::AttemptTable>(k_.capacity);
     w.conn.reset();
     w.welcomed = false;
     w.crashed = w.paused = false;
@@ -614,6 +616,7 @@ class World {
     protocol::Hello h;
     h.worker_id = w.id;
     h.capacity = k_.capacity;
+    h.prefetch = k_.prefetch;
     h.instance = w.instance;
     h.succeeds = w.succeeds;
     h.running = w.table->running();
@@ -686,9 +689,9 @@ class World {
           } else if constexpr (std::is_same_v<T, protocol::StartGranted>) {
             w.table->start_granted(msg.ref);
           } else if constexpr (std::is_same_v<T, protocol::StartDenied>) {
-            w.table->start_denied(msg.ref);
+            w.table->start_denied(msg.ref, now);
           } else if constexpr (std::is_same_v<T, protocol::Cancel>) {
-            w.table->cancel(msg);
+            w.table->cancel(msg, now);
           } else if constexpr (std::is_same_v<T, protocol::FinishAck>) {
             w.unacked.erase(key_of(msg.ref));
             w.unacked_since.erase(key_of(msg.ref));
@@ -1054,7 +1057,7 @@ class World {
   std::uint64_t seq_ = 0, next_conn_ = 0;
   std::int64_t next_pid_ = 1000;
   std::int64_t start_ns_ = 0, end_faults_ns_ = 0, end_ns_ = 0;
-  std::int64_t frames_sent_ = 0, created_ = 0;
+  std::int64_t frames_sent_ = 0, created_ = 0, requeued_ = 0;  // requeued_: prefetched runs taken back
 };
 
 Outcome World::run() {
@@ -1104,6 +1107,7 @@ Outcome World::run() {
   out.stats["faults"] = static_cast<std::int64_t>(faults_.size());
   out.stats["transitions"] = static_cast<std::int64_t>(run_db_.transitions().size());
   out.stats["simulated_ms"] = (end_ns_ - start_ns_) / ms_ns;
+  out.stats["requeued"] = requeued_;
   std::int64_t succeeded = 0;
   for (const auto& [id, r] : run_db_.runs()) succeeded += r.state == RunState::succeeded;
   out.stats["succeeded"] = succeeded;
@@ -1226,6 +1230,7 @@ Knobs knobs_for(std::uint64_t seed) {
   k.p_descendant = real(0, 0.6);
   k.task_max_ms = pick(200, 4000);
   k.lane_delay_max_ms = pick(0, 1) ? pick(1, 30) : 0;
+  k.prefetch = pick(0, 1) ? static_cast<int>(pick(1, k.capacity)) : 0;
   return k;
 }
 

@@ -206,6 +206,12 @@ WriteResult FakeRunDb::orphan(const RunFence& f) {
       });
 }
 
+WriteResult FakeRunDb::requeue(const RunFence& f) {
+  return update(
+      f, [](const FakeRun& r) { return r.state == RunState::assigned; },
+      [](FakeRun& r) { r.state = RunState::orphaned; });
+}
+
 WriteResult FakeRunDb::fail_orphaned(const RunFence& f, const std::string& reason) {
   return update(
       f, [](const FakeRun& r) { return r.state == RunState::orphaned; },
@@ -463,6 +469,9 @@ Result<WriteResult> FakeRunStore::retry_later(const RunFence& f, const AttemptFe
 }
 Result<WriteResult> FakeRunStore::orphan(const RunFence& f) {
   return call<WriteResult>([&] { return db_.orphan(f); }, true);
+}
+Result<WriteResult> FakeRunStore::requeue(const RunFence& f) {
+  return call<WriteResult>([&] { return db_.requeue(f); }, true);
 }
 Result<WriteResult> FakeRunStore::fail_orphaned(const RunFence& f, const std::string& reason) {
   return call<WriteResult>([&] { return db_.fail_orphaned(f, reason); }, true);

@@ -18,27 +18,36 @@ struct Statement {
 
 // The fence: lock the lease row FOR KEY SHARE (held to commit) and compare
 // its epoch inside the same statement as the row predicates.
+//
+// The run's id finds the row; every other predicate is a check on the row
+// found, wrapped in `(...) IS TRUE` (true exactly when the predicates are)
+// so that no index on state or worker can be chosen to drive the statement.
+// Right after a bulk load the statistics say no run is RUNNING or ASSIGNED;
+// the planner then drove the batched finish from job_runs_state_scheduled_idx
+// and rescanned the batch for every row it found (quadratic in the batch:
+// 15 ms for 128 runs, 7 ms with the id driving; docs/performance.md).
 std::string fenced_update(const std::string& set, const std::string& where, const std::string& extra_ctes = "") {
   return "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1 FOR KEY SHARE),"
          " w AS (UPDATE job_runs SET " +
          set +
          ", version = version + 1, leader_epoch = $3, updated_at = now()"
-         " WHERE id = $1 AND version = $2 AND (SELECT epoch FROM fence) = $3 AND " +
-         where + " RETURNING job_runs.*)" + extra_ctes +
+         " WHERE id = $1 AND (SELECT epoch FROM fence) = $3 AND (version = $2 AND (" +
+         where + ")) IS TRUE RETURNING job_runs.*)" + extra_ctes +
          " SELECT (SELECT epoch FROM fence), w.version, w.lease_token::text, w.attempt"
          " FROM (VALUES (1)) AS one(x) LEFT JOIN w ON true";
 }
 
 // The batched form: one UPDATE ... FROM <rows> with the lease row locked
 // once for the statement; $1 is the writer's epoch, each row of `b` carries
-// its own id, expected version and state/attempt predicates.
+// its own id, expected version and state/attempt predicates. As above, only
+// the id may drive it: each row of the batch is one primary-key lookup.
 std::string batch_update(const std::string& set, const std::string& from, const std::string& where,
                          const std::string& extra_returning = "", const std::string& extra_ctes = "") {
   return "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1 FOR KEY SHARE),"
          " w AS (UPDATE job_runs r SET " +
          set + ", version = r.version + 1, leader_epoch = $1, updated_at = now() FROM " + from +
-         " WHERE r.id = b.id AND r.version = b.version AND (SELECT epoch FROM fence) = $1 AND " + where +
-         " RETURNING r.*" + extra_returning + ")" + extra_ctes +
+         " WHERE r.id = b.id AND (SELECT epoch FROM fence) = $1 AND (r.version = b.version AND (" + where +
+         ")) IS TRUE RETURNING r.*" + extra_returning + ")" + extra_ctes +
          " SELECT (SELECT epoch FROM fence), w.id, w.version, w.lease_token::text, w.attempt"
          " FROM (VALUES (1)) AS one(x) LEFT JOIN w ON true";
 }
@@ -104,6 +113,7 @@ const std::vector<Statement>& statements() {
                      "state = 'RUNNING' AND " + attempt_predicates, attempt_row_cte)},
       {"run_orphan",
        fenced_update("state = 'ORPHANED', unstarted_assignments = unstarted_assignments + 1", "state = 'ASSIGNED'")},
+      {"run_requeue", fenced_update("state = 'ORPHANED'", "state = 'ASSIGNED'")},
       {"run_late_success",
        fenced_update("state = 'SUCCEEDED', finished_at = now(), next_attempt_at = NULL, " + finish_set,
                      "state = 'RETRY_WAITING' AND assigned_worker_id = $4 AND attempt = $5 AND lease_token = $6::uuid",
@@ -233,9 +243,9 @@ const std::string& heartbeat_batch_sql() {
       " version = r.version + 1, updated_at = now()"
       " FROM unnest($3::bigint[], $4::bigint[], $5::text[], $6::int[], $7::uuid[]) AS b(id, version, worker, attempt,"
       " token)"
-      " WHERE r.id = b.id AND r.version = b.version AND r.state = 'RUNNING' AND r.assigned_worker_id = b.worker"
-      " AND r.attempt = b.attempt AND r.lease_token = b.token AND r.leader_epoch = $1"
-      " AND (SELECT epoch FROM fence) = $1 RETURNING r.id, r.version)"
+      " WHERE r.id = b.id AND (SELECT epoch FROM fence) = $1 AND (r.version = b.version AND r.state = 'RUNNING'"
+      " AND r.assigned_worker_id = b.worker AND r.attempt = b.attempt AND r.lease_token = b.token"
+      " AND r.leader_epoch = $1) IS TRUE RETURNING r.id, r.version)"
       " SELECT (SELECT epoch FROM fence), w.id, w.version FROM (VALUES (1)) AS one(x) LEFT JOIN w ON true";
   return sql;
 }
@@ -339,6 +349,7 @@ Result<WriteResult> PgRunStore::late_success(const RunFence& f, const AttemptFen
                 std::string(), std::string(), fin.exit_code);
 }
 
+Result<WriteResult> PgRunStore::requeue(const RunFence& f) { return fenced("run_requeue", f); }
 Result<WriteResult> PgRunStore::fail_orphaned(const RunFence& f, const std::string& reason) {
   return fenced("run_fail_orphaned", f, reason);
 }

@@ -404,6 +404,27 @@ TYPED_TEST(RunStoreContract, AConfirmingRunCarriesItsRemainingDeadlineAndItsCanc
   EXPECT_EQ(rows[0].cancel_reason.value_or(""), "operator");
 }
 
+// A run taken back from a worker's prefetch queue is placed again like an
+// orphan, but it does not spend the run's budget of unstarted assignments.
+TYPED_TEST(RunStoreContract, ARequeuedRunIsDueAgainWithoutCountingAnUnstartedAssignment) {
+  RunId id = this->create();
+  auto a = this->runs.assign({id, Version{1}, this->epoch}, "w1");
+  EXPECT_EQ(this->outcome(this->runs.requeue({id, Version{1}, this->epoch})), WriteOutcome::conflict);
+  auto q = this->runs.requeue({id, a->new_version, this->epoch});
+  ASSERT_EQ(this->outcome(q), WriteOutcome::applied);
+  EXPECT_EQ(this->read(id).state, RunState::orphaned);
+  auto due = this->env.due(10);
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].unstarted_assignments, 0);
+  auto re = this->runs.reassign({id, q->new_version, this->epoch}, RunState::orphaned, "w2");
+  ASSERT_EQ(this->outcome(re), WriteOutcome::applied);
+  EXPECT_EQ(re->attempt, 1);
+  EXPECT_NE(re->lease_token, a->lease_token);
+  auto o = this->runs.orphan({id, re->new_version, this->epoch});
+  ASSERT_EQ(this->outcome(o), WriteOutcome::applied);
+  EXPECT_EQ(this->env.due(10)[0].unstarted_assignments, 1);
+}
+
 TYPED_TEST(RunStoreContract, DueRunsArePendingOrphanedAndRetriesWhoseTimeHasCome) {
   RunId pending = this->create();
   RunId orphaned = this->create();

@@ -274,6 +274,7 @@ class Agent {
                       unreachable_leader_, instance_, succeeds_};
     h.protocol_min = protocol::protocol_version_min;
     h.protocol_max = protocol::protocol_version_max;
+    h.prefetch = cfg_.prefetch;
     h.running = table_.running();
     // Weakened chaos builds only: the old rule, ended attempts not listed.
     if (!weakened("lost_rule"))
@@ -477,7 +478,7 @@ class Agent {
         st && *st != worker_core::AttemptState::running && *st != worker_core::AttemptState::stopping)
       spdlog::info("attempt_start_denied worker={} run={} attempt={} reason={}", cfg_.worker_id, d.ref.run_id,
                    d.ref.attempt, json_quote(d.reason));
-    table_.start_denied(d.ref);
+    table_.start_denied(d.ref, clock_.mono());
     apply_effects();
   }
 
@@ -485,7 +486,7 @@ class Agent {
     if (!table_.state(c.ref)) return;
     spdlog::info("attempt_cancel worker={} run={} attempt={} reason={}", cfg_.worker_id, c.ref.run_id, c.ref.attempt,
                  json_quote(c.reason));
-    table_.cancel(c);
+    table_.cancel(c, clock_.mono());
     apply_effects();
   }
 
@@ -762,8 +763,8 @@ class Agent {
   int failures_ = 0, redirects_in_a_row_ = 0;
   std::int64_t heartbeat_interval_ms_ = 1000, heartbeat_timeout_ms_ = 5000, continuation_margin_ms_ = 10000;
   MonoTime last_resend_{}, last_outbox_retry_{};
-  worker_core::AttemptTable table_;           ///< what each attempt may do (worker/core)
-  std::map<std::string, Process> processes_;  ///< started attempts' runners, by key
+  worker_core::AttemptTable table_{cfg_.capacity};  ///< what each attempt may do (worker/core)
+  std::map<std::string, Process> processes_;        ///< started attempts' runners, by key
   /// Output of started attempts until their finish is acknowledged, by key.
   std::map<std::string, std::shared_ptr<AttemptOutput>> outputs_;
   std::string instance_, succeeds_;  ///< this process; the one before it on this spool

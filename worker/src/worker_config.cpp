@@ -45,6 +45,12 @@ Result<WorkerConfig> load_worker_config(const std::string& file) {
   if (auto v = top.string("enrollment_token_file")) cfg.enrollment_token_path = resolve(*v);
   if (auto v = top.string("credential_file")) cfg.credential_path = resolve(*v);
   if (auto v = top.integer("capacity", 0, 10000)) cfg.capacity = static_cast<int>(*v);
+  cfg.prefetch = cfg.capacity;
+  if (auto v = top.integer("prefetch", 0, 10000)) {
+    cfg.prefetch = static_cast<int>(*v);
+    if (cfg.prefetch > cfg.capacity)
+      errors.add("prefetch", "must not be more than capacity (" + std::to_string(cfg.capacity) + ")");
+  }
   if (auto v = top.string("spool_dir", true)) cfg.spool_dir = resolve(*v);
   if (auto v = top.string("log_level")) cfg.log_level = *v;
   if (auto v = top.string("task_cgroup")) {

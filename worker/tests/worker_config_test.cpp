@@ -76,6 +76,7 @@ TEST(WorkerConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
       {"enrollment_token_file", "(or token_file)"},
       {"credential_file", "(spool_dir/credential)"},
       {"capacity", std::to_string(cfg->capacity)},
+      {"prefetch", cfg->prefetch == cfg->capacity ? "(capacity)" : std::to_string(cfg->prefetch)},
       {"labels", empty_map(cfg->labels)},
       {"spool_dir", "(required)"},
       {"task_cgroup", cfg->task_cgroup},
@@ -105,6 +106,19 @@ TEST(WorkerConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
                                  : key.substr(0, dot) + ": {" + key.substr(dot + 1) + ": " + value + "}\n"));
     EXPECT_TRUE(loaded) << key << ": " << loaded.error().message;
   }
+}
+
+TEST(WorkerConfig, PrefetchDefaultsToTheCapacityAndMayNotExceedIt) {
+  auto dflt = load_worker_config(write_config("capacity: 16\n"));
+  ASSERT_TRUE(dflt) << dflt.error().message;
+  EXPECT_EQ(dflt->prefetch, 16);
+  auto off = load_worker_config(write_config("capacity: 16\nprefetch: 0\n"));
+  ASSERT_TRUE(off) << off.error().message;
+  EXPECT_EQ(off->prefetch, 0);
+  auto over = load_worker_config(write_config("capacity: 2\nprefetch: 3\n"));
+  ASSERT_FALSE(over);
+  EXPECT_NE(over.error().message.find("prefetch: must not be more than capacity (2)"), std::string::npos)
+      << over.error().message;
 }
 
 TEST(WorkerConfig, ABadSqlConnectionIsNamedWithoutItsPassword) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "baton/core/assert.h"
 #include "baton/core/weaken.h"
@@ -18,7 +19,10 @@ bool labels_match(const std::map<std::string, std::string>& selector,
   return true;
 }
 
-DispatchPlan plan_dispatch(const std::vector<DispatchCandidate>& candidates, std::vector<WorkerCapacity> workers) {
+namespace {
+
+/// One placement round over `free`.
+DispatchPlan place(const std::vector<DispatchCandidate>& candidates, std::vector<WorkerCapacity> workers) {
   // For each distinct selector, a heap of the workers it matches, most free
   // slots first, then by worker id: O(W log W + C log W) instead of
   // comparing every run with every worker (with a fleet of 1,000 workers
@@ -84,6 +88,22 @@ DispatchPlan plan_dispatch(const std::vector<DispatchCandidate>& candidates, std
   return plan;
 }
 
+}  // namespace
+
+DispatchPlan plan_dispatch(const std::vector<DispatchCandidate>& candidates, std::vector<WorkerCapacity> workers) {
+  DispatchPlan plan = place(candidates, workers);
+  if (std::none_of(workers.begin(), workers.end(), [](const WorkerCapacity& w) { return w.queue > 0; })) return plan;
+  std::set<std::int64_t> decided(plan.unmatched.begin(), plan.unmatched.end());
+  for (const auto& a : plan.assignments) decided.insert(a.run_id);
+  std::vector<DispatchCandidate> rest;
+  for (const auto& c : candidates)
+    if (!decided.count(c.run_id)) rest.push_back(c);
+  for (auto& w : workers) w.free = w.queue;
+  DispatchPlan queued = place(rest, std::move(workers));
+  plan.assignments.insert(plan.assignments.end(), queued.assignments.begin(), queued.assignments.end());
+  return plan;
+}
+
 FinishDecision decide_finish(RunState outcome, int attempt, int max_attempts, std::chrono::milliseconds base,
                              std::chrono::milliseconds cap, std::chrono::milliseconds jitter) {
   BATON_ASSERT(outcome == RunState::succeeded || outcome == RunState::failed || outcome == RunState::timed_out);
@@ -102,8 +122,13 @@ std::vector<ReapAction> plan_reaping(const std::vector<ReaperView>& runs, const 
       // reconnected, or the assign went down a connection that died). A
       // worker that is gone loses it much sooner (seed rule 4.1: not started
       // and the worker detached).
-      if (r.assigned_age_ms >= cfg.reassign_after.count() ||
-          (!r.worker_attached && r.assigned_age_ms >= cfg.reassign_detached_after.count()))
+      // A run its worker holds queued (prefetch) behind busy slots goes back
+      // to be placed again after the same delay, perhaps on an idle worker;
+      // that is not a lost placement, so it does not count against the run.
+      if (r.worker_attached && r.held_by_worker && r.assigned_age_ms >= cfg.reassign_after.count())
+        out.push_back({r.run_id, ReapKind::requeue});
+      else if (r.assigned_age_ms >= cfg.reassign_after.count() ||
+               (!r.worker_attached && r.assigned_age_ms >= cfg.reassign_detached_after.count()))
         out.push_back({r.run_id, ReapKind::orphan});
       continue;
     }

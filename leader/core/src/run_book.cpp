@@ -388,7 +388,8 @@ void RunBook::attached(LinkId link, const protocol::Hello& hello, MonoTime now) 
     emit(Close{link, "evicted"});
     return after_input();
   }
-  workers_[id] = Attached{link, hello.capacity, hello.labels, now_, false, false, 0, hello.instance, hello.succeeds};
+  workers_[id] = Attached{link, hello.capacity, hello.labels,   now_,          false, false,
+                          0,    hello.instance, hello.succeeds, hello.prefetch};
   emit(RecordWorker{id, true, json_object(hello.labels), hello.capacity});
   // Adopt what the worker is still executing before welcoming it: the
   // welcome names the adopted attempts, and only those restart their

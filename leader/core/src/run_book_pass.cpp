@@ -95,7 +95,8 @@ void RunBook::reap(bool /*fresh*/) {
     const bool expired = r.continuation_expired && t.confirm_until && now_ >= *t.confirm_until;
     views.push_back({id, r.state, r.worker_id, attached || reattach_window, r.leader_epoch == epoch_, r.continuation,
                      expired, r.assigned_age_ms, r.running_age_ms, r.timeout_ms,
-                     r.state == RunState::running ? unlisted_heartbeats(t) : 0});
+                     r.state == RunState::running ? unlisted_heartbeats(t) : 0,
+                     r.state == RunState::assigned && attached && unlisted_heartbeats(t) == 0});
   }
   ReaperConfig rc{cfg_.reassign_after, cfg_.reassign_detached_after, cfg_.timeout_grace};
   for (const auto& action : plan_reaping(views, rc)) {
@@ -115,6 +116,20 @@ void RunBook::reap(bool /*fresh*/) {
           log(LogLevel::info, fmt::format("run_orphaned run={} attempt={} worker={} epoch={}", run, row.attempt,
                                           json_quote(row.worker_id), epoch_.value));
           send(row.worker_id, protocol::Cancel{ref_of(row), "assignment expired"});
+          tracked_.erase(run);
+        });
+        break;
+      }
+      case ReapKind::requeue: {
+        WriteRun w;
+        w.kind = RunWriteKind::requeue;
+        w.fence = {r.id, r.version, epoch_};
+        write(std::move(w), [this, run, row = r](const Result<store::WriteResult>& res) {
+          if (!note("requeue", run, res)) return;
+          count(Counter::runs_requeued);
+          log(LogLevel::info, fmt::format("run_requeued run={} attempt={} worker={} epoch={}", run, row.attempt,
+                                          json_quote(row.worker_id), epoch_.value));
+          send(row.worker_id, protocol::Cancel{ref_of(row), "queued too long: placed again"});
           tracked_.erase(run);
         });
         break;
@@ -336,6 +351,15 @@ bool RunBook::takes_no_runs(const std::string& worker, const Attached& w) const 
 
 // --- dispatch ---------------------------------------------------------------
 
+WorkerCapacity RunBook::room_of(const std::string& id, const Attached& w, int holding) const {
+  WorkerCapacity c{id, w.labels, 0, takes_no_runs(id, w), 0};
+  if (!w.welcomed) return c;
+  // Runs it holds fill its slots first, then its prefetch queue.
+  c.free = std::max(0, w.capacity - holding);
+  c.queue = std::max(0, w.prefetch - std::max(0, holding - w.capacity));
+  return c;
+}
+
 void RunBook::dispatch() {
   std::map<std::string, int> holding;
   for (const auto& [id, t] : tracked_) holding[t.row.worker_id]++;
@@ -344,8 +368,8 @@ void RunBook::dispatch() {
   // worker can place never fill the batch ahead of runs that one can.
   std::map<std::map<std::string, std::string>, int> free_by_labels;
   for (const auto& [id, w] : workers_) {
-    const int free = std::max(0, w.capacity - holding[id]);
-    if (w.welcomed && !takes_no_runs(id, w) && free > 0) free_by_labels[w.labels] += free;
+    const WorkerCapacity c = room_of(id, w, holding[id]);
+    if (w.welcomed && !takes_no_runs(id, w) && c.free + c.queue > 0) free_by_labels[w.labels] += c.free + c.queue;
   }
   if (free_by_labels.empty()) return;
   struct Gathered {
@@ -381,8 +405,7 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
   std::map<std::string, int> holding;
   for (const auto& [id, t] : tracked_) holding[t.row.worker_id]++;
   std::vector<WorkerCapacity> capacity;
-  for (const auto& [id, w] : workers_)
-    capacity.push_back({id, w.labels, w.welcomed ? std::max(0, w.capacity - holding[id]) : 0, takes_no_runs(id, w)});
+  for (const auto& [id, w] : workers_) capacity.push_back(room_of(id, w, holding[id]));
 
   std::map<std::int64_t, const store::DueRun*> by_id;
   std::vector<DispatchCandidate> candidates;

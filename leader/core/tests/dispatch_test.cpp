@@ -27,6 +27,23 @@ TEST(Dispatch, FullOrDrainingWorkersTakeNothing) {
   EXPECT_TRUE(plan.unmatched.empty()) << "a full worker matches: the run waits, it is not unmatched";
 }
 
+// Prefetch: free slots anywhere are filled before any queue, so a busy
+// worker never queues a run an idle one could start now.
+TEST(Dispatch, QueuesTakeOnlyWhatNoFreeSlotCould) {
+  std::vector<WorkerCapacity> workers = {{"busy", {}, 0, false, 4}, {"idle", {}, 1, false, 1}};
+  auto plan = plan_dispatch({{1, {}}, {2, {}}, {3, {}}, {4, {}}, {5, {}}, {6, {}}, {7, {}}}, workers);
+  ASSERT_EQ(plan.assignments.size(), 6u);  // 1 slot + 4 + 1 queue places; run 7 waits
+  EXPECT_EQ(plan.assignments[0].run_id, 1);
+  EXPECT_EQ(plan.assignments[0].worker_id, "idle");  // the one free slot, first, for the first run
+  int busy = 0;
+  for (std::size_t i = 1; i < plan.assignments.size(); ++i) busy += plan.assignments[i].worker_id == "busy";
+  EXPECT_EQ(busy, 4);
+  EXPECT_TRUE(plan.unmatched.empty());
+  // A draining worker's queue takes nothing either.
+  workers[0].draining = true;
+  EXPECT_EQ(plan_dispatch({{1, {}}, {2, {}}, {3, {}}}, workers).assignments.size(), 2u);
+}
+
 namespace {
 // The definition plan_dispatch must keep: each run, in order, to the matching
 // worker with the most free slots (ties: smallest id). O(runs x workers).
@@ -106,6 +123,27 @@ TEST(Reaper, AssignedRunOfADetachedWorkerIsOrphanedAfterTheShortThreshold) {
   ASSERT_EQ(actions.size(), 1u);
   EXPECT_EQ(actions[0].run_id, 2);
   EXPECT_EQ(actions[0].kind, ReapKind::orphan);
+}
+
+// A run its attached worker lists as held (queued behind busy slots) goes
+// back to be placed again after reassign_after, as a requeue that does not
+// count against the run; one the worker does not list is an orphan as ever.
+TEST(Reaper, ARunHeldQueuedTooLongIsRequeuedNotOrphaned) {
+  ReaperConfig cfg{10000ms, 1000ms, 5000ms, 2};
+  std::vector<ReaperView> runs = {
+      {1, RunState::assigned, "w1", true, true, ContinuationState::none, false, 9999, 0, 0, 0, true},
+      {2, RunState::assigned, "w1", true, true, ContinuationState::none, false, 10000, 0, 0, 0, true},
+      {3, RunState::assigned, "w1", true, true, ContinuationState::none, false, 10000, 0, 0, 0, false},
+      {4, RunState::assigned, "w2", false, true, ContinuationState::none, false, 1000, 0, 0, 0, true},
+  };
+  auto actions = plan_reaping(runs, cfg);
+  ASSERT_EQ(actions.size(), 3u);
+  EXPECT_EQ(actions[0].run_id, 2);
+  EXPECT_EQ(actions[0].kind, ReapKind::requeue);
+  EXPECT_EQ(actions[1].run_id, 3);
+  EXPECT_EQ(actions[1].kind, ReapKind::orphan);
+  EXPECT_EQ(actions[2].run_id, 4);  // its worker is gone: what it said no longer counts
+  EXPECT_EQ(actions[2].kind, ReapKind::orphan);
 }
 
 // Lost only on positive evidence: two heartbeats in a row from the attached

@@ -926,5 +926,45 @@ TEST(RunBookLanes, TheReaperLeavesARunAloneWhileItsFinishIsBeingWritten) {
   for (const auto& w : all<WriteRun>(d.tick(3000ms))) ADD_FAILURE() << "wrote kind " << static_cast<int>(w.kind);
 }
 
+// Prefetch: a worker is assigned up to its capacity plus its prefetch; one
+// without prefetch only up to its capacity.
+TEST(RunBookPrefetch, AWorkerIsAssignedItsCapacityPlusItsPrefetch) {
+  for (int prefetch : {0, 2}) {
+    Driver d;
+    d.start();
+    auto h = hello("w1");
+    h.prefetch = prefetch;
+    d.attach(7, h);
+    for (std::int64_t id = 1; id <= 10; ++id) {
+      store::DueRun due;
+      due.id = RunId{id};
+      d.due.push_back(due);
+    }
+    auto assigns = all<WriteAssigns>(d.tick(100ms));
+    ASSERT_EQ(assigns.size(), 1u);
+    EXPECT_EQ(assigns[0].rows.size(), static_cast<std::size_t>(4 + prefetch)) << "prefetch " << prefetch;
+  }
+}
+
+// A run its attached worker lists as held is requeued after reassign_after,
+// not orphaned (which would count against the run); one it does not list is
+// orphaned as before.
+TEST(RunBookPrefetch, ARunHeldInAQueueTooLongIsRequeuedAndOneNotHeldIsOrphaned) {
+  Driver d;
+  auto held = active(1, RunState::assigned, "w1");
+  auto lost = active(2, RunState::assigned, "w1");
+  held.assigned_age_ms = lost.assigned_age_ms = RuntimeConfig{}.reassign_after.count();
+  d.begin({held, lost}, hello("w1"));
+  protocol::Heartbeat hb;
+  hb.assigned = {ref(held)};
+  std::map<std::int64_t, std::vector<RunWriteKind>> kinds;
+  for (Millis t : {1100ms, 2200ms, 3300ms}) {
+    d.msg(7, "w1", hb);
+    for (const auto& w : all<WriteRun>(d.tick(t))) kinds[w.fence.run.value].push_back(w.kind);
+  }
+  EXPECT_EQ(kinds[1], std::vector<RunWriteKind>{RunWriteKind::requeue});
+  EXPECT_EQ(kinds[2], std::vector<RunWriteKind>{RunWriteKind::orphan});
+}
+
 }  // namespace
 }  // namespace baton::leader_core

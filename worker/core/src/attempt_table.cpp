@@ -3,6 +3,9 @@
 #include "baton/core/assert.h"
 #include "baton/core/weaken.h"
 
+#include <algorithm>
+#include <set>
+
 namespace baton::worker_core {
 
 const char* to_string(AttemptState s) {
@@ -25,7 +28,7 @@ std::string AttemptTable::key_of(const protocol::AttemptRef& r) {
 
 bool AttemptTable::other_alive(const std::string& key, std::int64_t run) const {
   for (const auto& [k, a] : attempts_)
-    if (k != key && a.assign.ref.run_id == run && alive(a.state)) return true;
+    if (a.assign.ref.run_id == run && alive(a.state) && k != key) return true;
   return false;
 }
 
@@ -38,11 +41,26 @@ Millis AttemptTable::continuation_limit(const Attempt& a) const {
 void AttemptTable::request_starts(MonoTime now) {
   if (!attached_) return;  // asked at the next welcome
   if (draining_) return drop_unstarted();
+  // One pass over the table (it holds capacity + prefetch attempts, and
+  // this runs at every finish): the slots in use, the runs with a live
+  // attempt, and the attempts waiting for a slot.
+  int free = capacity_;
+  std::set<std::int64_t> live_runs;
+  std::vector<std::pair<std::uint64_t, Attempt*>> waiting;
   for (auto& [key, a] : attempts_) {
-    if (a.state != AttemptState::assigned || other_alive(key, a.assign.ref.run_id)) continue;
-    a.state = AttemptState::start_requested;
-    a.start_requested_at = now;
-    effects_.push_back(Send{protocol::Start{a.assign.ref}});
+    if (a.state != AttemptState::assigned) --free;
+    if (alive(a.state)) live_runs.insert(a.assign.ref.run_id);
+  }
+  if (free <= 0) return;
+  // Oldest first: a prefetched run waits its turn, not the map's key order.
+  for (auto& [key, a] : attempts_)
+    if (a.state == AttemptState::assigned && !live_runs.count(a.assign.ref.run_id)) waiting.push_back({a.arrival, &a});
+  std::sort(waiting.begin(), waiting.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (auto& [arrival, a] : waiting) {
+    if (free-- <= 0) break;
+    a->state = AttemptState::start_requested;
+    a->start_requested_at = now;
+    effects_.push_back(Send{protocol::Start{a->assign.ref}});
   }
 }
 
@@ -72,6 +90,7 @@ void AttemptTable::assign(const protocol::Assign& a, MonoTime now) {
   if (attempts_.count(key)) return;  // a replayed assign
   if (draining_) return;             // sent before the leader read our drain
   attempts_[key].assign = a;
+  attempts_[key].arrival = arrivals_++;
   // DELIBERATELY BROKEN in weakened chaos builds only (core/weaken.h): the
   // old worker that ran what it was assigned without asking for the start.
   if (weakened("no_start_gating") && !other_alive(key, a.ref.run_id)) {
@@ -99,18 +118,20 @@ void AttemptTable::start_granted(const protocol::AttemptRef& ref) {
   check_invariants();
 }
 
-void AttemptTable::start_denied(const protocol::AttemptRef& ref) {
+void AttemptTable::start_denied(const protocol::AttemptRef& ref, MonoTime now) {
   auto it = attempts_.find(key_of(ref));
   if (it == attempts_.end() || alive(it->second.state)) return;
   attempts_.erase(it);
+  request_starts(now);  // its slot is free
   check_invariants();
 }
 
-void AttemptTable::cancel(const protocol::Cancel& c) {
+void AttemptTable::cancel(const protocol::Cancel& c, MonoTime now) {
   auto it = attempts_.find(key_of(c.ref));
   if (it == attempts_.end()) return;
   if (!alive(it->second.state)) {
     attempts_.erase(it);  // never started: nothing to kill
+    request_starts(now);  // a slot it asked for is free
   } else {
     it->second.state = AttemptState::stopping;
     effects_.push_back(Kill{c.ref, c.reason, KillCause::cancel});
@@ -196,11 +217,16 @@ std::vector<Effect> AttemptTable::take_effects() {
 
 void AttemptTable::check_invariants() const {
   std::map<std::int64_t, int> live;
+  int asked = 0;
   for (const auto& [k, a] : attempts_) {
+    asked += a.state == AttemptState::start_requested;
     BATON_ASSERT(k == key_of(a.assign.ref));
     if (alive(a.state)) BATON_ASSERT(++live[a.assign.ref.run_id] == 1);  // one live attempt per run
     if (a.detached_since) BATON_ASSERT(alive(a.state));                  // only live attempts count down
   }
+  // Starts are asked for only into free slots (a grant is honoured even
+  // beyond them: the leader gives one only to a start that was asked for).
+  BATON_ASSERT(asked <= capacity_);
 }
 
 }  // namespace baton::worker_core

@@ -117,7 +117,7 @@ TEST(AttemptTable, ADeniedStartForgetsTheAttempt) {
   AttemptTable t;
   t.welcome(welcome(), at(0ms));
   t.assign(assign(1), at(0ms));
-  t.start_denied(ref(1));
+  t.start_denied(ref(1), at(0ms));
   EXPECT_FALSE(t.state(ref(1)));
   t.start_granted(ref(1));  // a grant after the denial finds nothing to start
   EXPECT_TRUE(only<Spawn>(t.take_effects()).empty());
@@ -203,8 +203,8 @@ TEST(AttemptTable, CancelKillsALiveAttemptAndDropsAnUnstartedOne) {
   AttemptTable t = running_table(1);
   t.assign(assign(2), at(0ms));
   t.take_effects();
-  t.cancel({ref(1), "operator"});
-  t.cancel({ref(2), "operator"});
+  t.cancel({ref(1), "operator"}, at(0ms));
+  t.cancel({ref(2), "operator"}, at(0ms));
   auto e = t.take_effects();
   ASSERT_EQ(only<Kill>(e).size(), 1u);
   EXPECT_EQ(only<Kill>(e)[0].ref, ref(1));
@@ -220,4 +220,57 @@ TEST(AttemptTable, StoppingKillsEveryLiveAttemptAsAFailure) {
   auto kills = only<Kill>(t.take_effects());
   ASSERT_EQ(kills.size(), 1u);
   EXPECT_TRUE(kills[0].as_failure());
+}
+
+// Prefetch: runs assigned beyond the free slots wait, and the oldest waiting
+// one is asked for the moment a slot frees -- not a round trip later.
+namespace {
+std::vector<std::int64_t> started(const std::vector<Effect>& effects) {
+  std::vector<std::int64_t> out;
+  for (const auto& s : only<Send>(effects))
+    if (const auto* st = std::get_if<protocol::Start>(&s.message)) out.push_back(st->ref.run_id);
+  return out;
+}
+}  // namespace
+
+TEST(AttemptTablePrefetch, StartsAreAskedOnlyIntoFreeSlotsOldestFirst) {
+  AttemptTable t(2);
+  t.welcome(welcome(), at(0ms));
+  // Arrival order 30, 10, 20, 40: the key order of the table is not the turn.
+  for (std::int64_t run : {30, 10, 20, 40}) t.assign(assign(run), at(0ms));
+  EXPECT_EQ(started(t.take_effects()), (std::vector<std::int64_t>{30, 10}));
+  EXPECT_EQ(t.assigned().size(), 4u);  // asked-for and waiting alike are listed as assigned
+  t.start_granted(ref(30));
+  t.start_granted(ref(10));
+  EXPECT_TRUE(started(t.take_effects()).empty());  // both slots run
+  t.finished(ref(10), at(5ms));
+  EXPECT_EQ(started(t.take_effects()), (std::vector<std::int64_t>{20}));
+  t.finished(ref(30), at(6ms));
+  EXPECT_EQ(started(t.take_effects()), (std::vector<std::int64_t>{40}));
+}
+
+TEST(AttemptTablePrefetch, ADeniedOrCanceledStartFreesItsSlotForTheNextRun) {
+  AttemptTable t(1);
+  t.welcome(welcome(), at(0ms));
+  for (std::int64_t run : {1, 2, 3}) t.assign(assign(run), at(0ms));
+  EXPECT_EQ(started(t.take_effects()), (std::vector<std::int64_t>{1}));
+  t.start_denied(ref(1), at(1ms));  // the run was taken back meanwhile
+  EXPECT_EQ(started(t.take_effects()), (std::vector<std::int64_t>{2}));
+  t.cancel({ref(2), "assignment expired"}, at(2ms));
+  EXPECT_EQ(started(t.take_effects()), (std::vector<std::int64_t>{3}));
+  t.cancel({ref(3), "assignment expired"}, at(3ms));
+  EXPECT_TRUE(t.idle());
+}
+
+TEST(AttemptTablePrefetch, AReconnectAsksAgainOnlyAsManyAsTheSlotsHold) {
+  AttemptTable t(2);
+  t.welcome(welcome(), at(0ms));
+  t.assign(assign(1), at(0ms));
+  t.start_granted(ref(1));
+  for (std::int64_t run : {2, 3, 4}) t.assign(assign(run), at(0ms));
+  EXPECT_EQ(started(t.take_effects()), (std::vector<std::int64_t>{1, 2}));
+  t.detached(at(10ms));
+  t.welcome(welcome({ref(1)}), at(20ms));
+  // Run 1 still holds a slot; the start of 2 is asked again, 3 and 4 wait.
+  EXPECT_EQ(started(t.take_effects()), (std::vector<std::int64_t>{2}));
 }

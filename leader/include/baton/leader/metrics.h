@@ -21,6 +21,7 @@ struct Metrics {
   std::atomic<std::int64_t> runs_started{0};
   std::atomic<std::int64_t> runs_finished{0};
   std::atomic<std::int64_t> runs_orphaned{0};
+  std::atomic<std::int64_t> runs_requeued{0};
   std::atomic<std::int64_t> runs_created_by_cron{0};
   std::atomic<std::int64_t> cron_skips_recorded{0};
   std::atomic<std::int64_t> protocol_errors{0};

@@ -105,6 +105,10 @@ struct Hello {
   /// hello without them (a version-1 worker) speaks only its frame's version.
   int protocol_min = protocol_version_min;
   int protocol_max = protocol_version_min;
+  /// Runs the worker will hold assigned beyond its free slots (0..capacity;
+  /// absent: 0). It asks to start them one by one as slots free, so a slot
+  /// never waits for a round trip to the leader to get its next run.
+  int prefetch = 0;
   friend bool operator==(const Hello&, const Hello&) = default;
 };
 struct Welcome {

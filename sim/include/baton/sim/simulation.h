@@ -28,6 +28,7 @@ struct Knobs {
   int nodes = 3;
   int workers = 3;
   int capacity = 2;
+  int prefetch = 0;               ///< runs a worker holds queued beyond its free slots (0..capacity)
   int runs = 40;                  ///< created during the fault period
   std::int64_t fault_ms = 60000;  ///< faults are injected this long
   std::int64_t quiet_ms = 60000;  ///< then all heal; the history must quiesce within this

@@ -152,6 +152,10 @@ class RunStore {
   /// ASSIGNED -> ORPHANED (its worker detached before starting it);
   /// counts the run's unstarted assignments.
   virtual Result<WriteResult> orphan(const RunFence& f) = 0;
+  /// ASSIGNED -> ORPHANED without counting an unstarted assignment: its
+  /// attached worker held it queued (prefetch) longer than the reassign
+  /// delay, so it goes back to be placed again; nothing was lost.
+  virtual Result<WriteResult> requeue(const RunFence& f) = 0;
   /// ORPHANED -> FAILED with a dead letter (no attempts left).
   virtual Result<WriteResult> fail_orphaned(const RunFence& f, const std::string& reason) = 0;
   /// PENDING, ORPHANED or RETRY_WAITING -> FAILED with a dead letter: the

@@ -23,6 +23,9 @@ struct WorkerConfig {
   std::string enrollment_token_path;
   std::string credential_path;
   int capacity = 4;
+  /// Runs held assigned beyond the free slots (0..capacity), started one by
+  /// one as slots free; default: the capacity (docs/operations.md).
+  int prefetch = 4;
   std::map<std::string, std::string> labels;
   std::string spool_dir;
   std::map<std::string, std::string> sql_connections;  ///< name -> postgresql:// URL for SQL tasks

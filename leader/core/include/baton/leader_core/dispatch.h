@@ -25,6 +25,9 @@ struct WorkerCapacity {
   std::map<std::string, std::string> labels;
   int free = 0;  ///< capacity minus runs it holds (assigned or running)
   bool draining = false;
+  /// Prefetch room: how many more it may hold queued beyond its capacity
+  /// (prefetch minus what it holds beyond the capacity).
+  int queue = 0;
 };
 
 struct PlannedAssignment {
@@ -41,8 +44,10 @@ bool labels_match(const std::map<std::string, std::string>& selector, const std:
 
 /// Candidates arrive in priority order; each goes to the matching worker with
 /// the most free slots (ties: smallest id), so load spreads across the fleet.
-/// A candidate no worker can take now waits; one no worker could ever take
-/// is reported as unmatched.
+/// Only the candidates no free slot took then go to prefetch queues (most
+/// queue room first): a busy worker never queues a run that an idle one
+/// could start now. A candidate no worker can take now waits; one no worker
+/// could ever take is reported as unmatched.
 DispatchPlan plan_dispatch(const std::vector<DispatchCandidate>& candidates, std::vector<WorkerCapacity> workers);
 
 /// What a finished attempt becomes (SPEC section 3).
@@ -87,10 +92,14 @@ struct ReaperView {
   /// RUNNING: heartbeats its attached worker has sent since it last listed
   /// this attempt (0 when the last one did).
   std::int64_t unlisted_heartbeats = 0;
+  /// ASSIGNED: its attached worker listed it in its last heartbeat (held
+  /// queued beyond its free slots, or its start asked for).
+  bool held_by_worker = false;
 };
 
 enum class ReapKind {
   orphan,            ///< ASSIGNED -> ORPHANED
+  requeue,           ///< ASSIGNED -> ORPHANED, held queued by its worker too long: not a lost placement
   begin_confirming,  ///< RUNNING, worker gone -> CONFIRMING with a deadline
   attempt_lost,      ///< CONFIRMING past deadline + margin, or not held by its attached worker -> retry or fail
   enforce_timeout,   ///< RUNNING past timeout + grace -> TIMED_OUT (retry or final)

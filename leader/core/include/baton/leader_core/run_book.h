@@ -57,6 +57,7 @@
 #include "baton/core/run_state.h"
 #include "baton/leader_core/cron.h"
 #include "baton/leader_core/cron_plan.h"
+#include "baton/leader_core/dispatch.h"
 #include "baton/leader_core/overlap.h"
 #include "baton/leader_core/runtime_config.h"
 #include "baton/leader_core/token_bucket.h"
@@ -77,6 +78,7 @@ enum class Counter {
   runs_started,
   runs_finished,
   runs_orphaned,
+  runs_requeued,  ///< taken back from a worker's prefetch queue
   runs_created_by_cron,
   cron_slots_skipped,  ///< skipped ranges recorded in the decision ledger
   protocol_errors
@@ -154,6 +156,7 @@ struct ReadControls {
 enum class RunWriteKind {
   adopt,
   orphan,
+  requeue,
   begin_confirming,
   finish,
   retry_later,
@@ -310,6 +313,7 @@ class RunBook {
     std::uint64_t heartbeats = 0;  ///< heartbeats processed on this connection
     std::string instance;          ///< the worker process on this connection (hello)
     std::string succeeds;          ///< the process before it on the same spool (hello)
+    int prefetch = 0;              ///< runs it holds queued beyond its capacity (hello)
   };
   struct Tracked {  // an ASSIGNED or RUNNING run as this leader last wrote or read it
     store::ActiveRun row;
@@ -427,6 +431,8 @@ class RunBook {
   void apply_controls(const store::Controls& c);
   /// Takes no new runs: the worker said it is draining, or an operator holds it.
   bool takes_no_runs(const std::string& worker, const Attached& w) const;
+  /// Free slots and prefetch room of a worker holding `holding` runs.
+  WorkerCapacity room_of(const std::string& id, const Attached& w, int holding) const;
   bool is_evicted(const std::string& worker) const;
   void dispatch();
   void dispatch_due(const std::vector<store::DueRun>& due);

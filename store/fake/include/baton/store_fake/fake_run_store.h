@@ -98,6 +98,7 @@ class FakeRunDb {
   WriteResult finish(const RunFence& f, const AttemptFence& a, const Finish& fin);
   WriteResult retry_later(const RunFence& f, const AttemptFence& a, const Finish& fin, Millis delay);
   WriteResult orphan(const RunFence& f);
+  WriteResult requeue(const RunFence& f);
   WriteResult fail_orphaned(const RunFence& f, const std::string& reason);
   WriteResult fail_unrunnable(const RunFence& f, RunState from, const std::string& code, const std::string& reason);
   WriteResult late_success(const RunFence& f, const AttemptFence& a, const Finish& fin);
@@ -161,6 +162,7 @@ class FakeRunStore final : public RunStore {
   Result<WriteResult> finish(const RunFence& f, const AttemptFence& a, const Finish& fin) override;
   Result<WriteResult> retry_later(const RunFence& f, const AttemptFence& a, const Finish& fin, Millis delay) override;
   Result<WriteResult> orphan(const RunFence& f) override;
+  Result<WriteResult> requeue(const RunFence& f) override;
   Result<WriteResult> fail_orphaned(const RunFence& f, const std::string& reason) override;
   Result<WriteResult> fail_unrunnable(const RunFence& f, RunState from, const std::string& error_code,
                                       const std::string& reason) override;

@@ -8,7 +8,7 @@
 //
 // One explicit state per attempt:
 //
-//   assign --> assigned --(attached, no other attempt of the run alive)--> start_requested
+//   assign --> assigned --(attached, a free slot, no other attempt of the run alive)--> start_requested
 //   start_requested --start_granted--> running --(cancel | continuation deadline)--> stopping
 //   assigned/start_requested --(start_denied | cancel)--> gone
 //   running/stopping --(process ended)--> gone (its finish goes to the outbox)
@@ -18,6 +18,9 @@
 //   - never two live attempts (running or stopping) of one run here: a
 //     start is not asked for, nor a grant acted on, while another attempt
 //     of the same run is alive;
+//   - at most `capacity` starts asked for or granted at once: an attempt
+//     assigned beyond the free slots (the worker's prefetch) waits, and the
+//     oldest waiting one is asked for the moment a slot frees;
 //   - the continuation deadline: an attempt that no leader adopted for its
 //     continuation timeout since the worker lost its leader is killed, as a
 //     failure; while attached it is never killed for that, and its switch is
@@ -27,6 +30,7 @@
 //     leader answers an uncertain write with silence, not a denial).
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -77,6 +81,10 @@ inline constexpr auto finish_resend_after = std::chrono::seconds(3);
 
 class AttemptTable {
  public:
+  /// `capacity`: how many attempts may be asked to start or run at once
+  /// (the hello's capacity). Unlimited by default: the leader's placement
+  /// bounds what arrives when the worker holds no prefetch.
+  explicit AttemptTable(int capacity = std::numeric_limits<int>::max()) : capacity_(capacity) {}
   /// A leader welcomed this worker: the attempts it adopted restart their
   /// continuation clock, and starts not yet granted are asked again (one
   /// sent on a connection that died may never have arrived).
@@ -86,8 +94,8 @@ class AttemptTable {
   void detached(MonoTime now);
   void assign(const protocol::Assign& a, MonoTime now);
   void start_granted(const protocol::AttemptRef& ref);
-  void start_denied(const protocol::AttemptRef& ref);
-  void cancel(const protocol::Cancel& c);
+  void start_denied(const protocol::AttemptRef& ref, MonoTime now);
+  void cancel(const protocol::Cancel& c, MonoTime now);
   /// The attempt's process tree has ended (its finish is on its way).
   void finished(const protocol::AttemptRef& ref, MonoTime now);
   /// Renewals, the continuation deadline, unanswered starts.
@@ -119,6 +127,7 @@ class AttemptTable {
   struct Attempt {
     protocol::Assign assign;
     AttemptState state = AttemptState::assigned;
+    std::uint64_t arrival = 0;  ///< assignment order: the oldest waiting one starts first
     MonoTime start_requested_at{};
     /// Set when the worker lost its leader while this attempt was alive;
     /// cleared only by an adoption.
@@ -131,6 +140,9 @@ class AttemptTable {
 
   std::map<std::string, Attempt> attempts_;
   void drop_unstarted();
+
+  int capacity_;
+  std::uint64_t arrivals_ = 0;
 
   bool attached_ = false;
   bool draining_ = false;
