@@ -41,13 +41,17 @@ std::string fenced_update(const std::string& set, const std::string& where, cons
 // once for the statement; $1 is the writer's epoch, each row of `b` carries
 // its own id, expected version and state/attempt predicates. As above, only
 // the id may drive it: each row of the batch is one primary-key lookup.
+// `returning`: what the statement's other parts read of each written row
+// (the answer needs only id, version, lease token and attempt; a finish's
+// attempt and dead-letter rows need the whole row).
 std::string batch_update(const std::string& set, const std::string& from, const std::string& where,
-                         const std::string& extra_returning = "", const std::string& extra_ctes = "") {
+                         const std::string& returning = "r.id, r.version, r.lease_token, r.attempt",
+                         const std::string& extra_ctes = "") {
   return "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1 FOR KEY SHARE),"
          " w AS (UPDATE job_runs r SET " +
          set + ", version = r.version + 1, leader_epoch = $1, updated_at = now() FROM " + from +
          " WHERE r.id = b.id AND (SELECT epoch FROM fence) = $1 AND (r.version = b.version AND (" + where +
-         ")) IS TRUE RETURNING r.*" + extra_returning + ")" + extra_ctes +
+         ")) IS TRUE RETURNING " + returning + ")" + extra_ctes +
          " SELECT (SELECT epoch FROM fence), w.id, w.version, w.lease_token::text, w.attempt"
          " FROM (VALUES (1)) AS one(x) LEFT JOIN w ON true";
 }
@@ -175,7 +179,7 @@ const std::vector<Statement>& statements() {
            "r.state = 'RUNNING' AND r.assigned_worker_id = b.worker AND r.attempt = b.attempt"
            " AND r.lease_token = b.token AND r.leader_epoch = $1"
            " AND b.next_state IN ('SUCCEEDED', 'FAILED', 'TIMED_OUT', 'RETRY_WAITING')",
-           ", b.outcome AS attempt_outcome, b.exit_code AS attempt_exit_code",
+           "r.*, b.outcome AS attempt_outcome, b.exit_code AS attempt_exit_code",
            ", att AS (INSERT INTO job_run_attempts (run_id, attempt, worker_id, leader_epoch, lease_token,"
            " started_at, finished_at, outcome, exit_code, duration_ms, task_results)"
            " SELECT id, attempt, assigned_worker_id, leader_epoch, lease_token, started_at, now(), attempt_outcome,"

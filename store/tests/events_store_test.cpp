@@ -93,6 +93,51 @@ TEST_F(EventsStoreTest, ASuccessOfAnUpstreamJobRunsItsDependentsWithTheRunsId) {
   EXPECT_EQ(text("SELECT payload->>'upstream_job' FROM job_runs WHERE trigger_kind = 'event'"), "extract");
 }
 
+// Several successes in one batched finish: each success of a job something
+// runs after is one event (deduplicated by run); a self-destructing job is
+// retired once, by its first success, with one audit record; a failure
+// retires nothing.
+TEST_F(EventsStoreTest, SuccessesInOneBatchMakeOneEventEachAndRetireASelfDestructingJobOnce) {
+  job("extract", {});
+  job("load", {}, {"extract"});
+  JobDefinition once;
+  once.name = "once";
+  once.self_destruct = true;
+  ASSERT_TRUE(admin.create_job(Actor{"test", epoch}, once));
+  JobDefinition also_once = once;
+  also_once.name = "also-once";
+  ASSERT_TRUE(admin.create_job(Actor{"test", epoch}, also_once));
+  std::vector<FinishRow> rows;
+  auto running = [&](const std::string& name, RunState outcome) {
+    const RunId id = admin.trigger(Actor{"test", epoch}, name, std::nullopt, std::nullopt)->run;
+    auto a = runs.assign({id, Version{1}, epoch}, "w1");
+    AttemptFence f{"w1", a->attempt, a->lease_token};
+    auto st = runs.start({id, a->new_version, epoch}, f, Millis{1000});
+    FinishRow row;
+    row.run = id;
+    row.expected_version = st->new_version;
+    row.attempt = f;
+    row.finish.final_state = outcome;
+    if (outcome != RunState::succeeded) row.finish.error_code = "failed";
+    rows.push_back(row);
+    return id;
+  };
+  const RunId e1 = running("extract", RunState::succeeded);
+  const RunId e2 = running("extract", RunState::succeeded);
+  running("once", RunState::succeeded);
+  running("once", RunState::succeeded);
+  running("also-once", RunState::failed);
+  auto done = runs.finish_batch(epoch, rows);
+  ASSERT_TRUE(done);
+  EXPECT_EQ(done->applied.size(), rows.size());
+  EXPECT_EQ(text("SELECT string_agg(dedupe_key, ',' ORDER BY id) FROM events"),
+            "run-succeeded:" + std::to_string(e1.value) + ",run-succeeded:" + std::to_string(e2.value));
+  EXPECT_EQ(text("SELECT string_agg(name, ',' ORDER BY name) FROM job_definitions WHERE deleted_at IS NOT NULL"),
+            "once");
+  EXPECT_EQ(text("SELECT count(*) FROM audit_log WHERE action = 'job.self_destruct'"), "1");
+  EXPECT_EQ(text("SELECT subject FROM audit_log WHERE action = 'job.self_destruct'"), "job:once");
+}
+
 TEST_F(EventsStoreTest, APausedSubscriberGetsNoRun) {
   job("deployer", {"deploy"});
   ASSERT_TRUE(admin.set_job_paused(Actor{"test", epoch}, "deployer", true));

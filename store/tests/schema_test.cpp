@@ -90,6 +90,11 @@ TEST_F(Schema, DatabaseRejectsWritesThatSkipTheVersionOrRewindEpochs) {
   EXPECT_TRUE(fails("INSERT INTO job_runs (state, leader_epoch) VALUES ('RUNNING', 1) RETURNING $1::bigint"));
   EXPECT_TRUE(fails("UPDATE job_runs SET state = 'ASSIGNED', version = version + 1 WHERE id = $1"))
       << "ASSIGNED without a worker and lease token";
+  EXPECT_TRUE(fails("UPDATE job_runs SET id = id + 1000000, version = version + 1 WHERE id = $1"));
+  // A final run is never written again, not even in its own state.
+  for (RunState step : path_to(RunState::succeeded)) ASSERT_TRUE(raw_move(c, id, step));
+  EXPECT_TRUE(fails("UPDATE job_runs SET version = version + 1 WHERE id = $1"));
+  EXPECT_TRUE(fails("UPDATE job_runs SET state = 'SUCCEEDED', version = version + 1 WHERE id = $1"));
   force_election(url, "n1");
   EXPECT_TRUE(fails("UPDATE leader_lease SET epoch = epoch - 1 WHERE $1 > 0"));
   EXPECT_TRUE(fails("DELETE FROM leader_lease WHERE $1 > 0"));
