@@ -98,7 +98,14 @@ TEST_F(CtlTest, FindWhyARunFailedReadItsOutputAndReplayItsDeadLetter) {
 
   // The leader's metrics: the attempt by job and outcome, the dead letter,
   // the worker's liveness.
-  auto metrics = http_request(cluster.port("n1"), "GET", "/metrics").body;
+  // The finish is counted when its lane's result reaches the loop, a moment
+  // after the database shows the run FAILED: ask again for a little while.
+  std::string metrics;
+  for (int i = 0; i < 50; ++i) {
+    metrics = http_request(cluster.port("n1"), "GET", "/metrics").body;
+    if (metrics.find("baton_job_attempts_total{job=\"breaks\"") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   EXPECT_NE(metrics.find("baton_job_attempts_total{job=\"breaks\",outcome=\"FAILED\"} 1\n"), std::string::npos)
       << metrics;
   EXPECT_NE(metrics.find("baton_job_attempt_duration_seconds_count{job=\"breaks\"} 1\n"), std::string::npos);
