@@ -299,7 +299,8 @@ class RunBook {
   std::size_t attached_workers() const { return workers_.size(); }
   Epoch epoch() const { return epoch_; }
 
-  /// Aborts on a broken invariant; run after every input.
+  /// Aborts on a broken invariant; run after every input (its walk over the
+  /// tracked runs at every 64th input once more than 64 are in flight).
   void check_invariants() const;
 
  private:
@@ -453,6 +454,7 @@ class RunBook {
   bool fenced_ = false;
   /// A message or write was emitted after the fence (check_invariants).
   bool external_after_fence_ = false;
+  mutable std::uint64_t checks_skipped_ = 0;  ///< see check_invariants
   OpId last_op_ = 0;
 
   Waiting<std::vector<store::ActiveRun>> wait_active_;
