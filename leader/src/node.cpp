@@ -431,10 +431,13 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
   }
 
   spdlog::info("node_stopping node={} incarnation={}", me.node_id, me.incarnation);
-  if (sweeper.joinable()) sweeper.join();
-  revocations.join();
+  // Hand leadership over first: the helper threads below notice `stop` only
+  // at their next sleep (100-200 ms), and joining them before releasing the
+  // lease made a SIGTERM failover that much slower.
   runtime.stop_loops(Millis{2000});
   elector.shutdown(*shutdown_store);
+  if (sweeper.joinable()) sweeper.join();
+  revocations.join();
   server.stop();
   auto deadline = clock.mono() + shutdown_join_max;
   while (!election_done.load() && clock.mono() < deadline) std::this_thread::sleep_for(Millis{10});

@@ -300,7 +300,8 @@ class RunBook {
   Epoch epoch() const { return epoch_; }
 
   /// Aborts on a broken invariant; run after every input (its walk over the
-  /// tracked runs at every 64th input once more than 64 are in flight).
+  /// tracked runs and workers at every 64th input once there are more than
+  /// 64 of them).
   void check_invariants() const;
 
  private:
