@@ -106,30 +106,22 @@ void RunBook::reap(bool /*fresh*/) {
     const store::ActiveRun& r = it->second.row;
     const std::int64_t run = r.id.value;
     switch (action.kind) {
-      case ReapKind::orphan: {
-        WriteRun w;
-        w.kind = RunWriteKind::orphan;
-        w.fence = {r.id, r.version, epoch_};
-        write(std::move(w), [this, run, row = r](const Result<store::WriteResult>& res) {
-          if (!note("orphan", run, res)) return;
-          count(Counter::runs_orphaned);
-          log(LogLevel::info, fmt::format("run_orphaned run={} attempt={} worker={} epoch={}", run, row.attempt,
-                                          json_quote(row.worker_id), epoch_.value));
-          send(row.worker_id, protocol::Cancel{ref_of(row), "assignment expired"});
-          tracked_.erase(run);
-        });
-        break;
-      }
+      case ReapKind::orphan:
       case ReapKind::requeue: {
+        // Both are ASSIGNED -> ORPHANED; a requeue (the worker held the run
+        // queued) does not count as a lost placement.
+        const bool requeue = action.kind == ReapKind::requeue;
         WriteRun w;
-        w.kind = RunWriteKind::requeue;
+        w.kind = requeue ? RunWriteKind::requeue : RunWriteKind::orphan;
         w.fence = {r.id, r.version, epoch_};
-        write(std::move(w), [this, run, row = r](const Result<store::WriteResult>& res) {
-          if (!note("requeue", run, res)) return;
-          count(Counter::runs_requeued);
-          log(LogLevel::info, fmt::format("run_requeued run={} attempt={} worker={} epoch={}", run, row.attempt,
-                                          json_quote(row.worker_id), epoch_.value));
-          send(row.worker_id, protocol::Cancel{ref_of(row), "queued too long: placed again"});
+        write(std::move(w), [this, run, row = r, requeue](const Result<store::WriteResult>& res) {
+          if (!note(requeue ? "requeue" : "orphan", run, res)) return;
+          count(requeue ? Counter::runs_requeued : Counter::runs_orphaned);
+          log(LogLevel::info,
+              fmt::format("{} run={} attempt={} worker={} epoch={}", requeue ? "run_requeued" : "run_orphaned", run,
+                          row.attempt, json_quote(row.worker_id), epoch_.value));
+          send(row.worker_id,
+               protocol::Cancel{ref_of(row), requeue ? "queued too long: placed again" : "assignment expired"});
           tracked_.erase(run);
         });
         break;
