@@ -412,7 +412,7 @@ TEST(DenialOfService, IdleSlowAndOversizedClientsAreCutOffWhileTheWorkloadKeepsI
     slow.push_back(fd);
   }
   std::thread loris([&] {
-    for (int round = 0; !stop && round < 40; ++round) {
+    for (int round = 0; !stop && round < 120; ++round) {  // until the measures end (at most 60 s)
       for (int fd : slow) ::send(fd, "X-Slow: 1\r\n", 11, MSG_NOSIGNAL | MSG_DONTWAIT);
       std::this_thread::sleep_for(500ms);
     }
@@ -430,7 +430,12 @@ TEST(DenialOfService, IdleSlowAndOversizedClientsAreCutOffWhileTheWorkloadKeepsI
   // The first idle sockets have had their deadline and some slack.
   std::this_thread::sleep_until(attack_began + 6500ms);
   const int first_closed = first_closed_in_time.load();
-  for (int round = 0; round < 8; ++round) {
+  // The attack comes in bursts (2,000 sockets reach their deadline, are
+  // closed and opened again together, every few seconds), and a measure
+  // lasts about a second: which measures a burst lands in is luck. Twelve
+  // pairs, not eight, so that luck averages out (eight measured 85% once in
+  // a clean CI run, 94-103% in five runs alone).
+  for (int round = 0; round < 12; ++round) {
     measure(round % 2 == 0 ? false : true);
     measure(round % 2 == 0 ? true : false);
   }
