@@ -360,8 +360,8 @@ void RunBook::dispatch() {
   // worker can place never fill the batch ahead of runs that one can.
   std::map<std::map<std::string, std::string>, int> free_by_labels;
   for (const auto& [id, w] : workers_) {
-    const WorkerCapacity c = room_of(id, w, holding[id]);
-    if (w.welcomed && !takes_no_runs(id, w) && c.free + c.queue > 0) free_by_labels[w.labels] += c.free + c.queue;
+    const WorkerCapacity c = room_of(id, w, holding[id]);  // no room unless welcomed
+    if (!c.draining && c.free + c.queue > 0) free_by_labels[w.labels] += c.free + c.queue;
   }
   if (free_by_labels.empty()) return;
   struct Gathered {
