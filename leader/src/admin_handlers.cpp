@@ -502,7 +502,7 @@ HttpResponse AdminApi::rerun(const ApiCall& c) {
   auto r = with_store([&](auto& s) { return s.rerun(c.actor(), RunId{*id}); });
   if (!r) return db_error(r.error());
   if (r->outcome != store::AdminOutcome::applied) return refused(*r);
-  if (ports_.runs_created) ports_.runs_created();
+  if (ports_.runs_created) ports_.runs_created({});
   return ok_json(json::parse(r->json), 201);
 }
 
@@ -721,9 +721,14 @@ HttpResponse AdminApi::trigger(const ApiCall& c) {
                                 {"idempotency_key", *key},
                                 {"created", false},
                                 {"message", "a run with this Idempotency-Key is already active"}});
-  // Wake the leader's dispatcher now: without it the run waits for the next
-  // dispatch period, which was most of the trigger-to-start latency.
-  if (ports_.runs_created) ports_.runs_created();
+  // Hand the run to the leader's dispatcher now, as the insert returned it:
+  // it is assigned without waiting for the dispatch period or reading it
+  // back (docs/performance.md, trigger-to-start).
+  if (ports_.runs_created) {
+    std::vector<store::DueRun> due;
+    if (created->due) due.push_back(std::move(*created->due));
+    ports_.runs_created(std::move(due));
+  }
   return ok_json(json::object{{"job", job}, {"run_id", created->run.value}, {"created", true}}, 201);
 }
 
@@ -823,7 +828,7 @@ HttpResponse AdminApi::replay(const ApiCall& c, bool many) {
   if (!r->empty() && r->front().outcome == store::AdminOutcome::fenced) return refused(r->front());
   if (!many) {
     if (r->at(0).outcome != store::AdminOutcome::applied) return refused(r->at(0));
-    if (ports_.runs_created) ports_.runs_created();
+    if (ports_.runs_created) ports_.runs_created({});
     return ok_json(json::parse(r->at(0).json), 201);
   }
   json::array results;
@@ -840,7 +845,7 @@ HttpResponse AdminApi::replay(const ApiCall& c, bool many) {
                        {"message", one.message}});
     }
   }
-  if (any && ports_.runs_created) ports_.runs_created();
+  if (any && ports_.runs_created) ports_.runs_created({});
   // Some replayed: 200 with a result each. None: the request changed
   // nothing, and says why in the same shape.
   if (!any)

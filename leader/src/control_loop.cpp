@@ -164,8 +164,10 @@ void ControlLoop::feed(const LoopEvent& e) {
           book_.cancel(ev.run, ev.reason, now);
         } else if constexpr (std::is_same_v<T, LaneDone>) {
           ev.deliver();
-        } else {
+        } else if (ev.due.empty()) {
           book_.dispatch_now();
+        } else {
+          book_.created(ev.due, now);
         }
       },
       e);

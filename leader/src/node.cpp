@@ -73,7 +73,7 @@ class NodeRuntime final : public ServerHandlers {
             clock_),
         admin_(AdminApiPorts{[this] { return status(); },
                              [this](std::int64_t run, const std::string& reason) { return cancel(run, reason); },
-                             [this] { wake_dispatcher(); }},
+                             [this](std::vector<store::DueRun> due) { wake_dispatcher(std::move(due)); }},
                admin_store, metrics, clock_, cfg.admin_token, cfg.metrics_require_token) {
     admin_.set_payload_denylist(cfg.payload_denylist);
     admin_.set_limits(cfg.api_limits);
@@ -253,9 +253,9 @@ class NodeRuntime final : public ServerHandlers {
     return h;
   }
 
-  void wake_dispatcher() {
+  void wake_dispatcher(std::vector<store::DueRun> due) {
     std::lock_guard lock(mutex_);
-    if (active_ && !active_->stop.load()) active_->loop->post(DispatchNow{});
+    if (active_ && !active_->stop.load()) active_->loop->post(DispatchNow{std::move(due)});
   }
 
   bool cancel(std::int64_t run, const std::string& reason) {

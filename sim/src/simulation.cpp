@@ -986,10 +986,24 @@ class World {
     if (c.outcome != store::WriteOutcome::applied) return;
     created_++;
     note("run " + std::to_string(c.run.value) + " created");
+    // As the API does: the new run as its insert returned it goes to every
+    // book there is (a deposed leader's too: its assignment must be fenced).
+    const store::fake::FakeRun& made = run_db_.runs().at(c.run.value);
+    store::DueRun due;
+    due.id = made.id;
+    due.version = made.version;
+    due.state = made.state;
+    due.attempt = made.attempt;
+    due.max_attempts = made.max_attempts;
+    due.priority = made.priority;
     for (auto& n : nodes_)
       if (n.book && !n.paused && !n.crashed)
-        n.inbox.push_back([&n] {
-          if (n.book) n.book->dispatch_now();
+        n.inbox.push_back([this, &n, due] {
+          if (!n.book) return;
+          if (k_.hand_created)
+            n.book->created({due}, n.clock->mono());
+          else
+            n.book->dispatch_now();
         });
   }
 
@@ -1231,6 +1245,7 @@ Knobs knobs_for(std::uint64_t seed) {
   k.task_max_ms = pick(200, 4000);
   k.lane_delay_max_ms = pick(0, 1) ? pick(1, 30) : 0;
   k.prefetch = pick(0, 1) ? static_cast<int>(pick(1, k.capacity)) : 0;
+  k.hand_created = pick(0, 1) != 0;
   return k;
 }
 

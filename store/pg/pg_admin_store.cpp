@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 
 #include "admin_sql.h"
+#include "due_run_row.h"
 #include "pg_array.h"
 #include "run_transitions_sql.h"
 
@@ -47,7 +48,11 @@ constexpr const char* job_json =
 }  // namespace
 
 PgAdminStore::PgAdminStore(const std::string& url, const std::string& application_name)
-    : session_(url, application_name) {}
+    : session_(url, application_name) {
+  // Prepared once per connection: a trigger is on the trigger-to-start path,
+  // and planning its statement took longer than running it.
+  session_.on_connect([](pqxx::connection& c) { c.prepare("trigger_run", trigger_run_sql()); });
+}
 
 Result<RunCounts> PgAdminStore::run_counts() {
   return session_.with<RunCounts>([&](pqxx::connection& c) -> Result<RunCounts> {
@@ -357,25 +362,19 @@ Result<std::optional<TokenGrant>> PgAdminStore::token_by_hash(const std::string&
   });
 }
 
-Result<CreateResult> PgAdminStore::trigger(const Actor& who, const std::string& job,
-                                           const std::optional<std::string>& idempotency_key,
-                                           const std::optional<std::string>& payload_json) {
-  return session_.with<CreateResult>([&](pqxx::connection& c) -> Result<CreateResult> {
-    pqxx::work tx{c};
-    auto r = tx.exec_params1(create_job_run_sql(), who.epoch.value, job, idempotency_key, "api",
-                             std::optional<std::int64_t>{}, payload_json);
+Result<Triggered> PgAdminStore::trigger(const Actor& who, const std::string& job,
+                                        const std::optional<std::string>& idempotency_key,
+                                        const std::optional<std::string>& payload_json) {
+  return session_.with<Triggered>([&](pqxx::connection& c) -> Result<Triggered> {
+    // One statement, its own transaction: the insert and its audit entry
+    // commit together, in one round trip.
+    pqxx::nontransaction tx{c};
+    auto r = tx.exec_prepared1("trigger_run", who.epoch.value, job, idempotency_key, "api",
+                               std::optional<std::int64_t>{}, payload_json, who.name);
     if (!r[2].as<bool>()) return make_error(Errc::bad_input, "unknown job '" + job + "'");
-    auto created = classify_create(r, who.epoch);
-    if (created.outcome != WriteOutcome::applied) return created;  // nothing written: nothing to audit
-    // The parameters' names, not their values: a value may be a secret.
-    tx.exec_params(
-        "INSERT INTO audit_log (actor, action, subject, epoch, details) VALUES ($1, 'job.trigger', $2, $3,"
-        " jsonb_build_object('run_id', $4::bigint, 'idempotency_key', $5::text, 'parameters',"
-        " (SELECT coalesce(jsonb_agg(k ORDER BY k), '[]'::jsonb) FROM jsonb_object_keys("
-        "  coalesce($6::jsonb -> 'parameters', '{}'::jsonb)) AS k)))",
-        who.name, "job:" + job, who.epoch.value, created.run.value, idempotency_key, payload_json);
-    tx.commit();
-    return created;
+    Triggered out{classify_create(r, who.epoch), std::nullopt};
+    if (out.outcome == WriteOutcome::applied && !r[3].is_null()) out.due = due_run_of(r, 3);
+    return out;
   });
 }
 

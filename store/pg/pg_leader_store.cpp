@@ -7,22 +7,13 @@
 
 #include "baton/core/assert.h"
 #include "baton/store/output_placement.h"
+#include "due_run_row.h"
 #include "pg_array.h"
 #include "run_transitions_sql.h"
 
 namespace baton::store::pg {
 
 namespace {
-
-std::map<std::string, std::string> parse_selector(const std::string& json_text) {
-  std::map<std::string, std::string> out;
-  boost::system::error_code ec;
-  auto v = boost::json::parse(json_text, ec);
-  if (ec || !v.is_object()) return out;
-  for (const auto& kv : v.as_object())
-    if (kv.value().is_string()) out[std::string(kv.key())] = std::string(kv.value().as_string());
-  return out;
-}
 
 /// Runs listed by id and job name (rows of: id, job name).
 // When a run is due for assignment, one predicate per waiting state: the
@@ -65,14 +56,9 @@ PgLeaderStore::PgLeaderStore(const std::string& url, const std::string& applicat
         "   WHERE x.job_definition_id = jd.id AND x.instance_no IS NOT NULL) >= baton_instance_limit(jd))"
         "  OR (jd.exclusive_execution AND EXISTS (SELECT 1 FROM job_runs x WHERE x.exclusive_lock))))";
     c.prepare("due_runs",
-              "SELECT r.id, r.version, r.state, r.attempt, r.max_attempts, r.priority, coalesce(j.name, ''),"
-              " coalesce(j.tasks::text, '[]'), coalesce(j.timeout_ms, 0), coalesce(j.worker_selector::text, '{}'),"
-              " coalesce(j.retry_base_ms, 1000), coalesce(j.retry_cap_ms, 3600000), r.unstarted_assignments,"
-              " baton_instance_limit(j), coalesce(j.exclusive_execution, false),"
-              " (coalesce(j.parameters, '{}'::jsonb) || coalesce(r.payload->'parameters', '{}'::jsonb)"
-              " || (r.payload - 'parameters'))::text"
-              " FROM ((SELECT id, coalesce(scheduled_for, created_at) AS due_at FROM job_runs jr"
-              "        WHERE " +
+              "SELECT " + due_run_columns() +
+                  " FROM ((SELECT id, coalesce(scheduled_for, created_at) AS due_at FROM job_runs jr"
+                  "        WHERE " +
                   due_pending + fits +
                   " ORDER BY priority DESC, coalesce(scheduled_for, created_at), id LIMIT $1)"
                   "       UNION ALL (SELECT id, next_attempt_at FROM job_runs jr"
@@ -100,30 +86,7 @@ Result<std::vector<DueRun>> PgLeaderStore::due_runs(int limit, const std::map<st
     auto rows = tx.exec_prepared("due_runs", limit, labels_json);
     std::vector<DueRun> out;
     out.reserve(rows.size());
-    for (const auto& r : rows) {
-      DueRun d;
-      d.id = RunId{r[0].as<std::int64_t>()};
-      d.version = Version{r[1].as<std::int64_t>()};
-      d.state = parse_run_state(r[2].as<std::string>()).value_or(RunState::pending);
-      d.attempt = r[3].as<int>();
-      d.max_attempts = r[4].as<int>();
-      d.priority = r[5].as<int>();
-      d.job_name = r[6].as<std::string>();
-      d.tasks_json = r[7].as<std::string>();
-      d.timeout_ms = r[8].as<std::int64_t>();
-      d.selector = parse_selector(r[9].as<std::string>());
-      d.retry_base_ms = r[10].as<std::int64_t>();
-      d.retry_cap_ms = r[11].as<std::int64_t>();
-      d.unstarted_assignments = r[12].as<int>();
-      if (!r[13].is_null()) d.instance_limit = r[13].as<int>();
-      d.exclusive = r[14].as<bool>();
-      const boost::json::value params = boost::json::parse(r[15].as<std::string>());
-      if (params.is_object())
-        for (const auto& kv : params.as_object())
-          d.parameters[std::string(kv.key())] =
-              kv.value().is_string() ? std::string(kv.value().as_string()) : boost::json::serialize(kv.value());
-      out.push_back(std::move(d));
-    }
+    for (const auto& r : rows) out.push_back(due_run_of(r));
     return out;
   });
 }

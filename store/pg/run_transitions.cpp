@@ -4,6 +4,7 @@
 
 #include "baton/core/assert.h"
 #include "baton/store_pg/pg_run_store.h"
+#include "due_run_row.h"
 #include "pg_array.h"
 #include "run_transitions_sql.h"
 
@@ -44,16 +45,25 @@ std::string fenced_update(const std::string& set, const std::string& where, cons
 // `returning`: what the statement's other parts read of each written row
 // (the answer needs only id, version, lease token and attempt; a finish's
 // attempt and dead-letter rows need the whole row).
+//
+// `durable`: whether the statement's commit waits for its WAL flush. Only
+// the assignment does not (see run_assign_batch).
+enum class Commit { flushed, unflushed };
 std::string batch_update(const std::string& set, const std::string& from, const std::string& where,
                          const std::string& returning = "r.id, r.version, r.lease_token, r.attempt",
-                         const std::string& extra_ctes = "") {
+                         const std::string& extra_ctes = "", Commit commit = Commit::flushed) {
+  // The one-row driver of the answer; when unflushed, it also sets
+  // synchronous_commit off for this statement's own (implicit) transaction.
+  const std::string one = commit == Commit::flushed
+                              ? "(VALUES (1)) AS one(x)"
+                              : "(SELECT set_config('synchronous_commit', 'off', true)) AS one(x)";
   return "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1 FOR KEY SHARE),"
          " w AS (UPDATE job_runs r SET " +
          set + ", version = r.version + 1, leader_epoch = $1, updated_at = now() FROM " + from +
          " WHERE r.id = b.id AND (SELECT epoch FROM fence) = $1 AND (r.version = b.version AND (" + where +
          ")) IS TRUE RETURNING " + returning + ")" + extra_ctes +
-         " SELECT (SELECT epoch FROM fence), w.id, w.version, w.lease_token::text, w.attempt"
-         " FROM (VALUES (1)) AS one(x) LEFT JOIN w ON true";
+         " SELECT (SELECT epoch FROM fence), w.id, w.version, w.lease_token::text, w.attempt FROM " + one +
+         " LEFT JOIN w ON true";
 }
 
 // Predicates of a write made on behalf of one attempt: the worker holding it,
@@ -144,6 +154,15 @@ const std::vector<Statement>& statements() {
       {"run_adopt",
        fenced_update("continuation_state = 'NONE', continuation_deadline_at = NULL",
                      "state = 'RUNNING' AND assigned_worker_id = $4 AND attempt = $5 AND lease_token = $6::uuid")},
+      // The assignment is the one write whose commit does not wait for the
+      // WAL flush (the worker is told a little sooner; at idle the flush was
+      // a third of a millisecond of trigger-to-start). Losing it in a crash
+      // loses nothing that anything relies on: an assignment gives no right
+      // to run; the start does, and the start's own fenced write requires
+      // this row ASSIGNED with this lease token and waits for its flush,
+      // which covers every WAL record before it, this one included. A lost
+      // assignment is a run back in its earlier state, its worker's start
+      // denied (docs/fencing.md).
       {"run_assign_batch",
        batch_update(
            "state = 'ASSIGNED',"
@@ -156,7 +175,8 @@ const std::vector<Statement>& statements() {
            " instance_no = b.instance_no, exclusive_lock = b.exclusive_lock",
            "unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bigint[], $7::int[],"
            " $8::boolean[]) AS b(id, version, from_state, worker, continuation_ms, instance_no, exclusive_lock)",
-           "r.state = b.from_state AND r.state IN ('PENDING', 'ORPHANED', 'RETRY_WAITING')")},
+           "r.state = b.from_state AND r.state IN ('PENDING', 'ORPHANED', 'RETRY_WAITING')",
+           "r.id, r.version, r.lease_token, r.attempt", "", Commit::unflushed)},
       {"run_start_batch",
        batch_update("state = 'RUNNING', started_at = now(), heartbeat_at = now(),"
                     " stale_after = now() + $2 * interval '1 millisecond', worker_instance = nullif(b.instance, '')",
@@ -254,7 +274,13 @@ const std::string& heartbeat_batch_sql() {
   return sql;
 }
 
-const std::string& create_job_run_sql() {
+const std::string& trigger_run_sql() {
+  // One autocommit statement: the fenced insert, its audit entry, and the
+  // new run as the dispatcher would read it (due_run_columns), so that the
+  // leader can assign it at once instead of reading it back. The row comes
+  // back only when the run may be assigned now: due, and of a job without an
+  // instance limit or exclusive execution (those wait for the dispatcher's
+  // read, which counts the holders).
   static const std::string sql =
       "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1 FOR KEY SHARE),"
       " job AS (SELECT * FROM job_definitions WHERE name = $2 AND deleted_at IS NULL),"
@@ -262,8 +288,18 @@ const std::string& create_job_run_sql() {
       " leader_epoch, scheduled_for, payload)"
       " SELECT job.id, $3::text, job.max_attempts, job.priority, $4::text, $1::bigint, to_timestamp($5::bigint),"
       " coalesce($6::jsonb, '{}'::jsonb)"
-      " FROM job WHERE (SELECT epoch FROM fence) = $1::bigint ON CONFLICT DO NOTHING RETURNING id)"
-      " SELECT (SELECT epoch FROM fence), (SELECT id FROM w), EXISTS (SELECT 1 FROM job)";
+      " FROM job WHERE (SELECT epoch FROM fence) = $1::bigint ON CONFLICT DO NOTHING RETURNING *),"
+      // The parameters' names, not their values: a value may be a secret.
+      " audit AS (INSERT INTO audit_log (actor, action, subject, epoch, details)"
+      " SELECT $7::text, 'job.trigger', 'job:' || $2, $1::bigint, jsonb_build_object('run_id', w.id,"
+      " 'idempotency_key', $3::text, 'parameters', (SELECT coalesce(jsonb_agg(k ORDER BY k), '[]'::jsonb)"
+      " FROM jsonb_object_keys(coalesce($6::jsonb -> 'parameters', '{}'::jsonb)) AS k)) FROM w)"
+      " SELECT (SELECT epoch FROM fence), (SELECT id FROM w), EXISTS (SELECT 1 FROM job), due.*"
+      " FROM (VALUES (1)) AS one(x) LEFT JOIN (SELECT " +
+      due_run_columns() +
+      " FROM w r JOIN job_definitions j ON j.id = r.job_definition_id"
+      " WHERE coalesce(r.scheduled_for, r.created_at) <= now() AND (r.start_after IS NULL OR r.start_after <= now())"
+      " AND baton_instance_limit(j) IS NULL AND NOT j.exclusive_execution) AS due ON true";
   return sql;
 }
 

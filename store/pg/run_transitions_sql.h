@@ -12,11 +12,12 @@ namespace baton::store::pg {
 /// Returns one row per written run (current_epoch, id, new version), or one
 /// row with NULL id when nothing was written.
 const std::string& heartbeat_batch_sql();
-/// $1 epoch, $2 job name, $3 idempotency key, $4 trigger kind, $5 slot (unix seconds or NULL).
-/// Returns (current_epoch, new run id or NULL, job exists).
-/// $1 epoch, $2 job name, $3 idempotency key, $4 trigger kind, $5 slot
-/// (unix seconds), $6 payload (JSON, NULL for {}).
-const std::string& create_job_run_sql();
+/// A run of a job, created by an API trigger, with its audit entry: $1 epoch,
+/// $2 job name, $3 idempotency key, $4 trigger kind, $5 slot (unix seconds or
+/// NULL), $6 payload (JSON, NULL for {}), $7 the actor audited. Returns
+/// (current_epoch, new run id or NULL, job exists) followed by the new run's
+/// due_run_columns, NULL unless it may be assigned now.
+const std::string& trigger_run_sql();
 
 /// Classifies the (current_epoch, new run id or NULL) row of a fenced insert.
 CreateResult classify_create(const pqxx::row& r, Epoch writer);

@@ -113,3 +113,48 @@ TEST_F(OverlapStoreTest, ForbidSkipsASlotWhileARunIsUnfinishedAndReplaceNamesThe
   ASSERT_EQ(second->replaced.size(), 1u);
   EXPECT_EQ(second->replaced[0], first->run);
 }
+
+// A trigger hands its run to the leader as the insert returned it: the same
+// row the dispatcher's own read makes, audited in the same statement, and
+// only when the run may be assigned now (a limited or exclusive job's run
+// waits for the dispatcher's read, which counts the holders).
+TEST_F(OverlapStoreTest, ATriggeredRunComesBackAsTheDispatcherReadsItUnlessItsJobIsLimited) {
+  job("free", std::nullopt);
+  job("limited", 1);
+  job("alone", std::nullopt, "allow", true);
+  auto t =
+      admin.trigger(Actor{"tester", epoch}, "free", std::string("key-1"), std::string(R"({"parameters":{"a":"1"}})"));
+  ASSERT_TRUE(t && t->outcome == WriteOutcome::applied);
+  ASSERT_TRUE(t->due.has_value());
+  auto read = leader.due_runs(10, {});
+  ASSERT_TRUE(read);
+  ASSERT_EQ(read->size(), 1u);
+  const DueRun& d = (*read)[0];
+  EXPECT_EQ(t->due->id, d.id);
+  EXPECT_EQ(t->due->version, d.version);
+  EXPECT_EQ(t->due->state, RunState::pending);
+  EXPECT_EQ(t->due->job_name, "free");
+  EXPECT_EQ(t->due->tasks_json, d.tasks_json);
+  EXPECT_EQ(t->due->parameters, d.parameters);
+  EXPECT_EQ(t->due->parameters.at("a"), "1");
+  EXPECT_EQ(t->due->instance_limit, std::nullopt);
+  EXPECT_EQ(text("SELECT actor || ' ' || subject || ' ' || (details->>'run_id') || ' ' || (details->'parameters')::text"
+                 " FROM audit_log WHERE action = 'job.trigger'"),
+            "tester job:free " + std::to_string(t->run.value) + " [\"a\"]");
+
+  auto again = admin.trigger(Actor{"tester", epoch}, "free", std::string("key-1"), std::nullopt);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->outcome, WriteOutcome::conflict);
+  EXPECT_FALSE(again->due.has_value());
+  EXPECT_EQ(text("SELECT count(*) FROM audit_log WHERE action = 'job.trigger'"), "1") << "nothing written: no audit";
+
+  for (const char* name : {"limited", "alone"}) {
+    auto held = admin.trigger(Actor{"tester", epoch}, name, std::nullopt, std::nullopt);
+    ASSERT_TRUE(held && held->outcome == WriteOutcome::applied) << name;
+    EXPECT_FALSE(held->due.has_value()) << name;
+  }
+  auto fenced = admin.trigger(Actor{"tester", Epoch{epoch.value - 1}}, "free", std::nullopt, std::nullopt);
+  ASSERT_TRUE(fenced);
+  EXPECT_EQ(fenced->outcome, WriteOutcome::fenced);
+  EXPECT_FALSE(fenced->due.has_value());
+}

@@ -25,6 +25,18 @@ void RunBook::dispatch_now() {
   after_input();
 }
 
+void RunBook::created(const std::vector<store::DueRun>& runs, MonoTime now) {
+  now_ = now;
+  // A pass under way may be reading or assigning: its capacity view is not
+  // whole until its writes return, and the pass's own dispatch reads these
+  // runs anyway.
+  if (!fenced_ && !runs.empty() && controls_ && controls_->dispatch_enabled && pass_outstanding() == 0)
+    dispatch_due(runs);
+  else
+    dispatch_requested_ = true;
+  after_input();
+}
+
 void RunBook::tick(MonoTime now) {
   now_ = now;
   while (!cron_wakeups_.empty() && *cron_wakeups_.begin() <= now_) {

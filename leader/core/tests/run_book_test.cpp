@@ -966,5 +966,77 @@ TEST(RunBookPrefetch, ARunHeldInAQueueTooLongIsRequeuedAndOneNotHeldIsOrphaned) 
   EXPECT_EQ(kinds[2], std::vector<RunWriteKind>{RunWriteKind::orphan});
 }
 
+// A triggered run handed over as its insert returned it is assigned at once:
+// no read of the due runs, no pass, and (as for any assignment) nothing is
+// sent before the write applied.
+TEST(RunBookCreated, ARunHandedOverIsAssignedWithoutAReadOrAPass) {
+  Driver d;
+  d.start();
+  d.attach(7, hello("w1"));
+  d.tick(100ms);  // the first pass reads the controls
+  store::DueRun due;
+  due.id = RunId{9};
+  due.version = Version{1};
+  d.book.created({due}, d.now);
+  auto e = d.run();
+  EXPECT_TRUE(all<ReadDue>(e).empty());
+  auto assigns = all<WriteAssigns>(e);
+  ASSERT_EQ(assigns.size(), 1u);
+  ASSERT_EQ(assigns[0].rows.size(), 1u);
+  EXPECT_EQ(assigns[0].rows[0].run.value, 9);
+  EXPECT_EQ(assigns[0].rows[0].worker_id, "w1");
+  EXPECT_TRUE(sent<protocol::Assign>(e).empty());
+  auto b = batch(kEpoch, {9});
+  b.applied[9].lease_token = "t9";
+  b.applied[9].attempt = 1;
+  auto msgs = sent<protocol::Assign>(d.answer(assigns[0].op, b));
+  ASSERT_EQ(msgs.size(), 1u);
+  EXPECT_EQ(msgs[0].ref.run_id, 9);
+}
+
+// Before the controls are known, while dispatch is disabled, and while a
+// pass's read is outstanding, a handed-over run waits for the dispatcher's
+// own read (the view of the fleet's room is not whole, or dispatch is off).
+TEST(RunBookCreated, ARunHandedOverWaitsForTheDispatcherWhenItCannotBePlacedNow) {
+  store::DueRun due;
+  due.id = RunId{9};
+  due.version = Version{1};
+  {
+    Driver d;
+    d.start();
+    d.attach(7, hello("w1"));
+    d.book.created({due}, d.now);  // no controls read yet
+    EXPECT_TRUE(all<WriteAssigns>(d.run()).empty());
+  }
+  {
+    Driver d;
+    d.controls.dispatch_enabled = false;
+    d.start();
+    d.attach(7, hello("w1"));
+    d.tick(100ms);
+    d.book.created({due}, d.now);
+    EXPECT_TRUE(all<WriteAssigns>(d.run()).empty());
+  }
+  {
+    Driver d;
+    d.start();
+    d.attach(7, hello("w1"));
+    d.tick(100ms);
+    d.now = at(700ms);
+    d.book.tick(d.now);  // a pass that reads the active runs (reap)...
+    auto pass = d.book.take_effects();
+    ASSERT_FALSE(all<ReadActive>(pass).empty());
+    d.book.created({due}, d.now);  // ...is under way
+    EXPECT_TRUE(all<WriteAssigns>(d.book.take_effects()).empty());
+    d.due = {due};
+    for (auto& r : all<ReadActive>(pass)) d.book.result(r.op, Result<std::vector<store::ActiveRun>>(d.rows), d.now);
+    auto e = d.run();
+    auto assigns = all<WriteAssigns>(e);
+    ASSERT_EQ(assigns.size(), 1u) << "the pass's own dispatch places it";
+    EXPECT_EQ(assigns[0].rows[0].run.value, 9);
+    EXPECT_EQ(all<ReadDue>(e).size(), 1u);
+  }
+}
+
 }  // namespace
 }  // namespace baton::leader_core

@@ -72,8 +72,9 @@ struct AdminApiPorts {
   std::function<NodeStatus()> status;
   /// Asks the leader's control loop to cancel a run; false when not leading.
   std::function<bool(std::int64_t run, const std::string& reason)> cancel;
-  /// Called after runs were created (the leader wakes its dispatcher).
-  std::function<void()> runs_created;
+  /// Called after runs were created (the leader wakes its dispatcher), with
+  /// those that may be assigned at once as the insert returned them.
+  std::function<void(std::vector<store::DueRun> due)> runs_created;
 };
 
 class AdminApi {

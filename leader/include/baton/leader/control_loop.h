@@ -53,9 +53,12 @@ struct CancelRun {
   RunId run{0};
   std::string reason;
 };
-/// A run was just created (API trigger): dispatch now instead of at the next
-/// dispatch period, so trigger-to-start latency is not the period.
-struct DispatchNow {};
+/// Runs were just created (API trigger): dispatch now instead of at the next
+/// dispatch period, so trigger-to-start latency is not the period. `due`:
+/// those the insert returned as assignable now (RunBook::created).
+struct DispatchNow {
+  std::vector<store::DueRun> due;
+};
 /// A lane's statement returned: `deliver` feeds its result to the book (on
 /// the loop's thread, like every input).
 struct LaneDone {

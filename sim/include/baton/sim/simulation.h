@@ -45,6 +45,9 @@ struct Knobs {
   /// long after the book emitted it, in any order with other inputs; its
   /// statement runs at emission or at the reply.
   std::int64_t lane_delay_max_ms = 0;
+  /// A created run reaches the books as its insert returned it
+  /// (RunBook::created, the API trigger's path), not as a wake-up alone.
+  bool hand_created = false;
 };
 Knobs knobs_for(std::uint64_t seed);
 

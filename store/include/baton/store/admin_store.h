@@ -72,6 +72,13 @@ struct Actor {
   Epoch epoch{0};    ///< the epoch this node last saw
 };
 
+/// A triggered run: the insert's outcome and, when the run may be assigned
+/// at once, the run as the dispatcher would read it (the leader assigns it
+/// without reading it back).
+struct Triggered : CreateResult {
+  std::optional<DueRun> due;
+};
+
 /// An API token as the database knows it (never the token itself).
 struct TokenGrant {
   std::int64_t id = 0;
@@ -193,9 +200,9 @@ class AdminStore {
   // --- mutations, each audited in its own transaction -----------------------
   /// Fenced insert of a run of `job` (trigger_kind "api"). Conflict when the
   /// idempotency key is active; bad_input when there is no such job.
-  virtual Result<CreateResult> trigger(const Actor& who, const std::string& job,
-                                       const std::optional<std::string>& idempotency_key,
-                                       const std::optional<std::string>& payload_json) = 0;
+  virtual Result<Triggered> trigger(const Actor& who, const std::string& job,
+                                    const std::optional<std::string>& idempotency_key,
+                                    const std::optional<std::string>& payload_json) = 0;
   /// Records an event (any node; the leader turns it into runs). With a
   /// dedupe_key already used, nothing is written: {"event_id", "created":
   /// false}. Audited with the kind and key, never the payload.

@@ -266,6 +266,13 @@ class RunBook {
   void cancel(RunId run, const std::string& reason, MonoTime now);
   /// A run was just created: dispatch in this pass instead of at the period.
   void dispatch_now();
+  /// Runs just created, as their insert returned them (store::DueRun): they
+  /// are placed at once, without a read and without waiting for a pass,
+  /// when nothing else is being decided (no read or write of a pass
+  /// outstanding: the book's view of the fleet's room is whole) and dispatch
+  /// is enabled; otherwise as dispatch_now. A row may be stale by now; the
+  /// assignment's version predicate decides, as for any read.
+  void created(const std::vector<store::DueRun>& runs, MonoTime now);
   /// The end of a pass over the inbox: batched writes, silent workers, and
   /// the periodic work that is due (reap, heartbeats, cron, dispatch).
   void tick(MonoTime now);

@@ -1,0 +1,58 @@
+#include "due_run_row.h"
+
+#include <boost/json.hpp>
+
+namespace baton::store::pg {
+
+namespace {
+
+std::map<std::string, std::string> parse_selector(const std::string& json_text) {
+  std::map<std::string, std::string> out;
+  boost::system::error_code ec;
+  auto v = boost::json::parse(json_text, ec);
+  if (ec || !v.is_object()) return out;
+  for (const auto& kv : v.as_object())
+    if (kv.value().is_string()) out[std::string(kv.key())] = std::string(kv.value().as_string());
+  return out;
+}
+
+}  // namespace
+
+const std::string& due_run_columns() {
+  static const std::string sql =
+      "r.id, r.version, r.state, r.attempt, r.max_attempts, r.priority, coalesce(j.name, ''),"
+      " coalesce(j.tasks::text, '[]'), coalesce(j.timeout_ms, 0), coalesce(j.worker_selector::text, '{}'),"
+      " coalesce(j.retry_base_ms, 1000), coalesce(j.retry_cap_ms, 3600000), r.unstarted_assignments,"
+      " baton_instance_limit(j), coalesce(j.exclusive_execution, false),"
+      " (coalesce(j.parameters, '{}'::jsonb) || coalesce(r.payload->'parameters', '{}'::jsonb)"
+      " || (r.payload - 'parameters'))::text";
+  return sql;
+}
+
+DueRun due_run_of(const pqxx::row& row, int first) {
+  auto at = [&](int i) { return row[first + i]; };
+  DueRun d;
+  d.id = RunId{at(0).as<std::int64_t>()};
+  d.version = Version{at(1).as<std::int64_t>()};
+  d.state = parse_run_state(at(2).as<std::string>()).value_or(RunState::pending);
+  d.attempt = at(3).as<int>();
+  d.max_attempts = at(4).as<int>();
+  d.priority = at(5).as<int>();
+  d.job_name = at(6).as<std::string>();
+  d.tasks_json = at(7).as<std::string>();
+  d.timeout_ms = at(8).as<std::int64_t>();
+  d.selector = parse_selector(at(9).as<std::string>());
+  d.retry_base_ms = at(10).as<std::int64_t>();
+  d.retry_cap_ms = at(11).as<std::int64_t>();
+  d.unstarted_assignments = at(12).as<int>();
+  if (!at(13).is_null()) d.instance_limit = at(13).as<int>();
+  d.exclusive = at(14).as<bool>();
+  const boost::json::value params = boost::json::parse(at(15).as<std::string>());
+  if (params.is_object())
+    for (const auto& kv : params.as_object())
+      d.parameters[std::string(kv.key())] =
+          kv.value().is_string() ? std::string(kv.value().as_string()) : boost::json::serialize(kv.value());
+  return d;
+}
+
+}  // namespace baton::store::pg
