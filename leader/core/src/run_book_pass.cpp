@@ -255,7 +255,8 @@ void RunBook::materialize_cron(const std::vector<store::ScheduledJob>& jobs) {
     std::vector<std::int64_t> slots;
     for (auto slot : plan.slots) slots.push_back(slot.time_since_epoch().count());
     if (plan.skipped.empty()) {
-      if (!slots.empty()) create_cron_slots(j.name, std::move(slots), plan.caught_up, 0, j.now_unix_ms, j.jitter_ms);
+      if (!slots.empty())
+        create_cron_slots(j.name, std::move(slots), plan.caught_up, 0, j.now_unix_ms, now_, j.jitter_ms);
       continue;
     }
     // The slots given up are recorded (and the cursor moved past them)
@@ -280,7 +281,7 @@ void RunBook::materialize_cron(const std::vector<store::ScheduledJob>& jobs) {
       skip.ranges.push_back(std::move(out));
     }
     wait_create_[skip.op] = [this, job = j.name, slots = std::move(slots), caught_up = plan.caught_up,
-                             now_unix_ms = j.now_unix_ms,
+                             now_unix_ms = j.now_unix_ms, read_at = now_,
                              jitter = j.jitter_ms](const Result<store::CreateResult>& w) mutable {
       if (!w) {
         log(LogLevel::warn, fmt::format("cron_skip_error job={} error={}", json_quote(job), w.error().message));
@@ -288,19 +289,20 @@ void RunBook::materialize_cron(const std::vector<store::ScheduledJob>& jobs) {
       }
       if (w->outcome == WriteOutcome::fenced) return fence("cron_skip", "job=" + json_quote(job), w->current_epoch);
       count(Counter::cron_slots_skipped);
-      if (!slots.empty()) create_cron_slots(std::move(job), std::move(slots), caught_up, 0, now_unix_ms, jitter);
+      if (!slots.empty())
+        create_cron_slots(std::move(job), std::move(slots), caught_up, 0, now_unix_ms, read_at, jitter);
     };
     emit(std::move(skip));
   }
 }
 
 void RunBook::create_cron_slots(std::string job, std::vector<std::int64_t> slots, std::size_t caught_up,
-                                std::size_t next, std::int64_t now_unix_ms, std::int64_t jitter_ms) {
+                                std::size_t next, std::int64_t now_unix_ms, MonoTime read_at, std::int64_t jitter_ms) {
   if (fenced_ || next >= slots.size()) return;
   const OpId op = next_op();
   const std::int64_t slot = slots[next];
   const std::int64_t delay = cron_jitter_ms(job, std::chrono::sys_seconds{std::chrono::seconds{slot}}, jitter_ms);
-  wait_create_[op] = [this, job, slots, caught_up, next, now_unix_ms, slot, jitter_ms,
+  wait_create_[op] = [this, job, slots, caught_up, next, now_unix_ms, read_at, slot, jitter_ms,
                       delay](const Result<store::CreateResult>& w) {
     if (!w) {
       // The rest of this job's slots wait for the next pass (in order).
@@ -320,12 +322,20 @@ void RunBook::create_cron_slots(std::string job, std::vector<std::int64_t> slots
       on_cancel(old, "replaced by run " + std::to_string(w->run.value) + " (concurrency_policy replace)", 0);
     if (w->outcome == WriteOutcome::applied) {
       count(Counter::runs_created_by_cron);
+      // Counted from the read that gave now_unix_ms, not from this result:
+      // the creates of a pass run one after another, and a wake-up counted
+      // from each one's return was late by every create before it (100
+      // every-second jobs: up to tens of milliseconds past the slot).
       const std::int64_t due_in_ms = slot * 1000 + delay - now_unix_ms;
-      if (due_in_ms > 0) cron_wakeups_.insert(now_ + Millis{due_in_ms + 1});
+      const MonoTime due_at = read_at + Millis{due_in_ms + 1};
+      if (due_at > now_)
+        cron_wakeups_.insert(due_at);
+      else
+        dispatch_requested_ = true;  // due already: the next pass dispatches it
       log(LogLevel::info, fmt::format("cron_slot_fired job={} slot={} run={} epoch={}{}", json_quote(job), slot,
                                       w->run.value, epoch_.value, next < caught_up ? " caught_up=true" : ""));
     }
-    create_cron_slots(job, slots, caught_up, next + 1, now_unix_ms, jitter_ms);
+    create_cron_slots(job, slots, caught_up, next + 1, now_unix_ms, read_at, jitter_ms);
   };
   // The plan lists the caught-up (late) slots first.
   emit(CreateCronRun{op, std::move(job), slot, next < caught_up, delay});

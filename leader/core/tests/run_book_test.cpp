@@ -523,6 +523,35 @@ TEST(RunBook, AFailedSkipRecordCreatesNothingAndAFencedOneStopsTheBook) {
   EXPECT_TRUE(d.book.fenced());
 }
 
+// A slot created ahead wakes the book at the slot, counted from the read that
+// planned it: the creates of a pass run one after another, and counting from
+// each create's return made the wake-up late by every create before it.
+TEST(RunBook, ACronWakeUpIsCountedFromTheReadNotFromTheCreate) {
+  Driver d;
+  store::ScheduledJob j;
+  j.id = 1;
+  j.name = "every-second";
+  j.schedule = "* * * * * *";
+  j.time_zone = "UTC";
+  j.misfire_policy = "skip";
+  j.last_slot_unix = kMidnight;
+  j.now_unix = kMidnight;
+  j.now_unix_ms = kMidnight * 1000 + 200;  // 800 ms before the next slot
+  d.jobs = {j};
+  d.start();
+  auto creates = all<CreateCronRun>(d.tick(1000ms));
+  ASSERT_FALSE(creates.empty());
+  EXPECT_EQ(creates[0].slot_unix, kMidnight + 1);
+  d.now = at(1300ms);  // the create returns 300 ms after the read
+  store::CreateResult ok;
+  ok.outcome = store::WriteOutcome::applied;
+  ok.current_epoch = kEpoch;
+  ok.run = RunId{1};
+  d.answer(creates[0].op, ok);
+  ASSERT_TRUE(d.book.next_wakeup().has_value());
+  EXPECT_EQ(*d.book.next_wakeup(), at(1000ms + 800ms + 1ms));
+}
+
 // concurrency_policy replace: the slot's run is created and the runs it
 // replaces are canceled through the fenced cancel path (read, then write).
 TEST(RunBook, AReplacingSlotCancelsTheRunsItReplaces) {

@@ -348,14 +348,17 @@ class RunBook {
 
   // Steps of a pass's periodic work, in order (tick sets them, pump runs them
   // one at a time, each after the previous one's reads and writes returned).
+  // Dispatch comes before cron: cron creates runs ahead of their slots (up
+  // to a hundred single inserts in one pass), and a slot's dispatch waiting
+  // behind the next slot's creates was most of the cron start delay's tail.
   enum Step : unsigned {
     step_flush = 1,
     step_silent = 2,
     step_reap = 4,
     step_heartbeats = 8,
-    step_cron = 16,
-    step_controls = 32,
-    step_dispatch = 64
+    step_controls = 16,
+    step_dispatch = 32,
+    step_cron = 64
   };
 
   template <class T>
@@ -435,8 +438,11 @@ class RunBook {
   void prune();
   /// One decision-ledger entry per (run, decision) while this book lives.
   void record_once(RunId run, const std::string& decision, const std::string& reason);
+  /// Creates `slots[next..]` of `job` one after another. `now_unix_ms` is
+  /// the database's clock at the read that planned them and `read_at` this
+  /// book's monotonic time then: each slot's wake-up is counted from both.
   void create_cron_slots(std::string job, std::vector<std::int64_t> slots, std::size_t caught_up, std::size_t next,
-                         std::int64_t now_unix_ms, std::int64_t jitter_ms);
+                         std::int64_t now_unix_ms, MonoTime read_at, std::int64_t jitter_ms);
   void apply_controls(const store::Controls& c);
   /// Takes no new runs: the worker said it is draining, or an operator holds it.
   bool takes_no_runs(const std::string& worker, const Attached& w) const;
