@@ -334,7 +334,7 @@ TEST_F(AdminApiTest, ParametersAreMergedAndSecretsRefused) {
   auto created = send("POST", "/api/v1/jobs/report/trigger", R"({"parameters":{"format":"csv","rows":3}})");
   ASSERT_EQ(created.status, 201) << created.body;
   const auto run = body(created).as_object().at("run_id").as_int64();
-  auto due = leader_store.due_runs(100, {});
+  auto due = leader_store.due_runs(100, {}, Millis{0});
   ASSERT_TRUE(due);
   bool found = false;
   for (const auto& d : *due) {

@@ -221,7 +221,7 @@ void ControlLoop::execute(lc::Effect& effect) {
         } else if constexpr (std::is_same_v<T, lc::ReadRun>) {
           book_.result(e.op, lanes_.main.read_run(e.run), clock_.mono());
         } else if constexpr (std::is_same_v<T, lc::ReadDue>) {
-          book_.result(e.op, store_.due_runs(e.limit, e.labels), clock_.mono());
+          book_.result(e.op, store_.due_runs(e.limit, e.labels, e.ahead), clock_.mono());
         } else if constexpr (std::is_same_v<T, lc::ReadScheduledJobs>) {
           book_.result(e.op, store_.scheduled_jobs(), clock_.mono());
         } else if constexpr (std::is_same_v<T, lc::ReadControls>) {

@@ -120,6 +120,7 @@ Result<NodeConfig> load_node_config(const std::string& file) {
   dur("continuation_margin", cfg.runtime.continuation_margin);
   dur("timeout_grace", cfg.runtime.timeout_grace);
   dur("dispatch_every", cfg.runtime.dispatch_every);
+  dur("assign_ahead", cfg.runtime.assign_ahead);
   dur("prune_every", cfg.runtime.prune_every);
   if (auto v = rt.integer("dispatch_batch", 1, 100000)) cfg.runtime.dispatch_batch = static_cast<int>(*v);
   if (auto v = rt.integer("reassign_rate", 0, 1000000)) cfg.runtime.reassign_rate = static_cast<int>(*v);

@@ -25,7 +25,9 @@ const std::string& due_run_columns() {
       " coalesce(j.retry_base_ms, 1000), coalesce(j.retry_cap_ms, 3600000), r.unstarted_assignments,"
       " baton_instance_limit(j), coalesce(j.exclusive_execution, false),"
       " (coalesce(j.parameters, '{}'::jsonb) || coalesce(r.payload->'parameters', '{}'::jsonb)"
-      " || (r.payload - 'parameters'))::text";
+      " || (r.payload - 'parameters'))::text,"
+      " greatest(0, ceil(extract(epoch FROM greatest(coalesce(r.scheduled_for, r.created_at),"
+      " coalesce(r.start_after, '-infinity')) - now()) * 1000))::bigint";
   return sql;
 }
 
@@ -52,6 +54,7 @@ DueRun due_run_of(const pqxx::row& row, int first) {
     for (const auto& kv : params.as_object())
       d.parameters[std::string(kv.key())] =
           kv.value().is_string() ? std::string(kv.value().as_string()) : boost::json::serialize(kv.value());
+  d.starts_in_ms = at(16).as<std::int64_t>();
   return d;
 }
 

@@ -12,7 +12,7 @@ namespace baton::store::pg {
 /// The select list over a job_runs row `r` LEFT JOINed to its job_definitions
 /// row `j` (due_run_width columns).
 const std::string& due_run_columns();
-inline constexpr int due_run_width = 16;
+inline constexpr int due_run_width = 17;
 
 /// The DueRun in columns [first, first + due_run_width) of `row`.
 DueRun due_run_of(const pqxx::row& row, int first = 0);

@@ -22,6 +22,12 @@ namespace {
 const std::string due_pending =
     "state = 'PENDING' AND coalesce(scheduled_for, created_at) <= now()"
     " AND (start_after IS NULL OR start_after <= now())";
+// The dispatcher's read of PENDING runs takes those due within $3 ms as
+// well: they are assigned ahead of their time, and their start is written
+// at it (the start's write checks the time again: run_start_batch).
+const std::string due_pending_within =
+    "state = 'PENDING' AND coalesce(scheduled_for, created_at) <= now() + $3 * interval '1 millisecond'"
+    " AND (start_after IS NULL OR start_after <= now() + $3 * interval '1 millisecond')";
 const std::string due_retry = "state = 'RETRY_WAITING' AND next_attempt_at <= now()";
 const std::string due_orphaned = "state = 'ORPHANED'";
 
@@ -59,7 +65,7 @@ PgLeaderStore::PgLeaderStore(const std::string& url, const std::string& applicat
               "SELECT " + due_run_columns() +
                   " FROM ((SELECT id, coalesce(scheduled_for, created_at) AS due_at FROM job_runs jr"
                   "        WHERE " +
-                  due_pending + fits +
+                  due_pending_within + fits +
                   " ORDER BY priority DESC, coalesce(scheduled_for, created_at), id LIMIT $1)"
                   "       UNION ALL (SELECT id, next_attempt_at FROM job_runs jr"
                   "        WHERE " +
@@ -73,7 +79,8 @@ PgLeaderStore::PgLeaderStore(const std::string& url, const std::string& applicat
   });
 }
 
-Result<std::vector<DueRun>> PgLeaderStore::due_runs(int limit, const std::map<std::string, std::string>& labels) {
+Result<std::vector<DueRun>> PgLeaderStore::due_runs(int limit, const std::map<std::string, std::string>& labels,
+                                                    Millis ahead) {
   boost::json::object label_object;
   for (const auto& [k, v] : labels) label_object[k] = v;
   const std::string labels_json = boost::json::serialize(label_object);
@@ -83,7 +90,7 @@ Result<std::vector<DueRun>> PgLeaderStore::due_runs(int limit, const std::map<st
     // (schemas/0002) and cut by the limit, merged by priority then due time.
     // Orphans over their unstarted-assignment budget come too: dispatch
     // fails them.
-    auto rows = tx.exec_prepared("due_runs", limit, labels_json);
+    auto rows = tx.exec_prepared("due_runs", limit, labels_json, ahead.count());
     std::vector<DueRun> out;
     out.reserve(rows.size());
     for (const auto& r : rows) out.push_back(due_run_of(r));
@@ -104,7 +111,9 @@ Result<std::vector<ActiveRun>> PgLeaderStore::active_runs(Millis continuation_ma
         " coalesce(r.continuation_timeout_ms, 0),"
         " floor(extract(epoch FROM r.continuation_deadline_at - now()) * 1000)::bigint,"
         " coalesce(r.worker_instance, ''), r.cancel_reason, coalesce(j.name, ''), r.instance_no,"
-        " coalesce(r.exclusive_lock, false)"
+        " coalesce(r.exclusive_lock, false),"
+        " CASE WHEN r.state = 'ASSIGNED' THEN greatest(0, ceil(extract(epoch FROM greatest(coalesce(r.scheduled_for,"
+        " r.created_at), coalesce(r.start_after, '-infinity')) - now()) * 1000))::bigint ELSE 0 END"
         " FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id"
         " WHERE r.state IN ('ASSIGNED', 'RUNNING') ORDER BY r.id",
         continuation_margin.count());
@@ -134,6 +143,7 @@ Result<std::vector<ActiveRun>> PgLeaderStore::active_runs(Millis continuation_ma
       a.job_name = r[19].as<std::string>();
       if (!r[20].is_null()) a.instance_no = r[20].as<int>();
       a.exclusive_lock = r[21].as<bool>();
+      a.starts_in_ms = r[22].as<std::int64_t>();
       out.push_back(std::move(a));
     }
     return out;

@@ -66,6 +66,15 @@ std::string batch_update(const std::string& set, const std::string& from, const 
          " LEFT JOIN w ON true";
 }
 
+// A run starts at its time or after: its slot (cron) and its jitter
+// (start_after). The leader may assign a run ahead of its time and holds its
+// start until then (RunBook); this predicate makes the database refuse a
+// start that comes early all the same (a leader's clock running fast).
+std::string its_time(const std::string& r) {
+  return "coalesce(" + r + ".scheduled_for, " + r + ".created_at) <= now() AND (" + r + ".start_after IS NULL OR " + r +
+         ".start_after <= now())";
+}
+
 // Predicates of a write made on behalf of one attempt: the worker holding it,
 // its attempt number and lease token, and that this leader has adopted it.
 const std::string attempt_predicates =
@@ -117,7 +126,9 @@ const std::vector<Statement>& statements() {
       {"run_start",
        fenced_update("state = 'RUNNING', started_at = now(), heartbeat_at = now(),"
                      " stale_after = now() + $7 * interval '1 millisecond'",
-                     "state = 'ASSIGNED' AND assigned_worker_id = $4 AND attempt = $5 AND lease_token = $6::uuid")},
+                     "state = 'ASSIGNED' AND assigned_worker_id = $4 AND attempt = $5 AND lease_token = $6::uuid"
+                     " AND " +
+                         its_time("job_runs"))},
       {"run_heartbeat", fenced_update("heartbeat_at = now(), stale_after = now() + $7 * interval '1 millisecond'",
                                       "state = 'RUNNING' AND " + attempt_predicates)},
       {"run_finish", fenced_update("state = $7, finished_at = now(), " + finish_set,
@@ -183,7 +194,8 @@ const std::vector<Statement>& statements() {
                     "unnest($3::bigint[], $4::bigint[], $5::text[], $6::int[], $7::uuid[], $8::text[])"
                     " AS b(id, version, worker, attempt, token, instance)",
                     "r.state = 'ASSIGNED' AND r.assigned_worker_id = b.worker AND r.attempt = b.attempt"
-                    " AND r.lease_token = b.token")},
+                    " AND r.lease_token = b.token AND " +
+                        its_time("r"))},
       {"run_finish_batch",
        batch_update(
            "state = b.next_state,"

@@ -106,12 +106,49 @@ TEST_F(CronStoreTest, AJitteredRunIsNotDueBeforeItsStartAfter) {
   auto r = leader.create_cron_run(epoch, "hourly", now - 5, false, 3600000);
   ASSERT_TRUE(r);
   ASSERT_EQ(r->outcome, WriteOutcome::applied);
-  EXPECT_TRUE(leader.due_runs(10, {})->empty()) << "an hour of jitter: not yet";
+  EXPECT_TRUE(leader.due_runs(10, {}, Millis{0})->empty()) << "an hour of jitter: not yet";
   EXPECT_EQ(text("SELECT details->>'jitter_ms' FROM decision_ledger"), "3600000");
   EXPECT_EQ(text("SELECT floor(extract(epoch FROM scheduled_for))::bigint FROM job_runs"), std::to_string(now - 5));
   auto plain = leader.create_cron_run(epoch, "hourly", now - 4, false, 0);
   ASSERT_TRUE(plain);
-  auto due = leader.due_runs(10, {});
+  auto due = leader.due_runs(10, {}, Millis{0});
   ASSERT_EQ(due->size(), 1u);
   EXPECT_EQ(due->front().id, plain->run);
+}
+
+// A run may be read a little ahead of its time (assign_ahead), saying how
+// long until it: the leader assigns it now. Its start is refused until the
+// time has come, whatever the leader asks (a leader's clock running fast).
+TEST_F(CronStoreTest, ARunReadAheadOfItsTimeIsAssignedButNotStartedBeforeIt) {
+  const std::int64_t next = std::stoll(text("SELECT floor(extract(epoch FROM now()))::bigint")) + 3;
+  auto made = leader.create_cron_run(epoch, "hourly", next, false, 0);
+  ASSERT_TRUE(made);
+  ASSERT_EQ(made->outcome, WriteOutcome::applied);
+  EXPECT_TRUE(leader.due_runs(10, {}, Millis{0})->empty()) << "not due yet";
+  EXPECT_TRUE(leader.due_runs(10, {}, Millis{1000})->empty()) << "its slot is more than a second away";
+  auto due = leader.due_runs(10, {}, Millis{4000});
+  ASSERT_TRUE(due);
+  ASSERT_EQ(due->size(), 1u);
+  EXPECT_EQ(due->front().id, made->run);
+  EXPECT_GT(due->front().starts_in_ms, 1000);
+  EXPECT_LE(due->front().starts_in_ms, 3000);
+
+  auto assigned = runs.assign_batch(epoch, {AssignRow{made->run, Version{1}, RunState::pending, "w1"}});
+  ASSERT_TRUE(assigned);
+  ASSERT_EQ(assigned->applied.count(made->run.value), 1u);
+  const WriteResult& a = assigned->applied.at(made->run.value);
+  const StartRow start{made->run, a.new_version, AttemptFence{"w1", a.attempt, a.lease_token}, "i1"};
+  auto early = runs.start_batch(epoch, {start}, Millis{5000});
+  ASSERT_TRUE(early);
+  EXPECT_FALSE(early->fenced(epoch));
+  EXPECT_TRUE(early->applied.empty()) << "a start before the slot is refused";
+  auto single = runs.start(RunFence{made->run, a.new_version, epoch}, start.attempt, Millis{5000});
+  ASSERT_TRUE(single);
+  EXPECT_EQ(single->outcome, WriteOutcome::conflict) << "by the single start as well";
+  // Once the slot has come, the same start applies.
+  text("SELECT pg_sleep(greatest(0, " + std::to_string(next) + " - extract(epoch FROM clock_timestamp())) + 0.05)");
+  auto on_time = runs.start_batch(epoch, {start}, Millis{5000});
+  ASSERT_TRUE(on_time);
+  EXPECT_EQ(on_time->applied.count(made->run.value), 1u);
+  EXPECT_EQ(text("SELECT started_at >= scheduled_for FROM job_runs"), "t");
 }

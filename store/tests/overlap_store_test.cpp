@@ -79,12 +79,12 @@ TEST_F(OverlapStoreTest, OneExclusiveRunAtATimeAcrossJobs) {
 TEST_F(OverlapStoreTest, DueRunsOfAJobAtItsLimitAreNotRead) {
   job("single", 1);
   const RunId a = run_of("single"), b = run_of("single");
-  auto due = leader.due_runs(10, {});
+  auto due = leader.due_runs(10, {}, Millis{0});
   ASSERT_TRUE(due);
   ASSERT_EQ(due->size(), 2u);
   EXPECT_EQ(due->front().instance_limit, 1);
   ASSERT_TRUE(applied(assign(a, 1), a));
-  due = leader.due_runs(10, {});
+  due = leader.due_runs(10, {}, Millis{0});
   ASSERT_TRUE(due);
   EXPECT_TRUE(due->empty()) << "run " << b.value << " waits without filling the batch";
 }
@@ -126,7 +126,7 @@ TEST_F(OverlapStoreTest, ATriggeredRunComesBackAsTheDispatcherReadsItUnlessItsJo
       admin.trigger(Actor{"tester", epoch}, "free", std::string("key-1"), std::string(R"({"parameters":{"a":"1"}})"));
   ASSERT_TRUE(t && t->outcome == WriteOutcome::applied);
   ASSERT_TRUE(t->due.has_value());
-  auto read = leader.due_runs(10, {});
+  auto read = leader.due_runs(10, {}, Millis{0});
   ASSERT_TRUE(read);
   ASSERT_EQ(read->size(), 1u);
   const DueRun& d = (*read)[0];

@@ -31,7 +31,7 @@ class PgEnv {
   std::int64_t transitions(RunId id) { return count("job_run_transitions", id); }
   // The leader's reads and batched heartbeat (store::LeaderStore).
   std::vector<ActiveRun> active(Millis margin) { return *leader_.active_runs(margin); }
-  std::vector<DueRun> due(int limit) { return *leader_.due_runs(limit, {}); }
+  std::vector<DueRun> due(int limit) { return *leader_.due_runs(limit, {}, Millis{0}); }
   HeartbeatBatchResult heartbeat_batch(Epoch e, const std::vector<HeartbeatRow>& rows) {
     return *leader_.heartbeat_batch(e, rows, Millis{10000});
   }

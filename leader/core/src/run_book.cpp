@@ -71,8 +71,8 @@ std::size_t RunBook::pass_outstanding() const {
 std::size_t RunBook::outstanding() const { return pass_outstanding() + wait_lane_.size(); }
 
 std::optional<MonoTime> RunBook::next_wakeup() const {
-  if (cron_wakeups_.empty()) return std::nullopt;
-  return *cron_wakeups_.begin();
+  if (wakeups_.empty()) return std::nullopt;
+  return *wakeups_.begin();
 }
 
 std::vector<LinkId> RunBook::links() const {
@@ -239,7 +239,7 @@ void RunBook::apply_active(const std::vector<store::ActiveRun>& rows) {
   std::map<std::int64_t, Tracked> next;
   for (const auto& r : rows) {
     auto old = tracked_.find(r.id.value);
-    Tracked t{r, {}, 0, 0, {}, {}};
+    Tracked t{r, {}, 0, 0, {}, {}, std::nullopt};
     const bool same_attempt = old != tracked_.end() && old->second.row.worker_id == r.worker_id &&
                               old->second.row.attempt == r.attempt && old->second.row.lease_token == r.lease_token;
     if (old != tracked_.end()) {
@@ -247,6 +247,14 @@ void RunBook::apply_active(const std::vector<store::ActiveRun>& rows) {
       t.link = old->second.link;
       t.listed_at = old->second.listed_at;
       if (same_attempt) t.holder = old->second.holder;
+    }
+    // Assigned ahead of its time: the start stays held until then (kept
+    // from this book's own assignment, else counted from this read).
+    if (r.state == RunState::assigned) {
+      if (same_attempt && old->second.start_not_before)
+        t.start_not_before = old->second.start_not_before;
+      else if (r.starts_in_ms > 0)
+        t.start_not_before = now_ + Millis{r.starts_in_ms + 1};
     }
     // A new leader learns from the run which process started the attempt.
     if (t.holder.empty()) t.holder = r.worker_instance;
@@ -590,11 +598,20 @@ void RunBook::on_start(const std::string& worker, const protocol::Start& m, bool
     return deny_start(worker, m.ref, "not the current assignment of this run");
   // "No start right, no process": the grant is sent only after the batched
   // start write (flush_starts) has applied.
-  if (writing_start_ids_.count(r.id.value)) return;           // a repeated start being written
-  if (!pending_start_ids_.insert(r.id.value).second) return;  // a repeated start already queued
+  if (writing_start_ids_.count(r.id.value)) return;  // a repeated start being written
+  if (pending_start_ids_.count(r.id.value) || early_starts_.count(r.id.value)) return;  // already queued
   auto w = workers_.find(worker);
-  pending_starts_.push_back(
-      {r.id, r.version, {worker, r.attempt, r.lease_token}, w != workers_.end() ? w->second.instance : ""});
+  store::StartRow row{
+      r.id, r.version, {worker, r.attempt, r.lease_token}, w != workers_.end() ? w->second.instance : ""};
+  // Assigned ahead of its time: the start waits for it (flush_starts), and
+  // the book wakes then.
+  if (const auto& not_before = it->second.start_not_before; not_before && now_ < *not_before) {
+    early_starts_.emplace(r.id.value, std::make_pair(*not_before, std::move(row)));
+    wakeups_.insert(*not_before);
+    return;
+  }
+  pending_start_ids_.insert(r.id.value);
+  pending_starts_.push_back(std::move(row));
 }
 
 void RunBook::regrant_start(Tracked& t, const std::string& worker, const protocol::AttemptRef& ref) {
@@ -828,6 +845,15 @@ void RunBook::flush_finishes() {
 }
 
 void RunBook::flush_starts() {
+  for (auto it = early_starts_.begin(); it != early_starts_.end();) {
+    if (it->second.first > now_) {
+      ++it;
+      continue;
+    }
+    if (!writing_start_ids_.count(it->first) && pending_start_ids_.insert(it->first).second)
+      pending_starts_.push_back(std::move(it->second.second));
+    it = early_starts_.erase(it);
+  }
   if (fenced_ || start_lane_busy_ || pending_starts_.empty()) return;
   std::vector<store::StartRow> starts;
   starts.swap(pending_starts_);
@@ -845,8 +871,8 @@ void RunBook::flush_starts() {
 }
 
 bool RunBook::lane_busy_with(std::int64_t run) const {
-  return pending_start_ids_.count(run) || writing_start_ids_.count(run) || pending_finish_ids_.count(run) ||
-         writing_finish_ids_.count(run);
+  return pending_start_ids_.count(run) || writing_start_ids_.count(run) || early_starts_.count(run) ||
+         pending_finish_ids_.count(run) || writing_finish_ids_.count(run);
 }
 
 void RunBook::apply_starts(const std::vector<store::StartRow>& rows, const Result<store::BatchWriteResult>& res) {
@@ -1025,6 +1051,9 @@ void RunBook::check_invariants() const {
   BATON_ASSERT(start_lane_busy_ || writing_start_ids_.empty());
   BATON_ASSERT(finish_lane_busy_ || writing_finish_ids_.empty());
   for (auto id : writing_start_ids_) BATON_ASSERT(!pending_start_ids_.count(id));
+  // A start held for its run's time is in no other queue of the start lane.
+  for (const auto& [id, early] : early_starts_)
+    BATON_ASSERT(!pending_start_ids_.count(id) && !writing_start_ids_.count(id) && early.second.run.value == id);
   for (auto id : writing_finish_ids_) BATON_ASSERT(!pending_finish_ids_.count(id));
   BATON_ASSERT(pending_finish_ids_.size() == pending_finishes_.size());
   BATON_ASSERT(finish_messages_.size() == pending_finishes_.size());

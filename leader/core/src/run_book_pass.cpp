@@ -39,9 +39,9 @@ void RunBook::created(const std::vector<store::DueRun>& runs, MonoTime now) {
 
 void RunBook::tick(MonoTime now) {
   now_ = now;
-  while (!cron_wakeups_.empty() && *cron_wakeups_.begin() <= now_) {
-    cron_wakeups_.erase(cron_wakeups_.begin());
-    dispatch_requested_ = true;  // a cron slot is due now
+  while (!wakeups_.empty() && *wakeups_.begin() <= now_) {
+    wakeups_.erase(wakeups_.begin());
+    dispatch_requested_ = true;  // a cron slot is due now (or an early start's time: flush_starts)
   }
   steps_ = step_flush | step_silent | step_reap | step_heartbeats | step_cron | step_controls | step_dispatch;
   in_pass_ = true;
@@ -329,7 +329,7 @@ void RunBook::create_cron_slots(std::string job, std::vector<std::int64_t> slots
       const std::int64_t due_in_ms = slot * 1000 + delay - now_unix_ms;
       const MonoTime due_at = read_at + Millis{due_in_ms + 1};
       if (due_at > now_)
-        cron_wakeups_.insert(due_at);
+        wakeups_.insert(due_at);
       else
         dispatch_requested_ = true;  // due already: the next pass dispatches it
       log(LogLevel::info, fmt::format("cron_slot_fired job={} slot={} run={} epoch={}{}", json_quote(job), slot,
@@ -410,7 +410,7 @@ void RunBook::dispatch() {
       }
       if (--g->waiting == 0 && !g->failed) dispatch_due(g->due);
     };
-    emit(ReadDue{op, limit, labels});
+    emit(ReadDue{op, limit, labels, cfg_.assign_ahead});
   }
 }
 
@@ -474,6 +474,7 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
   struct Planned {
     store::DueRun due;
     std::vector<protocol::Task> tasks;
+    std::optional<MonoTime> start_not_before;
   };
   std::vector<store::AssignRow> rows;
   auto planned = std::make_shared<std::map<std::int64_t, Planned>>();
@@ -501,7 +502,11 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
     const OverlapGrant& grant = admission.admitted.at(d.id.value);
     rows.push_back(
         {d.id, d.version, d.state, a.worker_id, cfg_.continuation_timeout, grant.instance_no, grant.exclusive_lock});
-    (*planned)[d.id.value] = Planned{d, std::move(task_list)};
+    // A run read ahead of its time: its start is held until then, counted
+    // on this clock from the read (+1 ms: never before the database's time).
+    std::optional<MonoTime> not_before;
+    if (d.starts_in_ms > 0) not_before = now_ + Millis{d.starts_in_ms + 1};
+    (*planned)[d.id.value] = Planned{d, std::move(task_list), not_before};
   }
   if (due_since_.size() > 100000) due_since_.clear();  // bound: only a latency metric depends on it
   if (rows.empty() || fenced_) return;
@@ -541,7 +546,7 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
                                       json_quote(a.worker_id), epoch_.value));
       send(a.worker_id,
            protocol::Assign{ref_of(row), p.tasks, d.timeout_ms, row.continuation_timeout_ms, d.parameters});
-      Tracked t{row, std::move(p.tasks), 0, 0, {}, {}};
+      Tracked t{row, std::move(p.tasks), 0, 0, {}, {}, p.start_not_before};
       mark_listed(t);
       note_holder(t);
       tracked_[d.id.value] = std::move(t);

@@ -1067,5 +1067,55 @@ TEST(RunBookCreated, ARunHandedOverWaitsForTheDispatcherWhenItCannotBePlacedNow)
   }
 }
 
+// A run read ahead of its time (assign_ahead) is assigned at once, and the
+// start its worker asks for is written only when the time has come: the
+// book wakes then, and the start goes out in that pass.
+TEST(RunBookCreated, ARunAssignedAheadOfItsTimeHasItsStartWrittenAtTheTime) {
+  RuntimeConfig c = config();
+  c.reap_every = Millis{10};  // every pass reads the active runs
+  Driver d(c);
+  d.start();
+  d.attach(7, hello("w1"));
+  store::DueRun due;
+  due.id = RunId{5};
+  due.version = Version{1};
+  due.starts_in_ms = 200;
+  d.due = {due};
+  auto e = d.tick(100ms);
+  auto reads = all<ReadDue>(e);
+  ASSERT_FALSE(reads.empty());
+  EXPECT_EQ(reads[0].ahead, config().assign_ahead);
+  auto assigns = all<WriteAssigns>(e);
+  ASSERT_EQ(assigns.size(), 1u);
+  auto b = batch(kEpoch, {5});
+  b.applied[5].lease_token = "t5";
+  b.applied[5].attempt = 1;
+  auto msgs = sent<protocol::Assign>(d.answer(assigns[0].op, b));
+  ASSERT_EQ(msgs.size(), 1u);
+  d.due.clear();
+  store::ActiveRun read = active(5, RunState::assigned, "w1");
+  read.version = Version{2};
+  read.lease_token = "t5";
+  d.rows = {read};  // what the reaper's reads find from now on
+
+  // The reaper's read of the active runs before the start is asked for
+  // keeps the hold.
+  const int reads_before = d.active_reads;
+  e = d.tick(111ms);
+  EXPECT_GT(d.active_reads, reads_before);
+  d.now = at(115ms);
+  e = d.msg(7, "w1", protocol::Start{msgs[0].ref});
+  e = d.tick(150ms);
+  EXPECT_TRUE(all<WriteStarts>(e).empty()) << "not before its time";
+  ASSERT_TRUE(d.book.next_wakeup().has_value());
+  EXPECT_EQ(*d.book.next_wakeup(), at(100ms + 200ms + 1ms));
+  e = d.msg(7, "w1", protocol::Start{msgs[0].ref});  // asked again: still one start
+  e = d.tick(301ms);
+  auto starts = all<WriteStarts>(e);
+  ASSERT_EQ(starts.size(), 1u);
+  ASSERT_EQ(starts[0].rows.size(), 1u);
+  EXPECT_EQ(starts[0].rows[0].run.value, 5);
+}
+
 }  // namespace
 }  // namespace baton::leader_core

@@ -42,6 +42,10 @@ struct DueRun {
   /// "parameters", then its other top-level keys: an event, an upstream run),
   /// each value as text.
   std::map<std::string, std::string> parameters{};
+  /// How long until it may start (its slot, or the slot plus its jitter),
+  /// by the database clock when read; 0 when it may start now. Only runs
+  /// read `ahead` of their time (due_runs) have more than 0.
+  std::int64_t starts_in_ms = 0;
 };
 
 /// An ASSIGNED or RUNNING run, with the facts the reaper decides on. Ages and
@@ -73,6 +77,9 @@ struct ActiveRun {
   std::string job_name;              ///< for per-job metrics ("" for a run without a job)
   std::optional<int> instance_no{};  ///< the instance number it holds (limited jobs)
   bool exclusive_lock = false;       ///< it holds the exclusive lock (exclusive jobs)
+  /// ASSIGNED ahead of its time: how long until it may start, by the
+  /// database clock when read (0: now).
+  std::int64_t starts_in_ms = 0;
 };
 
 struct HeartbeatRow {
@@ -174,7 +181,10 @@ class LeaderStore {
   /// Due runs (PENDING past their slot, RETRY_WAITING past their time,
   /// ORPHANED) that a worker carrying `labels` can take, in dispatch order
   /// (priority, due time, id), at most `limit`.
-  virtual Result<std::vector<DueRun>> due_runs(int limit, const std::map<std::string, std::string>& labels) = 0;
+  /// PENDING runs may be read up to `ahead` before their time (a cron slot):
+  /// the leader assigns them early and writes their start at the time.
+  virtual Result<std::vector<DueRun>> due_runs(int limit, const std::map<std::string, std::string>& labels,
+                                               Millis ahead) = 0;
   virtual Result<std::vector<ActiveRun>> active_runs(Millis continuation_margin) = 0;
   /// One statement, fenced per row: RUNNING rows still held by the given
   /// attempts get heartbeat_at = now(), stale_after = now() + stale_after.

@@ -145,6 +145,7 @@ struct ReadDue {
   OpId op = 0;
   int limit = 0;
   std::map<std::string, std::string> labels;
+  Millis ahead{0};  ///< PENDING runs due within this long too (RuntimeConfig::assign_ahead)
 };
 struct ReadScheduledJobs {
   OpId op = 0;
@@ -299,7 +300,9 @@ class RunBook {
   /// Reads and writes emitted whose results have not come back (lane
   /// writes included).
   std::size_t outstanding() const;
-  /// The earliest time a cron run created ahead of its slot becomes due.
+  /// The earliest time the book must act at without an input: a cron run
+  /// created ahead of its slot becomes due, or the start of a run assigned
+  /// ahead of its time may be written. The shell ticks then.
   std::optional<MonoTime> next_wakeup() const;
   /// The connections of attached workers (the shell closes them on the way out).
   std::vector<LinkId> links() const;
@@ -340,6 +343,9 @@ class RunBook {
     /// Only that process, or its successor on the same spool, can say the
     /// attempt is gone.
     std::string holder;
+    /// Assigned ahead of its time (RuntimeConfig::assign_ahead): its start
+    /// is not written before this, on this leader's monotonic clock.
+    std::optional<MonoTime> start_not_before{};
   };
   template <class T>
   using Then = std::function<void(const Result<T>&)>;
@@ -496,9 +502,12 @@ class RunBook {
   /// Running runs an operator cancelled: run -> reason. Written CANCELED
   /// when the worker reports the kill (or the attempt is lost).
   std::map<std::int64_t, std::string> cancel_requested_;
-  std::set<MonoTime> cron_wakeups_;
+  std::set<MonoTime> wakeups_;  ///< next_wakeup's times
   std::vector<store::StartRow> pending_starts_;
   std::set<std::int64_t> pending_start_ids_;
+  /// Starts asked for before their run's time: queued (pending_starts_) when
+  /// it comes (flush_starts), by run id.
+  std::map<std::int64_t, std::pair<MonoTime, store::StartRow>> early_starts_;
   std::vector<store::FinishRow> pending_finishes_;
   std::set<std::int64_t> pending_finish_ids_;
   /// The lanes: the batch being written (its results not back), by run id.

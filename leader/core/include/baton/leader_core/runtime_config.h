@@ -20,6 +20,11 @@ struct RuntimeConfig {
   int max_unstarted_assignments = 5;
   Millis timeout_grace{5000};  ///< leader-side enforcement of a run timeout, after the worker's
   Millis dispatch_every{50};
+  /// A PENDING run whose time (a cron slot, plus its jitter) is this close
+  /// is assigned now, and its start is written at the time: a slot's start
+  /// is then one write and one grant, not an assignment as well. 0: runs are
+  /// assigned when their time has come.
+  Millis assign_ahead{250};
   Millis reap_every{500};
   Millis cron_every{200};
   /// How often the leader reads what operators set without a restart
