@@ -166,7 +166,9 @@ void RunBook::pump() {
         }
         break;
       case step_cron:
-        if (now_ - last_cron_ >= cfg_.cron_every) {
+        if (now_ - last_cron_ >= cfg_.cron_every &&
+            (wakeups_.empty() || *wakeups_.begin() - now_ >= cron_quiet_before ||
+             now_ - last_cron_ >= cron_defer_max)) {
           last_cron_ = now_;
           const OpId op = next_op();
           wait_jobs_[op] = [this](const Result<std::vector<store::ScheduledJob>>& jobs) {
@@ -850,7 +852,10 @@ void RunBook::flush_starts() {
       ++it;
       continue;
     }
-    if (!writing_start_ids_.count(it->first) && pending_start_ids_.insert(it->first).second)
+    // A start whose worker has left meanwhile is not written: the run stays
+    // ASSIGNED for the reaper, or for the worker to ask again when back.
+    const bool attached = workers_.count(it->second.second.attempt.worker_id) > 0;
+    if (attached && !writing_start_ids_.count(it->first) && pending_start_ids_.insert(it->first).second)
       pending_starts_.push_back(std::move(it->second.second));
     it = early_starts_.erase(it);
   }

@@ -18,6 +18,14 @@ inline constexpr std::size_t cron_slots_per_pass = 100;
 inline constexpr std::chrono::seconds skip_tolerance{2};
 // Cron runs are created this far ahead of their slot (see materialize_cron).
 inline constexpr Millis cron_lookahead{1500};
+// The cron step (the next slots' creates: one statement each, about 70 ms
+// for 100 jobs, during which the loop does nothing else) is put off while a
+// wake-up -- a slot, a held start -- is this close, so that a slot's starts
+// never wait behind the next slot's creates; but never for longer than
+// cron_defer_max, which the lookahead covers with room to spare.
+inline constexpr Millis cron_quiet_before{150};
+inline constexpr Millis cron_defer_max{1000};
+static_assert(cron_defer_max + cron_quiet_before < cron_lookahead);
 
 inline protocol::AttemptRef ref_of(const store::ActiveRun& r) {
   return protocol::AttemptRef{r.id.value, r.attempt, r.lease_token};

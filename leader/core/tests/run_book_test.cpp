@@ -552,6 +552,36 @@ TEST(RunBook, ACronWakeUpIsCountedFromTheReadNotFromTheCreate) {
   EXPECT_EQ(*d.book.next_wakeup(), at(1000ms + 800ms + 1ms));
 }
 
+// The next slots' creates (one statement each, about 70 ms for 100 jobs)
+// are not begun while a slot is about to come: the slot's starts would wait
+// behind them. They are begun once it has passed.
+TEST(RunBook, TheCronStepWaitsWhileASlotIsAboutToCome) {
+  Driver d;
+  store::ScheduledJob j;
+  j.id = 1;
+  j.name = "every-second";
+  j.schedule = "* * * * * *";
+  j.time_zone = "UTC";
+  j.misfire_policy = "skip";
+  j.last_slot_unix = kMidnight;
+  j.now_unix = kMidnight;
+  j.now_unix_ms = kMidnight * 1000 + 200;  // 800 ms before the next slot
+  d.jobs = {j};
+  d.start();
+  auto creates = all<CreateCronRun>(d.tick(1000ms));
+  ASSERT_EQ(creates.size(), 1u);
+  store::CreateResult ok;
+  ok.outcome = store::WriteOutcome::applied;
+  ok.current_epoch = kEpoch;
+  ok.run = RunId{1};
+  d.answer(creates[0].op, ok);
+  d.jobs.clear();  // later reads plan nothing (the test counts the reads)
+  ASSERT_EQ(d.book.next_wakeup(), std::optional<MonoTime>(at(1801ms)));
+  EXPECT_EQ(all<ReadScheduledJobs>(d.tick(1300ms)).size(), 1u) << "the slot is 501 ms away";
+  EXPECT_TRUE(all<ReadScheduledJobs>(d.tick(1700ms)).empty()) << "the slot is 101 ms away";
+  EXPECT_EQ(all<ReadScheduledJobs>(d.tick(1802ms)).size(), 1u) << "the slot has passed";
+}
+
 // concurrency_policy replace: the slot's run is created and the runs it
 // replaces are canceled through the fenced cancel path (read, then write).
 TEST(RunBook, AReplacingSlotCancelsTheRunsItReplaces) {
@@ -1115,6 +1145,31 @@ TEST(RunBookCreated, ARunAssignedAheadOfItsTimeHasItsStartWrittenAtTheTime) {
   ASSERT_EQ(starts.size(), 1u);
   ASSERT_EQ(starts[0].rows.size(), 1u);
   EXPECT_EQ(starts[0].rows[0].run.value, 5);
+}
+
+// A start held for its run's time whose worker left meanwhile is not
+// written when the time comes: the run stays ASSIGNED (for the reaper).
+TEST(RunBookCreated, AHeldStartWhoseWorkerLeftIsNotWritten) {
+  Driver d;
+  d.start();
+  d.attach(7, hello("w1"));
+  store::DueRun due;
+  due.id = RunId{5};
+  due.version = Version{1};
+  due.starts_in_ms = 200;
+  d.due = {due};
+  auto assigns = all<WriteAssigns>(d.tick(100ms));
+  ASSERT_EQ(assigns.size(), 1u);
+  auto b = batch(kEpoch, {5});
+  b.applied[5].lease_token = "t5";
+  auto msgs = sent<protocol::Assign>(d.answer(assigns[0].op, b));
+  ASSERT_EQ(msgs.size(), 1u);
+  d.due.clear();
+  d.now = at(110ms);
+  d.msg(7, "w1", protocol::Start{msgs[0].ref});
+  d.book.detached(7, "w1", "closed", d.now);
+  d.run();
+  EXPECT_TRUE(all<WriteStarts>(d.tick(301ms)).empty());
 }
 
 }  // namespace
