@@ -988,14 +988,7 @@ class World {
     note("run " + std::to_string(c.run.value) + " created");
     // As the API does: the new run as its insert returned it goes to every
     // book there is (a deposed leader's too: its assignment must be fenced).
-    const store::fake::FakeRun& made = run_db_.runs().at(c.run.value);
-    store::DueRun due;
-    due.id = made.id;
-    due.version = made.version;
-    due.state = made.state;
-    due.attempt = made.attempt;
-    due.max_attempts = made.max_attempts;
-    due.priority = made.priority;
+    const store::DueRun due = store::fake::FakeRunDb::due_run_of(run_db_.runs().at(c.run.value));
     for (auto& n : nodes_)
       if (n.book && !n.paused && !n.crashed)
         n.inbox.push_back([this, &n, due] {

@@ -333,17 +333,21 @@ std::vector<DueRun> FakeRunDb::due_runs(int limit) const {
   std::vector<DueRun> out;
   for (const FakeRun* r : due) {
     if (static_cast<int>(out.size()) >= limit) break;
-    DueRun d;
-    d.id = r->id;
-    d.version = r->version;
-    d.state = r->state;
-    d.attempt = r->attempt;
-    d.max_attempts = r->max_attempts;
-    d.priority = r->priority;
-    d.unstarted_assignments = r->unstarted_assignments;
-    out.push_back(std::move(d));
+    out.push_back(due_run_of(*r));
   }
   return out;
+}
+
+DueRun FakeRunDb::due_run_of(const FakeRun& r) {
+  DueRun d;
+  d.id = r.id;
+  d.version = r.version;
+  d.state = r.state;
+  d.attempt = r.attempt;
+  d.max_attempts = r.max_attempts;
+  d.priority = r.priority;
+  d.unstarted_assignments = r.unstarted_assignments;
+  return d;
 }
 
 HeartbeatBatchResult FakeRunDb::heartbeat_batch(Epoch epoch, const std::vector<HeartbeatRow>& rows) {

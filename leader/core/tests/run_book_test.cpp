@@ -523,31 +523,37 @@ TEST(RunBook, AFailedSkipRecordCreatesNothingAndAFencedOneStopsTheBook) {
   EXPECT_TRUE(d.book.fenced());
 }
 
+// An every-second job last fired at midnight, read 800 ms before its next
+// slot; and a create's answer that applied.
+store::ScheduledJob every_second_job() {
+  store::ScheduledJob j = hourly_job(kMidnight, kMidnight);
+  j.name = "every-second";
+  j.schedule = "* * * * * *";
+  j.time_zone = "UTC";
+  j.misfire_policy = "skip";
+  j.now_unix_ms = kMidnight * 1000 + 200;
+  return j;
+}
+store::CreateResult created(RunId run) {
+  store::CreateResult ok;
+  ok.outcome = store::WriteOutcome::applied;
+  ok.current_epoch = kEpoch;
+  ok.run = run;
+  return ok;
+}
+
 // A slot created ahead wakes the book at the slot, counted from the read that
 // planned it: the creates of a pass run one after another, and counting from
 // each create's return made the wake-up late by every create before it.
 TEST(RunBook, ACronWakeUpIsCountedFromTheReadNotFromTheCreate) {
   Driver d;
-  store::ScheduledJob j;
-  j.id = 1;
-  j.name = "every-second";
-  j.schedule = "* * * * * *";
-  j.time_zone = "UTC";
-  j.misfire_policy = "skip";
-  j.last_slot_unix = kMidnight;
-  j.now_unix = kMidnight;
-  j.now_unix_ms = kMidnight * 1000 + 200;  // 800 ms before the next slot
-  d.jobs = {j};
+  d.jobs = {every_second_job()};
   d.start();
   auto creates = all<CreateCronRun>(d.tick(1000ms));
   ASSERT_FALSE(creates.empty());
   EXPECT_EQ(creates[0].slot_unix, kMidnight + 1);
   d.now = at(1300ms);  // the create returns 300 ms after the read
-  store::CreateResult ok;
-  ok.outcome = store::WriteOutcome::applied;
-  ok.current_epoch = kEpoch;
-  ok.run = RunId{1};
-  d.answer(creates[0].op, ok);
+  d.answer(creates[0].op, created(RunId{1}));
   ASSERT_TRUE(d.book.next_wakeup().has_value());
   EXPECT_EQ(*d.book.next_wakeup(), at(1000ms + 800ms + 1ms));
 }
@@ -557,24 +563,11 @@ TEST(RunBook, ACronWakeUpIsCountedFromTheReadNotFromTheCreate) {
 // behind them. They are begun once it has passed.
 TEST(RunBook, TheCronStepWaitsWhileASlotIsAboutToCome) {
   Driver d;
-  store::ScheduledJob j;
-  j.id = 1;
-  j.name = "every-second";
-  j.schedule = "* * * * * *";
-  j.time_zone = "UTC";
-  j.misfire_policy = "skip";
-  j.last_slot_unix = kMidnight;
-  j.now_unix = kMidnight;
-  j.now_unix_ms = kMidnight * 1000 + 200;  // 800 ms before the next slot
-  d.jobs = {j};
+  d.jobs = {every_second_job()};
   d.start();
   auto creates = all<CreateCronRun>(d.tick(1000ms));
   ASSERT_EQ(creates.size(), 1u);
-  store::CreateResult ok;
-  ok.outcome = store::WriteOutcome::applied;
-  ok.current_epoch = kEpoch;
-  ok.run = RunId{1};
-  d.answer(creates[0].op, ok);
+  d.answer(creates[0].op, created(RunId{1}));
   d.jobs.clear();  // later reads plan nothing (the test counts the reads)
   ASSERT_EQ(d.book.next_wakeup(), std::optional<MonoTime>(at(1801ms)));
   EXPECT_EQ(all<ReadScheduledJobs>(d.tick(1300ms)).size(), 1u) << "the slot is 501 ms away";

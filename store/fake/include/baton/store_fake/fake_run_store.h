@@ -117,6 +117,8 @@ class FakeRunDb {
   /// PENDING, ORPHANED and RETRY_WAITING whose next attempt is due, by
   /// priority then id (labels are not modelled: every worker can take any run).
   std::vector<DueRun> due_runs(int limit) const;
+  /// A run as the dispatcher reads it (due_runs' rows; a trigger's insert).
+  static DueRun due_run_of(const FakeRun& r);
   HeartbeatBatchResult heartbeat_batch(Epoch epoch, const std::vector<HeartbeatRow>& rows);
 
   const std::map<std::int64_t, FakeRun>& runs() const { return runs_; }
