@@ -46,8 +46,8 @@ std::string fenced_update(const std::string& set, const std::string& where, cons
 // (the answer needs only id, version, lease token and attempt; a finish's
 // attempt and dead-letter rows need the whole row).
 //
-// `durable`: whether the statement's commit waits for its WAL flush. Only
-// the assignment does not (see run_assign_batch).
+// `commit`: whether the statement's commit waits for its WAL flush. Only
+// the assignment's does not (see run_assign_batch).
 enum class Commit { flushed, unflushed };
 std::string batch_update(const std::string& set, const std::string& from, const std::string& where,
                          const std::string& returning = "r.id, r.version, r.lease_token, r.attempt",
