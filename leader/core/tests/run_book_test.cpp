@@ -87,6 +87,24 @@ store::BatchWriteResult batch(Epoch current, std::vector<std::int64_t> ids) {
   return b;
 }
 
+/// A due run as the dispatcher reads it: id, version, and how long until it
+/// may start.
+store::DueRun due_run(std::int64_t id, std::int64_t version, std::int64_t starts_in_ms = 0) {
+  store::DueRun d;
+  d.id = RunId{id};
+  d.version = Version{version};
+  d.starts_in_ms = starts_in_ms;
+  return d;
+}
+
+/// An assign batch that applied for `id`: attempt 1, lease token "t<id>".
+store::BatchWriteResult assigned(std::int64_t id) {
+  auto b = batch(kEpoch, {id});
+  b.applied[id].lease_token = "t" + std::to_string(id);
+  b.applied[id].attempt = 1;
+  return b;
+}
+
 /// Drives a book: answers the reads (active runs, due runs, scheduled jobs)
 /// from its tables at once and leaves writes to the test.
 struct Driver {
@@ -306,10 +324,7 @@ TEST(RunBook, DueRunsAreAssignedAndSentOnlyAfterTheAssignApplied) {
   ASSERT_EQ(assigns.size(), 1u);
   EXPECT_EQ(assigns[0].rows[0].worker_id, "w1");
   EXPECT_TRUE(sent<protocol::Assign>(e).empty());
-  auto b = batch(kEpoch, {5});
-  b.applied[5].lease_token = "t5";
-  b.applied[5].attempt = 1;
-  auto msgs = sent<protocol::Assign>(d.answer(assigns[0].op, b));
+  auto msgs = sent<protocol::Assign>(d.answer(assigns[0].op, assigned(5)));
   ASSERT_EQ(msgs.size(), 1u);
   EXPECT_EQ(msgs[0].ref.lease_token, "t5");
   ASSERT_EQ(msgs[0].tasks.size(), 1u) << "a run without a job is one NOOP task";
@@ -1026,9 +1041,7 @@ TEST(RunBookCreated, ARunHandedOverIsAssignedWithoutAReadOrAPass) {
   d.start();
   d.attach(7, hello("w1"));
   d.tick(100ms);  // the first pass reads the controls
-  store::DueRun due;
-  due.id = RunId{9};
-  due.version = Version{1};
+  const store::DueRun due = due_run(9, 1);
   d.book.created({due}, d.now);
   auto e = d.run();
   EXPECT_TRUE(all<ReadDue>(e).empty());
@@ -1038,10 +1051,7 @@ TEST(RunBookCreated, ARunHandedOverIsAssignedWithoutAReadOrAPass) {
   EXPECT_EQ(assigns[0].rows[0].run.value, 9);
   EXPECT_EQ(assigns[0].rows[0].worker_id, "w1");
   EXPECT_TRUE(sent<protocol::Assign>(e).empty());
-  auto b = batch(kEpoch, {9});
-  b.applied[9].lease_token = "t9";
-  b.applied[9].attempt = 1;
-  auto msgs = sent<protocol::Assign>(d.answer(assigns[0].op, b));
+  auto msgs = sent<protocol::Assign>(d.answer(assigns[0].op, assigned(9)));
   ASSERT_EQ(msgs.size(), 1u);
   EXPECT_EQ(msgs[0].ref.run_id, 9);
 }
@@ -1050,9 +1060,7 @@ TEST(RunBookCreated, ARunHandedOverIsAssignedWithoutAReadOrAPass) {
 // pass's read is outstanding, a handed-over run waits for the dispatcher's
 // own read (the view of the fleet's room is not whole, or dispatch is off).
 TEST(RunBookCreated, ARunHandedOverWaitsForTheDispatcherWhenItCannotBePlacedNow) {
-  store::DueRun due;
-  due.id = RunId{9};
-  due.version = Version{1};
+  const store::DueRun due = due_run(9, 1);
   {
     Driver d;
     d.start();
@@ -1099,10 +1107,7 @@ TEST(RunBookCreated, ARunAssignedAheadOfItsTimeHasItsStartWrittenAtTheTime) {
   Driver d(c);
   d.start();
   d.attach(7, hello("w1"));
-  store::DueRun due;
-  due.id = RunId{5};
-  due.version = Version{1};
-  due.starts_in_ms = 200;
+  const store::DueRun due = due_run(5, 1, 200);
   d.due = {due};
   auto e = d.tick(100ms);
   auto reads = all<ReadDue>(e);
@@ -1110,10 +1115,7 @@ TEST(RunBookCreated, ARunAssignedAheadOfItsTimeHasItsStartWrittenAtTheTime) {
   EXPECT_EQ(reads[0].ahead, config().assign_ahead);
   auto assigns = all<WriteAssigns>(e);
   ASSERT_EQ(assigns.size(), 1u);
-  auto b = batch(kEpoch, {5});
-  b.applied[5].lease_token = "t5";
-  b.applied[5].attempt = 1;
-  auto msgs = sent<protocol::Assign>(d.answer(assigns[0].op, b));
+  auto msgs = sent<protocol::Assign>(d.answer(assigns[0].op, assigned(5)));
   ASSERT_EQ(msgs.size(), 1u);
   d.due.clear();
   store::ActiveRun read = active(5, RunState::assigned, "w1");
@@ -1146,16 +1148,11 @@ TEST(RunBookCreated, AHeldStartWhoseWorkerLeftIsNotWritten) {
   Driver d;
   d.start();
   d.attach(7, hello("w1"));
-  store::DueRun due;
-  due.id = RunId{5};
-  due.version = Version{1};
-  due.starts_in_ms = 200;
+  const store::DueRun due = due_run(5, 1, 200);
   d.due = {due};
   auto assigns = all<WriteAssigns>(d.tick(100ms));
   ASSERT_EQ(assigns.size(), 1u);
-  auto b = batch(kEpoch, {5});
-  b.applied[5].lease_token = "t5";
-  auto msgs = sent<protocol::Assign>(d.answer(assigns[0].op, b));
+  auto msgs = sent<protocol::Assign>(d.answer(assigns[0].op, assigned(5)));
   ASSERT_EQ(msgs.size(), 1u);
   d.due.clear();
   d.now = at(110ms);
