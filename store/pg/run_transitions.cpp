@@ -108,8 +108,9 @@ const std::vector<Statement>& statements() {
        " ON CONFLICT DO NOTHING RETURNING id)"
        " SELECT (SELECT epoch FROM fence), w.id FROM (VALUES (1)) AS one(x) LEFT JOIN w ON true"},
       {"run_read",
-       "SELECT id, state, version, attempt, max_attempts, leader_epoch, assigned_worker_id, lease_token::text,"
-       " continuation_state FROM job_runs WHERE id = $1"},
+       "SELECT r.id, r.state, r.version, r.attempt, r.max_attempts, r.leader_epoch, r.assigned_worker_id,"
+       " r.lease_token::text, r.continuation_state, coalesce(j.name, '') FROM job_runs r LEFT JOIN job_definitions j"
+       " ON j.id = r.job_definition_id WHERE r.id = $1"},
       {"run_assign", fenced_update("state = 'ASSIGNED', assigned_worker_id = $4, lease_token = gen_random_uuid(),"
                                    " worker_instance = NULL,"
                                    " assigned_at = now(), continuation_state = 'NONE', continuation_deadline_at = NULL",
@@ -360,6 +361,7 @@ Result<std::optional<RunRow>> PgRunStore::read_run(RunId id) {
     if (!r[6].is_null()) row.assigned_worker_id = r[6].as<std::string>();
     if (!r[7].is_null()) row.lease_token = r[7].as<std::string>();
     row.continuation = r[8].as<std::string>() == "CONFIRMING" ? ContinuationState::confirming : ContinuationState::none;
+    row.job_name = r[9].as<std::string>();
     return std::optional<RunRow>{row};
   });
 }

@@ -61,6 +61,7 @@ TEST_F(OverlapStoreTest, ALimitedJobsRunsHoldDistinctNumbersWithinTheLimit) {
   // Ending a run releases its number.
   auto row = runs.read_run(a);
   ASSERT_TRUE(row && *row);
+  EXPECT_EQ((*row)->job_name, "limited") << "a run read alone names its job (a late success is counted under it)";
   ASSERT_EQ(runs.cancel({a, (*row)->version, epoch}, RunState::assigned, "test")->outcome, WriteOutcome::applied);
   EXPECT_TRUE(applied(assign(c, 1), c));
 }

@@ -50,10 +50,9 @@ void RunBook::count(Counter c, std::int64_t n) {
   if (n != 0) effects_.push_back(Count{c, n});
 }
 
-void RunBook::finished(std::int64_t run, const std::string& outcome, std::int64_t duration_ms) {
+void RunBook::finished(const std::string& job, const std::string& outcome, std::int64_t duration_ms) {
   count(Counter::runs_finished);
-  auto t = tracked_.find(run);
-  emit(ObserveRunFinished{t == tracked_.end() ? std::string() : t->second.row.job_name, outcome, duration_ms});
+  emit(ObserveRunFinished{job, outcome, duration_ms});
 }
 
 std::vector<Effect> RunBook::take_effects() {
@@ -733,9 +732,9 @@ void RunBook::finish_current(const std::string& worker, const protocol::Finish& 
       w.fence = {r.id, r.version, epoch_};
       w.from = RunState::running;
       w.reason = requested->second;
-      return write(std::move(w), [this, worker, m](const Result<store::WriteResult>& res) {
+      return write(std::move(w), [this, worker, m, job = r.job_name](const Result<store::WriteResult>& res) {
         if (!note("finish", m.ref.run_id, res)) return;
-        finished(m.ref.run_id, "CANCELED", m.duration_ms);
+        finished(job, "CANCELED", m.duration_ms);
         log(LogLevel::info,
             fmt::format("run_finished run={} attempt={} worker={} outcome={} state=CANCELED epoch={}", m.ref.run_id,
                         m.ref.attempt, json_quote(worker), protocol::to_string(m.outcome), epoch_.value));
@@ -763,7 +762,7 @@ void RunBook::finish_current(const std::string& worker, const protocol::Finish& 
     if (decision.next == RunState::retry_waiting) row.retry_delay = decision.retry_delay;
     pending_finish_ids_.insert(r.id.value);
     pending_finishes_.push_back(std::move(row));
-    finish_messages_[r.id.value] = {worker, m};
+    finish_messages_[r.id.value] = {worker, m, r.job_name};
   });
 }
 
@@ -814,9 +813,9 @@ void RunBook::late_success(const std::string& worker, const protocol::Finish& m)
     w.attempt = {worker, r.attempt, *r.lease_token};
     w.finish.exit_code = m.exit_code;
     w.finish.result_json = result_json(m, log_ref_of(m));
-    write(std::move(w), [this, worker, m](const Result<store::WriteResult>& res) {
+    write(std::move(w), [this, worker, m, job = r.job_name](const Result<store::WriteResult>& res) {
       if (!note("late_success", m.ref.run_id, res)) return;
-      finished(m.ref.run_id, "SUCCEEDED", m.duration_ms);
+      finished(job, "SUCCEEDED", m.duration_ms);
       log(LogLevel::info,
           fmt::format("run_finished run={} attempt={} worker={} outcome=SUCCEEDED state=SUCCEEDED late=true epoch={}",
                       m.ref.run_id, m.ref.attempt, json_quote(worker), epoch_.value));
@@ -835,7 +834,7 @@ void RunBook::flush_finishes() {
   pending_finish_ids_.clear();
   finish_lane_busy_ = true;
   const OpId op = next_op();
-  auto messages = std::make_shared<std::map<std::int64_t, std::pair<std::string, protocol::Finish>>>();
+  auto messages = std::make_shared<std::map<std::int64_t, QueuedFinish>>();
   messages->swap(finish_messages_);
   wait_lane_[op] = [this, finishes, messages](const Result<store::BatchWriteResult>& res) {
     finish_lane_busy_ = false;
@@ -926,10 +925,10 @@ void RunBook::apply_starts(const std::vector<store::StartRow>& rows, const Resul
 }
 
 void RunBook::apply_finishes(const std::vector<store::FinishRow>& rows,
-                             const std::map<std::int64_t, std::pair<std::string, protocol::Finish>>& messages,
+                             const std::map<std::int64_t, QueuedFinish>& messages,
                              const Result<store::BatchWriteResult>& res) {
   if (batch_fenced("finish_batch", rows.size(), res) || fenced_) return;
-  std::vector<std::pair<std::string, protocol::Finish>> lost;
+  std::vector<QueuedFinish> lost;
   for (const auto& row : rows) {
     const protocol::AttemptRef ref{row.run.value, row.attempt.attempt, row.attempt.lease_token};
     if (!res || !res->applied.count(row.run.value)) {
@@ -937,11 +936,8 @@ void RunBook::apply_finishes(const std::vector<store::FinishRow>& rows,
       if (auto m = messages.find(row.run.value); m != messages.end()) lost.push_back(m->second);
       continue;
     }
-    {
-      auto m = messages.find(row.run.value);
-      finished(row.run.value, std::string(to_string(row.finish.final_state)),
-               m == messages.end() ? 0 : m->second.second.duration_ms);
-    }
+    if (auto m = messages.find(row.run.value); m != messages.end())
+      finished(m->second.job, std::string(to_string(row.finish.final_state)), m->second.message.duration_ms);
     log(LogLevel::info,
         fmt::format("run_finished run={} attempt={} worker={} outcome={} state={} epoch={}", row.run.value,
                     row.attempt.attempt, json_quote(row.attempt.worker_id), to_string(row.finish.final_state),
@@ -960,7 +956,7 @@ void RunBook::apply_finishes(const std::vector<store::FinishRow>& rows,
   fresh_ = false;
   with_fresh_view([this, lost = std::move(lost)](bool fresh) {
     if (!fresh) return;
-    for (const auto& [worker, m] : lost) on_finish(worker, m, true);
+    for (const auto& f : lost) on_finish(f.worker, f.message, true);
   });
 }
 

@@ -993,6 +993,28 @@ TEST(RunBookLanes, TheReaperLeavesARunAloneWhileItsFinishIsBeingWritten) {
   for (const auto& w : all<WriteRun>(d.tick(3000ms))) ADD_FAILURE() << "wrote kind " << static_cast<int>(w.kind);
 }
 
+// The finish commits, a pass's read no longer lists the run, and only then
+// does the batch's answer come back: the attempt is still counted under its
+// job (the metric's label was read from the book's copy of the run, which
+// that read had already dropped).
+TEST(RunBookLanes, AFinishIsCountedUnderItsJobWhenAReadDroppedTheRunBeforeItsAnswer) {
+  Driver d;
+  auto r = active(1, RunState::running, "w1");
+  r.job_name = "breaks";
+  d.begin({r}, hello("w1", {ref(r)}));
+  d.msg(7, "w1", finish(r, protocol::Outcome::failed));
+  auto finishes = all<WriteFinishes>(d.tick(10ms));
+  ASSERT_EQ(finishes.size(), 1u);
+  d.rows = {};  // committed, and the next pass's read sees it
+  const int before = d.active_reads;
+  d.tick(1100ms);
+  ASSERT_GT(d.active_reads, before) << "no read between the write and its answer";
+  auto observed = all<ObserveRunFinished>(d.answer(finishes[0].op, batch(kEpoch, {1})));
+  ASSERT_EQ(observed.size(), 1u);
+  EXPECT_EQ(observed[0].job, "breaks");
+  EXPECT_EQ(observed[0].outcome, "FAILED");
+}
+
 // Prefetch: a worker is assigned up to its capacity plus its prefetch; one
 // without prefetch only up to its capacity.
 TEST(RunBookPrefetch, AWorkerIsAssignedItsCapacityPlusItsPrefetch) {

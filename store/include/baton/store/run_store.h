@@ -67,6 +67,7 @@ struct RunRow {
   std::optional<std::string> assigned_worker_id;
   std::optional<std::string> lease_token;
   ContinuationState continuation = ContinuationState::none;
+  std::string job_name;  ///< "" for a run without a job
 };
 
 struct Finish {

@@ -315,6 +315,13 @@ class RunBook {
   void check_invariants() const;
 
  private:
+  /// What is behind a queued finish row: a row that does not apply is judged
+  /// again from its message; one that does is counted under its job.
+  struct QueuedFinish {
+    std::string worker;
+    protocol::Finish message;
+    std::string job;
+  };
   struct Attached {
     LinkId link = 0;
     int capacity = 0;
@@ -376,8 +383,9 @@ class RunBook {
   void emit(Effect e);
   void log(LogLevel level, std::string text);
   void count(Counter c, std::int64_t n = 1);
-  /// Counts a written finish, for the run's job.
-  void finished(std::int64_t run, const std::string& outcome, std::int64_t duration_ms);
+  /// Counts a written finish under `job` (the run's, as known when the
+  /// finish was decided: a read in between may have dropped the run).
+  void finished(const std::string& job, const std::string& outcome, std::int64_t duration_ms);
   OpId next_op() { return ++last_op_; }
 
   /// Calls `then(fresh)` once tracked_ reflects a successful read made in
@@ -425,8 +433,7 @@ class RunBook {
   /// A start or finish of `run` is queued or being written.
   bool lane_busy_with(std::int64_t run) const;
   void apply_starts(const std::vector<store::StartRow>& rows, const Result<store::BatchWriteResult>& res);
-  void apply_finishes(const std::vector<store::FinishRow>& rows,
-                      const std::map<std::int64_t, std::pair<std::string, protocol::Finish>>& messages,
+  void apply_finishes(const std::vector<store::FinishRow>& rows, const std::map<std::int64_t, QueuedFinish>& messages,
                       const Result<store::BatchWriteResult>& res);
   void detach_silent();
   void reap(bool fresh);
@@ -514,9 +521,7 @@ class RunBook {
   Waiting<store::BatchWriteResult> wait_lane_;
   std::set<std::int64_t> writing_start_ids_, writing_finish_ids_;
   bool start_lane_busy_ = false, finish_lane_busy_ = false;
-  /// The worker and finish message behind each queued finish row (a row
-  /// that does not apply is judged again from its message).
-  std::map<std::int64_t, std::pair<std::string, protocol::Finish>> finish_messages_;
+  std::map<std::int64_t, QueuedFinish> finish_messages_;  ///< by run id
   std::map<std::string, std::optional<CronSchedule>> cron_cache_;
   std::map<std::string, std::optional<CronZone>> zone_cache_;  ///< located once per name
   std::set<std::pair<std::int64_t, std::string>> recorded_;    ///< (run, "decision:reason") already in the ledger
