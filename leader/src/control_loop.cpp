@@ -16,6 +16,57 @@ namespace {
 // The loop waits for events at most this long between passes.
 constexpr Millis loop_wait_max{10};
 
+// A statement that holds the loop thread (or a lane) this long, or a wake-up
+// the loop reaches this late, is logged: everything queued behind it (a
+// cron slot's start, a trigger's assignment) was that late too.
+constexpr Millis loop_slow{50};
+
+double ms_of(std::chrono::nanoseconds d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+/// The statement an effect runs on the loop thread (nullptr: no statement,
+/// or one run on a lane, which times itself).
+template <class T>
+constexpr const char* statement_of() {
+  if constexpr (std::is_same_v<T, lc::RecordWorker>)
+    return "worker_registry";
+  else if constexpr (std::is_same_v<T, lc::RecordWorkersSeen>)
+    return "workers_seen";
+  else if constexpr (std::is_same_v<T, lc::AppendRunLog>)
+    return "append_run_log";
+  else if constexpr (std::is_same_v<T, lc::ReadActive>)
+    return "active_runs";
+  else if constexpr (std::is_same_v<T, lc::ReadRun>)
+    return "run_read";
+  else if constexpr (std::is_same_v<T, lc::ReadDue>)
+    return "due_runs";
+  else if constexpr (std::is_same_v<T, lc::ReadScheduledJobs>)
+    return "scheduled_jobs";
+  else if constexpr (std::is_same_v<T, lc::ReadControls>)
+    return "read_controls";
+  else if constexpr (std::is_same_v<T, lc::WriteRun>)
+    return "run_write";
+  else if constexpr (std::is_same_v<T, lc::WriteAssigns>)
+    return "assign_batch";
+  else if constexpr (std::is_same_v<T, lc::WriteHeartbeats>)
+    return "heartbeat_batch";
+  else if constexpr (std::is_same_v<T, lc::CreateCronRun>)
+    return "create_cron_run";
+  else if constexpr (std::is_same_v<T, lc::Prune>)
+    return "prune";
+  else if constexpr (std::is_same_v<T, lc::ProcessEvents>)
+    return "process_events";
+  else if constexpr (std::is_same_v<T, lc::ReadWaiting>)
+    return "waiting_runs";
+  else if constexpr (std::is_same_v<T, lc::ReadUnmatched>)
+    return "unmatched_runs";
+  else if constexpr (std::is_same_v<T, lc::RecordDecision>)
+    return "record_decision";
+  else if constexpr (std::is_same_v<T, lc::SkipCronSlots>)
+    return "skip_cron_slots";
+  else
+    return nullptr;
+}
+
 spdlog::level::level_enum level_of(lc::LogLevel l) {
   switch (l) {
     case lc::LogLevel::debug: return spdlog::level::debug;
@@ -133,7 +184,10 @@ void ControlLoop::run(const std::atomic<bool>& stop) {
     // holds its output.
     flush_output();
     if (book_.fenced() || stop.load()) break;
-    book_.tick(clock_.mono());
+    const MonoTime now = clock_.mono();
+    if (auto wakeup = book_.next_wakeup(); wakeup && now - *wakeup >= loop_slow)
+      spdlog::warn("loop_wakeup_late ms={:.1f} epoch={}", ms_of(now - *wakeup), epoch_.value);
+    book_.tick(now);
     drain();
     metrics_.attached_workers = static_cast<int>(book_.attached_workers());
   }
@@ -187,6 +241,15 @@ void ControlLoop::drain() {
 }
 
 void ControlLoop::execute(lc::Effect& effect) {
+  const char* statement = std::visit([](const auto& e) { return statement_of<std::decay_t<decltype(e)>>(); }, effect);
+  const MonoTime began = clock_.mono();
+  carry_out(effect);
+  if (statement == nullptr) return;
+  if (const auto took = clock_.mono() - began; took >= loop_slow)
+    spdlog::warn("loop_statement_slow statement={} ms={:.1f} epoch={}", statement, ms_of(took), epoch_.value);
+}
+
+void ControlLoop::carry_out(lc::Effect& effect) {
   std::visit(
       [&](auto& e) {
         using T = std::decay_t<decltype(e)>;
@@ -233,12 +296,16 @@ void ControlLoop::execute(lc::Effect& effect) {
         } else if constexpr (std::is_same_v<T, lc::WriteFinishes>) {
           // On the finish lane; the result comes back through the inbox.
           finish_lane_.post([this, op = e.op, rows = std::move(e.rows)] {
+            const MonoTime began = clock_.mono();
             auto r = lanes_.finishes.finish_batch(epoch_, rows);
+            lane_took("finish_batch", rows.size(), clock_.mono() - began);
             post(LaneDone{[this, op, r = std::move(r)] { book_.result(op, r, clock_.mono()); }});
           });
         } else if constexpr (std::is_same_v<T, lc::WriteStarts>) {
           start_lane_.post([this, op = e.op, rows = std::move(e.rows), stale_after = e.stale_after] {
+            const MonoTime began = clock_.mono();
             auto r = lanes_.starts.start_batch(epoch_, rows, stale_after);
+            lane_took("start_batch", rows.size(), clock_.mono() - began);
             post(LaneDone{[this, op, r = std::move(r)] { book_.result(op, r, clock_.mono()); }});
           });
         } else if constexpr (std::is_same_v<T, lc::WriteHeartbeats>) {
@@ -263,12 +330,21 @@ void ControlLoop::execute(lc::Effect& effect) {
       effect);
 }
 
+void ControlLoop::lane_took(const char* statement, std::size_t rows, std::chrono::nanoseconds took) const {
+  if (took >= loop_slow)
+    spdlog::warn("lane_statement_slow statement={} rows={} ms={:.1f} epoch={}", statement, rows, ms_of(took),
+                 epoch_.value);
+}
+
 void ControlLoop::flush_output() {
   if (output_.empty()) return;
   if (archive_) archive_->push(output_);  // its own thread: a slow disk never stalls this loop
+  const MonoTime began = clock_.mono();
   if (auto r = store_.append_run_output(output_, cfg_.output_db_bytes); !r)
     spdlog::warn("run_output_not_logged chunks={} error={} epoch={}", output_.size(), json_quote(r.error().message),
                  epoch_.value);
+  if (const auto took = clock_.mono() - began; took >= loop_slow)
+    spdlog::warn("loop_statement_slow statement=append_run_output ms={:.1f} epoch={}", ms_of(took), epoch_.value);
   output_.clear();
 }
 

@@ -107,7 +107,11 @@ class ControlLoop {
   /// Carries out the book's effects, feeding each result back, until the
   /// book has none left.
   void drain();
+  /// Carries out `e`, logging a statement that held the loop thread long.
   void execute(leader_core::Effect& e);
+  void carry_out(leader_core::Effect& e);
+  /// Logs a lane's statement that took long.
+  void lane_took(const char* statement, std::size_t rows, std::chrono::nanoseconds took) const;
   void write_run(const leader_core::WriteRun& w);
   /// Writes the output gathered since the last call: one statement, and the
   /// archive. Best effort: output is not run state.
