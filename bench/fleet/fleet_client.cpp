@@ -55,6 +55,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void start(const std::string& endpoint) {
     endpoint_ = endpoint;
+    queue_.clear();
+    writing_ = false;
     ws_ = std::make_unique<websocket::stream<beast::tcp_stream>>(ioc_);
     auto colon = endpoint_.rfind(':');
     tcp::endpoint ep(asio::ip::make_address(endpoint_.substr(0, colon)),
@@ -67,8 +69,14 @@ class Session : public std::enable_shared_from_this<Session> {
       beast::get_lowest_layer(*self->ws_).socket().set_option(tcp::no_delay(true), ignored);
       self->ws_->async_handshake(self->endpoint_, "/ws", [self](beast::error_code ec2) {
         if (ec2) return self->retry();
-        self->send(protocol::Hello{
-            self->id_, self->opt_.token, self->opt_.capacity, {{"fleet", "bench"}}, {}, {}, "", "", ""});
+        protocol::Hello hello{self->id_, self->opt_.token, self->opt_.capacity, {{"fleet", "bench"}}, {}, {}, "", "",
+                              ""};
+        // The versions a real worker speaks: from 3, frames queued together
+        // travel as one batch.
+        hello.protocol_min = protocol::protocol_version_min;
+        hello.protocol_max = protocol::protocol_version_max;
+        self->version_ = protocol::protocol_version_min;
+        self->send(hello);
         self->read();
       });
     });
@@ -90,15 +98,16 @@ class Session : public std::enable_shared_from_this<Session> {
       if (ec) return self->retry();
       std::string frame = beast::buffers_to_string(self->buffer_.data());
       self->buffer_.consume(self->buffer_.size());
-      auto decoded = protocol::decode(frame);
-      if (auto* m = std::get_if<protocol::Message>(&decoded)) {
-        if (!self->handle(*m)) return;
-      }
+      auto decoded = protocol::decode_frame(frame);
+      if (auto* ms = std::get_if<std::vector<protocol::Message>>(&decoded))
+        for (const auto& m : *ms)
+          if (!self->handle(m)) return;
       self->read();
     });
   }
   bool handle(const protocol::Message& m) {
     if (auto* w = std::get_if<protocol::Welcome>(&m)) {
+      version_ = w->protocol;
       attached_ = true;
       totals_.attached++;
       heartbeat_every_ = std::chrono::milliseconds(w->heartbeat_interval_ms);
@@ -134,17 +143,19 @@ class Session : public std::enable_shared_from_this<Session> {
     });
   }
   void send(const protocol::Message& m) {
-    queue_.push_back(protocol::encode(m));
-    if (queue_.size() == 1) write_next();
+    queue_.push_back(protocol::encode(m, version_));
+    if (!writing_) write_next();
   }
   void write_next() {
+    writing_ = true;
+    auto frame = std::make_shared<std::string>(protocol::next_frame(queue_, version_));
     ws_->text(true);
-    ws_->async_write(asio::buffer(queue_.front()), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+    ws_->async_write(asio::buffer(*frame), [self = shared_from_this(), frame](beast::error_code ec, std::size_t) {
+      self->writing_ = false;
       if (ec) {
         self->queue_.clear();
         return;  // the read side notices and reconnects
       }
-      self->queue_.pop_front();
       if (!self->queue_.empty()) self->write_next();
     });
   }
@@ -159,7 +170,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::deque<std::string> queue_;
   asio::steady_timer heartbeat_, retry_;
   std::chrono::milliseconds heartbeat_every_{1000};
-  bool attached_ = false;
+  bool attached_ = false, writing_ = false;
+  int version_ = protocol::protocol_version_min;  ///< until the welcome names one
 };
 
 int usage(const char* why) {

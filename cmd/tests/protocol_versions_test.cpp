@@ -1,6 +1,6 @@
 // A rolling upgrade, at the process level (docs/protocol.md, "Versions"): a
-// node that speaks protocol versions 1 and 2 serves, side by side, a real
-// `baton worker` (which negotiates version 2) and a version-1 worker (this
+// node that speaks protocol versions 1 to 3 serves, side by side, a real
+// `baton worker` (which negotiates version 3) and a version-1 worker (this
 // test speaking exactly the frames a version-1 binary sends, through a whole
 // run); a worker that speaks only a later version is refused with both
 // ranges named. The client is Boost.Beast over TLS, verified as a worker
@@ -126,13 +126,13 @@ std::string ref_of(const std::string& frame) {
 
 }  // namespace
 
-TEST(ProtocolVersions, AVersionOneWorkerAndAVersionTwoWorkerShareANode) {
+TEST(ProtocolVersions, AVersionOneWorkerAndAVersionThreeWorkerShareANode) {
   Cluster c("versions", jobs);
   c.start_node("n1");
   ASSERT_EQ(c.wait_for_leader(), "n1");
   auto& modern = c.start_worker("w-new", 2, {}, "", "{gen: new}");
   ASSERT_TRUE(c.wait_for_workers("n1", 1));
-  EXPECT_TRUE(wait_until([&] { return modern.log().find("protocol=2") != std::string::npos; }, 5s)) << modern.log();
+  EXPECT_TRUE(wait_until([&] { return modern.log().find("protocol=3") != std::string::npos; }, 5s)) << modern.log();
 
   // A version-1 worker, frame for frame as version-1 binaries wrote them:
   // no range in the hello.
@@ -172,7 +172,7 @@ TEST(ProtocolVersions, AVersionOneWorkerAndAVersionTwoWorkerShareANode) {
   EXPECT_TRUE(c.wait_for_state(run, "SUCCEEDED", 10s));
   EXPECT_EQ(c.db().run(run)->worker_id, "w-old");
 
-  // Meanwhile the version-2 worker runs its own work.
+  // Meanwhile the version-3 worker runs its own work.
   auto fresh = c.trigger("n1", "for-new");
   EXPECT_TRUE(c.wait_for_state(fresh, "SUCCEEDED", 10s));
   EXPECT_EQ(c.db().run(fresh)->worker_id, "w-new");
@@ -181,11 +181,11 @@ TEST(ProtocolVersions, AVersionOneWorkerAndAVersionTwoWorkerShareANode) {
   // version-1 frame every worker reads, and the node goes on.
   RawWorker future(c.port("n1"));
   future.send(R"({"type":"hello","version":1,"worker_id":"w-future","token":")" + worker_token +
-              R"(","capacity":1,"labels":{},"running":[],"protocol":{"min":3,"max":4}})");
+              R"(","capacity":1,"labels":{},"running":[],"protocol":{"min":4,"max":5}})");
   auto refused = future.next_of("error");
   ASSERT_TRUE(refused);
   EXPECT_EQ(field(*refused, "code"), "bad_version");
-  EXPECT_NE(refused->find("this node speaks protocol versions 1 to 2, the worker 3 to 4"), std::string::npos)
+  EXPECT_NE(refused->find("this node speaks protocol versions 1 to 3, the worker 4 to 5"), std::string::npos)
       << *refused;
   EXPECT_EQ(c.http(c.port("n1"), "GET", "/healthz").status, 200);
 }

@@ -167,8 +167,23 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
     } else {
       frame = protocol::encode(m, version);
     }
-    asio::post(ws_.get_executor(),
-               [self = shared_from_this(), frame = std::move(frame)]() mutable { self->queue(std::move(frame)); });
+    // Called on the control loop's thread, often many times in one pass:
+    // one hand-over to the connection's thread per burst, not per message.
+    bool first = false;
+    {
+      std::lock_guard lock(handed_mutex_);
+      first = handed_.empty();
+      handed_.push_back(std::move(frame));
+    }
+    if (first) asio::post(ws_.get_executor(), [self = shared_from_this()] { self->take_handed(); });
+  }
+  void take_handed() {
+    std::vector<std::string> frames;
+    {
+      std::lock_guard lock(handed_mutex_);
+      frames.swap(handed_);
+    }
+    for (auto& f : frames) queue(std::move(f));
   }
   void close(const std::string& reason) override {
     asio::post(ws_.get_executor(), [self = shared_from_this(), reason] { self->close_now(reason); });
@@ -196,11 +211,11 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
     buffer_.consume(buffer_.size());
     if (closing_) return read();
     if (!ws_.got_text()) return reject("bad_frame", "frames must be JSON text");
-    auto decoded = protocol::decode(frame);
+    auto decoded = protocol::decode_frame(frame);
     if (auto* err = std::get_if<protocol::DecodeError>(&decoded)) return reject(err->code, err->message);
-    auto& msg = std::get<protocol::Message>(decoded);
+    auto& messages = std::get<std::vector<protocol::Message>>(decoded);
     if (worker_id_.empty()) {
-      auto* hello = std::get_if<protocol::Hello>(&msg);
+      auto* hello = messages.size() == 1 ? std::get_if<protocol::Hello>(&messages[0]) : nullptr;
       if (!hello) return reject("protocol", "the first message must be hello");
       claimed_id_ = hello->worker_id;
       // The highest version both ends speak (docs/protocol.md, "Versions").
@@ -235,11 +250,11 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
         });
       });
       return;
-    } else if (std::holds_alternative<protocol::Hello>(msg)) {
-      return reject("protocol", "hello was already received");
-    } else {
-      handlers_.on_worker_message(id_, worker_id_, std::move(msg));
     }
+    // A batch never holds a hello (decode_frame refuses it): only a frame
+    // of its own can.
+    if (std::holds_alternative<protocol::Hello>(messages[0])) return reject("protocol", "hello was already received");
+    for (auto& msg : messages) handlers_.on_worker_message(id_, worker_id_, std::move(msg));
     read();
   }
   void on_admission(const protocol::Hello& hello, const WorkerAdmission& admission) {
@@ -277,14 +292,15 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
       return;
     }
     writing_ = true;
+    // What queued meanwhile leaves in one frame (a batch from version 3).
+    writing_frame_ = protocol::next_frame(queue_, version_.load());
     ws_.text(true);
-    ws_.async_write(asio::buffer(queue_.front()),
+    ws_.async_write(asio::buffer(writing_frame_),
                     beast::bind_front_handler(&WorkerSession::on_write, shared_from_this()));
   }
   void on_write(beast::error_code ec, std::size_t) {
     writing_ = false;
     if (ec) return finish();
-    queue_.pop_front();
     write_next();
   }
   void close_now(const std::string& reason) {
@@ -333,6 +349,10 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
   /// Read by send() on other threads (the control loop's).
   std::atomic<int> version_{protocol::protocol_version_min};
   std::deque<std::string> queue_;
+  std::string writing_frame_;  ///< the frame being written (taken off queue_)
+  /// Frames send() encoded on other threads, not yet queued.
+  std::mutex handed_mutex_;
+  std::vector<std::string> handed_;
   bool writing_ = false, closing_ = false, closed_ = false, finished_ = false;
   std::string close_reason_;
 };

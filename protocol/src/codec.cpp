@@ -409,32 +409,124 @@ const char* type_name(const Message& m) {
   return names[m.index()];
 }
 
-std::variant<Message, DecodeError> decode(std::string_view frame) {
+namespace {
+
+/// The frame parsed, if it is a JSON object within the size limit.
+std::variant<json::value, DecodeError> parse_frame(std::string_view frame) {
   if (frame.size() > frame_bytes_max)
     return DecodeError{"too_large", "frame of " + std::to_string(frame.size()) + " bytes exceeds the limit of " +
                                         std::to_string(frame_bytes_max)};
   boost::system::error_code ec;
   json::parse_options opts;
-  opts.max_depth = 16;
+  opts.max_depth = 18;  // a message inside a batch is two levels deeper
   json::value v = json::parse(frame, ec, {}, opts);
   if (ec) return DecodeError{"bad_frame", "invalid JSON: " + ec.message()};
   if (!v.is_object()) return DecodeError{"bad_frame", "a frame must be a JSON object"};
-  const json::object& o = v.as_object();
+  return v;
+}
+
+/// The frame's version, if this binary speaks it (else bad_version).
+std::variant<int, DecodeError> version_of(const Fields& f) {
+  std::int64_t version = f.integer("version", 0, 1000000, std::nullopt);
+  if (version < protocol_version_min || version > protocol_version_max)
+    return DecodeError{"bad_version",
+                       "protocol version " + std::to_string(version) + " is not supported (this binary speaks " +
+                           std::to_string(protocol_version_min) + " to " + std::to_string(protocol_version_max) + ")"};
+  return static_cast<int>(version);
+}
+
+std::variant<Message, DecodeError> message_of(const json::object& o) {
   try {
     Fields f(o, "frame");
-    std::int64_t version = f.integer("version", 0, 1000000, std::nullopt);
-    if (version < protocol_version_min || version > protocol_version_max)
-      return DecodeError{"bad_version", "protocol version " + std::to_string(version) +
-                                            " is not supported (this binary speaks " +
-                                            std::to_string(protocol_version_min) + " to " +
-                                            std::to_string(protocol_version_max) + ")"};
+    auto version = version_of(f);
+    if (auto* err = std::get_if<DecodeError>(&version)) return *err;
     std::string type = f.str("type", true, 64);
-    return read_message(type, Fields(o, type), static_cast<int>(version));
+    return read_message(type, Fields(o, type), std::get<int>(version));
   } catch (const Invalid& e) {
     return DecodeError{"bad_frame", e.message};
   } catch (const std::exception& e) {
     return DecodeError{"bad_frame", e.what()};
   }
+}
+
+bool is_batch(const json::object& o) {
+  auto it = o.find("type");
+  return it != o.end() && it->value().is_string() && it->value().as_string() == "batch";
+}
+
+std::variant<std::vector<Message>, DecodeError> batch_of(const json::object& o) {
+  std::vector<Message> out;
+  try {
+    Fields f(o, "batch");
+    auto version = version_of(f);
+    if (auto* err = std::get_if<DecodeError>(&version)) return *err;
+    if (std::get<int>(version) < batch_version_min)
+      f.fail("version", "a batch needs protocol version " + std::to_string(batch_version_min) + " or later, got " +
+                            std::to_string(std::get<int>(version)));
+    const json::array* messages = f.array("messages", batch_messages_max);
+    if (!messages) f.fail("messages", "is required");
+    if (messages->empty()) f.fail("messages", "must not be empty");
+    out.reserve(messages->size());
+    for (std::size_t i = 0; i < messages->size(); ++i) {
+      const std::string where = "batch.messages[" + std::to_string(i) + "]";
+      const json::value& v = (*messages)[i];
+      if (!v.is_object()) return DecodeError{"bad_frame", where + ": must be an object"};
+      auto m = message_of(v.as_object());
+      if (auto* err = std::get_if<DecodeError>(&m)) return DecodeError{err->code, where + ": " + err->message};
+      if (std::holds_alternative<Hello>(std::get<Message>(m)))
+        return DecodeError{"bad_frame", where + ": a hello is never batched"};
+      out.push_back(std::move(std::get<Message>(m)));
+    }
+  } catch (const Invalid& e) {
+    return DecodeError{"bad_frame", e.message};
+  } catch (const std::exception& e) {
+    return DecodeError{"bad_frame", e.what()};
+  }
+  return out;
+}
+
+}  // namespace
+
+std::variant<Message, DecodeError> decode(std::string_view frame) {
+  auto v = parse_frame(frame);
+  if (auto* err = std::get_if<DecodeError>(&v)) return *err;
+  return message_of(std::get<json::value>(v).as_object());
+}
+
+std::variant<std::vector<Message>, DecodeError> decode_frame(std::string_view frame) {
+  auto v = parse_frame(frame);
+  if (auto* err = std::get_if<DecodeError>(&v)) return *err;
+  const json::object& o = std::get<json::value>(v).as_object();
+  if (is_batch(o)) return batch_of(o);
+  auto m = message_of(o);
+  if (auto* err = std::get_if<DecodeError>(&m)) return *err;
+  return std::vector<Message>{std::move(std::get<Message>(m))};
+}
+
+std::string next_frame(std::deque<std::string>& queue, int version) {
+  // The frames are joined as text: each is already a whole JSON object of
+  // this version, so the batch costs no re-encoding.
+  std::size_t count = 0, bytes = 0;
+  if (version >= batch_version_min)
+    for (const auto& f : queue) {
+      if (count == batch_messages_max || bytes + f.size() + 1 > batch_bytes_max) break;
+      bytes += f.size() + 1;
+      count++;
+    }
+  if (count < 2) {
+    std::string front = std::move(queue.front());
+    queue.pop_front();
+    return front;
+  }
+  std::string out = R"({"type":"batch","version":)" + std::to_string(version) + R"(,"messages":[)";
+  out.reserve(out.size() + bytes + 2);
+  for (std::size_t i = 0; i < count; ++i) {
+    if (i > 0) out += ',';
+    out += queue.front();
+    queue.pop_front();
+  }
+  out += "]}";
+  return out;
 }
 
 std::variant<std::vector<Task>, DecodeError> decode_tasks(std::string_view json_array) {

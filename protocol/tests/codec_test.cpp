@@ -80,8 +80,8 @@ TEST(Codec, BadFramesAreNamedErrors) {
            {"{", "bad_frame: invalid JSON"},
            {"[1,2]", "must be a JSON object"},
            {R"({"type":"hello"})", "frame.version: is required"},
-           {R"({"type":"hello","version":3})",
-            "bad_version: protocol version 3 is not supported (this binary speaks 1 to 2)"},
+           {R"({"type":"hello","version":4})",
+            "bad_version: protocol version 4 is not supported (this binary speaks 1 to 3)"},
            {R"({"type":"hello","version":2,"worker_id":"w","token":"t","capacity":1})", "hello.protocol: is required"},
            {R"({"type":"hello","version":1,"worker_id":"w","token":"t","capacity":1,"protocol":{"min":2,"max":1}})",
             "hello.protocol.min: must not be more than max"},
@@ -132,12 +132,18 @@ TEST(Codec, RandomBytesAndMutatedFramesNeverCrash) {
     if (i % 2 == 0) {
       frame.resize(rng() % 200);
       for (char& ch : frame) ch = static_cast<char>(rng());
-    } else {
+    } else if (i % 4 == 1) {
       auto all = samples();
       frame = encode(all[rng() % all.size()]);
       for (int k = 0; k < 3; ++k) frame[rng() % frame.size()] = static_cast<char>(rng() % 128);
+    } else {
+      auto all = samples();
+      std::deque<std::string> q{encode(all[rng() % all.size()], 3), encode(all[rng() % all.size()], 3)};
+      frame = next_frame(q, 3);
+      for (int k = 0; k < 3; ++k) frame[rng() % frame.size()] = static_cast<char>(rng() % 128);
     }
     decoded += std::holds_alternative<Message>(decode(frame));
+    decoded += std::holds_alternative<std::vector<Message>>(decode_frame(frame));
   }
   SUCCEED() << decoded << " mutated frames still decoded";
 }
@@ -195,4 +201,108 @@ TEST(Codec, VersionsAreNegotiatedAndAVersionOnePeerSeesNothingNew) {
   const Message start = Start{ref()};
   EXPECT_EQ(std::get<Message>(decode(encode(start, 1))), start);
   EXPECT_EQ(std::get<Message>(decode(encode(start, 2))), start);
+}
+
+// Version 3: frames queued together leave as one batch frame and are read
+// back as the same messages in the same order.
+TEST(Codec, FramesQueuedTogetherLeaveAsOneBatchAndComeBackInOrder) {
+  std::vector<Message> sent;
+  std::deque<std::string> queue;
+  for (const Message& m : samples()) {
+    if (std::holds_alternative<Hello>(m)) continue;  // never batched: always a connection's first frame
+    sent.push_back(m);
+    queue.push_back(encode(m, 3));
+  }
+  const std::string frame = next_frame(queue, 3);
+  EXPECT_TRUE(queue.empty());
+  EXPECT_EQ(frame.rfind(R"({"type":"batch","version":3,"messages":[)", 0), 0u) << frame.substr(0, 80);
+  auto back = decode_frame(frame);
+  ASSERT_TRUE(std::holds_alternative<std::vector<Message>>(back)) << std::get<DecodeError>(back).message;
+  EXPECT_EQ(std::get<std::vector<Message>>(back), sent);
+
+  // One message alone, and any frame of versions 1 and 2, leaves as it is.
+  for (int version : {1, 2, 3}) {
+    std::deque<std::string> q{encode(Start{ref()}, version), encode(FinishAck{ref()}, version)};
+    const std::string first = next_frame(q, version);
+    if (version < 3) {
+      EXPECT_EQ(first, encode(Start{ref()}, version));
+      EXPECT_EQ(next_frame(q, version), encode(FinishAck{ref()}, version));
+      EXPECT_EQ(std::get<std::vector<Message>>(decode_frame(first)), std::vector<Message>{Start{ref()}});
+    } else {
+      EXPECT_EQ(std::get<std::vector<Message>>(decode_frame(first)),
+                (std::vector<Message>{Start{ref()}, FinishAck{ref()}}));
+    }
+    EXPECT_TRUE(q.empty());
+  }
+  std::deque<std::string> alone{encode(Start{ref()}, 3)};
+  EXPECT_EQ(next_frame(alone, 3), encode(Start{ref()}, 3));
+}
+
+TEST(Codec, ABatchStaysWithinItsByteAndMessageLimits) {
+  // Many small frames: batches of at most batch_messages_max messages.
+  std::deque<std::string> small;
+  for (std::size_t i = 0; i < batch_messages_max + 10; ++i) small.push_back(encode(FinishAck{ref()}, 3));
+  auto first = std::get<std::vector<Message>>(decode_frame(next_frame(small, 3)));
+  EXPECT_EQ(first.size(), batch_messages_max);
+  EXPECT_EQ(small.size(), 10u);
+
+  // Large frames: batches of at most batch_bytes_max bytes, and a frame
+  // larger than that alone, as it is.
+  const Output big{ref(), "stdout", 0, std::string(output_chunk_bytes_max, 'x')};
+  std::deque<std::string> large;
+  for (int i = 0; i < 40; ++i) large.push_back(encode(big, 3));
+  std::size_t frames = 0, messages = 0;
+  while (!large.empty()) {
+    const std::string f = next_frame(large, 3);
+    EXPECT_LE(f.size(), batch_bytes_max + 64);
+    messages += std::get<std::vector<Message>>(decode_frame(f)).size();
+    frames++;
+  }
+  EXPECT_EQ(messages, 40u);
+  EXPECT_GE(frames, 3u);
+  std::deque<std::string> huge{std::string(batch_bytes_max + 1, ' '), encode(Start{ref()}, 3)};
+  EXPECT_EQ(next_frame(huge, 3).size(), batch_bytes_max + 1);
+  EXPECT_EQ(huge.size(), 1u);
+}
+
+TEST(Codec, BadBatchesAreNamedErrors) {
+  const std::string start = encode(Start{ref()}, 3);
+  auto error_of = [](const std::string& frame) {
+    auto r = decode_frame(frame);
+    if (!std::holds_alternative<DecodeError>(r)) return std::string("decoded");
+    return std::get<DecodeError>(r).code + ": " + std::get<DecodeError>(r).message;
+  };
+  std::string many = R"({"type":"batch","version":3,"messages":[)";
+  for (std::size_t i = 0; i <= batch_messages_max; ++i) many += (i ? "," : "") + start;
+  many += "]}";
+  struct Case {
+    std::string frame;
+    std::string expected;
+  };
+  for (const auto& c : std::vector<Case>{
+           {R"({"type":"batch","version":2,"messages":[)" + start + "]}",
+            "bad_frame: batch.version: a batch needs protocol version 3 or later, got 2"},
+           {R"({"type":"batch","version":4,"messages":[]})", "bad_version: protocol version 4 is not supported"},
+           {R"({"type":"batch","version":3})", "bad_frame: batch.messages: is required"},
+           {R"({"type":"batch","version":3,"messages":[]})", "bad_frame: batch.messages: must not be empty"},
+           {R"({"type":"batch","version":3,"messages":{}})", "bad_frame: batch.messages: must be an array"},
+           {many, "batch.messages: has more than 1024 entries"},
+           {R"({"type":"batch","version":3,"messages":[)" + start + ",7]}",
+            "bad_frame: batch.messages[1]: must be an object"},
+           {R"({"type":"batch","version":3,"messages":[)" + start +
+                R"(,{"type":"start","version":3,"run_id":0,"attempt":1,"lease_token":"x"}]})",
+            "bad_frame: batch.messages[1]: start.run_id: must be between"},
+           {R"({"type":"batch","version":3,"messages":[{"type":"batch","version":3,"messages":[)" + start + "]}]}",
+            "bad_frame: batch.messages[0]: unknown message type 'batch'"},
+           {R"({"type":"batch","version":3,"messages":[)" + encode(prefetching_hello(), 1) + "]}",
+            "bad_frame: batch.messages[0]: a hello is never batched"},
+           {R"({"type":"batch","version":3,"messages":[{"type":"start","version":9}]})",
+            "bad_version: batch.messages[0]: protocol version 9 is not supported"},
+       }) {
+    EXPECT_NE(error_of(c.frame).find(c.expected), std::string::npos)
+        << c.frame.substr(0, 100) << " -> " << error_of(c.frame);
+  }
+  // decode() reads one message: a batch is not one.
+  EXPECT_NE(decode_error(R"({"type":"batch","version":3,"messages":[)" + start + "]}").find("unknown message type"),
+            std::string::npos);
 }

@@ -342,12 +342,16 @@ class Agent {
       }
       std::string frame = beast::buffers_to_string(buffer_.data());
       buffer_.consume(buffer_.size());
-      auto decoded = protocol::decode(frame);
+      auto decoded = protocol::decode_frame(frame);
       if (auto* err = std::get_if<protocol::DecodeError>(&decoded)) {
         spdlog::warn("worker_bad_frame worker={} code={} message={}", cfg_.worker_id, err->code,
                      json_quote(err->message));
       } else {
-        handle(std::get<protocol::Message>(decoded));
+        // A batch's messages in order, until one of them ends the connection.
+        for (const auto& m : std::get<std::vector<protocol::Message>>(decoded)) {
+          if (gen != generation_ || !connected_) break;
+          handle(m);
+        }
       }
       if (gen == generation_ && connected_) read(gen);
     }
@@ -371,13 +375,16 @@ class Agent {
     if (queue_.empty() || !connected_) return;
     writing_ = true;
     const std::uint64_t gen = generation_;
+    // What queued meanwhile leaves in one frame (a batch from version 3).
+    // The frame lives with the write: a reconnect clears the queue while a
+    // write of the old connection may still hold its buffer.
+    auto frame = std::make_shared<std::string>(protocol::next_frame(queue_, protocol_));
     with_ws([&](auto& ws) {
       ws.text(true);
-      ws.async_write(asio::buffer(queue_.front()), [this, gen](beast::error_code ec, std::size_t) {
+      ws.async_write(asio::buffer(*frame), [this, gen, frame](beast::error_code ec, std::size_t) {
         if (gen != generation_) return;
         writing_ = false;
         if (ec) return disconnected(true);
-        queue_.pop_front();
         write_next();
       });
     });

@@ -17,9 +17,10 @@ namespace baton::protocol {
 /// hello, always a version-1 frame, names its range (`protocol`), and the
 /// node's welcome names the version chosen; frames after it carry that
 /// version. Version 2 adds the negotiation fields themselves and
-/// `error.retry_after_ms`; a version-1 peer never sees either.
+/// `error.retry_after_ms`; a version-1 peer never sees either. Version 3
+/// adds the `batch` frame (codec.h, next_frame).
 inline constexpr int protocol_version_min = 1;
-inline constexpr int protocol_version_max = 2;
+inline constexpr int protocol_version_max = 3;
 inline constexpr int protocol_version = protocol_version_max;  ///< the newest (`baton --version`)
 
 /// The version a node and a worker speak, or nullopt when their ranges do
@@ -31,6 +32,14 @@ inline std::optional<int> negotiate_version(int node_min, int node_max, int work
 }
 /// Frames larger than this are rejected before parsing (and the socket closed).
 inline constexpr std::size_t frame_bytes_max = 1 << 20;
+/// From this version on, a `batch` frame carries several messages.
+inline constexpr int batch_version_min = 3;
+/// At most this many messages in one batch frame (a reader refuses more).
+inline constexpr std::size_t batch_messages_max = 1024;
+/// A sender joins queued frames into one batch only up to this many bytes,
+/// well below frame_bytes_max; a frame larger than it goes alone.
+inline constexpr std::size_t batch_bytes_max = 256 * 1024;
+static_assert(batch_bytes_max < frame_bytes_max / 2);
 inline constexpr std::size_t tasks_per_run_max = 64;
 inline constexpr std::size_t running_per_worker_max = 4096;
 inline constexpr std::size_t output_tail_bytes_max = 16 * 1024;
