@@ -386,6 +386,37 @@ TEST(Runtime, SecondProcessWithTheSameWorkerIdIsRefused) {
 
 // Head-of-line blocking (H6): older, higher-priority runs that no attached
 // worker can take do not keep the one free worker from the run it can take.
+// Prefetch: a worker holds a run queued behind its busy slot. After
+// reassign_after the leader takes it back (ASSIGNED -> ORPHANED, a requeue,
+// which does not count as a lost placement) and places it on a worker that
+// came free meanwhile; it runs exactly once, there, while the slot it waited
+// behind is still busy, and the first worker never starts it.
+TEST(Runtime, ARunQueuedBehindABusySlotTooLongRunsOnceOnAnIdleWorker) {
+  Cluster c("requeue", quiet_jobs());
+  c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(), "n1");
+  c.start_worker("w1", 1);  // one slot, and a prefetch queue of one (the default: the capacity)
+  ASSERT_TRUE(c.wait_for_workers("n1", 1));
+  auto busy = c.trigger("n1", "long");  // 30 s in w1's one slot
+  ASSERT_TRUE(c.wait_for_state(busy, "RUNNING", 5s)) << c.db().run(busy)->state;
+  auto queued = c.trigger("n1", "sleeper");  // 3 s, held queued by w1
+  ASSERT_TRUE(c.wait_for_state(queued, "ASSIGNED", 5s)) << c.db().run(queued)->state;
+  EXPECT_EQ(c.db().run(queued)->worker_id, "w1");
+  c.start_worker("w2", 1);
+  ASSERT_TRUE(c.wait_for_state(queued, "SUCCEEDED", 20s)) << c.db().run(queued)->state;
+  auto r = c.db().run(queued);
+  EXPECT_EQ(r->worker_id, "w2");
+  EXPECT_EQ(r->attempt, 1);
+  auto t = c.db().transitions(queued);
+  EXPECT_NE(std::find(t.begin(), t.end(), "ASSIGNED->ORPHANED@1"), t.end());
+  EXPECT_EQ(starts_of(c.journal("w1"), queued), 0u) << "the worker that held it queued never started it";
+  EXPECT_EQ(starts_of(c.journal("w2"), queued), 1u) << "exactly one process ran it";
+  EXPECT_EQ(c.db().run(busy)->state, "RUNNING") << "the slot it waited behind was busy all along";
+  const auto metrics = c.http(c.port("n1"), "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("baton_runs_requeued_total 1\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("baton_runs_orphaned_total 0\n"), std::string::npos) << metrics;
+}
+
 TEST(Runtime, UnplaceableRunsDoNotBlockTheRunsBehindThem) {
   Cluster c("hol", quiet_jobs() + R"(  - name: needs-c
     priority: 10

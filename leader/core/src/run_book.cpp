@@ -70,6 +70,9 @@ std::size_t RunBook::pass_outstanding() const {
 std::size_t RunBook::outstanding() const { return pass_outstanding() + wait_lane_.size(); }
 
 std::optional<MonoTime> RunBook::next_wakeup() const {
+  // Cron creates left for the next pass: it comes at once, unless they wait
+  // for an imminent wake-up anyway.
+  if (!cron_backlog_.empty() && (wakeups_.empty() || *wakeups_.begin() - now_ >= cron_quiet_before)) return now_;
   if (wakeups_.empty()) return std::nullopt;
   return *wakeups_.begin();
 }
@@ -165,6 +168,13 @@ void RunBook::pump() {
         }
         break;
       case step_cron:
+        // What earlier passes left to create goes first; the schedules are
+        // read again only once it is all written (a read meanwhile would
+        // plan the same slots again).
+        if (!cron_backlog_.empty()) {
+          resume_cron_backlog();
+          break;
+        }
         if (now_ - last_cron_ >= cfg_.cron_every &&
             (wakeups_.empty() || *wakeups_.begin() - now_ >= cron_quiet_before ||
              now_ - last_cron_ >= cron_defer_max)) {

@@ -26,6 +26,12 @@ inline constexpr Millis cron_lookahead{1500};
 inline constexpr Millis cron_quiet_before{150};
 inline constexpr Millis cron_defer_max{1000};
 static_assert(cron_defer_max + cron_quiet_before < cron_lookahead);
+// At most this many creates in one pass (about 15 ms of the loop); the rest
+// wait in the backlog for the next passes, and none starts while a wake-up
+// is within cron_quiet_before. Without it, a step that had many creates to
+// make (100 jobs added at once: two slots each, ~150 ms) held the loop past
+// the first slot, whose starts then waited behind it (a slot 136 ms late).
+inline constexpr std::size_t cron_creates_per_pass = 20;
 
 inline protocol::AttemptRef ref_of(const store::ActiveRun& r) {
   return protocol::AttemptRef{r.id.value, r.attempt, r.lease_token};

@@ -45,6 +45,7 @@ void RunBook::tick(MonoTime now) {
   }
   steps_ = step_flush | step_silent | step_reap | step_heartbeats | step_cron | step_controls | step_dispatch;
   in_pass_ = true;
+  cron_creates_in_pass_ = 0;
   after_input();
 }
 
@@ -299,11 +300,21 @@ void RunBook::materialize_cron(const std::vector<store::ScheduledJob>& jobs) {
 void RunBook::create_cron_slots(std::string job, std::vector<std::int64_t> slots, std::size_t caught_up,
                                 std::size_t next, std::int64_t now_unix_ms, MonoTime read_at, std::int64_t jitter_ms) {
   if (fenced_ || next >= slots.size()) return;
-  const OpId op = next_op();
   const std::int64_t slot = slots[next];
   const std::int64_t delay = cron_jitter_ms(job, std::chrono::sys_seconds{std::chrono::seconds{slot}}, jitter_ms);
+  // When the run is due: counted from the read that gave now_unix_ms, not
+  // from the create's result (the creates of a step run one after another,
+  // and a wake-up counted from each one's return was late by every create
+  // before it).
+  const MonoTime due_at = read_at + Millis{slot * 1000 + delay - now_unix_ms + 1};
+  if (!cron_may_create(due_at)) {
+    cron_backlog_.push_back({std::move(job), std::move(slots), caught_up, next, now_unix_ms, read_at, jitter_ms});
+    return;
+  }
+  cron_creates_in_pass_++;
+  const OpId op = next_op();
   wait_create_[op] = [this, job, slots, caught_up, next, now_unix_ms, read_at, slot, jitter_ms,
-                      delay](const Result<store::CreateResult>& w) {
+                      due_at](const Result<store::CreateResult>& w) {
     if (!w) {
       // The rest of this job's slots wait for the next pass (in order).
       log(LogLevel::warn,
@@ -322,12 +333,6 @@ void RunBook::create_cron_slots(std::string job, std::vector<std::int64_t> slots
       on_cancel(old, "replaced by run " + std::to_string(w->run.value) + " (concurrency_policy replace)", 0);
     if (w->outcome == WriteOutcome::applied) {
       count(Counter::runs_created_by_cron);
-      // Counted from the read that gave now_unix_ms, not from this result:
-      // the creates of a pass run one after another, and a wake-up counted
-      // from each one's return was late by every create before it (100
-      // every-second jobs: up to tens of milliseconds past the slot).
-      const std::int64_t due_in_ms = slot * 1000 + delay - now_unix_ms;
-      const MonoTime due_at = read_at + Millis{due_in_ms + 1};
       if (due_at > now_)
         wakeups_.insert(due_at);
       else
@@ -339,6 +344,25 @@ void RunBook::create_cron_slots(std::string job, std::vector<std::int64_t> slots
   };
   // The plan lists the caught-up (late) slots first.
   emit(CreateCronRun{op, std::move(job), slot, next < caught_up, delay});
+}
+
+bool RunBook::cron_may_create(MonoTime due_at) const {
+  if (cron_creates_in_pass_ >= cron_creates_per_pass) return false;
+  if (wakeups_.empty() || now_ - last_cron_ >= cron_defer_max) return true;
+  // A wake-up about to come (a slot, a held start): only the runs due with
+  // it or before it are created now; later slots wait until it has passed.
+  const MonoTime next = *wakeups_.begin();
+  return next - now_ >= cron_quiet_before || due_at <= next + cron_quiet_before;
+}
+
+void RunBook::resume_cron_backlog() {
+  // Each chain goes back to the end of the backlog if it may not go on now;
+  // one round over what is there, in order.
+  for (std::size_t n = cron_backlog_.size(); n > 0 && !cron_backlog_.empty(); --n) {
+    CronCreates c = std::move(cron_backlog_.front());
+    cron_backlog_.pop_front();
+    create_cron_slots(std::move(c.job), std::move(c.slots), c.caught_up, c.next, c.now_unix_ms, c.read_at, c.jitter_ms);
+  }
 }
 
 // --- operators' controls ----------------------------------------------------

@@ -590,6 +590,52 @@ TEST(RunBook, TheCronStepWaitsWhileASlotIsAboutToCome) {
   EXPECT_EQ(all<ReadScheduledJobs>(d.tick(1802ms)).size(), 1u) << "the slot has passed";
 }
 
+// 100 every-second jobs appear at once, read 400 ms before their next slot:
+// two slots each to create (200 statements, ~150 ms of the loop). No pass
+// makes more than its share of them, the coming slot's runs are made first,
+// and the later slot's wait while the coming slot is near (it used to be
+// made in one go, and the first slot's starts waited behind it: 136 ms).
+TEST(RunBook, ManyCronCreatesAreSpreadOverPassesAndLaterSlotsWaitForTheComingOne) {
+  Driver d;
+  for (int i = 0; i < 100; ++i) {
+    auto j = every_second_job();
+    j.name = "job-" + std::to_string(i);
+    j.now_unix_ms = kMidnight * 1000 + 600;
+    d.jobs.push_back(j);
+  }
+  d.start();
+  std::int64_t next_run = 1;
+  // One pass at `t`: its creates answered as they come; the slots created.
+  auto pass = [&](Millis t) {
+    std::vector<std::int64_t> slots;
+    auto creates = all<CreateCronRun>(d.tick(t));
+    d.jobs.clear();  // read once
+    while (!creates.empty()) {
+      std::vector<CreateCronRun> more;
+      for (const auto& c : creates) {
+        slots.push_back(c.slot_unix);
+        for (const auto& m : all<CreateCronRun>(d.answer(c.op, created(RunId{next_run++})))) more.push_back(m);
+      }
+      creates = std::move(more);
+    }
+    return slots;
+  };
+  std::vector<std::int64_t> made;
+  for (Millis t : {1000ms, 1010ms, 1020ms, 1030ms, 1040ms}) {
+    auto slots = pass(t);
+    EXPECT_LE(slots.size(), 20u) << "at " << t.count() << " ms";
+    made.insert(made.end(), slots.begin(), slots.end());
+  }
+  ASSERT_EQ(made.size(), 100u);
+  EXPECT_EQ(std::count(made.begin(), made.end(), kMidnight + 1), 100) << "the coming slot's runs first";
+  EXPECT_TRUE(pass(1300ms).empty()) << "the slot is 101 ms away: the next one's creates wait";
+  auto after = pass(1402ms);
+  EXPECT_EQ(after.size(), 20u);
+  EXPECT_EQ(std::count(after.begin(), after.end(), kMidnight + 2), 20);
+  for (Millis t : {1410ms, 1420ms, 1430ms, 1440ms}) EXPECT_EQ(pass(t).size(), 20u);
+  EXPECT_TRUE(pass(1450ms).empty()) << "all 200 made";
+}
+
 // concurrency_policy replace: the slot's run is created and the runs it
 // replaces are canceled through the fenced cancel path (read, then write).
 TEST(RunBook, AReplacingSlotCancelsTheRunsItReplaces) {

@@ -454,6 +454,11 @@ class RunBook {
   /// Creates `slots[next..]` of `job` one after another. `now_unix_ms` is
   /// the database's clock at the read that planned them and `read_at` this
   /// book's monotonic time then: each slot's wake-up is counted from both.
+  /// Whether a cron run due at `due_at` may be created in this pass
+  /// (cron_creates_per_pass, and not ahead of an imminent wake-up).
+  bool cron_may_create(MonoTime due_at) const;
+  /// Creates what earlier passes left in cron_backlog_, as far as this pass may.
+  void resume_cron_backlog();
   void create_cron_slots(std::string job, std::vector<std::int64_t> slots, std::size_t caught_up, std::size_t next,
                          std::int64_t now_unix_ms, MonoTime read_at, std::int64_t jitter_ms);
   void apply_controls(const store::Controls& c);
@@ -492,6 +497,18 @@ class RunBook {
   Waiting<store::BatchWriteResult> wait_batch_;
   Waiting<store::HeartbeatBatchResult> wait_heartbeats_;
   Waiting<store::CreateResult> wait_create_;
+  /// A job's cron slots still to create, from `next` on: what a pass left
+  /// for the next (run_book_detail.h, cron_creates_per_pass).
+  struct CronCreates {
+    std::string job;
+    std::vector<std::int64_t> slots;
+    std::size_t caught_up = 0, next = 0;
+    std::int64_t now_unix_ms = 0;
+    MonoTime read_at{};
+    std::int64_t jitter_ms = 0;
+  };
+  std::deque<CronCreates> cron_backlog_;
+  std::size_t cron_creates_in_pass_ = 0;
   Waiting<store::EventsProcessed> wait_events_;
   Waiting<store::Pruned> wait_prune_;
   Waiting<store::Controls> wait_controls_;
