@@ -99,7 +99,7 @@ void Elector::step() {
     if (!state_.must_release && state_.role == Role::follower) state_.must_release = seen->epoch;
     return;
   }
-  if (!should_campaign(state_, *seen) || stopping_.load()) {
+  if (!should_campaign(state_, *seen) || stopping_.load() || !campaigns_allowed_.load()) {
     auto r = store_.wait_for_change(follower_wait(*seen, cfg_));
     if (!r) report_error("wait", r.error()), sleep_(cfg_.poll_every);
     return;

@@ -162,3 +162,31 @@ TEST(ElectorScenario, NodesThatSawTheDatabaseGoBackNeverLeadAgain) {
   EXPECT_EQ(c.leader(), 2);
   EXPECT_EQ(c.db().epoch(), Epoch{2});
 }
+
+TEST(ElectorScenario, ANodeNotAllowedToCampaignLeadsOnButNeverTakesALeaseOver) {
+  // Partitioned leadership's balance (docs/scaling.md) gates campaigns only:
+  // a gated leader keeps its lease, a gated follower watches the lease
+  // expire and stays a follower until it is allowed again.
+  SimCluster c;
+  SimNode& n1 = c.add("n1");
+  c.run_for(50ms);
+  ASSERT_TRUE(n1.elector->is_leader());
+  n1.elector->allow_campaigns(false);
+  c.run_for(10s);
+  EXPECT_TRUE(n1.elector->is_leader());
+  EXPECT_EQ(c.db().epoch(), Epoch{1});
+
+  SimNode& n2 = c.add("n2");
+  n2.elector->allow_campaigns(false);
+  n1.stopped = true;  // kill -9: its lease runs out
+  c.run_for(c.cfg().lease * 3);
+  EXPECT_EQ(c.leader(), -1);
+  EXPECT_EQ(c.db().epoch(), Epoch{1});
+  ASSERT_TRUE(n2.elector->last_seen_lease());
+  EXPECT_TRUE(n2.elector->last_seen_lease()->expired()) << "a gated follower still observes the lease";
+
+  n2.elector->allow_campaigns(true);
+  c.run_for(c.cfg().poll_every + 100ms);
+  EXPECT_EQ(c.leader(), 1);
+  EXPECT_EQ(c.db().epoch(), Epoch{2});
+}

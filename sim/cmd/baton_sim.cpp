@@ -75,6 +75,7 @@ int main(int argc, char** argv) {
   }
   std::atomic<std::uint64_t> next{from};
   std::atomic<std::int64_t> runs{0}, failed{0}, simulated{0}, requeued{0};
+  std::atomic<std::int64_t> partitioned{0}, partitioned_runs{0}, partitioned_epochs{0}, moves{0};
   std::mutex print;
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::thread> pool;
@@ -86,6 +87,12 @@ int main(int argc, char** argv) {
         simulated++;
         runs += o.stats.at("runs");
         requeued += o.stats.at("requeued");
+        if (o.stats.at("partitions") > 1) {
+          partitioned++;
+          partitioned_runs += o.stats.at("runs");
+          partitioned_epochs += o.stats.at("epochs");
+          moves += o.stats.at("worker_moves");
+        }
         if (o.ok()) continue;
         failed++;
         std::lock_guard lock(print);
@@ -100,6 +107,11 @@ int main(int argc, char** argv) {
       static_cast<long long>(simulated.load()), static_cast<unsigned long long>(from),
       static_cast<long long>(failed.load()), static_cast<long long>(runs.load()), wall, runs.load() / wall,
       static_cast<double>(simulated.load()) / wall, threads, static_cast<long long>(requeued.load()));
+  std::printf(
+      "baton-sim: %lld of them with partitioned leadership (2-4 leases): %lld runs, %lld elections, %lld workers moved "
+      "between partitions\n",
+      static_cast<long long>(partitioned.load()), static_cast<long long>(partitioned_runs.load()),
+      static_cast<long long>(partitioned_epochs.load()), static_cast<long long>(moves.load()));
   const bool any_failed = failed.load() > 0;
   return expect_failure ? (any_failed ? 0 : 1) : (any_failed ? 1 : 0);
 }

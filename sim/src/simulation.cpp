@@ -1,5 +1,7 @@
 #include "baton/sim/simulation.h"
 
+#include "baton/sim/partitioned_history.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -105,6 +107,7 @@ struct Frame {
 struct Conn {
   int worker = 0;
   int node = 0;
+  int partition = 0;        ///< the worker's partition: the node's book for it serves the connection
   bool worker_open = true;  ///< the worker's side still believes in it
   bool node_open = true;    ///< ... and the node's
   bool attached = false;    ///< the node's book knows it as a worker link
@@ -141,18 +144,27 @@ struct Fault {
 
 class World;
 
-struct Node {
-  int index = 0;
-  NodeIdentity identity;
-  std::unique_ptr<DriftClock> clock;
+/// What a node runs for one partition of partitioned leadership
+/// (docs/scaling.md): its own lease handle and Elector, run store handle,
+/// RunBook, input queue and lanes, as each partition has its own control
+/// loop. A node of an unpartitioned cluster has one seat.
+struct Seat {
+  int partition = 0;
   std::unique_ptr<store::fake::FakeLeaseStore> lease;
   std::unique_ptr<store::fake::FakeRunStore> runs;
   std::unique_ptr<consensus::Elector> elector;
   std::unique_ptr<lc::RunBook> book;
-  std::deque<std::function<void()>> inbox;  ///< deliveries waiting for this node to run
+  std::deque<std::function<void()>> inbox;  ///< deliveries waiting for this loop to run
   /// Lane results not yet back: (when, delivery); dropped with the process.
   std::vector<std::pair<std::int64_t, std::function<void()>>> lane_replies;
   std::uint64_t book_serial = 0;  ///< which book a lane reply belongs to
+};
+
+struct Node {
+  int index = 0;
+  NodeIdentity identity;
+  std::unique_ptr<DriftClock> clock;
+  std::deque<Seat> seats;  ///< one per partition; a process: they crash, pause and lose the database together
   bool crashed = false;
   bool paused = false;
   bool db_cut = false;
@@ -161,6 +173,8 @@ struct Node {
 
 struct Worker {
   int index = 0;
+  int partition = 0;             ///< partitioned leadership: the one partition whose leader it serves
+  std::optional<int> moving_to;  ///< a rebalancer's move, made once the worker is drained
   std::string id;
   std::string instance, succeeds;
   int incarnation = 1;
@@ -193,18 +207,20 @@ class World {
         k_(std::move(k)),
         rng_(seed * 0x9E3779B97F4A7C15ull + 1),
         trace_(trace),
-        lease_db_(db_clock_),
-        run_db_(lease_db_, db_clock_),
+        lease_dbs_(lease_dbs(k_.partitions, db_clock_)),
+        run_db_(pointers(lease_dbs_), db_clock_),
         cfg_(runtime_config()) {
     for (int i = 0; i < k_.nodes; ++i) {
       Node n;
       n.index = i;
+      for (int p = 0; p < k_.partitions; ++p) n.seats.emplace_back().partition = p;
       nodes_.push_back(std::move(n));
       boot_node(nodes_.back());
     }
     for (int i = 0; i < k_.workers; ++i) {
       Worker w;
       w.index = i;
+      w.partition = i % k_.partitions;  // every partition has a worker: partitions <= workers
       w.id = "w" + std::to_string(i + 1);
       w.clock = std::make_unique<DriftClock>(db_clock_, nanoseconds{uniform(1, 1000) * ms_ns * 1000},
                                              k_.worker_rate[static_cast<std::size_t>(i)]);
@@ -216,6 +232,26 @@ class World {
   Outcome run();
 
  private:
+  static std::vector<std::unique_ptr<store::fake::FakeLeaseDb>> lease_dbs(int partitions, const Clock& clock) {
+    std::vector<std::unique_ptr<store::fake::FakeLeaseDb>> out;
+    for (int p = 0; p < partitions; ++p) out.push_back(std::make_unique<store::fake::FakeLeaseDb>(clock));
+    return out;
+  }
+  static std::vector<const store::fake::FakeLeaseDb*> pointers(
+      const std::vector<std::unique_ptr<store::fake::FakeLeaseDb>>& dbs) {
+    std::vector<const store::fake::FakeLeaseDb*> out;
+    for (const auto& d : dbs) out.push_back(d.get());
+    return out;
+  }
+  /// The database, for a statement of `partition` (its fence, its rows).
+  store::fake::FakeRunDb& db_for(int partition) {
+    run_db_.use_partition(partition);
+    return run_db_;
+  }
+  const store::fake::FakeLeaseDb& lease_of(int partition) const {
+    return *lease_dbs_[static_cast<std::size_t>(partition)];
+  }
+
   // ---- randomness and trace ---------------------------------------------------
   std::int64_t uniform(std::int64_t lo, std::int64_t hi) {
     return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng_);
@@ -232,73 +268,98 @@ class World {
     n.identity = NodeIdentity{id, id + "-inc" + std::to_string(n.incarnation), id + ":7001"};
     n.clock = std::make_unique<DriftClock>(db_clock_, nanoseconds{uniform(1, 1000) * ms_ns * 1000},
                                            k_.node_rate[static_cast<std::size_t>(n.index)]);
-    n.lease = std::make_unique<store::fake::FakeLeaseStore>(lease_db_);
-    n.runs = std::make_unique<store::fake::FakeRunStore>(run_db_);
-    n.elector = std::make_unique<consensus::Elector>(
-        *n.lease, *n.clock, n.identity, election_config(), [](const consensus::RoleChange&) {}, [](Millis) {});
-    n.book.reset();
-    n.inbox.clear();
-    n.lane_replies.clear();
+    for (Seat& s : n.seats) {
+      s.lease = std::make_unique<store::fake::FakeLeaseStore>(*lease_dbs_[static_cast<std::size_t>(s.partition)]);
+      s.runs = std::make_unique<store::fake::FakeRunStore>(run_db_, s.partition);
+      s.elector = std::make_unique<consensus::Elector>(
+          *s.lease, *n.clock, n.identity, election_config(), [](const consensus::RoleChange&) {}, [](Millis) {});
+      s.book.reset();
+      s.inbox.clear();
+      s.lane_replies.clear();
+    }
     n.crashed = n.paused = false;
     apply_db_cut(n);
   }
 
   void apply_db_cut(Node& n) {
     const bool cut = n.db_cut || db_down_;
-    n.lease->unavailable = cut;
-    n.runs->unavailable = cut;
+    for (Seat& s : n.seats) {
+      s.lease->unavailable = cut;
+      s.runs->unavailable = cut;
+    }
+  }
+
+  static bool leads_any(const Node& n) {
+    return std::any_of(n.seats.begin(), n.seats.end(), [](const Seat& s) { return s.book != nullptr; });
+  }
+  static std::string seat_name(const Node& n, const Seat& s) {
+    return n.seats.size() == 1 ? n.identity.node_id : n.identity.node_id + "/p" + std::to_string(s.partition);
   }
 
   void step_node(Node& n) {
     if (n.crashed || n.paused) return;
+    for (Seat& s : n.seats) step_seat(n, s);
+  }
+
+  void step_seat(Node& n, Seat& s) {
+    // Balance (docs/scaling.md): a node campaigns at once for its own share
+    // of the partitions, and for another node's only once that partition's
+    // lease has been vacant for a while (its node is down, stopped or cut
+    // off; every node reads the lease rows). Leases keep the safety; this
+    // spreads the partitions over the nodes, so that they fail over at
+    // different moments and their epochs part ways.
+    if (k_.partitions > 1) {
+      const auto vacant = db_clock_.mono() - lease_of(s.partition).expires_at();
+      s.elector->allow_campaigns(s.partition % k_.nodes == n.index || vacant >= 2 * election_config().lease);
+    }
     // The watchdog and the election thread run beside the control loop; after
     // a pause either may run first (the loop's writes are then fenced).
     const bool loop_first = chance(0.5);
-    if (loop_first) run_book(n);
-    n.elector->enforce_deadline();
-    n.elector->step();
-    const bool leads = n.elector->is_leader();
-    if (n.book && (!leads || n.book->epoch() != n.elector->leader_epoch())) stop_book(n, "stepping down");
-    if (leads && !n.book) {
-      n.book_serial++;
-      n.book = std::make_unique<lc::RunBook>(n.elector->leader_epoch(), n.identity.node_id, cfg_,
-                                             static_cast<std::uint64_t>(n.elector->leader_epoch().value) * 7919u + 17u,
+    if (loop_first) run_book(n, s);
+    s.elector->enforce_deadline();
+    s.elector->step();
+    const bool leads = s.elector->is_leader();
+    if (s.book && (!leads || s.book->epoch() != s.elector->leader_epoch())) stop_book(n, s, "stepping down");
+    if (leads && !s.book) {
+      s.book_serial++;
+      s.book = std::make_unique<lc::RunBook>(s.elector->leader_epoch(), n.identity.node_id, cfg_,
+                                             static_cast<std::uint64_t>(s.elector->leader_epoch().value) * 7919u + 17u,
                                              n.clock->mono());
-      note(n.identity.node_id + " leads epoch " + std::to_string(n.elector->leader_epoch().value));
-      n.book->start(n.clock->mono());
-      execute(n);
+      note(seat_name(n, s) + " leads epoch " + std::to_string(s.elector->leader_epoch().value));
+      s.book->start(n.clock->mono());
+      execute(n, s);
     }
-    if (!loop_first) run_book(n);
+    if (!loop_first) run_book(n, s);
   }
 
-  void run_book(Node& n) {
+  void run_book(Node& n, Seat& s) {
     // Deliveries first (a follower answers them too), then the pass. Lane
     // replies that are due join them.
-    std::stable_sort(n.lane_replies.begin(), n.lane_replies.end(),
+    std::stable_sort(s.lane_replies.begin(), s.lane_replies.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
-    while (!n.lane_replies.empty() && n.lane_replies.front().first <= now_ns()) {
-      n.inbox.push_back(std::move(n.lane_replies.front().second));
-      n.lane_replies.erase(n.lane_replies.begin());
+    while (!s.lane_replies.empty() && s.lane_replies.front().first <= now_ns()) {
+      s.inbox.push_back(std::move(s.lane_replies.front().second));
+      s.lane_replies.erase(s.lane_replies.begin());
     }
-    while (!n.inbox.empty()) {
-      auto d = std::move(n.inbox.front());
-      n.inbox.pop_front();
+    while (!s.inbox.empty()) {
+      auto d = std::move(s.inbox.front());
+      s.inbox.pop_front();
       d();
-      if (n.book) execute(n);
+      if (s.book) execute(n, s);
     }
-    if (!n.book) return;
-    n.book->tick(n.clock->mono());
-    execute(n);
-    if (n.book && n.book->fenced()) stop_book(n, "fenced");
+    if (!s.book) return;
+    s.book->tick(n.clock->mono());
+    execute(n, s);
+    if (s.book && s.book->fenced()) stop_book(n, s, "fenced");
   }
 
-  void stop_book(Node& n, const char* why) {
-    if (!n.book) return;
-    note(n.identity.node_id + " stops epoch " + std::to_string(n.book->epoch().value) + ": " + why);
-    for (auto link : n.book->links()) close_node_side(link);
+  void stop_book(Node& n, Seat& s, const char* why) {
+    if (!s.book) return;
+    note(seat_name(n, s) + " stops epoch " + std::to_string(s.book->epoch().value) + ": " + why);
+    for (auto link : s.book->links()) close_node_side(link);
     for (auto& [id, c] : conns_)
-      if (c.node == n.index && c.node_open) close_node_side(id);
-    n.book.reset();
+      if (c.node == n.index && c.partition == s.partition && c.node_open) close_node_side(id);
+    s.book.reset();
   }
 
   template <class T, class F>
@@ -309,21 +370,21 @@ class World {
     return r;
   }
   template <class F>
-  auto store_write(Node& n, F&& f) {
-    n.runs->lose_next_reply = chance(k_.p_in_doubt);
-    auto r = f(*n.runs);
-    n.runs->lose_next_reply = false;
+  auto store_write(Seat& s, F&& f) {
+    s.runs->lose_next_reply = chance(k_.p_in_doubt);
+    auto r = f(*s.runs);
+    s.runs->lose_next_reply = false;
     return r;
   }
 
   /// The control loop's drain: every effect carried out in order, every
   /// result fed back at once.
-  void execute(Node& n) {
-    while (n.book && n.book->has_effects()) {
-      auto effects = n.book->take_effects();
+  void execute(Node& n, Seat& s) {
+    while (s.book && s.book->has_effects()) {
+      auto effects = s.book->take_effects();
       for (auto& effect : effects) {
-        if (!n.book) return;
-        lc::RunBook& b = *n.book;
+        if (!s.book) return;
+        lc::RunBook& b = *s.book;
         if (b.fenced() && lc::is_external(effect)) continue;
         const MonoTime now = n.clock->mono();
         const Epoch epoch = b.epoch();
@@ -336,35 +397,39 @@ class World {
                 close_node_side(e.link);
               } else if constexpr (std::is_same_v<T, lc::Log>) {
                 if (e.text.rfind("run_requeued ", 0) == 0) ++requeued_;
-                if (trace_) note(n.identity.node_id + " " + e.text);
+                if (trace_) note(seat_name(n, s) + " " + e.text);
               } else if constexpr (std::is_same_v<T, lc::ReadActive>) {
                 b.result(e.op,
                          db_call<std::vector<store::ActiveRun>>(
-                             n, [&] { return run_db_.active_runs(e.continuation_margin); }),
+                             n, [&] { return db_for(s.partition).active_runs(e.continuation_margin); }),
                          now);
               } else if constexpr (std::is_same_v<T, lc::ReadRun>) {
-                b.result(e.op, n.runs->read_run(e.run), now);
+                b.result(e.op, s.runs->read_run(e.run), now);
               } else if constexpr (std::is_same_v<T, lc::ReadDue>) {
-                b.result(e.op, db_call<std::vector<store::DueRun>>(n, [&] { return run_db_.due_runs(e.limit); }), now);
+                b.result(e.op,
+                         db_call<std::vector<store::DueRun>>(n, [&] { return db_for(s.partition).due_runs(e.limit); }),
+                         now);
               } else if constexpr (std::is_same_v<T, lc::ReadScheduledJobs>) {
                 b.result(e.op, Result<std::vector<store::ScheduledJob>>(std::vector<store::ScheduledJob>{}), now);
               } else if constexpr (std::is_same_v<T, lc::ReadControls>) {
                 b.result(e.op, Result<store::Controls>(store::Controls{}), now);  // operators are not modelled
               } else if constexpr (std::is_same_v<T, lc::WriteRun>) {
-                b.result(e.op, store_write(n, [&](store::RunStore& s) { return write_run(s, e); }), now);
+                b.result(e.op, store_write(s, [&](store::RunStore& db) { return write_run(db, e); }), now);
               } else if constexpr (std::is_same_v<T, lc::WriteAssigns>) {
-                b.result(e.op, store_write(n, [&](store::RunStore& s) { return s.assign_batch(epoch, e.rows); }), now);
+                b.result(e.op, store_write(s, [&](store::RunStore& db) { return db.assign_batch(epoch, e.rows); }),
+                         now);
               } else if constexpr (std::is_same_v<T, lc::WriteStarts>) {
-                on_lane(n, e.op, [epoch, rows = e.rows, stale = e.stale_after](store::RunStore& s) {
-                  return s.start_batch(epoch, rows, stale);
+                on_lane(n, s, e.op, [epoch, rows = e.rows, stale = e.stale_after](store::RunStore& db) {
+                  return db.start_batch(epoch, rows, stale);
                 });
               } else if constexpr (std::is_same_v<T, lc::WriteFinishes>) {
-                on_lane(n, e.op, [epoch, rows = e.rows](store::RunStore& s) { return s.finish_batch(epoch, rows); });
+                on_lane(n, s, e.op,
+                        [epoch, rows = e.rows](store::RunStore& db) { return db.finish_batch(epoch, rows); });
               } else if constexpr (std::is_same_v<T, lc::WriteHeartbeats>) {
-                b.result(
-                    e.op,
-                    db_call<store::HeartbeatBatchResult>(n, [&] { return run_db_.heartbeat_batch(epoch, e.rows); }),
-                    now);
+                b.result(e.op,
+                         db_call<store::HeartbeatBatchResult>(
+                             n, [&] { return db_for(s.partition).heartbeat_batch(epoch, e.rows); }),
+                         now);
               } else if constexpr (std::is_same_v<T, lc::CreateCronRun> || std::is_same_v<T, lc::SkipCronSlots> ||
                                    std::is_same_v<T, lc::RecordDecision>) {
                 b.result(e.op, Result<store::CreateResult>(make_error(Errc::db_error, "no cron in the simulator")),
@@ -390,16 +455,17 @@ class World {
   /// after other inputs; a reply to a book that is gone is dropped (its
   /// statement still ran: the lane thread outlives the loop's epoch).
   template <class F>
-  void on_lane(Node& n, lc::OpId op, F write) {
+  void on_lane(Node& n, Seat& s, lc::OpId op, F write) {
     auto done = std::make_shared<std::optional<Result<store::BatchWriteResult>>>();
-    if (chance(0.5)) *done = store_write(n, write);
+    if (chance(0.5)) *done = store_write(s, write);
     const std::int64_t delay = k_.lane_delay_max_ms > 0 ? uniform(0, k_.lane_delay_max_ms) * ms_ns : 0;
-    const std::uint64_t serial = n.book_serial;
-    const int index = n.index;
-    n.lane_replies.emplace_back(now_ns() + delay, [this, index, serial, op, done, write] {
+    const std::uint64_t serial = s.book_serial;
+    const int index = n.index, partition = s.partition;
+    s.lane_replies.emplace_back(now_ns() + delay, [this, index, partition, serial, op, done, write] {
       Node& n = nodes_[static_cast<std::size_t>(index)];
-      if (!*done) *done = store_write(n, write);
-      if (n.book && n.book_serial == serial) n.book->result(op, **done, n.clock->mono());
+      Seat& s = n.seats[static_cast<std::size_t>(partition)];
+      if (!*done) *done = store_write(s, write);
+      if (s.book && s.book_serial == serial) s.book->result(op, **done, n.clock->mono());
     });
   }
 
@@ -473,7 +539,8 @@ class World {
       if (!c.node_open) return;
       Node& n = nodes_[static_cast<std::size_t>(c.node)];
       if (n.crashed) return;
-      n.inbox.push_back([this, f, &n] { node_receives(n, f.conn, f.message); });
+      n.seats[static_cast<std::size_t>(c.partition)].inbox.push_back(
+          [this, f, &n] { node_receives(n, f.conn, f.message); });
     } else {
       if (!c.worker_open) return;
       Worker& w = workers_[static_cast<std::size_t>(c.worker)];
@@ -491,24 +558,27 @@ class World {
     if (it == conns_.end() || !it->second.node_open) return;
     Conn& c = it->second;
     const Worker& w = workers_[static_cast<std::size_t>(c.worker)];
+    // The worker's partition is its configuration; the node's book for it
+    // serves the connection (a node leads some partitions, follows others).
+    Seat& s = n.seats[static_cast<std::size_t>(c.partition)];
     if (auto* h = std::get_if<protocol::Hello>(&m)) {
-      if (!n.book) {
+      if (!s.book) {
         // A follower: where the leader is, if it knows (docs/protocol.md).
-        auto lease = n.elector->last_seen_lease();
+        auto lease = s.elector->last_seen_lease();
         std::string endpoint = lease && !lease->held_by(n.identity) ? lease->leader_endpoint : "";
         send(conn, false, protocol::Redirect{endpoint, lease ? lease->epoch.value : 0});
         close_node_side(conn);
         return;
       }
       c.attached = true;
-      n.book->attached(conn, *h, n.clock->mono());
+      s.book->attached(conn, *h, n.clock->mono());
       return;
     }
-    if (!n.book || !c.attached) return;
+    if (!s.book || !c.attached) return;
     if (trace_ && std::getenv("BATON_SIM_TRACE_FRAMES"))
-      note(n.identity.node_id + " <- " + w.id + " " + protocol::type_name(m) +
-           " outstanding=" + std::to_string(n.book->outstanding()));
-    n.book->message(conn, w.id, m, n.clock->mono());
+      note(seat_name(n, s) + " <- " + w.id + " " + protocol::type_name(m) +
+           " outstanding=" + std::to_string(s.book->outstanding()));
+    s.book->message(conn, w.id, m, n.clock->mono());
   }
 
   /// The node closes its side (its book said so, or it stops leading).
@@ -531,8 +601,9 @@ class World {
     Node& n = nodes_[static_cast<std::size_t>(c.node)];
     if (n.crashed || !c.attached) return;
     const std::string worker = workers_[static_cast<std::size_t>(c.worker)].id;
-    n.inbox.push_back([this, &n, conn, worker] {
-      if (n.book) n.book->detached(conn, worker, "closed", n.clock->mono());
+    Seat& s = n.seats[static_cast<std::size_t>(c.partition)];
+    s.inbox.push_back([&n, &s, conn, worker] {
+      if (s.book) s.book->detached(conn, worker, "closed", n.clock->mono());
     });
   }
 
@@ -579,8 +650,9 @@ class World {
     if (w.conn && w.welcomed && !w.crashed && !w.paused && !w.cut) {
       const Conn& c = conns_.at(*w.conn);
       const Node& n = nodes_[static_cast<std::size_t>(c.node)];
-      linked = c.worker_open && c.node_open && !n.crashed && !n.paused && n.book && !n.book->fenced() &&
-               n.book->epoch() == lease_db_.epoch() && !n.db_cut && !db_down_ && reachable(c);
+      const Seat& s = n.seats[static_cast<std::size_t>(c.partition)];
+      linked = c.worker_open && c.node_open && !n.crashed && !n.paused && s.book && !s.book->fenced() &&
+               s.book->epoch() == lease_of(c.partition).epoch() && !n.db_cut && !db_down_ && reachable(c);
     }
     // A link counts once it has lasted a heartbeat round trip: a blip too
     // short for the worker to be heard (a few milliseconds between two
@@ -625,13 +697,51 @@ class World {
     return h;
   }
 
+  /// The partition a worker serves once its pending move (if any) is made.
+  static int bound_to(const Worker& w) { return w.moving_to.value_or(w.partition); }
+
+  /// A partition keeps at least one worker: `w` may leave `from` only if
+  /// another worker stays bound to it.
+  bool may_leave(const Worker& w, int from) const {
+    return std::any_of(workers_.begin(), workers_.end(),
+                       [&](const Worker& x) { return x.index != w.index && bound_to(x) == from; });
+  }
+
+  /// Nothing of `w`'s is in flight: no attempt assigned or running, no task
+  /// process alive, every finish acknowledged.
+  bool idle(const Worker& w) const {
+    if (!w.table->running().empty() || !w.table->assigned().empty() || !w.unacked.empty()) return false;
+    return std::none_of(trees_.begin(), trees_.end(), [&](const Tree& t) {
+      return t.worker == w.id && (!t.main.dead || (t.child && !t.child->dead) || !t.reported);
+    });
+  }
+
+  /// Partitioned leadership binds a worker to one partition's leader; a
+  /// rebalancer moves it (docs/scaling.md). The move is made when the worker
+  /// is idle (drained): an attempt of its old partition must end and its
+  /// finish be acknowledged by that partition's leader first, because the
+  /// new partition's leader can neither see nor record it. The worker then
+  /// drops its connection and attaches to its new partition's leader.
+  void move_if_drained(Worker& w) {
+    if (!w.moving_to || w.crashed) return;
+    // DELIBERATELY BROKEN in weakened chaos builds only (core/weaken.h): the
+    // worker moves at once, with attempts of its old partition in flight.
+    if (!idle(w) && !weakened("move_busy_worker")) return;
+    note(w.id + " moves from partition " + std::to_string(w.partition) + " to " + std::to_string(*w.moving_to));
+    w.partition = *w.moving_to;
+    w.moving_to.reset();
+    ++moves_;
+    if (w.conn) close_worker_side(*w.conn);
+  }
+
   void step_worker(Worker& w) {
     if (w.crashed || w.paused) return;
+    move_if_drained(w);
     for (auto& f : w.held) worker_receives(w, f.conn, f.message);
     w.held.clear();
     if (!w.conn && now_ns() >= w.reconnect_at_ns && !w.cut) {
       const std::uint64_t id = ++next_conn_;
-      conns_[id] = Conn{w.index, w.target, true, true, false};
+      conns_[id] = Conn{w.index, w.target, w.partition, true, true, false};
       w.conn = id;
       w.connect_deadline_ns = now_ns() + 1000 * ms_ns;
       w.last_heard_ns = now_ns();
@@ -815,7 +925,8 @@ class World {
 
   // ---- faults -----------------------------------------------------------------
   void inject() {
-    const int kind = static_cast<int>(uniform(0, 11));
+    int kind = static_cast<int>(uniform(0, 11));
+    if (k_.partitions > 1 && chance(1.0 / 12)) kind = 12;  // drawn only when partitioned: other seeds unchanged
     const auto node = static_cast<std::size_t>(uniform(0, k_.nodes - 1));
     const auto worker = static_cast<std::size_t>(uniform(0, k_.workers - 1));
     Node& n = nodes_[node];
@@ -830,7 +941,7 @@ class World {
         if (n.crashed) return;
         const std::int64_t ms = uniform(300, 3000);
         record("kill9_node", n.identity.node_id, ms);
-        stop_book(n, "killed");
+        for (Seat& s : n.seats) stop_book(n, s, "killed");
         for (auto& [id, c] : conns_)
           if (c.node == n.index && c.node_open) {
             c.node_open = false;
@@ -846,7 +957,7 @@ class World {
       case 1: {  // SIGSTOP of a node
         if (n.crashed || n.paused) return;
         const std::int64_t ms = uniform(300, 4000);
-        record(n.book ? "pause_leader" : "pause_node", n.identity.node_id, ms);
+        record(leads_any(n) ? "pause_leader" : "pause_node", n.identity.node_id, ms);
         n.paused = true;
         later(ms, [this, node] { nodes_[node].paused = false; });
         break;
@@ -934,11 +1045,13 @@ class World {
       case 10: {  // an operator cancels a run (through the leader, as the admin API does)
         if (created_ == 0) return;
         const RunId run{uniform(1, created_)};
+        // The admin API hands a cancel to the leader of the run's partition.
+        const auto partition = static_cast<std::size_t>(run_db_.runs().at(run.value).partition);
         for (auto& x : nodes_)
-          if (x.book && !x.crashed) {
+          if (Seat& s = x.seats[partition]; s.book && !x.crashed) {
             record("cancel", "run " + std::to_string(run.value), 0);
-            x.inbox.push_back([this, &x, run] {
-              if (x.book) x.book->cancel(run, "operator", x.clock->mono());
+            s.inbox.push_back([&x, &s, run] {
+              if (s.book) s.book->cancel(run, "operator", x.clock->mono());
             });
             break;
           }
@@ -951,6 +1064,22 @@ class World {
         record("partition_pair", w.id + "-" + n.identity.node_id, ms);
         cut_pairs_.insert(pair);
         later(ms, [this, pair] { cut_pairs_.erase(pair); });
+        break;
+      }
+      case 12: {  // a rebalancer moves a worker to another partition for a while
+        const int home = w.partition;
+        const int to = (home + 1) % k_.partitions;
+        if (w.moving_to || !may_leave(w, home)) return;
+        const std::int64_t ms = uniform(1000, 20000);
+        record("move_worker", w.id + " p" + std::to_string(home) + "->p" + std::to_string(to), ms);
+        w.moving_to = to;
+        later(ms, [this, worker, home] {
+          Worker& x = workers_[worker];
+          if (x.partition == home)
+            x.moving_to.reset();  // it never moved
+          else if (may_leave(x, x.partition))
+            x.moving_to = home;
+        });
         break;
       }
       case 9: {  // the database restarts: every connection fails for a moment
@@ -982,7 +1111,10 @@ class World {
     store::NewRun r;
     r.max_attempts = static_cast<int>(uniform(1, 3));
     r.trigger_kind = "api";
-    auto c = run_db_.create_run(lease_db_.epoch(), r);
+    // Partitioned leadership: the job's partition (here drawn per run);
+    // the API's insert is fenced by that partition's lease.
+    const int partition = k_.partitions > 1 ? static_cast<int>(uniform(0, k_.partitions - 1)) : 0;
+    auto c = db_for(partition).create_run(lease_of(partition).epoch(), r);
     if (c.outcome != store::WriteOutcome::applied) return;
     created_++;
     note("run " + std::to_string(c.run.value) + " created");
@@ -990,13 +1122,13 @@ class World {
     // book there is (a deposed leader's too: its assignment must be fenced).
     const store::DueRun due = store::fake::FakeRunDb::due_run_of(run_db_.runs().at(c.run.value));
     for (auto& n : nodes_)
-      if (n.book && !n.paused && !n.crashed)
-        n.inbox.push_back([this, &n, due] {
-          if (!n.book) return;
+      if (Seat& s = n.seats[static_cast<std::size_t>(partition)]; s.book && !n.paused && !n.crashed)
+        s.inbox.push_back([this, &n, &s, due] {
+          if (!s.book) return;
           if (k_.hand_created)
-            n.book->created({due}, n.clock->mono());
+            s.book->created({due}, n.clock->mono());
           else
-            n.book->dispatch_now();
+            s.book->dispatch_now();
         });
   }
 
@@ -1034,7 +1166,7 @@ class World {
     for (auto& w : workers_) track_leaderless(w);
   }
 
-  chaos::History history() const;
+  PartitionedHistory history() const;
 
   struct Timer {
     std::int64_t at_ns;
@@ -1048,7 +1180,7 @@ class World {
   std::mt19937_64 rng_;
   std::vector<std::string>* trace_;
   WorldClock db_clock_;
-  store::fake::FakeLeaseDb lease_db_;
+  std::vector<std::unique_ptr<store::fake::FakeLeaseDb>> lease_dbs_;  ///< one per partition
   store::fake::FakeRunDb run_db_;
   lc::RuntimeConfig cfg_;
   std::deque<Node> nodes_;
@@ -1065,6 +1197,7 @@ class World {
   std::int64_t next_pid_ = 1000;
   std::int64_t start_ns_ = 0, end_faults_ns_ = 0, end_ns_ = 0;
   std::int64_t frames_sent_ = 0, created_ = 0, requeued_ = 0;  // requeued_: prefetched runs taken back
+  std::int64_t moves_ = 0;                                     // workers moved to another partition
 };
 
 Outcome World::run() {
@@ -1102,14 +1235,17 @@ Outcome World::run() {
   Outcome out;
   out.seed = seed_;
   out.knobs = k_;
-  out.report = chaos::check_history(history());
+  out.report = check_partitioned(history());
   const auto& checked = checked_invariants();
   for (const auto& inv : out.report.invariants)
     if (inv.examined > 0 && inv.violations > 0 && std::find(checked.begin(), checked.end(), inv.name) != checked.end())
       out.violated.push_back(inv.name);
   out.stats["runs"] = created_;
   out.stats["executions"] = static_cast<std::int64_t>(trees_.size());
-  out.stats["epochs"] = static_cast<std::int64_t>(lease_db_.history().size());
+  out.stats["epochs"] = 0;
+  for (const auto& l : lease_dbs_) out.stats["epochs"] += static_cast<std::int64_t>(l->history().size());
+  out.stats["partitions"] = k_.partitions;
+  out.stats["worker_moves"] = moves_;
   out.stats["frames"] = frames_sent_;
   out.stats["faults"] = static_cast<std::int64_t>(faults_.size());
   out.stats["transitions"] = static_cast<std::int64_t>(run_db_.transitions().size());
@@ -1121,8 +1257,9 @@ Outcome World::run() {
   return out;
 }
 
-chaos::History World::history() const {
-  chaos::History h;
+PartitionedHistory World::history() const {
+  PartitionedHistory ph;
+  chaos::History& h = ph.whole;
   const auto us = [](MonoTime t) { return t.since_start.count() / 1000; };
   h.window.start_us = start_ns_ / 1000;
   h.window.end_us = end_ns_ / 1000;
@@ -1183,6 +1320,7 @@ chaos::History World::history() const {
     row.max_attempts = r.max_attempts;
     row.created_us = h.window.start_us;
     h.runs[id] = row;
+    ph.run_partition[id] = r.partition;
   }
   std::int64_t log_id = 0;
   for (const auto& t : run_db_.transitions()) {
@@ -1199,16 +1337,20 @@ chaos::History World::history() const {
     row.commit_us = us(t.at);
     if (t.continuation_timeout_ms > 0) row.continuation_ms = t.continuation_timeout_ms;
     h.transitions.push_back(row);
+    ph.fenced_by.push_back(t.partition);
   }
-  for (const auto& e : lease_db_.history())
-    h.epochs.push_back({e.epoch.value, e.leader_id, e.incarnation, us(e.elected_at)});
+  for (const auto& lease : lease_dbs_) {
+    auto& epochs = ph.epochs.emplace_back();
+    for (const auto& e : lease->history())
+      epochs.push_back({e.epoch.value, e.leader_id, e.incarnation, us(e.elected_at)});
+  }
   for (const auto& a : run_db_.attempts())
     h.attempts.push_back(
         {a.run.value, a.attempt, a.worker, std::string(to_string(a.outcome)), a.lease_token, a.exit_code});
   h.durable_finishes = durable_;
   for (const auto& d : run_db_.dead_letters())
     h.dead_letters.push_back({d.run.value, std::string(to_string(d.final_state)), d.attempts});
-  return h;
+  return ph;
 }
 
 }  // namespace
@@ -1239,16 +1381,27 @@ Knobs knobs_for(std::uint64_t seed) {
   k.lane_delay_max_ms = pick(0, 1) ? pick(1, 30) : 0;
   k.prefetch = pick(0, 1) ? static_cast<int>(pick(1, k.capacity)) : 0;
   k.hand_created = pick(0, 1) != 0;
+  // Partitioned leadership (docs/scaling.md) in a third of the seeds, with
+  // at least one worker per partition. Drawn last: the other knobs of a seed
+  // are what they were before partitions were modelled.
+  if (pick(0, 2) == 0) k.partitions = static_cast<int>(std::min<std::int64_t>(pick(2, 4), k.workers));
   return k;
 }
 
 const std::vector<std::string>& checked_invariants() {
-  static const std::vector<std::string> names{"no_overlapping_executions", "one_successful_execution",
-                                              "success_recorded",          "outcome_matches_process",
-                                              "attempts_and_tokens",       "confirming_not_cut_short",
-                                              "dead_letter_iff_failed",    "transition_history_continuous",
-                                              "no_stale_epoch_writes",     "one_leader_per_epoch",
-                                              "legal_transitions",         "quiescent"};
+  static const std::vector<std::string> names{"no_overlapping_executions",
+                                              "one_successful_execution",
+                                              "success_recorded",
+                                              "outcome_matches_process",
+                                              "attempts_and_tokens",
+                                              "confirming_not_cut_short",
+                                              "dead_letter_iff_failed",
+                                              "transition_history_continuous",
+                                              "no_stale_epoch_writes",
+                                              "one_leader_per_epoch",
+                                              "legal_transitions",
+                                              "quiescent",
+                                              "writes_fenced_by_own_partition"};
   return names;
 }
 

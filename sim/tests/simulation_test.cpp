@@ -26,7 +26,7 @@ TEST(Simulation, EverySeedKeepsTheCheckersInvariants) {
     from = env_or("BATON_SIM_SEED", 1);
     count = 1;
   }
-  std::int64_t runs = 0, executions = 0, simulated_ms = 0;
+  std::int64_t runs = 0, executions = 0, simulated_ms = 0, partitioned = 0, partitioned_runs = 0, moves = 0;
   int failures = 0;
   const auto t0 = std::chrono::steady_clock::now();
   for (std::uint64_t seed = from; seed < from + count; ++seed) {
@@ -34,6 +34,11 @@ TEST(Simulation, EverySeedKeepsTheCheckersInvariants) {
     runs += o.stats.at("runs");
     executions += o.stats.at("executions");
     simulated_ms += o.stats.at("simulated_ms");
+    if (o.stats.at("partitions") > 1) {
+      partitioned++;
+      partitioned_runs += o.stats.at("runs");
+      moves += o.stats.at("worker_moves");
+    }
     if (o.ok()) continue;
     std::string evidence;
     for (const auto& inv : o.report.invariants)
@@ -51,6 +56,16 @@ TEST(Simulation, EverySeedKeepsTheCheckersInvariants) {
       "(%.0f simulated runs per wall second)\n",
       static_cast<unsigned long long>(count), static_cast<long long>(runs), static_cast<long long>(executions),
       static_cast<double>(simulated_ms) / 60000.0, wall, static_cast<double>(runs) / wall);
+  std::printf("of them with partitioned leadership: %lld seeds, %lld runs, %lld workers moved between partitions\n",
+              static_cast<long long>(partitioned), static_cast<long long>(partitioned_runs),
+              static_cast<long long>(moves));
+  // The suite's seeds must exercise partitioned leadership (docs/scaling.md)
+  // and its worker moves, or its green run says nothing about them.
+  if (count >= 200) {
+    EXPECT_GT(partitioned, 0);
+    EXPECT_GT(partitioned_runs, 0);
+    EXPECT_GT(moves, 0);
+  }
 }
 
 TEST(Simulation, ASeedReplaysTheSameHistory) {

@@ -20,6 +20,25 @@ bool in(RunState s, std::initializer_list<RunState> set) {
 
 // ---- the database -----------------------------------------------------------
 
+FakeRunDb::FakeRunDb(std::vector<const FakeLeaseDb*> partition_leases, const Clock& db_clock)
+    : leases_(std::move(partition_leases)), clock_(db_clock) {
+  BATON_ASSERT(!leases_.empty());
+}
+
+void FakeRunDb::use_partition(int p) {
+  BATON_ASSERT(p >= 0 && p < partitions());
+  partition_ = p;
+}
+
+const FakeLeaseDb& FakeRunDb::lease() const {
+  // DELIBERATELY BROKEN in weakened chaos builds only (core/weaken.h): the
+  // single-lease fence carried over unchanged (no `WHERE partition_id = $p`
+  // in the fence's read of the lease), so every partition is fenced by the
+  // first one's epoch.
+  if (weakened("partition_fence")) return *leases_.front();
+  return *leases_[static_cast<std::size_t>(partition_)];
+}
+
 std::string FakeRunDb::new_token() {
   // Shaped like a UUID (the column type in PostgreSQL), unique per database.
   char buf[40];
@@ -34,13 +53,13 @@ bool FakeRunDb::holds(const FakeRun& r, const AttemptFence& a) {
 WriteResult FakeRunDb::update(const RunFence& f, const std::function<bool(const FakeRun&)>& where,
                               const std::function<void(FakeRun&)>& set) {
   WriteResult out;
-  out.current_epoch = lease_.epoch();
-  if (f.epoch != lease_.epoch()) {
+  out.current_epoch = lease().epoch();
+  if (f.epoch != lease().epoch()) {
     out.outcome = WriteOutcome::fenced;
     return out;
   }
   auto it = runs_.find(f.run.value);
-  if (it == runs_.end() || it->second.version != f.expected_version || !where(it->second)) {
+  if (it == runs_.end() || !visible(it->second) || it->second.version != f.expected_version || !where(it->second)) {
     out.outcome = WriteOutcome::conflict;
     return out;
   }
@@ -57,7 +76,7 @@ WriteResult FakeRunDb::update(const RunFence& f, const std::function<bool(const 
   if (r.state == RunState::assigned && from != RunState::assigned) r.assigned_at = clock_.mono();
   if (r.state == RunState::running && from != RunState::running) r.started_at = clock_.mono();
   transitions_.push_back({r.id, from, r.state, from_version, r.version, f.epoch, r.attempt, r.continuation,
-                          r.continuation_timeout_ms, clock_.mono()});
+                          r.continuation_timeout_ms, clock_.mono(), partition_});
   out.outcome = WriteOutcome::applied;
   out.new_version = r.version;
   out.lease_token = r.lease_token.value_or("");
@@ -77,8 +96,8 @@ void FakeRunDb::dead_letter_if_failed(const FakeRun& r) {
 
 CreateResult FakeRunDb::create_run(Epoch epoch, const NewRun& n) {
   CreateResult out;
-  out.current_epoch = lease_.epoch();
-  if (epoch != lease_.epoch()) {
+  out.current_epoch = lease().epoch();
+  if (epoch != lease().epoch()) {
     out.outcome = WriteOutcome::fenced;
     return out;
   }
@@ -91,6 +110,7 @@ CreateResult FakeRunDb::create_run(Epoch epoch, const NewRun& n) {
       }
   FakeRun r;
   r.id = RunId{next_id_++};
+  r.partition = partition_;
   r.max_attempts = n.max_attempts;
   r.priority = n.priority;
   r.leader_epoch = epoch;
@@ -98,7 +118,7 @@ CreateResult FakeRunDb::create_run(Epoch epoch, const NewRun& n) {
   r.idempotency_key = n.idempotency_key;
   runs_[r.id.value] = r;
   transitions_.push_back({r.id, RunState::pending, RunState::pending, Version{0}, r.version, epoch, r.attempt,
-                          r.continuation, r.continuation_timeout_ms, clock_.mono()});  // the insert
+                          r.continuation, r.continuation_timeout_ms, clock_.mono(), partition_});  // the insert
   out.outcome = WriteOutcome::applied;
   out.run = r.id;
   return out;
@@ -106,7 +126,7 @@ CreateResult FakeRunDb::create_run(Epoch epoch, const NewRun& n) {
 
 std::optional<RunRow> FakeRunDb::read_run(RunId id) const {
   auto it = runs_.find(id.value);
-  if (it == runs_.end()) return std::nullopt;
+  if (it == runs_.end() || !visible(it->second)) return std::nullopt;
   const FakeRun& r = it->second;
   RunRow row;
   row.id = r.id;
@@ -296,7 +316,7 @@ std::vector<ActiveRun> FakeRunDb::active_runs(Millis continuation_margin) const 
   const auto ms = [](std::chrono::nanoseconds d) { return std::chrono::duration_cast<Millis>(d).count(); };
   std::vector<ActiveRun> out;
   for (const auto& [id, r] : runs_) {
-    if (r.state != RunState::assigned && r.state != RunState::running) continue;
+    if (!visible(r) || (r.state != RunState::assigned && r.state != RunState::running)) continue;
     ActiveRun a;
     a.id = r.id;
     a.version = r.version;
@@ -326,7 +346,7 @@ std::vector<DueRun> FakeRunDb::due_runs(int limit) const {
   for (const auto& [id, r] : runs_) {
     const bool ready = r.state == RunState::pending || r.state == RunState::orphaned ||
                        (r.state == RunState::retry_waiting && r.next_attempt_at && *r.next_attempt_at <= now);
-    if (ready) due.push_back(&r);
+    if (ready && visible(r)) due.push_back(&r);
   }
   std::stable_sort(due.begin(), due.end(),
                    [](const FakeRun* a, const FakeRun* b) { return a->priority > b->priority; });
@@ -352,8 +372,8 @@ DueRun FakeRunDb::due_run_of(const FakeRun& r) {
 
 HeartbeatBatchResult FakeRunDb::heartbeat_batch(Epoch epoch, const std::vector<HeartbeatRow>& rows) {
   HeartbeatBatchResult out;
-  out.current_epoch = lease_.epoch();
-  if (epoch != lease_.epoch()) return out;  // judged once for the statement
+  out.current_epoch = lease().epoch();
+  if (epoch != lease().epoch()) return out;  // judged once for the statement
   for (const auto& row : rows)
     if (WriteResult w = heartbeat({row.id, row.version, epoch}, row.attempt); w.outcome == WriteOutcome::applied)
       out.applied[row.id.value] = w.new_version;
@@ -363,8 +383,8 @@ HeartbeatBatchResult FakeRunDb::heartbeat_batch(Epoch epoch, const std::vector<H
 template <class Row, class One>
 BatchWriteResult FakeRunDb::batch(Epoch epoch, const std::vector<Row>& rows, One&& one) {
   BatchWriteResult out;
-  out.current_epoch = lease_.epoch();
-  if (epoch != lease_.epoch()) return out;  // judged once for the statement: nothing written
+  out.current_epoch = lease().epoch();
+  if (epoch != lease().epoch()) return out;  // judged once for the statement: nothing written
   for (const auto& row : rows)
     if (WriteResult w = one(row); w.outcome == WriteOutcome::applied) out.applied[row.run.value] = w;
   return out;
@@ -438,6 +458,7 @@ template <class T, class F>
 Result<T> FakeRunStore::call(F&& f, bool is_write) {
   ++calls;
   if (unavailable) return make_error(Errc::db_unavailable, "fake: partitioned from the database");
+  db_.use_partition(partition_);
   T out = f();
   if (is_write && lose_next_reply) {
     lose_next_reply = false;

@@ -35,6 +35,14 @@ class Elector {
   /// step() in progress on the election thread.
   void shutdown(store::LeaseStore& via);
 
+  /// Thread-safe. While false the elector still observes the lease and
+  /// leads on if it leads, but never campaigns for it. Partitioned
+  /// leadership's balance (docs/scaling.md): a node that leads its share of
+  /// the partitions leaves the others to the nodes whose share they are,
+  /// unless one stays without a leader. Leases keep the safety; this only
+  /// spreads the load.
+  void allow_campaigns(bool allowed) { campaigns_allowed_.store(allowed); }
+
   bool is_leader() const;
   Epoch leader_epoch() const;  ///< 0 when not leading
   ElectorState snapshot() const;
@@ -58,6 +66,7 @@ class Elector {
   Errc last_error_code_{};
   bool had_error_ = false;
   std::atomic<bool> stopping_{false};  // set by shutdown(): never campaign again
+  std::atomic<bool> campaigns_allowed_{true};
 };
 
 }  // namespace baton::consensus

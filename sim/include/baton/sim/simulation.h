@@ -48,6 +48,10 @@ struct Knobs {
   /// A created run reaches the books as its insert returned it
   /// (RunBook::created, the API trigger's path), not as a wake-up alone.
   bool hand_created = false;
+  /// Partitioned leadership (docs/scaling.md): this many leases, each
+  /// fencing its own share of the runs; every node campaigns for each, with
+  /// a RunBook per partition it leads; worker i serves partition i mod P.
+  int partitions = 1;
 };
 Knobs knobs_for(std::uint64_t seed);
 

@@ -11,6 +11,11 @@
 // FakeLeaseDb whose epoch fences every write, and the database's clock);
 // each node writes through its own FakeRunStore handle, through which faults
 // are injected for that node only (unavailable, a reply lost after commit).
+//
+// It can also model partitioned leadership (docs/scaling.md), for the
+// simulator: one FakeLeaseDb per partition, every run in one partition for
+// ever, and every statement for one partition (the design's `$p`): its fence
+// reads that partition's lease and its rows are that partition's only.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -28,6 +33,7 @@ namespace baton::store::fake {
 /// The columns of a job_runs row that predicates or readers use.
 struct FakeRun {
   RunId id{0};
+  int partition = 0;  ///< partitioned leadership: the partition it was created in, for ever
   RunState state = RunState::pending;
   Version version{1};
   int attempt = 1;
@@ -82,11 +88,21 @@ struct FakeTransition {
   ContinuationState continuation = ContinuationState::none;  ///< after the write
   std::int64_t continuation_timeout_ms = 0;                  ///< the run's, after the write
   MonoTime at{};                                             ///< commit time, by the database clock
+  int partition = 0;  ///< whose lease fenced the statement (the statement's partition)
 };
 
 class FakeRunDb {
  public:
-  FakeRunDb(const FakeLeaseDb& lease, const Clock& db_clock) : lease_(lease), clock_(db_clock) {}
+  FakeRunDb(const FakeLeaseDb& lease, const Clock& db_clock) : leases_{&lease}, clock_(db_clock) {}
+  /// Partitioned leadership: lease `p` fences the statements of partition p.
+  FakeRunDb(std::vector<const FakeLeaseDb*> partition_leases, const Clock& db_clock);
+
+  /// The partition the statements that follow are for (FakeRunStore sets
+  /// its own before each call; a direct caller sets it). A statement's fence
+  /// reads this partition's lease, a run it creates is in it, and a row of
+  /// another partition is not there for it (`WHERE partition_id = $p`).
+  void use_partition(int p);
+  int partitions() const { return static_cast<int>(leases_.size()); }
 
   CreateResult create_run(Epoch epoch, const NewRun& run);
   std::optional<RunRow> read_run(RunId id) const;
@@ -141,7 +157,13 @@ class FakeRunDb {
   void record_attempt(const FakeRun& r, RunState outcome, std::optional<int> exit_code);
   void dead_letter_if_failed(const FakeRun& r);
 
-  const FakeLeaseDb& lease_;
+  /// The lease that fences the current statement.
+  const FakeLeaseDb& lease() const;
+  /// A row the current statement may see (its partition's).
+  bool visible(const FakeRun& r) const { return r.partition == partition_; }
+
+  std::vector<const FakeLeaseDb*> leases_;  ///< one per partition
+  int partition_ = 0;                       ///< the current statement's
   const Clock& clock_;
   std::map<std::int64_t, FakeRun> runs_;
   std::vector<FakeAttempt> attempts_;
@@ -153,7 +175,7 @@ class FakeRunDb {
 
 class FakeRunStore final : public RunStore {
  public:
-  explicit FakeRunStore(FakeRunDb& db) : db_(db) {}
+  explicit FakeRunStore(FakeRunDb& db, int partition = 0) : db_(db), partition_(partition) {}
 
   Result<CreateResult> create_run(Epoch epoch, const NewRun& run) override;
   Result<std::optional<RunRow>> read_run(RunId id) override;
@@ -188,6 +210,7 @@ class FakeRunStore final : public RunStore {
   template <class T, class F>
   Result<T> call(F&& f, bool is_write);
   FakeRunDb& db_;
+  int partition_;  ///< every statement through this handle is for this partition
 };
 
 }  // namespace baton::store::fake
