@@ -21,6 +21,13 @@ bool names(const chaos::InvariantResult& inv, const std::string& text) {
                      [&](const std::string& e) { return e.find(text) != std::string::npos; });
 }
 
+/// `name` found exactly one violation, and its evidence says `text`.
+void expect_one_violation(const chaos::Report& r, const std::string& name, const std::string& text) {
+  const auto& inv = find(r, name);
+  EXPECT_EQ(inv.violations, 1) << name;
+  EXPECT_TRUE(names(inv, text)) << name << ": " << (inv.evidence.empty() ? "no evidence" : inv.evidence.front());
+}
+
 /// Two partitions, each with its own elections: partition 0 elected epoch 1
 /// (n1) at 1 ms and epoch 2 (n2) at 5 ms; partition 1 elected epoch 1 (n3) at
 /// 1 ms. Run 1 is partition 0's, inserted under epoch 1 at 2 ms; run 2 is
@@ -90,10 +97,8 @@ TEST(PartitionedHistory, AWriteFencedByAnotherPartitionsLeaseIsAViolationEvenWit
   Story s;
   s.write(1, "PENDING", "CANCELED", 2, 7'000, 1);
   const chaos::Report r = check_partitioned(s.h);
-  const auto& inv = find(r, "writes_fenced_by_own_partition");
-  EXPECT_EQ(inv.violations, 1);
-  EXPECT_TRUE(names(inv, "run 1 PENDING -> CANCELED carrying epoch 2 (partition 0) was fenced by partition 1's lease"))
-      << (inv.evidence.empty() ? "" : inv.evidence.front());
+  expect_one_violation(r, "writes_fenced_by_own_partition",
+                       "run 1 PENDING -> CANCELED carrying epoch 2 (partition 0) was fenced by partition 1's lease");
   EXPECT_EQ(find(r, "no_stale_epoch_writes").violations, 0) << "the epoch alone looked current";
 }
 
@@ -104,29 +109,21 @@ TEST(PartitionedHistory, AStaleEpochIsJudgedAgainstItsOwnPartitionsElections) {
   Story s;
   s.write(1, "PENDING", "CANCELED", 1, 7'000, 0);
   const chaos::Report r = check_partitioned(s.h);
-  const auto& stale = find(r, "no_stale_epoch_writes");
-  EXPECT_EQ(stale.violations, 1);
-  EXPECT_TRUE(names(stale, "partition 0: run 1 PENDING -> CANCELED carrying epoch 1 committed"))
-      << (stale.evidence.empty() ? "" : stale.evidence.front());
+  expect_one_violation(r, "no_stale_epoch_writes", "partition 0: run 1 PENDING -> CANCELED carrying epoch 1 committed");
   EXPECT_EQ(find(r, "writes_fenced_by_own_partition").violations, 0);
 }
 
 TEST(PartitionedHistory, EpochsOfOnePartitionMustStillIncreaseByOne) {
   Story s;
   s.h.epochs[1].push_back({3, "n1", "n1-i1", 9'000});  // partition 1 skips epoch 2
-  const chaos::Report r = check_partitioned(s.h);
-  const auto& inv = find(r, "one_leader_per_epoch");
-  EXPECT_EQ(inv.violations, 1);
-  EXPECT_TRUE(names(inv, "partition 1: epoch 3 follows 1")) << (inv.evidence.empty() ? "" : inv.evidence.front());
+  expect_one_violation(check_partitioned(s.h), "one_leader_per_epoch", "partition 1: epoch 3 follows 1");
 }
 
 TEST(PartitionedHistory, ARunWithoutAPartitionIsAViolation) {
   Story s;
   s.h.run_partition.erase(2);
-  const chaos::Report r = check_partitioned(s.h);
-  const auto& inv = find(r, "writes_fenced_by_own_partition");
-  EXPECT_EQ(inv.violations, 1);
-  EXPECT_TRUE(names(inv, "run 2 insert -> PENDING carrying epoch 1: the run has no partition"));
+  expect_one_violation(check_partitioned(s.h), "writes_fenced_by_own_partition",
+                       "run 2 insert -> PENDING carrying epoch 1: the run has no partition");
 }
 
 }  // namespace
