@@ -46,7 +46,7 @@ static_assert(watchdog_every < Millis{100});
 /// One epoch's control loop with its own connections and thread.
 struct LoopHandle {
   Epoch epoch;
-  std::unique_ptr<store::RunStore> runs, start_runs, finish_runs;
+  std::unique_ptr<store::RunStore> runs, assign_runs, start_runs, finish_runs;
   std::unique_ptr<store::LeaderStore> store;
   std::unique_ptr<ControlLoop> loop;
   std::atomic<bool> stop{false};
@@ -240,11 +240,13 @@ class NodeRuntime final : public ServerHandlers {
     h->epoch = epoch;
     std::string app = "baton-node-" + me_.node_id + "-loop";
     h->runs = ports_.run_store(app);
+    h->assign_runs = ports_.run_store(app + "-assigns");
     h->start_runs = ports_.run_store(app + "-starts");
     h->finish_runs = ports_.run_store(app + "-finishes");
     h->store = ports_.leader_store(app + "-q");
-    h->loop = std::make_unique<ControlLoop>(
-        epoch, me_, cfg_.runtime, RunLanes{*h->runs, *h->start_runs, *h->finish_runs}, *h->store, clock_, metrics_);
+    h->loop = std::make_unique<ControlLoop>(epoch, me_, cfg_.runtime,
+                                            RunLanes{*h->runs, *h->assign_runs, *h->start_runs, *h->finish_runs},
+                                            *h->store, clock_, metrics_);
     h->loop->set_archive_writer(archive_writer_.get());
     h->thread = std::thread([h] {
       h->loop->run(h->stop);

@@ -416,8 +416,14 @@ class World {
               } else if constexpr (std::is_same_v<T, lc::WriteRun>) {
                 b.result(e.op, store_write(s, [&](store::RunStore& db) { return write_run(db, e); }), now);
               } else if constexpr (std::is_same_v<T, lc::WriteAssigns>) {
-                b.result(e.op, store_write(s, [&](store::RunStore& db) { return db.assign_batch(epoch, e.rows); }),
-                         now);
+                // ControlLoop writes an assignment itself when no input is
+                // waiting and on its assign lane otherwise: both, by chance.
+                if (chance(0.5))
+                  b.result(e.op, store_write(s, [&](store::RunStore& db) { return db.assign_batch(epoch, e.rows); }),
+                           now);
+                else
+                  on_lane(n, s, e.op,
+                          [epoch, rows = e.rows](store::RunStore& db) { return db.assign_batch(epoch, rows); });
               } else if constexpr (std::is_same_v<T, lc::WriteStarts>) {
                 on_lane(n, s, e.op, [epoch, rows = e.rows, stale = e.stale_after](store::RunStore& db) {
                   return db.start_batch(epoch, rows, stale);
@@ -450,7 +456,7 @@ class World {
     }
   }
 
-  /// A lane write (ControlLoop's start and finish lanes): the statement runs
+  /// A lane write (ControlLoop's assign, start and finish lanes): the statement runs
   /// now or when its reply is due, and the reply reaches the book later,
   /// after other inputs; a reply to a book that is gone is dropped (its
   /// statement still ran: the lane thread outlives the loop's epoch).

@@ -138,13 +138,6 @@ void RunBook::pump() {
     const unsigned step = steps_ & (~steps_ + 1);  // lowest pending step
     steps_ &= ~step;
     switch (step) {
-      case step_flush:
-        // What queued since the last pass goes out on each free lane; the
-        // pass goes on without waiting for it (pass_outstanding). A busy
-        // lane sends its queue the moment its statement returns.
-        flush_finishes();
-        flush_starts();
-        break;
       case step_silent: detach_silent(); break;
       case step_reap:
         if (now_ - last_reap_ >= cfg_.reap_every) {

@@ -43,9 +43,18 @@ void RunBook::tick(MonoTime now) {
     wakeups_.erase(wakeups_.begin());
     dispatch_requested_ = true;  // a cron slot is due now (or an early start's time: flush_starts)
   }
-  steps_ = step_flush | step_silent | step_reap | step_heartbeats | step_cron | step_controls | step_dispatch;
-  in_pass_ = true;
-  cron_creates_in_pass_ = 0;
+  // The lanes never wait for a pass: what queued since the last tick goes
+  // out on each free lane now, even while the pass before is still waiting
+  // for a read or its assignment (the shell may write those on a lane too).
+  flush_finishes();
+  flush_starts();
+  // One pass at a time, its steps in order: a tick while one is under way
+  // only flushed the lanes, and the next tick begins the next pass.
+  if (!in_pass_) {
+    steps_ = step_silent | step_reap | step_heartbeats | step_cron | step_controls | step_dispatch;
+    in_pass_ = true;
+    cron_creates_in_pass_ = 0;
+  }
   after_input();
 }
 

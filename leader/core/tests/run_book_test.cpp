@@ -266,8 +266,10 @@ TEST(RunBook, FinishOfAnotherEpochsAttemptIsAdoptedBeforeItIsWritten) {
   EXPECT_EQ(writes[0].kind, RunWriteKind::adopt);
   EXPECT_EQ(writes[0].fence.epoch, kEpoch);
   EXPECT_TRUE(all<WriteFinishes>(d.tick(10ms)).empty()) << "no finish before the adoption applied";
-  // The pass's batched writes go out once the adoption is answered.
-  auto finishes = all<WriteFinishes>(d.answer(writes[0].op, applied(Version{11})));
+  // Once the adoption is answered the finish is queued, and the next tick
+  // hands it to the finish lane.
+  EXPECT_TRUE(all<WriteFinishes>(d.answer(writes[0].op, applied(Version{11}))).empty());
+  auto finishes = all<WriteFinishes>(d.tick(20ms));
   ASSERT_EQ(finishes.size(), 1u);
   EXPECT_EQ(finishes[0].rows[0].expected_version, Version{11});
   auto acks = sent<protocol::FinishAck>(d.answer(finishes[0].op, batch(kEpoch, {1})));
@@ -1017,6 +1019,30 @@ TEST(RunBookLanes, AFinishBeingWrittenHoldsUpNeitherStartsNorThePass) {
   EXPECT_EQ(all<WriteStarts>(e).size(), 1u) << "the start lane did not wait for the finish lane";
   EXPECT_EQ(all<WriteAssigns>(e).size(), 1u) << "dispatch did not wait for the finish lane";
   EXPECT_EQ(sent<protocol::FinishAck>(d.answer(finishes[0].op, batch(kEpoch, {1}))).size(), 1u);
+}
+
+// The assignment is written on a lane of its own (ControlLoop's assign
+// lane): while it is, every tick still hands the queued starts and finishes
+// to their lanes, and the pass's later steps wait for its result.
+TEST(RunBookLanes, AnAssignmentBeingWrittenHoldsUpNeitherStartsNorFinishes) {
+  Driver d;
+  auto running = active(1, RunState::running, "w1"), queued = active(2, RunState::assigned, "w1");
+  d.begin({running, queued}, hello("w1", {ref(running)}));
+  d.controls.dispatch_enabled = true;
+  d.due = {due_run(5, 1)};
+  auto assigns = all<WriteAssigns>(d.tick(100ms));
+  ASSERT_EQ(assigns.size(), 1u);
+  d.msg(7, "w1", finish(running, protocol::Outcome::succeeded));
+  d.msg(7, "w1", protocol::Start{ref(queued)});
+  d.due.clear();
+  auto e = d.tick(200ms);
+  EXPECT_EQ(all<WriteFinishes>(e).size(), 1u) << "the finish waited for the assignment";
+  EXPECT_EQ(all<WriteStarts>(e).size(), 1u) << "the start waited for the assignment";
+  EXPECT_TRUE(all<ReadDue>(e).empty()) << "a new pass began before the assignment came back";
+  EXPECT_TRUE(all<ReadControls>(e).empty()) << "a new pass began before the assignment came back";
+  // Back: the run is the worker's, and the next tick begins the next pass.
+  EXPECT_EQ(sent<protocol::Assign>(d.answer(assigns[0].op, assigned(5))).size(), 1u);
+  EXPECT_EQ(all<ReadControls>(d.tick(5000ms)).size(), 1u);
 }
 
 // While a run's finish is being written its worker goes away: the reaper

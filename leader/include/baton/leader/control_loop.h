@@ -73,13 +73,17 @@ using LoopEvent = std::variant<WorkerAttached, WorkerDetached, WorkerMessage, Ca
 inline constexpr std::size_t loop_inbox_max = 65536;
 static_assert(loop_inbox_max > 0);
 
-/// The run stores a loop writes through: `main` for dispatch and the rare
-/// single-run writes, on the loop's own thread; the batched starts and the
-/// batched finishes each on a lane: a thread and a connection of their own,
-/// so a start waits for the start statement before it, not for a pass of
-/// the loop (RunBook's lanes: group commit, one batch in flight per lane).
+/// The run stores a loop writes through: `main` for the rare single-run
+/// writes and reads, on the loop's own thread; the batched assignments, the
+/// batched starts and the batched finishes each on a lane: a thread and a
+/// connection of their own, so a start waits for the start statement before
+/// it, not for a pass of the loop (RunBook's lanes: group commit, one batch
+/// in flight per lane), and the loop goes on taking starts and finishes in
+/// while an assignment is being written (at idle, when nothing waits to be
+/// taken in, the loop writes an assignment itself: no thread hand-over).
 struct RunLanes {
   store::RunStore& main;
+  store::RunStore& assigns;
   store::RunStore& starts;
   store::RunStore& finishes;
 };
@@ -110,6 +114,8 @@ class ControlLoop {
   /// Carries out `e`, logging a statement that held the loop thread long.
   void execute(leader_core::Effect& e);
   void carry_out(leader_core::Effect& e);
+  /// Events are queued that the loop has not fed to the book yet.
+  bool inputs_waiting();
   /// Logs a lane's statement that took long.
   void lane_took(const char* statement, std::size_t rows, std::chrono::nanoseconds took) const;
   void write_run(const leader_core::WriteRun& w);
@@ -144,6 +150,7 @@ class ControlLoop {
   std::map<leader_core::LinkId, std::shared_ptr<WorkerLink>> links_;  ///< loop thread only
   ArchiveWriter* archive_ = nullptr;
   std::vector<store::OutputChunk> output_;  ///< loop thread only
+  std::size_t batch_left_ = 0;              ///< loop thread only: events of the current batch not yet fed
 
   std::mutex mutex_;
   std::condition_variable wake_;
@@ -153,7 +160,7 @@ class ControlLoop {
 
   std::atomic<bool> fenced_{false};
   // Last: destroyed (joined) first, while everything a job touches lives.
-  Lane start_lane_, finish_lane_;
+  Lane assign_lane_, start_lane_, finish_lane_;
 };
 
 }  // namespace baton::leader

@@ -32,14 +32,20 @@
 // a write's outcome contradicts it or the pass ends (tick's work is done).
 //
 // Starts and finishes are written on two lanes of their own (group commit):
-// at the start of each pass, each free lane gets one batch of everything
-// queued on it since; a busy lane's queue goes out the moment its batch's
-// result comes back, without waiting for a pass. A shell may carry out
-// WriteStarts and WriteFinishes beside everything else and feed their
-// results back whenever they arrive (at most one of each is outstanding, in
-// any order with other inputs); the pass does not wait for them, and while
-// a run's start or finish is queued or being written the reaper leaves that
-// run alone (the write's outcome decides).
+// at every tick, each free lane gets one batch of everything queued on it
+// since; a busy lane's queue goes out the moment its batch's result comes
+// back, without waiting for a pass. A shell may carry out WriteStarts and
+// WriteFinishes beside everything else and feed their results back whenever
+// they arrive (at most one of each is outstanding, in any order with other
+// inputs); the pass does not wait for them, and while a run's start or
+// finish is queued or being written the reaper leaves that run alone (the
+// write's outcome decides).
+//
+// The batched assignment (WriteAssigns) may also be carried out on another
+// thread and its result fed back later, after other inputs (ControlLoop's
+// assign lane; the simulator does the same): the pass waits for it before
+// its next step, a tick meanwhile only flushes the start and finish lanes,
+// and the next pass begins after it.
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -274,8 +280,10 @@ class RunBook {
   /// is enabled; otherwise as dispatch_now. A row may be stale by now; the
   /// assignment's version predicate decides, as for any read.
   void created(const std::vector<store::DueRun>& runs, MonoTime now);
-  /// The end of a pass over the inbox: batched writes, silent workers, and
-  /// the periodic work that is due (reap, heartbeats, cron, dispatch).
+  /// The end of a pass over the inbox: the lanes' batched writes, then, unless
+  /// the pass before is still waiting for a result, a new pass: silent
+  /// workers and the periodic work that is due (reap, heartbeats, cron,
+  /// dispatch).
   void tick(MonoTime now);
 
   // Results, each for the effect whose op it names.
@@ -365,7 +373,6 @@ class RunBook {
   // to a hundred single inserts in one pass), and a slot's dispatch waiting
   // behind the next slot's creates was most of the cron start delay's tail.
   enum Step : unsigned {
-    step_flush = 1,
     step_silent = 2,
     step_reap = 4,
     step_heartbeats = 8,
@@ -427,7 +434,7 @@ class RunBook {
   void adopt_ended(const std::string& worker, const protocol::AttemptRef& ref);
 
   /// Emits the queued starts (finishes) as one batch unless one is being
-  /// written: at the pass's first step and when the lane's result returns.
+  /// written: at every tick and when the lane's result returns.
   void flush_starts();
   void flush_finishes();
   /// A start or finish of `run` is queued or being written.
