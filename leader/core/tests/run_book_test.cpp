@@ -1035,13 +1035,17 @@ TEST(RunBookLanes, AnAssignmentBeingWrittenHoldsUpNeitherStartsNorFinishes) {
   d.msg(7, "w1", finish(running, protocol::Outcome::succeeded));
   d.msg(7, "w1", protocol::Start{ref(queued)});
   d.due.clear();
-  auto e = d.tick(200ms);
+  // Late enough for the controls to be read again in a new pass.
+  auto e = d.tick(900ms);
   EXPECT_EQ(all<WriteFinishes>(e).size(), 1u) << "the finish waited for the assignment";
   EXPECT_EQ(all<WriteStarts>(e).size(), 1u) << "the start waited for the assignment";
   EXPECT_TRUE(all<ReadDue>(e).empty()) << "a new pass began before the assignment came back";
   EXPECT_TRUE(all<ReadControls>(e).empty()) << "a new pass began before the assignment came back";
-  // Back: the run is the worker's, and the next tick begins the next pass.
-  EXPECT_EQ(sent<protocol::Assign>(d.answer(assigns[0].op, assigned(5))).size(), 1u);
+  // Back: the run is the worker's, and the waiting pass ends where it was
+  // (no second round of its steps); the next tick begins the next pass.
+  e = d.answer(assigns[0].op, assigned(5));
+  EXPECT_EQ(sent<protocol::Assign>(e).size(), 1u);
+  EXPECT_TRUE(all<ReadControls>(e).empty()) << "the tick meanwhile began a pass of its own";
   EXPECT_EQ(all<ReadControls>(d.tick(5000ms)).size(), 1u);
 }
 
