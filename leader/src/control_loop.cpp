@@ -298,34 +298,20 @@ void ControlLoop::carry_out(lc::Effect& effect) {
           // trigger's start. Otherwise on the assign lane, so the loop takes
           // starts and finishes in (and hands them to their lanes) while it
           // is written; the book's pass waits for the result either way.
-          if (!inputs_waiting()) {
-            const MonoTime began = clock_.mono();
-            auto r = lanes_.assigns.assign_batch(epoch_, e.rows);
-            lane_took("assign_batch", e.rows.size(), clock_.mono() - began);
-            book_.result(e.op, r, clock_.mono());
-            return;
-          }
-          assign_lane_.post([this, op = e.op, rows = std::move(e.rows)] {
-            const MonoTime began = clock_.mono();
-            auto r = lanes_.assigns.assign_batch(epoch_, rows);
-            lane_took("assign_batch", rows.size(), clock_.mono() - began);
-            post(LaneDone{[this, op, r = std::move(r)] { book_.result(op, r, clock_.mono()); }});
-          });
+          // (The row count is read before the rows move into the write.)
+          const std::size_t n = e.rows.size();
+          write_batch(inputs_waiting() ? &assign_lane_ : nullptr, e.op, "assign_batch", n,
+                      [this, rows = std::move(e.rows)] { return lanes_.assigns.assign_batch(epoch_, rows); });
         } else if constexpr (std::is_same_v<T, lc::WriteFinishes>) {
-          // On the finish lane; the result comes back through the inbox.
-          finish_lane_.post([this, op = e.op, rows = std::move(e.rows)] {
-            const MonoTime began = clock_.mono();
-            auto r = lanes_.finishes.finish_batch(epoch_, rows);
-            lane_took("finish_batch", rows.size(), clock_.mono() - began);
-            post(LaneDone{[this, op, r = std::move(r)] { book_.result(op, r, clock_.mono()); }});
-          });
+          const std::size_t n = e.rows.size();
+          write_batch(&finish_lane_, e.op, "finish_batch", n,
+                      [this, rows = std::move(e.rows)] { return lanes_.finishes.finish_batch(epoch_, rows); });
         } else if constexpr (std::is_same_v<T, lc::WriteStarts>) {
-          start_lane_.post([this, op = e.op, rows = std::move(e.rows), stale_after = e.stale_after] {
-            const MonoTime began = clock_.mono();
-            auto r = lanes_.starts.start_batch(epoch_, rows, stale_after);
-            lane_took("start_batch", rows.size(), clock_.mono() - began);
-            post(LaneDone{[this, op, r = std::move(r)] { book_.result(op, r, clock_.mono()); }});
-          });
+          const std::size_t n = e.rows.size();
+          write_batch(&start_lane_, e.op, "start_batch", n,
+                      [this, rows = std::move(e.rows), stale_after = e.stale_after] {
+                        return lanes_.starts.start_batch(epoch_, rows, stale_after);
+                      });
         } else if constexpr (std::is_same_v<T, lc::WriteHeartbeats>) {
           book_.result(e.op, store_.heartbeat_batch(epoch_, e.rows, e.stale_after), clock_.mono());
         } else if constexpr (std::is_same_v<T, lc::CreateCronRun>) {
@@ -346,6 +332,21 @@ void ControlLoop::carry_out(lc::Effect& effect) {
         }
       },
       effect);
+}
+
+void ControlLoop::write_batch(Lane* lane, lc::OpId op, const char* statement, std::size_t rows,
+                              std::function<Result<store::BatchWriteResult>()> write) {
+  auto timed = [this, statement, rows, write = std::move(write)] {
+    const MonoTime began = clock_.mono();
+    auto r = write();
+    lane_took(statement, rows, clock_.mono() - began);
+    return r;
+  };
+  if (lane == nullptr) return book_.result(op, timed(), clock_.mono());
+  // The result comes back through the inbox, like every input.
+  lane->post([this, op, timed = std::move(timed)] {
+    post(LaneDone{[this, op, r = timed()] { book_.result(op, r, clock_.mono()); }});
+  });
 }
 
 bool ControlLoop::inputs_waiting() {

@@ -139,6 +139,11 @@ class ControlLoop {
     std::thread thread_;
   };
 
+  /// Runs a batched write, timed (lane_took), and feeds its result to the
+  /// book: here when `lane` is null, else on `lane`.
+  void write_batch(Lane* lane, leader_core::OpId op, const char* statement, std::size_t rows,
+                   std::function<Result<store::BatchWriteResult>()> write);
+
   const Epoch epoch_;
   const NodeIdentity me_;
   const RuntimeConfig cfg_;
