@@ -91,12 +91,19 @@ const std::string dead_letter_cte =
     " run_snapshot) SELECT id, job_definition_id, state, attempt, error_code, error_msg, to_jsonb(w) FROM w"
     " WHERE state IN ('FAILED', 'TIMED_OUT'))";
 
+// A run that leaves ASSIGNED or RUNNING gives back its instance number and
+// the exclusive lock (overlap control): every statement that moves a run out
+// of those states sets this, and the database refuses a row that keeps them
+// (schemas/0020, job_runs_holds_only_while_active).
+const std::string release_holds = "instance_no = NULL, exclusive_lock = NULL";
+
 // log_ref: where the output archive keeps the attempt's output, when the
 // leader has one (docs/scheduling.md, "Output and the log archive").
 const std::string finish_set =
     "result = $8::jsonb, error_code = nullif($9, ''), error_msg = nullif($10, ''),"
     " log_ref = coalesce($8::jsonb->>'log_ref', log_ref),"
-    " continuation_state = 'NONE', continuation_deadline_at = NULL";
+    " continuation_state = 'NONE', continuation_deadline_at = NULL, " +
+    release_holds;
 
 const std::vector<Statement>& statements() {
   static const std::vector<Statement> all = {
@@ -138,8 +145,9 @@ const std::vector<Statement>& statements() {
        fenced_update("state = 'RETRY_WAITING', next_attempt_at = now() + $12 * interval '1 millisecond', " + finish_set,
                      "state = 'RUNNING' AND " + attempt_predicates, attempt_row_cte)},
       {"run_orphan",
-       fenced_update("state = 'ORPHANED', unstarted_assignments = unstarted_assignments + 1", "state = 'ASSIGNED'")},
-      {"run_requeue", fenced_update("state = 'ORPHANED'", "state = 'ASSIGNED'")},
+       fenced_update("state = 'ORPHANED', unstarted_assignments = unstarted_assignments + 1, " + release_holds,
+                     "state = 'ASSIGNED'")},
+      {"run_requeue", fenced_update("state = 'ORPHANED', " + release_holds, "state = 'ASSIGNED'")},
       {"run_late_success",
        fenced_update("state = 'SUCCEEDED', finished_at = now(), next_attempt_at = NULL, " + finish_set,
                      "state = 'RETRY_WAITING' AND assigned_worker_id = $4 AND attempt = $5 AND lease_token = $6::uuid",
@@ -152,7 +160,8 @@ const std::vector<Statement>& statements() {
        fenced_update("state = 'FAILED', finished_at = now(), next_attempt_at = NULL, error_code = $5, error_msg = $6",
                      "state = $4 AND state IN ('PENDING', 'ORPHANED', 'RETRY_WAITING')", dead_letter_cte)},
       {"run_cancel", fenced_update("state = 'CANCELED', finished_at = now(), error_code = 'canceled', error_msg = $5,"
-                                   " continuation_state = 'NONE', continuation_deadline_at = NULL",
+                                   " continuation_state = 'NONE', continuation_deadline_at = NULL, " +
+                                       release_holds,
                                    "state = $4 AND state NOT IN ('SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELED')")},
       // The deadline uses the continuation timeout the worker was sent with
       // the attempt (stored at assignment); $4 only for runs assigned before
@@ -205,7 +214,8 @@ const std::vector<Statement>& statements() {
            " THEN now() + b.delay_ms * interval '1 millisecond' ELSE r.next_attempt_at END,"
            " result = b.result::jsonb, error_code = nullif(b.error_code, ''), error_msg = nullif(b.error_msg, ''),"
            " log_ref = coalesce(b.result::jsonb->>'log_ref', r.log_ref),"
-           " continuation_state = 'NONE', continuation_deadline_at = NULL",
+           " continuation_state = 'NONE', continuation_deadline_at = NULL, " +
+               release_holds,
            "unnest($2::bigint[], $3::bigint[], $4::text[], $5::int[], $6::uuid[], $7::text[], $8::text[], $9::text[],"
            " $10::text[], $11::text[], $12::int[], $13::bigint[]) AS b(id, version, worker, attempt, token,"
            " next_state, outcome, result, error_code, error_msg, exit_code, delay_ms)",

@@ -159,3 +159,125 @@ TEST_F(OverlapStoreTest, ATriggeredRunComesBackAsTheDispatcherReadsItUnlessItsJo
   EXPECT_EQ(fenced->outcome, WriteOutcome::fenced);
   EXPECT_FALSE(fenced->due.has_value());
 }
+
+// Every statement that moves a run out of ASSIGNED or RUNNING gives its
+// number back (schemas/0020: the statements release the holds, a CHECK
+// refuses a row that keeps them): after each way out, the one number of a
+// job limited to 1 can be taken again.
+TEST_F(OverlapStoreTest, EveryWayOutOfAnActiveStateGivesTheNumberBack) {
+  job("single", 1);
+  auto hold = [&](RunId id) -> WriteResult {
+    auto a = assign(id, 1);
+    EXPECT_TRUE(applied(a, id)) << "run " << id.value << ": the number is free";
+    return a && a->applied.count(id.value) ? a->applied.at(id.value) : WriteResult{};
+  };
+  auto written = [](const Result<WriteResult>& r) -> std::string {
+    return !r ? r.error().message : r->outcome == WriteOutcome::applied ? "applied" : "not applied";
+  };
+  auto batch_written = [](const Result<BatchWriteResult>& r) -> std::string {
+    return !r ? r.error().message : std::to_string(r->applied.size()) + " applied";
+  };
+  auto held_numbers = [&] { return text("SELECT count(*) FROM job_runs WHERE instance_no IS NOT NULL"); };
+  auto start = [&](RunId id, const WriteResult& a) -> WriteResult {
+    auto s = runs.start_batch(epoch, {{id, a.new_version, {"w1", a.attempt, a.lease_token}, "i1"}}, Millis{5000});
+    EXPECT_TRUE(s && s->applied.count(id.value) == 1);
+    return s && s->applied.count(id.value) ? s->applied.at(id.value) : WriteResult{};
+  };
+
+  const RunId finished = run_of("single");
+  auto a = hold(finished);
+  auto s = start(finished, a);
+  FinishRow fin{finished, s.new_version, {"w1", a.attempt, a.lease_token}, {}, std::nullopt};
+  ASSERT_EQ(batch_written(runs.finish_batch(epoch, {fin})), "1 applied");
+  EXPECT_EQ(held_numbers(), "0") << "finished (batch)";
+
+  const RunId retried = run_of("single");
+  a = hold(retried);
+  s = start(retried, a);
+  FinishRow retry{retried, s.new_version, {"w1", a.attempt, a.lease_token}, {}, Millis{60000}};
+  retry.finish.final_state = RunState::failed;
+  ASSERT_EQ(batch_written(runs.finish_batch(epoch, {retry})), "1 applied");
+  EXPECT_EQ(held_numbers(), "0") << "retry waiting (batch)";
+
+  const RunId finished_alone = run_of("single");
+  a = hold(finished_alone);
+  s = start(finished_alone, a);
+  ASSERT_EQ(written(runs.finish({finished_alone, s.new_version, epoch}, {"w1", a.attempt, a.lease_token}, Finish{})),
+            "applied");
+  EXPECT_EQ(held_numbers(), "0") << "finished (one run)";
+
+  const RunId orphaned = run_of("single");
+  a = hold(orphaned);
+  ASSERT_EQ(written(runs.orphan({orphaned, a.new_version, epoch})), "applied");
+  EXPECT_EQ(held_numbers(), "0") << "orphaned";
+
+  const RunId requeued = run_of("single");
+  a = hold(requeued);
+  ASSERT_EQ(written(runs.requeue({requeued, a.new_version, epoch})), "applied");
+  EXPECT_EQ(held_numbers(), "0") << "requeued";
+
+  const RunId last = run_of("single");
+  EXPECT_TRUE(applied(assign(last, 1), last));
+}
+
+// What the database refuses itself, whatever a writer does (test
+// scaffolding writes the rows raw here, as a buggy writer would): a run
+// that is not active keeps no number, and an active run's number does not
+// change under it.
+TEST_F(OverlapStoreTest, TheDatabaseRefusesHoldsOutsideAnActiveStateAndChangedHolds) {
+  job("limited", 2);
+  const RunId id = run_of("limited");
+  auto a = assign(id, 1);
+  ASSERT_TRUE(applied(a, id));
+  const auto version = a->applied.at(id.value).new_version.value;
+  auto refused = [&](const std::string& set) -> std::string {
+    try {
+      pqxx::connection c(url);
+      pqxx::work tx(c);
+      tx.exec("UPDATE job_runs SET " + set + ", version = version + 1, leader_epoch = " + std::to_string(epoch.value) +
+              " WHERE id = " + std::to_string(id.value) + " AND version = " + std::to_string(version));
+      tx.commit();
+      return "";
+    } catch (const pqxx::sql_error& e) {
+      return e.what();
+    }
+  };
+  const auto kept = refused("state = 'ORPHANED'");
+  EXPECT_NE(kept.find("job_runs_holds_only_while_active"), std::string::npos) << kept;
+  const auto changed = refused("instance_no = 2");
+  EXPECT_NE(changed.find("keeps its instance number and exclusive lock while ASSIGNED"), std::string::npos) << changed;
+  EXPECT_EQ(refused("state = 'ORPHANED', instance_no = NULL"), "") << "the holds released with the state";
+  EXPECT_EQ(text("SELECT state || ' ' || coalesce(instance_no::text, '-') FROM job_runs WHERE id = " +
+                 std::to_string(id.value)),
+            "ORPHANED -");
+}
+
+// A run's update takes no row lock before it writes (schemas/0020): a
+// BEFORE UPDATE row trigger on job_runs would make PostgreSQL lock the old
+// row first (a heap LOCK record in the WAL for each of a run's updates,
+// WHEN conditions or not). The one lock left in a run's cycle is the
+// attempt row's foreign key, taken on the finish.
+TEST_F(OverlapStoreTest, ARunsCycleLocksItsRowOnlyForTheAttemptRowsForeignKey) {
+  job("free", std::nullopt);
+  const RunId id = run_of("free");
+  {
+    pqxx::connection c(url);
+    pqxx::nontransaction tx(c);
+    tx.exec("CREATE EXTENSION IF NOT EXISTS pg_walinspect");
+  }
+  const auto from = text("SELECT pg_current_wal_lsn()");
+  auto a = runs.assign_batch(epoch, {{id, Version{1}, RunState::pending, "w1"}});
+  ASSERT_TRUE(applied(a, id));
+  const auto& w = a->applied.at(id.value);
+  auto s = runs.start_batch(epoch, {{id, w.new_version, {"w1", w.attempt, w.lease_token}, "i1"}}, Millis{5000});
+  ASSERT_TRUE(s && s->applied.count(id.value) == 1);
+  FinishRow fin{id, s->applied.at(id.value).new_version, {"w1", w.attempt, w.lease_token}, {}, std::nullopt};
+  auto f = runs.finish_batch(epoch, {fin});
+  ASSERT_TRUE(f && f->applied.size() == 1u) << (f ? "not applied" : f.error().message);
+  const auto locks =
+      text("SELECT count(*) FROM pg_get_wal_records_info('" + from +
+           "', pg_current_wal_lsn()) WHERE resource_manager = 'Heap' AND record_type = 'LOCK'"
+           " AND block_ref LIKE '% rel %/' || (SELECT oid FROM pg_database WHERE datname = current_database()) || '/'"
+           " || pg_relation_filenode('job_runs') || ' %'");
+  EXPECT_EQ(locks, "1") << "row locks on job_runs in assign, start and finish";
+}
