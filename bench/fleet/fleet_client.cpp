@@ -1,10 +1,18 @@
 // baton-fleet: a load client for benchmarks. Opens N worker connections to
 // a coordinator over the real protocol (hello, heartbeats, start, finish) and
-// completes every assigned attempt at once, as a NOOP: the leader sees N
+// completes every granted attempt at once, as a NOOP: the leader sees N
 // attached workers doing work, with none of the cost of running processes.
 //
 //   baton-fleet --endpoint 127.0.0.1:7001 --token-file F --workers 1000
-//               [--capacity 1] [--prefix fleet-] [--seconds 0 (until SIGTERM)]
+//               [--capacity 1] [--prefetch CAPACITY] [--prefix fleet-]
+//               [--seconds 0 (until SIGTERM)]
+//
+// Each session keeps a worker's slots as a real worker does (docs/protocol.md,
+// "Prefetch"): it asks to start at most `capacity` attempts at once, holds up
+// to `prefetch` more assigned runs queued, asks for the oldest as a slot
+// frees, lists what it holds in every heartbeat, and sends what one incoming
+// frame caused as one outgoing frame. The default prefetch is the real
+// worker's (its capacity).
 //
 // Follows redirects like a worker. Prints one line of totals every second and
 // at exit: attached sessions, attempts finished.
@@ -44,6 +52,7 @@ struct Options {
   std::string token;
   int workers = 1000;
   int capacity = 1;
+  int prefetch = -1;  ///< -1: as a worker's default, the capacity
   std::string prefix = "fleet-";
   int seconds = 0;
 };
@@ -57,6 +66,11 @@ class Session : public std::enable_shared_from_this<Session> {
     endpoint_ = endpoint;
     queue_.clear();
     writing_ = false;
+    // A new connection starts with nothing held: a leader that reads this
+    // hello's empty lists treats whatever the last one held as lost.
+    queued_.clear();
+    asked_.clear();
+    unacked_.clear();
     ws_ = std::make_unique<websocket::stream<beast::tcp_stream>>(ioc_);
     auto colon = endpoint_.rfind(':');
     tcp::endpoint ep(asio::ip::make_address(endpoint_.substr(0, colon)),
@@ -71,6 +85,7 @@ class Session : public std::enable_shared_from_this<Session> {
         if (ec2) return self->retry();
         protocol::Hello hello{self->id_, self->opt_.token, self->opt_.capacity, {{"fleet", "bench"}}, {}, {}, "", "",
                               ""};
+        hello.prefetch = self->opt_.prefetch;
         // The versions a real worker speaks: from 3, frames queued together
         // travel as one batch.
         hello.protocol_min = protocol::protocol_version_min;
@@ -102,6 +117,7 @@ class Session : public std::enable_shared_from_this<Session> {
       if (auto* ms = std::get_if<std::vector<protocol::Message>>(&decoded))
         for (const auto& m : *ms)
           if (!self->handle(m)) return;
+      self->flush();  // what this frame caused leaves as one frame
       self->read();
     });
   }
@@ -123,28 +139,64 @@ class Session : public std::enable_shared_from_this<Session> {
       }
       return false;
     } else if (auto* a = std::get_if<protocol::Assign>(&m)) {
-      send(protocol::Start{a->ref});
+      queued_.push_back(a->ref);
+      ask_to_start();
     } else if (auto* g = std::get_if<protocol::StartGranted>(&m)) {
+      if (!forget(asked_, g->ref)) return true;
       protocol::Finish f;
       f.ref = g->ref;
       f.outcome = protocol::Outcome::succeeded;
       f.exit_code = 0;
-      send(f);
+      queue(f);
+      unacked_.push_back(g->ref);
       totals_.finished++;
+      ask_to_start();
+    } else if (auto* d = std::get_if<protocol::StartDenied>(&m)) {
+      if (forget(asked_, d->ref)) ask_to_start();
+    } else if (auto* c = std::get_if<protocol::Cancel>(&m)) {
+      forget(queued_, c->ref);  // queued too long, placed again: dropped
+    } else if (auto* k = std::get_if<protocol::FinishAck>(&m)) {
+      forget(unacked_, k->ref);
     }
     return true;
+  }
+  // The oldest queued runs, into the free slots (a start asked for holds
+  // its slot until granted: the NOOP ends at the grant).
+  void ask_to_start() {
+    while (static_cast<int>(asked_.size()) < opt_.capacity && !queued_.empty()) {
+      asked_.push_back(queued_.front());
+      queued_.pop_front();
+      queue(protocol::Start{asked_.back()});
+    }
+  }
+  static bool forget(std::deque<protocol::AttemptRef>& from, const protocol::AttemptRef& ref) {
+    for (auto it = from.begin(); it != from.end(); ++it)
+      if (*it == ref) {
+        from.erase(it);
+        return true;
+      }
+    return false;
   }
   void schedule_heartbeat() {
     heartbeat_.expires_after(heartbeat_every_);
     heartbeat_.async_wait([self = shared_from_this()](beast::error_code ec) {
       if (ec || !self->attached_) return;
-      self->send(protocol::Heartbeat{});
+      protocol::Heartbeat h;
+      h.assigned.assign(self->queued_.begin(), self->queued_.end());
+      h.assigned.insert(h.assigned.end(), self->asked_.begin(), self->asked_.end());
+      h.finished.assign(self->unacked_.begin(), self->unacked_.end());
+      self->queue(h);
+      self->flush();
       self->schedule_heartbeat();
     });
   }
   void send(const protocol::Message& m) {
-    queue_.push_back(protocol::encode(m, version_));
-    if (!writing_) write_next();
+    queue(m);
+    flush();
+  }
+  void queue(const protocol::Message& m) { queue_.push_back(protocol::encode(m, version_)); }
+  void flush() {
+    if (!writing_ && !queue_.empty()) write_next();
   }
   void write_next() {
     writing_ = true;
@@ -168,6 +220,9 @@ class Session : public std::enable_shared_from_this<Session> {
   std::unique_ptr<websocket::stream<beast::tcp_stream>> ws_;
   beast::flat_buffer buffer_;
   std::deque<std::string> queue_;
+  std::deque<protocol::AttemptRef> queued_;   ///< assigned, waiting for a slot (prefetch)
+  std::deque<protocol::AttemptRef> asked_;    ///< start asked for, not yet granted or denied
+  std::deque<protocol::AttemptRef> unacked_;  ///< finished, not yet acknowledged
   asio::steady_timer heartbeat_, retry_;
   std::chrono::milliseconds heartbeat_every_{1000};
   bool attached_ = false, writing_ = false;
@@ -177,7 +232,7 @@ class Session : public std::enable_shared_from_this<Session> {
 int usage(const char* why) {
   std::fprintf(stderr,
                "baton-fleet: %s\nusage: baton-fleet --endpoint HOST:PORT --token-file F [--workers N] [--capacity C]"
-               " [--prefix P] [--seconds S]\n",
+               " [--prefetch P] [--prefix P] [--seconds S]\n",
                why);
   return 2;
 }
@@ -198,6 +253,8 @@ int main(int argc, char** argv) {
         o.workers = std::stoi(v);
       else if (k == "--capacity")
         o.capacity = std::stoi(v);
+      else if (k == "--prefetch")
+        o.prefetch = std::stoi(v);
       else if (k == "--prefix")
         o.prefix = v;
       else if (k == "--seconds")
@@ -213,6 +270,8 @@ int main(int argc, char** argv) {
   std::ifstream in(token_file);
   if (!std::getline(in, o.token) || o.token.empty()) return usage("--token-file must name a file holding the token");
   if (o.workers < 1 || o.workers > 100000 || o.capacity < 1) return usage("--workers 1..100000, --capacity >= 1");
+  if (o.prefetch < 0) o.prefetch = o.capacity;
+  if (o.prefetch > o.capacity) return usage("--prefetch 0..capacity");
 
   asio::io_context ioc;
   Totals totals;
