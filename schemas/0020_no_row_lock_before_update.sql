@@ -78,8 +78,8 @@ BEGIN
     RETURN NULL;
   END IF;
   IF bad.old_state IN ('ASSIGNED', 'RUNNING') THEN
-    RAISE EXCEPTION 'run % keeps its instance number and exclusive lock while % (% -> %)',
-      bad.id, bad.state, bad.old_state, bad.state USING ERRCODE = 'check_violation';
+    RAISE EXCEPTION 'run % must keep its instance number and exclusive lock while ASSIGNED or RUNNING (% -> %)',
+      bad.id, bad.old_state, bad.state USING ERRCODE = 'check_violation';
   END IF;
   IF bad.lim IS NOT NULL AND (bad.instance_no IS NULL OR bad.instance_no > bad.lim) THEN
     RAISE EXCEPTION 'run % of job % must hold an instance number from 1 to % to become %',
