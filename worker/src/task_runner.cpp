@@ -147,6 +147,11 @@ TaskRunner::TaskOutcome TaskRunner::run_program(const AttemptContext& ctx, const
   for (auto& f : fds)
     if (f.fd >= 0) ::close(f.fd);
   if (!reaped) ::waitpid(pid, &status, 0);  // the supervisor exits once the whole tree is gone
+  // A supervisor killed by a signal (not by its own exit with the task's
+  // status) may have reaped the task first: then the task's own status, a
+  // success included, is the outcome, not the supervisor's death.
+  if (WIFSIGNALED(status))
+    if (auto reported = reported_task_status(sup.control_fd)) status = *reported;
   // ... or was killed (see above); emptying the group again is a no-op if
   // it is gone already.
   if (!group.name.empty() && !ctx.cgroups->kill_and_remove(group, std::chrono::seconds(5)))

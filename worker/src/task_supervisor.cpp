@@ -144,6 +144,15 @@ void close_all_except(int a, int b, int c) {
   ::_exit(128 + (WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL));
 }
 
+// 'x' and the task's wait status, once; async-signal-safe. The worker reads
+// it only when the supervisor itself died of a signal (reported_task_status).
+void report_status(int control, int status) {
+  char msg[1 + sizeof status];
+  msg[0] = 'x';
+  __builtin_memcpy(msg + 1, &status, sizeof status);
+  (void)!::send(control, msg, sizeof msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
 volatile sig_atomic_t terminate_requested = 0;
 extern "C" void on_terminate(int) { terminate_requested = 1; }
 
@@ -184,14 +193,17 @@ extern "C" void on_terminate(int) { terminate_requested = 1; }
   ::setpgid(task, task);
   ::close(out_fd);
   ::close(err_fd);
+  // Readable the moment the task exits, so that its status is reaped and
+  // reported at once (a pidfd; without one, within the 20 ms poll).
+  const int task_fd = static_cast<int>(::syscall(SYS_pidfd_open, task, 0));
   bool reaped = false;
   int status = 0;
   std::int64_t renewed = mono_ms();
   for (;;) {
-    pollfd p{control, POLLIN, 0};
-    int n = ::poll(&p, 1, 20);
+    pollfd p[2] = {{control, POLLIN, 0}, {task_fd, POLLIN, 0}};
+    int n = ::poll(p, task_fd >= 0 ? 2 : 1, 20);
     bool kill = false;
-    if (n > 0) {
+    if (n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
       char buf[64];
       ssize_t got = ::read(control, buf, sizeof buf);
       if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) {
@@ -211,6 +223,7 @@ extern "C" void on_terminate(int) { terminate_requested = 1; }
       if (r == task) {
         reaped = true;
         status = st;
+        report_status(control, status);
       }
     if (kill || reaped) {
       if (!contain) {  // weakened chaos builds only: the task's process group, nothing more
@@ -295,6 +308,18 @@ void record_supervisor(const std::string& dir, pid_t supervisor) {
 void forget_supervisor(const std::string& dir, pid_t supervisor) {
   std::error_code ec;
   std::filesystem::remove(dir + "/" + std::to_string(supervisor), ec);
+}
+
+std::optional<int> reported_task_status(int control_fd) {
+  char buf[256];
+  const ssize_t got = ::recv(control_fd, buf, sizeof buf, MSG_DONTWAIT);
+  int status = 0;
+  for (ssize_t i = 0; i + static_cast<ssize_t>(sizeof status) < got; ++i)
+    if (buf[i] == 'x') {
+      __builtin_memcpy(&status, buf + i + 1, sizeof status);
+      return status;
+    }
+  return std::nullopt;
 }
 
 int kill_leftover_supervisors(const std::string& dir, std::chrono::milliseconds grace) {

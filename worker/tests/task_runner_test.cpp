@@ -518,3 +518,31 @@ TEST(TaskRunner, ATaskGetsOnlyTheAllowlistedPartOfTheWorkersEnvironment) {
   EXPECT_EQ(f.outcome, protocol::Outcome::succeeded);
   EXPECT_EQ(f.stdout_tail, "secret=absent path=set x=declared\n");
 }
+
+// The supervisor reports its task's status on the control socket as it
+// reaps it, before it tears the tree down and exits: a supervisor killed in
+// between (OOM killer, operator) no longer takes a success with it. The
+// worker reads the report when its supervisor died of a signal.
+TEST(TaskTree, TheSupervisorReportsItsTasksStatusBeforeItExits) {
+  std::vector<std::string> words = {"/bin/sh", "-c", "exit 3"};
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  char* envp[] = {nullptr};
+  int out[2], err[2];
+  ASSERT_EQ(::pipe(out), 0);
+  ASSERT_EQ(::pipe(err), 0);
+  const SupervisedTask sup = start_supervised(argv.data(), envp, nullptr, out[1], err[1], 0ms);
+  ::close(out[1]);
+  ::close(err[1]);
+  ASSERT_GT(sup.supervisor, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(sup.supervisor, &status, 0), sup.supervisor);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 3);
+  const auto reported = reported_task_status(sup.control_fd);
+  ASSERT_TRUE(reported.has_value()) << "no status on the control socket";
+  EXPECT_TRUE(WIFEXITED(*reported) && WEXITSTATUS(*reported) == 3) << *reported;
+  ::close(sup.control_fd);
+  ::close(out[0]);
+  ::close(err[0]);
+}

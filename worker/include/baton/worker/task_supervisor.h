@@ -19,11 +19,16 @@
 //     switch timeout is below the leader's continuation margin, so the tree
 //     is dead before any leader may retry the run (docs/protocol.md).
 // The supervisor then exits with the task's status (exit code, or 128 +
-// signal). It runs in the forked child of a multi-threaded process without
-// exec, so it uses only async-signal-safe calls (no allocation).
+// signal). It also reports that status on the control socket the moment it
+// reaps the task (woken by a pidfd, not by its 20 ms poll), before it tears
+// the rest of the tree down: a supervisor killed after its task ended (the
+// OOM killer, an operator) would otherwise take a success with it, and the
+// attempt would be retried (docs/chaos.md, "What it found"). It runs in the forked child of a multi-threaded process
+// without exec, so it uses only async-signal-safe calls (no allocation).
 #include <sys/types.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 namespace baton::worker {
@@ -41,6 +46,11 @@ struct SupervisedTask {
 /// -1 if the fork failed.
 SupervisedTask start_supervised(char* const* argv, char* const* envp, const char* cwd, int out_fd, int err_fd,
                                 std::chrono::milliseconds switch_timeout, int cgroup_procs_fd = -1);
+
+/// The task's wait status as the supervisor reported it on `control_fd`
+/// (non-blocking; read it once the supervisor has exited). Empty if it
+/// never did: it was killed before its task ended, or before it reaped it.
+std::optional<int> reported_task_status(int control_fd);
 
 /// Renews the dead-man's switch. Thread-safe (one write).
 void renew_switch(int control_fd);
