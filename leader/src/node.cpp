@@ -47,7 +47,7 @@ static_assert(watchdog_every < Millis{100});
 struct LoopHandle {
   Epoch epoch;
   std::unique_ptr<store::RunStore> runs, assign_runs, start_runs, finish_runs;
-  std::unique_ptr<store::LeaderStore> store;
+  std::unique_ptr<store::LeaderStore> store, reads;
   std::unique_ptr<ControlLoop> loop;
   std::atomic<bool> stop{false};
   std::atomic<bool> done{false};
@@ -244,9 +244,10 @@ class NodeRuntime final : public ServerHandlers {
     h->start_runs = ports_.run_store(app + "-starts");
     h->finish_runs = ports_.run_store(app + "-finishes");
     h->store = ports_.leader_store(app + "-q");
+    h->reads = ports_.leader_store(app + "-reads");
     h->loop = std::make_unique<ControlLoop>(epoch, me_, cfg_.runtime,
                                             RunLanes{*h->runs, *h->assign_runs, *h->start_runs, *h->finish_runs},
-                                            *h->store, clock_, metrics_);
+                                            *h->store, *h->reads, clock_, metrics_);
     h->loop->set_archive_writer(archive_writer_.get());
     h->thread = std::thread([h] {
       h->loop->run(h->stop);

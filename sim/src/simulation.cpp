@@ -406,13 +406,17 @@ class World {
               } else if constexpr (std::is_same_v<T, lc::ReadRun>) {
                 b.result(e.op, s.runs->read_run(e.run), now);
               } else if constexpr (std::is_same_v<T, lc::ReadDue>) {
-                b.result(e.op,
-                         db_call<std::vector<store::DueRun>>(n, [&] { return db_for(s.partition).due_runs(e.limit); }),
-                         now);
+                // ControlLoop's read lane: the read runs now or when its
+                // reply is due, and the reply comes after other inputs.
+                on_read_lane<std::vector<store::DueRun>>(n, s, e.op, [this, partition = s.partition, limit = e.limit] {
+                  return db_for(partition).due_runs(limit);
+                });
               } else if constexpr (std::is_same_v<T, lc::ReadScheduledJobs>) {
-                b.result(e.op, Result<std::vector<store::ScheduledJob>>(std::vector<store::ScheduledJob>{}), now);
+                on_read_lane<std::vector<store::ScheduledJob>>(n, s, e.op,
+                                                               [] { return std::vector<store::ScheduledJob>{}; });
               } else if constexpr (std::is_same_v<T, lc::ReadControls>) {
-                b.result(e.op, Result<store::Controls>(store::Controls{}), now);  // operators are not modelled
+                // Operators are not modelled.
+                on_read_lane<store::Controls>(n, s, e.op, [] { return store::Controls{}; });
               } else if constexpr (std::is_same_v<T, lc::WriteRun>) {
                 b.result(e.op, store_write(s, [&](store::RunStore& db) { return write_run(db, e); }), now);
               } else if constexpr (std::is_same_v<T, lc::WriteAssigns>) {
@@ -422,15 +426,15 @@ class World {
                   b.result(e.op, store_write(s, [&](store::RunStore& db) { return db.assign_batch(epoch, e.rows); }),
                            now);
                 else
-                  on_lane(n, s, e.op,
-                          [epoch, rows = e.rows](store::RunStore& db) { return db.assign_batch(epoch, rows); });
+                  on_write_lane(n, s, e.op,
+                                [epoch, rows = e.rows](store::RunStore& db) { return db.assign_batch(epoch, rows); });
               } else if constexpr (std::is_same_v<T, lc::WriteStarts>) {
-                on_lane(n, s, e.op, [epoch, rows = e.rows, stale = e.stale_after](store::RunStore& db) {
+                on_write_lane(n, s, e.op, [epoch, rows = e.rows, stale = e.stale_after](store::RunStore& db) {
                   return db.start_batch(epoch, rows, stale);
                 });
               } else if constexpr (std::is_same_v<T, lc::WriteFinishes>) {
-                on_lane(n, s, e.op,
-                        [epoch, rows = e.rows](store::RunStore& db) { return db.finish_batch(epoch, rows); });
+                on_write_lane(n, s, e.op,
+                              [epoch, rows = e.rows](store::RunStore& db) { return db.finish_batch(epoch, rows); });
               } else if constexpr (std::is_same_v<T, lc::WriteHeartbeats>) {
                 b.result(e.op,
                          db_call<store::HeartbeatBatchResult>(
@@ -445,7 +449,7 @@ class World {
               } else if constexpr (std::is_same_v<T, lc::ProcessEvents>) {
                 b.result(e.op, Result<store::EventsProcessed>(store::EventsProcessed{epoch, 0, 0}), now);
               } else if constexpr (std::is_same_v<T, lc::ReadUnmatched> || std::is_same_v<T, lc::ReadWaiting>) {
-                b.result(e.op, Result<std::vector<store::DueRun>>(std::vector<store::DueRun>{}), now);
+                on_read_lane<std::vector<store::DueRun>>(n, s, e.op, [] { return std::vector<store::DueRun>{}; });
               }
               // Count, ObserveDispatchLatency, RecordWorker, RecordWorkersSeen, AppendRunLog,
               // AppendRunOutput: nothing
@@ -456,23 +460,34 @@ class World {
     }
   }
 
-  /// A lane write (ControlLoop's assign, start and finish lanes): the statement runs
-  /// now or when its reply is due, and the reply reaches the book later,
-  /// after other inputs; a reply to a book that is gone is dropped (its
-  /// statement still ran: the lane thread outlives the loop's epoch).
-  template <class F>
-  void on_lane(Node& n, Seat& s, lc::OpId op, F write) {
-    auto done = std::make_shared<std::optional<Result<store::BatchWriteResult>>>();
-    if (chance(0.5)) *done = store_write(s, write);
+  /// A lane's statement (ControlLoop's assign, start, finish and read
+  /// lanes): it runs now or when its reply is due, and the reply reaches
+  /// the book later, after other inputs; a reply to a book that is gone is
+  /// dropped (its statement still ran: the lane thread outlives the loop's
+  /// epoch).
+  template <class T>
+  void on_lane(Node& n, Seat& s, lc::OpId op, std::function<Result<T>(Node&, Seat&)> statement) {
+    auto done = std::make_shared<std::optional<Result<T>>>();
+    if (chance(0.5)) *done = statement(n, s);
     const std::int64_t delay = k_.lane_delay_max_ms > 0 ? uniform(0, k_.lane_delay_max_ms) * ms_ns : 0;
     const std::uint64_t serial = s.book_serial;
     const int index = n.index, partition = s.partition;
-    s.lane_replies.emplace_back(now_ns() + delay, [this, index, partition, serial, op, done, write] {
+    s.lane_replies.emplace_back(now_ns() + delay, [this, index, partition, serial, op, done, statement] {
       Node& n = nodes_[static_cast<std::size_t>(index)];
       Seat& s = n.seats[static_cast<std::size_t>(partition)];
-      if (!*done) *done = store_write(s, write);
+      if (!*done) *done = statement(n, s);
       if (s.book && s.book_serial == serial) s.book->result(op, **done, n.clock->mono());
     });
+  }
+  /// A batched write on its lane: in doubt like any write.
+  template <class F>
+  void on_write_lane(Node& n, Seat& s, lc::OpId op, F write) {
+    on_lane<store::BatchWriteResult>(n, s, op, [this, write](Node&, Seat& s) { return store_write(s, write); });
+  }
+  /// A periodic read on the read lane: cut off or lost like any read.
+  template <class T, class F>
+  void on_read_lane(Node& n, Seat& s, lc::OpId op, F read) {
+    on_lane<T>(n, s, op, [this, read](Node& n, Seat&) { return db_call<T>(n, read); });
   }
 
   static Result<store::WriteResult> write_run(store::RunStore& s, const lc::WriteRun& w) {

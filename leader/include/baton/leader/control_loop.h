@@ -90,8 +90,13 @@ struct RunLanes {
 
 class ControlLoop {
  public:
+  /// `store` serves the loop's own reads and writes (its thread); `reads`,
+  /// a connection of its own, the periodic reads on the read lane (due
+  /// runs, controls, scheduled jobs, unmatched and waiting runs), so a slow
+  /// read never holds the loop: a cron slot's held starts, a trigger's
+  /// assignment and every worker message go on while it runs.
   ControlLoop(Epoch epoch, NodeIdentity me, RuntimeConfig cfg, RunLanes runs, store::LeaderStore& store,
-              const Clock& clock, Metrics& metrics);
+              store::LeaderStore& reads, const Clock& clock, Metrics& metrics);
   ~ControlLoop();
 
   /// Thread-safe; wakes the loop. A worker message that does not fit in the
@@ -123,8 +128,10 @@ class ControlLoop {
   /// archive. Best effort: output is not run state.
   void flush_output();
 
-  /// One statement at a time on its own thread; the book never has more
-  /// than one in flight per lane, so the queue holds at most one job.
+  /// One statement at a time on its own thread, in the order posted. The
+  /// book never has more than one write in flight per write lane, so their
+  /// queues hold at most one job; the read lane's holds a pass's reads (one
+  /// due read per label set of free workers, at most).
   class Lane {
    public:
     Lane();
@@ -143,12 +150,20 @@ class ControlLoop {
   /// book: here when `lane` is null, else on `lane`.
   void write_batch(Lane* lane, leader_core::OpId op, const char* statement, std::size_t rows,
                    std::function<Result<store::BatchWriteResult>()> write);
+  /// Runs a periodic read on the read lane, timed (lane_took), and feeds its
+  /// result back through the inbox. Never ReadActive: its rows replace the
+  /// book's view of the active runs, so it must reach the book before the
+  /// result of any lane write that committed after its snapshot, which only
+  /// a read on the loop's own thread guarantees (RunBook, "Reads").
+  template <class R>
+  void read_on_lane(leader_core::OpId op, const char* statement, std::function<Result<R>()> read);
 
   const Epoch epoch_;
   const NodeIdentity me_;
   const RuntimeConfig cfg_;
   RunLanes lanes_;
   store::LeaderStore& store_;
+  store::LeaderStore& reads_;  ///< read lane only
   const Clock& clock_;
   Metrics& metrics_;
   leader_core::RunBook book_;
@@ -165,7 +180,7 @@ class ControlLoop {
 
   std::atomic<bool> fenced_{false};
   // Last: destroyed (joined) first, while everything a job touches lives.
-  Lane assign_lane_, start_lane_, finish_lane_;
+  Lane assign_lane_, start_lane_, finish_lane_, read_lane_;
 };
 
 }  // namespace baton::leader

@@ -46,6 +46,16 @@
 // assign lane; the simulator does the same): the pass waits for it before
 // its next step, a tick meanwhile only flushes the start and finish lanes,
 // and the next pass begins after it.
+//
+// Reads. The pass's periodic reads (ReadDue, ReadUnmatched, ReadWaiting,
+// ReadScheduledJobs, ReadControls) may be answered the same way, later and
+// after other inputs (ControlLoop's read lane): their rows are judged when
+// they arrive, against the workers and runs known then, and every write
+// they lead to carries the row's version. ReadActive may not: its rows
+// replace the book's view of the active runs wholesale,
+// so its result must be fed before the result of any lane write that
+// committed after its snapshot (a shell that reads on the thread that feeds
+// the book gets this for free: such a result is still in its inbox).
 #include <cstdint>
 #include <deque>
 #include <functional>
