@@ -6,6 +6,7 @@
 
 #include "baton/core/assert.h"
 #include "baton/core/json_text.h"
+#include "baton/leader_core/read_age.h"
 
 namespace baton::leader {
 
@@ -356,10 +357,18 @@ void ControlLoop::read_on_lane(lc::OpId op, const char* statement, std::function
   read_lane_.post([this, op, statement, read = std::move(read)] {
     const MonoTime began = clock_.mono();
     Result<R> r = read();
+    const MonoTime returned = clock_.mono();
     std::size_t rows = 1;
     if constexpr (requires { r->size(); }) rows = r ? r->size() : 0;
-    lane_took(statement, rows, clock_.mono() - began);
-    post(LaneDone{[this, op, r = std::move(r)] { book_.result(op, r, clock_.mono()); }});
+    lane_took(statement, rows, returned - began);
+    post(LaneDone{[this, op, returned, r = std::move(r)]() mutable {
+      const MonoTime now = clock_.mono();
+      // The time it waited in the inbox: a hold or a wake-up the read
+      // counts from its own moment moves by it (leader_core/read_age.h).
+      if constexpr (requires { lc::age_read(*r, Millis{}); })
+        if (r) lc::age_read(*r, std::chrono::floor<Millis>(now - returned));
+      book_.result(op, r, now);
+    }});
   });
 }
 

@@ -26,8 +26,13 @@ const std::string& due_run_columns() {
       " baton_instance_limit(j), coalesce(j.exclusive_execution, false),"
       " (coalesce(j.parameters, '{}'::jsonb) || coalesce(r.payload->'parameters', '{}'::jsonb)"
       " || (r.payload - 'parameters'))::text,"
+      // The time left counts from the row's making (clock_timestamp), not
+      // from the statement's start (now()): the leader counts it from the
+      // read's return, and a read of a slot's hundred runs takes
+      // milliseconds, which a hold counted from now() would add to every
+      // start at the slot. Never short: the row is made before the return.
       " greatest(0, ceil(extract(epoch FROM greatest(coalesce(r.scheduled_for, r.created_at),"
-      " coalesce(r.start_after, '-infinity')) - now()) * 1000))::bigint";
+      " coalesce(r.start_after, '-infinity')) - clock_timestamp()) * 1000))::bigint";
   return sql;
 }
 

@@ -113,7 +113,7 @@ Result<std::vector<ActiveRun>> PgLeaderStore::active_runs(Millis continuation_ma
         " coalesce(r.worker_instance, ''), r.cancel_reason, coalesce(j.name, ''), r.instance_no,"
         " coalesce(r.exclusive_lock, false),"
         " CASE WHEN r.state = 'ASSIGNED' THEN greatest(0, ceil(extract(epoch FROM greatest(coalesce(r.scheduled_for,"
-        " r.created_at), coalesce(r.start_after, '-infinity')) - now()) * 1000))::bigint ELSE 0 END"
+        " r.created_at), coalesce(r.start_after, '-infinity')) - clock_timestamp()) * 1000))::bigint ELSE 0 END"
         " FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id"
         " WHERE r.state IN ('ASSIGNED', 'RUNNING') ORDER BY r.id",
         continuation_margin.count());

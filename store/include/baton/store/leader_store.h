@@ -43,8 +43,9 @@ struct DueRun {
   /// each value as text.
   std::map<std::string, std::string> parameters{};
   /// How long until it may start (its slot, or the slot plus its jitter),
-  /// by the database clock when read; 0 when it may start now. Only runs
-  /// read `ahead` of their time (due_runs) have more than 0.
+  /// by the database clock when the row was made (rounded up: never short
+  /// as counted from the read's return); 0 when it may start now. Only
+  /// runs read `ahead` of their time (due_runs) have more than 0.
   std::int64_t starts_in_ms = 0;
 };
 
@@ -78,7 +79,7 @@ struct ActiveRun {
   std::optional<int> instance_no{};  ///< the instance number it holds (limited jobs)
   bool exclusive_lock = false;       ///< it holds the exclusive lock (exclusive jobs)
   /// ASSIGNED ahead of its time: how long until it may start, by the
-  /// database clock when read (0: now).
+  /// database clock when the row was made, rounded up (0: now).
   std::int64_t starts_in_ms = 0;
 };
 
