@@ -2,6 +2,8 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
+
 namespace baton::store::pg {
 
 namespace {
@@ -26,13 +28,14 @@ const std::string& due_run_columns() {
       " baton_instance_limit(j), coalesce(j.exclusive_execution, false),"
       " (coalesce(j.parameters, '{}'::jsonb) || coalesce(r.payload->'parameters', '{}'::jsonb)"
       " || (r.payload - 'parameters'))::text,"
-      // The time left counts from the row's making (clock_timestamp), not
-      // from the statement's start (now()): the leader counts it from the
-      // read's return, and a read of a slot's hundred runs takes
-      // milliseconds, which a hold counted from now() would add to every
-      // start at the slot. Never short: the row is made before the return.
-      " greatest(0, ceil(extract(epoch FROM greatest(coalesce(r.scheduled_for, r.created_at),"
-      " coalesce(r.start_after, '-infinity')) - clock_timestamp()) * 1000))::bigint";
+      // When it may start and the database's clock as the row is made
+      // (clock_timestamp, not the statement's start: the leader counts the
+      // time left from the read's return, and a read of a slot's hundred
+      // runs takes milliseconds, which a clock taken at the statement's start
+      // would add to every start at the slot), both in microseconds.
+      " (extract(epoch FROM greatest(coalesce(r.scheduled_for, r.created_at),"
+      " coalesce(r.start_after, '-infinity'))) * 1000000)::bigint,"
+      " (extract(epoch FROM clock_timestamp()) * 1000000)::bigint";
   return sql;
 }
 
@@ -59,8 +62,20 @@ DueRun due_run_of(const pqxx::row& row, int first) {
     for (const auto& kv : params.as_object())
       d.parameters[std::string(kv.key())] =
           kv.value().is_string() ? std::string(kv.value().as_string()) : boost::json::serialize(kv.value());
-  d.starts_in_ms = at(16).as<std::int64_t>();
+  d.starts_at_us = at(16).as<std::int64_t>();
+  d.starts_in_ms = starts_in_ms(d.starts_at_us, at(17).as<std::int64_t>());
   return d;
+}
+
+std::int64_t starts_in_ms(std::int64_t starts_at_us, std::int64_t clock_us) {
+  const std::int64_t left = starts_at_us - clock_us;
+  return left <= 0 ? 0 : (left + 999) / 1000;  // rounded up: never short
+}
+
+void settle_starts_in(std::vector<DueRun>& runs, const pqxx::result& rows, int first) {
+  std::int64_t clock_us = 0;
+  for (const auto& r : rows) clock_us = std::max(clock_us, r[first + 17].as<std::int64_t>());
+  for (auto& d : runs) d.starts_in_ms = starts_in_ms(d.starts_at_us, clock_us);
 }
 
 }  // namespace baton::store::pg

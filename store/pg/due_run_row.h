@@ -4,6 +4,7 @@
 // trigger's insert, which hands its new run straight to the dispatcher).
 #include <pqxx/pqxx>
 #include <string>
+#include <vector>
 
 #include "baton/store/leader_store.h"
 
@@ -12,9 +13,22 @@ namespace baton::store::pg {
 /// The select list over a job_runs row `r` LEFT JOINed to its job_definitions
 /// row `j` (due_run_width columns).
 const std::string& due_run_columns();
-inline constexpr int due_run_width = 17;
+inline constexpr int due_run_width = 18;
 
-/// The DueRun in columns [first, first + due_run_width) of `row`.
+/// The DueRun in columns [first, first + due_run_width) of `row`; its
+/// starts_in_ms counted from the database's clock as the row was made.
 DueRun due_run_of(const pqxx::row& row, int first = 0);
+
+/// Time left before `starts_at_us`, counted from `clock_us` (database
+/// clock, microseconds), in whole milliseconds rounded up; 0 when due.
+std::int64_t starts_in_ms(std::int64_t starts_at_us, std::int64_t clock_us);
+
+/// Counts every run's time left from one clock: the latest at which any row
+/// of `rows` (the DueRuns `runs` were read from) was made. Runs due at the
+/// same time then have the same time left, so the leader holds their
+/// starts until one moment and writes them in one batch; counted from each
+/// row's own clock, a slot's runs fell on both sides of a millisecond and
+/// were written in two batches, one after the other.
+void settle_starts_in(std::vector<DueRun>& runs, const pqxx::result& rows, int first = 0);
 
 }  // namespace baton::store::pg

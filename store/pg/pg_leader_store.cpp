@@ -94,6 +94,7 @@ Result<std::vector<DueRun>> PgLeaderStore::due_runs(int limit, const std::map<st
     std::vector<DueRun> out;
     out.reserve(rows.size());
     for (const auto& r : rows) out.push_back(due_run_of(r));
+    settle_starts_in(out, rows);
     return out;
   });
 }

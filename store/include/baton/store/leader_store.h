@@ -43,10 +43,13 @@ struct DueRun {
   /// each value as text.
   std::map<std::string, std::string> parameters{};
   /// How long until it may start (its slot, or the slot plus its jitter),
-  /// by the database clock when the row was made (rounded up: never short
-  /// as counted from the read's return); 0 when it may start now. Only
-  /// runs read `ahead` of their time (due_runs) have more than 0.
+  /// by the database clock as the read's rows were made (rounded up: never
+  /// short as counted from the read's return; runs due at the same time
+  /// get the same figure); 0 when it may start now. Only runs read `ahead`
+  /// of their time (due_runs) have more than 0.
   std::int64_t starts_in_ms = 0;
+  /// When it may start, database clock, microseconds since the epoch.
+  std::int64_t starts_at_us = 0;
 };
 
 /// An ASSIGNED or RUNNING run, with the facts the reaper decides on. Ages and
