@@ -63,7 +63,7 @@ DueRun due_run_of(const pqxx::row& row, int first) {
       d.parameters[std::string(kv.key())] =
           kv.value().is_string() ? std::string(kv.value().as_string()) : boost::json::serialize(kv.value());
   d.starts_at_us = at(16).as<std::int64_t>();
-  d.starts_in_ms = starts_in_ms(d.starts_at_us, at(17).as<std::int64_t>());
+  d.starts_in_ms = starts_in_ms(d.starts_at_us, at(due_run_clock_column).as<std::int64_t>());
   return d;
 }
 
@@ -74,7 +74,7 @@ std::int64_t starts_in_ms(std::int64_t starts_at_us, std::int64_t clock_us) {
 
 void settle_starts_in(std::vector<DueRun>& runs, const pqxx::result& rows, int first) {
   std::int64_t clock_us = 0;
-  for (const auto& r : rows) clock_us = std::max(clock_us, r[first + 17].as<std::int64_t>());
+  for (const auto& r : rows) clock_us = std::max(clock_us, r[first + due_run_clock_column].as<std::int64_t>());
   for (auto& d : runs) d.starts_in_ms = starts_in_ms(d.starts_at_us, clock_us);
 }
 
