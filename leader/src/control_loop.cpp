@@ -278,9 +278,9 @@ void ControlLoop::carry_out(lc::Effect& effect) {
         } else if constexpr (std::is_same_v<T, lc::ReadRun>) {
           book_.result(e.op, lanes_.main.read_run(e.run), clock_.mono());
         } else if constexpr (std::is_same_v<T, lc::ReadDue>) {
-          // The periodic reads on the read lane: a due read slowed by dead
-          // index entries after a burst (179 ms seen in a benchmark's cron
-          // phase) held everything behind it, a cron slot's starts included.
+          // The periodic reads on the read lane: on the loop thread, a slow
+          // due read (179.6 ms once in a benchmark's cron phase) held
+          // everything behind it, a cron slot's starts included.
           read_on_lane<std::vector<store::DueRun>>(
               e.op, "due_runs", [this, limit = e.limit, labels = std::move(e.labels), ahead = e.ahead] {
                 return reads_.due_runs(limit, labels, ahead);

@@ -130,8 +130,8 @@ class ControlLoop {
 
   /// One statement at a time on its own thread, in the order posted. The
   /// book never has more than one write in flight per write lane, so their
-  /// queues hold at most one job; the read lane's holds a pass's reads (one
-  /// due read per label set of free workers, at most).
+  /// queues hold at most one job; the read lane's holds the reads of one
+  /// pass step (one due read per label set of free workers, at most).
   class Lane {
    public:
     Lane();
