@@ -13,7 +13,7 @@ namespace {
 constexpr std::int64_t migration_lock_key = 0x0BA7'0000'0001;
 }  // namespace
 
-Result<MigrateReport> migrate(const std::string& url, const std::string& applied_by) {
+Result<MigrateReport> migrate(const std::string& url, const std::string& applied_by, int up_to) {
   PgSession session{url, "baton-migrate"};
   return session.with<MigrateReport>([&](pqxx::connection& c) -> Result<MigrateReport> {
     MigrateReport report;
@@ -28,6 +28,7 @@ Result<MigrateReport> migrate(const std::string& url, const std::string& applied
       done.push_back(row[0].as<int>());
     }
     for (const Migration& m : embedded_migrations()) {
+      if (m.version > up_to) break;
       if (std::find(done.begin(), done.end(), m.version) != done.end()) continue;
       tx.exec(m.sql);
       tx.exec_params("INSERT INTO schema_migrations (version, name, applied_by) VALUES ($1, $2, $3)", m.version, m.name,

@@ -26,7 +26,8 @@ std::int64_t unmatched_runs(pqxx::nontransaction& tx) {
   return tx
       .exec1(
           "SELECT count(*) FROM job_runs r JOIN job_definitions j ON j.id = r.job_definition_id"
-          " WHERE r.state IN ('PENDING', 'RETRY_WAITING', 'ORPHANED') AND j.worker_selector <> '{}'::jsonb"
+          " WHERE r.finished_at IS NULL AND r.state IN ('PENDING', 'RETRY_WAITING', 'ORPHANED')"
+          " AND j.worker_selector <> '{}'::jsonb"
           " AND NOT EXISTS (SELECT 1 FROM workers w WHERE w.state = 'ATTACHED' AND w.admin_state = 'active'"
           " AND j.worker_selector <@ w.labels)")[0]
       .as<std::int64_t>();
@@ -260,11 +261,14 @@ Result<Page> PgAdminStore::list_workers(int limit, std::optional<std::string> af
       " 'admin_state', w.admin_state, 'labels', w.labels,"
       " 'capacity', w.capacity, 'attached_node_id', w.attached_node_id, 'attached_epoch', w.attached_epoch,"
       " 'attached_at', w.attached_at, 'detached_at', w.detached_at, 'last_heartbeat_at', w.last_heartbeat_at,"
-      " 'in_flight', (SELECT count(*) FROM job_runs r WHERE r.assigned_worker_id = w.worker_id"
-      "   AND r.state IN ('ASSIGNED', 'RUNNING')),"
+      // A worker's runs are found among the unfinished ones (schemas/0021:
+      // no index holds the worker or the state).
+      " 'in_flight', (SELECT count(*) FROM job_runs r WHERE r.finished_at IS NULL"
+      "   AND r.assigned_worker_id = w.worker_id AND r.state IN ('ASSIGNED', 'RUNNING')),"
       " 'runs', coalesce((SELECT jsonb_agg(jsonb_build_object('id', r.id, 'state', r.state, 'attempt', r.attempt,"
       "   'continuation_state', r.continuation_state) ORDER BY r.id) FROM job_runs r"
-      "   WHERE r.assigned_worker_id = w.worker_id AND r.state IN ('ASSIGNED', 'RUNNING')), '[]'::jsonb))::text"
+      "   WHERE r.finished_at IS NULL AND r.assigned_worker_id = w.worker_id AND r.state IN ('ASSIGNED', 'RUNNING')),"
+      " '[]'::jsonb))::text"
       " FROM workers w WHERE ($1::text IS NULL OR w.worker_id > $1) AND ($2::text IS NULL OR w.worker_id = $2)"
       " ORDER BY w.worker_id LIMIT $3",
       limit, after_id, only);

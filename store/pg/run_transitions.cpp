@@ -22,11 +22,17 @@ struct Statement {
 //
 // The run's id finds the row; every other predicate is a check on the row
 // found, wrapped in `(...) IS TRUE` (true exactly when the predicates are)
-// so that no index on state or worker can be chosen to drive the statement.
-// Right after a bulk load the statistics say no run is RUNNING or ASSIGNED;
-// the planner then drove the batched finish from job_runs_state_scheduled_idx
-// and rescanned the batch for every row it found (quadratic in the batch:
-// 15 ms for 128 runs, 7 ms with the id driving; docs/performance.md).
+// so that no other index can be chosen to drive the statement. Right after
+// a bulk load the statistics said no run was RUNNING or ASSIGNED, and the
+// planner drove the batched finish from an index on state (there is none
+// since schemas/0021) and rescanned the batch for every row it found
+// (quadratic in the batch: 15 ms for 128 runs, 7 ms with the id driving;
+// docs/performance.md).
+//
+// No write of an assignment, a start or a heartbeat changes a column that
+// an index of job_runs contains (schemas/0021): those updates are HOT. In
+// particular an assignment leaves next_attempt_at as the retry set it
+// (due_at is computed from it).
 std::string fenced_update(const std::string& set, const std::string& where, const std::string& extra_ctes = "") {
   return "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1 FOR KEY SHARE),"
          " w AS (UPDATE job_runs SET " +
@@ -128,7 +134,7 @@ const std::vector<Statement>& statements() {
       {"run_reassign", fenced_update("state = 'ASSIGNED',"
                                      " attempt = CASE WHEN state = 'ORPHANED' THEN attempt ELSE attempt + 1 END,"
                                      " assigned_worker_id = $4, worker_instance = NULL,"
-                                     " lease_token = gen_random_uuid(), assigned_at = now(), next_attempt_at = NULL,"
+                                     " lease_token = gen_random_uuid(), assigned_at = now(),"
                                      " started_at = NULL, continuation_state = 'NONE', continuation_deadline_at = NULL",
                                      "state = $5 AND state IN ('ORPHANED', 'RETRY_WAITING')")},
       {"run_start",
@@ -189,8 +195,7 @@ const std::vector<Statement>& statements() {
            "state = 'ASSIGNED',"
            " attempt = CASE WHEN r.state = 'RETRY_WAITING' THEN r.attempt + 1 ELSE r.attempt END,"
            " assigned_worker_id = b.worker, lease_token = gen_random_uuid(), assigned_at = now(),"
-           " worker_instance = NULL,"
-           " next_attempt_at = NULL, started_at = CASE WHEN r.state = 'PENDING' THEN r.started_at END,"
+           " worker_instance = NULL, started_at = CASE WHEN r.state = 'PENDING' THEN r.started_at END,"
            " continuation_state = 'NONE', continuation_deadline_at = NULL,"
            " continuation_timeout_ms = coalesce(nullif(b.continuation_ms, 0), r.continuation_timeout_ms),"
            " instance_no = b.instance_no, exclusive_lock = b.exclusive_lock",

@@ -28,14 +28,15 @@ std::vector<RunState> path_to(RunState s) {
   return {};
 }
 
-// Raw UPDATE that satisfies every CHECK constraint, so only the transition
-// trigger can refuse it.
+// Raw UPDATE that satisfies every CHECK constraint (a final run has its
+// finished_at, no other has one), so only the transition trigger can refuse it.
 bool raw_move(pqxx::connection& c, std::int64_t id, RunState to) {
   try {
     pqxx::work tx(c);
     tx.exec_params(
         "UPDATE job_runs SET state = $2, version = version + 1, assigned_worker_id = 'w1',"
-        " lease_token = gen_random_uuid(), next_attempt_at = now() WHERE id = $1",
+        " lease_token = gen_random_uuid(), next_attempt_at = now(),"
+        " finished_at = CASE WHEN $2 IN ('SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELED') THEN now() END WHERE id = $1",
         id, std::string(to_string(to)));
     tx.commit();
     return true;

@@ -3,6 +3,7 @@
 // time. Applied in order, all in one transaction under a transaction-scoped
 // advisory lock, each recorded in schema_migrations: nodes started at once
 // serialise on the lock and each migration is applied exactly once.
+#include <limits>
 #include <span>
 #include <string>
 #include <vector>
@@ -26,6 +27,9 @@ struct MigrateReport {
 };
 
 /// `applied_by` is recorded with each migration (node id or "baton migrate").
-Result<MigrateReport> migrate(const std::string& url, const std::string& applied_by);
+/// `up_to`: the highest version to apply (tests that upgrade a database
+/// populated under an earlier schema); every shipped one by default.
+Result<MigrateReport> migrate(const std::string& url, const std::string& applied_by,
+                              int up_to = std::numeric_limits<int>::max());
 
 }  // namespace baton::store::pg
