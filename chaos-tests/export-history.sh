@@ -32,13 +32,13 @@ export)
       'from_version', from_version, 'to_version', to_version, 'attempt', attempt, 'epoch', leader_epoch,
       'continuation', continuation_state, 'continuation_ms', continuation_timeout_ms,
       'commit_us', $(printf "$cts" xid))
-      FROM job_run_transitions ORDER BY id"
+      FROM job_run_transitions ORDER BY run_id, to_version"
   j epochs.jsonl "SELECT json_build_object('epoch', epoch, 'node', leader_id, 'incarnation', leader_incarnation,
       'commit_us', $(printf "$cts" election_xid), 'end_reason', end_reason)
       FROM epoch_history ORDER BY epoch"
   j attempts.jsonl "SELECT json_build_object('run', run_id, 'attempt', attempt, 'worker', worker_id, 'outcome', outcome,
       'exit_code', exit_code, 'token', lease_token::text, 'epoch', leader_epoch)
-      FROM job_run_attempts ORDER BY id"
+      FROM job_run_attempts ORDER BY run_id, attempt"
   j dead_letters.jsonl "SELECT json_build_object('run', run_id, 'final_state', final_state, 'attempts', attempts,
       'error_code', error_code) FROM dead_letters ORDER BY id"
   j jobs.jsonl "SELECT json_build_object('name', name, 'max_instances', max_instances,

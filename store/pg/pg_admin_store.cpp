@@ -126,7 +126,7 @@ Result<std::optional<std::string>> PgAdminStore::run_json(RunId id) {
         "   ORDER BY a.attempt) FROM job_run_attempts a WHERE a.run_id = r.id), '[]'::jsonb),"
         " 'transitions', coalesce((SELECT jsonb_agg(jsonb_build_object('at', t.at, 'from', t.from_state,"
         "   'to', t.to_state, 'attempt', t.attempt, 'leader_epoch', t.leader_epoch,"
-        "   'continuation_state', t.continuation_state, 'version', t.to_version) ORDER BY t.id)"
+        "   'continuation_state', t.continuation_state, 'version', t.to_version) ORDER BY t.to_version)"
         "   FROM job_run_transitions t WHERE t.run_id = r.id), '[]'::jsonb),"
         " 'dead_letter', (SELECT jsonb_build_object('id', d.id, 'triage_status', d.triage_status, 'notes', d.notes,"
         "   'replayed_run_ids', d.replayed_run_ids) FROM dead_letters d WHERE d.run_id = r.id),"

@@ -33,10 +33,52 @@ struct Statement {
 // an index of job_runs contains (schemas/0021): those updates are HOT. In
 // particular an assignment leaves next_attempt_at as the retry set it
 // (due_at is computed from it).
-std::string fenced_update(const std::string& set, const std::string& where, const std::string& extra_ctes = "") {
+//
+// Every write records itself in the row's history (schemas/0022): one entry
+// of seven numbers appended by the same statement. `Next` says what the
+// write makes of the row, as SQL over the row's old values (what a SET
+// clause reads); an empty field keeps the column as it is. The write guard
+// refuses an entry that does not describe the row the write left, so a
+// wrong expression here fails every test that makes the write.
+struct Next {
+  std::string state = {};
+  std::string continuation = {};
+  std::string attempt = {};
+  std::string continuation_ms = {};
+  bool heartbeat = false;  ///< consecutive heartbeats share one entry
+};
+
+// `p`: the row's alias with its dot ("r.") or "" (the table unaliased);
+// `epoch`: the writer's epoch parameter.
+std::string history_set(const std::string& p, Next n, const std::string& epoch) {
+  if (n.state.empty()) n.state = p + "state";
+  if (n.continuation.empty()) n.continuation = p + "continuation_state";
+  if (n.attempt.empty()) n.attempt = p + "attempt";
+  if (n.continuation_ms.empty()) n.continuation_ms = p + "continuation_timeout_ms";
+  std::string code = "baton_run_history_code(" + n.state + ", " + n.continuation + ", " + n.attempt + ")";
+  if (n.heartbeat) code = "(" + code + " + 32)";
+  // Once per statement (uncorrelated subqueries), not once per row.
+  const std::string stamp =
+      "(SELECT txid_current()), (SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint)";
+  auto entry = [&](const std::string& from_version) {
+    return "ARRAY[" + p + "version + 1, " + from_version + ", " + code + ", " + epoch + ", " + stamp + ", " +
+           n.continuation_ms + "]::bigint[]";
+  };
+  if (!n.heartbeat) return "history = " + p + "history || " + entry(p + "version");
+  // A heartbeat after a heartbeat of the same attempt under the same epoch
+  // replaces that entry, keeping its from_version: the entry stands for the
+  // whole run of heartbeats, with the last one's transaction and time.
+  const std::string last = "cardinality(" + p + "history)";
+  return "history = CASE WHEN " + p + "history[" + last + " - 4] = " + code + " AND " + p + "history[" + last +
+         " - 3] = " + epoch + " THEN " + p + "history[1 : " + last + " - 7] || " +
+         entry(p + "history[" + last + " - 5]") + " ELSE " + p + "history || " + entry(p + "version") + " END";
+}
+
+std::string fenced_update(const Next& next, const std::string& set, const std::string& where,
+                          const std::string& extra_ctes = "") {
   return "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1 FOR KEY SHARE),"
          " w AS (UPDATE job_runs SET " +
-         set +
+         set + ", " + history_set("", next, "$3") +
          ", version = version + 1, leader_epoch = $3, updated_at = now()"
          " WHERE id = $1 AND (SELECT epoch FROM fence) = $3 AND (version = $2 AND (" +
          where + ")) IS TRUE RETURNING job_runs.*)" + extra_ctes +
@@ -55,7 +97,7 @@ std::string fenced_update(const std::string& set, const std::string& where, cons
 // `commit`: whether the statement's commit waits for its WAL flush. Only
 // the assignment's does not (see run_assign_batch).
 enum class Commit { flushed, unflushed };
-std::string batch_update(const std::string& set, const std::string& from, const std::string& where,
+std::string batch_update(const Next& next, const std::string& set, const std::string& from, const std::string& where,
                          const std::string& returning = "r.id, r.version, r.lease_token, r.attempt",
                          const std::string& extra_ctes = "", Commit commit = Commit::flushed) {
   // The one-row driver of the answer; when unflushed, it also sets
@@ -65,7 +107,8 @@ std::string batch_update(const std::string& set, const std::string& from, const 
                               : "(SELECT set_config('synchronous_commit', 'off', true)) AS one(x)";
   return "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1 FOR KEY SHARE),"
          " w AS (UPDATE job_runs r SET " +
-         set + ", version = r.version + 1, leader_epoch = $1, updated_at = now() FROM " + from +
+         set + ", " + history_set("r.", next, "$1") +
+         ", version = r.version + 1, leader_epoch = $1, updated_at = now() FROM " + from +
          " WHERE r.id = b.id AND (SELECT epoch FROM fence) = $1 AND (r.version = b.version AND (" + where +
          ")) IS TRUE RETURNING " + returning + ")" + extra_ctes +
          " SELECT (SELECT epoch FROM fence), w.id, w.version, w.lease_token::text, w.attempt FROM " + one +
@@ -86,8 +129,11 @@ std::string its_time(const std::string& r) {
 const std::string attempt_predicates =
     "assigned_worker_id = $4 AND attempt = $5 AND lease_token = $6::uuid AND leader_epoch = $3";
 
+// The row of an attempt that did not end its run (a retry follows); the
+// attempt that ends a run is recorded in the run's row (outcome, exit_code;
+// schemas/0022), read through the job_run_attempts view.
 const std::string attempt_row_cte =
-    ", att AS (INSERT INTO job_run_attempts (run_id, attempt, worker_id, leader_epoch, lease_token, started_at,"
+    ", att AS (INSERT INTO job_run_attempt_rows (run_id, attempt, worker_id, leader_epoch, lease_token, started_at,"
     " finished_at, outcome, exit_code, duration_ms, task_results)"
     " SELECT id, attempt, assigned_worker_id, leader_epoch, lease_token, started_at, now(), $7, $11,"
     " greatest(0, floor(extract(epoch FROM (now() - started_at)) * 1000))::bigint, result->'tasks' FROM w)";
@@ -124,62 +170,77 @@ const std::vector<Statement>& statements() {
        "SELECT r.id, r.state, r.version, r.attempt, r.max_attempts, r.leader_epoch, r.assigned_worker_id,"
        " r.lease_token::text, r.continuation_state, coalesce(j.name, '') FROM job_runs r LEFT JOIN job_definitions j"
        " ON j.id = r.job_definition_id WHERE r.id = $1"},
-      {"run_assign", fenced_update("state = 'ASSIGNED', assigned_worker_id = $4, lease_token = gen_random_uuid(),"
+      {"run_assign", fenced_update({.state = "'ASSIGNED'", .continuation = "'NONE'"},
+                                   "state = 'ASSIGNED', assigned_worker_id = $4, lease_token = gen_random_uuid(),"
                                    " worker_instance = NULL,"
                                    " assigned_at = now(), continuation_state = 'NONE', continuation_deadline_at = NULL",
                                    "state = 'PENDING'")},
       // From ORPHANED the attempt keeps its number: the orphaned assignment
       // never started (ORPHANED is reached only from ASSIGNED), so it is not
       // an attempt; the fresh lease token alone fences the abandoned grant.
-      {"run_reassign", fenced_update("state = 'ASSIGNED',"
+      {"run_reassign", fenced_update({.state = "'ASSIGNED'",
+                                      .continuation = "'NONE'",
+                                      .attempt = "CASE WHEN state = 'ORPHANED' THEN attempt ELSE attempt + 1 END"},
+                                     "state = 'ASSIGNED',"
                                      " attempt = CASE WHEN state = 'ORPHANED' THEN attempt ELSE attempt + 1 END,"
                                      " assigned_worker_id = $4, worker_instance = NULL,"
                                      " lease_token = gen_random_uuid(), assigned_at = now(),"
                                      " started_at = NULL, continuation_state = 'NONE', continuation_deadline_at = NULL",
                                      "state = $5 AND state IN ('ORPHANED', 'RETRY_WAITING')")},
       {"run_start",
-       fenced_update("state = 'RUNNING', started_at = now(), heartbeat_at = now(),"
+       fenced_update({.state = "'RUNNING'"},
+                     "state = 'RUNNING', started_at = now(), heartbeat_at = now(),"
                      " stale_after = now() + $7 * interval '1 millisecond'",
                      "state = 'ASSIGNED' AND assigned_worker_id = $4 AND attempt = $5 AND lease_token = $6::uuid"
                      " AND " +
                          its_time("job_runs"))},
-      {"run_heartbeat", fenced_update("heartbeat_at = now(), stale_after = now() + $7 * interval '1 millisecond'",
-                                      "state = 'RUNNING' AND " + attempt_predicates)},
-      {"run_finish", fenced_update("state = $7, finished_at = now(), " + finish_set,
-                                   "state = 'RUNNING' AND " + attempt_predicates, attempt_row_cte + dead_letter_cte)},
+      {"run_heartbeat",
+       fenced_update({.heartbeat = true}, "heartbeat_at = now(), stale_after = now() + $7 * interval '1 millisecond'",
+                     "state = 'RUNNING' AND " + attempt_predicates)},
+      {"run_finish", fenced_update({.state = "$7", .continuation = "'NONE'"},
+                                   "state = $7, finished_at = now(), outcome = $7, exit_code = $11, " + finish_set,
+                                   "state = 'RUNNING' AND " + attempt_predicates, dead_letter_cte)},
       {"run_retry_later",
-       fenced_update("state = 'RETRY_WAITING', next_attempt_at = now() + $12 * interval '1 millisecond', " + finish_set,
+       fenced_update({.state = "'RETRY_WAITING'", .continuation = "'NONE'"},
+                     "state = 'RETRY_WAITING', next_attempt_at = now() + $12 * interval '1 millisecond', " + finish_set,
                      "state = 'RUNNING' AND " + attempt_predicates, attempt_row_cte)},
       {"run_orphan",
-       fenced_update("state = 'ORPHANED', unstarted_assignments = unstarted_assignments + 1, " + release_holds,
+       fenced_update({.state = "'ORPHANED'"},
+                     "state = 'ORPHANED', unstarted_assignments = unstarted_assignments + 1, " + release_holds,
                      "state = 'ASSIGNED'")},
-      {"run_requeue", fenced_update("state = 'ORPHANED', " + release_holds, "state = 'ASSIGNED'")},
+      {"run_requeue",
+       fenced_update({.state = "'ORPHANED'"}, "state = 'ORPHANED', " + release_holds, "state = 'ASSIGNED'")},
       {"run_late_success",
-       fenced_update("state = 'SUCCEEDED', finished_at = now(), next_attempt_at = NULL, " + finish_set,
+       fenced_update({.state = "'SUCCEEDED'", .continuation = "'NONE'"},
+                     "state = 'SUCCEEDED', finished_at = now(), next_attempt_at = NULL, " + finish_set,
                      "state = 'RETRY_WAITING' AND assigned_worker_id = $4 AND attempt = $5 AND lease_token = $6::uuid",
-                     ", att AS (UPDATE job_run_attempts a SET outcome = $7, exit_code = $11, finished_at = now()"
+                     ", att AS (UPDATE job_run_attempt_rows a SET outcome = $7, exit_code = $11, finished_at = now()"
                      " FROM w WHERE a.run_id = w.id AND a.attempt = w.attempt)")},
       {"run_fail_orphaned",
-       fenced_update("state = 'FAILED', finished_at = now(), error_code = 'orphaned', error_msg = $4",
+       fenced_update({.state = "'FAILED'"},
+                     "state = 'FAILED', finished_at = now(), error_code = 'orphaned', error_msg = $4",
                      "state = 'ORPHANED'", dead_letter_cte)},
       {"run_fail_unrunnable",
-       fenced_update("state = 'FAILED', finished_at = now(), next_attempt_at = NULL, error_code = $5, error_msg = $6",
+       fenced_update({.state = "'FAILED'"},
+                     "state = 'FAILED', finished_at = now(), next_attempt_at = NULL, error_code = $5, error_msg = $6",
                      "state = $4 AND state IN ('PENDING', 'ORPHANED', 'RETRY_WAITING')", dead_letter_cte)},
-      {"run_cancel", fenced_update("state = 'CANCELED', finished_at = now(), error_code = 'canceled', error_msg = $5,"
+      {"run_cancel", fenced_update({.state = "'CANCELED'", .continuation = "'NONE'"},
+                                   "state = 'CANCELED', finished_at = now(), error_code = 'canceled', error_msg = $5,"
                                    " continuation_state = 'NONE', continuation_deadline_at = NULL, " +
                                        release_holds,
                                    "state = $4 AND state NOT IN ('SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELED')")},
       // The deadline uses the continuation timeout the worker was sent with
       // the attempt (stored at assignment); $4 only for runs assigned before
       // the column existed.
-      {"run_begin_confirming", fenced_update("continuation_state = 'CONFIRMING', continuation_deadline_at = now()"
+      {"run_begin_confirming", fenced_update({.continuation = "'CONFIRMING'"},
+                                             "continuation_state = 'CONFIRMING', continuation_deadline_at = now()"
                                              " + coalesce(continuation_timeout_ms, $4) * interval '1 millisecond'",
                                              "state = 'RUNNING' AND continuation_state = 'NONE'")},
       {"run_request_cancel",
-       fenced_update("cancel_requested_at = coalesce(cancel_requested_at, now()), cancel_reason = $4",
+       fenced_update({}, "cancel_requested_at = coalesce(cancel_requested_at, now()), cancel_reason = $4",
                      "state = 'RUNNING'")},
       {"run_adopt",
-       fenced_update("continuation_state = 'NONE', continuation_deadline_at = NULL",
+       fenced_update({.continuation = "'NONE'"}, "continuation_state = 'NONE', continuation_deadline_at = NULL",
                      "state = 'RUNNING' AND assigned_worker_id = $4 AND attempt = $5 AND lease_token = $6::uuid")},
       // The assignment is the one write whose commit does not wait for the
       // WAL flush (the worker is told a little sooner; at idle the flush was
@@ -192,6 +253,10 @@ const std::vector<Statement>& statements() {
       // denied (docs/fencing.md).
       {"run_assign_batch",
        batch_update(
+           {.state = "'ASSIGNED'",
+            .continuation = "'NONE'",
+            .attempt = "CASE WHEN r.state = 'RETRY_WAITING' THEN r.attempt + 1 ELSE r.attempt END",
+            .continuation_ms = "coalesce(nullif(b.continuation_ms, 0), r.continuation_timeout_ms)"},
            "state = 'ASSIGNED',"
            " attempt = CASE WHEN r.state = 'RETRY_WAITING' THEN r.attempt + 1 ELSE r.attempt END,"
            " assigned_worker_id = b.worker, lease_token = gen_random_uuid(), assigned_at = now(),"
@@ -204,7 +269,8 @@ const std::vector<Statement>& statements() {
            "r.state = b.from_state AND r.state IN ('PENDING', 'ORPHANED', 'RETRY_WAITING')",
            "r.id, r.version, r.lease_token, r.attempt", "", Commit::unflushed)},
       {"run_start_batch",
-       batch_update("state = 'RUNNING', started_at = now(), heartbeat_at = now(),"
+       batch_update({.state = "'RUNNING'"},
+                    "state = 'RUNNING', started_at = now(), heartbeat_at = now(),"
                     " stale_after = now() + $2 * interval '1 millisecond', worker_instance = nullif(b.instance, '')",
                     "unnest($3::bigint[], $4::bigint[], $5::text[], $6::int[], $7::uuid[], $8::text[])"
                     " AS b(id, version, worker, attempt, token, instance)",
@@ -213,7 +279,12 @@ const std::vector<Statement>& statements() {
                         its_time("r"))},
       {"run_finish_batch",
        batch_update(
+           {.state = "b.next_state", .continuation = "'NONE'"},
            "state = b.next_state,"
+           // The attempt that ends the run is recorded in the run's row; one
+           // that is retried gets a row of its own (att below).
+           " outcome = CASE WHEN b.next_state = 'RETRY_WAITING' THEN NULL ELSE b.outcome END,"
+           " exit_code = CASE WHEN b.next_state = 'RETRY_WAITING' THEN NULL ELSE b.exit_code END,"
            " finished_at = CASE WHEN b.next_state = 'RETRY_WAITING' THEN r.finished_at ELSE now() END,"
            " next_attempt_at = CASE WHEN b.next_state = 'RETRY_WAITING'"
            " THEN now() + b.delay_ms * interval '1 millisecond' ELSE r.next_attempt_at END,"
@@ -228,11 +299,11 @@ const std::vector<Statement>& statements() {
            " AND r.lease_token = b.token AND r.leader_epoch = $1"
            " AND b.next_state IN ('SUCCEEDED', 'FAILED', 'TIMED_OUT', 'RETRY_WAITING')",
            "r.*, b.outcome AS attempt_outcome, b.exit_code AS attempt_exit_code",
-           ", att AS (INSERT INTO job_run_attempts (run_id, attempt, worker_id, leader_epoch, lease_token,"
+           ", att AS (INSERT INTO job_run_attempt_rows (run_id, attempt, worker_id, leader_epoch, lease_token,"
            " started_at, finished_at, outcome, exit_code, duration_ms, task_results)"
            " SELECT id, attempt, assigned_worker_id, leader_epoch, lease_token, started_at, now(), attempt_outcome,"
            " attempt_exit_code, greatest(0, floor(extract(epoch FROM (now() - started_at)) * 1000))::bigint,"
-           " result->'tasks' FROM w)"
+           " result->'tasks' FROM w WHERE state = 'RETRY_WAITING')"
            ", dl AS (INSERT INTO dead_letters (run_id, job_definition_id, final_state, attempts, error_code,"
            " error_msg, run_snapshot) SELECT id, job_definition_id, state, attempt, error_code, error_msg,"
            " to_jsonb(w) - 'attempt_outcome' - 'attempt_exit_code' FROM w WHERE state IN ('FAILED', 'TIMED_OUT'))")},
@@ -291,8 +362,9 @@ const std::string& heartbeat_batch_sql() {
   // its own version, state, attempt and token predicates.
   static const std::string sql =
       "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1 FOR KEY SHARE),"
-      " w AS (UPDATE job_runs r SET heartbeat_at = now(), stale_after = now() + $2 * interval '1 millisecond',"
-      " version = r.version + 1, updated_at = now()"
+      " w AS (UPDATE job_runs r SET heartbeat_at = now(), stale_after = now() + $2 * interval '1 millisecond'," +
+      history_set("r.", Next{.heartbeat = true}, "$1") +
+      ", version = r.version + 1, updated_at = now()"
       " FROM unnest($3::bigint[], $4::bigint[], $5::text[], $6::int[], $7::uuid[]) AS b(id, version, worker, attempt,"
       " token)"
       " WHERE r.id = b.id AND (SELECT epoch FROM fence) = $1 AND (r.version = b.version AND r.state = 'RUNNING'"

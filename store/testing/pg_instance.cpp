@@ -201,7 +201,7 @@ void erase_run_as_pruned(const std::string& url, std::int64_t run_id) {
   pqxx::connection c(url);
   pqxx::work tx(c);
   tx.exec("SET LOCAL session_replication_role = replica");  // the write guards: only a test bypasses them
-  for (const char* table : {"run_logs", "job_run_attempts", "job_run_transitions", "decision_ledger"})
+  for (const char* table : {"run_logs", "job_run_attempt_rows", "job_run_transitions_log", "decision_ledger"})
     tx.exec_params(std::string("DELETE FROM ") + table + " WHERE run_id = $1", run_id);
   tx.exec_params("DELETE FROM job_runs WHERE id = $1", run_id);
   tx.commit();
@@ -230,7 +230,7 @@ std::vector<std::string> DbInspector::transitions(std::int64_t run_id) const {
   std::vector<std::string> out;
   for (const auto& r : tx.exec_params(
            "SELECT coalesce(from_state, '') || '->' || to_state || '@' || leader_epoch FROM job_run_transitions"
-           " WHERE run_id = $1 ORDER BY id",
+           " WHERE run_id = $1 ORDER BY to_version",
            run_id))
     out.push_back(r[0].as<std::string>());
   return out;

@@ -42,7 +42,8 @@ WriteReport stale_assign(const std::string& url, Fence fence, RunId run, Epoch e
   pqxx::work tx(c);
   auto r = tx.exec_params(
       "UPDATE job_runs SET state = 'ASSIGNED', assigned_worker_id = 'w-old', lease_token = gen_random_uuid(),"
-      " version = version + 1, leader_epoch = $3"
+      " version = version + 1, leader_epoch = $3,"
+      " history = history || baton_run_history_entry(version, 'ASSIGNED', continuation_state, attempt, $3, NULL)"
       " WHERE id = $1 AND version = $2 AND state = 'PENDING'"
       " AND (SELECT epoch FROM leader_lease WHERE id = 1) = $3",
       run.value, 1, epoch.value);

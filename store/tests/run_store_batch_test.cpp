@@ -197,7 +197,7 @@ TEST_F(RunStoreBatchTest, ConfirmingDeadlineUsesTheRunsOwnContinuationTimeout) {
   EXPECT_GT(*active->front().continuation_remaining_ms, 50000);
   EXPECT_FALSE(active->front().continuation_expired);
   EXPECT_EQ(scalar("SELECT continuation_timeout_ms FROM job_run_transitions WHERE run_id = " +
-                   std::to_string(id.value) + " ORDER BY id DESC LIMIT 1"),
+                   std::to_string(id.value) + " ORDER BY to_version DESC LIMIT 1"),
             60000);
 }
 

@@ -29,14 +29,18 @@ std::vector<RunState> path_to(RunState s) {
 }
 
 // Raw UPDATE that satisfies every CHECK constraint (a final run has its
-// finished_at, no other has one), so only the transition trigger can refuse it.
+// finished_at, no other has one) and records itself in the run's history,
+// so only the transition rule can refuse it.
 bool raw_move(pqxx::connection& c, std::int64_t id, RunState to) {
   try {
     pqxx::work tx(c);
     tx.exec_params(
         "UPDATE job_runs SET state = $2, version = version + 1, assigned_worker_id = 'w1',"
-        " lease_token = gen_random_uuid(), next_attempt_at = now(),"
-        " finished_at = CASE WHEN $2 IN ('SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELED') THEN now() END WHERE id = $1",
+        " lease_token = gen_random_uuid(), next_attempt_at = now(), " +
+            history_set("$2") +
+            ","
+            " finished_at = CASE WHEN $2 IN ('SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELED') THEN now() END WHERE id = "
+            "$1",
         id, std::string(to_string(to)));
     tx.commit();
     return true;
@@ -83,19 +87,37 @@ TEST_F(Schema, DatabaseRejectsWritesThatSkipTheVersionOrRewindEpochs) {
       return true;
     }
   };
-  EXPECT_TRUE(fails("UPDATE job_runs SET priority = 5 WHERE id = $1"));  // version not bumped
-  EXPECT_TRUE(fails("UPDATE job_runs SET version = version + 2 WHERE id = $1"));
-  EXPECT_FALSE(fails("UPDATE job_runs SET leader_epoch = 5, version = version + 1 WHERE id = $1"));
-  EXPECT_TRUE(fails("UPDATE job_runs SET leader_epoch = 4, version = version + 1 WHERE id = $1"));
-  EXPECT_TRUE(fails("UPDATE job_runs SET attempt = 2, version = version + 1 WHERE id = $1"));
+  // Each write below records itself in the history (the entry a correct
+  // write would append), so that only the rule it breaks refuses it.
+  const std::string h = ", " + history_set();
+  EXPECT_TRUE(fails("UPDATE job_runs SET priority = 5" + h + " WHERE id = $1"));  // version not bumped
+  EXPECT_TRUE(fails("UPDATE job_runs SET version = version + 2" + h + " WHERE id = $1"));
+  EXPECT_FALSE(fails("UPDATE job_runs SET leader_epoch = 5, version = version + 1, " + history_set("state", "5") +
+                     " WHERE id = $1"));
+  EXPECT_TRUE(fails("UPDATE job_runs SET leader_epoch = 4, version = version + 1, " + history_set("state", "4") +
+                    " WHERE id = $1"));
+  EXPECT_TRUE(fails("UPDATE job_runs SET attempt = 2, version = version + 1, " +
+                    history_set("state", "leader_epoch", "2") + " WHERE id = $1"));
   EXPECT_TRUE(fails("INSERT INTO job_runs (state, leader_epoch) VALUES ('RUNNING', 1) RETURNING $1::bigint"));
-  EXPECT_TRUE(fails("UPDATE job_runs SET state = 'ASSIGNED', version = version + 1 WHERE id = $1"))
+  EXPECT_TRUE(fails("UPDATE job_runs SET state = 'ASSIGNED', version = version + 1, " + history_set("'ASSIGNED'") +
+                    " WHERE id = $1"))
       << "ASSIGNED without a worker and lease token";
-  EXPECT_TRUE(fails("UPDATE job_runs SET id = id + 1000000, version = version + 1 WHERE id = $1"));
+  EXPECT_TRUE(fails("UPDATE job_runs SET id = id + 1000000, version = version + 1" + h + " WHERE id = $1"));
+  // A write that does not record itself, or records something else, is refused.
+  EXPECT_TRUE(fails("UPDATE job_runs SET version = version + 1 WHERE id = $1"));
+  EXPECT_TRUE(fails("UPDATE job_runs SET version = version + 1, " + history_set("'RUNNING'") + " WHERE id = $1"));
+  EXPECT_TRUE(fails("UPDATE job_runs SET version = version + 1, " + history_set("state", "leader_epoch + 1") +
+                    " WHERE id = $1"));
+  EXPECT_TRUE(
+      fails("UPDATE job_runs SET version = version + 1, history = baton_run_history_entry(version, state,"
+            " continuation_state, attempt, leader_epoch, NULL) WHERE id = $1"))
+      << "the entries before it are kept";
+  EXPECT_FALSE(fails("UPDATE job_runs SET version = version + 1" + h + " WHERE id = $1"));
   // A final run is never written again, not even in its own state.
   for (RunState step : path_to(RunState::succeeded)) ASSERT_TRUE(raw_move(c, id, step));
-  EXPECT_TRUE(fails("UPDATE job_runs SET version = version + 1 WHERE id = $1"));
-  EXPECT_TRUE(fails("UPDATE job_runs SET state = 'SUCCEEDED', version = version + 1 WHERE id = $1"));
+  EXPECT_TRUE(fails("UPDATE job_runs SET version = version + 1" + h + " WHERE id = $1"));
+  EXPECT_TRUE(fails("UPDATE job_runs SET state = 'SUCCEEDED', version = version + 1, " + history_set("'SUCCEEDED'") +
+                    " WHERE id = $1"));
   force_election(url, "n1");
   EXPECT_TRUE(fails("UPDATE leader_lease SET epoch = epoch - 1 WHERE $1 > 0"));
   EXPECT_TRUE(fails("DELETE FROM leader_lease WHERE $1 > 0"));

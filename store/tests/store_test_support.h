@@ -57,6 +57,17 @@ class ElectedStoreTest : public ::testing::Test {
   PgAdminStore admin{url, "test-admin"};
 };
 
+/// The SET item a raw UPDATE of job_runs needs beside `version = version + 1`:
+/// the history entry of the write (schemas/0022), the write guard refusing a
+/// write without it. Each argument is SQL for the row's new value, over its
+/// old values (what a SET clause reads).
+inline std::string history_set(const std::string& state = "state", const std::string& epoch = "leader_epoch",
+                               const std::string& attempt = "attempt",
+                               const std::string& continuation = "continuation_state") {
+  return "history = history || baton_run_history_entry(version, " + state + ", " + continuation + ", " + attempt +
+         ", " + epoch + ", continuation_timeout_ms)";
+}
+
 /// Inserts `n` PENDING runs with raw SQL and returns the first id.
 inline std::int64_t insert_pending_runs(const std::string& url, int n, int max_attempts = 3) {
   pqxx::connection c(url);

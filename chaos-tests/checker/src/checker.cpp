@@ -449,8 +449,8 @@ Report check_history(const History& h) {
     for (const auto& t : h.transitions) {
       inv.examined++;
       if (!t.commit_us)
-        add(inv, "run " + std::to_string(t.run) + " " + t.from + " -> " + t.to + " (log id " + std::to_string(t.id) +
-                     ") has no commit timestamp");
+        add(inv, "run " + std::to_string(t.run) + " " + t.from + " -> " + t.to + " (version " +
+                     std::to_string(t.to_version) + ") has no commit timestamp");
       auto it = last.find(t.run);
       if (it == last.end()) {
         if (t.from_version)

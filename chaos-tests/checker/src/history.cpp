@@ -6,6 +6,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 namespace baton::chaos {
 
@@ -238,7 +239,13 @@ History load_history(const std::string& dir) {
     h.transitions.push_back({num(o, "id"), num(o, "run"), str(o, "from"), str(o, "to"), str(o, "continuation"),
                              opt_int(o, "from_version"), num(o, "to_version"), static_cast<int>(num(o, "attempt")),
                              num(o, "epoch"), opt_int(o, "commit_us"), opt_int(o, "continuation_ms")});
-  std::sort(h.transitions.begin(), h.transitions.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+  // Each run's writes in the run's own order, its versions (every invariant
+  // over transitions is per run). Since schema 0022 a write recorded in its
+  // run's row has no global log id (exported as 0): the id only orders the
+  // rows of the old log, which come first within a run by their versions.
+  std::sort(h.transitions.begin(), h.transitions.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.run, a.to_version, a.id) < std::tie(b.run, b.to_version, b.id);
+  });
   for (const auto& o : read_jsonl(dir + "/db/epochs.jsonl", h))
     h.epochs.push_back({num(o, "epoch"), str(o, "node"), str(o, "incarnation"), opt_int(o, "commit_us")});
   std::sort(h.epochs.begin(), h.epochs.end(), [](const auto& a, const auto& b) { return a.epoch < b.epoch; });
