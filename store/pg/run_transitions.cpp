@@ -74,16 +74,19 @@ std::string history_set(const std::string& p, Next n, const std::string& epoch) 
          entry(p + "history[" + last + " - 5]") + " ELSE " + p + "history || " + entry(p + "version") + " END";
 }
 
+// `check`: an expression the answer also computes, evaluated once for the
+// statement after its writes (a rule the statement checks over the rows it
+// wrote, raising to fail the statement).
 std::string fenced_update(const Next& next, const std::string& set, const std::string& where,
-                          const std::string& extra_ctes = "") {
+                          const std::string& extra_ctes = "", const std::string& check = "") {
   return "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1 FOR KEY SHARE),"
          " w AS (UPDATE job_runs SET " +
          set + ", " + history_set("", next, "$3") +
          ", version = version + 1, leader_epoch = $3, updated_at = now()"
          " WHERE id = $1 AND (SELECT epoch FROM fence) = $3 AND (version = $2 AND (" +
          where + ")) IS TRUE RETURNING job_runs.*)" + extra_ctes +
-         " SELECT (SELECT epoch FROM fence), w.version, w.lease_token::text, w.attempt"
-         " FROM (VALUES (1)) AS one(x) LEFT JOIN w ON true";
+         " SELECT (SELECT epoch FROM fence), w.version, w.lease_token::text, w.attempt" +
+         (check.empty() ? "" : ", " + check) + " FROM (VALUES (1)) AS one(x) LEFT JOIN w ON true";
 }
 
 // The batched form: one UPDATE ... FROM <rows> with the lease row locked
@@ -99,7 +102,8 @@ std::string fenced_update(const Next& next, const std::string& set, const std::s
 enum class Commit { flushed, unflushed };
 std::string batch_update(const Next& next, const std::string& set, const std::string& from, const std::string& where,
                          const std::string& returning = "r.id, r.version, r.lease_token, r.attempt",
-                         const std::string& extra_ctes = "", Commit commit = Commit::flushed) {
+                         const std::string& extra_ctes = "", Commit commit = Commit::flushed,
+                         const std::string& check = "") {
   // The one-row driver of the answer; when unflushed, it also sets
   // synchronous_commit off for this statement's own (implicit) transaction.
   const std::string one = commit == Commit::flushed
@@ -111,8 +115,8 @@ std::string batch_update(const Next& next, const std::string& set, const std::st
          ", version = r.version + 1, leader_epoch = $1, updated_at = now() FROM " + from +
          " WHERE r.id = b.id AND (SELECT epoch FROM fence) = $1 AND (r.version = b.version AND (" + where +
          ")) IS TRUE RETURNING " + returning + ")" + extra_ctes +
-         " SELECT (SELECT epoch FROM fence), w.id, w.version, w.lease_token::text, w.attempt FROM " + one +
-         " LEFT JOIN w ON true";
+         " SELECT (SELECT epoch FROM fence), w.id, w.version, w.lease_token::text, w.attempt" +
+         (check.empty() ? "" : ", " + check) + " FROM " + one + " LEFT JOIN w ON true";
 }
 
 // A run starts at its time or after: its slot (cron) and its jitter
@@ -142,6 +146,47 @@ const std::string dead_letter_cte =
     ", dl AS (INSERT INTO dead_letters (run_id, job_definition_id, final_state, attempts, error_code, error_msg,"
     " run_snapshot) SELECT id, job_definition_id, state, attempt, error_code, error_msg, to_jsonb(w) FROM w"
     " WHERE state IN ('FAILED', 'TIMED_OUT'))";
+
+// Overlap control for the statements that make a run ASSIGNED (schemas/0010,
+// 0023): each run written holds what its job requires, an instance number
+// within max_instances and the exclusive lock for an exclusive job, or the
+// statement fails (baton_refuse_activation raises). The database's unique
+// indexes refuse a second holder whoever writes; this checks, in the same
+// statement, that a holder holds. `w` must return id, state,
+// job_definition_id, instance_no and exclusive_lock.
+const std::string activation_refused_cte =
+    ", refused AS (SELECT w.id, j.name, w.state, CASE WHEN baton_instance_limit(j) IS NOT NULL"
+    " AND (w.instance_no IS NULL OR w.instance_no > baton_instance_limit(j)) THEN baton_instance_limit(j) END AS lim"
+    " FROM w JOIN job_definitions j ON j.id = w.job_definition_id"
+    " WHERE (baton_instance_limit(j) IS NOT NULL AND (w.instance_no IS NULL OR w.instance_no > "
+    "baton_instance_limit(j)))"
+    " OR (j.exclusive_execution AND w.exclusive_lock IS NOT TRUE))";
+const std::string activation_check =
+    "(SELECT baton_refuse_activation(id, name, lim, state) FROM refused ORDER BY id LIMIT 1)";
+
+// What a success sets off (schemas/0012, 0014, 0023), in the statement that
+// ends a run SUCCEEDED: the event `job.succeeded:<job>` when some job runs
+// after that job (one per run, deduplicated by run), and the retirement of
+// a self-destructing job by the first of its runs to succeed (the smallest
+// id when several succeed in one statement), with its audit record. `w`
+// must return id, state, job_definition_id and leader_epoch.
+const std::string success_ctes =
+    ", succeeded AS (SELECT w.id, w.job_definition_id, w.leader_epoch FROM w"
+    "  WHERE w.state = 'SUCCEEDED' AND w.job_definition_id IS NOT NULL),"
+    " succeeded_events AS (INSERT INTO events (kind, payload, dedupe_key, created_by)"
+    "  SELECT 'job.succeeded:' || j.name, jsonb_build_object('run_id', s.id, 'job', j.name),"
+    "  'run-succeeded:' || s.id, 'run ' || s.id"
+    "  FROM succeeded s JOIN job_definitions j ON j.id = s.job_definition_id"
+    "  WHERE EXISTS (SELECT 1 FROM job_definitions d WHERE d.run_after @> ARRAY[j.name] AND d.deleted_at IS NULL)"
+    "  ORDER BY s.id ON CONFLICT (dedupe_key) DO NOTHING),"
+    " first_success AS (SELECT DISTINCT ON (job_definition_id) job_definition_id, id, leader_epoch"
+    "  FROM succeeded ORDER BY job_definition_id, id),"
+    " retired AS (UPDATE job_definitions d SET deleted_at = now(), updated_at = now(), version = d.version + 1"
+    "  FROM first_success f WHERE d.id = f.job_definition_id AND d.self_destruct AND d.deleted_at IS NULL"
+    "  RETURNING d.name, f.id AS run_id, f.leader_epoch),"
+    " retired_audit AS (INSERT INTO audit_log (actor, action, subject, epoch, details)"
+    "  SELECT 'system', 'job.self_destruct', 'job:' || name, leader_epoch, jsonb_build_object('run_id', run_id)"
+    "  FROM retired)";
 
 // A run that leaves ASSIGNED or RUNNING gives back its instance number and
 // the exclusive lock (overlap control): every statement that moves a run out
@@ -174,7 +219,7 @@ const std::vector<Statement>& statements() {
                                    "state = 'ASSIGNED', assigned_worker_id = $4, lease_token = gen_random_uuid(),"
                                    " worker_instance = NULL,"
                                    " assigned_at = now(), continuation_state = 'NONE', continuation_deadline_at = NULL",
-                                   "state = 'PENDING'")},
+                                   "state = 'PENDING'", activation_refused_cte, activation_check)},
       // From ORPHANED the attempt keeps its number: the orphaned assignment
       // never started (ORPHANED is reached only from ASSIGNED), so it is not
       // an attempt; the fresh lease token alone fences the abandoned grant.
@@ -186,7 +231,8 @@ const std::vector<Statement>& statements() {
                                      " assigned_worker_id = $4, worker_instance = NULL,"
                                      " lease_token = gen_random_uuid(), assigned_at = now(),"
                                      " started_at = NULL, continuation_state = 'NONE', continuation_deadline_at = NULL",
-                                     "state = $5 AND state IN ('ORPHANED', 'RETRY_WAITING')")},
+                                     "state = $5 AND state IN ('ORPHANED', 'RETRY_WAITING')", activation_refused_cte,
+                                     activation_check)},
       {"run_start",
        fenced_update({.state = "'RUNNING'"},
                      "state = 'RUNNING', started_at = now(), heartbeat_at = now(),"
@@ -199,7 +245,7 @@ const std::vector<Statement>& statements() {
                      "state = 'RUNNING' AND " + attempt_predicates)},
       {"run_finish", fenced_update({.state = "$7", .continuation = "'NONE'"},
                                    "state = $7, finished_at = now(), outcome = $7, exit_code = $11, " + finish_set,
-                                   "state = 'RUNNING' AND " + attempt_predicates, dead_letter_cte)},
+                                   "state = 'RUNNING' AND " + attempt_predicates, dead_letter_cte + success_ctes)},
       {"run_retry_later",
        fenced_update({.state = "'RETRY_WAITING'", .continuation = "'NONE'"},
                      "state = 'RETRY_WAITING', next_attempt_at = now() + $12 * interval '1 millisecond', " + finish_set,
@@ -215,7 +261,8 @@ const std::vector<Statement>& statements() {
                      "state = 'SUCCEEDED', finished_at = now(), next_attempt_at = NULL, " + finish_set,
                      "state = 'RETRY_WAITING' AND assigned_worker_id = $4 AND attempt = $5 AND lease_token = $6::uuid",
                      ", att AS (UPDATE job_run_attempt_rows a SET outcome = $7, exit_code = $11, finished_at = now()"
-                     " FROM w WHERE a.run_id = w.id AND a.attempt = w.attempt)")},
+                     " FROM w WHERE a.run_id = w.id AND a.attempt = w.attempt)" +
+                         success_ctes)},
       {"run_fail_orphaned",
        fenced_update({.state = "'FAILED'"},
                      "state = 'FAILED', finished_at = now(), error_code = 'orphaned', error_msg = $4",
@@ -267,7 +314,8 @@ const std::vector<Statement>& statements() {
            "unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bigint[], $7::int[],"
            " $8::boolean[]) AS b(id, version, from_state, worker, continuation_ms, instance_no, exclusive_lock)",
            "r.state = b.from_state AND r.state IN ('PENDING', 'ORPHANED', 'RETRY_WAITING')",
-           "r.id, r.version, r.lease_token, r.attempt", "", Commit::unflushed)},
+           "r.id, r.version, r.lease_token, r.attempt, r.state, r.job_definition_id, r.instance_no, r.exclusive_lock",
+           activation_refused_cte, Commit::unflushed, activation_check)},
       {"run_start_batch",
        batch_update({.state = "'RUNNING'"},
                     "state = 'RUNNING', started_at = now(), heartbeat_at = now(),"
@@ -306,7 +354,8 @@ const std::vector<Statement>& statements() {
            " result->'tasks' FROM w WHERE state = 'RETRY_WAITING')"
            ", dl AS (INSERT INTO dead_letters (run_id, job_definition_id, final_state, attempts, error_code,"
            " error_msg, run_snapshot) SELECT id, job_definition_id, state, attempt, error_code, error_msg,"
-           " to_jsonb(w) - 'attempt_outcome' - 'attempt_exit_code' FROM w WHERE state IN ('FAILED', 'TIMED_OUT'))")},
+           " to_jsonb(w) - 'attempt_outcome' - 'attempt_exit_code' FROM w WHERE state IN ('FAILED', 'TIMED_OUT'))" +
+               success_ctes)},
   };
   return all;
 }

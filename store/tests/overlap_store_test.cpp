@@ -52,6 +52,11 @@ TEST_F(OverlapStoreTest, ALimitedJobsRunsHoldDistinctNumbersWithinTheLimit) {
   ASSERT_FALSE(without) << "a limited job's run cannot become active without a number";
   EXPECT_NE(without.error().message.find("must hold an instance number from 1 to 2"), std::string::npos)
       << without.error().message;
+  // The single-row assignment cannot take a number at all: refused alike.
+  auto single = runs.assign({a, Version{1}, epoch}, "w1");
+  ASSERT_FALSE(single) << "the single-row assignment of a limited job's run";
+  EXPECT_NE(single.error().message.find("must hold an instance number from 1 to 2"), std::string::npos)
+      << single.error().message;
   EXPECT_TRUE(applied(assign(a, 1), a));
   EXPECT_FALSE(assign(b, 1)) << "a number held by another active run";
   EXPECT_FALSE(assign(b, 3)) << "a number above the limit";
