@@ -46,16 +46,6 @@ PgLeaderStore::PgLeaderStore(const std::string& url, const std::string& applicat
     : session_(url, application_name) {
   // Prepared once per connection: the dispatcher runs it on every pass.
   session_.on_connect([](pqxx::connection& c) {
-    // due_runs with its generic plan, planned once per connection. Under
-    // the default plan_cache_mode PostgreSQL kept planning it anew for each
-    // call (667 plans in 672 calls, 0.4 ms each: more than its 0.32 ms of
-    // execution; docs/performance.md, "Statements that cost what they
-    // must"). Its generic plan is the plan every call wants, the ordered
-    // scan of the open index (an earlier form of the read, over three
-    // partial indexes, had a generic plan 20 times slower than its custom
-    // ones). due_runs is the only statement this store prepares: its other
-    // reads and writes are unnamed statements, which this does not touch.
-    c.set_variable("plan_cache_mode", "force_generic_plan");
     // One scan of the open index in dispatch order (schemas/0021), cut by
     // the limit after the filters, so that a run no worker of this label
     // set can take never fills the batch and blocks the runs behind it
@@ -82,7 +72,17 @@ PgLeaderStore::PgLeaderStore(const std::string& url, const std::string& applicat
                   " FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id"
                   " WHERE r." +
                   unfinished +
-                  " AND r.due_at <= now() + $3 * interval '1 millisecond'"
+                  // The due bound as a subquery (computed once): its
+                  // selectivity is then estimated alike with and without
+                  // the parameter's value, so that PostgreSQL settles on
+                  // the generic plan (the same ordered scan) after five
+                  // calls instead of planning every call anew; with the
+                  // bound inline it planned 667 of 672 calls, 0.4 ms each
+                  // (docs/performance.md, "Statements that cost what they
+                  // must"). A session-wide plan_cache_mode setting did the
+                  // same for this read but gave the cron creates on the
+                  // same connection a plan that read every run.
+                  " AND r.due_at <= (SELECT now() + $3 * interval '1 millisecond')"
                   " AND (r.state IN ('PENDING', 'ORPHANED') OR (r.state = 'RETRY_WAITING' AND r.due_at <= now()))"
                   " AND coalesce(r.job_definition_id <> ALL ((SELECT ids FROM unfit)::bigint[]), true)"
                   " ORDER BY r.priority DESC, r.due_at, r.id LIMIT $1");
@@ -109,7 +109,17 @@ Result<std::vector<DueRun>> PgLeaderStore::due_runs(int limit, const std::map<st
 
 Result<std::vector<ActiveRun>> PgLeaderStore::active_runs(Millis continuation_margin) {
   return session_.with<std::vector<ActiveRun>>([&](pqxx::connection& c) -> Result<std::vector<ActiveRun>> {
-    pqxx::nontransaction tx{c};
+    // The active runs are found among the unfinished ones (no index holds
+    // the state: schemas/0021), through an index over unfinished runs and
+    // never by reading the whole table. The planner chose the whole table
+    // whenever its statistics were taken during a backlog (then nearly
+    // every run was unfinished): after a burst of 20,000 runs, each of
+    // these reads read every run, finished or not, 10-20 ms on the loop
+    // thread several times a second, until autovacuum analysed the table
+    // again; the cron creates behind them fell 5-6 s late (bench, cron after
+    // the throughput phase). Read-only; one snapshot as before.
+    pqxx::read_transaction tx{c};
+    tx.exec("SET LOCAL enable_seqscan = off");
     auto rows = tx.exec_params(
         "SELECT r.id, r.version, r.state, r.attempt, r.max_attempts, coalesce(r.assigned_worker_id, ''),"
         " coalesce(r.lease_token::text, ''), r.leader_epoch, r.continuation_state,"
@@ -156,6 +166,7 @@ Result<std::vector<ActiveRun>> PgLeaderStore::active_runs(Millis continuation_ma
       a.starts_in_ms = r[22].as<std::int64_t>();
       out.push_back(std::move(a));
     }
+    tx.commit();
     return out;
   });
 }
@@ -191,8 +202,13 @@ Result<CreateResult> PgLeaderStore::create_cron_run(Epoch epoch, const std::stri
       // slot while there are any; replace cancels them (the caller does,
       // through its fenced cancel path) and the new run waits for them,
       // held by the instance limit of 1.
-      " busy AS (SELECT r.id FROM job_runs r, job WHERE r.job_definition_id = job.id"
-      "  AND r.finished_at IS NULL"
+      // Read only for the policies that use it: for any other job the
+      // planner, without the job's id at plan time, may judge by the
+      // table's statistics that every run is this job's and read them all
+      // (after a burst of another job's runs it did, 4-13 ms per create,
+      // and a cron phase's 100 creates a second fell behind).
+      " busy AS (SELECT r.id FROM job, job_runs r WHERE job.concurrency_policy IN ('forbid', 'replace')"
+      "  AND r.job_definition_id = job.id AND r.finished_at IS NULL"
       "  AND r.scheduled_for IS DISTINCT FROM to_timestamp($3::bigint)),"
       " forbid AS (SELECT 1 FROM job WHERE job.concurrency_policy = 'forbid' AND EXISTS (SELECT 1 FROM busy)),"
       " w AS (INSERT INTO job_runs (job_definition_id, max_attempts, priority, trigger_kind, leader_epoch,"
