@@ -40,12 +40,12 @@ CREATE TRIGGER job_runs_holds_kept AFTER UPDATE ON job_runs
 
 -- Raised by an assigning statement for the first run it wrote that does not
 -- hold what its job requires (the statement, and its transaction, fail):
--- `lim` when it lacks an instance number within the limit, NULL when it
--- lacks the exclusive lock.
-CREATE FUNCTION baton_refuse_activation(run bigint, job text, lim int, state text) RETURNS int
+-- an instance number within the job's limit `lim`, or else the exclusive
+-- lock.
+CREATE FUNCTION baton_refuse_activation(run bigint, job text, lim int, instance_no int, state text) RETURNS int
   LANGUAGE plpgsql AS $$
 BEGIN
-  IF lim IS NOT NULL THEN
+  IF lim IS NOT NULL AND (instance_no IS NULL OR instance_no > lim) THEN
     RAISE EXCEPTION 'run % of job % must hold an instance number from 1 to % to become %', run, job, lim, state
       USING ERRCODE = 'check_violation';
   END IF;

@@ -15,18 +15,24 @@ namespace baton::store::pg {
 
 namespace {
 
-// When a run is due for assignment, one predicate per waiting state: the
-// dispatcher's read (due_runs) and the read of what waits while dispatch is
-// disabled (waiting_runs) must agree on it. Every run that can be due is
-// unfinished, and `finished_at IS NULL` is the predicate of the open index
-// (schemas/0021) that finds them: no index holds `state`, so a read of
-// unfinished runs says so to be served by that index.
+// Every run that can be due is unfinished, and `finished_at IS NULL` is the
+// predicate of the open index (schemas/0021) that finds them: no index
+// holds `state`, so a read of unfinished runs says so to be served by that
+// index.
 const std::string unfinished = "finished_at IS NULL";
-// due_at (schemas/0021) is a PENDING run's slot or creation time, or its
-// jitter's start if later; a RETRY_WAITING run's retry time.
-const std::string due_pending = "state = 'PENDING' AND due_at <= now()";
-const std::string due_retry = "state = 'RETRY_WAITING' AND due_at <= now()";
-const std::string due_orphaned = "state = 'ORPHANED'";
+
+// When a run of the row alias `r` is due for assignment: the dispatcher's
+// read (due_runs, with `bound` its look-ahead) and the read of what waits
+// while dispatch is disabled (waiting_runs, `bound` now()) share it. due_at
+// (schemas/0021) is a PENDING run's slot or creation time, or its jitter's
+// start if later; a RETRY_WAITING run's retry time. PENDING runs due
+// within the bound come (they are assigned ahead of their time and their
+// start is written at it: run_start_batch checks the time again), retries
+// only once due, orphans at once.
+std::string due(const std::string& r, const std::string& bound) {
+  return r + "." + unfinished + " AND " + r + ".due_at <= " + bound + " AND (" + r +
+         ".state IN ('PENDING', 'ORPHANED') OR (" + r + ".state = 'RETRY_WAITING' AND " + r + ".due_at <= now()))";
+}
 
 /// Runs listed by id and job name (rows of: id, job name).
 std::vector<DueRun> ids_and_job_names(const pqxx::result& rows) {
@@ -49,10 +55,8 @@ PgLeaderStore::PgLeaderStore(const std::string& url, const std::string& applicat
     // One scan of the open index in dispatch order (schemas/0021), cut by
     // the limit after the filters, so that a run no worker of this label
     // set can take never fills the batch and blocks the runs behind it
-    // (head-of-line blocking). PENDING runs due within $3 ms come as well:
-    // they are assigned ahead of their time, and their start is written at
-    // it (the start's write checks the time again: run_start_batch). The
-    // runs in flight are in that index too and are skipped by their state.
+    // (head-of-line blocking). The runs in flight are in that index too and
+    // are skipped by their state.
     //
     // The jobs whose runs cannot be taken are found first, once: a selector
     // these labels do not satisfy, an instance limit reached, or exclusive
@@ -70,22 +74,20 @@ PgLeaderStore::PgLeaderStore(const std::string& url, const std::string& applicat
               " SELECT " +
                   due_run_columns() +
                   " FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id"
-                  " WHERE r." +
-                  unfinished +
-                  // The due bound as a subquery (computed once): its
-                  // selectivity is then estimated alike with and without
-                  // the parameter's value, so that PostgreSQL settles on
-                  // the generic plan (the same ordered scan) after five
-                  // calls instead of planning every call anew; with the
-                  // bound inline it planned 667 of 672 calls, 0.4 ms each
+                  " WHERE " +
+                  // The due bound and the limit as subqueries (computed
+                  // once): each is then costed alike with and without the
+                  // parameter's value, so that PostgreSQL settles on the
+                  // generic plan (the same ordered scan) after five calls
+                  // instead of planning every call anew; with them inline
+                  // it planned 667 of 672 calls, 0.4 ms each
                   // (docs/performance.md, "Statements that cost what they
                   // must"). A session-wide plan_cache_mode setting did the
                   // same for this read but gave the cron creates on the
                   // same connection a plan that read every run.
-                  " AND r.due_at <= (SELECT now() + $3 * interval '1 millisecond')"
-                  " AND (r.state IN ('PENDING', 'ORPHANED') OR (r.state = 'RETRY_WAITING' AND r.due_at <= now()))"
+                  due("r", "(SELECT now() + $3 * interval '1 millisecond')") +
                   " AND coalesce(r.job_definition_id <> ALL ((SELECT ids FROM unfit)::bigint[]), true)"
-                  " ORDER BY r.priority DESC, r.due_at, r.id LIMIT $1");
+                  " ORDER BY r.priority DESC, r.due_at, r.id LIMIT (SELECT $1::int)");
   });
 }
 
@@ -536,11 +538,11 @@ Result<std::vector<DueRun>> PgLeaderStore::unmatched_runs(
 Result<std::vector<DueRun>> PgLeaderStore::waiting_runs(int limit) {
   return session_.with<std::vector<DueRun>>([&](pqxx::connection& c) -> Result<std::vector<DueRun>> {
     pqxx::nontransaction tx{c};
-    auto rows =
-        tx.exec_params("SELECT w.id, coalesce(j.name, '') FROM (SELECT id, job_definition_id FROM job_runs WHERE " +
-                           unfinished + " AND ((" + due_pending + ") OR (" + due_retry + ") OR (" + due_orphaned +
-                           "))) AS w LEFT JOIN job_definitions j ON j.id = w.job_definition_id ORDER BY w.id LIMIT $1",
-                       limit);
+    auto rows = tx.exec_params(
+        "SELECT w.id, coalesce(j.name, '') FROM (SELECT r.id, r.job_definition_id FROM job_runs r WHERE " +
+            due("r", "now()") +
+            ") AS w LEFT JOIN job_definitions j ON j.id = w.job_definition_id ORDER BY w.id LIMIT $1",
+        limit);
     return ids_and_job_names(rows);
   });
 }

@@ -155,14 +155,13 @@ const std::string dead_letter_cte =
 // statement, that a holder holds. `w` must return id, state,
 // job_definition_id, instance_no and exclusive_lock.
 const std::string activation_refused_cte =
-    ", refused AS (SELECT w.id, j.name, w.state, CASE WHEN baton_instance_limit(j) IS NOT NULL"
-    " AND (w.instance_no IS NULL OR w.instance_no > baton_instance_limit(j)) THEN baton_instance_limit(j) END AS lim"
-    " FROM w JOIN job_definitions j ON j.id = w.job_definition_id"
-    " WHERE (baton_instance_limit(j) IS NOT NULL AND (w.instance_no IS NULL OR w.instance_no > "
-    "baton_instance_limit(j)))"
-    " OR (j.exclusive_execution AND w.exclusive_lock IS NOT TRUE))";
+    ", refused AS (SELECT * FROM (SELECT w.id, j.name, w.state, w.instance_no, w.exclusive_lock,"
+    " baton_instance_limit(j) AS lim, j.exclusive_execution FROM w JOIN job_definitions j ON j.id = "
+    "w.job_definition_id) x"
+    " WHERE (lim IS NOT NULL AND (instance_no IS NULL OR instance_no > lim))"
+    " OR (exclusive_execution AND exclusive_lock IS NOT TRUE))";
 const std::string activation_check =
-    "(SELECT baton_refuse_activation(id, name, lim, state) FROM refused ORDER BY id LIMIT 1)";
+    "(SELECT baton_refuse_activation(id, name, lim, instance_no, state) FROM refused ORDER BY id LIMIT 1)";
 
 // What a success sets off (schemas/0012, 0014, 0023), in the statement that
 // ends a run SUCCEEDED: the event `job.succeeded:<job>` when some job runs
@@ -177,7 +176,8 @@ const std::string success_ctes =
     "  SELECT 'job.succeeded:' || j.name, jsonb_build_object('run_id', s.id, 'job', j.name),"
     "  'run-succeeded:' || s.id, 'run ' || s.id"
     "  FROM succeeded s JOIN job_definitions j ON j.id = s.job_definition_id"
-    "  WHERE EXISTS (SELECT 1 FROM job_definitions d WHERE d.run_after @> ARRAY[j.name] AND d.deleted_at IS NULL)"
+    // the jobs some job runs after, found once per statement, not per run
+    "  WHERE j.name IN (SELECT unnest(d.run_after) FROM job_definitions d WHERE d.deleted_at IS NULL)"
     "  ORDER BY s.id ON CONFLICT (dedupe_key) DO NOTHING),"
     " first_success AS (SELECT DISTINCT ON (job_definition_id) job_definition_id, id, leader_epoch"
     "  FROM succeeded ORDER BY job_definition_id, id),"
