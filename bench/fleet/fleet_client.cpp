@@ -139,17 +139,15 @@ class Session : public std::enable_shared_from_this<Session> {
       }
       return false;
     } else if (auto* a = std::get_if<protocol::Assign>(&m)) {
-      queued_.push_back(a->ref);
-      ask_to_start();
+      if (a->start_granted) {
+        finish(a->ref);  // the start came with the assignment (protocol 4)
+      } else {
+        queued_.push_back(a->ref);
+        ask_to_start();
+      }
     } else if (auto* g = std::get_if<protocol::StartGranted>(&m)) {
       if (!forget(asked_, g->ref)) return true;
-      protocol::Finish f;
-      f.ref = g->ref;
-      f.outcome = protocol::Outcome::succeeded;
-      f.exit_code = 0;
-      queue(f);
-      unacked_.push_back(g->ref);
-      totals_.finished++;
+      finish(g->ref);
       ask_to_start();
     } else if (auto* d = std::get_if<protocol::StartDenied>(&m)) {
       if (forget(asked_, d->ref)) ask_to_start();
@@ -159,6 +157,16 @@ class Session : public std::enable_shared_from_this<Session> {
       forget(unacked_, k->ref);
     }
     return true;
+  }
+  // A started NOOP ends at once.
+  void finish(const protocol::AttemptRef& ref) {
+    protocol::Finish f;
+    f.ref = ref;
+    f.outcome = protocol::Outcome::succeeded;
+    f.exit_code = 0;
+    queue(f);
+    unacked_.push_back(ref);
+    totals_.finished++;
   }
   // The oldest queued runs, into the free slots (a start asked for holds
   // its slot until granted: the NOOP ends at the grant).

@@ -1,6 +1,7 @@
 // A rolling upgrade, at the process level (docs/protocol.md, "Versions"): a
-// node that speaks protocol versions 1 to 3 serves, side by side, a real
-// `baton worker` (which negotiates version 3) and a version-1 worker (this
+// node that speaks protocol versions 1 to 4 serves, side by side, a real
+// `baton worker` (which negotiates version 4: its runs start with their
+// assignment) and a version-1 worker (this
 // test speaking exactly the frames a version-1 binary sends, through a whole
 // run); a worker that speaks only a later version is refused with both
 // ranges named. The client is Boost.Beast over TLS, verified as a worker
@@ -126,13 +127,13 @@ std::string ref_of(const std::string& frame) {
 
 }  // namespace
 
-TEST(ProtocolVersions, AVersionOneWorkerAndAVersionThreeWorkerShareANode) {
+TEST(ProtocolVersions, AVersionOneWorkerAndAVersionFourWorkerShareANode) {
   Cluster c("versions", jobs);
   c.start_node("n1");
   ASSERT_EQ(c.wait_for_leader(), "n1");
   auto& modern = c.start_worker("w-new", 2, {}, "", "{gen: new}");
   ASSERT_TRUE(c.wait_for_workers("n1", 1));
-  EXPECT_TRUE(wait_until([&] { return modern.log().find("protocol=3") != std::string::npos; }, 5s)) << modern.log();
+  EXPECT_TRUE(wait_until([&] { return modern.log().find("protocol=4") != std::string::npos; }, 5s)) << modern.log();
 
   // A version-1 worker, frame for frame as version-1 binaries wrote them:
   // no range in the hello.
@@ -153,6 +154,7 @@ TEST(ProtocolVersions, AVersionOneWorkerAndAVersionThreeWorkerShareANode) {
   ASSERT_TRUE(assign);
   EXPECT_EQ(field(*assign, "version"), "1");
   EXPECT_EQ(field(*assign, "run_id"), std::to_string(run));
+  EXPECT_EQ(assign->find("start_granted"), std::string::npos) << "version 1 has the separate start: " << *assign;
   const std::string ref = "{" + ref_of(*assign) + "}";
   old.assigned = ref;
   old.send(R"({"type":"start","version":1,)" + ref_of(*assign) + "}");
@@ -172,20 +174,30 @@ TEST(ProtocolVersions, AVersionOneWorkerAndAVersionThreeWorkerShareANode) {
   EXPECT_TRUE(c.wait_for_state(run, "SUCCEEDED", 10s));
   EXPECT_EQ(c.db().run(run)->worker_id, "w-old");
 
-  // Meanwhile the version-3 worker runs its own work.
+  // Meanwhile the version-4 worker runs its own work, each run started by
+  // its assignment: one statement wrote ASSIGNED and RUNNING (one
+  // transaction in the history), and the worker asked for no start.
   auto fresh = c.trigger("n1", "for-new");
   EXPECT_TRUE(c.wait_for_state(fresh, "SUCCEEDED", 10s));
   EXPECT_EQ(c.db().run(fresh)->worker_id, "w-new");
+  const std::string steps = c.db().scalar(
+      "SELECT string_agg(from_state || '->' || to_state, ',' ORDER BY to_version)"
+      " FROM job_run_transitions WHERE run_id = " +
+      std::to_string(fresh) + " AND to_state IN ('ASSIGNED', 'RUNNING')");
+  EXPECT_EQ(steps, "PENDING->ASSIGNED,ASSIGNED->RUNNING");
+  EXPECT_EQ(c.db().scalar("SELECT count(DISTINCT xid) FROM job_run_transitions WHERE run_id = " +
+                          std::to_string(fresh) + " AND to_state IN ('ASSIGNED', 'RUNNING')"),
+            "1");
 
   // A worker that speaks only a later version is told both ranges, in a
   // version-1 frame every worker reads, and the node goes on.
   RawWorker future(c.port("n1"));
   future.send(R"({"type":"hello","version":1,"worker_id":"w-future","token":")" + worker_token +
-              R"(","capacity":1,"labels":{},"running":[],"protocol":{"min":4,"max":5}})");
+              R"(","capacity":1,"labels":{},"running":[],"protocol":{"min":5,"max":6}})");
   auto refused = future.next_of("error");
   ASSERT_TRUE(refused);
   EXPECT_EQ(field(*refused, "code"), "bad_version");
-  EXPECT_NE(refused->find("this node speaks protocol versions 1 to 3, the worker 4 to 5"), std::string::npos)
+  EXPECT_NE(refused->find("this node speaks protocol versions 1 to 4, the worker 5 to 6"), std::string::npos)
       << *refused;
   EXPECT_EQ(c.http(c.port("n1"), "GET", "/healthz").status, 200);
 }

@@ -83,14 +83,21 @@ TEST(Runtime, EveryTaskKindEndToEndWithOutputAndExitCodes) {
 
 // An assignment that never started is not an attempt (H7): the run is
 // reassigned at the same attempt, and a run allowed one attempt still gets
-// its one execution instead of failing without ever running.
+// its one execution instead of failing without ever running. Such runs are
+// the ones a worker holds in its prefetch queue: a run placed in a free
+// slot starts with its assignment (protocol 4), here on a stopped process,
+// and goes through CONFIRMING like any RUNNING run (docs/fencing.md).
 TEST(Runtime, KillNineOfWorkerHoldingAnAssignedRunReassignsItAtTheSameAttempt) {
   Cluster c("orphan", quiet_jobs());
   c.start_node("n1");
   ASSERT_EQ(c.wait_for_leader(), "n1");
-  auto& w1 = c.start_worker("w1");
+  auto& w1 = c.start_worker("w1", 2);  // two slots, a prefetch queue of two
   ASSERT_TRUE(c.wait_for_workers("n1", 1));
   w1.signal(SIGSTOP);  // attached, but it will never ask to start
+  auto held1 = c.trigger("n1", "sleeper");
+  auto held2 = c.trigger("n1", "sleeper");
+  ASSERT_TRUE(c.wait_for_state(held1, "RUNNING", 5s));
+  ASSERT_TRUE(c.wait_for_state(held2, "RUNNING", 5s));
   auto run = c.trigger("n1", "sleeper");
   auto single = c.trigger("n1", "exit3");  // max_attempts 1: its one attempt is still to come
   ASSERT_TRUE(c.wait_for_state(run, "ASSIGNED", 5s));
@@ -113,6 +120,17 @@ TEST(Runtime, KillNineOfWorkerHoldingAnAssignedRunReassignsItAtTheSameAttempt) {
   EXPECT_EQ(c.db().dead_letters(single), 1);
   auto ts = c.db().transitions(single);
   EXPECT_EQ(ts.back(), "RUNNING->FAILED@1");
+  // The runs started with their assignment were never asked for: they went
+  // CONFIRMING when w1 vanished, and their next attempt ran on w2.
+  for (auto held : {held1, held2}) {
+    ASSERT_TRUE(c.wait_for_state(held, "SUCCEEDED", 30s)) << c.db().run(held)->state;
+    auto h = c.db().transitions(held);
+    EXPECT_NE(std::find(h.begin(), h.end(), "PENDING->ASSIGNED@1"), h.end());
+    EXPECT_NE(std::find(h.begin(), h.end(), "ASSIGNED->RUNNING@1"), h.end());
+    EXPECT_EQ(c.db().run(held)->attempt, 2);
+    EXPECT_EQ(starts_of(c.journal("w1"), held), 0u);
+    EXPECT_EQ(starts_of(c.journal("w2"), held), 1u);
+  }
 }
 
 TEST(Runtime, KillNineOfWorkerWhileRunningRetriesOnlyAfterContinuationDeadline) {

@@ -224,6 +224,12 @@ Message read_message(const std::string& type, const Fields& f, int frame_version
     m.timeout_ms = f.integer("timeout_ms", 0, ms_max, 0);
     m.continuation_timeout_ms = f.integer("continuation_timeout_ms", 0, ms_max, 0);
     m.parameters = f.string_map("parameters");
+    // Version 4: the start granted with the assignment. A frame of an older
+    // version cannot carry it (no node of that version wrote the start).
+    if (f.has("start_granted") && frame_version < start_grant_version_min)
+      f.fail("start_granted", "needs protocol version " + std::to_string(start_grant_version_min) + " or later, got " +
+                                  std::to_string(frame_version));
+    m.start_granted = f.boolean("start_granted", false);
     return m;
   }
   if (type == "start") return Start{read_ref(f)};
@@ -356,6 +362,10 @@ struct Encoder {
     o["tasks"] = std::move(tasks);
     o["timeout_ms"] = m.timeout_ms;
     if (m.continuation_timeout_ms > 0) o["continuation_timeout_ms"] = m.continuation_timeout_ms;
+    // Never to an older peer (its decoder would refuse the frame). Without
+    // the field such a worker asks for the start, which a leader grants
+    // again for a run already RUNNING with its token: slower, still safe.
+    if (m.start_granted && version >= start_grant_version_min) o["start_granted"] = true;
   }
   void operator()(const Start& m) { put_ref(o, m.ref); }
   void operator()(const StartGranted& m) { put_ref(o, m.ref); }

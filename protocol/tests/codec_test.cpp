@@ -80,8 +80,8 @@ TEST(Codec, BadFramesAreNamedErrors) {
            {"{", "bad_frame: invalid JSON"},
            {"[1,2]", "must be a JSON object"},
            {R"({"type":"hello"})", "frame.version: is required"},
-           {R"({"type":"hello","version":4})",
-            "bad_version: protocol version 4 is not supported (this binary speaks 1 to 3)"},
+           {R"({"type":"hello","version":5})",
+            "bad_version: protocol version 5 is not supported (this binary speaks 1 to 4)"},
            {R"({"type":"hello","version":2,"worker_id":"w","token":"t","capacity":1})", "hello.protocol: is required"},
            {R"({"type":"hello","version":1,"worker_id":"w","token":"t","capacity":1,"protocol":{"min":2,"max":1}})",
             "hello.protocol.min: must not be more than max"},
@@ -203,6 +203,25 @@ TEST(Codec, VersionsAreNegotiatedAndAVersionOnePeerSeesNothingNew) {
   EXPECT_EQ(std::get<Message>(decode(encode(start, 2))), start);
 }
 
+// Version 4: an assign may carry the start grant. It round-trips at 4, an
+// older peer never sees it (its decoder would refuse the frame), and a frame
+// of an older version that carries it is refused by name.
+TEST(Codec, AnAssignCarriesTheStartFromVersionFour) {
+  Assign a{ref(), {Task{}}, 0, 45000, {}, true};
+  const std::string v4 = encode(a, 4);
+  EXPECT_NE(v4.find(R"("start_granted":true)"), std::string::npos) << v4;
+  EXPECT_EQ(std::get<Message>(decode(v4)), Message{a});
+  const std::string v3 = encode(a, 3);
+  EXPECT_EQ(v3.find("start_granted"), std::string::npos) << v3;
+  EXPECT_FALSE(std::get<Assign>(std::get<Message>(decode(v3))).start_granted);
+  std::string forged = v4;
+  forged.replace(forged.find(R"("version":4)"), 11, R"("version":3)");
+  EXPECT_EQ(decode_error(forged), "bad_frame: assign.start_granted: needs protocol version 4 or later, got 3");
+  std::string not_bool = v4;
+  not_bool.replace(not_bool.find("true"), 4, "1");
+  EXPECT_EQ(decode_error(not_bool), "bad_frame: assign.start_granted: must be true or false");
+}
+
 // Version 3: frames queued together leave as one batch frame and are read
 // back as the same messages in the same order.
 TEST(Codec, FramesQueuedTogetherLeaveAsOneBatchAndComeBackInOrder) {
@@ -282,7 +301,7 @@ TEST(Codec, BadBatchesAreNamedErrors) {
   for (const auto& c : std::vector<Case>{
            {R"({"type":"batch","version":2,"messages":[)" + start + "]}",
             "bad_frame: batch.version: a batch needs protocol version 3 or later, got 2"},
-           {R"({"type":"batch","version":4,"messages":[]})", "bad_version: protocol version 4 is not supported"},
+           {R"({"type":"batch","version":5,"messages":[]})", "bad_version: protocol version 5 is not supported"},
            {R"({"type":"batch","version":3})", "bad_frame: batch.messages: is required"},
            {R"({"type":"batch","version":3,"messages":[]})", "bad_frame: batch.messages: must not be empty"},
            {R"({"type":"batch","version":3,"messages":{}})", "bad_frame: batch.messages: must be an array"},

@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
     return o.ok() ? 0 : 1;
   }
   std::atomic<std::uint64_t> next{from};
-  std::atomic<std::int64_t> runs{0}, failed{0}, simulated{0}, requeued{0};
+  std::atomic<std::int64_t> runs{0}, failed{0}, simulated{0}, requeued{0}, granted{0};
   std::atomic<std::int64_t> partitioned{0}, partitioned_runs{0}, partitioned_epochs{0}, moves{0};
   std::mutex print;
   const auto t0 = std::chrono::steady_clock::now();
@@ -87,6 +87,7 @@ int main(int argc, char** argv) {
         simulated++;
         runs += o.stats.at("runs");
         requeued += o.stats.at("requeued");
+        granted += o.stats.at("granted");
         if (o.stats.at("partitions") > 1) {
           partitioned++;
           partitioned_runs += o.stats.at("runs");
@@ -103,10 +104,11 @@ int main(int argc, char** argv) {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf(
       "baton-sim: %lld seeds from %llu simulated: %lld failed; %lld simulated runs in %.1f s wall (%.0f runs/s, "
-      "%.1f seeds/s, %u threads; %lld runs taken back from prefetch queues)\n",
+      "%.1f seeds/s, %u threads; %lld runs taken back from prefetch queues, %lld assignments carried the start)\n",
       static_cast<long long>(simulated.load()), static_cast<unsigned long long>(from),
       static_cast<long long>(failed.load()), static_cast<long long>(runs.load()), wall, runs.load() / wall,
-      static_cast<double>(simulated.load()) / wall, threads, static_cast<long long>(requeued.load()));
+      static_cast<double>(simulated.load()) / wall, threads, static_cast<long long>(requeued.load()),
+      static_cast<long long>(granted.load()));
   std::printf(
       "baton-sim: %lld of them with partitioned leadership (2-4 leases): %lld runs, %lld elections, %lld workers moved "
       "between partitions\n",

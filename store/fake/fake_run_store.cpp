@@ -392,7 +392,7 @@ BatchWriteResult FakeRunDb::batch(Epoch epoch, const std::vector<Row>& rows, One
 
 BatchWriteResult FakeRunDb::assign_batch(Epoch epoch, const std::vector<AssignRow>& rows) {
   return batch(epoch, rows, [&](const AssignRow& row) {
-    return update(
+    WriteResult w = update(
         {row.run, row.expected_version, epoch},
         [&](const FakeRun& r) {
           return r.state == row.from && in(r.state, {RunState::pending, RunState::orphaned, RunState::retry_waiting});
@@ -414,6 +414,17 @@ BatchWriteResult FakeRunDb::assign_batch(Epoch epoch, const std::vector<AssignRo
           r.continuation_deadline.reset();
           if (row.continuation_timeout.count() > 0) r.continuation_timeout_ms = row.continuation_timeout.count();
         });
+    if (w.outcome != WriteOutcome::applied || !row.start) return w;
+    // The start granted with the assignment: the second step of the same
+    // write (schemas/0024), recorded as its own transition.
+    WriteResult s = update(
+        {row.run, w.new_version, epoch}, [&](const FakeRun& r) { return r.state == RunState::assigned; },
+        [&](FakeRun& r) {
+          r.state = RunState::running;
+          r.worker_instance = row.start->worker_instance;
+        });
+    BATON_ASSERT(s.outcome == WriteOutcome::applied);
+    return s;
   });
 }
 

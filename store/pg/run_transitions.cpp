@@ -1,5 +1,7 @@
 // Every statement that writes job_runs. Parameters $1 = run id, $2 = expected
 // version, $3 = the writer's epoch in every fenced statement; the rest follow.
+#include <algorithm>
+
 #include <pqxx/pqxx>
 
 #include "baton/core/assert.h"
@@ -202,6 +204,53 @@ const std::string finish_set =
     " continuation_state = 'NONE', continuation_deadline_at = NULL, " +
     release_holds;
 
+// run_assign_batch's rows, with $9 (per row: the start granted too), $10
+// (the starting worker process) and $11 (the stale interval, ms). Written
+// out rather than through batch_update: a granted row advances the version
+// by two and appends two history entries.
+std::string assign_start_batch_sql() {
+  const std::string attempt = "CASE WHEN r.state = 'RETRY_WAITING' THEN r.attempt + 1 ELSE r.attempt END";
+  const std::string continuation_ms = "coalesce(nullif(b.continuation_ms, 0), r.continuation_timeout_ms)";
+  const std::string stamp =
+      "(SELECT txid_current()), (SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint)";
+  auto entry = [&](const std::string& to, const std::string& from, const std::string& state) {
+    return "ARRAY[" + to + ", " + from + ", baton_run_history_code(" + state + ", 'NONE', " + attempt + "), $1, " +
+           stamp + ", " + continuation_ms + "]::bigint[]";
+  };
+  return "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1 FOR KEY SHARE),"
+         " w AS (UPDATE job_runs r SET"
+         " state = CASE WHEN b.start THEN 'RUNNING' ELSE 'ASSIGNED' END,"
+         " attempt = " +
+         attempt +
+         ", assigned_worker_id = b.worker, lease_token = gen_random_uuid(), assigned_at = now(),"
+         " worker_instance = CASE WHEN b.start THEN nullif(b.instance, '') END,"
+         " started_at = CASE WHEN b.start THEN now() WHEN r.state = 'PENDING' THEN r.started_at END,"
+         " heartbeat_at = CASE WHEN b.start THEN now() ELSE r.heartbeat_at END,"
+         " stale_after = CASE WHEN b.start THEN now() + $11 * interval '1 millisecond' ELSE r.stale_after END,"
+         " continuation_state = 'NONE', continuation_deadline_at = NULL,"
+         " continuation_timeout_ms = " +
+         continuation_ms +
+         ", instance_no = b.instance_no, exclusive_lock = b.exclusive_lock,"
+         " history = r.history || " +
+         entry("r.version + 1", "r.version", "'ASSIGNED'") + " || CASE WHEN b.start THEN " +
+         entry("r.version + 2", "r.version + 1", "'RUNNING'") +
+         " ELSE '{}'::bigint[] END,"
+         " version = r.version + CASE WHEN b.start THEN 2 ELSE 1 END, leader_epoch = $1, updated_at = now()"
+         " FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bigint[], $7::int[], $8::boolean[],"
+         " $9::boolean[], $10::text[]) AS b(id, version, from_state, worker, continuation_ms, instance_no,"
+         " exclusive_lock, start, instance)"
+         " WHERE r.id = b.id AND (SELECT epoch FROM fence) = $1 AND (r.version = b.version"
+         " AND r.state = b.from_state AND r.state IN ('PENDING', 'ORPHANED', 'RETRY_WAITING')"
+         " AND (NOT b.start OR " +
+         its_time("r") +
+         ")) IS TRUE"
+         " RETURNING r.id, r.version, r.lease_token, r.attempt, r.state, r.job_definition_id, r.instance_no,"
+         " r.exclusive_lock)" +
+         activation_refused_cte +
+         " SELECT (SELECT epoch FROM fence), w.id, w.version, w.lease_token::text, w.attempt, " + activation_check +
+         " FROM (VALUES (1)) AS one(x) LEFT JOIN w ON true";
+}
+
 const std::vector<Statement>& statements() {
   static const std::vector<Statement> all = {
       {"run_create",
@@ -316,6 +365,15 @@ const std::vector<Statement>& statements() {
            "r.state = b.from_state AND r.state IN ('PENDING', 'ORPHANED', 'RETRY_WAITING')",
            "r.id, r.version, r.lease_token, r.attempt, r.state, r.job_definition_id, r.instance_no, r.exclusive_lock",
            activation_refused_cte, Commit::unflushed, activation_check)},
+      // The assignment that carries the start grant (AssignRow::start;
+      // schemas/0024): in a batch where some row has one, every row is
+      // written by this statement, the granted ones ASSIGNED and RUNNING in
+      // one row write (version + 2, both steps in the history, one
+      // transaction) under the assignment's predicates and the start's
+      // time, the others as run_assign_batch writes them. Its commit waits
+      // for the WAL flush: the frame that lets the worker start leaves only
+      // after it, and a start right must survive a crash of the database.
+      {"run_assign_start_batch", assign_start_batch_sql()},
       {"run_start_batch",
        batch_update({.state = "'RUNNING'"},
                     "state = 'RUNNING', started_at = now(), heartbeat_at = now(),"
@@ -583,8 +641,20 @@ Result<BatchWriteResult> PgRunStore::assign_batch(Epoch epoch, const std::vector
     workers.push_back(r.worker_id);
     continuation.push_back(r.continuation_timeout.count());
   }
-  return batch("run_assign_batch", epoch, pg_array(ids), pg_array(versions), pg_array(from), pg_array(workers),
-               pg_array(continuation), pg_array(instance_no), pg_array(exclusive_lock));
+  if (std::none_of(rows.begin(), rows.end(), [](const AssignRow& r) { return r.start.has_value(); }))
+    return batch("run_assign_batch", epoch, pg_array(ids), pg_array(versions), pg_array(from), pg_array(workers),
+                 pg_array(continuation), pg_array(instance_no), pg_array(exclusive_lock));
+  std::vector<int> start;  // 1/0: boolean input (std::vector<bool> has no element references)
+  std::vector<std::string> instances;
+  std::int64_t stale_after_ms = 0;
+  for (const auto& r : rows) {
+    start.push_back(r.start ? 1 : 0);
+    instances.push_back(r.start ? r.start->worker_instance : std::string());
+    if (r.start) stale_after_ms = std::max<std::int64_t>(stale_after_ms, r.start->stale_after.count());
+  }
+  return batch("run_assign_start_batch", epoch, pg_array(ids), pg_array(versions), pg_array(from), pg_array(workers),
+               pg_array(continuation), pg_array(instance_no), pg_array(exclusive_lock), pg_array(start),
+               pg_array(instances), stale_after_ms);
 }
 
 Result<BatchWriteResult> PgRunStore::start_batch(Epoch epoch, const std::vector<StartRow>& rows, Millis stale_after) {

@@ -402,6 +402,9 @@ void RunBook::attached(LinkId link, const protocol::Hello& hello, MonoTime now) 
   }
   workers_[id] = Attached{link, hello.capacity, hello.labels,   now_,          false, false,
                           0,    hello.instance, hello.succeeds, hello.prefetch};
+  workers_[id].protocol = protocol::negotiate_version(protocol::protocol_version_min, protocol::protocol_version_max,
+                                                      hello.protocol_min, hello.protocol_max)
+                              .value_or(protocol::protocol_version_min);
   emit(RecordWorker{id, true, json_object(hello.labels), hello.capacity});
   // Adopt what the worker is still executing before welcoming it: the
   // welcome names the adopted attempts, and only those restart their

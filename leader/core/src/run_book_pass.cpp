@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "baton/core/json_text.h"
+#include "baton/core/weaken.h"
 #include "baton/leader_core/cron_plan.h"
 #include "baton/leader_core/dispatch.h"
 #include "baton/leader_core/run_book.h"
@@ -508,7 +509,17 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
     store::DueRun due;
     std::vector<protocol::Task> tasks;
     std::optional<MonoTime> start_not_before;
+    bool granted = false;  ///< the assignment carries the start (written with it)
   };
+  // The start granted with the assignment (protocol 4; docs/fencing.md, "An
+  // assignment that carries the start"): into a worker's free slots, as this
+  // book counts them. The plan fills free slots before prefetch queues, so a
+  // worker's first `free` assignments are those.
+  std::map<std::string, int> grants_left;
+  for (const auto& c : capacity)
+    if (auto w = workers_.find(c.worker_id);
+        w != workers_.end() && w->second.protocol >= protocol::start_grant_version_min && !c.draining)
+      grants_left[c.worker_id] = c.free;
   std::vector<store::AssignRow> rows;
   auto planned = std::make_shared<std::map<std::int64_t, Planned>>();
   for (const auto& a : plan.assignments) {
@@ -539,7 +550,15 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
     // on this clock from the read (+1 ms: never before the database's time).
     std::optional<MonoTime> not_before;
     if (d.starts_in_ms > 0) not_before = now_ + Millis{d.starts_in_ms + 1};
-    (*planned)[d.id.value] = Planned{d, std::move(task_list), not_before};
+    auto left = grants_left.find(a.worker_id);
+    const bool granted = !not_before && left != grants_left.end() && left->second-- > 0;
+    // DELIBERATELY BROKEN in weakened chaos builds only (core/weaken.h): the
+    // frame carries the grant but the statement writes only the assignment,
+    // as if the grant had left before a commit that then did not happen.
+    if (granted && !weakened("grant_without_start_write"))
+      rows.back().start =
+          store::StartGrant{workers_.at(a.worker_id).instance, cfg_.heartbeat_timeout + cfg_.heartbeat_interval};
+    (*planned)[d.id.value] = Planned{d, std::move(task_list), not_before, granted};
   }
   if (due_since_.size() > 100000) due_since_.clear();  // bound: only a latency metric depends on it
   if (rows.empty() || fenced_) return;
@@ -569,16 +588,23 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
       row.job_name = d.job_name;
       row.instance_no = a.instance_no;
       row.exclusive_lock = a.exclusive_lock;
+      if (a.start) {
+        // Written RUNNING with the assignment (version + 2): the grant goes
+        // with the assign frame, which leaves only now, after the commit.
+        row.state = RunState::running;
+        row.worker_instance = a.start->worker_instance;
+        count(Counter::runs_started);
+      }
       count(Counter::runs_assigned);
       if (auto since = due_since_.find(d.id.value); since != due_since_.end()) {
         emit(ObserveDispatchLatency{
             std::chrono::duration_cast<std::chrono::microseconds>(now_ - since->second).count()});
         due_since_.erase(since);
       }
-      log(LogLevel::info, fmt::format("run_assigned run={} attempt={} worker={} epoch={}", d.id.value, w.attempt,
-                                      json_quote(a.worker_id), epoch_.value));
+      log(LogLevel::info, fmt::format("run_assigned run={} attempt={} worker={} started={} epoch={}", d.id.value,
+                                      w.attempt, json_quote(a.worker_id), p.granted, epoch_.value));
       send(a.worker_id,
-           protocol::Assign{ref_of(row), p.tasks, d.timeout_ms, row.continuation_timeout_ms, d.parameters});
+           protocol::Assign{ref_of(row), p.tasks, d.timeout_ms, row.continuation_timeout_ms, d.parameters, p.granted});
       Tracked t{row, std::move(p.tasks), 0, 0, {}, {}, p.start_not_before};
       mark_listed(t);
       note_holder(t);

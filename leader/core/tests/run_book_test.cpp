@@ -332,6 +332,80 @@ TEST(RunBook, DueRunsAreAssignedAndSentOnlyAfterTheAssignApplied) {
   ASSERT_EQ(msgs[0].tasks.size(), 1u) << "a run without a job is one NOOP task";
 }
 
+/// A worker that speaks protocol 4 (its assignments to free slots carry
+/// the start), with `capacity` slots and `prefetch` more queued.
+protocol::Hello hello_v4(const std::string& worker, int capacity, int prefetch = 0) {
+  protocol::Hello h = hello(worker);
+  h.capacity = capacity;
+  h.prefetch = prefetch;
+  h.protocol_max = protocol::protocol_version_max;
+  return h;
+}
+
+// The start granted with the assignment (protocol 4; docs/fencing.md): the
+// rows placed in a worker's free slots carry the start into the statement,
+// the assign frames leave only after it applied, and say so; a row placed
+// in the prefetch queue, and a run not yet due to start, keep the separate
+// start. Removing the grant from either the row or the frame fails this.
+TEST(RunBook, AnAssignmentToAFreeSlotCarriesTheStartWrittenWithIt) {
+  Driver d;
+  d.start();
+  d.attach(7, hello_v4("w1", 2, 2));
+  d.due = {due_run(5, 3), due_run(6, 3), due_run(7, 3), due_run(8, 3, 60000)};
+  auto e = d.tick(100ms);
+  auto assigns = all<WriteAssigns>(e);
+  ASSERT_EQ(assigns.size(), 1u);
+  ASSERT_EQ(assigns[0].rows.size(), 4u);
+  std::map<std::int64_t, bool> starts;
+  for (const auto& row : assigns[0].rows) {
+    starts[row.run.value] = row.start.has_value();
+    if (row.start) {
+      EXPECT_EQ(row.start->worker_instance, "w1-i1");
+      EXPECT_GT(row.start->stale_after.count(), 0);
+    }
+  }
+  EXPECT_EQ(starts, (std::map<std::int64_t, bool>{{5, true}, {6, true}, {7, false}, {8, false}}))
+      << "two free slots; a queued run and one not yet due start separately";
+  EXPECT_TRUE(sent<protocol::Assign>(e).empty()) << "nothing leaves before the statement applied";
+  auto result = batch(kEpoch, {5, 6, 7, 8});
+  for (auto id : {5, 6, 7, 8}) {
+    result.applied[id].lease_token = "t" + std::to_string(id);
+    result.applied[id].attempt = 1;
+  }
+  e = d.answer(assigns[0].op, result);
+  std::map<std::int64_t, bool> granted;
+  for (const auto& a : sent<protocol::Assign>(e)) granted[a.ref.run_id] = a.start_granted;
+  EXPECT_EQ(granted, starts);
+  // The book holds them RUNNING: a start the worker asks again is granted
+  // again without a write, and the next pass places nothing in slots taken.
+  e = d.msg(7, "w1", protocol::Start{{5, 1, "t5"}});
+  EXPECT_EQ(sent<protocol::StartGranted>(e).size(), 1u);
+  EXPECT_TRUE(all<WriteStarts>(d.tick(200ms)).empty());
+}
+
+TEST(RunBook, AnOlderWorkerAndAnAssignmentNotAppliedGetNoStart) {
+  Driver d;
+  d.start();
+  d.attach(7, hello("w1"));  // protocol 1: the separate start
+  d.due = {due_run(5, 3)};
+  auto assigns = all<WriteAssigns>(d.tick(100ms));
+  ASSERT_EQ(assigns.size(), 1u);
+  EXPECT_FALSE(assigns[0].rows[0].start);
+  auto msgs = sent<protocol::Assign>(d.answer(assigns[0].op, assigned(5)));
+  ASSERT_EQ(msgs.size(), 1u);
+  EXPECT_FALSE(msgs[0].start_granted);
+
+  Driver v4;
+  v4.start();
+  v4.attach(7, hello_v4("w1", 1));
+  v4.due = {due_run(5, 3)};
+  assigns = all<WriteAssigns>(v4.tick(100ms));
+  ASSERT_EQ(assigns.size(), 1u);
+  EXPECT_TRUE(assigns[0].rows[0].start);
+  // Lost a race (or the write failed): no frame, no start.
+  EXPECT_TRUE(sent<protocol::Assign>(v4.answer(assigns[0].op, batch(kEpoch, {}))).empty());
+}
+
 // Overlap control at dispatch: a job limited to one instance with one run
 // already active gets nothing; of two exclusive runs only the first goes,
 // holding the lock; the held one is recorded once in the decision ledger.

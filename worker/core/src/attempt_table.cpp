@@ -88,9 +88,29 @@ void AttemptTable::detached(MonoTime now) {
 void AttemptTable::assign(const protocol::Assign& a, MonoTime now) {
   const std::string key = key_of(a.ref);
   if (attempts_.count(key)) return;  // a replayed assign
-  if (draining_) return;             // sent before the leader read our drain
+  // Sent before the leader read our drain: dropped unless it carries the
+  // start (the run is RUNNING here: honoured, like a grant asked for).
+  if (draining_ && !a.start_granted) return;
   attempts_[key].assign = a;
   attempts_[key].arrival = arrivals_++;
+  if (a.start_granted) {
+    // The leader wrote the start with the assignment, committed before this
+    // frame left: the grant itself. Honoured as a start_granted is, beyond
+    // the free slots too (the leader counted one here); while another
+    // attempt of the run is alive it waits, and its start is asked for once
+    // that one ended (the leader grants a start already written again).
+    if (!other_alive(key, a.ref.run_id)) {
+      attempts_[key].state = AttemptState::running;
+      effects_.push_back(Spawn{a});
+      check_invariants();
+      return;
+    }
+    if (draining_) {
+      attempts_.erase(key);  // no start is asked for while draining: the leader finds it unlisted
+      check_invariants();
+      return;
+    }
+  }
   // DELIBERATELY BROKEN in weakened chaos builds only (core/weaken.h): the
   // old worker that ran what it was assigned without asking for the start.
   if (weakened("no_start_gating") && !other_alive(key, a.ref.run_id)) {

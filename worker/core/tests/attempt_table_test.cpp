@@ -274,3 +274,55 @@ TEST(AttemptTablePrefetch, AReconnectAsksAgainOnlyAsManyAsTheSlotsHold) {
   // Run 1 still holds a slot; the start of 2 is asked again, 3 and 4 wait.
   EXPECT_EQ(started(t.take_effects()), (std::vector<std::int64_t>{2}));
 }
+
+// Protocol 4: an assign that carries the start (the leader committed it
+// before the frame left) spawns at once, asks for nothing, and takes a slot;
+// the prefetched runs behind it keep the separate start.
+TEST(AttemptTableGrantedAssign, AnAssignCarryingTheStartSpawnsWithoutAsking) {
+  AttemptTable t(1);
+  t.welcome(welcome(), at(0ms));
+  auto granted = assign(1);
+  granted.start_granted = true;
+  t.assign(granted, at(0ms));
+  auto e = t.take_effects();
+  ASSERT_EQ(only<Spawn>(e).size(), 1u);
+  EXPECT_EQ(only<Spawn>(e)[0].assign.ref, ref(1));
+  EXPECT_TRUE(starts(e).empty()) << "the grant came with the assignment";
+  EXPECT_EQ(t.state(ref(1)), AttemptState::running);
+  t.assign(assign(2), at(1ms));  // prefetched: its slot is taken
+  EXPECT_TRUE(started(t.take_effects()).empty());
+  t.start_granted(ref(1));  // a grant repeated for it spawns nothing more
+  EXPECT_TRUE(only<Spawn>(t.take_effects()).empty());
+  t.finished(ref(1), at(2ms));
+  EXPECT_EQ(started(t.take_effects()), (std::vector<std::int64_t>{2}));
+}
+
+// Never two live attempts of one run here, whatever the leader wrote: a
+// granted assign of a run whose earlier attempt is still dying waits, and
+// asks for its start (which the leader grants again) once that one ended.
+TEST(AttemptTableGrantedAssign, AGrantedAssignWaitsForAnotherAttemptOfItsRunToEnd) {
+  AttemptTable t = running_table(7);
+  auto next = assign(7, 2);
+  next.start_granted = true;
+  t.assign(next, at(100ms));
+  EXPECT_TRUE(only<Spawn>(t.take_effects()).empty());
+  EXPECT_EQ(t.state(ref(7, 2)), AttemptState::assigned);
+  t.finished(ref(7, 1), at(200ms));
+  EXPECT_EQ(starts(t.take_effects()), std::vector<protocol::AttemptRef>{ref(7, 2)});
+}
+
+// Draining drops assignments that arrive (no grant, no process), but one
+// that carries the start is RUNNING in the database: it runs, as a start
+// asked for before the drain does.
+TEST(AttemptTableGrantedAssign, ADrainingWorkerHonoursAnAssignCarryingTheStart) {
+  AttemptTable t;
+  t.welcome(welcome(), at(0ms));
+  t.drain();
+  t.assign(assign(1), at(1ms));
+  EXPECT_FALSE(t.state(ref(1)));
+  auto granted = assign(2);
+  granted.start_granted = true;
+  t.assign(granted, at(2ms));
+  EXPECT_EQ(only<Spawn>(t.take_effects()).size(), 1u);
+  EXPECT_EQ(t.running(), std::vector<protocol::AttemptRef>{ref(2)});
+}

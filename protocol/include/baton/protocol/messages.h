@@ -18,9 +18,10 @@ namespace baton::protocol {
 /// node's welcome names the version chosen; frames after it carry that
 /// version. Version 2 adds the negotiation fields themselves and
 /// `error.retry_after_ms`; a version-1 peer never sees either. Version 3
-/// adds the `batch` frame (codec.h, next_frame).
+/// adds the `batch` frame (codec.h, next_frame). Version 4 adds
+/// `assign.start_granted`: the assignment carries the start (docs/fencing.md).
 inline constexpr int protocol_version_min = 1;
-inline constexpr int protocol_version_max = 3;
+inline constexpr int protocol_version_max = 4;
 inline constexpr int protocol_version = protocol_version_max;  ///< the newest (`baton --version`)
 
 /// The version a node and a worker speak, or nullopt when their ranges do
@@ -34,6 +35,8 @@ inline std::optional<int> negotiate_version(int node_min, int node_max, int work
 inline constexpr std::size_t frame_bytes_max = 1 << 20;
 /// From this version on, a `batch` frame carries several messages.
 inline constexpr int batch_version_min = 3;
+/// From this version on, an `assign` may carry the start grant.
+inline constexpr int start_grant_version_min = 4;
 /// At most this many messages in one batch frame (a reader refuses more).
 inline constexpr std::size_t batch_messages_max = 1024;
 /// A sender joins queued frames into one batch only up to this many bytes,
@@ -168,6 +171,11 @@ struct Assign {
   /// BATON_PARAM_* variables, {{param.NAME}} in their arguments, and psql
   /// variables.
   std::map<std::string, std::string> parameters{};
+  /// Version 4: the leader wrote this attempt RUNNING with its assignment,
+  /// in one fenced statement committed before this frame left (the worker
+  /// had a free slot): the worker starts it without asking, as if a
+  /// `start_granted` had followed.
+  bool start_granted = false;
   friend bool operator==(const Assign&, const Assign&) = default;
 };
 struct Start {

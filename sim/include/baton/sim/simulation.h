@@ -52,6 +52,9 @@ struct Knobs {
   /// fencing its own share of the runs; every node campaigns for each, with
   /// a RunBook per partition it leads; worker i serves partition i mod P.
   int partitions = 1;
+  /// The newest protocol version the workers speak: from 4, assignments to
+  /// free slots carry the start (docs/fencing.md); 3, the separate start.
+  int protocol = 4;
 };
 Knobs knobs_for(std::uint64_t seed);
 

@@ -78,6 +78,16 @@ struct Finish {
   std::string result_json = "{}";
 };
 
+/// What a start written with its assignment needs (AssignRow::start): what
+/// a StartRow gives the start besides the attempt, which the assignment
+/// makes.
+struct StartGrant {
+  /// The worker process starting it (hello's `instance`), kept with the run.
+  std::string worker_instance;
+  /// The run is stale this long after the start unless a heartbeat renews it.
+  Millis stale_after{0};
+};
+
 /// One row of a batched assignment: PENDING / ORPHANED -> ASSIGNED, or
 /// RETRY_WAITING -> ASSIGNED with attempt + 1 (as `assign` / `reassign`).
 struct AssignRow {
@@ -94,6 +104,12 @@ struct AssignRow {
   /// limited or exclusive job's run without them, and a second holder.
   std::optional<int> instance_no{};
   bool exclusive_lock = false;
+  /// Set: the assignment carries the start grant (SPEC sections 4 and 6 as
+  /// amended 2026-11-26; docs/fencing.md): the same write makes the run
+  /// RUNNING for this worker, both steps recorded, the version advancing by
+  /// two. Only for a worker that has a free slot, and only a run whose time
+  /// has come (the database refuses the row otherwise: a Conflict).
+  std::optional<StartGrant> start{};
 };
 
 /// One row of a batched start grant (ASSIGNED -> RUNNING, as `start`).

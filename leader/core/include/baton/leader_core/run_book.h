@@ -351,6 +351,10 @@ class RunBook {
     std::string instance;          ///< the worker process on this connection (hello)
     std::string succeeds;          ///< the process before it on the same spool (hello)
     int prefetch = 0;              ///< runs it holds queued beyond its capacity (hello)
+    /// The protocol version of its connection (hello's range against this
+    /// binary's): from protocol::start_grant_version_min its assignments to
+    /// free slots carry the start.
+    int protocol = protocol::protocol_version_min;
   };
   struct Tracked {  // an ASSIGNED or RUNNING run as this leader last wrote or read it
     store::ActiveRun row;

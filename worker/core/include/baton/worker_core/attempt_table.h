@@ -9,12 +9,14 @@
 // One explicit state per attempt:
 //
 //   assign --> assigned --(attached, a free slot, no other attempt of the run alive)--> start_requested
+//   assign carrying the start (protocol 4) --(no other attempt of the run alive)--> running
 //   start_requested --start_granted--> running --(cancel | continuation deadline)--> stopping
 //   assigned/start_requested --(start_denied | cancel)--> gone
 //   running/stopping --(process ended)--> gone (its finish goes to the outbox)
 //
 // The rules it keeps:
-//   - no process without a grant: Spawn only on start_granted, once;
+//   - no process without a grant: Spawn only on start_granted or on an
+//     assign that carries the start (the leader committed it first), once;
 //   - never two live attempts (running or stopping) of one run here: a
 //     start is not asked for, nor a grant acted on, while another attempt
 //     of the same run is alive;
