@@ -422,7 +422,7 @@ class Harness {
                           "continuation_timeout: "
                        << (long_continuation ? continuation_skewed : continuation).count()
                        << "ms, continuation_margin: " << continuation_margin.count()
-                       << "ms, timeout_grace: 2s}\n"
+                       << "ms, timeout_grace: 2s, assign_with_start: true}\n"
                        // TLS as in production: the checker's evidence comes
                        // through the same verified links an operator's does.
                        << "tls: {cert_file: " << ThrowawayCa::shared().node_cert()

@@ -135,8 +135,8 @@ class Cluster {
                        << ", heartbeat_timeout: " << opt_.heartbeat_timeout
                        << ", reassign_after: " << opt_.reassign_after
                        << ", continuation_timeout: " << opt_.continuation_timeout
-                       << ", continuation_margin: " << opt_.continuation_margin << ", timeout_grace: 2s"
-                       << opt_.runtime_extra << "}\n"
+                       << ", continuation_margin: " << opt_.continuation_margin
+                       << ", timeout_grace: 2s, assign_with_start: true" << opt_.runtime_extra << "}\n"
                        << (opt_.log_archive ? "log_archive_dir: " + dir_ + "/archive\n" : "")
                        << (tls.empty() ? node_tls_config() : tls) << opt_.node_extra << extra;
     auto& node = spawn(id, {BATON_BINARY, "node", "--config", cfg});

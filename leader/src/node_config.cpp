@@ -122,6 +122,7 @@ Result<NodeConfig> load_node_config(const std::string& file) {
   dur("dispatch_every", cfg.runtime.dispatch_every);
   dur("assign_ahead", cfg.runtime.assign_ahead);
   dur("prune_every", cfg.runtime.prune_every);
+  if (auto v = rt.boolean("assign_with_start")) cfg.runtime.assign_with_start = *v;
   if (auto v = rt.integer("dispatch_batch", 1, 100000)) cfg.runtime.dispatch_batch = static_cast<int>(*v);
   if (auto v = rt.integer("reassign_rate", 0, 1000000)) cfg.runtime.reassign_rate = static_cast<int>(*v);
   if (auto v = rt.integer("reassign_burst", 1, 1000000)) cfg.runtime.reassign_burst = static_cast<int>(*v);

@@ -77,6 +77,7 @@ lc::RuntimeConfig runtime_config() {
   c.timeout_grace = 1000ms;
   c.dispatch_every = 20ms;
   c.reap_every = 100ms;
+  c.assign_with_start = true;  // version-4 seeds' runs start with their assignment
   c.cron_every = 1000ms;
   c.retry_jitter_max = 50ms;
   return c;

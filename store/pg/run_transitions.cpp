@@ -646,6 +646,8 @@ Result<BatchWriteResult> PgRunStore::assign_batch(Epoch epoch, const std::vector
                  pg_array(continuation), pg_array(instance_no), pg_array(exclusive_lock));
   std::vector<int> start;  // 1/0: boolean input (std::vector<bool> has no element references)
   std::vector<std::string> instances;
+  // One stale interval for the statement, as run_start_batch has: a leader
+  // gives every row the same (the longest, should two differ).
   std::int64_t stale_after_ms = 0;
   for (const auto& r : rows) {
     start.push_back(r.start ? 1 : 0);

@@ -250,7 +250,10 @@ void RunBook::apply_active(const std::vector<store::ActiveRun>& rows) {
       t.tasks = old->second.tasks;
       t.link = old->second.link;
       t.listed_at = old->second.listed_at;
-      if (same_attempt) t.holder = old->second.holder;
+      if (same_attempt) {
+        t.holder = old->second.holder;
+        t.grant_in_flight = old->second.grant_in_flight;  // a read says nothing of a frame on its way
+      }
     }
     // Assigned ahead of its time: the start stays held until then (kept
     // from this book's own assignment, else counted from this read).
@@ -508,6 +511,7 @@ void RunBook::mark_listed(Tracked& t) {
 
 void RunBook::note_holder(Tracked& t) {
   if (auto w = workers_.find(t.row.worker_id); w != workers_.end()) t.holder = w->second.instance;
+  t.grant_in_flight.reset();  // its worker has it: the assign frame arrived
 }
 
 bool RunBook::speaks_for(const Tracked& t) const {
@@ -520,6 +524,13 @@ bool RunBook::speaks_for(const Tracked& t) const {
 std::int64_t RunBook::unlisted_heartbeats(Tracked& t) {
   auto w = workers_.find(t.row.worker_id);
   if (w == workers_.end() || !speaks_for(t)) return 0;
+  if (t.grant_in_flight) {
+    // Its assign frame may still be on its way: a worker that has not had
+    // it yet lists nothing, and would start it on arrival. Only once the
+    // connection that carries it is gone can no such frame arrive.
+    if (*t.grant_in_flight == w->second.link) return 0;
+    t.grant_in_flight.reset();
+  }
   if (t.link != w->second.link) mark_listed(t);  // a new connection: count from now
   return static_cast<std::int64_t>(w->second.heartbeats - t.listed_at);
 }
@@ -877,7 +888,7 @@ void RunBook::flush_starts() {
     apply_starts(starts, res);
     flush_starts();  // group commit: whatever queued meanwhile, at once
   };
-  emit(WriteStarts{op, std::move(starts), cfg_.heartbeat_timeout + cfg_.heartbeat_interval});
+  emit(WriteStarts{op, std::move(starts), start_stale_after(cfg_)});
 }
 
 bool RunBook::lane_busy_with(std::int64_t run) const {

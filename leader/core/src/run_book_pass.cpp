@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <set>
 
 #include "baton/core/json_text.h"
 #include "baton/core/weaken.h"
@@ -94,7 +95,30 @@ void RunBook::flush_heartbeats() {
   emit(WriteHeartbeats{op, std::move(rows), cfg_.heartbeat_timeout * 2});
 }
 
+void RunBook::drop_unacknowledged_grants() {
+  // A start granted with its assignment that its worker has still not
+  // listed after as many heartbeats as make an attempt lost: its frame was
+  // lost or is held on the way, and the two cannot be told apart while the
+  // connection lives (a held frame would start the attempt whenever it
+  // arrives). Closing the connection ends that: the worker's next hello
+  // lists what it holds, nothing of this connection can reach it after, and
+  // the attempt is judged as any RUNNING attempt of a detached worker.
+  std::set<std::string> drop;
+  for (const auto& [id, t] : tracked_) {
+    if (!t.grant_in_flight) continue;
+    auto w = workers_.find(t.row.worker_id);
+    if (w == workers_.end() || w->second.link != *t.grant_in_flight) continue;
+    if (static_cast<std::int64_t>(w->second.heartbeats - t.listed_at) >= ReaperConfig{}.unlisted_heartbeats_lost) {
+      log(LogLevel::warn, fmt::format("start_unacknowledged run={} attempt={} worker={} epoch={}", id, t.row.attempt,
+                                      json_quote(t.row.worker_id), epoch_.value));
+      drop.insert(t.row.worker_id);
+    }
+  }
+  for (const auto& worker : drop) drop_worker(worker, "a start granted with its assignment was not acknowledged");
+}
+
 void RunBook::reap(bool /*fresh*/) {
+  drop_unacknowledged_grants();
   // Decided on the fresh read when it succeeded, on this book's copy when it
   // failed: every action is a fenced write that a stale copy cannot apply.
   // A new leader starts with no worker attached: give the fleet one
@@ -516,10 +540,11 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
   // book counts them. The plan fills free slots before prefetch queues, so a
   // worker's first `free` assignments are those.
   std::map<std::string, int> grants_left;
-  for (const auto& c : capacity)
-    if (auto w = workers_.find(c.worker_id);
-        w != workers_.end() && w->second.protocol >= protocol::start_grant_version_min && !c.draining)
-      grants_left[c.worker_id] = c.free;
+  if (cfg_.assign_with_start)
+    for (const auto& c : capacity)
+      if (auto w = workers_.find(c.worker_id);
+          w != workers_.end() && w->second.protocol >= protocol::start_grant_version_min && !c.draining)
+        grants_left[c.worker_id] = c.free;
   std::vector<store::AssignRow> rows;
   auto planned = std::make_shared<std::map<std::int64_t, Planned>>();
   for (const auto& a : plan.assignments) {
@@ -556,8 +581,7 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
     // frame carries the grant but the statement writes only the assignment,
     // as if the grant had left before a commit that then did not happen.
     if (granted && !weakened("grant_without_start_write"))
-      rows.back().start =
-          store::StartGrant{workers_.at(a.worker_id).instance, cfg_.heartbeat_timeout + cfg_.heartbeat_interval};
+      rows.back().start = store::StartGrant{workers_.at(a.worker_id).instance, start_stale_after(cfg_)};
     (*planned)[d.id.value] = Planned{d, std::move(task_list), not_before, granted};
   }
   if (due_since_.size() > 100000) due_since_.clear();  // bound: only a latency metric depends on it
@@ -608,6 +632,7 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
       Tracked t{row, std::move(p.tasks), 0, 0, {}, {}, p.start_not_before};
       mark_listed(t);
       note_holder(t);
+      if (a.start) t.grant_in_flight = t.link;
       tracked_[d.id.value] = std::move(t);
     }
   };

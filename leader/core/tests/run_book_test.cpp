@@ -16,6 +16,7 @@ constexpr Epoch kEpoch{3};
 RuntimeConfig config() {
   RuntimeConfig c;
   c.retry_jitter_max = Millis{0};  // retry delays are exact
+  c.assign_with_start = true;      // version-4 workers' runs start with their assignment
   return c;
 }
 
@@ -381,6 +382,85 @@ TEST(RunBook, AnAssignmentToAFreeSlotCarriesTheStartWrittenWithIt) {
   e = d.msg(7, "w1", protocol::Start{{5, 1, "t5"}});
   EXPECT_EQ(sent<protocol::StartGranted>(e).size(), 1u);
   EXPECT_TRUE(all<WriteStarts>(d.tick(200ms)).empty());
+}
+
+// Found by the 30-minute chaos run (one-way delays: `partition_workers`
+// holds the node's frames while the worker's heartbeats keep arriving): a
+// granted assign still on its way is not in the worker's lists, and the
+// lost rule (two heartbeats that leave a RUNNING attempt out) declared it
+// lost and retried it elsewhere; the frame then arrived and the worker ran
+// the stale attempt too. While the connection that carries the frame lives,
+// heartbeats prove nothing about it; past the lost rule's count the
+// connection is closed instead, and once the worker lists it, or that
+// connection is gone, the rule applies again. (Without grant_in_flight a
+// reap below writes the attempt off: checked.)
+TEST(RunBook, AGrantedAssignOnItsWayIsNotLostForBeingUnlisted) {
+  RuntimeConfig c = config();
+  Driver d(c);
+  d.start();
+  d.attach(7, hello_v4("w1", 1));
+  d.due = {due_run(5, 3)};
+  auto assigns = all<WriteAssigns>(d.tick(100ms));
+  ASSERT_EQ(assigns.size(), 1u);
+  ASSERT_TRUE(assigns[0].rows[0].start);
+  d.due = {};
+  auto result = assigned(5);
+  result.applied[5].new_version = Version{5};
+  ASSERT_EQ(sent<protocol::Assign>(d.answer(assigns[0].op, result)).size(), 1u);
+  store::ActiveRun row = active(5, RunState::running, "w1");
+  row.version = Version{5};
+  row.lease_token = "t5";
+  d.rows = {row};
+  // Heartbeats that do not list it, from a worker the frame has not reached:
+  // they prove nothing, so nothing is written off; after as many as would
+  // make an attempt lost, the connection is closed (nothing of it can arrive
+  // after that, and the worker's next hello says what it holds).
+  Millis t = 200ms;
+  bool closed = false;
+  for (int i = 0; i < 4; ++i) {
+    d.msg(7, "w1", protocol::Heartbeat{});
+    t += 600ms;
+    auto e = d.tick(t);
+    for (const auto& w : all<WriteRun>(e))
+      if (w.kind != RunWriteKind::begin_confirming)
+        ADD_FAILURE() << "heartbeat " << i << ": wrote kind " << static_cast<int>(w.kind);
+    for (const auto& c : all<Close>(e)) closed |= c.link == 7;
+  }
+  EXPECT_TRUE(closed) << "an unacknowledged grant closes its connection";
+  // (Once the worker lists it, or the connection is gone -- the next test
+  // -- heartbeats that leave it out count again.)
+}
+
+// The connection that carried the granted assign is gone: no frame of it can
+// arrive any more, and the worker back on a new connection without the
+// attempt has positive evidence against it again.
+TEST(RunBook, AGrantedAssignWhoseConnectionIsGoneCountsAsUnlistedAgain) {
+  Driver d;
+  d.start();
+  d.attach(7, hello_v4("w1", 1));
+  d.due = {due_run(5, 3)};
+  auto assigns = all<WriteAssigns>(d.tick(100ms));
+  ASSERT_EQ(assigns.size(), 1u);
+  d.due = {};
+  auto result = assigned(5);
+  result.applied[5].new_version = Version{5};
+  d.answer(assigns[0].op, result);
+  store::ActiveRun row = active(5, RunState::running, "w1");
+  row.version = Version{5};
+  row.lease_token = "t5";
+  d.rows = {row};
+  d.book.detached(7, "w1", "test", d.now);
+  d.run();
+  d.attach(8, hello_v4("w1", 1));  // back at once, holding nothing
+  std::vector<WriteRun> writes;
+  Millis t = 200ms;
+  for (int i = 0; i < 4 && writes.empty(); ++i) {
+    d.msg(8, "w1", protocol::Heartbeat{});
+    t += 600ms;
+    writes = all<WriteRun>(d.tick(t));
+  }
+  ASSERT_EQ(writes.size(), 1u);
+  EXPECT_EQ(writes[0].finish.error_code, "attempt_lost");
 }
 
 TEST(RunBook, AnOlderWorkerAndAnAssignmentNotAppliedGetNoStart) {

@@ -375,6 +375,13 @@ class RunBook {
     /// Assigned ahead of its time (RuntimeConfig::assign_ahead): its start
     /// is not written before this, on this leader's monotonic clock.
     std::optional<MonoTime> start_not_before{};
+    /// Started with its assignment (protocol 4) and not yet listed by its
+    /// worker: the connection that carries the assign frame. While that
+    /// connection lives, the frame may still be on its way (a one-way delay
+    /// holds it while the worker's heartbeats keep coming), so heartbeats
+    /// that leave the attempt out prove nothing; once the worker lists the
+    /// attempt, or that connection is gone, they count again.
+    std::optional<LinkId> grant_in_flight{};
   };
   template <class T>
   using Then = std::function<void(const Result<T>&)>;
@@ -457,6 +464,7 @@ class RunBook {
   void apply_finishes(const std::vector<store::FinishRow>& rows, const std::map<std::int64_t, QueuedFinish>& messages,
                       const Result<store::BatchWriteResult>& res);
   void detach_silent();
+  void drop_unacknowledged_grants();
   void reap(bool fresh);
   void end_attempt(std::int64_t run, bool lost);
   void flush_heartbeats();
