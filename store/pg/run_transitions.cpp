@@ -50,6 +50,11 @@ struct Next {
   bool heartbeat = false;  ///< consecutive heartbeats share one entry
 };
 
+// The writer's transaction and the time, in a history entry: once per
+// statement (uncorrelated subqueries), not once per row.
+const std::string history_stamp =
+    "(SELECT txid_current()), (SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint)";
+
 // `p`: the row's alias with its dot ("r.") or "" (the table unaliased);
 // `epoch`: the writer's epoch parameter.
 std::string history_set(const std::string& p, Next n, const std::string& epoch) {
@@ -59,9 +64,7 @@ std::string history_set(const std::string& p, Next n, const std::string& epoch) 
   if (n.continuation_ms.empty()) n.continuation_ms = p + "continuation_timeout_ms";
   std::string code = "baton_run_history_code(" + n.state + ", " + n.continuation + ", " + n.attempt + ")";
   if (n.heartbeat) code = "(" + code + " + 32)";
-  // Once per statement (uncorrelated subqueries), not once per row.
-  const std::string stamp =
-      "(SELECT txid_current()), (SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint)";
+  const std::string& stamp = history_stamp;
   auto entry = [&](const std::string& from_version) {
     return "ARRAY[" + p + "version + 1, " + from_version + ", " + code + ", " + epoch + ", " + stamp + ", " +
            n.continuation_ms + "]::bigint[]";
@@ -211,8 +214,7 @@ const std::string finish_set =
 std::string assign_start_batch_sql() {
   const std::string attempt = "CASE WHEN r.state = 'RETRY_WAITING' THEN r.attempt + 1 ELSE r.attempt END";
   const std::string continuation_ms = "coalesce(nullif(b.continuation_ms, 0), r.continuation_timeout_ms)";
-  const std::string stamp =
-      "(SELECT txid_current()), (SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint)";
+  const std::string& stamp = history_stamp;  // both entries: one transaction, one time
   auto entry = [&](const std::string& to, const std::string& from, const std::string& state) {
     return "ARRAY[" + to + ", " + from + ", baton_run_history_code(" + state + ", 'NONE', " + attempt + "), $1, " +
            stamp + ", " + continuation_ms + "]::bigint[]";
