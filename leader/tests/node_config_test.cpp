@@ -184,6 +184,7 @@ TEST(NodeConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
       {"runtime.timeout_grace", duration(r.timeout_grace)},
       {"runtime.dispatch_every", duration(r.dispatch_every)},
       {"runtime.assign_ahead", duration(r.assign_ahead)},
+      {"runtime.assign_with_start", r.assign_with_start ? "true" : "false"},
       {"runtime.dispatch_batch", std::to_string(r.dispatch_batch)},
       {"runtime.controls_every", duration(r.controls_every)},
       {"runtime.reassign_rate", std::to_string(r.reassign_rate)},
