@@ -291,3 +291,43 @@ TEST_F(OverlapStoreTest, ARunsCycleTakesNoRowLock) {
            " || pg_relation_filenode('job_runs') || ' %'");
   EXPECT_EQ(locks, "0") << "row locks on job_runs in assign, start and finish";
 }
+
+// The runs no attached worker can take (the dispatcher reports them as
+// unmatched): only waiting runs of jobs whose selector no label set
+// satisfies, in run order, at most the limit; none when every job fits.
+TEST_F(OverlapStoreTest, UnmatchedRunsAreTheWaitingRunsOfJobsNoLabelSetSatisfies) {
+  auto with_selector = [&](const std::string& name, const std::string& selector) {
+    JobDefinition j;
+    j.name = name;
+    j.selector_json = selector;
+    ASSERT_TRUE(admin.create_job(Actor{"test", epoch}, j));
+  };
+  with_selector("any", "{}");
+  with_selector("gpu", R"({"gpu": "yes"})");
+  with_selector("zone-a", R"({"zone": "a"})");
+  const RunId any = run_of("any"), gpu1 = run_of("gpu"), zone = run_of("zone-a"), gpu2 = run_of("gpu"),
+              gpu3 = run_of("gpu");
+  (void)any;
+  (void)zone;
+  ASSERT_TRUE(applied(assign(gpu3, std::nullopt), gpu3));  // assigned: not waiting
+  const std::vector<std::map<std::string, std::string>> zone_a{{{"zone", "a"}, {"os", "linux"}}};
+  auto unmatched = leader.unmatched_runs(zone_a, 10);
+  ASSERT_TRUE(unmatched) << unmatched.error().message;
+  ASSERT_EQ(unmatched->size(), 2u);
+  EXPECT_EQ((*unmatched)[0].id, gpu1);
+  EXPECT_EQ((*unmatched)[1].id, gpu2);
+  EXPECT_EQ((*unmatched)[0].job_name, "gpu");
+  auto limited = leader.unmatched_runs(zone_a, 1);
+  ASSERT_TRUE(limited);
+  ASSERT_EQ(limited->size(), 1u);
+  EXPECT_EQ((*limited)[0].id, gpu1);
+  // No worker attached: every job with a selector is unmatched.
+  auto none = leader.unmatched_runs({}, 10);
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->size(), 3u);
+  // Every job fits some worker: nothing.
+  const std::vector<std::map<std::string, std::string>> both{{{"zone", "a"}}, {{"gpu", "yes"}}};
+  auto fits = leader.unmatched_runs(both, 10);
+  ASSERT_TRUE(fits);
+  EXPECT_TRUE(fits->empty());
+}

@@ -122,3 +122,54 @@ TEST_F(Schema, DatabaseRejectsWritesThatSkipTheVersionOrRewindEpochs) {
   EXPECT_TRUE(fails("UPDATE leader_lease SET epoch = epoch - 1 WHERE $1 > 0"));
   EXPECT_TRUE(fails("DELETE FROM leader_lease WHERE $1 > 0"));
 }
+
+// A heartbeat after a heartbeat of the same attempt and epoch replaces that
+// entry instead of adding one (schemas/0022); the guard accepts exactly that
+// and refuses a replacement that rewrites anything else.
+TEST_F(Schema, AHeartbeatReplacesOnlyTheLastHeartbeatsEntryAndRewritesNothingElse) {
+  pqxx::connection c(url);
+  std::int64_t id = insert_pending_runs(url, 1);
+  for (RunState step : path_to(RunState::running)) ASSERT_TRUE(raw_move(c, id, step));
+  auto fails = [&](const std::string& sql) {
+    try {
+      pqxx::work tx(c);
+      tx.exec_params(sql, id);
+      tx.commit();
+      return false;
+    } catch (const pqxx::sql_error&) {
+      return true;
+    }
+  };
+  const std::string code = "(baton_run_history_code(state, continuation_state, attempt) + 32)";
+  const std::string stamp = "txid_current(), (extract(epoch FROM clock_timestamp()) * 1000000)::bigint, 0";
+  const std::string n = "cardinality(history)";
+  // A heartbeat's entry appended, with its version from the row's.
+  const std::string append =
+      "UPDATE job_runs SET version = version + 1, history = history || ARRAY[version + 1,"
+      " version, " +
+      code + ", leader_epoch, " + stamp + "] WHERE id = $1";
+  // The last entry replaced, keeping `from` as its from_version and the
+  // entries before it as they are (`keep`).
+  auto replace = [&](const std::string& keep, const std::string& from, const std::string& entry_code) {
+    return "UPDATE job_runs SET version = version + 1, history = " + keep + " || ARRAY[version + 1, " + from + ", " +
+           entry_code + ", leader_epoch, " + stamp + "] WHERE id = $1";
+  };
+  const std::string kept = "history[1 : " + n + " - 7]";
+  const std::string from = "history[" + n + " - 5]";
+  EXPECT_TRUE(fails(replace(kept, from, code))) << "the last entry is the start's, not a heartbeat's";
+  ASSERT_FALSE(fails(append)) << "the first heartbeat appends";
+  const std::string before =
+      scalar_text(url, "SELECT cardinality(history) FROM job_runs WHERE id = " + std::to_string(id));
+  EXPECT_TRUE(fails(replace(kept, "history[" + n + " - 6]", code))) << "its from_version kept";
+  EXPECT_TRUE(fails(replace(kept, from, "(" + code + " + 256)"))) << "the same attempt";
+  EXPECT_TRUE(fails(replace("history[1 : " + n + " - 8] || ARRAY[0::bigint]", from, code)))
+      << "the entries before it kept";
+  EXPECT_TRUE(fails(replace(kept, from, "baton_run_history_code(state, continuation_state, attempt)")))
+      << "a heartbeat's entry replaced by one that is not";
+  EXPECT_FALSE(fails(replace(kept, from, code))) << "the second heartbeat replaces the first's entry";
+  EXPECT_EQ(scalar_text(url, "SELECT cardinality(history) FROM job_runs WHERE id = " + std::to_string(id)), before);
+  EXPECT_TRUE(fails("UPDATE job_runs SET leader_epoch = leader_epoch + 1, version = version + 1, history = " + kept +
+                    " || ARRAY[version + 1, " + from + ", " + code + ", leader_epoch + 1, " + stamp +
+                    "] WHERE id = $1"))
+      << "a new epoch's heartbeat appends its own entry";
+}

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <spdlog/spdlog.h>
@@ -212,27 +213,31 @@ Result<void> Outbox::put_all(const std::vector<protocol::Finish>& group) {
   return {};
 }
 
-void Outbox::remove(const protocol::AttemptRef& ref) {
+void Outbox::remove_all(const std::vector<protocol::AttemptRef>& refs) {
   std::lock_guard io(io_mutex_);
-  std::string file, key;
+  std::string lines;
+  std::set<std::string> files;
   {
     std::lock_guard lock(mutex_);
-    auto it = entries_.find(key_of(ref));
-    if (it == entries_.end()) return;
-    file = it->second.file;
-    key = it->first;
-    entries_.erase(it);
-    if (auto f = live_per_file_.find(file); f != live_per_file_.end()) f->second--;
+    for (const auto& ref : refs) {
+      auto it = entries_.find(key_of(ref));
+      if (it == entries_.end()) continue;
+      files.insert(it->second.file);
+      lines += ack_line(it->first);
+      if (auto f = live_per_file_.find(it->second.file); f != live_per_file_.end()) f->second--;
+      entries_.erase(it);
+    }
   }
   // Appended at once but not synced: a lost ack costs one harmless replay.
-  if (log_fd_ >= 0) {
-    const std::string line = ack_line(key);
-    if (write_all(log_fd_, line))
-      log_bytes_ += line.size();
+  // One write for every ack of the group (one per ack was a system call per
+  // run in the throughput phase).
+  if (log_fd_ >= 0 && !lines.empty()) {
+    if (write_all(log_fd_, lines))
+      log_bytes_ += lines.size();
     else
       (void)!::ftruncate(log_fd_, static_cast<off_t>(log_bytes_));
   }
-  retire_if_done(file);
+  for (const auto& file : files) retire_if_done(file);
 }
 
 std::vector<protocol::Finish> Outbox::pending(std::chrono::seconds min_age) const {
@@ -282,7 +287,7 @@ void OutboxWriter::run() {
     group.swap(queue_);
     acks.swap(acks_);
     lock.unlock();
-    for (const auto& ref : acks) outbox_.remove(ref);
+    if (!acks.empty()) outbox_.remove_all(acks);
     if (!group.empty()) {
       auto written = outbox_.put_all(group);
       on_durable_(std::move(group), std::move(written));
@@ -306,7 +311,7 @@ void OutboxWriter::drain_and_stop() {
     rest.swap(queue_);
     acks.swap(acks_);
   }
-  for (const auto& ref : acks) outbox_.remove(ref);
+  if (!acks.empty()) outbox_.remove_all(acks);
   if (!rest.empty()) {
     auto written = outbox_.put_all(rest);
     on_durable_(std::move(rest), std::move(written));

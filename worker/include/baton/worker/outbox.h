@@ -43,7 +43,10 @@ class Outbox {
   /// finish already pending for the same attempt is not written again.
   Result<void> put_all(const std::vector<protocol::Finish>& group);
   Result<void> put(const protocol::Finish& f) { return put_all({f}); }
-  void remove(const protocol::AttemptRef& ref);
+  void remove(const protocol::AttemptRef& ref) { remove_all({ref}); }
+  /// Forgets acknowledged finishes: their ack lines in one append (not
+  /// synced: a lost ack costs one harmless replay).
+  void remove_all(const std::vector<protocol::AttemptRef>& refs);
   /// Every finish not yet acknowledged, oldest first; with `min_age`, only
   /// those written at least that long ago.
   std::vector<protocol::Finish> pending(std::chrono::seconds min_age = std::chrono::seconds(0)) const;
