@@ -142,7 +142,12 @@ void RunBook::pump() {
       case step_reap:
         if (now_ - last_reap_ >= cfg_.reap_every) {
           last_reap_ = now_;
-          with_fresh_view([this](bool fresh) { reap(fresh); });
+          // The book ages its runs on its own clock: a read only when it
+          // cannot decide alone (reap_needs_read).
+          if (reap_needs_read())
+            with_fresh_view([this](bool fresh) { reap(fresh); });
+          else
+            reap(true);
         }
         break;
       case step_heartbeats:
@@ -239,7 +244,23 @@ void RunBook::with_fresh_view(std::function<void(bool)> then) {
   emit(ReadActive{op, cfg_.continuation_margin});
 }
 
+void RunBook::distrust() {
+  fresh_ = false;
+  doubt_ = true;
+}
+
+bool RunBook::reap_needs_read() const {
+  if (doubt_ || now_ - last_active_read_ >= cfg_.reap_every * full_read_every_reaps) return true;
+  for (const auto& [id, t] : tracked_)
+    if (t.row.continuation == ContinuationState::confirming && !t.row.continuation_expired && t.confirm_until &&
+        now_ >= *t.confirm_until)
+      return true;
+  return false;
+}
+
 void RunBook::apply_active(const std::vector<store::ActiveRun>& rows) {
+  doubt_ = false;
+  last_active_read_ = now_;
   std::map<std::int64_t, Tracked> next;
   for (const auto& r : rows) {
     auto old = tracked_.find(r.id.value);
@@ -275,6 +296,9 @@ void RunBook::apply_active(const std::vector<store::ActiveRun>& rows) {
         t.confirm_until = now_ + Millis{std::max<std::int64_t>(0, r.continuation_remaining_ms.value_or(0))} +
                           cfg_.continuation_margin;
     }
+    // Ages by the database's clock when read, on this leader's from now on.
+    t.assigned_at = now_ + -Millis{std::max<std::int64_t>(0, r.assigned_age_ms)};
+    if (r.state == RunState::running) t.started_at = now_ + -Millis{std::max<std::int64_t>(0, r.running_age_ms)};
     if (old == tracked_.end() || old->second.row.worker_id != r.worker_id || old->second.row.attempt != r.attempt)
       mark_listed(t);  // counted from now
     next.emplace(r.id.value, std::move(t));
@@ -318,7 +342,7 @@ void RunBook::fence(const char* op, const std::string& subject, Epoch current) {
 
 bool RunBook::note(const char* op, std::int64_t run, const Result<store::WriteResult>& r) {
   if (!r) {
-    fresh_ = false;  // the outcome is unknown: the next decision needs a read
+    distrust();  // the outcome is unknown: the next decision needs a read
     log(LogLevel::warn,
         fmt::format("run_write_error op={} run={} epoch={} error={}", op, run, epoch_.value, r.error().message));
     return false;
@@ -326,7 +350,7 @@ bool RunBook::note(const char* op, std::int64_t run, const Result<store::WriteRe
   switch (r->outcome) {
     case WriteOutcome::applied: return true;
     case WriteOutcome::conflict:
-      fresh_ = false;  // this book's copy was stale
+      distrust();  // this book's copy was stale
       count(Counter::conflict_writes);
       log(LogLevel::debug, fmt::format("run_write_conflict op={} run={} epoch={}", op, run, epoch_.value));
       return false;
@@ -337,12 +361,12 @@ bool RunBook::note(const char* op, std::int64_t run, const Result<store::WriteRe
 
 bool RunBook::batch_fenced(const char* op, std::size_t rows, const Result<store::BatchWriteResult>& r) {
   if (!r) {
-    fresh_ = false;
+    distrust();
     log(LogLevel::warn,
         fmt::format("run_write_error op={} rows={} epoch={} error={}", op, rows, epoch_.value, r.error().message));
     return false;
   }
-  if (r->applied.size() < rows) fresh_ = false;
+  if (r->applied.size() < rows) distrust();
   if (!r->fenced(epoch_)) return false;
   fence(op, "rows=" + std::to_string(rows), r->current_epoch);
   return true;
@@ -562,7 +586,7 @@ void RunBook::adopt_if_needed(std::int64_t run, std::function<void(bool)> then) 
     auto it = tracked_.find(run);
     if (it == tracked_.end() || it->second.row.attempt != att.attempt ||
         it->second.row.lease_token != att.lease_token) {
-      fresh_ = false;  // the copy moved on meanwhile
+      distrust();  // the copy moved on meanwhile
       return then(false);
     }
     store::ActiveRun& r = it->second.row;
@@ -914,6 +938,7 @@ void RunBook::apply_starts(const std::vector<store::StartRow>& rows, const Resul
     r.version = applied->new_version;
     r.leader_epoch = epoch_;
     r.running_age_ms = 0;
+    it->second.started_at = now_;
     mark_listed(it->second);
     count(Counter::runs_started);
     log(LogLevel::info, fmt::format("run_started run={} attempt={} worker={} epoch={}", r.id.value, r.attempt,
@@ -926,7 +951,7 @@ void RunBook::apply_starts(const std::vector<store::StartRow>& rows, const Resul
   // that is no longer this worker's assignment is denied. After a failed
   // write and a failed read the outcome is unknown: nothing is sent, and the
   // worker asks again (a denial there cost the run an attempt that never ran).
-  fresh_ = false;
+  distrust();
   with_fresh_view([this, lost = std::move(lost)](bool fresh) {
     if (!fresh) return;
     for (const auto& row : lost) {
@@ -970,7 +995,7 @@ void RunBook::apply_finishes(const std::vector<store::FinishRow>& rows,
   // worker lost now would leave it to the continuation deadline. After a
   // failed read, nothing is acknowledged: the worker sends it again.
   count(Counter::conflict_writes, static_cast<std::int64_t>(lost.size()));
-  fresh_ = false;
+  distrust();
   with_fresh_view([this, lost = std::move(lost)](bool fresh) {
     if (!fresh) return;
     for (const auto& f : lost) on_finish(f.worker, f.message, true);

@@ -73,24 +73,34 @@ void RunBook::flush_heartbeats() {
   if (rows.empty()) return;
   const OpId op = next_op();
   wait_heartbeats_[op] = [this, rows](const Result<store::HeartbeatBatchResult>& res) {
-    if (!res || res->applied.size() < rows.size()) fresh_ = false;
     if (!res) {
+      distrust();
       log(LogLevel::warn, fmt::format("heartbeat_batch_error epoch={} error={}", epoch_.value, res.error().message));
       return;
     }
     if (res->current_epoch != epoch_)
       return fence("heartbeat_batch", "rows=" + std::to_string(rows.size()), res->current_epoch);
-    bool missed = false;
+    bool unexplained = false;
     for (const auto& row : rows) {
       auto applied = res->applied.find(row.id.value);
       auto it = tracked_.find(row.id.value);
-      if (applied == res->applied.end() || it == tracked_.end()) {
-        missed = true;
+      if (applied != res->applied.end() && it != tracked_.end()) {
+        it->second.row.version = applied->second;
         continue;
       }
-      it->second.row.version = applied->second;
+      if (applied != res->applied.end()) continue;  // written, and the book let the run go meanwhile
+      // Missed. Explained when this book moved the run since the row was
+      // built (it finished, started or wrote it otherwise: it left the book
+      // or its version moved on); under load that is nearly every flush,
+      // and each such miss cost a read of every active run. Otherwise the
+      // copy may be stale: read.
+      const bool moved_by_book = it == tracked_.end() || it->second.row.version != row.version;
+      unexplained = unexplained || !moved_by_book;
     }
-    if (missed) with_fresh_view([](bool) {});
+    if (unexplained) {
+      distrust();
+      with_fresh_view([](bool) {});
+    }
   };
   emit(WriteHeartbeats{op, std::move(rows), cfg_.heartbeat_timeout * 2});
 }
@@ -140,8 +150,13 @@ void RunBook::reap(bool /*fresh*/) {
     // Expired only when both clocks say so: the database's deadline (wall
     // clock, shared by every leader) and this leader's own monotonic one.
     const bool expired = r.continuation_expired && t.confirm_until && now_ >= *t.confirm_until;
+    // Ages on this leader's clock (Tracked::assigned_at): the book's own
+    // writes, or the database's ages when it read the run.
+    auto age_ms = [&](const std::optional<MonoTime>& since) -> std::int64_t {
+      return since ? std::chrono::duration_cast<Millis>(now_ - *since).count() : 0;
+    };
     views.push_back({id, r.state, r.worker_id, attached || reattach_window, r.leader_epoch == epoch_, r.continuation,
-                     expired, r.assigned_age_ms, r.running_age_ms, r.timeout_ms,
+                     expired, age_ms(t.assigned_at), age_ms(t.started_at), r.timeout_ms,
                      r.state == RunState::running ? unlisted_heartbeats(t) : 0,
                      r.state == RunState::assigned && attached && unlisted_heartbeats(t) == 0});
   }
@@ -630,6 +645,8 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
       send(a.worker_id,
            protocol::Assign{ref_of(row), p.tasks, d.timeout_ms, row.continuation_timeout_ms, d.parameters, p.granted});
       Tracked t{row, std::move(p.tasks), 0, 0, {}, {}, p.start_not_before};
+      t.assigned_at = now_;
+      if (a.start) t.started_at = now_;
       mark_listed(t);
       note_holder(t);
       if (a.start) t.grant_in_flight = t.link;

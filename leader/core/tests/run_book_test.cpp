@@ -22,6 +22,10 @@ RuntimeConfig config() {
 
 MonoTime at(Millis t) { return MonoTime{t}; }
 
+/// How often the reaper reads the active runs when nothing made it doubt its
+/// book (RunBook::full_read_every_reaps reaps).
+Millis full_read_period() { return config().reap_every * RunBook::full_read_every_reaps; }
+
 store::ActiveRun active(std::int64_t id, RunState state, const std::string& worker, int attempt = 1,
                         Epoch epoch = kEpoch) {
   store::ActiveRun r;
@@ -1237,7 +1241,7 @@ TEST(RunBookLanes, AFinishIsCountedUnderItsJobWhenAReadDroppedTheRunBeforeItsAns
   ASSERT_EQ(finishes.size(), 1u);
   d.rows = {};  // committed, and the next pass's read sees it
   const int before = d.active_reads;
-  d.tick(1100ms);
+  d.tick(full_read_period() + 100ms);  // the reaper's periodic read
   ASSERT_GT(d.active_reads, before) << "no read between the write and its answer";
   auto observed = all<ObserveRunFinished>(d.answer(finishes[0].op, batch(kEpoch, {1})));
   ASSERT_EQ(observed.size(), 1u);
@@ -1334,8 +1338,10 @@ TEST(RunBookCreated, ARunHandedOverWaitsForTheDispatcherWhenItCannotBePlacedNow)
     d.start();
     d.attach(7, hello("w1"));
     d.tick(100ms);
-    d.now = at(700ms);
-    d.book.tick(d.now);  // a pass that reads the active runs (reap)...
+    d.now = at(full_read_period());
+    d.msg(7, "w1", protocol::Heartbeat{});  // still attached
+    d.now = at(full_read_period() + 200ms);
+    d.book.tick(d.now);  // a pass that reads the active runs (the reaper's periodic read)...
     auto pass = d.book.take_effects();
     ASSERT_FALSE(all<ReadActive>(pass).empty());
     d.book.created({due}, d.now);  // ...is under way
@@ -1412,6 +1418,66 @@ TEST(RunBookCreated, AHeldStartWhoseWorkerLeftIsNotWritten) {
   d.book.detached(7, "w1", "closed", d.now);
   d.run();
   EXPECT_TRUE(all<WriteStarts>(d.tick(301ms)).empty());
+}
+
+// Between elections the book is authoritative for what it wrote: the
+// reaper ages the book's own assignment on the leader's clock and orphans it
+// (its worker gone) without reading the active runs first.
+TEST(RunBookAuthority, TheReaperAgesTheBooksOwnAssignmentOnItsClockWithoutAReadOfTheActiveRuns) {
+  Driver d;
+  d.start();
+  auto h = hello("w1");
+  h.prefetch = 0;
+  d.attach(7, h);
+  d.tick(100ms);  // the first pass reads the controls
+  d.book.created({due_run(9, 1)}, d.now);
+  auto assigns = all<WriteAssigns>(d.run());
+  ASSERT_EQ(assigns.size(), 1u);
+  d.answer(assigns[0].op, assigned(9));
+  d.book.detached(7, "w1", "closed", d.now);
+  d.run();
+  const int reads = d.active_reads;
+  std::vector<WriteRun> orphans;
+  for (Millis t : {600ms, 1100ms, 1600ms})
+    for (const auto& w : all<WriteRun>(d.tick(t)))
+      if (w.kind == RunWriteKind::orphan) {
+        orphans.push_back(w);
+        d.answer(w.op, applied());
+      }
+  ASSERT_EQ(orphans.size(), 1u) << "ASSIGNED, its worker gone for reassign_detached_after";
+  EXPECT_EQ(orphans[0].fence.run.value, 9);
+  EXPECT_EQ(d.active_reads, reads) << "decided on the book, not on a read";
+  // The backstop: a full read comes at least every full_read_every_reaps reaps.
+  d.tick(full_read_period() + 1700ms);
+  EXPECT_GT(d.active_reads, reads);
+}
+
+// A heartbeat write that missed a run the book itself finished meanwhile
+// needs no read; one that missed a run the book did not move does.
+TEST(RunBookAuthority, AHeartbeatMissIsReadOnlyWhenTheBookDidNotMoveTheRun) {
+  for (bool book_finished_it : {true, false}) {
+    Driver d;
+    auto r = active(1, RunState::running, "w1");
+    d.begin({r}, hello("w1", {ref(r)}));
+    protocol::Heartbeat hb;
+    hb.running = {ref(r)};
+    d.msg(7, "w1", hb);
+    auto flush = d.tick(1100ms);
+    auto beats = all<WriteHeartbeats>(flush);
+    ASSERT_EQ(beats.size(), 1u);
+    ASSERT_EQ(beats[0].rows.size(), 1u);
+    if (book_finished_it) {
+      d.msg(7, "w1", finish(r, protocol::Outcome::succeeded));
+      auto finishes = all<WriteFinishes>(d.tick(1110ms));
+      ASSERT_EQ(finishes.size(), 1u);
+      d.answer(finishes[0].op, batch(kEpoch, {1}));
+    }
+    const int reads = d.active_reads;
+    store::HeartbeatBatchResult missed;
+    missed.current_epoch = kEpoch;  // nothing applied
+    d.answer(beats[0].op, missed);
+    EXPECT_EQ(d.active_reads - reads, book_finished_it ? 0 : 1) << (book_finished_it ? "finished" : "not moved");
+  }
 }
 
 }  // namespace

@@ -332,6 +332,11 @@ class RunBook {
   /// 64 of them).
   void check_invariants() const;
 
+  /// Between elections the book is authoritative for the runs it wrote;
+  /// a full read of the active runs still comes at least this many reaps
+  /// apart, whatever happened (a backstop, not a rule anything relies on).
+  static constexpr int full_read_every_reaps = 10;
+
  private:
   /// What is behind a queued finish row: a row that does not apply is judged
   /// again from its message; one that does is counted under its job.
@@ -382,6 +387,12 @@ class RunBook {
     /// that leave the attempt out prove nothing; once the worker lists the
     /// attempt, or that connection is gone, they count again.
     std::optional<LinkId> grant_in_flight{};
+    /// When the run was assigned and, once RUNNING, started, on this
+    /// leader's monotonic clock: from its own applied write, or from the
+    /// database's ages when it read the run. The reaper counts ages from
+    /// them, so that it needs no read of the active runs to age them.
+    std::optional<MonoTime> assigned_at{};
+    std::optional<MonoTime> started_at{};
   };
   template <class T>
   using Then = std::function<void(const Result<T>&)>;
@@ -419,6 +430,15 @@ class RunBook {
   /// Calls `then(fresh)` once tracked_ reflects a successful read made in
   /// this pass (fresh = true) or the read failed (fresh = false).
   void with_fresh_view(std::function<void(bool fresh)> then);
+  /// Something happened that this book's copy cannot explain (a write that
+  /// conflicted or failed, a heartbeat that missed a run the book did not
+  /// move): the next decision, and the next reap, read the active runs.
+  void distrust();
+  /// Whether the reaper must decide on a read of the active runs rather
+  /// than on this book: after distrust(), when a CONFIRMING attempt's own
+  /// deadline has passed (the database's half of it is known only by a
+  /// read), and at least every full_read_every_reaps reaps.
+  bool reap_needs_read() const;
   void write(WriteRun w, Then<store::WriteResult> then);
   void read_run(RunId run, Then<std::optional<store::RunRow>> then);
   void apply_active(const std::vector<store::ActiveRun>& rows);
@@ -543,6 +563,10 @@ class RunBook {
   Waiting<store::Controls> wait_controls_;
 
   bool fresh_ = false;  ///< tracked_ is a successful read of this pass plus this book's applied writes
+  /// tracked_ may disagree with the database in a way no read since has
+  /// settled (distrust()); a successful read clears it.
+  bool doubt_ = true;
+  MonoTime last_active_read_{};
   bool read_outstanding_ = false;
   std::vector<std::function<void(bool)>> read_waiters_;
   unsigned steps_ = 0;    ///< Step flags still to run in this pass
