@@ -78,15 +78,13 @@ PgLeaderStore::PgLeaderStore(const std::string& url, const std::string& applicat
         " FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id"
         " WHERE " +
         // The due bound and the limit as subqueries (computed
-        // once): each is then costed alike with and without the
-        // parameter's value, so that PostgreSQL settles on the
-        // generic plan (the same ordered scan) after five calls
-        // instead of planning every call anew; with them inline
-        // it planned 667 of 672 calls, 0.4 ms each
-        // (docs/performance.md, "Statements that cost what they
-        // must"). A session-wide plan_cache_mode setting did the
-        // same for this read but gave the cron creates on the
-        // same connection a plan that read every run.
+        // once), costed alike with and without the parameter's
+        // value: the generic plan is the same ordered scan as a
+        // custom one. With 20,000 runs queued that was enough for
+        // PostgreSQL to settle on it; with 80,000 it was not, and
+        // due_runs() now asks for it (docs/performance.md,
+        // "Statements that cost what they must", "Reads that grew
+        // with the backlog").
         due("r", "(SELECT now() + $3 * interval '1 millisecond')") +
         " AND coalesce(r.job_definition_id <> ALL ((SELECT ids FROM unfit)::bigint[]), true)"
         " ORDER BY r.priority DESC, r.due_at, r.id LIMIT (SELECT $1::int)");

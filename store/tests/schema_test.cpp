@@ -50,6 +50,18 @@ bool raw_move(pqxx::connection& c, std::int64_t id, RunState to) {
   }
 }
 
+// Whether the database refuses `sql` (its $1 the run's id).
+bool refused(pqxx::connection& c, const std::string& sql, std::int64_t id) {
+  try {
+    pqxx::work tx(c);
+    tx.exec_params(sql, id);
+    tx.commit();
+    return false;
+  } catch (const pqxx::sql_error&) {
+    return true;
+  }
+}
+
 class Schema : public ::testing::Test {
  protected:
   std::string url = baton::testing::PgInstance::shared().fresh_database("schema");
@@ -77,16 +89,7 @@ TEST_F(Schema, DatabaseRejectsEveryIllegalTransitionPair) {
 TEST_F(Schema, DatabaseRejectsWritesThatSkipTheVersionOrRewindEpochs) {
   pqxx::connection c(url);
   std::int64_t id = insert_pending_runs(url, 1);
-  auto fails = [&](const std::string& sql) {
-    try {
-      pqxx::work tx(c);
-      tx.exec_params(sql, id);
-      tx.commit();
-      return false;
-    } catch (const pqxx::sql_error&) {
-      return true;
-    }
-  };
+  auto fails = [&](const std::string& sql) { return refused(c, sql, id); };
   // Each write below records itself in the history (the entry a correct
   // write would append), so that only the rule it breaks refuses it.
   const std::string h = ", " + history_set();
@@ -130,16 +133,7 @@ TEST_F(Schema, AHeartbeatReplacesOnlyTheLastHeartbeatsEntryAndRewritesNothingEls
   pqxx::connection c(url);
   std::int64_t id = insert_pending_runs(url, 1);
   for (RunState step : path_to(RunState::running)) ASSERT_TRUE(raw_move(c, id, step));
-  auto fails = [&](const std::string& sql) {
-    try {
-      pqxx::work tx(c);
-      tx.exec_params(sql, id);
-      tx.commit();
-      return false;
-    } catch (const pqxx::sql_error&) {
-      return true;
-    }
-  };
+  auto fails = [&](const std::string& sql) { return refused(c, sql, id); };
   const std::string code = "(baton_run_history_code(state, continuation_state, attempt) + 32)";
   const std::string stamp = "txid_current(), (extract(epoch FROM clock_timestamp()) * 1000000)::bigint, 0";
   const std::string n = "cardinality(history)";
