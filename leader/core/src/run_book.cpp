@@ -937,7 +937,6 @@ void RunBook::apply_starts(const std::vector<store::StartRow>& rows, const Resul
     r.state = RunState::running;
     r.version = applied->new_version;
     r.leader_epoch = epoch_;
-    r.running_age_ms = 0;
     it->second.started_at = now_;
     mark_listed(it->second);
     count(Counter::runs_started);
