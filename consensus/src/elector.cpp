@@ -91,6 +91,7 @@ void Elector::step() {
     std::lock_guard lock(mutex_);
     apply(on_observed(state_, *seen));
     last_seen_ = *seen;
+    last_seen_sent_at_ = sent_at;
   }
   if (seen->held_by(me_)) {
     // Our own incarnation holds an unexpired lease but we are a follower:
@@ -109,6 +110,7 @@ void Elector::step() {
   if (!won) return report_error("campaign", won.error()), sleep_(cfg_.poll_every);
   std::lock_guard lock(mutex_);
   last_seen_ = won->lease;
+  last_seen_sent_at_ = campaign_sent;
   if (same_generation()) apply(on_campaign(state_, *won, campaign_sent, me_));
 }
 
@@ -139,6 +141,11 @@ bool Elector::is_leader() const {
 Epoch Elector::leader_epoch() const {
   std::lock_guard lock(mutex_);
   return state_.role == Role::leader ? state_.epoch : Epoch{0};
+}
+
+Elector::Sighting Elector::sighting() const {
+  std::lock_guard lock(mutex_);
+  return Sighting{last_seen_, last_seen_sent_at_};
 }
 
 std::optional<store::LeaseView> Elector::last_seen_lease() const {

@@ -15,6 +15,7 @@
 #include "baton/leader/admin_api.h"
 #include "baton/leader/control_loop.h"
 #include "baton/leader/node_server.h"
+#include "baton/leader_core/worker_reception.h"
 
 namespace baton::leader {
 
@@ -23,14 +24,6 @@ namespace {
 // be this late, so it is small next to any sane safety_margin.
 constexpr Millis watchdog_every{20};
 constexpr Millis registry_every{5000};
-// How long a follower holds a worker's connection while no leader is known.
-constexpr Millis park_max{5000};
-// A worker that could not reach the leader is held this long before it is
-// sent back to that same leader (if its lease is still held): long enough to
-// stop a tight redirect loop to a dead leader, short enough that a worker
-// whose partition just healed reattaches before its runs' continuation
-// deadline (a 5 s hold re-executed finished runs in the 30-minute chaos run).
-constexpr Millis unreachable_hold{1000};
 // Bound on waiting for the election thread at shutdown: if the database
 // hangs, exit anyway (the lease then expires on its own).
 constexpr Millis shutdown_join_max{3000};
@@ -74,7 +67,9 @@ class NodeRuntime final : public ServerHandlers {
         admin_(AdminApiPorts{[this] { return status(); },
                              [this](std::int64_t run, const std::string& reason) { return cancel(run, reason); },
                              [this](std::vector<store::DueRun> due) { wake_dispatcher(std::move(due)); }},
-               admin_store, metrics, clock_, cfg.admin_token, cfg.metrics_require_token) {
+               admin_store, metrics, clock_, cfg.admin_token, cfg.metrics_require_token),
+        reception_(leader_core::reception_limits(cfg.election.poll_every, cfg.runtime.continuation_timeout,
+                                                 cfg.runtime.continuation_margin)) {
     admin_.set_payload_denylist(cfg.payload_denylist);
     admin_.set_limits(cfg.api_limits);
     admin_.set_scheme(cfg.insecure ? "http" : "https");
@@ -113,23 +108,14 @@ class NodeRuntime final : public ServerHandlers {
       active_->loop->post(WorkerAttached{link, hello});
       return;
     }
-    auto lease = elector_.last_seen_lease();
-    std::string endpoint = lease && !lease->expired() && !lease->held_by(me_) ? lease->leader_endpoint : "";
-    Epoch skip{0};
-    if (!endpoint.empty() && endpoint == hello.unreachable_leader) {
-      skip = lease->epoch;  // the worker could not reach that leader: wait for a newer one
-      endpoint.clear();
-    }
-    if (endpoint.empty() && !stopping_) {
-      // No leader is known (an election is under way): hold the connection
-      // and tell the worker as soon as one is (reconcile), instead of making
-      // it poll the coordinators with growing backoff. This is most of the
-      // time a fleet takes to reattach after a failover.
-      parked_[link->id()] = Parked{link, hello, clock_.mono(), skip};
+    const auto r = leader_core::receive_hello(sighting(), me_, hello.unreachable_leader, stopping_, reception_);
+    if (r.parked()) {
+      spdlog::info("worker_hello_parked node={} worker={} skip_epoch={}", me_.node_id, json_quote(hello.worker_id),
+                   r.epoch.value);
+      parked_[link->id()] = Parked{link, hello, clock_.mono(), r.epoch};
       return;
     }
-    link->send(protocol::Redirect{endpoint, lease ? lease->epoch.value : 0});
-    link->close("not the leader");
+    send_on(*link, hello, r, Millis{0});
   }
   void on_worker_message(std::uint64_t link_id, const std::string& worker_id, protocol::Message m) override {
     std::lock_guard lock(mutex_);
@@ -183,24 +169,22 @@ class NodeRuntime final : public ServerHandlers {
 
   /// Workers held while no leader was known: attach them here if this node
   /// now leads, redirect them once another leader is known, and let them go
-  /// (to retry with backoff) if the election takes too long.
+  /// (to the next coordinator) if the election takes too long or this node
+  /// can no longer read the lease (leader_core/worker_reception.h).
   void release_parked() {
     if (parked_.empty()) return;
-    const auto lease = elector_.last_seen_lease();
-    const bool other_leader = lease && !lease->expired() && !lease->held_by(me_) && !lease->leader_endpoint.empty();
-
+    const auto seen = sighting();
     const MonoTime now = clock_.mono();
     for (auto it = parked_.begin(); it != parked_.end();) {
       Parked& p = it->second;
+      const auto held = std::chrono::duration_cast<Millis>(now - p.since);
       if (active_ && !active_->stop.load()) {
+        spdlog::info("worker_hello_released node={} worker={} to=here held_ms={}", me_.node_id,
+                     json_quote(p.hello.worker_id), held.count());
         links_[it->first] = active_;
         active_->loop->post(WorkerAttached{p.link, p.hello});
-      } else if (other_leader && (lease->epoch > p.skip_epoch || now - p.since > unreachable_hold)) {
-        p.link->send(protocol::Redirect{lease->leader_endpoint, lease->epoch.value});
-        p.link->close("not the leader");
-      } else if (now - p.since > park_max) {
-        p.link->send(protocol::Redirect{"", lease ? lease->epoch.value : 0});
-        p.link->close("no leader elected yet");
+      } else if (auto r = leader_core::release(seen, me_, held, p.skip_epoch, reception_); !r.parked()) {
+        send_on(*p.link, p.hello, r, held);
       } else {
         ++it;
         continue;
@@ -214,10 +198,10 @@ class NodeRuntime final : public ServerHandlers {
     {
       std::lock_guard lock(mutex_);
       stopping_ = true;  // from now on, workers are sent on at once, not held
-      for (auto& [id, p] : parked_) {
-        p.link->send(protocol::Redirect{"", 0});
-        p.link->close("node stopping");
-      }
+      for (auto& [id, p] : parked_)
+        send_on(*p.link, p.hello,
+                leader_core::Reception{leader_core::Reception::Kind::redirect, "", {}, "node stopping"},
+                std::chrono::duration_cast<Millis>(clock_.mono() - p.since));
       parked_.clear();
       if (active_) retiring_.push_back(active_);
       active_.reset();
@@ -235,6 +219,21 @@ class NodeRuntime final : public ServerHandlers {
   }
 
  private:
+  leader_core::LeaseSighting sighting() const {
+    auto s = elector_.sighting();
+    return {std::move(s.lease), std::chrono::duration_cast<Millis>(clock_.mono() - s.read_sent_at)};
+  }
+
+  /// Redirects a worker that this node does not attach (to the leader, or
+  /// with no endpoint: to its next coordinator) and closes the connection.
+  void send_on(WorkerLink& link, const protocol::Hello& hello, const leader_core::Reception& r, Millis held) {
+    spdlog::info("worker_sent_on node={} worker={} to={} epoch={} held_ms={} reason={}", me_.node_id,
+                 json_quote(hello.worker_id), r.endpoint.empty() ? "(no leader known)" : json_quote(r.endpoint),
+                 r.epoch.value, held.count(), r.reason);
+    link.send(protocol::Redirect{r.endpoint, r.epoch.value});
+    link.close(r.reason);
+  }
+
   std::shared_ptr<LoopHandle> start_loop(Epoch epoch) {
     auto h = std::make_shared<LoopHandle>();
     h->epoch = epoch;
@@ -274,12 +273,12 @@ class NodeRuntime final : public ServerHandlers {
     s.incarnation = me_.incarnation;
     Epoch led = elector_.leader_epoch();
     s.role = led.value != 0 ? "leader" : "follower";
-    auto lease = elector_.last_seen_lease();
-    s.epoch = led.value != 0 ? led.value : (lease ? lease->epoch.value : 0);
+    const auto seen = sighting();
+    s.epoch = led.value != 0 ? led.value : (seen.lease ? seen.lease->epoch.value : 0);
     if (led.value != 0) {
       s.leader_id = me_.node_id;
       s.leader_endpoint = me_.endpoint;
-    } else if (lease && !lease->expired()) {
+    } else if (auto lease = leader_core::known_leader(seen, me_, reception_)) {
       s.leader_id = lease->leader_id;
       s.leader_endpoint = lease->leader_endpoint;
     }
@@ -310,6 +309,7 @@ class NodeRuntime final : public ServerHandlers {
     MonoTime since;
     Epoch skip_epoch{0};  ///< do not redirect to the leader of this epoch (the worker could not reach it)
   };
+  const leader_core::ReceptionLimits reception_;
   std::map<std::uint64_t, Parked> parked_;  ///< link id -> a worker waiting for a leader to be known
   bool stopping_ = false;                   ///< stop_loops() has begun: hold no more workers
 };

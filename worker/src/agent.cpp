@@ -183,6 +183,10 @@ class Agent {
     }
     const std::uint64_t gen = ++generation_;
     const std::string ep = current_endpoint();
+    // Every attempt, so the time a worker takes to reattach after a failover
+    // can be read from its log (where it went, who held it, who sent it on).
+    spdlog::info("worker_connecting worker={} endpoint={} unreachable_leader={}", json_quote(cfg_.worker_id), ep,
+                 unreachable_leader_.empty() ? "-" : unreachable_leader_);
     protocol_ = protocol::protocol_version_min;  // until a welcome names the version
     auto colon = ep.rfind(':');
     host_ = ep.substr(0, colon);

@@ -47,7 +47,16 @@ class Elector {
   Epoch leader_epoch() const;  ///< 0 when not leading
   ElectorState snapshot() const;
   /// The lease as last read or won (leader id and endpoint for redirects).
+  /// Its `remaining` is as the database said at that read, not aged.
   std::optional<store::LeaseView> last_seen_lease() const;
+  /// The same, with the time the read that returned it was sent (the clock
+  /// given to the constructor), so a caller can age it and tell a node that
+  /// reads the lease from one whose database calls fail or hang.
+  struct Sighting {
+    std::optional<store::LeaseView> lease;
+    MonoTime read_sent_at{};
+  };
+  Sighting sighting() const;
   const NodeIdentity& identity() const { return me_; }
 
  private:
@@ -63,6 +72,7 @@ class Elector {
   mutable std::mutex mutex_;
   ElectorState state_;
   std::optional<store::LeaseView> last_seen_;
+  MonoTime last_seen_sent_at_{};
   Errc last_error_code_{};
   bool had_error_ = false;
   std::atomic<bool> stopping_{false};  // set by shutdown(): never campaign again
