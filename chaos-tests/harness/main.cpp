@@ -591,10 +591,11 @@ class Harness {
         return std::stoll(m[1]);
       }
       if (r.status == 200) {  // an earlier try of this key created it (its answer was lost)
+        const std::string run = std::regex_search(r.body, m, run_re) ? m[1].str() : "0";
         std::lock_guard lock(mutex_);
-        submissions_ << "key=" << key << " job=" << job << " accepted=1 status=200 run=0\n";
+        submissions_ << "key=" << key << " job=" << job << " accepted=1 status=200 run=" << run << "\n";
         submissions_.flush();
-        return 0;
+        return std::stoll(run);
       }
       std::this_thread::sleep_for(200ms);
     }

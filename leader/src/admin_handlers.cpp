@@ -716,11 +716,18 @@ HttpResponse AdminApi::trigger(const ApiCall& c) {
     return db_error(created.error());
   }
   if (created->outcome == store::WriteOutcome::fenced) return error(503, "not_leader", "this node was superseded");
-  if (created->outcome == store::WriteOutcome::conflict)
-    return ok_json(json::object{{"job", job},
-                                {"idempotency_key", *key},
-                                {"created", false},
-                                {"message", "a run with this Idempotency-Key is already active"}});
+  if (created->outcome == store::WriteOutcome::conflict) {
+    // The key names an earlier submission (unfinished, or finished within
+    // the remembered window): its run, so a client that lost the first
+    // answer learns the run it created (docs/operations.md).
+    json::object out{
+        {"job", job},
+        {"idempotency_key", *key},
+        {"created", false},
+        {"message", "this Idempotency-Key already names a run (unfinished, or finished in the last 24 hours)"}};
+    if (created->earlier) out["run_id"] = created->earlier->value;
+    return ok_json(out);
+  }
   // Hand the run to the leader's dispatcher now, as the insert returned it:
   // it is assigned without waiting for the dispatch period or reading it
   // back (docs/performance.md, trigger-to-start).

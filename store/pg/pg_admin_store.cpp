@@ -376,8 +376,9 @@ Result<Triggered> PgAdminStore::trigger(const Actor& who, const std::string& job
     auto r = tx.exec_prepared1("trigger_run", who.epoch.value, job, idempotency_key, "api",
                                std::optional<std::int64_t>{}, payload_json, who.name);
     if (!r[2].as<bool>()) return make_error(Errc::bad_input, "unknown job '" + job + "'");
-    Triggered out{classify_create(r, who.epoch), std::nullopt};
-    if (out.outcome == WriteOutcome::applied && !r[3].is_null()) out.due = due_run_of(r, 3);
+    Triggered out{classify_create(r, who.epoch), std::nullopt, std::nullopt};
+    if (out.outcome == WriteOutcome::conflict && !r[3].is_null()) out.earlier = RunId{r[3].as<std::int64_t>()};
+    if (out.outcome == WriteOutcome::applied && !r[4].is_null()) out.due = due_run_of(r, 4);
     return out;
   });
 }

@@ -490,20 +490,32 @@ const std::string& trigger_run_sql() {
   // back only when the run may be assigned now: due, and of a job without an
   // instance limit or exclusive execution (those wait for the dispatcher's
   // read, which counts the holders).
+  //
+  // An Idempotency-Key names one submission: while its run is unfinished
+  // (the unique index, which concurrent submissions meet) and for
+  // `idempotency_key_remembered` after it finished (`earlier`), the key
+  // gives back that run instead of a new one (schemas/0025). The row's
+  // fourth column is that run's id.
   static const std::string sql =
       "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1 FOR KEY SHARE),"
       " job AS (SELECT * FROM job_definitions WHERE name = $2 AND deleted_at IS NULL),"
+      " earlier AS (SELECT id FROM job_runs WHERE $3::text IS NOT NULL AND idempotency_key = $3::text"
+      " AND (finished_at IS NULL OR finished_at > now() - interval '" +
+      std::string(idempotency_key_remembered) +
+      "') ORDER BY id DESC LIMIT 1),"
       " w AS (INSERT INTO job_runs (job_definition_id, idempotency_key, max_attempts, priority, trigger_kind,"
       " leader_epoch, scheduled_for, payload)"
       " SELECT job.id, $3::text, job.max_attempts, job.priority, $4::text, $1::bigint, to_timestamp($5::bigint),"
       " coalesce($6::jsonb, '{}'::jsonb)"
-      " FROM job WHERE (SELECT epoch FROM fence) = $1::bigint ON CONFLICT DO NOTHING RETURNING *),"
+      " FROM job WHERE (SELECT epoch FROM fence) = $1::bigint AND NOT EXISTS (SELECT 1 FROM earlier)"
+      " ON CONFLICT DO NOTHING RETURNING *),"
       // The parameters' names, not their values: a value may be a secret.
       " audit AS (INSERT INTO audit_log (actor, action, subject, epoch, details)"
       " SELECT $7::text, 'job.trigger', 'job:' || $2, $1::bigint, jsonb_build_object('run_id', w.id,"
       " 'idempotency_key', $3::text, 'parameters', (SELECT coalesce(jsonb_agg(k ORDER BY k), '[]'::jsonb)"
       " FROM jsonb_object_keys(coalesce($6::jsonb -> 'parameters', '{}'::jsonb)) AS k)) FROM w)"
-      " SELECT (SELECT epoch FROM fence), (SELECT id FROM w), EXISTS (SELECT 1 FROM job), due.*"
+      " SELECT (SELECT epoch FROM fence), (SELECT id FROM w), EXISTS (SELECT 1 FROM job), (SELECT id FROM earlier),"
+      " due.*"
       " FROM (VALUES (1)) AS one(x) LEFT JOIN (SELECT " +
       due_run_columns() +
       " FROM w r JOIN job_definitions j ON j.id = r.job_definition_id"

@@ -15,9 +15,13 @@ const std::string& heartbeat_batch_sql();
 /// A run of a job, created by an API trigger, with its audit entry: $1 epoch,
 /// $2 job name, $3 idempotency key, $4 trigger kind, $5 slot (unix seconds or
 /// NULL), $6 payload (JSON, NULL for {}), $7 the actor audited. Returns
-/// (current_epoch, new run id or NULL, job exists) followed by the new run's
+/// (current_epoch, new run id or NULL, job exists, the earlier run the
+/// idempotency key names or NULL) followed by the new run's
 /// due_run_columns, NULL unless it may be assigned now.
 const std::string& trigger_run_sql();
+/// How long an API submission's idempotency key is remembered after its run
+/// finished (an SQL interval).
+inline constexpr const char* idempotency_key_remembered = "24 hours";
 
 /// Classifies the (current_epoch, new run id or NULL) row of a fenced insert.
 CreateResult classify_create(const pqxx::row& r, Epoch writer);

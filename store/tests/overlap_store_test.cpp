@@ -151,6 +151,7 @@ TEST_F(OverlapStoreTest, ATriggeredRunComesBackAsTheDispatcherReadsItUnlessItsJo
   auto again = admin.trigger(Actor{"tester", epoch}, "free", std::string("key-1"), std::nullopt);
   ASSERT_TRUE(again);
   EXPECT_EQ(again->outcome, WriteOutcome::conflict);
+  EXPECT_EQ(again->earlier, t->run) << "the answer names the run the key created";
   EXPECT_FALSE(again->due.has_value());
   EXPECT_EQ(text("SELECT count(*) FROM audit_log WHERE action = 'job.trigger'"), "1") << "nothing written: no audit";
 
@@ -163,6 +164,42 @@ TEST_F(OverlapStoreTest, ATriggeredRunComesBackAsTheDispatcherReadsItUnlessItsJo
   ASSERT_TRUE(fenced);
   EXPECT_EQ(fenced->outcome, WriteOutcome::fenced);
   EXPECT_FALSE(fenced->due.has_value());
+}
+
+// An Idempotency-Key names one submission: a retry whose first answer was
+// lost gets the run the key created, also once that run has finished (the
+// 30-minute chaos run of seed 7 ran a job twice when the key was free again
+// at the finish), until the remembered window has passed (schemas/0025).
+TEST_F(OverlapStoreTest, AnIdempotencyKeyNamesItsRunUntilADayAfterItFinished) {
+  job("free", std::nullopt);
+  auto first = admin.trigger(Actor{"tester", epoch}, "free", std::string("key-1"), std::nullopt);
+  ASSERT_TRUE(first && first->outcome == WriteOutcome::applied);
+  ASSERT_EQ(runs.cancel({first->run, Version{1}, epoch}, RunState::pending, "done")->outcome, WriteOutcome::applied);
+  ASSERT_NE(text("SELECT finished_at FROM job_runs WHERE id = " + std::to_string(first->run.value)), "NULL");
+
+  auto retry = admin.trigger(Actor{"tester", epoch}, "free", std::string("key-1"), std::nullopt);
+  ASSERT_TRUE(retry);
+  EXPECT_EQ(retry->outcome, WriteOutcome::conflict) << "a finished run's key is still remembered";
+  EXPECT_EQ(retry->earlier, first->run);
+  EXPECT_EQ(text("SELECT count(*) FROM job_runs WHERE idempotency_key = 'key-1'"), "1");
+
+  {
+    // A day later: the finish moved back (past the write guard, which
+    // accepts only the fenced statements' writes).
+    pqxx::connection c(url);
+    pqxx::nontransaction tx(c);
+    tx.exec("SET session_replication_role = replica");
+    tx.exec("UPDATE job_runs SET finished_at = finished_at - interval '24 hours 1 minute' WHERE id = " +
+            std::to_string(first->run.value));
+  }
+  auto later = admin.trigger(Actor{"tester", epoch}, "free", std::string("key-1"), std::nullopt);
+  ASSERT_TRUE(later);
+  EXPECT_EQ(later->outcome, WriteOutcome::applied) << "a day after its run finished, the key is free again";
+  EXPECT_NE(later->run, first->run);
+  auto other = admin.trigger(Actor{"tester", epoch}, "free", std::string("key-2"), std::nullopt);
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->outcome, WriteOutcome::applied);
+  EXPECT_EQ(other->earlier, std::nullopt);
 }
 
 // Every statement that moves a run out of ASSIGNED or RUNNING gives its

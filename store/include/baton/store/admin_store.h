@@ -77,6 +77,9 @@ struct Actor {
 /// without reading it back).
 struct Triggered : CreateResult {
   std::optional<DueRun> due;
+  /// conflict: the run the idempotency key already names (unfinished, or
+  /// finished within the remembered window), when the statement saw it.
+  std::optional<RunId> earlier;
 };
 
 /// An API token as the database knows it (never the token itself).

@@ -1,0 +1,15 @@
+-- An API submission's Idempotency-Key is remembered after its run finished
+-- (docs/operations.md, "Idempotency keys"): a client that retries a
+-- submission whose answer it lost (a failover, a reset connection) must get
+-- the run it already created, even if that run has finished meanwhile.
+-- Before, the key was free again as soon as its run finished, so such a
+-- retry ran the job a second time (found by the 30-minute chaos run of seed
+-- 7: one key, two runs, two successful executions).
+--
+-- The unique index over unfinished runs (0021) stays the constraint two
+-- concurrent submissions meet. The trigger statement looks for an earlier
+-- run with the key through this index: an unfinished one, or one that
+-- finished within the remembered window (store/pg/run_transitions.cpp).
+-- Neither its key nor its predicate is written by an assignment, a start,
+-- a heartbeat or a finish: those updates stay HOT (SPEC section 2).
+CREATE INDEX job_runs_idempotency_key_idx ON job_runs (idempotency_key) WHERE idempotency_key IS NOT NULL;
