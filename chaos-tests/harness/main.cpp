@@ -209,6 +209,17 @@ class Harness {
     std::this_thread::sleep_for(1500ms);
     for (int i = 1; i <= o_.workers; ++i) start_worker("w" + std::to_string(i));
     if (!wait_leader(20s).size()) return fail("no leader elected");
+    // Every node must be up before the window opens: a node that could not
+    // start (its port taken meanwhile, seen once) would leave a run with a
+    // node fewer that still passes, and proves less.
+    for (const auto& [id, port] : node_port_) {
+      bool up = false;
+      for (auto end = std::chrono::steady_clock::now() + 20s; !up && std::chrono::steady_clock::now() < end;) {
+        up = http_request(port, "GET", "/status").status == 200;
+        if (!up) std::this_thread::sleep_for(100ms);
+      }
+      if (!up) return fail("node " + id + " did not start (its log: " + work_ + "/" + id + ".*.log)");
+    }
     // Job definitions are data: loaded through the API, as an operator does.
     {
       ChildProcess apply(

@@ -151,11 +151,24 @@ AdminApi::AdminApi(AdminApiPorts ports, store::AdminStore& store, Metrics& metri
       metrics_(metrics),
       auth_(
           std::move(config_admin_token),
-          [this](const std::string& hash) { return with_store([&](auto& s) { return s.token_by_hash(hash); }); },
-          clock),
+          [this](const std::string& hash) { return with_store([&](auto& s) { return s.token_by_hash(hash); }); }, clock,
+          Millis{5000}, [this](AuthFailure why) { auth_failed(why); }),
       metrics_need_token_(metrics_need_token),
       routes_(make_routes()),
       clock_(clock) {}
+
+/// Counted each; logged at most once per `auth_log_every`, with how many
+/// came since the last line (a flood of bad tokens is one line per period).
+void AdminApi::auth_failed(AuthFailure why) {
+  metrics_.auth_failures[static_cast<std::size_t>(why)]++;
+  const MonoTime now = clock_.mono();
+  std::lock_guard lock(auth_log_mutex_);
+  ++auth_unlogged_;
+  if (auth_logged_ && now - *auth_logged_ < auth_log_every) return;
+  spdlog::warn("api_auth_failed reason={} count={} (since the last such line)", to_string(why), auth_unlogged_);
+  auth_logged_ = now;
+  auth_unlogged_ = 0;
+}
 
 template <class T, class F>
 Result<T> AdminApi::recent(Recent<T>& r, F&& read) {

@@ -34,6 +34,24 @@ const char* to_string(Role r) {
   return "read";
 }
 
+const char* to_string(AuthFailure f) {
+  switch (f) {
+    case AuthFailure::missing: return "missing";
+    case AuthFailure::malformed: return "malformed";
+    case AuthFailure::unknown: return "unknown";
+  }
+  return "unknown";
+}
+
+bool issued_token_shaped(const std::string& token) {
+  if (token.size() != 6 + 64 || token.rfind("baton_", 0) != 0) return false;
+  for (std::size_t i = 6; i < token.size(); ++i) {
+    const char c = token[i];
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
 std::optional<Role> parse_role(const std::string& s) {
   if (s == "read") return Role::read;
   if (s == "operate") return Role::operate;
@@ -55,34 +73,47 @@ std::string new_api_token() {
   return "baton_" + hex(bytes, sizeof bytes);
 }
 
-Authenticator::Authenticator(std::string config_admin_token, Lookup lookup, const Clock& clock, Millis cache_for)
+Authenticator::Authenticator(std::string config_admin_token, Lookup lookup, const Clock& clock, Millis cache_for,
+                             OnFailure on_failure)
     : config_admin_token_(std::move(config_admin_token)),
       lookup_(std::move(lookup)),
       clock_(clock),
-      cache_for_(cache_for) {}
+      cache_for_(cache_for),
+      on_failure_(std::move(on_failure)),
+      cache_(cache_max) {}
+
+std::optional<Principal> Authenticator::refuse(AuthFailure why) const {
+  if (on_failure_) on_failure_(why);
+  return std::nullopt;
+}
 
 Result<std::optional<Principal>> Authenticator::authenticate(const std::string& authorization) {
-  if (authorization.rfind("Bearer ", 0) != 0) return std::optional<Principal>{};
+  if (authorization.rfind("Bearer ", 0) != 0) return refuse(AuthFailure::missing);
   const std::string token = authorization.substr(7);
-  if (token.empty() || token.size() > 200) return std::optional<Principal>{};
+  if (token.empty() || token.size() > 200) return refuse(AuthFailure::missing);
   if (!config_admin_token_.empty() && constant_time_equal(token, config_admin_token_))
     return std::optional<Principal>{Principal{"config", Role::admin}};
+  // Not the configured token and not of the shape every issued token has:
+  // never issued, so no hash and no database lookup (a flood of made-up
+  // tokens costs the database nothing; docs/security.md).
+  if (!issued_token_shaped(token)) return refuse(AuthFailure::malformed);
   // Only the hash is kept, here as in the database: the cache holds no token.
   const std::string hash = sha256_hex(token);
   const auto now = clock_.mono();
   {
     std::lock_guard lock(mutex_);
-    if (auto it = cache_.find(hash); it != cache_.end() && it->second.until > now) return it->second.who;
+    if (auto cached = cache_.find(hash, now)) return *cached ? std::move(*cached) : refuse(AuthFailure::unknown);
   }
   auto grant = lookup_(hash);
   if (!grant) return grant.error();
   std::optional<Principal> who;
   if (*grant)
     if (auto role = parse_role((*grant)->role)) who = Principal{(*grant)->name, *role};
-  std::lock_guard lock(mutex_);
-  if (cache_.size() >= cache_max) cache_.clear();
-  cache_[hash] = Cached{who, now + cache_for_};
-  return who;
+  {
+    std::lock_guard lock(mutex_);
+    cache_.put(hash, who, now + cache_for_);
+  }
+  return who ? who : refuse(AuthFailure::unknown);
 }
 
 }  // namespace baton::leader

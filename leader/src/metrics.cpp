@@ -56,6 +56,12 @@ std::string Metrics::render() const {
   gauge("baton_requests_rate_limited_total", "API calls answered 429: a token over its trigger or list-read rate.",
         requests_rate_limited.load(), "counter");
   gauge("baton_role_changes_total", "Leader/follower transitions of this node.", role_changes.load(), "counter");
+  o << "# HELP baton_auth_failures_total API requests not authenticated: no token (missing), neither the configured "
+       "token nor of the issued shape, refused without a lookup (malformed), looked up and not found or revoked "
+       "(unknown).\n# TYPE baton_auth_failures_total counter\n";
+  const char* reasons[] = {"missing", "malformed", "unknown"};
+  for (std::size_t i = 0; i < auth_failures.size(); ++i)
+    o << "baton_auth_failures_total{reason=\"" << reasons[i] << "\"} " << auth_failures[i].load() << '\n';
   o << "# HELP baton_dispatch_latency_seconds Time from a run first seen due to its assignment committed.\n"
        "# TYPE baton_dispatch_latency_seconds histogram\n";
   std::int64_t cumulative = 0;

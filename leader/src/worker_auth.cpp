@@ -12,14 +12,6 @@ namespace baton::leader {
 namespace {
 constexpr std::size_t cache_max = 10000;  // unknown credentials are cached too: bound the map
 
-bool credential_shaped(const std::string& token) {
-  if (token.size() != 6 + 64 || token.rfind("baton_", 0) != 0) return false;
-  for (std::size_t i = 6; i < token.size(); ++i)
-    if (!std::isxdigit(static_cast<unsigned char>(token[i])) || std::isupper(static_cast<unsigned char>(token[i])))
-      return false;
-  return true;
-}
-
 WorkerAdmission refuse(std::string code, std::string message) {
   return WorkerAdmission{false, std::move(code), std::move(message), 0};
 }
@@ -44,7 +36,11 @@ std::string grant_excess(const store::WorkerCredential& credential, const protoc
 }
 
 WorkerAuthenticator::WorkerAuthenticator(std::string shared_token, Lookup lookup, const Clock& clock, Millis cache_for)
-    : shared_token_(std::move(shared_token)), lookup_(std::move(lookup)), clock_(clock), cache_for_(cache_for) {}
+    : shared_token_(std::move(shared_token)),
+      lookup_(std::move(lookup)),
+      clock_(clock),
+      cache_for_(cache_for),
+      cache_(cache_max) {}
 
 WorkerAdmission WorkerAuthenticator::admit(const protocol::Hello& hello) {
   if (!shared_token_.empty() && constant_time_equal(hello.token, shared_token_))
@@ -52,7 +48,7 @@ WorkerAdmission WorkerAuthenticator::admit(const protocol::Hello& hello) {
   // Credentials are all of one shape ("baton_" and 64 hex digits): anything
   // else is refused without a lookup (a flood of made-up tokens costs no
   // database work).
-  if (!credential_shaped(hello.token)) return refuse("unauthenticated", "bad worker token");
+  if (!issued_token_shaped(hello.token)) return refuse("unauthenticated", "bad worker token");
   // Only the hash is kept, here as in the database: the cache holds no token.
   const std::string hash = sha256_hex(hello.token);
   const auto now = clock_.mono();
@@ -60,8 +56,8 @@ WorkerAdmission WorkerAuthenticator::admit(const protocol::Hello& hello) {
   bool cached = false;
   {
     std::lock_guard lock(mutex_);
-    if (auto it = cache_.find(hash); it != cache_.end() && it->second.until > now) {
-      credential = it->second.credential;
+    if (auto hit = cache_.find(hash, now)) {
+      credential = std::move(*hit);
       cached = true;
     }
   }
@@ -70,8 +66,7 @@ WorkerAdmission WorkerAuthenticator::admit(const protocol::Hello& hello) {
     if (!found) return refuse("unavailable", "cannot check the worker credential: " + found.error().message);
     credential = *found;
     std::lock_guard lock(mutex_);
-    if (cache_.size() >= cache_max) cache_.clear();
-    cache_[hash] = Cached{credential, now + cache_for_};
+    cache_.put(hash, credential, now + cache_for_);
   }
   // The same answer for a token never issued and one revoked: the caller
   // learns nothing about which credentials exist.
@@ -82,8 +77,7 @@ WorkerAdmission WorkerAuthenticator::admit(const protocol::Hello& hello) {
 
 void WorkerAuthenticator::forget(const std::vector<std::int64_t>& credential_ids) {
   std::lock_guard lock(mutex_);
-  std::erase_if(cache_, [&](const auto& entry) {
-    const auto& c = entry.second.credential;
+  cache_.erase_if([&](const std::optional<store::WorkerCredential>& c) {
     return c && std::find(credential_ids.begin(), credential_ids.end(), c->id) != credential_ids.end();
   });
 }

@@ -150,6 +150,11 @@ class AdminApi {
   std::mutex store_mutex_;
   store::AdminStore& store_;
   Metrics& metrics_;
+  void auth_failed(AuthFailure why);
+  static constexpr Millis auth_log_every{10000};
+  std::mutex auth_log_mutex_;
+  std::optional<MonoTime> auth_logged_;
+  std::int64_t auth_unlogged_ = 0;
   Authenticator auth_;
   bool metrics_need_token_;
   std::vector<ApiRoute> routes_;

@@ -7,12 +7,12 @@
 // that time on every node).
 #include <chrono>
 #include <functional>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
 
 #include "baton/core/clock.h"
+#include "baton/core/lru_cache.h"
 #include "baton/core/result.h"
 #include "baton/store/admin_store.h"
 
@@ -34,11 +34,25 @@ struct Principal {
 std::string sha256_hex(const std::string& text);
 /// A new token: "baton_" and 64 hex digits from the system's CSPRNG.
 std::string new_api_token();
+/// Whether `token` has the shape new_api_token() gives (and worker
+/// credentials have): "baton_" and 64 lower-case hex digits. Anything else
+/// was never issued, so it is refused without hashing or a lookup.
+bool issued_token_shaped(const std::string& token);
+
+/// Why a request was not authenticated (`baton_auth_failures_total{reason}`).
+enum class AuthFailure {
+  missing,    ///< no `Authorization: Bearer` header, or an empty or overlong token
+  malformed,  ///< neither the configured token nor of the issued shape: no lookup made
+  unknown,    ///< looked up: never issued, or revoked
+};
+const char* to_string(AuthFailure f);
 
 class Authenticator {
  public:
   using Lookup = std::function<Result<std::optional<store::TokenGrant>>(const std::string& sha256_hex)>;
-  Authenticator(std::string config_admin_token, Lookup lookup, const Clock& clock, Millis cache_for = Millis{5000});
+  using OnFailure = std::function<void(AuthFailure)>;
+  Authenticator(std::string config_admin_token, Lookup lookup, const Clock& clock, Millis cache_for = Millis{5000},
+                OnFailure on_failure = {});
 
   /// The caller behind an Authorization header value; nullopt when there is
   /// no bearer token or it is unknown or revoked; an error when the database
@@ -46,16 +60,15 @@ class Authenticator {
   Result<std::optional<Principal>> authenticate(const std::string& authorization);
 
  private:
-  struct Cached {
-    std::optional<Principal> who;
-    MonoTime until;
-  };
+  std::optional<Principal> refuse(AuthFailure why) const;
+
   std::string config_admin_token_;
   Lookup lookup_;
   const Clock& clock_;
   Millis cache_for_;
+  OnFailure on_failure_;
   std::mutex mutex_;
-  std::map<std::string, Cached> cache_;  ///< by token hash; cleared when it grows past a bound
+  LruCache<std::optional<Principal>> cache_;  ///< by token hash; unknown tokens too
 };
 
 }  // namespace baton::leader

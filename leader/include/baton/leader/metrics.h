@@ -28,6 +28,9 @@ struct Metrics {
   std::atomic<std::int64_t> connections_refused{0};    ///< at a connection cap
   std::atomic<std::int64_t> requests_rate_limited{0};  ///< API calls answered 429
   std::atomic<std::int64_t> role_changes{0};
+  /// API requests not authenticated, by reason (api_auth.h AuthFailure:
+  /// missing, malformed, unknown).
+  std::array<std::atomic<std::int64_t>, 3> auth_failures{};
 
   /// Dispatch latency: first seen due by this leader -> assign committed.
   static constexpr std::array<double, 10> latency_buckets_ms{1, 2, 5, 10, 25, 50, 100, 250, 1000, 5000};

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "baton/core/clock.h"
+#include "baton/core/lru_cache.h"
 #include "baton/core/result.h"
 #include "baton/protocol/messages.h"
 #include "baton/store/admin_store.h"
@@ -52,16 +53,12 @@ class WorkerAuthenticator {
   void forget(const std::vector<std::int64_t>& credential_ids);
 
  private:
-  struct Cached {
-    std::optional<store::WorkerCredential> credential;
-    MonoTime until;
-  };
   const std::string shared_token_;
   Lookup lookup_;
   const Clock& clock_;
   const Millis cache_for_;
   std::mutex mutex_;
-  std::map<std::string, Cached> cache_;  ///< by credential hash; cleared when it grows past a bound
+  LruCache<std::optional<store::WorkerCredential>> cache_;  ///< by credential hash; unknown ones too
 };
 
 }  // namespace baton::leader

@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <optional>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -29,8 +31,32 @@
 
 namespace baton::testing {
 
-/// A TCP port on 127.0.0.1 that was free a moment ago (the kernel's choice).
+/// A TCP port on 127.0.0.1 that was free a moment ago, above the kernel's
+/// ephemeral range when there is room: a port from that range can be taken
+/// by any outgoing connection (or port-0 listener) before the server given
+/// it binds (a chaos run lost a node that way: "Address already in use").
+/// Falls back to the kernel's choice.
 inline int free_loopback_port() {
+  int lo = 32768, hi = 60999;
+  if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (std::fscanf(f, "%d %d", &lo, &hi) != 2) hi = 60999;
+    std::fclose(f);
+  }
+  if (hi < 65000) {
+    std::random_device seed;
+    std::mt19937 rng(seed());
+    for (int tries = 0; tries < 200; ++tries) {
+      const int port = hi + 1 + static_cast<int>(rng() % static_cast<unsigned>(65535 - hi));
+      int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      a.sin_port = htons(static_cast<uint16_t>(port));
+      const bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+      ::close(fd);
+      if (bound) return port;
+    }
+  }
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
