@@ -198,9 +198,11 @@ class NodeRuntime final : public ServerHandlers {
     {
       std::lock_guard lock(mutex_);
       stopping_ = true;  // from now on, workers are sent on at once, not held
+      // The same rule as a hello at a stopping node: to the leader if one
+      // is known, else on to the next coordinator.
+      const auto seen = sighting();
       for (auto& [id, p] : parked_)
-        send_on(*p.link, p.hello,
-                leader_core::Reception{leader_core::Reception::Kind::redirect, "", {}, "node stopping"},
+        send_on(*p.link, p.hello, leader_core::receive_hello(seen, me_, p.hello.unreachable_leader, true, reception_),
                 std::chrono::duration_cast<Millis>(clock_.mono() - p.since));
       parked_.clear();
       if (active_) retiring_.push_back(active_);
