@@ -390,8 +390,8 @@ HttpResponse AdminApi::metrics() {
   for (const auto& [k, n] : by_state)
     body += "baton_workers{state=\"" + k.first + "\",admin_state=\"" + k.second + "\"} " + std::to_string(n) + "\n";
   body +=
-      "# HELP baton_worker_heartbeat_age_seconds Time since an attached worker was last heard from (written every 5 "
-      "s).\n"
+      "# HELP baton_worker_heartbeat_age_seconds Time since an attached worker was last heard from, as last recorded "
+      "(every 5 s; in a fleet beyond runtime.workers_seen_rows_per_second x 5 workers, less often).\n"
       "# TYPE baton_worker_heartbeat_age_seconds gauge\n";
   for (const auto& w : g->workers)
     if (w.heartbeat_age_s)

@@ -127,6 +127,10 @@ Result<NodeConfig> load_node_config(const std::string& file) {
   if (auto v = rt.integer("reassign_rate", 0, 1000000)) cfg.runtime.reassign_rate = static_cast<int>(*v);
   if (auto v = rt.integer("reassign_burst", 1, 1000000)) cfg.runtime.reassign_burst = static_cast<int>(*v);
   if (auto v = rt.integer("output_db_bytes", 0, std::int64_t{1} << 40)) cfg.runtime.output_db_bytes = *v;
+  if (auto v = rt.integer("max_heartbeats_per_second", 0, 1000000))
+    cfg.runtime.max_heartbeats_per_second = static_cast<int>(*v);
+  if (auto v = rt.integer("workers_seen_rows_per_second", 1, 1000000))
+    cfg.runtime.workers_seen_rows_per_second = static_cast<int>(*v);
   rt.reject_unknown_keys();
   cfg.runtime.log_archive = !cfg.log_archive_dir.empty();
   if (cfg.runtime.heartbeat_timeout <= cfg.runtime.heartbeat_interval)

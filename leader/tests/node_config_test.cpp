@@ -191,6 +191,8 @@ TEST(NodeConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
       {"runtime.prune_every", duration(r.prune_every)},
       {"runtime.reassign_burst", std::to_string(r.reassign_burst)},
       {"runtime.output_db_bytes", std::to_string(r.output_db_bytes)},
+      {"runtime.max_heartbeats_per_second", std::to_string(r.max_heartbeats_per_second)},
+      {"runtime.workers_seen_rows_per_second", std::to_string(r.workers_seen_rows_per_second)},
       {"log_archive_dir", cfg->log_archive_dir.empty() ? "(none)" : cfg->log_archive_dir},
       {"log_archive_retention_days", std::to_string(cfg->log_archive_retention_days)},
       {"limits.max_connections", std::to_string(cfg->server_limits.max_connections)},

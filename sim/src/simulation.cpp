@@ -10,6 +10,7 @@
 #include <queue>
 #include <random>
 #include <set>
+#include <utility>
 
 #include "baton/consensus/elector.h"
 #include "baton/core/assert.h"
@@ -19,6 +20,7 @@
 #include "baton/store_fake/fake_lease_store.h"
 #include "baton/store_fake/fake_run_store.h"
 #include "baton/worker_core/attempt_table.h"
+#include "baton/worker_core/stall_guard.h"
 
 namespace baton::sim {
 
@@ -191,7 +193,10 @@ struct Worker {
   std::map<std::string, protocol::Finish> unacked;    ///< the durable outbox
   std::map<std::string, std::int64_t> unacked_since;  ///< when each was written (resent after finish_resend_after)
   std::int64_t last_resend_ns = 0;
-  std::deque<Frame> held;  ///< frames that arrived while paused
+  std::deque<Frame> held;                   ///< frames that arrived while paused
+  std::optional<std::uint64_t> close_held;  ///< a close that came while paused, after `held`
+  /// The Agent's rule for frames read after its loop stood still.
+  wc::StallGuard stall{Millis{250}};
   bool crashed = false;
   bool paused = false;
   bool cut = false;  ///< partitioned from every node
@@ -636,9 +641,11 @@ class World {
     it->second.worker_open = false;
     Worker& w = workers_[static_cast<std::size_t>(it->second.worker)];
     if (w.conn == conn && !w.crashed) {
-      if (w.paused) {  // noticed when it runs again
+      if (w.paused) {
+        // Noticed when it runs again, after the frames that reached its
+        // socket before the close (TCP delivers them first).
         it->second.worker_open = true;
-        later(5, [this, conn] { close_worker_side(conn); });
+        w.close_held = conn;
         return;
       }
       worker_lost_connection(w);
@@ -652,10 +659,12 @@ class World {
     w.succeeds = w.instance;
     w.instance = w.id + "-i" + std::to_string(w.incarnation);
     w.table = std::make_unique<wc::AttemptTable>(k_.capacity);
+    w.stall = wc::StallGuard(wc::StallGuard::limit_for(cfg_.heartbeat_interval, cfg_.heartbeat_timeout));
     w.conn.reset();
     w.welcomed = false;
     w.crashed = w.paused = false;
     w.held.clear();
+    w.close_held.reset();
     w.target = static_cast<int>(uniform(0, k_.nodes - 1));
     w.reconnect_at_ns = now_ns() + uniform(10, 200) * ms_ns;
     // Task trees a previous incarnation left are killed before it connects.
@@ -762,8 +771,17 @@ class World {
   void step_worker(Worker& w) {
     if (w.crashed || w.paused) return;
     move_if_drained(w);
+    // As the Agent: a loop that stood still acts on nothing that waited in
+    // its connection meanwhile; it drops the connection and attaches again
+    // (worker_core/stall_guard.h).
+    if (w.stall.stalled(w.clock->mono()) && w.conn && !weakened("act_on_stalled_frames")) {
+      note(w.id + " stalled: drops its connection and " + std::to_string(w.held.size()) + " held frames");
+      w.held.clear();
+      close_worker_side(*w.conn);
+    }
     for (auto& f : w.held) worker_receives(w, f.conn, f.message);
     w.held.clear();
+    if (auto held = std::exchange(w.close_held, std::nullopt)) close_worker_side(*held);
     if (!w.conn && now_ns() >= w.reconnect_at_ns && !w.cut) {
       const std::uint64_t id = ++next_conn_;
       conns_[id] = Conn{w.index, w.target, w.partition, true, true, false};
@@ -1031,7 +1049,10 @@ class World {
       }
       case 5: {  // SIGSTOP of a worker (its task trees run on; their switches do not)
         if (w.crashed || w.paused) return;
-        const std::int64_t ms = uniform(300, 6000);
+        // Up to past heartbeat timeout + continuation timeout + margin (9 s):
+        // a worker stopped that long finds frames whose attempts the leader
+        // has given up (worker_core/stall_guard.h).
+        const std::int64_t ms = uniform(300, 10000);
         record("pause_worker", w.id, ms);
         w.paused = true;
         later(ms, [this, worker] { workers_[worker].paused = false; });

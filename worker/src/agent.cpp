@@ -29,6 +29,7 @@
 #include "baton/worker/task_supervisor.h"
 #include "baton/worker_core/attempt_table.h"
 #include "baton/worker_core/output_stream.h"
+#include "baton/worker_core/stall_guard.h"
 
 namespace baton::worker {
 
@@ -344,6 +345,9 @@ class Agent {
                        ec.message());
         return disconnected(true);
       }
+      // Frames read after the loop stood still may have waited in the
+      // socket past the leader's giving up on them: none is acted on.
+      if (stalled("frame")) return;
       std::string frame = beast::buffers_to_string(buffer_.data());
       buffer_.consume(buffer_.size());
       auto decoded = protocol::decode_frame(frame);
@@ -438,6 +442,8 @@ class Agent {
     heartbeat_interval_ms_ = w.heartbeat_interval_ms;
     heartbeat_timeout_ms_ = w.heartbeat_timeout_ms;
     continuation_margin_ms_ = w.continuation_margin_ms;
+    stall_.set_limit(worker_core::StallGuard::limit_for(std::chrono::milliseconds(heartbeat_interval_ms_),
+                                                        std::chrono::milliseconds(heartbeat_timeout_ms_)));
     spdlog::info("worker_attached worker={} node={} epoch={} running={} adopted={} protocol={}", cfg_.worker_id,
                  w.node_id, w.epoch, running_count(), w.adopted.size(), protocol_);
     // Each leader is told again: its book of this worker is new.
@@ -663,11 +669,31 @@ class Agent {
     });
   }
 
+  /// The loop stood still for longer than the stall limit (a SIGSTOP, a
+  /// paused VM, a blocked loop): the connection is dropped before any frame
+  /// that waited in its socket meanwhile is acted on (worker_core/
+  /// stall_guard.h), and the worker attaches again at once.
+  bool stalled(const char* noticed_by) {
+    const MonoTime now = clock_.mono();
+    const MonoTime last = stall_last_;
+    stall_last_ = now;
+    if (!stall_.stalled(now) || !connected_) return false;
+    spdlog::warn("worker_stalled worker={} ms={} limit_ms={} noticed_by={} running={}", json_quote(cfg_.worker_id),
+                 std::chrono::duration_cast<std::chrono::milliseconds>(now - last).count(), stall_.limit().count(),
+                 noticed_by, running_count());
+    if (!weakened("act_on_stalled_frames")) {
+      disconnected(false);
+      return true;
+    }
+    return false;
+  }
+
   void tick() {
     if (stop_) {
       shutdown();
       return;
     }
+    stalled("tick");
     if (drain_ && !table_.draining()) begin_drain();
     if (table_.draining()) {
       // Done when nothing is held and every finish is acknowledged (or at
@@ -773,6 +799,8 @@ class Agent {
   std::size_t endpoint_index_ = 0;
   int failures_ = 0, redirects_in_a_row_ = 0;
   std::int64_t heartbeat_interval_ms_ = 1000, heartbeat_timeout_ms_ = 5000, continuation_margin_ms_ = 10000;
+  worker_core::StallGuard stall_{worker_core::StallGuard::limit_for(Millis{1000}, Millis{5000})};
+  MonoTime stall_last_{};  ///< the loop's last tick or frame, for the log
   MonoTime last_resend_{}, last_outbox_retry_{};
   worker_core::AttemptTable table_{cfg_.capacity};  ///< what each attempt may do (worker/core)
   std::map<std::string, Process> processes_;        ///< started attempts' runners, by key

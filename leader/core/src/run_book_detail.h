@@ -35,6 +35,9 @@ inline constexpr std::size_t cron_creates_per_pass = 20;
 
 /// How long a start written now keeps its run from being stale without a
 /// heartbeat (a start on its own and one written with its assignment).
+/// How often the book looks for workers silent past their timeout: a
+/// detach is at most this late.
+inline constexpr Millis silent_check_every{100};
 inline Millis start_stale_after(const RuntimeConfig& cfg) { return cfg.heartbeat_timeout + cfg.heartbeat_interval; }
 
 inline protocol::AttemptRef ref_of(const store::ActiveRun& r) {

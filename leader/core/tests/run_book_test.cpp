@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 
 namespace baton::leader_core {
 namespace {
@@ -977,6 +978,51 @@ TEST(RunBook, ASilentWorkerIsDetachedAfterTheHeartbeatTimeout) {
   EXPECT_EQ(closes[0].link, 7u);
   EXPECT_EQ(closes[0].reason, "heartbeat_timeout");
   EXPECT_EQ(d.book.attached_workers(), 0u);
+}
+
+TEST(RunBook, AWorkerWelcomedIntoALargeFleetGetsAStretchedCadenceAndIsDetachedByIt) {
+  auto c = config();
+  c.max_heartbeats_per_second = 2;  // two workers fit, a third stretches
+  Driver d(c);
+  d.start();
+  d.attach(7, hello("w1"));
+  d.attach(8, hello("w2"));
+  auto welcomes = sent<protocol::Welcome>(d.attach(9, hello("w3")));
+  ASSERT_EQ(welcomes.size(), 1u);
+  EXPECT_EQ(welcomes[0].heartbeat_interval_ms, 1500);
+  EXPECT_EQ(welcomes[0].heartbeat_timeout_ms, 7500);
+  // w1 and w2 keep the configured 5 s; w3 is heard from and silent after.
+  d.now = at(4000ms);
+  d.msg(9, "w3", protocol::Heartbeat{});
+  auto e = d.tick(5100ms);
+  ASSERT_EQ(all<Close>(e).size(), 2u) << "w1 and w2 at their own 5 s";
+  EXPECT_TRUE(all<Close>(d.tick(11000ms)).empty()) << "w3 was heard 7 s ago, its timeout is 7.5 s";
+  auto late = all<Close>(d.tick(11600ms));
+  ASSERT_EQ(late.size(), 1u);
+  EXPECT_EQ(late[0].link, 9u);
+  EXPECT_EQ(late[0].reason, "heartbeat_timeout");
+}
+
+TEST(RunBook, TheRegistryGetsAtMostItsRowBudgetOfHeartbeatsARoundOldestFirst) {
+  auto c = config();
+  c.workers_seen_rows_per_second = 1;  // 5 rows a round of 5 s
+  Driver d(c);
+  d.start();
+  for (int i = 0; i < 8; ++i) d.attach(static_cast<LinkId>(10 + i), hello("w" + std::to_string(i)));
+  d.now = at(4500ms);
+  for (int i = 0; i < 8; ++i) d.msg(static_cast<LinkId>(10 + i), "w" + std::to_string(i), protocol::Heartbeat{});
+  auto first = all<RecordWorkersSeen>(d.tick(5000ms));
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].worker_ids.size(), 5u);
+  d.now = at(9500ms);
+  for (int i = 0; i < 8; ++i) d.msg(static_cast<LinkId>(10 + i), "w" + std::to_string(i), protocol::Heartbeat{});
+  auto second = all<RecordWorkersSeen>(d.tick(10000ms));
+  ASSERT_EQ(second.size(), 1u);
+  ASSERT_EQ(second[0].worker_ids.size(), 5u);
+  // The three left out of the first round come first in the second.
+  std::set<std::string> both(first[0].worker_ids.begin(), first[0].worker_ids.end());
+  both.insert(second[0].worker_ids.begin(), second[0].worker_ids.end());
+  EXPECT_EQ(both.size(), 8u) << "every worker recorded within two rounds";
 }
 
 TEST(RunBook, ReadsOfTheActiveRunsAreCoalescedWithinAPass) {

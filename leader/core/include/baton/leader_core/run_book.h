@@ -74,6 +74,7 @@
 #include "baton/leader_core/cron.h"
 #include "baton/leader_core/cron_plan.h"
 #include "baton/leader_core/dispatch.h"
+#include "baton/leader_core/heartbeat_cadence.h"
 #include "baton/leader_core/overlap.h"
 #include "baton/leader_core/runtime_config.h"
 #include "baton/leader_core/token_bucket.h"
@@ -360,6 +361,12 @@ class RunBook {
     /// binary's): from protocol::start_grant_version_min its assignments to
     /// free slots carry the start.
     int protocol = protocol::protocol_version_min;
+    /// The interval and timeout its welcome gave it, by the fleet's size
+    /// then (heartbeat_cadence.h): it is detached after `cadence.timeout`.
+    HeartbeatCadence cadence{};
+    /// When its last heartbeat was last written to the registry (attach
+    /// writes it too).
+    MonoTime recorded{};
   };
   struct Tracked {  // an ASSIGNED or RUNNING run as this leader last wrote or read it
     store::ActiveRun row;
@@ -488,6 +495,7 @@ class RunBook {
   void reap(bool fresh);
   void end_attempt(std::int64_t run, bool lost);
   void flush_heartbeats();
+  void record_workers_seen();
   void materialize_cron(const std::vector<store::ScheduledJob>& jobs);
   void find_unmatched();
   /// While dispatch is disabled: the runs that wait because of it, each
@@ -601,7 +609,7 @@ class RunBook {
   /// first read, so a leader never dispatches while dispatch is disabled.
   std::optional<store::Controls> controls_;
   MonoTime last_dispatch_{}, last_reap_{}, last_heartbeat_flush_{}, last_cron_{}, last_controls_{}, last_prune_{},
-      last_workers_seen_{};
+      last_workers_seen_{}, last_silent_check_{};
   bool dispatch_requested_ = false;
 };
 

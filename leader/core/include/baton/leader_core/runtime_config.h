@@ -41,6 +41,16 @@ struct RuntimeConfig {
   /// How often the workers' last heartbeat is written to the registry (it is
   /// what operators see; liveness itself is judged in memory).
   Millis workers_seen_every{5000};
+  /// At most this many registry rows a second on average for those writes:
+  /// each round writes the workers recorded longest ago first, so a fleet
+  /// larger than rate x workers_seen_every has each worker's last heartbeat
+  /// brought up to date less often, and an idle fleet of 10,000 writes no
+  /// more than a fleet of 250 (docs/operations.md, "Large fleets").
+  int workers_seen_rows_per_second = 50;
+  /// The fleet's heartbeat budget: a worker welcomed while more workers are
+  /// attached than this many a second of heartbeats allows is given a longer
+  /// interval and timeout (leader_core/heartbeat_cadence.h). 0: never.
+  int max_heartbeats_per_second = 2000;
   Millis retry_jitter_max{250};
   /// ORPHANED runs reassigned per second, on average (0: no limit), and at
   /// most this many at once: a new leader inheriting a lost worker's runs
