@@ -33,11 +33,11 @@ static_assert(cron_defer_max + cron_quiet_before < cron_lookahead);
 // the first slot, whose starts then waited behind it (a slot 136 ms late).
 inline constexpr std::size_t cron_creates_per_pass = 20;
 
-/// How long a start written now keeps its run from being stale without a
-/// heartbeat (a start on its own and one written with its assignment).
 /// How often the book looks for workers silent past their timeout: a
 /// detach is at most this late.
 inline constexpr Millis silent_check_every{100};
+/// How long a start written now keeps its run from being stale without a
+/// heartbeat (a start on its own and one written with its assignment).
 inline Millis start_stale_after(const RuntimeConfig& cfg) { return cfg.heartbeat_timeout + cfg.heartbeat_interval; }
 
 inline protocol::AttemptRef ref_of(const store::ActiveRun& r) {

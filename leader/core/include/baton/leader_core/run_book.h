@@ -521,12 +521,14 @@ class RunBook {
   void apply_controls(const store::Controls& c);
   /// Takes no new runs: the worker said it is draining, or an operator holds it.
   bool takes_no_runs(const std::string& worker, const Attached& w) const;
-  /// Free slots and prefetch room of a worker holding `holding` runs.
   struct Room {
     int free = 0;   ///< free slots
     int queue = 0;  ///< room left in its prefetch queue
   };
+  /// Free slots and prefetch room of a worker holding `holding` runs (none
+  /// until it is welcomed).
   static Room room_in(const Attached& w, int holding);
+  /// The same, with its id, labels and whether it takes runs, for the plan.
   WorkerCapacity room_of(const std::string& id, const Attached& w, int holding) const;
   bool is_evicted(const std::string& worker) const;
   void dispatch();
