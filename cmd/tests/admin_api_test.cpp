@@ -424,6 +424,31 @@ TEST_F(AdminApiTest, DeadLettersListWithTheirTriageStatus) {
   EXPECT_EQ(error_code(res, "'status'"), "bad_request");
 }
 
+// docs/security.md, "Failed authentications": a credential that cannot be
+// checked (the database is unreachable) is a 503 that says so and when to
+// retry, never the database's error text (its host, its port) to a caller
+// who has not authenticated; and token lookups use their own connection.
+TEST_F(AdminApiTest, ACredentialThatCannotBeCheckedIsA503WithoutTheDatabasesWords) {
+  store::pg::PgAdminStore unreachable{"postgresql://baton@127.0.0.1:1/nowhere?connect_timeout=1", "api-test-tokens"};
+  api.set_token_store(unreachable);
+  const std::string issued_shape = "baton_" + std::string(64, '7');
+  for (const auto& [method, target] :
+       {std::pair{"GET", "/api/v1/runs"}, std::pair{"POST", "/api/v1/jobs/manual/trigger"}}) {
+    auto res = send(method, target, "", issued_shape);
+    EXPECT_EQ(res.status, 503) << target << ": " << res.body;
+    EXPECT_EQ(error_code(res, "retry"), "unavailable") << res.body;
+    EXPECT_EQ(res.headers["Retry-After"], "1");
+    EXPECT_EQ(res.body.find("127.0.0.1"), std::string::npos) << res.body;
+    EXPECT_EQ(res.body.find("port"), std::string::npos) << res.body;
+    EXPECT_EQ(res.body.find("nowhere"), std::string::npos) << res.body;
+  }
+  // The configured token needs no lookup; a made-up one of another shape is
+  // refused without one (401, not 503: the database was not asked).
+  EXPECT_EQ(get("/api/v1/runs").status, 200);
+  EXPECT_EQ(get("/api/v1/runs", "not-a-token-of-any-issued-shape").status, 401);
+  EXPECT_EQ(send("POST", "/api/v1/enroll", "{\"worker_id\": \"w9\"}", "made-up").status, 401);
+}
+
 TEST_F(AdminApiTest, TokensCarryARoleAndOnlyTheirHashIsStored) {
   const std::string reader = token("dashboard", "read");
   const std::string operator_token = token("oncall", "operate");
@@ -711,10 +736,14 @@ TEST_F(AdminApiTest, BadInputOnEveryRouteGetsAJsonErrorAndChangesNothing) {
         (route.body.empty() || route.body.rfind("optional", 0) == 0 || !valid_body.empty()))
       json_error(send(route.method, path, valid_body), 404, where + " unknown");
     // Bodies: malformed, of the wrong type, oversized.
+    // (Enrollment judges the body of a bootstrap token of the issued shape:
+    // one of another shape is refused first, as the API's routes refuse a
+    // caller without a token before its query.)
     if (!route.body.empty()) {
-      json_error(send(route.method, path, "{\"value\": tru"), 400, where + " malformed JSON");
-      json_error(send(route.method, path, "[1, 2]"), 400, where + " an array");
-      json_error(send(route.method, path, "{\"x\":\"" + std::string(70000, 'x') + "\"}"), 413, where + " oversized");
+      const std::string t = route.pattern == "/api/v1/enroll" ? "baton_" + std::string(64, 'b') : "secret";
+      json_error(send(route.method, path, "{\"value\": tru", t), 400, where + " malformed JSON");
+      json_error(send(route.method, path, "[1, 2]", t), 400, where + " an array");
+      json_error(send(route.method, path, "{\"x\":\"" + std::string(70000, 'x') + "\"}", t), 413, where + " oversized");
     }
     // An unknown query parameter.
     json_error(send(route.method, path + "?colour=red", valid_body), 400, where + " unknown parameter");

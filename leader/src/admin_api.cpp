@@ -151,11 +151,37 @@ AdminApi::AdminApi(AdminApiPorts ports, store::AdminStore& store, Metrics& metri
       metrics_(metrics),
       auth_(
           std::move(config_admin_token),
-          [this](const std::string& hash) { return with_store([&](auto& s) { return s.token_by_hash(hash); }); }, clock,
-          Millis{5000}, [this](AuthFailure why) { auth_failed(why); }),
+          [this](const std::string& hash) -> Result<std::optional<store::TokenGrant>> {
+            metrics_.token_lookups++;
+            if (token_store_) {
+              std::lock_guard lock(token_store_mutex_);
+              return token_store_->token_by_hash(hash);
+            }
+            return with_store([&](auto& s) { return s.token_by_hash(hash); });
+          },
+          clock, Millis{5000}, [this](AuthFailure why) { auth_failed(why); }),
       metrics_need_token_(metrics_need_token),
       routes_(make_routes()),
       clock_(clock) {}
+
+bool AdminApi::authenticated(const std::string& authorization) {
+  auto who = auth_.authenticate(authorization);
+  return who && *who;
+}
+
+HttpResponse AdminApi::credentials_unavailable(const Error& e) {
+  {
+    const MonoTime now = clock_.mono();
+    std::lock_guard lock(unavailable_log_mutex_);
+    if (!unavailable_logged_ || now - *unavailable_logged_ >= std::chrono::seconds(1)) {
+      unavailable_logged_ = now;
+      spdlog::error("api_credentials_unavailable error={}", json_quote(e.message));
+    }
+  }
+  HttpResponse r = error(503, "unavailable", "credentials cannot be checked right now; retry shortly");
+  r.headers["Retry-After"] = "1";
+  return r;
+}
 
 /// Counted each; logged at most once per `auth_log_every`, with how many
 /// came since the last line (a flood of bad tokens is one line per period).
@@ -217,7 +243,7 @@ HttpResponse AdminApi::handle(const HttpRequest& r) {
     if (metrics_need_token_) {
       auto it = r.headers.find("authorization");
       auto who = auth_.authenticate(it == r.headers.end() ? "" : it->second);
-      if (!who) return db_error(who.error());
+      if (!who) return credentials_unavailable(who.error());
       if (!*who) return error(401, "unauthenticated", "/metrics needs 'Authorization: Bearer <token>' here");
     }
     return metrics();
@@ -283,7 +309,7 @@ HttpResponse AdminApi::route(const HttpRequest& r, const std::string& path) {
       return route.handler(ApiCall{r, std::move(params), Principal{"anonymous", Role::anyone}, ports_.status()});
     }
     auto who = auth_.authenticate(header == r.headers.end() ? "" : header->second);
-    if (!who) return db_error(who.error());
+    if (!who) return credentials_unavailable(who.error());
     if (!*who)
       return error(401, "unauthenticated",
                    "/api/v1 needs 'Authorization: Bearer <token>' (a token of role " +

@@ -55,6 +55,18 @@ std::string Metrics::render() const {
         connections_refused.load(), "counter");
   gauge("baton_requests_rate_limited_total", "API calls answered 429: a token over its trigger or list-read rate.",
         requests_rate_limited.load(), "counter");
+  gauge("baton_auth_throttled_total",
+        "Requests and worker hellos refused before their credential was looked at: their source (an IPv4 address, "
+        "an IPv6 /64) failed to authenticate more often than limits.auth_failure_rate allows.",
+        auth_throttled.load(), "counter");
+  gauge("baton_requests_shed_total",
+        "API requests answered 503 with Retry-After at once: limits.admin_queue_max requests were already waiting "
+        "for or in the admin threads.",
+        requests_shed.load(), "counter");
+  gauge("baton_api_token_lookups_total",
+        "API tokens looked up in the database: of the issued shape, not the configured token, and not in the "
+        "node's cache.",
+        token_lookups.load(), "counter");
   gauge("baton_role_changes_total", "Leader/follower transitions of this node.", role_changes.load(), "counter");
   o << "# HELP baton_auth_failures_total API requests not authenticated: no token (missing), neither the configured "
        "token nor of the issued shape, refused without a lookup (malformed), looked up and not found or revoked "

@@ -149,6 +149,13 @@ Result<NodeConfig> load_node_config(const std::string& file) {
   if (auto v = lim.integer("trigger_burst", 1, 1000000)) cfg.api_limits.trigger_burst = static_cast<double>(*v);
   if (auto v = lim.integer("read_rate", 0, 1000000)) cfg.api_limits.read_rate = static_cast<double>(*v);
   if (auto v = lim.integer("read_burst", 1, 1000000)) cfg.api_limits.read_burst = static_cast<double>(*v);
+  if (auto v = lim.integer("auth_failure_rate", 0, 1000000))
+    cfg.server_limits.auth_failure_rate = static_cast<double>(*v);
+  if (auto v = lim.integer("auth_failure_burst", 1, 1000000))
+    cfg.server_limits.auth_failure_burst = static_cast<double>(*v);
+  if (auto v = lim.integer("admin_queue_max", 1, 100000)) cfg.server_limits.admin_queue_max = static_cast<int>(*v);
+  if (auto v = lim.integer("pre_auth_body_bytes", 1024, 1024 * 1024))
+    cfg.server_limits.pre_auth_body_bytes_max = static_cast<std::size_t>(*v);
   lim.reject_unknown_keys();
   if (cfg.server_limits.max_connections_per_address > cfg.server_limits.max_connections)
     errors.add("limits.max_connections_per_address", "must be at most limits.max_connections");

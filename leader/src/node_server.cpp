@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "baton/core/json_text.h"
+#include "baton/leader_core/failed_auth_limiter.h"
 #include "baton/protocol/codec.h"
 #include "baton/tls/tls_context.h"
 
@@ -95,6 +96,64 @@ constexpr std::int64_t refusal_retry_after_ms = 30000;
 /// flood of made-up hellos cannot crowd out the API.
 constexpr int admissions_max = 64;
 
+/// Failed authentications per source, server-wide (leader_core::
+/// FailedAuthLimiter behind a lock): asked before a credential is looked
+/// at, told of every credential refused. Refusals are counted and logged at
+/// most once a second, with how many came since the last line.
+class AuthGate {
+ public:
+  AuthGate(const ServerLimits& l, ServerHandlers& h)
+      : limiter_({.per_second = l.auth_failure_rate, .burst = l.auth_failure_burst, .sources = 10000}), handlers_(h) {}
+
+  /// How long the client at `address` must wait, or nullopt: go on.
+  std::optional<Millis> refused(const std::string& address) {
+    const std::string source = leader_core::auth_source_of(address);
+    const MonoTime now = clock_.mono();
+    std::optional<Millis> wait;
+    {
+      std::lock_guard lock(mutex_);
+      wait = limiter_.refused(source, now);
+      if (!wait) return wait;
+      ++unlogged_;
+      if (!logged_ || now - *logged_ >= std::chrono::seconds(1)) {
+        spdlog::warn("auth_throttled source={} retry_after_ms={} count={} (since the last such line)",
+                     json_quote(source), wait->count(), unlogged_);
+        logged_ = now;
+        unlogged_ = 0;
+      }
+    }
+    handlers_.on_auth_throttled();
+    return wait;
+  }
+  void failed(const std::string& address) {
+    const std::string source = leader_core::auth_source_of(address);
+    std::lock_guard lock(mutex_);
+    limiter_.failed(source, clock_.mono());
+  }
+
+ private:
+  RealClock clock_;
+  std::mutex mutex_;
+  leader_core::FailedAuthLimiter limiter_;
+  ServerHandlers& handlers_;
+  std::optional<MonoTime> logged_;
+  std::int64_t unlogged_ = 0;
+};
+
+/// A time of the node's monotonic clock (RealClock: the steady clock) as
+/// the timers' time point.
+std::chrono::steady_clock::time_point timer_time(MonoTime t) {
+  return std::chrono::steady_clock::time_point(
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(t.since_start));
+}
+
+/// Whether a request's path is one that authenticates its caller (the API
+/// and the metrics): those a throttled source is refused.
+bool takes_credential(std::string_view target) {
+  const std::string_view path = target.substr(0, target.find('?'));
+  return path.rfind("/api/", 0) == 0 || path == "/metrics";
+}
+
 /// The server's set of open worker sessions (to close them all).
 using Registry = std::function<void(std::shared_ptr<WorkerLink>, bool)>;
 
@@ -102,7 +161,10 @@ using Registry = std::function<void(std::shared_ptr<WorkerLink>, bool)>;
 /// use of it: stop() joins the I/O thread first).
 struct SessionContext {
   ServerHandlers& handlers;
-  asio::thread_pool& admin;
+  asio::thread_pool& admin;        ///< the API's requests
+  asio::thread_pool& hellos;       ///< worker hellos: the API cannot occupy it
+  std::atomic<int>& admin_queued;  ///< requests waiting for or in `admin`, server-wide
+  AuthGate& gate;
   std::atomic<int>& admissions;  ///< hellos waiting for or in admit_worker, server-wide
   Registry registry;
   /// Records the credential a link was admitted with (for revocation).
@@ -134,7 +196,8 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
   WorkerSession(Stream&& stream, const SessionContext& context, Slot slot)
       : ws_(std::move(stream)),
         handlers_(context.handlers),
-        admin_(context.admin),
+        hellos_(context.hellos),
+        gate_(context.gate),
         admissions_(context.admissions),
         registry_(context.registry),
         bind_credential_(context.bind_credential),
@@ -237,12 +300,22 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
       // Unauthenticated clients can send hellos as fast as they like: at
       // most admissions_max wait for the pool at once (the API's requests
       // share it), the others are refused and asked to come back.
+      // A source that failed to authenticate too often is refused before
+      // its credential is looked at (docs/security.md).
+      if (auto wait = gate_.refused(slot_->address))
+        return reject(
+            "unavailable",
+            "too many failed authentications from this address; retry in " + std::to_string(wait->count()) + " ms",
+            wait->count());
       if (admissions_.fetch_add(1) >= admissions_max) {
         admissions_.fetch_sub(1);
         return reject("unavailable", "too many workers are being admitted at once; retry shortly");
       }
-      asio::post(admin_, [self = shared_from_this(), hello = std::move(*hello)]() mutable {
+      // On the hellos' own thread: however busy the API is, a reconnecting
+      // fleet is judged.
+      asio::post(hellos_, [self = shared_from_this(), hello = std::move(*hello)]() mutable {
         WorkerAdmission admission = self->handlers_.admit_worker(hello);
+        if (!admission.admitted && admission.code == "unauthenticated") self->gate_.failed(self->slot_->address);
         self->admissions_.fetch_sub(1);
         hello.token.clear();
         asio::post(self->ws_.get_executor(), [self, hello = std::move(hello), admission = std::move(admission)] {
@@ -267,7 +340,7 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
     handlers_.on_worker_hello(shared_from_this(), hello);
     read();
   }
-  void reject(const std::string& code, const std::string& message) {
+  void reject(const std::string& code, const std::string& message, std::optional<std::int64_t> retry_after = {}) {
     handlers_.on_protocol_error();
     // Both may carry what a worker sent: quoted, so no line can be forged.
     spdlog::info("worker_frame_rejected link={} worker={} code={} message={}", id_,
@@ -275,7 +348,10 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
     // A refusal that retrying cannot cure (credentials, versions) asks a
     // version-2 worker to wait instead of reconnecting within milliseconds.
     const bool lasting = code == "unauthenticated" || code == "forbidden" || code == "bad_version";
-    const std::int64_t retry_after_ms = lasting ? refusal_retry_after_ms : code == "unavailable" ? 2000 : 0;
+    const std::int64_t retry_after_ms = retry_after             ? *retry_after
+                                        : lasting               ? refusal_retry_after_ms
+                                        : code == "unavailable" ? 2000
+                                                                : 0;
     queue(protocol::encode(protocol::Error{code, message, retry_after_ms}, version_.load()));
     close_now(code);
     read();  // drain until the close completes
@@ -334,7 +410,8 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
   websocket::stream<Stream> ws_;
   beast::flat_buffer buffer_;
   ServerHandlers& handlers_;
-  asio::thread_pool& admin_;
+  asio::thread_pool& hellos_;
+  AuthGate& gate_;
   std::atomic<int>& admissions_;  ///< the server's hellos being judged now
   Registry registry_;
   std::function<void(std::uint64_t, std::int64_t)> bind_credential_;
@@ -360,11 +437,18 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
 template <class Stream>
 class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   using std::enable_shared_from_this<HttpSession<Stream>>::shared_from_this;
+  using Deadline = std::chrono::steady_clock::time_point;
 
  public:
   /// `buffer`: bytes already read from the connection (the TLS detection's).
-  HttpSession(Stream&& stream, beast::flat_buffer buffer, const SessionContext& context, Slot slot)
-      : stream_(std::move(stream)), buffer_(std::move(buffer)), context_(context), slot_(std::move(slot)) {}
+  /// `deadline`: the first request's, counted from the connection's accept.
+  HttpSession(Stream&& stream, beast::flat_buffer buffer, const SessionContext& context, Slot slot, Deadline deadline)
+      : stream_(std::move(stream)),
+        buffer_(std::move(buffer)),
+        context_(context),
+        slot_(std::move(slot)),
+        address_(slot_->address),
+        first_deadline_(deadline) {}
 
   void run() { read(); }
 
@@ -373,31 +457,112 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
     parser_.emplace();
     parser_->body_limit(http_body_bytes_max);
     parser_->header_limit(16 * 1024);
-    // The whole request, headers and body, within the deadline: a client
-    // that trickles bytes (slow loris) loses its connection all the same.
-    beast::get_lowest_layer(stream_).expires_after(context_.limits.request_deadline);
+    // One deadline bounds a request, headers, body and answer: from the
+    // connection's accept for the first (its TLS handshake included), from
+    // the previous answer for the next ones. A client that trickles bytes
+    // (slow loris) loses its connection all the same.
+    auto& lowest = beast::get_lowest_layer(stream_);
+    if (first_deadline_) {
+      lowest.expires_at(*first_deadline_);
+      first_deadline_.reset();
+    } else {
+      lowest.expires_after(context_.limits.request_deadline);
+    }
+    http::async_read_header(stream_, buffer_, *parser_,
+                            beast::bind_front_handler(&HttpSession::on_header, shared_from_this()));
+  }
+  void on_header(beast::error_code ec, std::size_t) {
+    if (ec) return on_read_error(ec);
+    const auto& req = parser_->get();
+    const std::string_view target(req.target().data(), req.target().size());
+    // A source that failed to authenticate too often is refused before its
+    // credential is looked at, and before its body is read.
+    if (!websocket::is_upgrade(req) && takes_credential(target))
+      if (auto wait = context_.gate.refused(address_)) {
+        HttpResponse r{429,
+                       "application/json",
+                       "{\"code\":\"auth_throttled\",\"message\":\"too many failed authentications from this "
+                       "address; retry in " +
+                           std::to_string(wait->count()) + " ms\"}",
+                       {}};
+        r.headers["Retry-After"] = std::to_string((wait->count() + 999) / 1000);
+        return refuse(r);
+      }
+    if (parser_->is_done()) return on_request();
+    const bool large =
+        parser_->chunked() || parser_->content_length().value_or(0) > context_.limits.pre_auth_body_bytes_max;
+    if (!large) return read_body();
+    // A large body is read only for a valid credential: without one, the
+    // node neither buffers nor even receives it (docs/security.md).
+    const std::string authorization(req[http::field::authorization]);
+    if (authorization.empty()) {
+      context_.gate.failed(address_);
+      return refuse(body_needs_credential());
+    }
+    if (!enter_admin_queue()) return refuse(shed());
+    asio::post(context_.admin, [self = shared_from_this(), authorization] {
+      bool valid = false;
+      try {
+        valid = self->context_.handlers.credential_valid(authorization);
+      } catch (const std::exception& e) {
+        spdlog::error("http_credential_check_exception error={}", json_quote(e.what()));
+      }
+      self->context_.admin_queued.fetch_sub(1);
+      if (!valid) self->context_.gate.failed(self->address_);
+      asio::post(self->stream_.get_executor(), [self, valid] {
+        if (valid) return self->read_body();
+        self->refuse(self->body_needs_credential());
+      });
+    });
+  }
+  void read_body() {
     http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&HttpSession::on_read, shared_from_this()));
   }
   void on_read(beast::error_code ec, std::size_t) {
+    if (ec) return on_read_error(ec);
+    on_request();
+  }
+  void on_read_error(beast::error_code ec) {
     if (ec == http::error::end_of_stream) return shutdown();
-    if (ec) {
-      if (ec == http::error::body_limit) {
-        HttpResponse r{413,
-                       "application/json",
-                       "{\"code\":\"payload_too_large\",\"message\":\"the request body is larger than " +
-                           std::to_string(http_body_bytes_max) + " bytes\"}",
-                       {}};
-        return write(r, false);
-      }
-      if (ec.category() == beast::http::make_error_code(http::error::bad_target).category()) {
-        HttpResponse r{400,
-                       "application/json",
-                       "{\"code\":\"bad_request\",\"message\":\"" + std::string(ec.message()) + "\"}",
-                       {}};
-        return write(r, false);
-      }
-      return;
+    if (ec == http::error::body_limit) {
+      HttpResponse r{413,
+                     "application/json",
+                     "{\"code\":\"payload_too_large\",\"message\":\"the request body is larger than " +
+                         std::to_string(http_body_bytes_max) + " bytes\"}",
+                     {}};
+      return refuse(r);
     }
+    if (ec.category() == beast::http::make_error_code(http::error::bad_target).category()) {
+      HttpResponse r{
+          400, "application/json", "{\"code\":\"bad_request\",\"message\":\"" + std::string(ec.message()) + "\"}", {}};
+      return write(r, false);
+    }
+  }
+  HttpResponse body_needs_credential() const {
+    return HttpResponse{401,
+                        "application/json",
+                        "{\"code\":\"unauthenticated\",\"message\":\"a request body over " +
+                            std::to_string(context_.limits.pre_auth_body_bytes_max / 1024) +
+                            " KiB is read only with a valid 'Authorization: Bearer <token>' header\"}",
+                        {}};
+  }
+  static HttpResponse shed() {
+    HttpResponse r{503,
+                   "application/json",
+                   "{\"code\":\"overloaded\",\"message\":\"this node has too many requests in hand; retry in a "
+                   "second\"}",
+                   {}};
+    r.headers["Retry-After"] = "1";
+    return r;
+  }
+  /// A place in the admin queue, or false (the request is shed).
+  bool enter_admin_queue() {
+    if (context_.admin_queued.fetch_add(1) < context_.limits.admin_queue_max) return true;
+    context_.admin_queued.fetch_sub(1);
+    context_.handlers.on_request_shed();
+    return false;
+  }
+  void on_request() {
     auto req = parser_->release();
     if (websocket::is_upgrade(req)) {
       if (req.target() != "/ws") {
@@ -409,6 +574,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
       ws->accept(std::move(req));
       return;
     }
+    const bool keep_alive = req.keep_alive();
+    // The admin threads are a bounded queue: a request beyond it is answered
+    // now, from this thread, instead of waiting behind the others.
+    if (!enter_admin_queue()) return write(shed(), keep_alive);
     HttpRequest request;
     request.method = std::string(req.method_string());
     request.target = std::string(req.target());
@@ -418,7 +587,6 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
       request.headers[name] = std::string(f.value());
     }
     request.body = std::move(req.body());
-    const bool keep_alive = req.keep_alive();
     // Admin handlers may query the database: never on the I/O thread.
     asio::post(context_.admin, [self = shared_from_this(), request = std::move(request), keep_alive] {
       HttpResponse response;
@@ -429,13 +597,15 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
                                 "application/json",
                                 std::string("{\"code\":\"internal\",\"message\":\"") + "internal error" + "\"}",
                                 {}};
-        spdlog::error("http_handler_exception target={} error={}", request.target, e.what());
+        spdlog::error("http_handler_exception target={} error={}", json_quote(request.target), e.what());
       }
+      self->context_.admin_queued.fetch_sub(1);
+      if (response.status == 401) self->context_.gate.failed(self->address_);
       asio::post(self->stream_.get_executor(),
                  [self, response = std::move(response), keep_alive] { self->write(response, keep_alive); });
     });
   }
-  void write(const HttpResponse& r, bool keep_alive) {
+  void write(const HttpResponse& r, bool keep_alive, bool drain_after = false) {
     auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), 11);
     res->set(http::field::server, "baton");
     res->set(http::field::content_type, r.content_type);
@@ -443,10 +613,31 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
     res->keep_alive(keep_alive);
     res->body() = r.body;
     res->prepare_payload();
-    http::async_write(stream_, *res, [self = shared_from_this(), res, keep_alive](beast::error_code ec, std::size_t) {
-      if (ec) return;
-      if (!keep_alive) return self->shutdown();
-      self->read();
+    http::async_write(stream_, *res,
+                      [self = shared_from_this(), res, keep_alive, drain_after](beast::error_code ec, std::size_t) {
+                        if (ec) return;
+                        if (drain_after) return self->drain();
+                        if (!keep_alive) return self->shutdown();
+                        self->read();
+                      });
+  }
+  /// Answers and closes without reading the rest of the request (what is
+  /// left of its body, if any, is drained).
+  void refuse(const HttpResponse& r) { write(r, false, parser_ && !parser_->is_done()); }
+  /// What the client still sends (a body refused unread) is read and
+  /// dropped until it stops or two seconds pass: closing with unread bytes
+  /// would reset the connection, and the client could lose the answer.
+  void drain() {
+    if (!draining_) {
+      draining_ = true;
+      beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(2));
+      if constexpr (!std::is_same_v<Stream, TlsStream>) {
+        beast::error_code ignored;
+        stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+      }
+    }
+    stream_.async_read_some(asio::buffer(sink_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (!ec) self->drain();
     });
   }
   void shutdown() {
@@ -468,6 +659,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   std::optional<http::request_parser<http::string_body>> parser_;
   const SessionContext& context_;
   Slot slot_;
+  const std::string address_;  ///< the client's address (the source of its failed authentications)
+  std::optional<Deadline> first_deadline_;
+  bool draining_ = false;
+  char sink_[4096];
 };
 
 /// A new connection to a TLS port: a TLS client is handed to an HttpSession
@@ -478,17 +673,19 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
 /// C++20 concepts in Boost 1.81.
 class TlsDetector : public std::enable_shared_from_this<TlsDetector> {
  public:
-  TlsDetector(tcp::socket&& socket, std::shared_ptr<tls::Context> ctx, const SessionContext& context, Slot slot)
+  TlsDetector(tcp::socket&& socket, std::shared_ptr<tls::Context> ctx, const SessionContext& context, Slot slot,
+              std::chrono::steady_clock::time_point request_deadline)
       : socket_(std::move(socket)),
         deadline_(socket_.get_executor()),
         ctx_(std::move(ctx)),
         context_(context),
-        slot_(std::move(slot)) {}
+        slot_(std::move(slot)),
+        request_deadline_(request_deadline) {}
 
   void run() {
     // Nothing said within the request deadline: the connection was only
     // holding a slot.
-    deadline_.expires_after(context_.limits.request_deadline);
+    deadline_.expires_at(request_deadline_);
     deadline_.async_wait([self = shared_from_this()](beast::error_code ec) {
       if (ec) return;
       beast::error_code ignored;
@@ -517,14 +714,15 @@ class TlsDetector : public std::enable_shared_from_this<TlsDetector> {
     // A reload may replace the context while this connection lives: the
     // SSL object holds a reference to the OpenSSL context it was made from.
     auto stream = std::make_shared<TlsStream>(beast::tcp_stream(std::move(socket_)), *ctx_);
-    beast::get_lowest_layer(*stream).expires_after(context_.limits.request_deadline);
+    // The handshake counts against the first request's deadline.
+    beast::get_lowest_layer(*stream).expires_at(request_deadline_);
     stream->async_handshake(asio::ssl::stream_base::server, [self = shared_from_this(), stream](beast::error_code hec) {
       if (hec) {
         spdlog::debug("tls_handshake_failed error={}", json_quote(hec.message()));
         return;
       }
       std::make_shared<HttpSession<TlsStream>>(std::move(*stream), beast::flat_buffer(), self->context_,
-                                               std::move(self->slot_))
+                                               std::move(self->slot_), self->request_deadline_)
           ->run();
     });
   }
@@ -563,6 +761,7 @@ class TlsDetector : public std::enable_shared_from_this<TlsDetector> {
   std::shared_ptr<tls::Context> ctx_;
   const SessionContext& context_;
   Slot slot_;
+  const std::chrono::steady_clock::time_point request_deadline_;
 };
 
 }  // namespace
@@ -574,10 +773,14 @@ struct NodeServer::Impl {
         limits(l),
         tls_files(std::move(files)),
         budget(std::make_shared<ConnectionBudget>(limits)),
+        gate(limits, handlers),
         acceptor(ioc),
         reload_timer(ioc),
         context{handlers,
                 admin,
+                hellos,
+                admin_queued,
+                gate,
                 admissions,
                 registry(),
                 [this](std::uint64_t link, std::int64_t credential) {
@@ -601,11 +804,14 @@ struct NodeServer::Impl {
         const auto peer = socket.remote_endpoint(addr_ec);
         std::string why;
         if (auto slot = budget->take(addr_ec ? "?" : peer.address().to_string(), why)) {
+          // The first request's deadline counts from here.
+          const auto deadline = timer_time(RealClock().mono() + limits.request_deadline);
           if (tls_source)
-            std::make_shared<TlsDetector>(std::move(socket), tls_source->current(), context, std::move(slot))->run();
+            std::make_shared<TlsDetector>(std::move(socket), tls_source->current(), context, std::move(slot), deadline)
+                ->run();
           else
             std::make_shared<HttpSession<beast::tcp_stream>>(beast::tcp_stream(std::move(socket)), beast::flat_buffer(),
-                                                             context, std::move(slot))
+                                                             context, std::move(slot), deadline)
                 ->run();
         } else {
           handlers.on_connection_refused();
@@ -660,6 +866,9 @@ struct NodeServer::Impl {
   MonoTime last_refusal_log{};
   asio::io_context ioc{1};
   asio::thread_pool admin{2};
+  asio::thread_pool hellos{1};  ///< one: the hellos' lookups share one connection (node.cpp)
+  std::atomic<int> admin_queued{0};
+  AuthGate gate;
   std::atomic<int> admissions{0};
   tcp::acceptor acceptor;
   asio::steady_timer reload_timer;
@@ -746,6 +955,7 @@ void NodeServer::stop() {
   impl_->ioc.stop();
   impl_->thread.join();
   impl_->admin.join();
+  impl_->hellos.join();
   std::lock_guard lock(impl_->mutex);
   impl_->sessions.clear();
 }

@@ -128,6 +128,10 @@ HttpResponse AdminApi::enroll_worker(const ApiCall& c) {
   const std::string bearer = header == c.request.headers.end() ? "" : header->second;
   if (bearer.rfind("Bearer ", 0) != 0 || bearer.size() <= 7 || bearer.size() > 7 + 200)
     return error(401, "unauthenticated", "enrollment needs 'Authorization: Bearer <bootstrap token>'");
+  // Every bootstrap token is issued (new_api_token): one of another shape
+  // was never made, and is refused without a hash or a lookup.
+  if (!issued_token_shaped(bearer.substr(7)))
+    return error(401, "unauthenticated", "that is not a bootstrap token (baton_ and 64 hex digits)");
   auto body = body_object(c.request);
   if (auto* e = std::get_if<HttpResponse>(&body)) return *e;
   auto& o = std::get<json::object>(body);
@@ -139,7 +143,8 @@ HttpResponse AdminApi::enroll_worker(const ApiCall& c) {
   const std::string credential = new_api_token();
   auto r = with_store(
       [&](auto& s) { return s.enroll_worker(sha256_hex(bearer.substr(7)), worker, sha256_hex(credential)); });
-  if (!r) return db_error(r.error());
+  // The caller is not authenticated yet: the database's error is not its business.
+  if (!r) return credentials_unavailable(r.error());
   if (r->outcome != store::EnrollOutcome::enrolled) {
     spdlog::warn("worker_enrollment_refused worker={} reason={}", json_quote(worker), json_quote(r->message));
     // The holder of a token learns why it no longer works (expired, used):

@@ -96,6 +96,13 @@ class AdminApi {
   /// "https" or "http": the scheme of the leader's address in a 307 (every
   /// node of a cluster serves the same one).
   void set_scheme(std::string scheme) { scheme_ = std::move(scheme); }
+  /// API tokens are looked up through `tokens` (a connection of their own),
+  /// so a lookup never waits behind the API's other statements, nor they
+  /// behind a flood of lookups.
+  void set_token_store(store::AdminStore& tokens) { token_store_ = &tokens; }
+  /// Whether an Authorization header value names a valid API token (the
+  /// server asks before it reads a large body: docs/security.md).
+  bool authenticated(const std::string& authorization);
 
  private:
   HttpResponse route(const HttpRequest& r, const std::string& path);
@@ -149,6 +156,14 @@ class AdminApi {
   AdminApiPorts ports_;
   std::mutex store_mutex_;
   store::AdminStore& store_;
+  std::mutex token_store_mutex_;
+  store::AdminStore* token_store_ = nullptr;
+  /// 503 for a credential that cannot be checked now: the database's error
+  /// is logged (at most once a second), never told to a caller who has not
+  /// authenticated.
+  HttpResponse credentials_unavailable(const Error& e);
+  std::mutex unavailable_log_mutex_;
+  std::optional<MonoTime> unavailable_logged_;
   Metrics& metrics_;
   void auth_failed(AuthFailure why);
   static constexpr Millis auth_log_every{10000};

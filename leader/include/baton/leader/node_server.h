@@ -41,6 +41,18 @@ struct ServerLimits {
   Millis request_deadline{15000};                     ///< an HTTP request (headers and body) arrives within this
   Millis hello_deadline{5000};                        ///< a WebSocket sends an authenticated hello within this
   std::size_t pre_auth_frame_bytes_max = 512 * 1024;  ///< frames before the hello is accepted
+  /// A request body larger than this is read only once the credential in
+  /// its headers has been found valid (without one it is refused unread).
+  std::size_t pre_auth_body_bytes_max = 64 * 1024;
+  /// API requests waiting for or in the admin threads; beyond it a request
+  /// is answered 503 with Retry-After at once.
+  int admin_queue_max = 256;
+  /// Failed authentications (API and worker hellos) per source, an IPv4
+  /// address or an IPv6 /64: on average per second, and at once. Beyond,
+  /// the source's credentials are refused unread (429 / unavailable) until
+  /// its budget refills. A rate of 0: no limit.
+  double auth_failure_rate = 2;
+  double auth_failure_burst = 30;
 };
 
 struct HttpRequest {
@@ -75,6 +87,17 @@ class ServerHandlers {
   virtual void on_protocol_error() = 0;
   /// A connection refused at accept (a connection cap reached).
   virtual void on_connection_refused() {}
+  /// A request or hello refused: its source failed to authenticate too often.
+  virtual void on_auth_throttled() {}
+  /// A request answered 503 at once: the admin queue was full.
+  virtual void on_request_shed() {}
+  /// Whether an Authorization header value is a valid API credential. Runs
+  /// on an admin thread, asked before a body larger than
+  /// ServerLimits::pre_auth_body_bytes_max is read.
+  virtual bool credential_valid(const std::string& authorization) {
+    (void)authorization;
+    return false;
+  }
 };
 
 class NodeServer {

@@ -72,8 +72,19 @@ inline int free_loopback_port() {
 }
 
 /// A blocking TCP connection to 127.0.0.1:port, or -1.
-inline int connect_loopback(int port) {
+/// `source`: a loopback address to connect from ("127.0.0.7": all of
+/// 127.0.0.0/8 is this host), to look like another client; "" the default.
+inline int connect_loopback(int port, const std::string& source = "") {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (!source.empty()) {
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    if (::inet_pton(AF_INET, source.c_str(), &from.sin_addr) != 1 ||
+        ::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0) {
+      ::close(fd);
+      return -1;
+    }
+  }
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -100,9 +111,9 @@ struct HttpReply {
 inline HttpReply http_exchange(int port, const std::string& ca_file, const std::string& method,
                                const std::string& target,
                                const std::vector<std::pair<std::string, std::string>>& headers, const std::string& body,
-                               std::chrono::milliseconds timeout) {
+                               std::chrono::milliseconds timeout, const std::string& source = "") {
   HttpReply reply;
-  int fd = connect_loopback(port);
+  int fd = connect_loopback(port, source);
   if (fd < 0) {
     reply.error = "connect failed";
     return reply;
