@@ -449,6 +449,24 @@ TEST_F(AdminApiTest, ACredentialThatCannotBeCheckedIsA503WithoutTheDatabasesWord
   EXPECT_EQ(send("POST", "/api/v1/enroll", "{\"worker_id\": \"w9\"}", "made-up").status, 401);
 }
 
+// Path parameters are percent-decoded (Boost.URL), and what they decode to
+// is judged like any other: an encoded '/' does not split a segment, it is
+// a character a name cannot hold.
+TEST_F(AdminApiTest, PathParametersArePercentDecodedBeforeTheyAreJudged) {
+  auto res = get("/api/v1/jobs/every%2Dminute");
+  EXPECT_EQ(res.status, 200) << res.body;
+  EXPECT_EQ(body(res).as_object()["name"].as_string(), "every-minute");
+  res = get("/api/v1/jobs/every%2Fminute");
+  EXPECT_EQ(res.status, 400) << res.body;
+  res = get("/api/v1/jobs/every%zzminute");
+  EXPECT_EQ(res.status, 400) << res.body;
+  EXPECT_NE(res.body.find("not a valid URL path"), std::string::npos) << res.body;
+  // A worker id holds only the node ids' characters.
+  res = send("POST", "/api/v1/workers/w%201/enrollments", R"({"capacity": 1})");
+  EXPECT_EQ(res.status, 400) << res.body;
+  EXPECT_NE(res.body.find("letters, digits"), std::string::npos) << res.body;
+}
+
 TEST_F(AdminApiTest, TokensCarryARoleAndOnlyTheirHashIsStored) {
   const std::string reader = token("dashboard", "read");
   const std::string operator_token = token("oncall", "operate");

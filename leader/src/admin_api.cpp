@@ -282,7 +282,15 @@ HttpResponse AdminApi::route(const HttpRequest& r, const std::string& path) {
     }
     return parts;
   };
-  const auto segments = split(path);
+  // The target's path segments, percent-decoded by Boost.URL ("every%2Dminute"
+  // is the job every-minute; an encoded '/' stays inside its segment, and the
+  // handler's own check refuses it in a name or an id).
+  std::vector<std::string> segments;
+  if (auto u = boost::urls::parse_origin_form(r.target)) {
+    for (auto seg : u->segments()) segments.push_back(std::string(seg));
+  } else {
+    return error(400, "bad_request", "the request target is not a valid URL path: " + u.error().message());
+  }
   std::set<std::string> allowed;  // methods of a route whose pattern matches
   for (const auto& route : routes_) {
     const auto pattern = split(route.pattern);

@@ -7,16 +7,13 @@
 #include "baton/core/config_yaml.h"
 #include "baton/core/redact.h"
 
+#include "baton/core/ids.h"
+
 namespace baton::leader {
 
 namespace {
 
-bool valid_node_id(const std::string& id) {
-  if (id.empty() || id.size() > 64) return false;
-  for (char c : id)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) return false;
-  return true;
-}
+bool valid_node_id(const std::string& id) { return !id.empty() && id.size() <= 64 && id_alphabet(id); }
 
 // A secret from a file: trailing newlines are not part of it.
 std::optional<std::string> read_secret(const std::string& path, const std::string& key, ConfigErrors& errors) {

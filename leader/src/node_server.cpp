@@ -1,6 +1,7 @@
 // The only translation unit of the node that includes Boost.Beast.
 #include "baton/leader/node_server.h"
 
+#include <openssl/crypto.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -32,11 +33,9 @@ using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
 bool constant_time_equal(const std::string& a, const std::string& b) {
   // Length is not secret; the comparison of equal-length strings takes the
-  // same time wherever they differ.
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
+  // same time wherever they differ (OpenSSL's CRYPTO_memcmp: written so
+  // that no compiler turns it into an early exit).
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
 namespace {

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "admin_http.h"
+#include "baton/core/ids.h"
 #include "baton/core/json_text.h"
 #include "baton/leader/admin_api.h"
 
@@ -20,8 +21,7 @@ constexpr std::size_t labels_max = 64, label_text_max = 200;
 
 std::optional<std::string> bad_worker_id(const std::string& id) {
   if (id.empty() || id.size() > 200) return "a worker id is 1-200 characters";
-  for (unsigned char ch : id)
-    if (ch < 0x20 || ch == 0x7f) return "a worker id has no control characters";
+  if (!id_alphabet(id)) return "a worker id holds only letters, digits, '-', '_' and '.'";
   return std::nullopt;
 }
 

@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 #include <limits>
 
+#include "baton/core/ids.h"
 #include "baton/core/utf8.h"
 #include "baton/protocol/vocabulary.h"
 
@@ -172,6 +173,7 @@ Message read_message(const std::string& type, const Fields& f, int frame_version
     Hello m;
     m.worker_id = f.str("worker_id", true, 200);
     if (m.worker_id.empty()) f.fail("worker_id", "must not be empty");
+    if (!id_alphabet(m.worker_id)) f.fail("worker_id", "may hold only letters, digits, '-', '_' and '.'");
     m.token = f.str("token", true, 4096);
     m.capacity = static_cast<int>(f.integer("capacity", 0, 100000, std::nullopt));
     m.prefetch = static_cast<int>(f.integer("prefetch", 0, 100000, 0));

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "baton/core/config_yaml.h"
+#include "baton/core/ids.h"
 #include "baton/core/redact.h"
 
 namespace baton::worker {
@@ -17,7 +18,10 @@ Result<WorkerConfig> load_worker_config(const std::string& file) {
   WorkerConfig cfg;
   auto resolve = [&](const std::string& p) { return resolve_config_path(file, p); };
   if (auto v = top.string("worker_id", true)) {
-    if (v->empty() || v->size() > 200) errors.add("worker_id", "must be 1-200 characters");
+    if (v->empty() || v->size() > 200)
+      errors.add("worker_id", "must be 1-200 characters");
+    else if (!id_alphabet(*v))
+      errors.add("worker_id", "may hold only letters, digits, '-', '_' and '.'");
     cfg.worker_id = *v;
   }
   if (auto v = top.string_list("coordinators")) {

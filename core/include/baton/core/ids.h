@@ -4,8 +4,21 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <string_view>
 
 namespace baton {
+
+/// Whether `s` is made only of the characters node and worker ids may hold:
+/// ASCII letters, digits, '-', '_' and '.' (nothing a log line, a path, a
+/// URL or a shell would read as anything else). Its length is the caller's
+/// rule.
+constexpr bool id_alphabet(std::string_view s) {
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+          c == '.'))
+      return false;
+  return true;
+}
 
 template <class Tag, class Rep>
 struct StrongId {
