@@ -113,6 +113,13 @@ void examine_node(const std::string& file, std::vector<Finding>& out) {
   }
 
   const std::string where = store::pg::describe_url(cfg->database_url);
+  // A link that crosses the network without a verified certificate: what is
+  // in the path can read the node's statements and answer as the database.
+  if (auto link = store::pg::database_link(cfg->database_url); link && link->remote && !link->verified())
+    out.push_back(warn("database",
+                       "the link to " + link->hosts + " is not TLS-verified (sslmode=" + link->sslmode +
+                           "): anything in the path can read it or pose as the database",
+                       "add sslmode=verify-full and sslrootcert=<the server's CA file> to database.url"));
   auto db = store::pg::inspect_database(cfg->database_url);
   if (!db) {
     out.push_back(fail("database", "cannot connect to " + where + ": " + db.error().message,

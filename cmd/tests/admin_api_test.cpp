@@ -449,6 +449,21 @@ TEST_F(AdminApiTest, ACredentialThatCannotBeCheckedIsA503WithoutTheDatabasesWord
   EXPECT_EQ(send("POST", "/api/v1/enroll", "{\"worker_id\": \"w9\"}", "made-up").status, 401);
 }
 
+// The dashboard cannot be framed by another site (clickjacking of its
+// cancel and evict buttons) and runs only its own script.
+TEST_F(AdminApiTest, TheDashboardRefusesToBeFramedAndRunsOnlyItsOwnScript) {
+  for (const char* target : {"/", "/dashboard/app.js"}) {
+    auto res = api.handle({"GET", target, {}, ""});
+    ASSERT_EQ(res.status, 200) << target;
+    const std::string csp = res.headers["Content-Security-Policy"];
+    EXPECT_NE(csp.find("frame-ancestors 'none'"), std::string::npos) << csp;
+    EXPECT_NE(csp.find("default-src 'self'"), std::string::npos) << csp;
+    EXPECT_EQ(csp.find("unsafe-inline"), std::string::npos) << csp;
+    EXPECT_EQ(res.headers["X-Frame-Options"], "DENY");
+    EXPECT_EQ(res.headers["Referrer-Policy"], "no-referrer");
+  }
+}
+
 // Path parameters are percent-decoded (Boost.URL), and what they decode to
 // is judged like any other: an encoded '/' does not split a segment, it is
 // a character a name cannot hold.

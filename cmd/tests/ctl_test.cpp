@@ -191,6 +191,13 @@ TEST_F(CtlTest, TokensWithRolesAndJobsAppliedFromFiles) {
   ASSERT_TRUE(std::regex_search(created.output, m, std::regex("baton_[0-9a-f]{64}"))) << created.output;
   const std::string viewer = m[0];
   EXPECT_EQ(ctl({"runs", "list"}, viewer).code, 0);
+  // A token on the command line works, with a warning (the process list,
+  // the shell's history); from the environment, none.
+  auto on_command_line = ctl({"--token", viewer, "runs", "list"});
+  EXPECT_EQ(on_command_line.code, 0) << on_command_line.output;
+  EXPECT_NE(on_command_line.output.find("warning: --token shows the token"), std::string::npos)
+      << on_command_line.output;
+  EXPECT_EQ(ctl({"runs", "list"}, viewer).output.find("warning:"), std::string::npos);
   auto refused = ctl({"jobs", "pause", "quick"}, viewer);
   EXPECT_EQ(refused.code, 6);
   EXPECT_NE(refused.output.find("operate"), std::string::npos) << refused.output;
@@ -550,7 +557,8 @@ TEST_F(CtlTest, SqlTasksQuoteTheirParametersHaveNoShellAndAreCanceledOnTheServer
          "  - name: sql-check\n"
          "    tasks:\n"
          "      - {kind: SQL, connection: local, sql: \"SELECT count(*) AS sleeping FROM pg_stat_activity WHERE "
-         "application_name LIKE 'baton-run-%' AND query LIKE '%pg_sleep(60)%' AND state = 'active' AND pid <> pg_backend_pid()\"}\n";
+         "application_name LIKE 'baton-run-%' AND query LIKE '%pg_sleep(60)%' AND state = 'active' AND pid <> "
+         "pg_backend_pid()\"}\n";
   ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/sql"}).code, 0);
   auto run_of = [&](const std::string& job) {
     return std::to_string(std::stoll(ctl({"jobs", "trigger", job}).output));

@@ -85,6 +85,17 @@ TEST(Doctor, EveryProblemOfANodeConfigIsNamedWithItsFix) {
   EXPECT_TRUE(has(d, "FAIL  database    cannot connect to 127.0.0.1:1/baton")) << d.out;
   EXPECT_TRUE(has(d, "fix: check database.url")) << d.out;
 
+  // A database on another host, reached without a verified certificate.
+  const std::string remote = c.dir() + "/remote.yaml";
+  std::ofstream(remote) << "node_id: n9\nlisten: 127.0.0.1:7999\nadmin_token_file: " << token_copy(c.dir(), "admin")
+                        << "\ndatabase: {url: 'postgresql://postgres@192.0.2.1:5432/baton?connect_timeout=1'}\ntls: "
+                           "{cert_file: "
+                        << ca.node_cert() << ", key_file: " << ca.node_key() << "}\n";
+  auto r = doctor(c.dir(), remote);
+  EXPECT_TRUE(has(r, "warn  database    the link to 192.0.2.1 is not TLS-verified (sslmode=prefer)")) << r.out;
+  EXPECT_TRUE(has(r, "fix: add sslmode=verify-full")) << r.out;
+  EXPECT_FALSE(has(d, "is not TLS-verified")) << "127.0.0.1 is this host: " << d.out;
+
   const std::string broken = c.dir() + "/broken.yaml";
   std::ofstream(broken) << "node_id: n9\ndatabase: {url: 'postgresql://h/d'}\n";
   auto b = doctor(c.dir(), broken);

@@ -5,6 +5,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <unistd.h>
 #include <boost/json.hpp>
 #include <boost/url/url.hpp>
 #include <chrono>
@@ -22,6 +23,13 @@
 namespace baton::ctl {
 
 namespace json = boost::json;
+
+/// Whether HOST:PORT names this host (127.0.0.0/8, ::1, localhost).
+static bool loopback_address(const std::string& addr) {
+  std::string host = addr.substr(0, addr.rfind(':'));
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
 
 namespace {
 
@@ -200,7 +208,10 @@ int logs(Call& c) {
       // a whole, ended by a newline.
       const auto* start = o.if_contains("start_offset");
       const bool streamed = start && !start->is_null();
-      c.out << chunk;
+      // On a terminal, escape sequences a task printed (which could move
+      // the cursor, retitle the window or rewrite what is on screen) are
+      // shown as text, not obeyed.
+      c.out << (c.terminal ? terminal_safe(chunk) : chunk);
       if (!streamed && !chunk.empty() && chunk.back() != '\n') c.out << '\n';
       at_line_start = chunk.empty() ? at_line_start : chunk.back() == '\n';
     }
@@ -926,6 +937,7 @@ int run_ctl(const std::vector<std::string>& raw, const Env& env, std::ostream& o
   }
   Call call(ApiClient("", ""), out, err);
   call.verb = name;
+  call.terminal = &out == &std::cout && ::isatty(STDOUT_FILENO) == 1;
   for (std::size_t i = used; i < rest.size(); ++i) {
     std::string a = rest[i];
     if (a == "--follow-or-file") a = name == "apply" ? "--file" : "--follow";
@@ -1012,6 +1024,14 @@ int run_ctl(const std::vector<std::string>& raw, const Env& env, std::ostream& o
   if (insecure && global.count("--ca")) return call.usage("--ca and --insecure: give one");
   std::optional<tls::ClientFiles> tls_files;
   if (!insecure) tls_files = tls::ClientFiles{ca, "", ""};
+  // Said on stderr, every time: both are fine for a try-out, neither for a
+  // fleet (docs/ctl.md, "Connecting").
+  if (global.count("--token"))
+    call.err << "warning: --token shows the token to every user of this host (the process list) and keeps it in "
+                "your shell's history; use --token-file or BATON_TOKEN_FILE\n";
+  if (insecure && !loopback_address(addr))
+    call.err << "warning: plaintext (insecure): the token and every answer cross the network unencrypted to " << addr
+             << "\n";
   call.api = ApiClient(addr, token.value_or(""), *timeout, tls_files);
   try {
     return verb->run(call);

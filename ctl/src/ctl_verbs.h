@@ -20,6 +20,9 @@ struct Call {
   std::vector<std::string> args;             ///< positional arguments
   std::map<std::string, std::string> flags;  ///< "--job" -> value ("true" for switches; repeated: joined by \n)
   std::string output = "table";
+  /// `out` is a terminal: what a task printed is made harmless to it
+  /// (terminal_safe) before it is shown.
+  bool terminal = false;
 
   bool json_output() const { return output == "json"; }
   bool has(const std::string& name) const { return flags.count(name) > 0; }

@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 #include <iosfwd>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace baton::ctl {
@@ -18,6 +19,12 @@ struct Column {
 std::string field(const boost::json::object& item, const char* key);
 /// Seconds since the epoch as "YYYY-MM-DDTHH:MM:SSZ".
 std::string iso_utc(std::int64_t unix_seconds);
+
+/// `text` with every control character but newline and tab shown in caret
+/// notation (ESC as "^[", DEL as "^?") and the C1 controls (U+0080-U+009F,
+/// which some terminals obey as escapes) as "\u0080"-style text: output a
+/// task printed cannot drive the terminal that shows it.
+std::string terminal_safe(std::string_view text);
 
 void print_table(std::ostream& out, const std::vector<Column>& columns, const boost::json::array& items);
 

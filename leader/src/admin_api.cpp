@@ -458,8 +458,14 @@ HttpResponse AdminApi::dashboard(const std::string& file) {
   if (!asset) return error(404, "not_found", "no dashboard file " + json_quote(file.substr(0, 64)));
   HttpResponse r{200, std::string(asset->content_type), std::string(asset->body), {}};
   // The page runs only its own script; it may call other nodes (the leader).
+  // No other site may frame it (a click on a framed "cancel" is the
+  // operator's click: frame-ancestors, and X-Frame-Options for browsers
+  // that predate it), and no address it came from leaks in a Referer.
   r.headers["Content-Security-Policy"] =
-      "default-src 'self'; connect-src 'self' http: https:; img-src 'self' data:; style-src 'self'";
+      "default-src 'self'; connect-src 'self' http: https:; img-src 'self' data:; style-src 'self'; "
+      "frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+  r.headers["X-Frame-Options"] = "DENY";
+  r.headers["Referrer-Policy"] = "no-referrer";
   r.headers["X-Content-Type-Options"] = "nosniff";
   r.headers["Cache-Control"] = "no-cache";
   return r;

@@ -1,10 +1,54 @@
 #include "baton/store_pg/inspect.h"
 
+#include <libpq-fe.h>
 #include <pqxx/pqxx>
+
+#include <cstdlib>
 
 #include "baton/store_pg/migrate.h"
 
 namespace baton::store::pg {
+
+namespace {
+bool local_host(std::string h) {
+  while (!h.empty() && h.back() == ' ') h.pop_back();
+  while (!h.empty() && h.front() == ' ') h.erase(0, 1);
+  return h.empty() || h.front() == '/' || h == "localhost" || h == "::1" || h.rfind("127.", 0) == 0;
+}
+}  // namespace
+
+Result<DatabaseLink> database_link(const std::string& url) {
+  char* error = nullptr;
+  PQconninfoOption* options = PQconninfoParse(url.c_str(), &error);
+  if (!options) {
+    std::string why = error ? error : "out of memory";
+    if (error) PQfreemem(error);
+    while (!why.empty() && why.back() == '\n') why.pop_back();
+    return make_error(Errc::bad_config, "database.url: " + why);
+  }
+  DatabaseLink link;
+  std::string host, hostaddr;
+  for (PQconninfoOption* o = options; o->keyword; ++o) {
+    if (!o->val) continue;
+    const std::string k = o->keyword;
+    if (k == "host") host = o->val;
+    if (k == "hostaddr") hostaddr = o->val;
+    if (k == "sslmode") link.sslmode = o->val;
+  }
+  PQconninfoFree(options);
+  if (link.sslmode.empty()) {
+    const char* env = std::getenv("PGSSLMODE");
+    link.sslmode = env && *env ? env : "prefer";
+  }
+  link.hosts = !hostaddr.empty() ? hostaddr : host;
+  // Each of a list (postgresql://h1,h2/...): one remote host is enough.
+  for (std::size_t at = 0; at <= link.hosts.size();) {
+    const auto comma = std::min(link.hosts.find(',', at), link.hosts.size());
+    if (!local_host(link.hosts.substr(at, comma - at))) link.remote = true;
+    at = comma + 1;
+  }
+  return link;
+}
 
 Result<DatabaseFacts> inspect_database(const std::string& url) {
   std::string conninfo = url;

@@ -118,7 +118,7 @@ struct Standby {
     std::ifstream in(pg.dir() + "/standby.url");
     std::getline(in, url);
   }
-  ~Standby() { std::system((std::string(BATON_SOURCE_DIR) + "/scripts/pg-private stop " + dir).c_str()); }
+  ~Standby() { (void)!std::system((std::string(BATON_SOURCE_DIR) + "/scripts/pg-private stop " + dir).c_str()); }
   /// The URL of database `db` on the standby (it replicates every database).
   std::string of(const std::string& primary_url) const {
     return url.substr(0, url.rfind('/')) + primary_url.substr(primary_url.rfind('/'));

@@ -48,10 +48,19 @@ Error file_error(const std::string& key, const std::string& path, const std::str
 /// read a passphrase from the terminal and block a service.
 int no_passphrase(char*, int, int, void*) { return 0; }
 
+/// TLS 1.2's suites: forward secrecy (ECDHE) and authenticated encryption
+/// (AES-GCM, ChaCha20-Poly1305) only. TLS 1.3's are all of that kind and
+/// stay OpenSSL's; 1.3 is chosen whenever both ends speak it.
+constexpr const char* tls12_ciphers = "ECDHE+AESGCM:ECDHE+CHACHA20:!aNULL";
+
 void set_floor(Context& ctx) {
   ctx.set_options(Context::default_workarounds | Context::no_sslv2 | Context::no_sslv3 | Context::no_tlsv1 |
                   Context::no_tlsv1_1 | Context::single_dh_use);
   SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_2_VERSION);
+  // No renegotiation (a TLS 1.2 client could otherwise make the node redo
+  // handshakes on one connection, each a private-key operation).
+  SSL_CTX_set_options(ctx.native_handle(), SSL_OP_NO_RENEGOTIATION);
+  SSL_CTX_set_cipher_list(ctx.native_handle(), tls12_ciphers);
   SSL_CTX_set_default_passwd_cb(ctx.native_handle(), no_passphrase);
 }
 
@@ -92,6 +101,8 @@ Result<void> load_ca(Context& ctx, const std::string& key, const std::string& ca
 Result<std::shared_ptr<Context>> make_server_context(const ServerFiles& files) {
   auto ctx = std::make_shared<Context>(Context::tls_server);
   set_floor(*ctx);
+  // The server's order of suites decides, not the client's.
+  SSL_CTX_set_options(ctx->native_handle(), SSL_OP_CIPHER_SERVER_PREFERENCE);
   // Without it, a client resuming a session with a server that asks for
   // client certificates fails its handshake (SESSION_ID_CONTEXT_UNINITIALIZED).
   static const unsigned char session_context[] = "baton";

@@ -101,6 +101,40 @@ TEST_F(TlsFiles, AClientVerifiesTheNodeByItsCaAndTheAddressItDialed) {
   EXPECT_FALSE(refused.server_ok);
 }
 
+// docs/security.md, "TLS": on TLS 1.2 only suites with forward secrecy
+// and authenticated encryption; no renegotiation; the server's order.
+TEST_F(TlsFiles, TlsTwelveOffersOnlyEcdheWithAeadAndNoRenegotiation) {
+  auto server = make_server_context(node_of("ca1"));
+  ASSERT_TRUE(server) << server.error();
+  SSL_CTX* s = (*server)->native_handle();
+  EXPECT_TRUE(SSL_CTX_get_options(s) & SSL_OP_NO_RENEGOTIATION);
+  EXPECT_TRUE(SSL_CTX_get_options(s) & SSL_OP_CIPHER_SERVER_PREFERENCE);
+  int tls12 = 0;
+  STACK_OF(SSL_CIPHER)* ciphers = SSL_CTX_get_ciphers(s);
+  for (int i = 0; i < sk_SSL_CIPHER_num(ciphers); ++i) {
+    const SSL_CIPHER* c = sk_SSL_CIPHER_value(ciphers, i);
+    if (SSL_CIPHER_get_kx_nid(c) == NID_kx_any) continue;  // TLS 1.3's own suites
+    ++tls12;
+    EXPECT_EQ(SSL_CIPHER_get_kx_nid(c), NID_kx_ecdhe) << SSL_CIPHER_get_name(c);
+    EXPECT_TRUE(SSL_CIPHER_is_aead(c)) << SSL_CIPHER_get_name(c);
+  }
+  EXPECT_GT(tls12, 0);
+
+  // A TLS 1.2 client that offers only CBC suites (with ECDHE, which the
+  // node's EC key could serve) is refused; one that offers ECDHE with
+  // AES-GCM is served.
+  auto offering = [&](const char* suites) {
+    auto client = make_client_context({f("ca1", "ca.crt"), "", ""});
+    EXPECT_TRUE(client);
+    SSL_CTX_set_max_proto_version((*client)->native_handle(), TLS1_2_VERSION);
+    EXPECT_EQ(SSL_CTX_set_cipher_list((*client)->native_handle(), suites), 1) << suites;
+    return handshake(**server, **client);
+  };
+  EXPECT_NE(offering("ECDHE-ECDSA-AES128-SHA256:ECDHE-ECDSA-AES256-SHA").client_error, "");
+  EXPECT_FALSE(offering("ECDHE-ECDSA-AES128-SHA").server_ok);
+  EXPECT_EQ(offering("ECDHE-ECDSA-AES256-GCM-SHA384").client_error, "");
+}
+
 TEST_F(TlsFiles, BadFilesAreErrorsNamingTheKeyAndTheFile) {
   auto missing = make_server_context({dir_ + "/nope.crt", f("ca1", "node.key"), "", {}});
   ASSERT_FALSE(missing);

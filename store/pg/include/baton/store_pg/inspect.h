@@ -23,4 +23,17 @@ struct DatabaseFacts {
 /// server's words when it cannot.
 Result<DatabaseFacts> inspect_database(const std::string& url);
 
+/// How a URL reaches its database, read by libpq (PQconninfoParse), no
+/// connection made.
+struct DatabaseLink {
+  bool remote = false;  ///< a host that is not this one (not a Unix socket, loopback or localhost)
+  std::string hosts;    ///< as given ("" for the default Unix socket)
+  std::string sslmode;  ///< as given, else PGSSLMODE, else libpq's default "prefer"
+  /// TLS with the server's certificate verified against a CA and the host
+  /// name (sslmode=verify-full): nothing in the path can read or pose.
+  bool verified() const { return sslmode == "verify-full"; }
+};
+/// bad_config naming what libpq could not parse.
+Result<DatabaseLink> database_link(const std::string& url);
+
 }  // namespace baton::store::pg

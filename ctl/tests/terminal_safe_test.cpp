@@ -1,0 +1,26 @@
+// What a task printed, shown by `ctl logs` on a terminal: escape sequences
+// are shown as text, not obeyed (docs/security.md, "TLS"; docs/ctl.md).
+#include <gtest/gtest.h>
+
+#include "../src/render.h"
+
+namespace baton::ctl {
+namespace {
+
+TEST(TerminalSafe, EscapeSequencesAndControlsAreShownNotObeyed) {
+  // A colour, a cursor move, a window title (OSC ... BEL), a bell.
+  EXPECT_EQ(terminal_safe("\x1b[31mred\x1b[0m"), "^[[31mred^[[0m");
+  EXPECT_EQ(terminal_safe("\x1b[2J\x1b[H"), "^[[2J^[[H");
+  EXPECT_EQ(terminal_safe("\x1b]0;owned\x07"), "^[]0;owned^G");
+  EXPECT_EQ(terminal_safe("a\rb\bc\x7f"), "a^Mb^Hc^?");
+  // The C1 controls, UTF-8 encoded (CSI is U+009B).
+  EXPECT_EQ(terminal_safe("\xc2\x9b"
+                          "31m"),
+            "\\u009b31m");
+  // Lines, tabs and text in any script are left alone.
+  EXPECT_EQ(terminal_safe("line 1\n\tline 2 é ü 日本\n"), "line 1\n\tline 2 é ü 日本\n");
+  EXPECT_EQ(terminal_safe("\xc2\xa0nbsp"), "\xc2\xa0nbsp");
+}
+
+}  // namespace
+}  // namespace baton::ctl
