@@ -1047,7 +1047,7 @@ void RunBook::on_cancel(RunId run, const std::string& reason, int tries) {
     log(LogLevel::warn, fmt::format("run_cancel_gave_up run={} epoch={} reason=conflicts", run.value, epoch_.value));
     return;
   }
-  read_run(run, [this, run, reason, tries](const Result<std::optional<store::RunRow>>& row) {
+  read_run(run, [this, reason, tries](const Result<std::optional<store::RunRow>>& row) {
     if (!row || !*row || is_terminal((*row)->state)) return;
     const store::RunRow r = **row;
     if (r.state == RunState::running && r.assigned_worker_id && r.lease_token) {
