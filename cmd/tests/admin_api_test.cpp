@@ -526,6 +526,33 @@ TEST_F(AdminApiTest, TokensCarryARoleAndOnlyTheirHashIsStored) {
   EXPECT_EQ(last_audit()["action"].as_string(), "token.revoke");
 }
 
+// A token made with a time to live is refused once it has passed, by every
+// node (here: a node that has not cached it), and listed with its expiry.
+TEST_F(AdminApiTest, ATokenWithATimeToLiveIsRefusedOnceItHasPassed) {
+  auto res = send("POST", "/api/v1/tokens", R"({"name":"ci","role":"read","ttl_seconds":3600})");
+  ASSERT_EQ(res.status, 201) << res.body;
+  const std::string ci(body(res).as_object()["token"].as_string());
+  EXPECT_FALSE(body(res).as_object()["expires_at"].is_null()) << res.body;
+  EXPECT_EQ(get("/api/v1/runs", ci).status, 200);
+  EXPECT_EQ(send("POST", "/api/v1/tokens", R"({"name":"x","role":"read","ttl_seconds":5})").status, 400);
+  EXPECT_EQ(send("POST", "/api/v1/tokens", R"({"name":"x","role":"read","ttl_seconds":"1h"})").status, 400);
+  // An hour later (the expiry moved into the past instead of waiting).
+  baton::testing::DbInspector(url).scalar(
+      "UPDATE api_tokens SET created_at = now() - interval '2 hours', expires_at = now() - interval '1 hour'"
+      " WHERE name = 'ci'");
+  AdminApi other{
+      AdminApiPorts{[this] { return NodeStatus{"n2", "n2-i1", "follower", epoch.value, "n1", "", 0}; }, {}, {}},
+      admin_store, metrics, clock, "secret"};
+  EXPECT_EQ(other.handle({"GET", "/api/v1/runs", {{"authorization", "Bearer " + ci}}, ""}).status, 401);
+  auto listed = body(get("/api/v1/tokens")).as_object()["items"].as_array();
+  ASSERT_FALSE(listed.empty());
+  EXPECT_EQ(listed[0].as_object()["name"].as_string(), "ci");
+  EXPECT_FALSE(listed[0].as_object()["expires_at"].is_null());
+  // A token without one does not expire.
+  EXPECT_TRUE(
+      body(send("POST", "/api/v1/tokens", R"({"name":"forever","role":"read"})")).as_object()["expires_at"].is_null());
+}
+
 TEST_F(AdminApiTest, JobsAreCreatedReplacedWithAVersionAndDeletedSoftly) {
   const std::string def =
       R"({"name":"nightly","schedule":"0 0 3 * * *","max_attempts":2,"tasks":[{"kind":"BUILTIN","builtin":"NOOP"}]})";

@@ -762,14 +762,16 @@ std::vector<Verb> verbs() {
       {{"token", "create"},
        "NAME",
        "a token for a person or a program; printed once",
-       {{"--role", true, "read, operate or admin"}},
+       {{"--role", true, "read, operate or admin"},
+        {"--ttl", true, "the token expires after this (1m to ten years; default: it does not expire)"}},
        1,
        1,
        [](Call& c) -> int {
          auto role = c.flag("--role");
          if (!role) return c.usage("token create needs --role read|operate|admin");
-         auto reply =
-             c.api.call("POST", "/api/v1/tokens", json::serialize(json::object{{"name", c.args[0]}, {"role", *role}}));
+         json::object body{{"name", c.args[0]}, {"role", *role}};
+         if (!put_ttl(c, body)) return c.usage("--ttl must be a duration like 30m, 12h or 720h");
+         auto reply = c.api.call("POST", "/api/v1/tokens", json::serialize(body));
          if (reply.status != 201) return c.fail(reply);
          auto o = json::parse(reply.body).as_object();
          if (c.json_output())

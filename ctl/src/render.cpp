@@ -170,6 +170,7 @@ const std::vector<Column>& token_columns() {
                                      COL("CREATED", "created_at"),
                                      COL("BY", "created_by"),
                                      COL("LAST USED", "last_used_at"),
+                                     COL("EXPIRES", "expires_at"),
                                      COL("REVOKED", "revoked_at")};
   return c;
 }

@@ -380,7 +380,8 @@ std::vector<ApiRoute> AdminApi::make_routes() {
        {},
        A,
        false,
-       "{\"name\": \"...\", \"role\": \"read|operate|admin\"}",
+       "{\"name\": \"...\", \"role\": \"read|operate|admin\", \"ttl_seconds\": S} (ttl_seconds optional: "
+       "60 s to ten years; without it the token does not expire)",
        h(&AdminApi::create_token)},
       {"POST",
        "/api/v1/tokens/{id}/revoke",
@@ -986,8 +987,20 @@ HttpResponse AdminApi::create_token(const ApiCall& c) {
   auto& o = std::get<json::object>(body);
   auto* name = o.if_contains("name");
   auto* role = o.if_contains("role");
-  if (o.size() != 2 || !name || !role || !name->is_string() || !role->is_string())
-    return error(400, "bad_request", "the body must be {\"name\": \"...\", \"role\": \"read|operate|admin\"}");
+  auto* ttl = o.if_contains("ttl_seconds");
+  if (o.size() != (ttl ? 3u : 2u) || !name || !role || !name->is_string() || !role->is_string())
+    return error(400, "bad_request",
+                 "the body must be {\"name\": \"...\", \"role\": \"read|operate|admin\"} with an optional "
+                 "\"ttl_seconds\"");
+  std::optional<std::int64_t> ttl_seconds;
+  if (ttl) {
+    constexpr std::int64_t ttl_max = 10LL * 366 * 24 * 3600;
+    if (!ttl->is_int64() || ttl->as_int64() < 60 || ttl->as_int64() > ttl_max)
+      return error(
+          400, "bad_request",
+          "'ttl_seconds' must be a whole number of seconds from 60 to " + std::to_string(ttl_max) + " (ten years)");
+    ttl_seconds = ttl->as_int64();
+  }
   const std::string n(name->as_string());
   if (!valid_name(n) || n.size() > 100) return bad_name("token name", n);
   auto parsed = parse_role(std::string(role->as_string()));
@@ -996,7 +1009,8 @@ HttpResponse AdminApi::create_token(const ApiCall& c) {
         400, "bad_request",
         "'role' must be read, operate or admin, got " + json_quote(std::string(role->as_string()).substr(0, 64)));
   const std::string token = new_api_token();
-  auto r = with_store([&](auto& s) { return s.create_token(c.actor(), n, to_string(*parsed), sha256_hex(token)); });
+  auto r = with_store(
+      [&](auto& s) { return s.create_token(c.actor(), n, to_string(*parsed), sha256_hex(token), ttl_seconds); });
   if (!r) return db_error(r.error());
   if (r->outcome != store::AdminOutcome::applied) return refused(*r);
   auto out = json::parse(r->json).as_object();

@@ -348,7 +348,7 @@ Result<Page> PgAdminStore::list_tokens(int limit, std::optional<std::int64_t> be
   return page_query(session_,
                     "SELECT t.id::text, jsonb_build_object('id', t.id, 'name', t.name, 'role', t.role,"
                     " 'created_at', t.created_at, 'created_by', t.created_by, 'last_used_at', t.last_used_at,"
-                    " 'revoked_at', t.revoked_at)::text FROM api_tokens t"
+                    " 'revoked_at', t.revoked_at, 'expires_at', t.expires_at)::text FROM api_tokens t"
                     " WHERE ($1::bigint IS NULL OR t.id < $1) ORDER BY t.id DESC LIMIT $2",
                     limit, before_id);
 }
@@ -358,6 +358,7 @@ Result<std::optional<TokenGrant>> PgAdminStore::token_by_hash(const std::string&
     pqxx::nontransaction tx{c};
     auto rows = tx.exec_params(
         "UPDATE api_tokens SET last_used_at = now() WHERE token_sha256 = $1 AND revoked_at IS NULL"
+        " AND (expires_at IS NULL OR expires_at > now())"
         " RETURNING id, name, role",
         sha256_hex);
     if (rows.empty()) return std::optional<TokenGrant>{};
@@ -667,14 +668,16 @@ Result<AdminResult> PgAdminStore::set_setting(const Actor& who, const std::strin
 }
 
 Result<AdminResult> PgAdminStore::create_token(const Actor& who, const std::string& name, const std::string& role,
-                                               const std::string& sha256_hex) {
+                                               const std::string& sha256_hex, std::optional<std::int64_t> ttl_seconds) {
   return session_.with<AdminResult>([&](pqxx::connection& c) -> Result<AdminResult> {
     pqxx::work tx{c};
     auto rows = tx.exec_params(
-        "INSERT INTO api_tokens (name, role, token_sha256, created_by) VALUES ($1, $2, $3, $4)"
+        "INSERT INTO api_tokens (name, role, token_sha256, created_by, expires_at)"
+        " VALUES ($1, $2, $3, $4, now() + $5::bigint * interval '1 second')"
         " ON CONFLICT (name) WHERE revoked_at IS NULL DO NOTHING"
-        " RETURNING jsonb_build_object('id', id, 'name', name, 'role', role, 'created_at', created_at)::text",
-        name, role, sha256_hex, who.name);
+        " RETURNING jsonb_build_object('id', id, 'name', name, 'role', role, 'created_at', created_at,"
+        " 'expires_at', expires_at)::text",
+        name, role, sha256_hex, who.name, ttl_seconds);
     if (rows.empty())
       return refused(AdminOutcome::conflict, "a live token named '" + name + "' exists: revoke it first");
     audit_in(tx, who, "token.create", "token:" + name, std::nullopt, rows[0][0].as<std::string>());

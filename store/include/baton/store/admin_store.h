@@ -231,8 +231,11 @@ class AdminStore {
                                                      const std::string& state) = 0;
   /// `value_json` is already validated by the caller.
   virtual Result<AdminResult> set_setting(const Actor& who, const std::string& key, const std::string& value_json) = 0;
+  /// `ttl_seconds`: the token is refused once that long has passed since
+  /// its creation; nullopt: it does not expire.
   virtual Result<AdminResult> create_token(const Actor& who, const std::string& name, const std::string& role,
-                                           const std::string& sha256_hex) = 0;
+                                           const std::string& sha256_hex,
+                                           std::optional<std::int64_t> ttl_seconds = std::nullopt) = 0;
   virtual Result<AdminResult> revoke_token(const Actor& who, std::int64_t id) = 0;
   /// A bootstrap token (by hash) for `grant.worker_id`; JSON: id, worker_id,
   /// labels, capacity, expires_at.

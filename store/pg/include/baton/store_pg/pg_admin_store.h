@@ -65,7 +65,8 @@ class PgAdminStore final : public AdminStore {
                                              const std::string& state) override;
   Result<AdminResult> set_setting(const Actor& who, const std::string& key, const std::string& value_json) override;
   Result<AdminResult> create_token(const Actor& who, const std::string& name, const std::string& role,
-                                   const std::string& sha256_hex) override;
+                                   const std::string& sha256_hex,
+                                   std::optional<std::int64_t> ttl_seconds = std::nullopt) override;
   Result<AdminResult> revoke_token(const Actor& who, std::int64_t id) override;
   Result<void> audit(const Actor& who, const std::string& action, const std::string& subject,
                      const std::string& details_json) override;
