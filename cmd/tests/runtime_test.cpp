@@ -469,3 +469,38 @@ TEST(Runtime, UnplaceableRunsDoNotBlockTheRunsBehindThem) {
   ASSERT_TRUE(c.wait_for_state(run, "SUCCEEDED", 10s)) << c.db().run(run)->state;
   for (auto b : blocked) EXPECT_EQ(c.db().run(b)->state, "PENDING");
 }
+
+// What the 30-minute chaos run of seed 7 found (docs/fencing.md, "A frame
+// that waited in a stopped worker's socket is not acted on"), with real
+// processes: a worker stopped (SIGSTOP) while the leader still counts it
+// attached is sent an assignment that carries the start; the leader detaches
+// it, gives the attempt up after continuation + margin and retries the run
+// on another worker. When the stopped worker runs again, the old assignment
+// is waiting in its socket: it must not start it.
+TEST(Runtime, AWorkerStoppedWithAGrantedAssignmentInItsSocketDoesNotRunItWhenItContinues) {
+  Cluster c("stopped_worker", quiet_jobs());
+  c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(), "n1");
+  auto& w1 = c.start_worker("w1", 1);
+  ASSERT_TRUE(c.wait_for_workers("n1", 1));
+  w1.signal(SIGSTOP);
+  const auto run = c.trigger("n1", "sleeper");
+  // The leader still counts w1 attached: the assignment and its start go
+  // to w1's socket.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto r = c.db().run(run);
+        return r && r->worker_id == "w1";
+      },
+      3s));
+  c.start_worker("w2", 1);
+  // Detached, given up after continuation + margin (4 s + 2 s), retried.
+  ASSERT_TRUE(wait_until([&] { return starts_of(c.journal("w2"), run) == 1; }, 20s));
+  w1.signal(SIGCONT);
+  ASSERT_TRUE(c.wait_for_state(run, "SUCCEEDED", 20s)) << c.db().run(run)->state;
+  // Time for w1 to read what waited in its socket, and to reattach.
+  ASSERT_TRUE(c.wait_for_workers("n1", 2, 10s));
+  EXPECT_EQ(starts_of(c.journal("w1"), run), 0u) << "the stopped worker acted on an assignment the leader had given up";
+  EXPECT_EQ(starts_of(c.journal("w2"), run), 1u);
+  EXPECT_NE(c.proc("w1").log().find("worker_stalled"), std::string::npos) << c.proc("w1").log();
+}
