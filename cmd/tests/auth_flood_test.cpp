@@ -260,3 +260,35 @@ TEST(AuthFlood, BeyondTheAdminQueueARequestIsShedAtOnceWithRetryAfter) {
   EXPECT_EQ(c.http(port, "GET", "/api/v1/runs", admin).status, 200);
   EXPECT_EQ(metric(c, "n1", "baton_requests_shed_total"), 1);
 }
+
+// The configured admin token is read again when its file changes: the new
+// one works within a few seconds and the old one is refused; a file that
+// does not hold a valid token leaves the one in use (docs/security.md).
+TEST(AdminToken, ANewAdminTokenFileIsInUseWithoutARestart) {
+  char tmpl[] = "/tmp/baton-admin-token-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  const std::string file = dir + "/admin.token";
+  const std::string first = "first-admin-token-0123456789", second = "second-admin-token-0123456789";
+  std::ofstream(file) << first << "\n";
+  ClusterOptions o;
+  o.admin_token_file = file;
+  o.node_extra = "limits: {auth_failure_rate: 0}\n";  // the polls below fail on purpose
+  Cluster c("admin_token_reload", tick_jobs, o);
+  c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(), "n1");
+  const int port = c.port("n1");
+  auto status_with = [&](const std::string& token) {
+    return c.http(port, "GET", "/api/v1/runs", {{"Authorization", "Bearer " + token}}).status;
+  };
+  EXPECT_EQ(status_with(first), 200);
+  std::ofstream(file) << second << "\n";
+  EXPECT_TRUE(wait_until([&] { return status_with(second) == 200; }, std::chrono::seconds(10)));
+  EXPECT_EQ(status_with(first), 401);
+  // Too short to be a secret: refused, the second stays in use.
+  std::ofstream(file) << "short\n";
+  EXPECT_TRUE(wait_until([&] { return c.proc("n1").log().find("admin_token_reload_failed") != std::string::npos; },
+                         std::chrono::seconds(10)));
+  EXPECT_EQ(status_with(second), 200);
+  EXPECT_EQ(status_with("short"), 401);
+  std::filesystem::remove_all(dir);
+}

@@ -75,6 +75,8 @@ struct ClusterOptions {
   /// Nodes accept the shared worker token (worker_token_file); false: only
   /// credentials from enrollment (see worker_auth_override).
   bool shared_worker_token = true;
+  /// The nodes' admin_token_file ("": configs/example-admin.token).
+  std::string admin_token_file;
 };
 
 class Cluster {
@@ -127,7 +129,10 @@ class Cluster {
                        << (opt_.shared_worker_token ? "\nworker_token_file: " + std::string(BATON_SOURCE_DIR) +
                                                           "/configs/example-worker.token"
                                                     : std::string())
-                       << "\nadmin_token_file: " << BATON_SOURCE_DIR << "/configs/example-admin.token"
+                       << "\nadmin_token_file: "
+                       << (opt_.admin_token_file.empty()
+                               ? std::string(BATON_SOURCE_DIR) + "/configs/example-admin.token"
+                               : opt_.admin_token_file)
                        << "\ndatabase: {url: '" << url_ << "'}\n"
                        << "election: {lease: " << opt_.lease << ", renew_every: " << opt_.renew_every
                        << ", safety_margin: " << opt_.safety_margin << ", poll_every: 300ms}\n"
@@ -148,8 +153,11 @@ class Cluster {
   /// operator does (nodes read no job files), once `node` answers.
   void apply_jobs(const std::string& node) {
     wait_until([&] { return http(port(node), "GET", "/healthz").status == 200; }, 20s);
-    std::vector<std::string> argv{BATON_BINARY, "ctl",      "--addr", "127.0.0.1:" + std::to_string(port(node)),
-                                  "--token",    admin_token};
+    const std::string token_file = opt_.admin_token_file.empty()
+                                       ? std::string(BATON_SOURCE_DIR) + "/configs/example-admin.token"
+                                       : opt_.admin_token_file;
+    std::vector<std::string> argv{BATON_BINARY,   "ctl",     "--addr", "127.0.0.1:" + std::to_string(port(node)),
+                                  "--token-file", token_file};
     if (!opt_.tls) argv.push_back("--insecure");
     for (const char* a : {"apply", "-f"}) argv.push_back(a);
     argv.push_back(dir_ + "/jobs");

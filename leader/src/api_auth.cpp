@@ -82,6 +82,11 @@ Authenticator::Authenticator(std::string config_admin_token, Lookup lookup, cons
       on_failure_(std::move(on_failure)),
       cache_(cache_max) {}
 
+void Authenticator::set_config_admin_token(std::string token) {
+  std::lock_guard lock(config_mutex_);
+  config_admin_token_ = std::move(token);
+}
+
 std::optional<Principal> Authenticator::refuse(AuthFailure why) const {
   if (on_failure_) on_failure_(why);
   return std::nullopt;
@@ -91,8 +96,11 @@ Result<std::optional<Principal>> Authenticator::authenticate(const std::string& 
   if (authorization.rfind("Bearer ", 0) != 0) return refuse(AuthFailure::missing);
   const std::string token = authorization.substr(7);
   if (token.empty() || token.size() > 200) return refuse(AuthFailure::missing);
-  if (!config_admin_token_.empty() && constant_time_equal(token, config_admin_token_))
-    return std::optional<Principal>{Principal{"config", Role::admin}};
+  {
+    std::lock_guard lock(config_mutex_);
+    if (!config_admin_token_.empty() && constant_time_equal(token, config_admin_token_))
+      return std::optional<Principal>{Principal{"config", Role::admin}};
+  }
   // Not the configured token and not of the shape every issued token has:
   // never issued, so no hash and no database lookup (a flood of made-up
   // tokens costs the database nothing; docs/security.md).

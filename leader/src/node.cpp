@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
+
 #include <sys/resource.h>
 
 #include <chrono>
@@ -87,6 +89,25 @@ class NodeRuntime final : public ServerHandlers {
 
   // A refusal is logged once, by the session (worker_frame_rejected).
   WorkerAdmission admit_worker(const protocol::Hello& hello) override { return worker_auth_.admit(hello); }
+
+  /// The admin token file, read again when it changes (its modification
+  /// time or size): the new token is in use within a few seconds and the
+  /// old one refused; a file that does not hold a valid token leaves the
+  /// previous one in use and says why once. Called with the revocations.
+  void reload_admin_token() {
+    if (cfg_.admin_token_path.empty()) return;
+    const std::string seen = file_stamp(cfg_.admin_token_path);
+    if (seen == admin_token_seen_) return;
+    admin_token_seen_ = seen;
+    auto token = read_secret_file(cfg_.admin_token_path, "admin_token_file");
+    if (!token) {
+      spdlog::error("admin_token_reload_failed node={} file={} error={} (the previous token stays in use)", me_.node_id,
+                    json_quote(cfg_.admin_token_path), json_quote(token.error().message));
+      return;
+    }
+    admin_.set_config_admin_token(*token);
+    spdlog::info("admin_token_reloaded node={} file={}", me_.node_id, json_quote(cfg_.admin_token_path));
+  }
 
   /// Credentials revoked (or replaced by a new enrollment) lately: their
   /// sessions are closed. Called every few seconds off the watchdog thread.
@@ -293,6 +314,15 @@ class NodeRuntime final : public ServerHandlers {
   }
 
   const NodeConfig& cfg_;
+  /// The admin token file's modification time and size when it was last read.
+  std::string admin_token_seen_ = file_stamp(cfg_.admin_token_path);
+  static std::string file_stamp(const std::string& path) {
+    std::error_code ec;
+    const auto mtime = std::filesystem::last_write_time(path, ec);
+    if (ec) return "missing";
+    const auto size = std::filesystem::file_size(path, ec);
+    return std::to_string(mtime.time_since_epoch().count()) + ":" + std::to_string(ec ? 0 : size);
+  }
   const NodePorts& ports_;
   const NodeIdentity me_;
   consensus::Elector& elector_;
@@ -412,6 +442,7 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
     while (!stop.load()) {
       if (clock.mono() >= next) {
         runtime.close_revoked_workers(server);
+        runtime.reload_admin_token();
         next = clock.mono() + revocation_sweep_every;
       }
       std::this_thread::sleep_for(Millis{100});

@@ -35,6 +35,13 @@ std::optional<std::string> read_secret(const std::string& path, const std::strin
 
 }  // namespace
 
+Result<std::string> read_secret_file(const std::string& path, const std::string& key) {
+  ConfigErrors errors(path);
+  auto secret = read_secret(path, key, errors);
+  if (!secret) return make_error(Errc::bad_config, errors.joined());
+  return *secret;
+}
+
 Result<NodeConfig> load_node_config(const std::string& file) {
   auto root = load_yaml_file(file);
   if (!root) return root.error();

@@ -100,6 +100,8 @@ class AdminApi {
   /// so a lookup never waits behind the API's other statements, nor they
   /// behind a flood of lookups.
   void set_token_store(store::AdminStore& tokens) { token_store_ = &tokens; }
+  /// The configured admin token, read again from its file.
+  void set_config_admin_token(std::string token) { auth_.set_config_admin_token(std::move(token)); }
   /// Whether an Authorization header value names a valid API token (the
   /// server asks before it reads a large body: docs/security.md).
   bool authenticated(const std::string& authorization);

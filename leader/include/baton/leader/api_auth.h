@@ -58,11 +58,14 @@ class Authenticator {
   /// no bearer token or it is unknown or revoked; an error when the database
   /// cannot be asked.
   Result<std::optional<Principal>> authenticate(const std::string& authorization);
+  /// Replaces the configured admin token (its file changed); "" = none.
+  void set_config_admin_token(std::string token);
 
  private:
   std::optional<Principal> refuse(AuthFailure why) const;
 
-  std::string config_admin_token_;
+  std::mutex config_mutex_;
+  std::string config_admin_token_;  ///< guarded by config_mutex_ (replaced when its file changes)
   Lookup lookup_;
   const Clock& clock_;
   Millis cache_for_;

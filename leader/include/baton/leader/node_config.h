@@ -48,4 +48,10 @@ struct NodeConfig {
 /// file and the key.
 Result<NodeConfig> load_node_config(const std::string& file);
 
+/// A secret from its file as the config reads it (trailing newlines and
+/// spaces dropped, at least 16 characters); bad_config naming `key` and the
+/// file otherwise. The node reads its admin token file again with it when
+/// the file changes.
+Result<std::string> read_secret_file(const std::string& path, const std::string& key);
+
 }  // namespace baton::leader
