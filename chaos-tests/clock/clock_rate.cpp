@@ -49,6 +49,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 namespace {
 
 using ns_t = std::int64_t;
@@ -228,6 +231,9 @@ __attribute__((constructor)) void init() {
 extern "C" {
 
 int clock_gettime(clockid_t c, timespec* ts) {
+  // Called before this library's constructor has run: by the allocator's
+  // own start-up, if it reads the clock while dlsym above allocates.
+  if (!real_clock_gettime) return static_cast<int>(::syscall(SYS_clock_gettime, c, ts));
   const int r = real_clock_gettime(c, ts);
   if (r != 0 || !active() || !monotonic_family(c)) return r;
   const ns_t real = real_mono();

@@ -1,10 +1,7 @@
 #include "baton/worker_core/attempt_table.h"
 
 #include <algorithm>
-#include <array>
-#include <charconv>
-#include <set>
-#include <string_view>
+#include <limits>
 
 #include "baton/core/assert.h"
 #include "baton/core/weaken.h"
@@ -25,36 +22,11 @@ namespace {
 bool alive(AttemptState s) { return s == AttemptState::running || s == AttemptState::stopping; }
 }  // namespace
 
-namespace {
-// "run:attempt:" of a key, in `buf` (no allocation).
-std::string_view key_head(const protocol::AttemptRef& r, std::array<char, 48>& buf) {
-  char* p = std::to_chars(buf.data(), buf.data() + buf.size(), r.run_id).ptr;
-  *p++ = ':';
-  p = std::to_chars(p, buf.data() + buf.size(), r.attempt).ptr;
-  *p++ = ':';
-  return {buf.data(), static_cast<std::size_t>(p - buf.data())};
-}
-
-bool key_matches(std::string_view key, const protocol::AttemptRef& r) {
-  std::array<char, 48> buf;
-  const std::string_view head = key_head(r, buf);
-  return key.size() == head.size() + r.lease_token.size() && key.substr(0, head.size()) == head &&
-         key.substr(head.size()) == r.lease_token;
-}
-}  // namespace
-
-std::string AttemptTable::key_of(const protocol::AttemptRef& r) {
-  std::array<char, 48> buf;
-  const std::string_view head = key_head(r, buf);
-  std::string key;
-  key.reserve(head.size() + r.lease_token.size());
-  key.append(head).append(r.lease_token);
-  return key;
-}
-
-bool AttemptTable::other_alive(const std::string& key, std::int64_t run) const {
-  for (const auto& [k, a] : attempts_)
-    if (a.assign.ref.run_id == run && alive(a.state) && k != key) return true;
+bool AttemptTable::other_alive(const protocol::AttemptRef& key, std::int64_t run) const {
+  // A run's attempts are neighbours in the table (ordered by run first).
+  const protocol::AttemptRef first{.run_id = run, .attempt = std::numeric_limits<int>::min(), .lease_token = {}};
+  for (auto it = attempts_.lower_bound(first); it != attempts_.end() && it->first.run_id == run; ++it)
+    if (alive(it->second.state) && it->first != key) return true;
   return false;
 }
 
@@ -69,25 +41,32 @@ void AttemptTable::request_starts(MonoTime now) {
   if (draining_) return drop_unstarted();
   // One pass over the table (it holds capacity + prefetch attempts, and
   // this runs at every finish): the slots in use, the runs with a live
-  // attempt, and the attempts waiting for a slot.
+  // attempt, and the attempts waiting for a slot. Into buffers kept between
+  // calls: a std::set built here cost one allocation per live run at every
+  // finish (the worker's allocator was a quarter of its CPU in the
+  // throughput phase, docs/performance.md).
   int free = capacity_;
-  std::set<std::int64_t> live_runs;
-  std::vector<std::pair<std::uint64_t, Attempt*>> waiting;
+  live_runs_.clear();
+  waiting_.clear();
   for (auto& [key, a] : attempts_) {
     if (a.state != AttemptState::assigned) --free;
-    if (alive(a.state)) live_runs.insert(a.assign.ref.run_id);
+    if (alive(a.state)) live_runs_.push_back(a.assign.ref.run_id);
   }
   if (free <= 0) return;
+  std::sort(live_runs_.begin(), live_runs_.end());
   // Oldest first: a prefetched run waits its turn, not the map's key order.
   for (auto& [key, a] : attempts_)
-    if (a.state == AttemptState::assigned && !live_runs.count(a.assign.ref.run_id)) waiting.push_back({a.arrival, &a});
-  std::sort(waiting.begin(), waiting.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-  for (auto& [arrival, a] : waiting) {
+    if (a.state == AttemptState::assigned &&
+        !std::binary_search(live_runs_.begin(), live_runs_.end(), a.assign.ref.run_id))
+      waiting_.push_back({a.arrival, &a});
+  std::sort(waiting_.begin(), waiting_.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (auto& [arrival, a] : waiting_) {
     if (free-- <= 0) break;
     a->state = AttemptState::start_requested;
     a->start_requested_at = now;
     effects_.push_back(Send{protocol::Start{a->assign.ref}});
   }
+  waiting_.clear();  // no pointer into the table outlives the call
 }
 
 void AttemptTable::welcome(const protocol::Welcome& w, MonoTime now) {
@@ -96,7 +75,7 @@ void AttemptTable::welcome(const protocol::Welcome& w, MonoTime now) {
   // Only an adoption (the leader wrote the run at its epoch) restarts an
   // attempt's continuation clock; a welcome alone proves nothing about it.
   for (const auto& ref : w.adopted)
-    if (auto it = attempts_.find(key_of(ref)); it != attempts_.end()) it->second.detached_since.reset();
+    if (auto it = attempts_.find(ref); it != attempts_.end()) it->second.detached_since.reset();
   for (auto& [k, a] : attempts_)
     if (a.state == AttemptState::start_requested) a.state = AttemptState::assigned;
   request_starts(now);
@@ -112,13 +91,14 @@ void AttemptTable::detached(MonoTime now) {
 }
 
 void AttemptTable::assign(const protocol::Assign& a, MonoTime now) {
-  const std::string key = key_of(a.ref);
+  const protocol::AttemptRef& key = a.ref;
   if (attempts_.count(key)) return;  // a replayed assign
   // Sent before the leader read our drain: dropped unless it carries the
   // start (the run is RUNNING here: honoured, like a grant asked for).
   if (draining_ && !a.start_granted) return;
-  attempts_[key].assign = a;
-  attempts_[key].arrival = arrivals_++;
+  Attempt& entry = attempts_[key];
+  entry.assign = a;
+  entry.arrival = arrivals_++;
   if (a.start_granted) {
     // The leader wrote the start with the assignment, committed before this
     // frame left: the grant itself. Honoured as a start_granted is, beyond
@@ -126,7 +106,7 @@ void AttemptTable::assign(const protocol::Assign& a, MonoTime now) {
     // attempt of the run is alive it waits, and its start is asked for once
     // that one ended (the leader grants a start already written again).
     if (!other_alive(key, a.ref.run_id)) {
-      attempts_[key].state = AttemptState::running;
+      entry.state = AttemptState::running;
       effects_.push_back(Spawn{a});
       check_invariants();
       return;
@@ -140,7 +120,7 @@ void AttemptTable::assign(const protocol::Assign& a, MonoTime now) {
   // DELIBERATELY BROKEN in weakened chaos builds only (core/weaken.h): the
   // old worker that ran what it was assigned without asking for the start.
   if (weakened("no_start_gating") && !other_alive(key, a.ref.run_id)) {
-    attempts_[key].state = AttemptState::running;
+    entry.state = AttemptState::running;
     effects_.push_back(Spawn{a});
     check_invariants();
     return;
@@ -150,10 +130,9 @@ void AttemptTable::assign(const protocol::Assign& a, MonoTime now) {
 }
 
 void AttemptTable::start_granted(const protocol::AttemptRef& ref) {
-  const std::string key = key_of(ref);
-  auto it = attempts_.find(key);
+  auto it = attempts_.find(ref);
   if (it == attempts_.end() || alive(it->second.state)) return;  // unknown, or a repeated grant
-  if (other_alive(key, ref.run_id)) {
+  if (other_alive(it->first, ref.run_id)) {
     // Never two live attempts of one run here: ask again once the other ended.
     it->second.state = AttemptState::assigned;
     check_invariants();
@@ -165,7 +144,7 @@ void AttemptTable::start_granted(const protocol::AttemptRef& ref) {
 }
 
 void AttemptTable::start_denied(const protocol::AttemptRef& ref, MonoTime now) {
-  auto it = attempts_.find(key_of(ref));
+  auto it = attempts_.find(ref);
   if (it == attempts_.end() || alive(it->second.state)) return;
   attempts_.erase(it);
   request_starts(now);  // its slot is free
@@ -173,7 +152,7 @@ void AttemptTable::start_denied(const protocol::AttemptRef& ref, MonoTime now) {
 }
 
 void AttemptTable::cancel(const protocol::Cancel& c, MonoTime now) {
-  auto it = attempts_.find(key_of(c.ref));
+  auto it = attempts_.find(c.ref);
   if (it == attempts_.end()) return;
   if (!alive(it->second.state)) {
     attempts_.erase(it);  // never started: nothing to kill
@@ -186,7 +165,7 @@ void AttemptTable::cancel(const protocol::Cancel& c, MonoTime now) {
 }
 
 void AttemptTable::finished(const protocol::AttemptRef& ref, MonoTime now) {
-  auto it = attempts_.find(key_of(ref));
+  auto it = attempts_.find(ref);
   if (it == attempts_.end()) return;
   BATON_ASSERT(alive(it->second.state));
   attempts_.erase(it);
@@ -250,7 +229,7 @@ std::vector<protocol::AttemptRef> AttemptTable::assigned() const {
 }
 
 std::optional<AttemptState> AttemptTable::state(const protocol::AttemptRef& ref) const {
-  auto it = attempts_.find(key_of(ref));
+  auto it = attempts_.find(ref);
   if (it == attempts_.end()) return std::nullopt;
   return it->second.state;
 }
@@ -268,13 +247,13 @@ void AttemptTable::check_invariants() const {
   if (attempts_.size() > invariant_check_every_input_up_to && ++checks_skipped_ % 64 != 0) return;
   // Without allocating (it was 14% of a worker's CPU in the throughput
   // phase, a map and a key string per attempt at every input): a run's
-  // attempts are one block of the table, every key of it starting "run:".
+  // attempts are one block of the table, ordered by run first.
   int asked = 0;
   std::int64_t block_run = -1;
   int block_live = 0;
   for (const auto& [k, a] : attempts_) {
     asked += a.state == AttemptState::start_requested;
-    BATON_ASSERT(key_matches(k, a.assign.ref));
+    BATON_ASSERT(k == a.assign.ref);
     if (a.assign.ref.run_id != block_run) {
       block_run = a.assign.ref.run_id;
       block_live = 0;

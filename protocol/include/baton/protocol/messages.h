@@ -3,6 +3,7 @@
 // struct per message and a variant of all of them. JSON text frames; every
 // frame carries "type" and "version". This header has no I/O and no JSON:
 // codec.h turns frames into these values and back.
+#include <compare>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -57,6 +58,9 @@ struct AttemptRef {
   int attempt = 0;
   std::string lease_token;
   friend bool operator==(const AttemptRef&, const AttemptRef&) = default;
+  /// By run, then attempt, then token: a run's attempts are neighbours in
+  /// an ordered container, and most comparisons end at an integer.
+  friend auto operator<=>(const AttemptRef&, const AttemptRef&) = default;
 };
 
 enum class TaskKind { program, sql, builtin };

@@ -136,12 +136,14 @@ class AttemptTable {
     /// cleared only by an adoption.
     std::optional<MonoTime> detached_since;
   };
-  static std::string key_of(const protocol::AttemptRef& r);
-  bool other_alive(const std::string& key, std::int64_t run) const;
+  bool other_alive(const protocol::AttemptRef& key, std::int64_t run) const;
   void request_starts(MonoTime now);
   Millis continuation_limit(const Attempt& a) const;
 
-  std::map<std::string, Attempt> attempts_;
+  // By attempt: found by the reference a frame carries, without building a
+  // key (a string key of run, attempt and token cost a worker an allocation
+  // per lookup and string comparisons all the way down the tree).
+  std::map<protocol::AttemptRef, Attempt> attempts_;
   void drop_unstarted();
 
   int capacity_;
@@ -153,6 +155,9 @@ class AttemptTable {
   bool draining_ = false;
   std::int64_t continuation_timeout_ms_ = 30000;  ///< the last welcome's, for attempts that carry none
   std::vector<Effect> effects_;
+  // request_starts' working space, kept so that a call allocates nothing.
+  std::vector<std::int64_t> live_runs_;
+  std::vector<std::pair<std::uint64_t, Attempt*>> waiting_;
 };
 
 }  // namespace baton::worker_core
