@@ -600,6 +600,48 @@ TEST_F(CtlTest, ParametersReachTheTask) {
   EXPECT_NE(logs.output.find("hello world"), std::string::npos) << logs.output;
 }
 
+// Values that a shell or a program could take for commands or options
+// (docs/security.md, "Parameters and shells"): a substitution into a shell
+// script is refused at apply unless the task asks for shell_quote; then, and
+// as an argument of its own, each value reaches the program as one literal
+// argument. Checked failing: without the rewrite of job_files.cpp the
+// quoted job's "x; touch pwned" made the file.
+TEST_F(CtlTest, ParameterValuesReachTheProgramAsOneLiteralArgument) {
+  std::filesystem::create_directories(cluster.dir() + "/inject");
+  const std::string pwned = cluster.dir() + "/pwned";
+  std::ofstream(cluster.dir() + "/inject/jobs.yaml") << R"(jobs:
+  - name: unquoted
+    tasks:
+      - {kind: PROGRAM, command: [/bin/sh, -c, 'echo {{param.v}}']}
+)";
+  auto refused = ctl({"apply", "-f", cluster.dir() + "/inject"});
+  EXPECT_NE(refused.code, 0) << refused.output;
+  EXPECT_NE(refused.output.find("substitutes {{param.NAME}} into a shell script"), std::string::npos) << refused.output;
+
+  std::ofstream(cluster.dir() + "/inject/jobs.yaml") << R"(jobs:
+  - name: quoted
+    tasks:
+      - {kind: PROGRAM, command: [/bin/sh, -c, 'cd /tmp && printf "<%s>" {{param.v}} "{{param.v}}"'], shell_quote: true}
+  - name: argv
+    tasks:
+      - {kind: PROGRAM, command: [/usr/bin/printf, '<%s>', '{{param.v}}']}
+)";
+  auto applied = ctl({"apply", "-f", cluster.dir() + "/inject"});
+  ASSERT_EQ(applied.code, 0) << applied.output;
+  auto output_of = [&](const std::string& job, const std::string& value) {
+    auto trigger = ctl({"jobs", "trigger", job, "--param", "v=" + value});
+    EXPECT_EQ(trigger.code, 0) << trigger.output;
+    const std::string run = std::to_string(std::stoll(trigger.output));
+    return ctl({"logs", "-f", run, "--interval", "200ms"}).output;
+  };
+  const std::string evil = "x; touch " + pwned;
+  EXPECT_NE(output_of("quoted", evil).find("<" + evil + "><" + evil + ">"), std::string::npos);
+  EXPECT_NE(output_of("argv", evil).find("<" + evil + ">"), std::string::npos);
+  EXPECT_NE(output_of("quoted", "-n").find("<-n><-n>"), std::string::npos);
+  EXPECT_NE(output_of("argv", "--version").find("<--version>"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(pwned)) << "a parameter value ran as a command";
+}
+
 // Chains end to end: a task with on_error continue lets the chain finish and
 // the run fail, every task's result recorded with the attempt; a
 // self_destruct job is retired by its first success (audited as system).

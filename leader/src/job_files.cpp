@@ -6,6 +6,7 @@
 
 #include "baton/core/config_yaml.h"
 #include "baton/core/json_text.h"
+#include "baton/core/shell_script.h"
 #include "baton/leader_core/cron.h"
 #include "baton/protocol/codec.h"
 #include "baton/protocol/vocabulary.h"
@@ -13,6 +14,32 @@
 namespace baton::leader {
 
 namespace {
+
+// A value substituted into a shell's script could run commands
+// (docs/security.md, "Parameters and shells"): refused unless the task asks
+// for shell_quote, which writes each {{param.NAME}} as its environment
+// variable, quoted, into the script that is stored and run.
+void quote_shell_script(protocol::Task& task, bool shell_quote, ConfigMap& t, ConfigErrors& errors) {
+  const auto script = shell_script_index(task.command);
+  const bool substitutes = script && task.command[*script].find("{{param.") != std::string::npos;
+  if (!substitutes) {
+    if (shell_quote)
+      errors.add(t.key_path("shell_quote"),
+                 "the command runs no shell script with {{param.NAME}} in it (sh -c SCRIPT): remove shell_quote");
+    return;
+  }
+  const std::string where = t.key_path("command[" + std::to_string(*script) + "]");
+  if (!shell_quote) {
+    errors.add(where,
+               "substitutes {{param.NAME}} into a shell script, where a value could run commands: refer to "
+               "\"$BATON_PARAM_NAME\" in the script instead, or set shell_quote: true on the task to have "
+               "each {{param.NAME}} written as its quoted variable");
+    return;
+  }
+  auto quoted = quote_parameters_in_shell_script(task.command[*script]);
+  if (auto* e = std::get_if<ShellScriptError>(&quoted)) return errors.add(where, e->message);
+  task.command[*script] = std::get<std::string>(std::move(quoted));
+}
 
 std::optional<protocol::Task> read_task(ConfigMap& t, ConfigErrors& errors) {
   protocol::Task task;
@@ -27,6 +54,7 @@ std::optional<protocol::Task> read_task(ConfigMap& t, ConfigErrors& errors) {
     errors.add(t.key_path("kind"), "must be PROGRAM, SQL or BUILTIN, got '" + kind + "'");
   task.name = t.string("name").value_or("");
   if (auto c = t.string_list("command")) task.command = *c;
+  const bool shell_quote = t.boolean("shell_quote").value_or(false);
   t.mark_known("env");
   task.cwd = t.string("cwd").value_or("");
   task.connection = t.string("connection").value_or("");
@@ -46,6 +74,10 @@ std::optional<protocol::Task> read_task(ConfigMap& t, ConfigErrors& errors) {
   t.reject_unknown_keys();
   if (task.kind == protocol::TaskKind::program && task.command.empty())
     errors.add(t.key_path("command"), "a PROGRAM task needs a command (a list: program and arguments)");
+  if (task.kind == protocol::TaskKind::program)
+    quote_shell_script(task, shell_quote, t, errors);
+  else if (shell_quote)
+    errors.add(t.key_path("shell_quote"), "applies to a PROGRAM task's shell script only");
   if (task.kind == protocol::TaskKind::sql && (task.connection.empty() || task.sql.empty()))
     errors.add(t.key_path("sql"), "an SQL task needs both connection and sql");
   if (task.kind == protocol::TaskKind::builtin) {

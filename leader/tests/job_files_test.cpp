@@ -133,3 +133,36 @@ TEST(JobDocument, ReadsOnErrorAndSelfDestruct) {
   EXPECT_NE(bad.error().message.find("tasks[1].ignore_error: conflicts with on_error"), std::string::npos)
       << bad.error().message;
 }
+
+// A value substituted into a shell's script could run commands: refused
+// unless the task asks for shell_quote, which writes each parameter as its
+// quoted environment variable (docs/security.md, "Parameters and shells").
+TEST(JobDocument, AParameterInAShellScriptIsRefusedUnlessQuoted) {
+  const std::string head = "name: greet\ntasks:\n  - kind: PROGRAM\n    command: [/bin/sh, -c, 'echo {{param.who}}']\n";
+  auto refused = leader::parse_job_document(head, "body");
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("tasks[0].command[2]: substitutes {{param.NAME}} into a shell script"),
+            std::string::npos)
+      << refused.error().message;
+
+  auto quoted = leader::parse_job_document(head + "    shell_quote: true\n", "body");
+  ASSERT_TRUE(quoted) << quoted.error().message;
+  EXPECT_NE(quoted->tasks_json.find(R"("echo \"${BATON_PARAM_WHO?names a parameter the run does not have}\"")"),
+            std::string::npos)
+      << quoted->tasks_json;
+
+  // As an argument of its own, after the script, a value is the script's $1: no shell_quote needed.
+  EXPECT_TRUE(leader::parse_job_document(
+      "name: g\ntasks:\n  - {kind: PROGRAM, command: [sh, -c, 'echo \"$1\"', g, '{{param.who}}']}\n", "body"));
+  // shell_quote where it does nothing, and a parameter inside single quotes, are named.
+  auto unused = leader::parse_job_document(
+      "name: g\ntasks:\n  - {kind: PROGRAM, command: [/bin/echo, '{{param.who}}'], shell_quote: true}\n", "body");
+  ASSERT_FALSE(unused);
+  EXPECT_NE(unused.error().message.find("tasks[0].shell_quote: the command runs no shell script"), std::string::npos)
+      << unused.error().message;
+  auto single = leader::parse_job_document(
+      "name: g\ntasks:\n  - {kind: PROGRAM, command: [bash, -c, \"echo '{{param.who}}'\"], shell_quote: true}\n",
+      "body");
+  ASSERT_FALSE(single);
+  EXPECT_NE(single.error().message.find("is inside single quotes"), std::string::npos) << single.error().message;
+}

@@ -6,12 +6,6 @@ namespace {
 bool is_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
 }  // namespace
 
-std::string parameter_env_name(const std::string& name) {
-  std::string out = "BATON_PARAM_";
-  for (char c : name) out += is_alnum(c) ? static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c) : '_';
-  return out;
-}
-
 std::variant<std::string, SubstitutionError> substitute_parameters(const std::string& text, const Parameters& params) {
   static const std::string open = "{{param.";
   std::string out;

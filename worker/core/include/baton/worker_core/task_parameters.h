@@ -15,12 +15,15 @@
 #include <string>
 #include <variant>
 
+#include "baton/core/shell_script.h"
+
 namespace baton::worker_core {
 
 using Parameters = std::map<std::string, std::string>;
 
-/// "BATON_PARAM_" + NAME upper-cased, other characters as '_'.
-std::string parameter_env_name(const std::string& name);
+/// "BATON_PARAM_" + NAME upper-cased, other characters as '_' (core: the
+/// leader writes the same names into a shell script, shell_script.h).
+using baton::parameter_env_name;
 
 /// `text` with every {{param.NAME}} replaced; on an unknown name or an
 /// unterminated "{{param.", an error that names it.
