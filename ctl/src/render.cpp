@@ -11,13 +11,15 @@ namespace json = boost::json;
 std::string field(const json::object& item, const char* key) {
   auto* v = item.if_contains(key);
   if (!v || v->is_null()) return "-";
+  // Whatever a worker, a task or a client put in a field (an error
+  // message, a label, a key) is shown, never obeyed by the terminal.
   if (v->is_string()) {
     std::string s(v->as_string());
     // PostgreSQL timestamps ("2026-11-23T20:14:00.123456+00:00"): to the second.
-    if (s.size() > 19 && s[4] == '-' && s[10] == 'T' && s[13] == ':') return s.substr(0, 19);
-    return s;
+    if (s.size() > 19 && s[4] == '-' && s[10] == 'T' && s[13] == ':') return terminal_safe(s.substr(0, 19));
+    return terminal_safe(s);
   }
-  return json::serialize(*v);
+  return terminal_safe(json::serialize(*v));
 }
 
 std::string iso_utc(std::int64_t unix_seconds) {
@@ -234,7 +236,7 @@ void print_run(std::ostream& out, const json::object& run, bool logs) {
     const auto& o = l.as_object();
     auto* c = o.if_contains("chunk");
     const std::string chunk = c && c->is_string() ? std::string(c->as_string()) : "";
-    out << "[attempt " << field(o, "attempt") << ' ' << field(o, "stream") << "] " << chunk;
+    out << "[attempt " << field(o, "attempt") << ' ' << field(o, "stream") << "] " << terminal_safe(chunk);
     if (chunk.empty() || chunk.back() != '\n') out << '\n';
   }
 }

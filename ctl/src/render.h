@@ -15,7 +15,8 @@ struct Column {
 };
 
 /// The text of item[key]: strings as they are (timestamps to the second),
-/// null as "-", anything else as compact JSON.
+/// null as "-", anything else as compact JSON; control characters shown as
+/// terminal_safe shows them (every table, `runs show`, `key: value` lines).
 std::string field(const boost::json::object& item, const char* key);
 /// Seconds since the epoch as "YYYY-MM-DDTHH:MM:SSZ".
 std::string iso_utc(std::int64_t unix_seconds);

@@ -2,6 +2,8 @@
 // are shown as text, not obeyed (docs/security.md, "TLS"; docs/ctl.md).
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "../src/render.h"
 
 namespace baton::ctl {
@@ -20,6 +22,23 @@ TEST(TerminalSafe, EscapeSequencesAndControlsAreShownNotObeyed) {
   // Lines, tabs and text in any script are left alone.
   EXPECT_EQ(terminal_safe("line 1\n\tline 2 é ü 日本\n"), "line 1\n\tline 2 é ü 日本\n");
   EXPECT_EQ(terminal_safe("\xc2\xa0nbsp"), "\xc2\xa0nbsp");
+}
+
+// A run's fields come from workers and tasks (an error message, a worker
+// id): `ctl runs show`, the tables and `key: value` lines show them as text
+// too. Checked failing with field() returning the raw string.
+TEST(TerminalSafe, RunsShowTablesAndObjectsShowFieldsAsText) {
+  const std::string evil = "\x1b]0;owned\x07\x1b[2Jgone";
+  boost::json::object run{{"id", 7}, {"state", "FAILED"}, {"error_msg", evil}, {"assigned_worker_id", evil}};
+  run["attempts"] = boost::json::array{boost::json::object{{"attempt", 1}, {"worker_id", evil}}};
+  run["transitions"] = boost::json::array{};
+  std::ostringstream shown;
+  print_run(shown, run, false);
+  print_object(shown, run);
+  print_table(shown, worker_columns(), boost::json::array{boost::json::object{{"worker_id", evil}}});
+  EXPECT_EQ(shown.str().find('\x1b'), std::string::npos) << shown.str();
+  EXPECT_EQ(shown.str().find('\x07'), std::string::npos) << shown.str();
+  EXPECT_NE(shown.str().find("error_msg: ^[]0;owned^G^[[2Jgone"), std::string::npos) << shown.str();
 }
 
 }  // namespace
