@@ -211,11 +211,17 @@ TEST(AuthFlood, ALargeBodyWithoutAValidCredentialIsRefusedBeforeItIsRead) {
     ::close(fd);
     return answer;
   };
+  const double missing_before = metric(c, "n1", "baton_auth_failures_total{reason=\"missing\"}");
   const auto none = headers_only("");
   EXPECT_EQ(none.rfind("HTTP/1.1 401", 0), 0u) << none;
   EXPECT_NE(none.find("KiB is read only with a valid"), std::string::npos) << none;
+  // Counted like any other request without a token (checked failing
+  // without NodeHandlers::on_credential_missing).
+  EXPECT_EQ(metric(c, "n1", "baton_auth_failures_total{reason=\"missing\"}"), missing_before + 1);
+  const double unknown_before = metric(c, "n1", "baton_auth_failures_total{reason=\"unknown\"}");
   const auto unknown = headers_only("Bearer baton_" + std::string(64, 'e'));
   EXPECT_EQ(unknown.rfind("HTTP/1.1 401", 0), 0u) << unknown;
+  EXPECT_EQ(metric(c, "n1", "baton_auth_failures_total{reason=\"unknown\"}"), unknown_before + 1);
   // With a valid credential the node waits for the body (no answer within
   // the 3 s this client waits).
   EXPECT_EQ(headers_only("Bearer " + admin_token), "");

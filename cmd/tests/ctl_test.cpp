@@ -204,6 +204,18 @@ TEST_F(CtlTest, TokensWithRolesAndJobsAppliedFromFiles) {
   auto tokens = ctl({"token", "list"});
   EXPECT_NE(tokens.output.find("viewer"), std::string::npos);
   EXPECT_EQ(tokens.output.find(viewer), std::string::npos) << "the token is never shown again";
+  // A token that expires: its expiry is listed; a --ttl that is no
+  // duration is refused before any request.
+  auto expiring = ctl({"token", "create", "ci-job", "--role", "read", "--ttl", "2h"});
+  ASSERT_EQ(expiring.code, 0) << expiring.output;
+  ASSERT_TRUE(std::regex_search(expiring.output, m, std::regex("baton_[0-9a-f]{64}"))) << expiring.output;
+  EXPECT_EQ(ctl({"runs", "list"}, m[0]).code, 0);
+  auto listed = ctl({"token", "list", "-o", "json"});
+  EXPECT_TRUE(std::regex_search(listed.output, std::regex("\"name\":\"ci-job\"[^}]*\"expires_at\":\"20")))
+      << listed.output;
+  auto bad_ttl = ctl({"token", "create", "x", "--role", "read", "--ttl", "soon"});
+  EXPECT_EQ(bad_ttl.code, 2) << bad_ttl.output;
+  EXPECT_NE(bad_ttl.output.find("--ttl must be a duration"), std::string::npos) << bad_ttl.output;
 
   // A config file instead of the environment.
   std::ofstream(cluster.dir() + "/ctl.yaml")

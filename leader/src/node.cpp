@@ -158,6 +158,7 @@ class NodeRuntime final : public ServerHandlers {
   void on_auth_throttled() override { metrics_.auth_throttled++; }
   void on_request_shed() override { metrics_.requests_shed++; }
   bool credential_valid(const std::string& authorization) override { return admin_.authenticated(authorization); }
+  void on_credential_missing() override { admin_.credential_missing(); }
 
   /// Called by the watchdog loop: keeps exactly one control loop running
   /// for the epoch this node leads, and none otherwise.

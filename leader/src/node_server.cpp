@@ -496,6 +496,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
     const std::string authorization(req[http::field::authorization]);
     if (authorization.empty()) {
       context_.gate.failed(address_);
+      context_.handlers.on_credential_missing();
       return refuse(body_needs_credential());
     }
     if (!enter_admin_queue()) return refuse(shed());

@@ -105,6 +105,9 @@ class AdminApi {
   /// Whether an Authorization header value names a valid API token (the
   /// server asks before it reads a large body: docs/security.md).
   bool authenticated(const std::string& authorization);
+  /// A request refused before any token check for coming without one
+  /// (NodeServer's pre-authentication body limit): counted as `missing`.
+  void credential_missing() { auth_failed(AuthFailure::missing); }
 
  private:
   HttpResponse route(const HttpRequest& r, const std::string& path);

@@ -91,6 +91,9 @@ class ServerHandlers {
   virtual void on_auth_throttled() {}
   /// A request answered 503 at once: the admin queue was full.
   virtual void on_request_shed() {}
+  /// A request whose body is read only with a credential came without one
+  /// (counted as a failed authentication, reason `missing`).
+  virtual void on_credential_missing() {}
   /// Whether an Authorization header value is a valid API credential. Runs
   /// on an admin thread, asked before a body larger than
   /// ServerLimits::pre_auth_body_bytes_max is read.
