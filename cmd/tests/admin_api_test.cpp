@@ -452,6 +452,10 @@ TEST_F(AdminApiTest, ACredentialThatCannotBeCheckedIsA503WithoutTheDatabasesWord
 // The dashboard cannot be framed by another site (clickjacking of its
 // cancel and evict buttons) and runs only its own script.
 TEST_F(AdminApiTest, TheDashboardRefusesToBeFramedAndRunsOnlyItsOwnScript) {
+  const std::string node_endpoint = "127.0.0.1:7001";
+  ASSERT_TRUE(lease.record_node(NodeIdentity{"n1", "n1-i1", node_endpoint}, "leader"));
+  // A registered endpoint that is not a HOST:PORT never reaches the header.
+  ASSERT_TRUE(lease.record_node(NodeIdentity{"n9", "n9-i1", "evil.example; script-src *"}, "follower"));
   for (const char* target : {"/", "/dashboard/app.js"}) {
     auto res = api.handle({"GET", target, {}, ""});
     ASSERT_EQ(res.status, 200) << target;
@@ -459,6 +463,12 @@ TEST_F(AdminApiTest, TheDashboardRefusesToBeFramedAndRunsOnlyItsOwnScript) {
     EXPECT_NE(csp.find("frame-ancestors 'none'"), std::string::npos) << csp;
     EXPECT_NE(csp.find("default-src 'self'"), std::string::npos) << csp;
     EXPECT_EQ(csp.find("unsafe-inline"), std::string::npos) << csp;
+    // Its connections go to this node and the cluster's nodes, nowhere else
+    // (checked failing with the old "connect-src 'self' http: https:").
+    EXPECT_EQ(csp.find(" http:"), std::string::npos) << csp;
+    EXPECT_EQ(csp.find(" https:"), std::string::npos) << csp;
+    EXPECT_NE(csp.find("connect-src 'self' " + node_endpoint + ";"), std::string::npos) << csp;
+    EXPECT_EQ(csp.find("evil"), std::string::npos) << csp;
     EXPECT_EQ(res.headers["X-Frame-Options"], "DENY");
     EXPECT_EQ(res.headers["Referrer-Policy"], "no-referrer");
   }

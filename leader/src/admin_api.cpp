@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <boost/url/parse.hpp>
+#include <cctype>
 #include <charconv>
 #include <set>
 
@@ -453,6 +455,33 @@ HttpResponse AdminApi::status_json() {
                               {"unmatched_runs", unmatched}});
 }
 
+std::string AdminApi::dashboard_policy() {
+  // The page calls the leader, wherever it is: the nodes registered in the
+  // database (their advertised HOST:PORT, with the page's own scheme), read
+  // at most once a second whatever the rate of page loads. Not another
+  // origin: a script that found its way into the page cannot send what it
+  // reads (a token in session storage) anywhere else.
+  std::string connect = "'self'";
+  if (auto nodes = recent(nodes_, [](auto& s) { return s.list_nodes(100, std::nullopt); })) {
+    boost::system::error_code ec;
+    const json::value items = json::parse(nodes->items_json, ec);
+    if (!ec && items.is_array())
+      for (const auto& n : items.as_array()) {
+        const auto* e = n.is_object() ? n.as_object().if_contains("endpoint") : nullptr;
+        if (!e || !e->is_string() || e->as_string().empty() || e->as_string().size() > 255) continue;
+        const std::string endpoint(e->as_string());
+        // Only what a HOST:PORT holds may reach the header.
+        const bool plain = std::all_of(endpoint.begin(), endpoint.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == ':' || c == '[' ||
+                 c == ']';
+        });
+        if (plain) connect += " " + endpoint;
+      }
+  }
+  return "default-src 'self'; connect-src " + connect +
+         "; img-src 'self' data:; style-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+}
+
 HttpResponse AdminApi::dashboard(const std::string& file) {
   const DashboardAsset* asset = dashboard_asset(file);
   if (!asset) return error(404, "not_found", "no dashboard file " + json_quote(file.substr(0, 64)));
@@ -461,9 +490,7 @@ HttpResponse AdminApi::dashboard(const std::string& file) {
   // No other site may frame it (a click on a framed "cancel" is the
   // operator's click: frame-ancestors, and X-Frame-Options for browsers
   // that predate it), and no address it came from leaks in a Referer.
-  r.headers["Content-Security-Policy"] =
-      "default-src 'self'; connect-src 'self' http: https:; img-src 'self' data:; style-src 'self'; "
-      "frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+  r.headers["Content-Security-Policy"] = dashboard_policy();
   r.headers["X-Frame-Options"] = "DENY";
   r.headers["Referrer-Policy"] = "no-referrer";
   r.headers["X-Content-Type-Options"] = "nosniff";

@@ -202,6 +202,10 @@ class AdminApi {
   Result<T> recent(Recent<T>& r, F&& read);
   Recent<store::RunCounts> counts_;
   Recent<store::ClusterGauges> gauges_;
+  Recent<store::Page> nodes_;  ///< the cluster's node endpoints, for the dashboard's connect-src
+  /// The dashboard's Content-Security-Policy: its connections limited to
+  /// this node and the cluster's registered node endpoints.
+  std::string dashboard_policy();
 };
 
 }  // namespace baton::leader
