@@ -40,8 +40,11 @@ class DashboardTest : public ::testing::Test {
     // The dashboard is served by the follower: its leader-only calls go to n1.
     base = "https://127.0.0.1:" + std::to_string(cluster.port("n2")) + "/";
     browser.navigate(base);
-    browser.eval("localStorage.setItem('baton_token', '" + admin_token + "')");
+    browser.eval("sessionStorage.setItem('baton_token', '" + admin_token + "')");
     browser.reload();
+    // The operator's answer to a confirmation (window.confirm), and what
+    // was asked: the page keeps a destructive action for a yes.
+    answer_confirmations(true);
   }
 
   json::value get(const std::string& target) {
@@ -53,6 +56,11 @@ class DashboardTest : public ::testing::Test {
     browser.eval("location.hash = '" + hash + "'");
     browser.wait_for(ready);
   }
+  void answer_confirmations(bool yes) {
+    browser.eval(std::string("window.confirm = (q) => { window.asked = q; return ") + (yes ? "true" : "false") +
+                 "; }; window.asked = ''");
+  }
+  std::string asked() { return browser.eval("window.asked || ''").as_string().c_str(); }
   void click(const std::string& selector) {
     browser.wait_for("document.querySelector(" + json::serialize(json::value(selector)) + ")");
     browser.eval("document.querySelector(" + json::serialize(json::value(selector)) + ").click()");
@@ -155,6 +163,14 @@ TEST_F(DashboardTest, EveryPageShowsWhatTheApiSaysAndTheOperatorsActionsWork) {
   const auto sleepy = cluster.trigger("n1", "sleepy");
   ASSERT_TRUE(cluster.wait_for_state(sleepy, "RUNNING", 10s));
   open("#/runs/" + std::to_string(sleepy), "document.querySelector('button[data-action=\"cancel\"]')");
+  // Declined: nothing is asked of the API (checked failing without the
+  // confirmation in app.js: the run was canceled).
+  answer_confirmations(false);
+  click("button[data-action=\"cancel\"]");
+  browser.wait_for("document.getElementById('message').textContent.includes('not done')");
+  EXPECT_NE(asked().find("Cancel run " + std::to_string(sleepy) + "?"), std::string::npos) << asked();
+  EXPECT_EQ(get("/api/v1/runs/" + std::to_string(sleepy)).at("state").as_string(), "RUNNING");
+  answer_confirmations(true);
   click("button[data-action=\"cancel\"]");
   EXPECT_TRUE(cluster.wait_for_state(sleepy, "CANCELED", 15s)) << text_of("#message");
 
@@ -163,6 +179,7 @@ TEST_F(DashboardTest, EveryPageShowsWhatTheApiSaysAndTheOperatorsActionsWork) {
   shot("workers");
   click("#workers-table tr[data-key=\"w1\"] button[data-action=\"drain\"]");
   browser.wait_for("document.querySelector('#workers-table tr[data-key=\"w1\"] button[data-action=\"resume\"]')");
+  EXPECT_NE(asked().find("Drain worker w1?"), std::string::npos) << asked();
   EXPECT_EQ(get("/api/v1/workers/w1").at("admin_state").as_string(), "draining");
   click("#workers-table tr[data-key=\"w1\"] button[data-action=\"resume\"]");
   browser.wait_for("document.querySelector('#workers-table tr[data-key=\"w1\"] button[data-action=\"drain\"]')");
@@ -174,7 +191,9 @@ TEST_F(DashboardTest, EveryPageShowsWhatTheApiSaysAndTheOperatorsActionsWork) {
 }
 
 TEST_F(DashboardTest, WithoutATokenThePageSaysSoAndShowsNoData) {
-  browser.eval("localStorage.removeItem('baton_token')");
+  // The token is kept for the tab's session only, never in local storage.
+  EXPECT_TRUE(browser.eval("localStorage.getItem('baton_token') === null").as_bool());
+  browser.eval("sessionStorage.removeItem('baton_token')");
   browser.eval("location.hash = '#/jobs'");
   browser.reload();
   browser.wait_for("document.getElementById('page-error')");

@@ -6,7 +6,9 @@
 
 const view = document.getElementById('view');
 const message = document.getElementById('message');
-let token = localStorage.getItem('baton_token') || '';
+// The token lives for this browser tab's session only (sessionStorage):
+// closing the tab forgets it, and no other tab or later visit finds it.
+let token = sessionStorage.getItem('baton_token') || '';
 let timer = null;
 
 // --- helpers ------------------------------------------------------------------
@@ -90,8 +92,14 @@ function button(label, action, onclick, cls) {
   return el('button', { type: 'button', class: cls || 'small', 'data-action': action, onclick }, label);
 }
 
-/// Runs a mutation, says how it went, and redraws the page.
-async function act(what, fn) {
+/// Runs a mutation, says how it went, and redraws the page. With `ask`,
+/// only once the operator confirmed it: what cannot be undone (a cancel,
+/// a drain, an eviction) is never one stray click.
+async function act(what, fn, ask) {
+  if (ask && !window.confirm(ask)) {
+    show(what + ': not done', false);
+    return;
+  }
   try {
     const r = await fn();
     show(what + ': done' + (r && r.run_id ? ' (run ' + r.run_id + ')' : ''), true);
@@ -224,7 +232,8 @@ async function run(id) {
     terminal.has(r.state)
       ? button('Re-run', 'rerun', () => act('re-run ' + id, async () => {
           const n = await api('POST', '/api/v1/runs/' + id + '/rerun'); location.hash = '#/runs/' + n.run_id; return n; }))
-      : button('Cancel', 'cancel', () => act('cancel ' + id, () => api('POST', '/api/v1/runs/' + id + '/cancel')), 'small danger'));
+      : button('Cancel', 'cancel', () => act('cancel ' + id, () => api('POST', '/api/v1/runs/' + id + '/cancel'),
+        'Cancel run ' + id + '? A running task is killed.'), 'small danger'));
   // The attempt timeline: each attempt's span between the run's creation and now.
   const t0 = Date.parse(r.created_at);
   const t1 = Math.max(Date.now(), ...r.attempts.map(a => Date.parse(a.finished_at || 0) || 0));
@@ -258,7 +267,12 @@ async function run(id) {
 
 async function workers() {
   const page = await api('GET', '/api/v1/workers?limit=500');
-  const post = (w, verb) => act(verb + ' ' + w.worker_id, () => api('POST', '/api/v1/workers/' + encodeURIComponent(w.worker_id) + '/' + verb));
+  const ask = {
+    drain: w => 'Drain worker ' + w.worker_id + '? It finishes what it runs and takes no new run.',
+    evict: w => 'Evict worker ' + w.worker_id + '? Its runs are taken back and it cannot attach until resumed.',
+  };
+  const post = (w, verb) => act(verb + ' ' + w.worker_id,
+    () => api('POST', '/api/v1/workers/' + encodeURIComponent(w.worker_id) + '/' + verb), ask[verb] && ask[verb](w));
   timer = setTimeout(() => render(false), 5000);
   return [el('h2', { text: 'Workers' }),
     table('workers-table', [['Worker', w => w.worker_id], ['State', w => w.state], ['Hold', w => w.admin_state],
@@ -342,13 +356,13 @@ document.getElementById('token-button').addEventListener('click', () =>
 document.getElementById('token-form').addEventListener('submit', (e) => {
   e.preventDefault();
   token = document.getElementById('token-input').value.trim();
-  localStorage.setItem('baton_token', token);
+  sessionStorage.setItem('baton_token', token);
   document.getElementById('token-panel').classList.add('hidden');
   render();
 });
 document.getElementById('token-forget').addEventListener('click', () => {
   token = '';
-  localStorage.removeItem('baton_token');
+  sessionStorage.removeItem('baton_token');
   render();
 });
 window.addEventListener('hashchange', () => render());
