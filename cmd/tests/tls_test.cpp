@@ -266,6 +266,22 @@ TEST(Tls, MutualTlsBindsAWorkerCertificateToItsWorkerId) {
       << fake_w1.log();
   EXPECT_FALSE(log_has(w2, "worker_attached"));
   EXPECT_FALSE(log_has(fake_w1, "worker_attached"));
+  // Certificates of the right CA naming their worker id, but not made for
+  // a client: one for a server fails its handshake (OpenSSL checks the
+  // stated use), one stating no use at all is refused at the hello
+  // (checked failing without peer_certificate_for_clients: it attached).
+  auto start_with = [&](const std::string& usage, const std::string& id) -> ChildProcess& {
+    ThrowawayCa::shared().add_non_client_certificate(usage, id);
+    c.worker_tls_override[id] =
+        "tls: {ca_file: " + ca.ca() + ", cert_file: " + ca.cert(id) + ", key_file: " + ca.key(id) + "}\n";
+    return c.start_worker(id, 2);
+  };
+  auto& w3 = start_with("server-usage", "w3-server-usage");
+  auto& w4 = start_with("no-usage", "w4-no-usage");
+  ASSERT_TRUE(wait_until([&] { return log_has(w3, "unsupported certificate"); }, 10s)) << w3.log();
+  ASSERT_TRUE(wait_until([&] { return log_has(w4, "not for client authentication"); }, 10s)) << w4.log();
+  EXPECT_FALSE(log_has(w3, "worker_attached"));
+  EXPECT_FALSE(log_has(w4, "worker_attached"));
   // The real w1 is still the one attached, and still runs work.
   EXPECT_EQ(attached_workers(c, "n1"), 1);
   auto again = c.trigger("n1", "tick");

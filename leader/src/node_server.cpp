@@ -182,6 +182,8 @@ std::string certificate_refusal(SSL* ssl, tls::WorkerCertificates policy, const 
   // worker, or (were a handshake ever to let it through) did not verify, is
   // refused.
   if (!has) return "a client certificate naming worker '" + worker_id + "' is required";
+  if (!tls::peer_certificate_for_clients(ssl))
+    return "the client certificate is not for client authentication (its extendedKeyUsage must list clientAuth)";
   if (!tls::peer_certificate_names(ssl, worker_id))
     return "the client certificate does not name worker '" + worker_id + "'";
   return {};

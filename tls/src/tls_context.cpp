@@ -161,6 +161,15 @@ std::string handshake_failure(const boost::system::error_code& ec, SSL* ssl) {
 
 bool has_peer_certificate(SSL* ssl) { return SSL_get0_peer_certificate(ssl) != nullptr; }
 
+bool peer_certificate_for_clients(SSL* ssl) {
+  X509* cert = SSL_get0_peer_certificate(ssl);
+  if (!cert) return false;
+  // Without the extension OpenSSL takes a certificate as good for every
+  // use; a worker's must say it is for clients.
+  return (X509_get_extension_flags(cert) & EXFLAG_XKUSAGE) != 0 &&
+         (X509_get_extended_key_usage(cert) & XKU_SSL_CLIENT) != 0;
+}
+
 namespace {
 
 /// Exact names only: DNS subjectAltNames if there are any, else the CN.

@@ -45,6 +45,11 @@ std::string handshake_failure(const boost::system::error_code& ec, SSL* ssl);
 
 /// Whether the peer presented a certificate at all (verified or not).
 bool has_peer_certificate(SSL* ssl);
+/// Whether the peer's certificate is one for client authentication: an
+/// extendedKeyUsage extension that lists clientAuth. A certificate made for
+/// a server (or with no stated use) does not identify a worker
+/// (docs/security.md, "TLS": a dedicated worker CA).
+bool peer_certificate_for_clients(SSL* ssl);
 
 /// Whether the peer's certificate verified and names `worker_id` exactly,
 /// byte for byte: one of its DNS subjectAltNames or, lacking any, its common

@@ -45,6 +45,15 @@ class ThrowawayCa {
     if (std::system(cmd.c_str()) != 0) throw std::runtime_error("failed: " + cmd);
   }
 
+  /// Tests only: a certificate naming `worker` but made for a server
+  /// (`usage` "server-usage": extendedKeyUsage serverAuth) or stating no use
+  /// ("no-usage"), which a node must refuse as a worker's.
+  void add_non_client_certificate(const std::string& usage, const std::string& worker) {
+    const std::string cmd =
+        std::string(BATON_SOURCE_DIR) + "/scripts/throwaway-ca " + dir_ + " " + usage + " " + worker;
+    if (std::system(cmd.c_str()) != 0) throw std::runtime_error("failed: " + cmd);
+  }
+
   const std::string& dir() const { return dir_; }
   std::string ca() const { return dir_ + "/ca.crt"; }
   std::string node_cert() const { return dir_ + "/node.crt"; }
