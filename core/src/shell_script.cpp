@@ -28,13 +28,19 @@ std::string parameter_env_name(const std::string& name) {
 }
 
 std::optional<std::size_t> shell_script_index(const std::vector<std::string>& argv) {
+  // The first argument that names a shell, wherever it stands: first, or
+  // after env, busybox or any wrapper (sudo, nice, timeout 10 ...). Looking
+  // past the first argument errs on the side of refusing a substitution.
   std::size_t i = 0;
-  if (i < argv.size() && base_name(argv[i]) == "env") {
-    ++i;
-    while (i < argv.size() && (argv[i].starts_with('-') || argv[i].find('=') != std::string::npos)) ++i;
+  for (; i < argv.size() && !is_shell(base_name(argv[i])); ++i) {
+    // su and runuser run the COMMAND of -c through the user's shell.
+    const std::string_view b = base_name(argv[i]);
+    if (b != "su" && b != "runuser") continue;
+    for (std::size_t k = i + 1; k + 1 < argv.size(); ++k)
+      if (argv[k] == "-c" || argv[k] == "--command") return k + 1;
+    return std::nullopt;
   }
-  if (i < argv.size() && base_name(argv[i]) == "busybox") ++i;
-  if (i >= argv.size() || !is_shell(base_name(argv[i]))) return std::nullopt;
+  if (i >= argv.size()) return std::nullopt;
   bool script = false;
   for (++i; i < argv.size(); ++i) {
     const std::string& a = argv[i];

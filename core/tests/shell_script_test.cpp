@@ -14,6 +14,12 @@ TEST(ShellScript, FindsTheScriptOfAShellStartedWithC) {
   EXPECT_EQ(script_of({"/usr/bin/env", "-i", "A=1", "dash", "-c", "echo"}), 5u);
   EXPECT_EQ(script_of({"busybox", "sh", "-c", "echo"}), 3u);
   EXPECT_EQ(script_of({"zsh", "-x", "-c", "--", "echo"}), 4u);
+  // Behind a wrapper, and su's command.
+  EXPECT_EQ(script_of({"sudo", "-u", "app", "bash", "-c", "echo"}), 5u);
+  EXPECT_EQ(script_of({"timeout", "10", "/bin/sh", "-c", "echo"}), 4u);
+  EXPECT_EQ(script_of({"nice", "-n", "5", "env", "A=1", "sh", "-ec", "echo"}), 7u);
+  EXPECT_EQ(script_of({"su", "app", "-c", "echo"}), 3u);
+  EXPECT_EQ(script_of({"/sbin/runuser", "-u", "app", "--command", "echo"}), 4u);
 }
 
 TEST(ShellScript, NoScriptWithoutAShellOrWithoutC) {
@@ -23,6 +29,7 @@ TEST(ShellScript, NoScriptWithoutAShellOrWithoutC) {
   EXPECT_EQ(script_of({"sh", "-c"}), std::nullopt);
   EXPECT_EQ(script_of({}), std::nullopt);
   EXPECT_EQ(script_of({"shell", "-c", "x"}), std::nullopt);
+  EXPECT_EQ(script_of({"su", "app"}), std::nullopt);
 }
 
 std::string quoted(const std::string& script) {

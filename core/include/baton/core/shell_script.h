@@ -21,10 +21,13 @@ namespace baton {
 std::string parameter_env_name(const std::string& name);
 
 /// The index of the script argument when `argv` starts a shell with one:
-/// `sh`, `bash`, `dash`, `zsh`, `ksh`, `mksh`, `ash` or `busybox sh` (by
-/// base name, after an `env` with its NAME=VALUE arguments and options),
-/// given an option cluster containing `c` (`-c`, `-ec`, `-xc` ...); the
-/// script is the first argument after the options (`-o NAME` takes one).
+/// the first argument named `sh`, `bash`, `dash`, `zsh`, `ksh`, `mksh` or
+/// `ash` (by base name, wherever it stands: after `env`, `busybox`, `sudo`,
+/// `timeout 10` ...), given an option cluster containing `c` (`-c`, `-ec`,
+/// `-xc` ...); the script is the first argument after the options (`-o
+/// NAME` takes one). For `su` and `runuser`, the argument after `-c` or
+/// `--command`. Other interpreters (`python -c`, `perl -e`, `ssh HOST
+/// CMD`, `env -S`) are not recognised.
 std::optional<std::size_t> shell_script_index(const std::vector<std::string>& argv);
 
 /// `script` with every {{param.NAME}} replaced by "${BATON_PARAM_NAME?...}"
