@@ -113,7 +113,8 @@ class Cluster {
   }
   ~Cluster() {
     procs_.clear();
-    if (!::testing::Test::HasFailure())
+    // BATON_KEEP_CLUSTER=1 keeps a passing test's files too (logs to compare).
+    if (!::testing::Test::HasFailure() && !std::getenv("BATON_KEEP_CLUSTER"))
       std::filesystem::remove_all(dir_);
     else
       std::printf("cluster files kept in %s\n", dir_.c_str());

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <sstream>
+
 #include "cluster.h"
 
 using namespace baton::testing;
@@ -171,11 +173,32 @@ TEST(Runtime, KillNineOfLeaderWhileRunningFinishesUnderNewLeaderWithoutReexecuti
   ASSERT_TRUE(c.wait_for_workers("n1", 1));
   auto run = c.trigger("n1", "sleeper");
   ASSERT_TRUE(c.wait_for_state(run, "RUNNING", 5s));
+  // RUNNING is written with the assignment (it carries the start grant),
+  // before the frame leaves the leader: killed in between, the worker never
+  // had the attempt, which the new leader rightly ends as lost and runs as
+  // attempt 2. This test is about an attempt the worker is executing.
+  ASSERT_TRUE(wait_until([&] { return starts_of(c.journal("w1"), run) == 1; }, 5s));
   c.proc("n1").signal(SIGKILL);
   ASSERT_EQ(c.wait_for_leader(10s, 1), "n2");
   ASSERT_TRUE(c.wait_for_state(run, "SUCCEEDED", 20s)) << c.db().run(run)->state;
   auto r = c.db().run(run);
-  EXPECT_EQ(r->attempt, 1) << "no re-execution";
+  // What the run went through, for a failure to explain itself.
+  std::string history;
+  for (const auto& t : c.db().transitions(run)) history += " " + t;
+  for (const auto& a : c.db().attempts(run))
+    history += " | attempt " + std::to_string(a.attempt) + " " + a.worker_id + " " + a.outcome + " epoch " +
+               std::to_string(a.leader_epoch);
+  auto lines_about_runs = [&](const std::string& who) {
+    std::istringstream in(c.proc(who).log());
+    std::string out;
+    for (std::string line; std::getline(in, line);)
+      if (line.find("run=") != std::string::npos || line.find("attached") != std::string::npos ||
+          line.find("role_change") != std::string::npos)
+        out += "\n  " + line;
+    return out;
+  };
+  EXPECT_EQ(r->attempt, 1) << "no re-execution; history:" << history << "\nn2:" << lines_about_runs("n2")
+                           << "\nw1:" << lines_about_runs("w1");
   EXPECT_EQ(r->leader_epoch, 2) << "adopted and finished by the new leader";
   EXPECT_EQ(starts_of(c.journal("w1"), run), 1u);
   EXPECT_EQ(c.outbox_pending("w1"), 0u) << "finish delivered and acknowledged";
@@ -224,6 +247,7 @@ TEST(Runtime, WorkerRestartedWithUnacknowledgedFinishDeliversItOnce) {
   ASSERT_TRUE(c.wait_for_workers("n1", 1));
   auto run = c.trigger("n1", "sleeper");
   ASSERT_TRUE(c.wait_for_state(run, "RUNNING", 5s));
+  ASSERT_TRUE(wait_until([&] { return starts_of(c.journal("w1"), run) == 1; }, 5s)) << "the assign frame arrived";
   n1.signal(SIGTERM);  // no leader: the finish cannot be acknowledged
   ASSERT_EQ(n1.wait_for_exit(10s), 0);
   ASSERT_TRUE(wait_until([&] { return c.outbox_pending("w1") == 1; }, 10s)) << "finish should wait in the outbox";

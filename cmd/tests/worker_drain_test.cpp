@@ -36,6 +36,8 @@ TEST(WorkerDrain, SigtermFinishesWhatRunsTakesNothingNewAndExits) {
   ASSERT_TRUE(c.wait_for_workers("n1", 1));
   auto first = c.trigger("n1", "three-seconds");
   ASSERT_TRUE(c.wait_for_state(first, "RUNNING", 10s));
+  // RUNNING is written before the assign frame leaves the leader.
+  ASSERT_TRUE(wait_until([&] { return starts_of(c.journal("w1"), first) == 1; }, 5s));
 
   w1.signal(SIGTERM);
   ASSERT_TRUE(wait_until([&] { return log_has(w1, "worker_draining"); }, 5s)) << w1.log();
@@ -67,6 +69,7 @@ TEST(WorkerDrain, PastItsBoundWhatStillRunsIsKilledAndRetriedElsewhere) {
   ASSERT_TRUE(c.wait_for_workers("n1", 1));
   auto run = c.trigger("n1", "long");
   ASSERT_TRUE(c.wait_for_state(run, "RUNNING", 10s));
+  ASSERT_TRUE(wait_until([&] { return starts_of(c.journal("w1"), run) == 1; }, 5s));
   w1.signal(SIGTERM);
   auto rc = w1.wait_for_exit(10s);
   ASSERT_TRUE(rc) << w1.log();
