@@ -43,6 +43,7 @@ class AdminApiTest : public ::testing::Test {
     ASSERT_TRUE(admin_store.create_job(store::Actor{"test", epoch}, every_minute));
     store::JobDefinition manual;
     manual.name = "manual";
+    manual.parameter_rules_json = R"({"region": {}, "customer": {}})";
     ASSERT_TRUE(admin_store.create_job(store::Actor{"test", epoch}, manual));
   }
   HttpResponse post(const std::string& target) {
@@ -328,7 +329,8 @@ TEST_F(AdminApiTest, RunsNoWorkerCanTakeAreCountedAndFound) {
 // them, and nothing is created.
 TEST_F(AdminApiTest, ParametersAreMergedAndSecretsRefused) {
   ASSERT_EQ(send("PUT", "/api/v1/jobs/report",
-                 R"({"parameters":{"region":"eu","format":"pdf"},"tasks":[{"kind":"BUILTIN","builtin":"NOOP"}]})")
+                 R"({"parameters":{"region":"eu","format":"pdf","rows":{"type":"integer"}},)"
+                 R"("tasks":[{"kind":"BUILTIN","builtin":"NOOP"}]})")
                 .status,
             201);
   auto created = send("POST", "/api/v1/jobs/report/trigger", R"({"parameters":{"format":"csv","rows":3}})");
@@ -358,6 +360,41 @@ TEST_F(AdminApiTest, ParametersAreMergedAndSecretsRefused) {
   // The denylist is the node's to set.
   api.set_payload_denylist({"region"});
   EXPECT_EQ(send("POST", "/api/v1/jobs/report/trigger", R"({"parameters":{"region":"us"}})").status, 400);
+}
+
+// A job's declarations (schemas/0027) refuse a trigger with an error that
+// names the parameter, and nothing is created; a parameter declared
+// `operate: false` takes an admin token.
+TEST_F(AdminApiTest, ParameterDeclarationsRefuseATriggerNamingTheParameter) {
+  ASSERT_EQ(send("PUT", "/api/v1/jobs/deploy",
+                 R"({"parameters":{"env":{"enum":["staging","prod"],"required":true},)"
+                 R"("force":{"type":"boolean","operate":false}},"tasks":[{"kind":"BUILTIN","builtin":"NOOP"}]})")
+                .status,
+            201);
+  const auto runs = json::parse(admin_store.list_runs({}).value().items_json).as_array().size();
+  auto undeclared = send("POST", "/api/v1/jobs/deploy/trigger", R"({"parameters":{"env":"prod","x":"1"}})");
+  EXPECT_EQ(undeclared.status, 400);
+  EXPECT_EQ(body(undeclared).as_object().at("code").as_string(), "invalid_parameters");
+  EXPECT_NE(undeclared.body.find("parameter 'x' is not declared"), std::string::npos) << undeclared.body;
+  auto wrong = send("POST", "/api/v1/jobs/deploy/trigger", R"({"parameters":{"env":"prod; touch pwned"}})");
+  EXPECT_EQ(wrong.status, 400);
+  EXPECT_NE(wrong.body.find("must be one of 'staging', 'prod'"), std::string::npos) << wrong.body;
+  auto missing = send("POST", "/api/v1/jobs/deploy/trigger", "");
+  EXPECT_EQ(missing.status, 400);
+  EXPECT_NE(missing.body.find("parameter 'env' is required"), std::string::npos) << missing.body;
+  EXPECT_EQ(json::parse(admin_store.list_runs({}).value().items_json).as_array().size(), runs) << "nothing created";
+  EXPECT_EQ(send("POST", "/api/v1/jobs/deploy/trigger", R"({"parameters":{"env":"prod"}})").status, 201);
+  EXPECT_EQ(send("POST", "/api/v1/jobs/deploy/trigger", R"({"parameters":{"env":"prod","force":true}})").status, 201)
+      << "the test's token is an admin's";
+  // The declarations are part of the job as the API shows it.
+  auto shown = body(get("/api/v1/jobs/deploy")).as_object();
+  EXPECT_EQ(json::serialize(shown.at("parameter_rules").at("force")), R"({"type":"boolean","operate":false})");
+  // Apply-time checks name the key.
+  auto bad =
+      send("PUT", "/api/v1/jobs/bad",
+           R"({"parameters":{"n":{"type":"integer","default":"ten"}},"tasks":[{"kind":"BUILTIN","builtin":"NOOP"}]})");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.body.find("parameters.n.default: is not an integer"), std::string::npos) << bad.body;
 }
 
 TEST_F(AdminApiTest, PauseAndResumeAreRecordedWithTheChangeAndSurviveAnApply) {

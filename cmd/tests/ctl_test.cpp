@@ -599,11 +599,19 @@ TEST_F(CtlTest, ParametersReachTheTask) {
   std::filesystem::create_directories(cluster.dir() + "/params");
   std::ofstream(cluster.dir() + "/params/jobs.yaml") << R"(jobs:
   - name: greet
-    parameters: {greeting: hello}
+    parameters: {greeting: hello, name: {pattern: '[a-z]+', required: true}}
     tasks:
       - {kind: PROGRAM, command: [/bin/sh, -c, 'echo "$BATON_PARAM_GREETING $0"', '{{param.name}}']}
 )";
   ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/params"}).code, 0);
+  // The job's declarations refuse what does not fit, naming the parameter.
+  auto refused = ctl({"jobs", "trigger", "greet", "--param", "name=-rf /"});
+  EXPECT_NE(refused.code, 0) << refused.output;
+  EXPECT_NE(refused.output.find("parameter 'name' must match the pattern '[a-z]+', got '-rf /'"), std::string::npos)
+      << refused.output;
+  auto undeclared = ctl({"jobs", "trigger", "greet", "--param", "name=world", "--param", "colour=red"});
+  EXPECT_NE(undeclared.code, 0) << undeclared.output;
+  EXPECT_NE(undeclared.output.find("parameter 'colour' is not declared"), std::string::npos) << undeclared.output;
   auto trigger = ctl({"jobs", "trigger", "greet", "--param", "name=world"});
   ASSERT_EQ(trigger.code, 0) << trigger.output;
   const std::string run = std::to_string(std::stoll(trigger.output));
@@ -632,9 +640,11 @@ TEST_F(CtlTest, ParameterValuesReachTheProgramAsOneLiteralArgument) {
 
   std::ofstream(cluster.dir() + "/inject/jobs.yaml") << R"(jobs:
   - name: quoted
+    parameters: {v: {}}
     tasks:
       - {kind: PROGRAM, command: [/bin/sh, -c, 'cd /tmp && printf "<%s>" {{param.v}} "{{param.v}}"'], shell_quote: true}
   - name: argv
+    parameters: {v: {}}
     tasks:
       - {kind: PROGRAM, command: [/usr/bin/printf, '<%s>', '{{param.v}}']}
 )";

@@ -159,7 +159,8 @@ std::vector<ApiRoute> AdminApi::make_routes() {
        {},
        O,
        true,
-       "optional: {\"parameters\": {...}} (kept as the run's payload)",
+       "optional: {\"parameters\": {...}} (kept as the run's payload; only parameters the job declares, "
+       "as its rules allow: else 400 invalid_parameters)",
        h(&AdminApi::trigger)},
       {"POST",
        "/api/v1/jobs/{name}/pause",
@@ -717,6 +718,7 @@ HttpResponse AdminApi::trigger(const ApiCall& c) {
     return db_error(created.error());
   }
   if (created->outcome == store::WriteOutcome::fenced) return error(503, "not_leader", "this node was superseded");
+  if (created->parameters_refused) return error(400, "invalid_parameters", *created->parameters_refused);
   if (created->outcome == store::WriteOutcome::conflict) {
     // The key names an earlier submission (unfinished, or finished within
     // the remembered window): its run, so a client that lost the first

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <cctype>
 #include <filesystem>
 
 #include "baton/core/config_yaml.h"
@@ -14,6 +15,8 @@
 namespace baton::leader {
 
 namespace {
+
+void read_parameters(const YAML::Node& params, store::JobDefinition& job, ConfigMap& j, ConfigErrors& errors);
 
 // A value substituted into a shell's script could run commands
 // (docs/security.md, "Parameters and shells"): refused unless the task asks
@@ -161,24 +164,10 @@ store::JobDefinition read_job(const YAML::Node& node, const std::string& path, C
     errors.add(j.key_path("selector"), "must be a mapping of label to value");
   }
   j.mark_known("selector");
-  // Default parameters of the job's runs: names to text (a trigger's or an
-  // event's parameters are laid over them).
-  YAML::Node params = node["parameters"];
+  // The parameters a trigger may set, each with its default (a trigger's
+  // parameters are laid over the defaults) or its rules.
+  read_parameters(node["parameters"], job, j, errors);
   j.mark_known("parameters");
-  boost::json::object parameters;
-  if (params && params.IsMap()) {
-    for (const auto& kv : params) {
-      const std::string key = kv.first.as<std::string>();
-      if (!kv.second.IsScalar())
-        errors.add(j.key_path("parameters." + key), "must be a text value (a string, number or boolean)");
-      else
-        parameters[key] = kv.second.as<std::string>();
-    }
-  } else if (params && !params.IsNull()) {
-    errors.add(j.key_path("parameters"), "must be a mapping of names to values");
-  }
-  job.parameters_json = boost::json::serialize(parameters);
-  if (job.parameters_json.size() > 65536) errors.add(j.key_path("parameters"), "is larger than 64 KiB");
   job.selector_json = selector + "}";
   std::vector<protocol::Task> tasks;
   YAML::Node tl = node["tasks"];
@@ -198,6 +187,122 @@ store::JobDefinition read_job(const YAML::Node& node, const std::string& path, C
   job.tasks_json = protocol::encode_tasks(tasks);
   j.reject_unknown_keys();
   return job;
+}
+
+// One declared parameter: a text value is its default (any text may
+// replace it), a mapping its rules (schemas/0027): type, pattern, enum,
+// required, operate, default.
+void read_parameter(const std::string& name, const YAML::Node& value, const store::JobDefinition& job,
+                    boost::json::object& defaults, boost::json::object& rules, ConfigMap& j, ConfigErrors& errors) {
+  const std::string path = j.key_path("parameters." + name);
+  boost::json::object rule;
+  if (value.IsScalar()) {
+    defaults[name] = value.as<std::string>();
+    rules[name] = std::move(rule);
+    return;
+  }
+  if (!value.IsMap()) {
+    errors.add(path,
+               "must be a default value (text) or a mapping of rules (type, pattern, enum, required, operate, "
+               "default)");
+    return;
+  }
+  ConfigMap p(value, path, errors);
+  std::string type = "string";
+  if (auto t = p.string("type")) {
+    if (*t != "string" && *t != "integer" && *t != "number" && *t != "boolean")
+      errors.add(p.key_path("type"), "must be string, integer, number or boolean, got '" + *t + "'");
+    else
+      type = *t;
+    rule["type"] = type;
+  }
+  auto a_type = [&] { return (type == "integer" ? "an " : "a ") + type; };
+  auto fits_type = [&](const std::string& v) {
+    auto digits = [](std::string_view s) {
+      return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+    };
+    std::string_view s = v;
+    if (type == "boolean") return v == "true" || v == "false";
+    if (!s.empty() && s.front() == '-') s.remove_prefix(1);
+    if (type == "integer") return digits(s) && s.size() <= 18;
+    if (type == "number") {
+      const auto e = s.find_first_of("eE");
+      const auto mantissa = s.substr(0, e);
+      const auto dot = mantissa.find('.');
+      if (!digits(mantissa.substr(0, dot)) || (dot != std::string_view::npos && !digits(mantissa.substr(dot + 1))))
+        return false;
+      if (e == std::string_view::npos) return true;
+      auto exp = s.substr(e + 1);
+      if (!exp.empty() && (exp.front() == '-' || exp.front() == '+')) exp.remove_prefix(1);
+      return digits(exp);
+    }
+    return true;
+  };
+  if (auto pattern = p.string("pattern")) {
+    if (pattern->empty() || pattern->size() > 1024)
+      errors.add(p.key_path("pattern"), "must be a regular expression of 1-1024 characters");
+    rule["pattern"] = *pattern;
+  }
+  YAML::Node en = value["enum"];
+  p.mark_known("enum");
+  std::vector<std::string> allowed;
+  if (en) {
+    if (!en.IsSequence() || en.size() == 0) {
+      errors.add(p.key_path("enum"), "must be a non-empty list of values");
+    } else {
+      boost::json::array values;
+      for (std::size_t i = 0; i < en.size(); ++i) {
+        if (!en[i].IsScalar()) {
+          errors.add(p.key_path("enum[" + std::to_string(i) + "]"), "must be a text value");
+          continue;
+        }
+        allowed.push_back(en[i].as<std::string>());
+        if (!fits_type(allowed.back()))
+          errors.add(p.key_path("enum[" + std::to_string(i) + "]"),
+                     "is not " + a_type() + ": '" + allowed.back() + "'");
+        values.emplace_back(allowed.back());
+      }
+      rule["enum"] = std::move(values);
+    }
+  }
+  const bool required = p.boolean("required").value_or(false);
+  if (required) rule["required"] = true;
+  if (auto operate = p.boolean("operate"); operate && !*operate) rule["operate"] = false;
+  YAML::Node def = value["default"];
+  p.mark_known("default");
+  if (def) {
+    if (!def.IsScalar()) {
+      errors.add(p.key_path("default"), "must be a text value (a string, number or boolean)");
+    } else {
+      const std::string d = def.as<std::string>();
+      if (required) errors.add(p.key_path("default"), "a required parameter has no default: a trigger must set it");
+      if (!fits_type(d)) errors.add(p.key_path("default"), "is not " + a_type() + ": '" + d + "'");
+      if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), d) == allowed.end())
+        errors.add(p.key_path("default"), "is not one of the enum's values: '" + d + "'");
+      defaults[name] = d;
+    }
+  }
+  // Runs of a schedule, an event or an upstream job have no trigger to set it.
+  if (required && (job.schedule || !job.on_events.empty() || !job.run_after.empty()))
+    errors.add(p.key_path("required"),
+               "a job that runs on a schedule, on events or after other jobs cannot require a parameter (those runs "
+               "have no trigger to set it): give it a default instead");
+  p.reject_unknown_keys();
+  rules[name] = std::move(rule);
+}
+
+void read_parameters(const YAML::Node& params, store::JobDefinition& job, ConfigMap& j, ConfigErrors& errors) {
+  boost::json::object defaults, rules;
+  if (params && params.IsMap()) {
+    for (const auto& kv : params)
+      read_parameter(kv.first.as<std::string>(), kv.second, job, defaults, rules, j, errors);
+  } else if (params && !params.IsNull()) {
+    errors.add(j.key_path("parameters"), "must be a mapping of names to default values or rules");
+  }
+  job.parameters_json = boost::json::serialize(defaults);
+  job.parameter_rules_json = boost::json::serialize(rules);
+  if (job.parameters_json.size() + job.parameter_rules_json.size() > 65536)
+    errors.add(j.key_path("parameters"), "is larger than 64 KiB");
 }
 
 }  // namespace
@@ -249,7 +354,9 @@ std::vector<std::string> job_changes(const store::JobDefinition& from, const sto
   if (from.jitter_ms != to.jitter_ms) out.push_back("jitter");
   if (from.on_events != to.on_events) out.push_back("on_events");
   if (from.run_after != to.run_after) out.push_back("run_after");
-  if (!same_json(from.parameters_json, to.parameters_json)) out.push_back("parameters");
+  if (!same_json(from.parameters_json, to.parameters_json) ||
+      !same_json(from.parameter_rules_json, to.parameter_rules_json))
+    out.push_back("parameters");
   if (from.self_destruct != to.self_destruct) out.push_back("self_destruct");
   return out;
 }

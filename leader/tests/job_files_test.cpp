@@ -166,3 +166,35 @@ TEST(JobDocument, AParameterInAShellScriptIsRefusedUnlessQuoted) {
   ASSERT_FALSE(single);
   EXPECT_NE(single.error().message.find("is inside single quotes"), std::string::npos) << single.error().message;
 }
+
+// Parameters: a text value is a default (any text may replace it), a
+// mapping declares rules, stored for the trigger statement to judge
+// (schemas/0027); a rule that cannot hold is refused naming its key.
+TEST(JobDocument, ReadsParameterDeclarations) {
+  auto job = leader::parse_job_document(
+      "name: deploy\nparameters:\n  region: eu\n  env: {enum: [staging, prod], default: staging}\n"
+      "  count: {type: integer, required: true}\n  tag: {pattern: '[a-z]+', operate: false}\n"
+      "tasks: [{kind: BUILTIN, builtin: NOOP}]\n",
+      "body");
+  ASSERT_TRUE(job) << job.error().message;
+  EXPECT_EQ(job->parameters_json, R"({"region":"eu","env":"staging"})");
+  EXPECT_EQ(job->parameter_rules_json,
+            R"({"region":{},"env":{"enum":["staging","prod"]},"count":{"type":"integer","required":true},)"
+            R"("tag":{"pattern":"[a-z]+","operate":false}})");
+  auto bad = leader::parse_job_document(
+      "name: cron\nschedule: '0 * * * *'\nparameters:\n  a: {type: text}\n  b: {enum: [x], default: y}\n"
+      "  c: {required: true}\n  d: {type: integer, enum: ['1', two]}\n  e: [1, 2]\n  f: {colour: red}\n"
+      "  g: {required: true, default: x}\n"
+      "tasks: [{kind: BUILTIN, builtin: NOOP}]\n",
+      "body");
+  ASSERT_FALSE(bad);
+  const auto& m = bad.error().message;
+  EXPECT_NE(m.find("parameters.a.type: must be string, integer, number or boolean, got 'text'"), std::string::npos)
+      << m;
+  EXPECT_NE(m.find("parameters.b.default: is not one of the enum's values: 'y'"), std::string::npos) << m;
+  EXPECT_NE(m.find("parameters.c.required: a job that runs on a schedule"), std::string::npos) << m;
+  EXPECT_NE(m.find("parameters.d.enum[1]: is not an integer: 'two'"), std::string::npos) << m;
+  EXPECT_NE(m.find("parameters.e: must be a default value (text) or a mapping of rules"), std::string::npos) << m;
+  EXPECT_NE(m.find("parameters.f.colour: unknown key"), std::string::npos) << m;
+  EXPECT_NE(m.find("parameters.g.default: a required parameter has no default"), std::string::npos) << m;
+}

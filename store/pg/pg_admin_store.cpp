@@ -43,7 +43,8 @@ constexpr const char* job_json =
     " 'catch_up_limit', j.catch_up_limit, 'starting_deadline_ms', j.starting_deadline_ms,"
     " 'max_instances', j.max_instances, 'concurrency_policy', j.concurrency_policy,"
     " 'exclusive_execution', j.exclusive_execution, 'jitter_ms', j.jitter_ms, 'on_events', j.on_events,"
-    " 'run_after', j.run_after, 'parameters', j.parameters, 'self_destruct', j.self_destruct,"
+    " 'run_after', j.run_after, 'parameters', j.parameters,"
+    " 'parameter_rules', j.parameter_rules, 'self_destruct', j.self_destruct,"
     " 'created_at', j.created_at, 'updated_at', j.updated_at, 'deleted_at', j.deleted_at)";
 
 }  // namespace
@@ -281,8 +282,8 @@ Result<std::optional<StoredJob>> PgAdminStore::job_definition(const std::string&
         "SELECT schedule, time_zone, tasks::text, max_attempts, priority, coalesce(timeout_ms, 0), retry_base_ms,"
         " retry_cap_ms, worker_selector::text, live, misfire_policy, version, paused, catch_up_limit,"
         " starting_deadline_ms, max_instances, concurrency_policy, exclusive_execution, jitter_ms,"
-        " array_to_json(on_events)::text, array_to_json(run_after)::text, parameters::text, self_destruct"
-        " FROM job_definitions WHERE name = $1 AND deleted_at IS NULL",
+        " array_to_json(on_events)::text, array_to_json(run_after)::text, parameters::text, self_destruct,"
+        " parameter_rules::text FROM job_definitions WHERE name = $1 AND deleted_at IS NULL",
         name);
     if (rows.empty()) return std::optional<StoredJob>{};
     const auto& r = rows[0];
@@ -313,6 +314,7 @@ Result<std::optional<StoredJob>> PgAdminStore::job_definition(const std::string&
     for (const auto& v : run_after.as_array()) s.job.run_after.emplace_back(v.as_string());
     s.job.parameters_json = r[21].as<std::string>();
     s.job.self_destruct = r[22].as<bool>();
+    s.job.parameter_rules_json = r[23].as<std::string>();
     return std::optional<StoredJob>{s};
   });
 }
@@ -375,11 +377,12 @@ Result<Triggered> PgAdminStore::trigger(const Actor& who, const std::string& job
     // commit together, in one round trip.
     pqxx::nontransaction tx{c};
     auto r = tx.exec_prepared1("trigger_run", who.epoch.value, job, idempotency_key, "api",
-                               std::optional<std::int64_t>{}, payload_json, who.name);
+                               std::optional<std::int64_t>{}, payload_json, who.name, who.admin);
     if (!r[2].as<bool>()) return make_error(Errc::bad_input, "unknown job '" + job + "'");
-    Triggered out{classify_create(r, who.epoch), std::nullopt, std::nullopt};
+    Triggered out{classify_create(r, who.epoch), std::nullopt, std::nullopt, std::nullopt};
+    if (!r[4].is_null()) out.parameters_refused = r[4].as<std::string>();
     if (out.outcome == WriteOutcome::conflict && !r[3].is_null()) out.earlier = RunId{r[3].as<std::int64_t>()};
-    if (out.outcome == WriteOutcome::applied && !r[4].is_null()) out.due = due_run_of(r, 4);
+    if (out.outcome == WriteOutcome::applied && !r[5].is_null()) out.due = due_run_of(r, 5);
     return out;
   });
 }
@@ -536,20 +539,30 @@ std::string job_row_json(pqxx::work& tx, const std::string& name) {
   return rows.empty() ? "null" : rows[0][0].as<std::string>();
 }
 
+/// Why a job's parameter declarations are unusable (a pattern PostgreSQL
+/// cannot compile: patterns are its regular expressions), or nothing.
+std::optional<std::string> parameter_rules_problem(pqxx::work& tx, const std::string& rules_json) {
+  auto r = tx.exec_params1("SELECT baton_parameter_rules_problem($1::jsonb)", rules_json);
+  if (r[0].is_null()) return std::nullopt;
+  return r[0].as<std::string>();
+}
+
 }  // namespace
 
 Result<AdminResult> PgAdminStore::create_job(const Actor& who, const JobDefinition& j) {
   return session_.with<AdminResult>([&](pqxx::connection& c) -> Result<AdminResult> {
     pqxx::work tx{c};
+    if (auto problem = parameter_rules_problem(tx, j.parameter_rules_json))
+      return make_error(Errc::bad_input, *problem);
     // A deleted job's name may be used again: the row comes back to life
     // (its old runs keep pointing at it), with a new version.
     auto rows = tx.exec_params(
         "INSERT INTO job_definitions (name, schedule, time_zone, tasks, max_attempts, priority, timeout_ms,"
         " retry_base_ms, retry_cap_ms, worker_selector, live, misfire_policy, catch_up_limit, starting_deadline_ms,"
         " max_instances, concurrency_policy, exclusive_execution, jitter_ms, on_events, run_after, parameters,"
-        " self_destruct)"
+        " self_destruct, parameter_rules)"
         " VALUES ($1, $2, $3, $4::jsonb, $5, $6, nullif($7, 0), $8, $9, $10::jsonb, $11, $12, $13, $14, $15, $16, $17,"
-        " $18, $19::text[], $20::text[], $21::jsonb, $22)"
+        " $18, $19::text[], $20::text[], $21::jsonb, $22, $23::jsonb)"
         " ON CONFLICT (name) DO UPDATE SET schedule = EXCLUDED.schedule, time_zone = EXCLUDED.time_zone,"
         " tasks = EXCLUDED.tasks, max_attempts = EXCLUDED.max_attempts, priority = EXCLUDED.priority,"
         " timeout_ms = EXCLUDED.timeout_ms, retry_base_ms = EXCLUDED.retry_base_ms,"
@@ -559,13 +572,13 @@ Result<AdminResult> PgAdminStore::create_job(const Actor& who, const JobDefiniti
         " max_instances = EXCLUDED.max_instances, concurrency_policy = EXCLUDED.concurrency_policy,"
         " exclusive_execution = EXCLUDED.exclusive_execution, jitter_ms = EXCLUDED.jitter_ms,"
         " on_events = EXCLUDED.on_events, run_after = EXCLUDED.run_after, parameters = EXCLUDED.parameters,"
-        " self_destruct = EXCLUDED.self_destruct,"
+        " self_destruct = EXCLUDED.self_destruct, parameter_rules = EXCLUDED.parameter_rules,"
         " paused = false, deleted_at = NULL, updated_at = now(),"
         " version = job_definitions.version + 1 WHERE job_definitions.deleted_at IS NOT NULL RETURNING id",
         j.name, j.schedule, j.time_zone, j.tasks_json, j.max_attempts, j.priority, j.timeout_ms, j.retry_base_ms,
         j.retry_cap_ms, j.selector_json, j.live, j.misfire_policy, j.catch_up_limit, j.starting_deadline_ms,
         j.max_instances, j.concurrency_policy, j.exclusive_execution, j.jitter_ms, pg_array(j.on_events),
-        pg_array(j.run_after), j.parameters_json, j.self_destruct);
+        pg_array(j.run_after), j.parameters_json, j.self_destruct, j.parameter_rules_json);
     if (rows.empty()) return refused(AdminOutcome::conflict, "job '" + j.name + "' exists", job_row_json(tx, j.name));
     auto after = job_row_json(tx, j.name);
     audit_in(tx, who, "job.create", "job:" + j.name, std::nullopt, after);
@@ -578,6 +591,8 @@ Result<AdminResult> PgAdminStore::update_job(const Actor& who, const JobWrite& w
   const auto& j = w.job;
   return session_.with<AdminResult>([&](pqxx::connection& c) -> Result<AdminResult> {
     pqxx::work tx{c};
+    if (auto problem = parameter_rules_problem(tx, j.parameter_rules_json))
+      return make_error(Errc::bad_input, *problem);
     auto current =
         tx.exec_params("SELECT version FROM job_definitions WHERE name = $1 AND deleted_at IS NULL FOR UPDATE", j.name);
     if (current.empty()) return refused(AdminOutcome::not_found, "no job '" + j.name + "'");
@@ -594,14 +609,14 @@ Result<AdminResult> PgAdminStore::update_job(const Actor& who, const JobWrite& w
         " worker_selector = $10::jsonb, live = $11, misfire_policy = $12, catch_up_limit = $13,"
         " starting_deadline_ms = $14, max_instances = $15, concurrency_policy = $16, exclusive_execution = $17,"
         " jitter_ms = $18, on_events = $19::text[], run_after = $20::text[], parameters = $21::jsonb,"
-        " self_destruct = $22,"
+        " self_destruct = $22, parameter_rules = $23::jsonb,"
         " version = version + 1, updated_at = now(),"
         " schedule_resumed_at = CASE WHEN NOT live AND $11 THEN now() ELSE schedule_resumed_at END"
         " WHERE name = $1",
         j.name, j.schedule, j.time_zone, j.tasks_json, j.max_attempts, j.priority, j.timeout_ms, j.retry_base_ms,
         j.retry_cap_ms, j.selector_json, j.live, j.misfire_policy, j.catch_up_limit, j.starting_deadline_ms,
         j.max_instances, j.concurrency_policy, j.exclusive_execution, j.jitter_ms, pg_array(j.on_events),
-        pg_array(j.run_after), j.parameters_json, j.self_destruct);
+        pg_array(j.run_after), j.parameters_json, j.self_destruct, j.parameter_rules_json);
     auto after = job_row_json(tx, j.name);
     audit_in(tx, who, "job.update", "job:" + j.name, before, after);
     tx.commit();

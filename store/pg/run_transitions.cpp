@@ -499,6 +499,10 @@ const std::string& trigger_run_sql() {
   static const std::string sql =
       "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1 FOR KEY SHARE),"
       " job AS (SELECT * FROM job_definitions WHERE name = $2 AND deleted_at IS NULL),"
+      // The job's parameter declarations judge the trigger's parameters
+      // here, in the statement that inserts (schemas/0027): refused, no run.
+      " refusal AS (SELECT baton_parameters_refused(job.parameter_rules, $6::jsonb -> 'parameters', $8::boolean)"
+      " AS why FROM job),"
       " earlier AS (SELECT id FROM job_runs WHERE $3::text IS NOT NULL AND idempotency_key = $3::text"
       " AND (finished_at IS NULL OR finished_at > now() - interval '" +
       std::string(idempotency_key_remembered) +
@@ -508,6 +512,7 @@ const std::string& trigger_run_sql() {
       " SELECT job.id, $3::text, job.max_attempts, job.priority, $4::text, $1::bigint, to_timestamp($5::bigint),"
       " coalesce($6::jsonb, '{}'::jsonb)"
       " FROM job WHERE (SELECT epoch FROM fence) = $1::bigint AND NOT EXISTS (SELECT 1 FROM earlier)"
+      " AND (SELECT why FROM refusal) IS NULL"
       " ON CONFLICT DO NOTHING RETURNING *),"
       // The parameters' names, not their values: a value may be a secret.
       " audit AS (INSERT INTO audit_log (actor, action, subject, epoch, details)"
@@ -515,7 +520,7 @@ const std::string& trigger_run_sql() {
       " 'idempotency_key', $3::text, 'parameters', (SELECT coalesce(jsonb_agg(k ORDER BY k), '[]'::jsonb)"
       " FROM jsonb_object_keys(coalesce($6::jsonb -> 'parameters', '{}'::jsonb)) AS k)) FROM w)"
       " SELECT (SELECT epoch FROM fence), (SELECT id FROM w), EXISTS (SELECT 1 FROM job), (SELECT id FROM earlier),"
-      " due.*"
+      " (SELECT why FROM refusal), due.*"
       " FROM (VALUES (1)) AS one(x) LEFT JOIN (SELECT " +
       due_run_columns() +
       " FROM w r JOIN job_definitions j ON j.id = r.job_definition_id"

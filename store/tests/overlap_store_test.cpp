@@ -27,6 +27,7 @@ class OverlapStoreTest : public ElectedStoreTest {
     j.max_instances = max_instances;
     j.concurrency_policy = policy;
     j.exclusive_execution = exclusive;
+    j.parameter_rules_json = R"({"a": {}})";
     ASSERT_TRUE(admin.create_job(Actor{"test", epoch}, j));
   }
   RunId run_of(const std::string& name) {
@@ -367,4 +368,53 @@ TEST_F(OverlapStoreTest, UnmatchedRunsAreTheWaitingRunsOfJobsNoLabelSetSatisfies
   auto fits = leader.unmatched_runs(both, 10);
   ASSERT_TRUE(fits);
   EXPECT_TRUE(fits->empty());
+}
+
+// A job's parameter declarations judge a trigger in the statement that
+// would insert its run (schemas/0027): an undeclared name, a value of the
+// wrong type, outside the enum or the pattern, a missing required one, an
+// admin-only one from a lesser token -- each refused with its reason and
+// no run; what fits is inserted.
+TEST_F(OverlapStoreTest, ParameterDeclarationsRefuseATriggerInItsOwnStatement) {
+  JobDefinition j;
+  j.name = "deploy";
+  j.parameters_json = R"({"region": "eu"})";
+  j.parameter_rules_json = R"({"region": {"enum": ["eu", "us"]}, "count": {"type": "integer"},
+    "tag": {"pattern": "[a-z0-9-]{1,8}"}, "ticket": {"required": true}, "force": {"type": "boolean",
+    "operate": false}})";
+  ASSERT_TRUE(admin.create_job(Actor{"test", epoch}, j));
+  auto trigger = [&](const std::string& params, bool admin_token = false) {
+    return admin.trigger(Actor{"tester", epoch, admin_token}, "deploy", std::nullopt,
+                         std::string(R"({"parameters":)") + params + "}");
+  };
+  auto refused = [&](const std::string& params, bool admin_token = false) -> std::string {
+    auto t = trigger(params, admin_token);
+    if (!t) return "error: " + t.error().message;
+    if (t->outcome == WriteOutcome::applied) return "inserted";
+    return t->parameters_refused.value_or("not refused");
+  };
+  const auto runs_before = text("SELECT count(*) FROM job_runs");
+  EXPECT_EQ(refused(R"({"ticket": "T-1", "x": "1"})"),
+            "parameter 'x' is not declared by the job (it declares: 'count', 'force', 'region', 'tag', 'ticket')");
+  EXPECT_EQ(refused(R"({"ticket": "T-1", "count": "3; rm -rf /"})"),
+            "parameter 'count' must be an integer, got '3; rm -rf /'");
+  EXPECT_EQ(refused(R"({"ticket": "T-1", "region": "ap"})"), "parameter 'region' must be one of 'eu', 'us', got 'ap'");
+  EXPECT_EQ(refused(R"({"ticket": "T-1", "tag": "abcdefghij"})"),
+            "parameter 'tag' must match the pattern '[a-z0-9-]{1,8}', got 'abcdefghij'")
+      << "the whole value must match, not a part of it";
+  EXPECT_EQ(refused(R"({"ticket": "T-1", "tag": "ok; touch pwned"})"),
+            "parameter 'tag' must match the pattern '[a-z0-9-]{1,8}', got 'ok; touch pwned'");
+  EXPECT_EQ(refused(R"({"region": "us"})"), "parameter 'ticket' is required");
+  EXPECT_EQ(refused(R"({"ticket": "T-1", "force": true})"),
+            "parameter 'force' may be set by an admin token only (operate: false)");
+  EXPECT_EQ(text("SELECT count(*) FROM job_runs"), runs_before) << "nothing refused was inserted";
+  EXPECT_EQ(refused(R"({"ticket": "T-1", "force": true, "count": 3, "tag": "v1-2"})", true), "inserted");
+  EXPECT_EQ(refused(R"({"ticket": "T-1", "region": "us"})"), "inserted");
+  // A pattern PostgreSQL cannot compile is refused when the job is written.
+  JobDefinition bad = j;
+  bad.name = "bad-pattern";
+  bad.parameter_rules_json = R"({"v": {"pattern": "(unclosed"}})";
+  auto created = admin.create_job(Actor{"test", epoch}, bad);
+  ASSERT_FALSE(created);
+  EXPECT_NE(created.error().message.find("parameters.v.pattern"), std::string::npos) << created.error().message;
 }

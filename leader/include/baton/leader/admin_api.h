@@ -38,7 +38,7 @@ struct ApiCall {
   std::map<std::string, std::string> params;  ///< path parameters and the checked query
   Principal who;
   NodeStatus node;
-  store::Actor actor() const { return {who.name, Epoch{node.epoch}}; }
+  store::Actor actor() const { return {who.name, Epoch{node.epoch}, who.role == Role::admin}; }
   const std::string& param(const std::string& name) const { return params.at(name); }
 };
 

@@ -70,6 +70,8 @@ struct RunQuery {
 struct Actor {
   std::string name;  ///< the token's name ("config" for the node's admin_token)
   Epoch epoch{0};    ///< the epoch this node last saw
+  /// An admin token: may set a parameter declared `operate: false`.
+  bool admin = false;
 };
 
 /// A triggered run: the insert's outcome and, when the run may be assigned
@@ -80,6 +82,9 @@ struct Triggered : CreateResult {
   /// conflict: the run the idempotency key already names (unfinished, or
   /// finished within the remembered window), when the statement saw it.
   std::optional<RunId> earlier;
+  /// Set when nothing was inserted because the job's parameter
+  /// declarations refuse the parameters given: why, naming the parameter.
+  std::optional<std::string> parameters_refused;
 };
 
 /// An API token as the database knows it (never the token itself).
@@ -202,7 +207,10 @@ class AdminStore {
 
   // --- mutations, each audited in its own transaction -----------------------
   /// Fenced insert of a run of `job` (trigger_kind "api"). Conflict when the
-  /// idempotency key is active; bad_input when there is no such job.
+  /// idempotency key is active; bad_input when there is no such job;
+  /// nothing inserted and `parameters_refused` set when the job's parameter
+  /// declarations refuse the payload's "parameters" (who.admin decides
+  /// the ones declared `operate: false`).
   virtual Result<Triggered> trigger(const Actor& who, const std::string& job,
                                     const std::optional<std::string>& idempotency_key,
                                     const std::optional<std::string>& payload_json) = 0;

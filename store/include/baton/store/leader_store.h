@@ -119,7 +119,10 @@ struct JobDefinition {
   std::vector<std::string> on_events;                  ///< event kinds that each make a run
   std::vector<std::string> run_after;                  ///< jobs whose every success makes a run
   std::string parameters_json = "{}";                  ///< default parameters of its runs (an object)
-  bool self_destruct = false;                          ///< retired by its first successful run
+  /// The parameters a trigger may set, each name to its rules (an object:
+  /// type, pattern, enum, required, operate; schemas/0027).
+  std::string parameter_rules_json = "{}";
+  bool self_destruct = false;  ///< retired by its first successful run
 };
 
 struct ScheduledJob {
