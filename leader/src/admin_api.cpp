@@ -3,9 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <boost/url/parse.hpp>
 #include <cctype>
-#include <charconv>
 #include <set>
 
 #include "admin_http.h"
@@ -13,136 +11,6 @@
 #include "dashboard_assets.h"
 
 namespace baton::leader {
-
-namespace admin_http {
-
-HttpResponse error(int status, const std::string& code, const std::string& message) {
-  return {status, "application/json", json::serialize(json::object{{"code", code}, {"message", message}}), {}};
-}
-
-HttpResponse ok_json(const json::value& v, int status) { return {status, "application/json", json::serialize(v), {}}; }
-
-HttpResponse db_error(const Error& e) {
-  if (e.code == Errc::bad_input) return error(400, "bad_request", e.message);
-  return error(503, "db_unavailable", e.message);
-}
-
-HttpResponse refused(const store::AdminResult& r) {
-  switch (r.outcome) {
-    case store::AdminOutcome::not_found: return error(404, "not_found", r.message);
-    case store::AdminOutcome::fenced: return error(503, "not_leader", r.message);
-    case store::AdminOutcome::conflict: {
-      boost::system::error_code ec;
-      auto current = json::parse(r.json, ec);
-      return ok_json(json::object{{"code", "conflict"}, {"message", r.message}, {"current", ec ? nullptr : current}},
-                     409);
-    }
-    case store::AdminOutcome::applied: break;
-  }
-  return ok_json(json::parse(r.json));
-}
-
-std::optional<std::int64_t> parse_id(std::string_view s) {
-  std::int64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc{} || p != s.data() + s.size() || v <= 0) return std::nullopt;
-  return v;
-}
-
-bool valid_name(std::string_view s) {
-  if (s.empty() || s.size() > 200) return false;
-  for (char c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) return false;
-  return true;
-}
-
-std::optional<std::string> query_of(const std::string& target, const std::vector<std::string>& allowed,
-                                    std::map<std::string, std::string>& out) {
-  auto u = boost::urls::parse_origin_form(target);
-  if (!u) return "the request target is not a valid URL: " + u.error().message();
-  for (auto p : u->params()) {
-    const std::string key = p.key;
-    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-      std::string names;
-      for (const auto& a : allowed) names += (names.empty() ? "" : ", ") + a;
-      return "unknown query parameter " + json_quote(key.substr(0, 64)) +
-             " (this route takes: " + (names.empty() ? "none" : names) + ")";
-    }
-    if (!out.emplace(key, std::string(p.value)).second) return "query parameter '" + key + "' given twice";
-  }
-  return std::nullopt;
-}
-
-std::optional<std::string> int_param(const std::map<std::string, std::string>& q, const std::string& name,
-                                     std::int64_t lo, std::int64_t hi, std::optional<std::int64_t>& out) {
-  auto it = q.find(name);
-  if (it == q.end()) return std::nullopt;
-  std::int64_t v = 0;
-  auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
-  if (ec != std::errc{} || p != it->second.data() + it->second.size() || v < lo || v > hi)
-    return "query parameter '" + name + "' must be an integer from " + std::to_string(lo) + " to " +
-           std::to_string(hi) + ", got " + json_quote(it->second.substr(0, 64));
-  out = v;
-  return std::nullopt;
-}
-
-std::optional<std::string> text_param(const std::map<std::string, std::string>& q, const std::string& name) {
-  auto it = q.find(name);
-  if (it == q.end()) return std::nullopt;
-  return it->second;
-}
-
-constexpr std::int64_t page_max = 500;
-
-std::optional<std::string> paging_of(const std::map<std::string, std::string>& q, bool numeric, Paging& out) {
-  std::optional<std::int64_t> limit;
-  if (auto bad = int_param(q, "limit", 1, page_max, limit)) return bad;
-  out.limit = static_cast<int>(limit.value_or(50));
-  if (numeric) return int_param(q, "cursor", 1, INT64_MAX, out.before_id);
-  out.after_name = text_param(q, "cursor");
-  return std::nullopt;
-}
-
-HttpResponse page_or_error(const Result<store::Page>& page) {
-  if (!page) return db_error(page.error());
-  std::string body = "{\"items\":" + page->items_json + ",\"next_cursor\":" +
-                     (page->next_cursor ? json::serialize(json::value(*page->next_cursor)) : std::string("null")) + "}";
-  return {200, "application/json", body, {}};
-}
-
-HttpResponse one_or_404(const Result<store::Page>& page, const std::string& what) {
-  if (!page) return db_error(page.error());
-  auto items = json::parse(page->items_json).as_array();
-  if (items.empty()) return error(404, "not_found", "no " + what);
-  return ok_json(items[0]);
-}
-
-std::variant<json::object, HttpResponse> body_object(const HttpRequest& r, std::size_t max_bytes) {
-  if (r.body.size() > max_bytes)
-    return error(413, "payload_too_large",
-                 "the request body is " + std::to_string(r.body.size()) + " bytes; at most " +
-                     std::to_string(max_bytes) + " are accepted");
-  if (r.body.empty()) return error(400, "bad_request", "this route needs a JSON object as its body");
-  boost::system::error_code ec;
-  json::parse_options opt;
-  opt.max_depth = 32;
-  auto v = json::parse(r.body, ec, {}, opt);
-  if (ec) return error(400, "bad_json", "the body is not valid JSON: " + ec.message());
-  if (!v.is_object()) return error(400, "bad_request", "the body must be a JSON object");
-  return std::move(v.as_object());
-}
-
-HttpResponse to_leader(const HttpRequest& r, const std::string& scheme, const std::string& leader_endpoint) {
-  if (leader_endpoint.empty()) return error(503, "no_leader", "no leader is known right now; retry in a few seconds");
-  HttpResponse res = ok_json(json::object{{"code", "not_leader"},
-                                          {"message", "send this to the leader at " + leader_endpoint},
-                                          {"leader_endpoint", leader_endpoint}},
-                             307);
-  res.headers["Location"] = scheme + "://" + leader_endpoint + r.target;
-  return res;
-}
-
-}  // namespace admin_http
 
 using namespace admin_http;
 
@@ -273,39 +141,13 @@ HttpResponse AdminApi::handle(const HttpRequest& r) {
 }
 
 HttpResponse AdminApi::route(const HttpRequest& r, const std::string& path) {
-  auto split = [](const std::string& p) {
-    std::vector<std::string> parts;
-    std::size_t at = 1;
-    while (at <= p.size()) {
-      auto next = p.find('/', at);
-      if (next == std::string::npos) next = p.size();
-      parts.push_back(p.substr(at, next - at));
-      at = next + 1;
-    }
-    return parts;
-  };
-  // The target's path segments, percent-decoded by Boost.URL ("every%2Dminute"
-  // is the job every-minute; an encoded '/' stays inside its segment, and the
-  // handler's own check refuses it in a name or an id).
-  std::vector<std::string> segments;
-  if (auto u = boost::urls::parse_origin_form(r.target)) {
-    for (auto seg : u->segments()) segments.push_back(std::string(seg));
-  } else {
-    return error(400, "bad_request", "the request target is not a valid URL path: " + u.error().message());
-  }
+  auto segments = path_segments(r.target);
+  if (auto* bad = std::get_if<std::string>(&segments)) return error(400, "bad_request", *bad);
   std::set<std::string> allowed;  // methods of a route whose pattern matches
   for (const auto& route : routes_) {
-    const auto pattern = split(route.pattern);
-    if (pattern.size() != segments.size()) continue;
-    std::map<std::string, std::string> params;
-    bool match = true;
-    for (std::size_t i = 0; i < pattern.size() && match; ++i) {
-      if (pattern[i].size() > 2 && pattern[i].front() == '{' && pattern[i].back() == '}')
-        params[pattern[i].substr(1, pattern[i].size() - 2)] = segments[i];
-      else
-        match = pattern[i] == segments[i];
-    }
-    if (!match) continue;
+    auto matched = match_pattern(route.pattern, std::get<std::vector<std::string>>(segments));
+    if (!matched) continue;
+    std::map<std::string, std::string> params = std::move(*matched);
     if (route.method != r.method) {
       allowed.insert(route.method);
       continue;

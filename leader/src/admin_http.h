@@ -6,6 +6,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <variant>
 #include <vector>
 
 #include "baton/leader/node_server.h"
@@ -23,6 +25,14 @@ HttpResponse db_error(const Error& e);
 
 std::optional<std::int64_t> parse_id(std::string_view s);
 bool valid_name(std::string_view s);
+
+/// The path segments of a request target, percent-decoded, or why the
+/// target is not a URL path.
+std::variant<std::vector<std::string>, std::string> path_segments(const std::string& target);
+/// A route pattern ("/api/v1/runs/{id}") against a target's segments: its
+/// path parameters by name when every segment matches, else nothing.
+std::optional<std::map<std::string, std::string>> match_pattern(std::string_view pattern,
+                                                                const std::vector<std::string>& segments);
 
 /// The query parameters of `target`, decoded; an error names what is wrong
 /// (malformed, repeated, or not one of `allowed`).
