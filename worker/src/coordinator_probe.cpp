@@ -6,12 +6,15 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
 
 #include "baton/tls/tls_context.h"
 
 namespace baton::worker {
 
 namespace asio = boost::asio;
+namespace http = boost::beast::http;
 using tcp = asio::ip::tcp;
 
 namespace {
@@ -25,44 +28,43 @@ bool run_for(asio::io_context& ioc, const bool& done, Millis timeout) {
   return done;
 }
 
-/// The status and body of an HTTP/1.1 answer read to the end of the
-/// connection (the request said Connection: close).
-Result<CoordinatorReply> parse_reply(const std::string& raw, const std::string& what) {
-  if (raw.rfind("HTTP/1.", 0) != 0 || raw.size() < 12) return make_error(Errc::io, "no HTTP answer to " + what);
-  CoordinatorReply r;
-  try {
-    r.status = std::stoi(raw.substr(9, 3));
-  } catch (...) {
-    return make_error(Errc::io, "a malformed status line answered " + what);
-  }
-  if (auto at = raw.find("\r\n\r\n"); at != std::string::npos) r.body = raw.substr(at + 4);
-  return r;
-}
-
+/// Writes `request` and reads the answer with Beast's HTTP/1.1 parser
+/// (status line, headers, a body by Content-Length, chunks or the end of
+/// the stream), bounded: at most 16 KiB of headers and 256 KiB of body.
 template <class Stream>
-Result<CoordinatorReply> exchange(asio::io_context& ioc, Stream& stream, const std::string& request,
-                                  const std::string& what, Millis timeout) {
+Result<CoordinatorReply> exchange(asio::io_context& ioc, Stream& stream,
+                                  const http::request<http::string_body>& request, const std::string& what,
+                                  Millis timeout) {
   bool done = false;
   boost::system::error_code ec;
-  std::string reply;
-  asio::async_write(stream, asio::buffer(request), [&](boost::system::error_code e, std::size_t) {
+  boost::beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.header_limit(16 * 1024);
+  parser.body_limit(reply_bytes_max);
+  http::async_write(stream, request, [&](boost::system::error_code e, std::size_t) {
     if (e) {
       ec = e;
       done = true;
       return;
     }
-    // To the end of the stream (Connection: close); a TLS peer that closes
-    // without close_notify still gave the whole answer.
-    asio::async_read(stream, asio::dynamic_buffer(reply, reply_bytes_max),
-                     [&](boost::system::error_code e2, std::size_t) {
-                       ec = e2;
-                       done = true;
-                     });
+    http::async_read(stream, buffer, parser, [&](boost::system::error_code e2, std::size_t) {
+      ec = e2;
+      done = true;
+    });
   });
   if (!run_for(ioc, done, timeout))
     return make_error(Errc::io, "no answer to " + what + " within " + std::to_string(timeout.count()) + " ms");
-  if (reply.empty()) return make_error(Errc::io, "no answer to " + what + ": " + ec.message());
-  return parse_reply(reply, what);
+  // A TLS peer that closes without close_notify after a complete answer
+  // still gave the whole answer.
+  if (ec && !parser.is_done()) {
+    const bool nothing = !parser.is_header_done() && buffer.size() == 0;
+    return make_error(Errc::io,
+                      (nothing ? "no answer to " : "a malformed or cut HTTP answer to ") + what + ": " + ec.message());
+  }
+  CoordinatorReply r;
+  r.status = static_cast<int>(parser.get().result_int());
+  r.body = parser.get().body();
+  return r;
 }
 
 }  // namespace
@@ -87,11 +89,17 @@ Result<CoordinatorReply> ask_coordinator(const WorkerConfig& cfg, const std::str
     if (!made) return fail(made.error().message);
     ctx = *made;
   }
-  std::string request = method + " " + target + " HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n";
-  for (const auto& [k, v] : headers) request += k + ": " + v + "\r\n";
-  if (!body.empty() || method == "POST")
-    request += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
-  request += "\r\n" + body;
+  const http::verb verb = http::string_to_verb(method);
+  if (verb == http::verb::unknown) return fail("unknown HTTP method '" + method + "'");
+  http::request<http::string_body> request{verb, target, 11};
+  request.set(http::field::host, host);
+  request.set(http::field::connection, "close");
+  for (const auto& [k, v] : headers) request.set(k, v);
+  if (!body.empty() || verb == http::verb::post) {
+    request.set(http::field::content_type, "application/json");
+    request.body() = body;
+  }
+  request.prepare_payload();
 
   asio::ssl::stream<tcp::socket> tls_stream(ioc, *ctx);
   tcp::socket& socket = tls_stream.next_layer();
