@@ -74,9 +74,11 @@ BEGIN
 END $$;
 
 -- Why a job's declarations are unusable, or NULL: a pattern PostgreSQL
--- cannot compile (checked when the job is written, not at its first
--- trigger).
-CREATE FUNCTION baton_parameter_rules_problem(rules JSONB) RETURNS TEXT LANGUAGE plpgsql STABLE AS $$
+-- cannot compile, or a default its pattern refuses (checked when the job
+-- is written, not at its first trigger; the type and the enum of a default
+-- are checked by the job reader, which names the key).
+CREATE FUNCTION baton_parameter_rules_problem(rules JSONB, defaults JSONB) RETURNS TEXT
+LANGUAGE plpgsql STABLE AS $$
 DECLARE
   k TEXT;
   r JSONB;
@@ -88,6 +90,10 @@ BEGIN
       EXCEPTION WHEN invalid_regular_expression THEN
         RETURN format('parameters.%s.pattern: %s', k, SQLERRM);
       END;
+      IF defaults ? k AND (defaults ->> k) !~ ('^(?:' || (r ->> 'pattern') || ')$') THEN
+        RETURN format('parameters.%s.default: %s does not match the pattern %s', k, quote_literal(defaults ->> k),
+                      quote_literal(r ->> 'pattern'));
+      END IF;
     END IF;
   END LOOP;
   RETURN NULL;

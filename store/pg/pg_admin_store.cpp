@@ -540,9 +540,11 @@ std::string job_row_json(pqxx::work& tx, const std::string& name) {
 }
 
 /// Why a job's parameter declarations are unusable (a pattern PostgreSQL
-/// cannot compile: patterns are its regular expressions), or nothing.
-std::optional<std::string> parameter_rules_problem(pqxx::work& tx, const std::string& rules_json) {
-  auto r = tx.exec_params1("SELECT baton_parameter_rules_problem($1::jsonb)", rules_json);
+/// cannot compile: patterns are its regular expressions; a default its
+/// pattern refuses), or nothing.
+std::optional<std::string> parameter_rules_problem(pqxx::work& tx, const store::JobDefinition& j) {
+  auto r = tx.exec_params1("SELECT baton_parameter_rules_problem($1::jsonb, $2::jsonb)", j.parameter_rules_json,
+                           j.parameters_json);
   if (r[0].is_null()) return std::nullopt;
   return r[0].as<std::string>();
 }
@@ -552,8 +554,7 @@ std::optional<std::string> parameter_rules_problem(pqxx::work& tx, const std::st
 Result<AdminResult> PgAdminStore::create_job(const Actor& who, const JobDefinition& j) {
   return session_.with<AdminResult>([&](pqxx::connection& c) -> Result<AdminResult> {
     pqxx::work tx{c};
-    if (auto problem = parameter_rules_problem(tx, j.parameter_rules_json))
-      return make_error(Errc::bad_input, *problem);
+    if (auto problem = parameter_rules_problem(tx, j)) return make_error(Errc::bad_input, *problem);
     // A deleted job's name may be used again: the row comes back to life
     // (its old runs keep pointing at it), with a new version.
     auto rows = tx.exec_params(
@@ -591,8 +592,7 @@ Result<AdminResult> PgAdminStore::update_job(const Actor& who, const JobWrite& w
   const auto& j = w.job;
   return session_.with<AdminResult>([&](pqxx::connection& c) -> Result<AdminResult> {
     pqxx::work tx{c};
-    if (auto problem = parameter_rules_problem(tx, j.parameter_rules_json))
-      return make_error(Errc::bad_input, *problem);
+    if (auto problem = parameter_rules_problem(tx, j)) return make_error(Errc::bad_input, *problem);
     auto current =
         tx.exec_params("SELECT version FROM job_definitions WHERE name = $1 AND deleted_at IS NULL FOR UPDATE", j.name);
     if (current.empty()) return refused(AdminOutcome::not_found, "no job '" + j.name + "'");

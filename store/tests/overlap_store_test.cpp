@@ -417,4 +417,13 @@ TEST_F(OverlapStoreTest, ParameterDeclarationsRefuseATriggerInItsOwnStatement) {
   auto created = admin.create_job(Actor{"test", epoch}, bad);
   ASSERT_FALSE(created);
   EXPECT_NE(created.error().message.find("parameters.v.pattern"), std::string::npos) << created.error().message;
+  // So is a default its own pattern refuses (the runs that take it would
+  // carry a value no trigger could give).
+  bad.parameters_json = R"({"v": "UPPER"})";
+  bad.parameter_rules_json = R"({"v": {"pattern": "[a-z]+"}})";
+  auto wrong_default = admin.create_job(Actor{"test", epoch}, bad);
+  ASSERT_FALSE(wrong_default);
+  EXPECT_EQ(wrong_default.error().message, "parameters.v.default: 'UPPER' does not match the pattern '[a-z]+'");
+  bad.parameters_json = R"({"v": "lower"})";
+  EXPECT_TRUE(admin.create_job(Actor{"test", epoch}, bad));
 }
