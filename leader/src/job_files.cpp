@@ -44,6 +44,52 @@ void quote_shell_script(protocol::Task& task, bool shell_quote, ConfigMap& t, Co
   task.command[*script] = std::get<std::string>(std::move(quoted));
 }
 
+/// `memory`: bytes, or a number with K, M, G or T (powers of 1024, "Ki"
+/// and a trailing "B" accepted); `pids`: the most processes the tree may
+/// hold; `cpu`: CPUs as a decimal ("0.5"), kept in thousandths.
+protocol::TaskResources read_resources(ConfigMap r, ConfigErrors& errors) {
+  protocol::TaskResources out;
+  if (auto m = r.string("memory")) {
+    std::size_t used = 0;
+    double number = 0;
+    try {
+      number = std::stod(*m, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    std::string unit = m->substr(used);
+    if (!unit.empty() && (unit.back() == 'B' || unit.back() == 'b')) unit.pop_back();
+    if (unit.size() == 2 && unit[1] == 'i') unit.pop_back();
+    const std::string units = "KMGT";
+    double scale = 1;
+    if (unit.size() == 1 && units.find(static_cast<char>(std::toupper(unit[0]))) != std::string::npos)
+      scale = static_cast<double>(std::int64_t{1} << (10 * (units.find(static_cast<char>(std::toupper(unit[0]))) + 1)));
+    else if (!unit.empty())
+      used = 0;
+    const double bytes = number * scale;
+    if (used == 0 || !(bytes >= 1 << 20) || bytes > static_cast<double>(std::int64_t{1} << 50))
+      errors.add(r.key_path("memory"), "must be a size of at least 1M, like 512M or 2G, not '" + *m + "'");
+    else
+      out.memory_bytes = static_cast<std::int64_t>(bytes);
+  }
+  if (auto p = r.integer("pids", 1, 1 << 22)) out.pids = *p;
+  if (auto c = r.string("cpu")) {
+    std::size_t used = 0;
+    double cpus = 0;
+    try {
+      cpus = std::stod(*c, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != c->size() || !(cpus >= 0.001) || cpus > 1024)
+      errors.add(r.key_path("cpu"), "must be a number of CPUs between 0.001 and 1024, like 0.5, not '" + *c + "'");
+    else
+      out.cpu_millis = static_cast<std::int64_t>(cpus * 1000 + 0.5);
+  }
+  r.reject_unknown_keys();
+  return out;
+}
+
 std::optional<protocol::Task> read_task(ConfigMap& t, ConfigErrors& errors) {
   protocol::Task task;
   auto kind = t.string("kind", true).value_or("");
@@ -74,6 +120,9 @@ std::optional<protocol::Task> read_task(ConfigMap& t, ConfigErrors& errors) {
     errors.add(t.key_path("on_error"), "must be stop, continue or ignore, got '" + on_error + "'");
   if (task.ignore_error && on_error != "ignore")
     errors.add(t.key_path("ignore_error"), "conflicts with on_error: use on_error alone");
+  task.resources = read_resources(t.map("resources"), errors);
+  if (!task.resources.empty() && task.kind != protocol::TaskKind::program)
+    errors.add(t.key_path("resources"), "limits a PROGRAM task's processes only");
   t.reject_unknown_keys();
   if (task.kind == protocol::TaskKind::program && task.command.empty())
     errors.add(t.key_path("command"), "a PROGRAM task needs a command (a list: program and arguments)");
@@ -169,6 +218,8 @@ store::JobDefinition read_job(const YAML::Node& node, const std::string& path, C
   read_parameters(node["parameters"], job, j, errors);
   j.mark_known("parameters");
   job.selector_json = selector + "}";
+  // The job's resources apply to each of its PROGRAM tasks that names none.
+  const protocol::TaskResources job_resources = read_resources(j.map("resources"), errors);
   std::vector<protocol::Task> tasks;
   YAML::Node tl = node["tasks"];
   j.mark_known("tasks");
@@ -181,6 +232,7 @@ store::JobDefinition read_job(const YAML::Node& node, const std::string& path, C
       auto task = read_task(t, errors);
       if (task && env && env.IsMap())
         for (const auto& kv : env) task->env[kv.first.as<std::string>()] = kv.second.as<std::string>();
+      if (task && task->kind == protocol::TaskKind::program && task->resources.empty()) task->resources = job_resources;
       if (task) tasks.push_back(*task);
     }
   }

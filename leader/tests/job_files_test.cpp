@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "baton/leader/job_files.h"
+#include "baton/protocol/codec.h"
 
 using namespace baton;
 
@@ -197,4 +198,33 @@ TEST(JobDocument, ReadsParameterDeclarations) {
   EXPECT_NE(m.find("parameters.e: must be a default value (text) or a mapping of rules"), std::string::npos) << m;
   EXPECT_NE(m.find("parameters.f.colour: unknown key"), std::string::npos) << m;
   EXPECT_NE(m.find("parameters.g.default: a required parameter has no default"), std::string::npos) << m;
+}
+
+TEST(JobDocument, ReadsResourceLimitsForTheJobAndEachProgramTask) {
+  auto job = leader::parse_job_document(
+      "name: crunch\nresources: {memory: 512M, pids: 64, cpu: '0.5'}\n"
+      "tasks:\n  - {kind: PROGRAM, command: [/bin/true]}\n"
+      "  - {kind: PROGRAM, command: [/bin/true], resources: {memory: 2GiB}}\n"
+      "  - {kind: BUILTIN, builtin: NOOP}\n",
+      "body");
+  ASSERT_TRUE(job) << job.error().message;
+  auto tasks = protocol::decode_tasks(job->tasks_json);
+  ASSERT_TRUE(std::holds_alternative<std::vector<protocol::Task>>(tasks)) << job->tasks_json;
+  const auto& t = std::get<std::vector<protocol::Task>>(tasks);
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_EQ(t[0].resources, (protocol::TaskResources{512ll << 20, 64, 500}));
+  EXPECT_EQ(t[1].resources, (protocol::TaskResources{2ll << 30, 0, 0}));  // its own, whole
+  EXPECT_TRUE(t[2].resources.empty());
+  auto bad = leader::parse_job_document(
+      "name: crunch\nresources: {memory: lots, pids: 0, cpu: '-1', disk: 1G}\n"
+      "tasks: [{kind: SQL, connection: db, sql: 'select 1', resources: {pids: 5}}]\n",
+      "body");
+  ASSERT_FALSE(bad);
+  const auto& m = bad.error().message;
+  EXPECT_NE(m.find("resources.memory: must be a size of at least 1M, like 512M or 2G, not 'lots'"), std::string::npos)
+      << m;
+  EXPECT_NE(m.find("resources.pids: "), std::string::npos) << m;
+  EXPECT_NE(m.find("resources.cpu: must be a number of CPUs"), std::string::npos) << m;
+  EXPECT_NE(m.find("resources.disk: unknown key"), std::string::npos) << m;
+  EXPECT_NE(m.find("tasks[0].resources: limits a PROGRAM task's processes only"), std::string::npos) << m;
 }

@@ -156,6 +156,12 @@ Task read_task(const Fields& f) {
     t.on_error = TaskOnError::ignore;
   else if (!on_error.empty() && on_error != "stop")
     f.fail("on_error", "must be stop, continue or ignore");
+  if (f.has("resources")) {
+    const Fields r(f.object_of("resources"), f.where() + ".resources");
+    t.resources.memory_bytes = r.integer("memory_bytes", 0, std::int64_t{1} << 50, 0);
+    t.resources.pids = r.integer("pids", 0, 1 << 22, 0);
+    t.resources.cpu_millis = r.integer("cpu_millis", 0, 1 << 20, 0);
+  }
   if (t.kind == TaskKind::program && t.command.empty()) f.fail("command", "PROGRAM needs a non-empty command");
   if (t.kind == TaskKind::sql && (t.connection.empty() || t.sql.empty()))
     f.fail("sql", "SQL needs both connection and sql");
@@ -294,6 +300,14 @@ json::object map_json(const std::map<std::string, std::string>& m) {
   for (const auto& [k, v] : m) o[k] = v;
   return o;
 }
+
+json::object resources_json(const TaskResources& r) {
+  json::object o;
+  if (r.memory_bytes > 0) o["memory_bytes"] = r.memory_bytes;
+  if (r.pids > 0) o["pids"] = r.pids;
+  if (r.cpu_millis > 0) o["cpu_millis"] = r.cpu_millis;
+  return o;
+}
 void put_ref(json::object& o, const AttemptRef& r) {
   o["run_id"] = r.run_id;
   o["attempt"] = r.attempt;
@@ -359,6 +373,7 @@ struct Encoder {
       if (t.ignore_error) j["ignore_error"] = true;
       if (t.on_error == TaskOnError::continue_) j["on_error"] = "continue";
       if (t.on_error == TaskOnError::ignore) j["on_error"] = "ignore";
+      if (!t.resources.empty()) j["resources"] = resources_json(t.resources);
       tasks.push_back(std::move(j));
     }
     o["tasks"] = std::move(tasks);

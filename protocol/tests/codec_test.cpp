@@ -20,9 +20,20 @@ Hello prefetching_hello() {
 }
 
 std::vector<Message> samples() {
-  Task program{TaskKind::program, "p", {"/bin/echo", "hi"}, {{"A", "1"}}, "/tmp", "", "", Builtin::noop, "", true};
-  Task sql{TaskKind::sql, "q", {}, {}, "", "local", "SELECT 1", Builtin::noop, "", false, TaskOnError::continue_};
-  Task builtin{TaskKind::builtin, "", {}, {}, "", "", "", Builtin::sleep, "2s", false};
+  Task program{TaskKind::program,
+               "p",
+               {"/bin/echo", "hi"},
+               {{"A", "1"}},
+               "/tmp",
+               "",
+               "",
+               Builtin::noop,
+               "",
+               true,
+               TaskOnError::stop,
+               TaskResources{64 << 20, 10, 250}};
+  Task sql{TaskKind::sql, "q", {}, {}, "", "local", "SELECT 1", Builtin::noop, "", false, TaskOnError::continue_, {}};
+  Task builtin{TaskKind::builtin, "", {}, {}, "", "", "", Builtin::sleep, "2s", false, TaskOnError::stop, {}};
   Finish fin{ref(), Outcome::failed, 3, "exit 3", "out", "err", 1234, {{"p", 3, 1200, false}}};
   Finish streamed = fin;
   streamed.stdout_bytes = 3;

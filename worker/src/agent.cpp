@@ -544,6 +544,7 @@ class Agent {
     // stops running), so half the margin leaves room for scheduling delays.
     ctx.switch_timeout = std::chrono::milliseconds(std::max<std::int64_t>(continuation_margin_ms_ / 2, 200));
     ctx.cgroups = &cgroups_;
+    ctx.task_user = cfg_.task_user ? &*cfg_.task_user : nullptr;
     auto output = std::make_shared<AttemptOutput>();
     output->ref = assign.ref;
     outputs_[key_of(assign.ref)] = output;

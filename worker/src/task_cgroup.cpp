@@ -47,7 +47,7 @@ std::string own_cgroup() {
   return {};
 }
 
-bool write_file(const std::string& path, const char* text) {
+bool write_file(const std::string& path, const std::string& text) {
   std::ofstream out(path);
   out << text;
   out.flush();
@@ -92,7 +92,22 @@ TaskCgroups::TaskCgroups(const std::string& setting, std::string records_dir) : 
       return;
     }
     if (own == "/") own.clear();
+    // A previous start of this process image moved itself into the leaf
+    // below (a restart from inside it): the group is the leaf's parent.
+    if (own.size() > 13 && own.compare(own.size() - 13, 13, "/baton-worker") == 0) own.resize(own.size() - 13);
     base = mount + own + "/baton-tasks";
+    // Task limits need the memory, pids and cpu controllers enabled in this
+    // group's subtree, which cgroup v2 allows only while the group itself
+    // holds no process ("no internal processes"): below the root, the
+    // worker moves into a leaf of its own first (what systemd asks of a
+    // service with Delegate=yes). Failing that, the limits fall back to
+    // per-process ones (task_runner.cpp).
+    if (!own.empty()) {
+      const std::string leaf = mount + own + "/baton-worker";
+      if ((::mkdir(leaf.c_str(), 0755) == 0 || errno == EEXIST) && write_file(leaf + "/cgroup.procs", "0"))
+        for (const char* controller : {"+memory", "+pids", "+cpu"})
+          (void)write_file(mount + own + "/cgroup.subtree_control", controller);
+    }
   }
   std::error_code ec;
   fs::create_directories(base, ec);
@@ -108,7 +123,24 @@ TaskCgroups::TaskCgroups(const std::string& setting, std::string records_dir) : 
     return;
   }
   ::rmdir(probe.c_str());
+  // Task limits (`resources`) need the memory, pids and cpu controllers in
+  // the groups: enabled below the base where the hierarchy offers them to
+  // it (each on its own: one missing must not cost the others).
+  for (const char* controller : {"+memory", "+pids", "+cpu"})
+    (void)write_file(base + "/cgroup.subtree_control", controller);
   base_ = base;
+}
+
+TaskCgroups::Limits TaskCgroups::limit(const Group& g, std::int64_t memory_bytes, std::int64_t pids,
+                                       std::int64_t cpu_millis) {
+  Limits in_force;
+  if (g.name.empty()) return in_force;
+  if (memory_bytes > 0) in_force.memory = write_file(g.dir + "/memory.max", std::to_string(memory_bytes));
+  if (pids > 0) in_force.pids = write_file(g.dir + "/pids.max", std::to_string(pids));
+  // cpu.max is "QUOTA PERIOD" in microseconds: thousandths of a CPU times
+  // 100 per 100 ms period.
+  if (cpu_millis > 0) in_force.cpu = write_file(g.dir + "/cpu.max", std::to_string(cpu_millis * 100) + " 100000");
+  return in_force;
 }
 
 TaskCgroups::Group TaskCgroups::create(std::string* why) const {

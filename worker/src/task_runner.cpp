@@ -52,7 +52,7 @@ void TaskRunner::append(int stream, const char* data, std::size_t n) {
 
 TaskRunner::TaskOutcome TaskRunner::run_program(const AttemptContext& ctx, const std::vector<std::string>& argv,
                                                 const std::map<std::string, std::string>& env, const std::string& cwd,
-                                                Clock::time_point deadline) {
+                                                const protocol::TaskResources& resources, Clock::time_point deadline) {
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) return {false, -1, false, false, "pipe failed"};
   // Build everything the child needs before fork: only async-signal-safe
@@ -61,6 +61,16 @@ TaskRunner::TaskOutcome TaskRunner::run_program(const AttemptContext& ctx, const
   for (char** e = environ; *e; ++e) worker_env.emplace_back(*e);
   std::vector<std::string> env_strings =
       worker_core::task_environment(worker_env, ctx.env_allowlist, ctx.ref, ctx.parameters, env);
+  if (ctx.task_user) {
+    // The task user's own identity, not the worker's: a program that
+    // writes under $HOME must not aim at the worker's home.
+    std::erase_if(env_strings, [](const std::string& e) {
+      return e.rfind("HOME=", 0) == 0 || e.rfind("USER=", 0) == 0 || e.rfind("LOGNAME=", 0) == 0;
+    });
+    env_strings.push_back("HOME=" + ctx.task_user->home);
+    env_strings.push_back("USER=" + ctx.task_user->name);
+    env_strings.push_back("LOGNAME=" + ctx.task_user->name);
+  }
   std::vector<char*> envp, args;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -80,11 +90,45 @@ TaskRunner::TaskOutcome TaskRunner::run_program(const AttemptContext& ctx, const
       spdlog::warn("task_cgroup_unavailable run={} attempt={} reason='{}'", ctx.ref.run_id, ctx.ref.attempt,
                    group.name.empty() ? why : "cannot open " + TaskCgroups::procs_file(group));
   }
+  // Limits go to the tree's cgroup where its controllers are delegated here;
+  // otherwise memory becomes each process's address space limit and pids
+  // the task user's process limit (per user: only with a task user, and
+  // root ignores it). cpu has no per-process equivalent: said in the log.
+  TaskProcessLimits limits;
+  if (ctx.task_user) {
+    limits.switch_user = true;
+    limits.uid = ctx.task_user->uid;
+    limits.gid = ctx.task_user->gid;
+    limits.groups = ctx.task_user->groups.data();
+    limits.group_count = ctx.task_user->groups.size();
+  }
+  if (!resources.empty()) {
+    TaskCgroups::Limits in_force;
+    if (procs_fd >= 0)
+      in_force = TaskCgroups::limit(group, resources.memory_bytes, resources.pids, resources.cpu_millis);
+    if (resources.memory_bytes > 0 && !in_force.memory)
+      limits.address_space = static_cast<std::uint64_t>(resources.memory_bytes);
+    if (resources.pids > 0 && !in_force.pids && ctx.task_user)
+      limits.nproc = static_cast<std::uint64_t>(resources.pids);
+    const bool pids_unenforced = resources.pids > 0 && !in_force.pids && !ctx.task_user;
+    const bool cpu_unenforced = resources.cpu_millis > 0 && !in_force.cpu;
+    spdlog::info("task_resources run={} attempt={} memory={} pids={} cpu={}", ctx.ref.run_id, ctx.ref.attempt,
+                 resources.memory_bytes == 0 ? "none"
+                 : in_force.memory           ? "cgroup"
+                                             : "rlimit_as",
+                 resources.pids == 0 ? "none"
+                 : in_force.pids     ? "cgroup"
+                 : pids_unenforced   ? "not_enforced"
+                                     : "rlimit_nproc",
+                 resources.cpu_millis == 0 ? "none"
+                 : cpu_unenforced          ? "not_enforced"
+                                           : "cgroup");
+  }
   // The task runs under a supervisor (task_supervisor.h) that kills its
   // whole tree when it ends, when it is cancelled, when this worker dies,
   // and when this worker stops renewing the dead-man's switch.
   const SupervisedTask sup = start_supervised(args.data(), envp.data(), cwd.empty() ? nullptr : cwd.c_str(), out[1],
-                                              err[1], ctx.switch_timeout, procs_fd);
+                                              err[1], ctx.switch_timeout, procs_fd, limits);
   const int fork_errno = errno;
   ::close(out[1]);
   ::close(err[1]);
@@ -250,7 +294,7 @@ protocol::Finish TaskRunner::run(const AttemptContext& ctx, const std::vector<pr
     } else if (bad_reference) {
       o = {false, 2, false, false, "parameters: " + *bad_reference};
     } else if (t.kind == protocol::TaskKind::program) {
-      o = run_program(ctx, expanded.command, expanded.env, expanded.cwd, deadline);
+      o = run_program(ctx, expanded.command, expanded.env, expanded.cwd, t.resources, deadline);
     } else if (t.kind == protocol::TaskKind::sql) {
       auto c = ctx.sql_connections.find(t.connection);
       if (c == ctx.sql_connections.end()) {

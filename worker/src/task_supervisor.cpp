@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -156,8 +157,37 @@ void report_status(int control, int status) {
 volatile sig_atomic_t terminate_requested = 0;
 extern "C" void on_terminate(int) { terminate_requested = 1; }
 
+[[noreturn]] void die_with(const char* msg, std::size_t n) {
+  (void)!::write(2, msg, n);
+  ::_exit(126);
+}
+
+/// In the task's process, before exec: limits, then the task user. Raw
+/// system calls: this process is the only thread, and glibc's set*id would
+/// try to reach threads that exist only in the worker.
+void become_task(const TaskProcessLimits& l) {
+  if (l.address_space) {
+    rlimit r{l.address_space, l.address_space};
+    ::setrlimit(RLIMIT_AS, &r);
+  }
+  if (l.nproc) {
+    rlimit r{l.nproc, l.nproc};
+    ::setrlimit(RLIMIT_NPROC, &r);
+  }
+  if (!l.switch_user) return;
+  static const char failed[] = "baton: cannot switch to the task user\n";
+  if (::syscall(SYS_setgroups, l.group_count, l.groups) != 0 || ::syscall(SYS_setresgid, l.gid, l.gid, l.gid) != 0 ||
+      ::syscall(SYS_setresuid, l.uid, l.uid, l.uid) != 0)
+    die_with(failed, sizeof failed - 1);
+  // A worker given CAP_SETUID as an ambient capability (no root) would
+  // otherwise hand it on through exec.
+  ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+  static const char kept[] = "baton: the task user could switch back: refusing to run the task\n";
+  if (::syscall(SYS_setresuid, 0, 0, 0) == 0) die_with(kept, sizeof kept - 1);
+}
+
 [[noreturn]] void supervise(int control, char* const* argv, char* const* envp, const char* cwd, int out_fd, int err_fd,
-                            long switch_ms, bool contain) {
+                            long switch_ms, bool contain, const TaskProcessLimits& limits) {
   const pid_t self = ::getpid();
   if (contain) ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   // SIGTERM (a new incarnation of the worker cleaning up after the old one,
@@ -174,12 +204,14 @@ extern "C" void on_terminate(int) { terminate_requested = 1; }
     ::setpgid(0, 0);
     ::signal(SIGPIPE, SIG_DFL);  // the worker ignores it; a task must not inherit that
     ::signal(SIGTERM, SIG_DFL);
-    // Should the supervisor itself be killed, the task's main process goes too.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != self) ::_exit(126);
     ::dup2(out_fd, 1);
     ::dup2(err_fd, 2);
     ::close_range(3, ~0U, 0);
+    // Before the death signal: a change of user clears it.
+    become_task(limits);
+    // Should the supervisor itself be killed, the task's main process goes too.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != self) ::_exit(126);
     if (cwd && ::chdir(cwd) != 0) {
       const char msg[] = "baton: cannot chdir to working directory\n";
       (void)!::write(2, msg, sizeof msg - 1);
@@ -241,7 +273,8 @@ extern "C" void on_terminate(int) { terminate_requested = 1; }
 }  // namespace
 
 SupervisedTask start_supervised(char* const* argv, char* const* envp, const char* cwd, int out_fd, int err_fd,
-                                std::chrono::milliseconds switch_timeout, int cgroup_procs_fd) {
+                                std::chrono::milliseconds switch_timeout, int cgroup_procs_fd,
+                                const TaskProcessLimits& limits) {
   // A socket pair, not a pipe: writes use MSG_NOSIGNAL, so a supervisor
   // that already exited never raises SIGPIPE in the worker.
   int control[2];
@@ -265,7 +298,7 @@ SupervisedTask start_supervised(char* const* argv, char* const* envp, const char
     // WebSocket, log files) must not be held open by a task tree.
     close_all_except(control[0], out_fd, err_fd);
     if (::getppid() != parent) ::_exit(126);
-    supervise(control[0], argv, envp, cwd, out_fd, err_fd, static_cast<long>(switch_timeout.count()), contain);
+    supervise(control[0], argv, envp, cwd, out_fd, err_fd, static_cast<long>(switch_timeout.count()), contain, limits);
   }
   ::setpgid(pid, pid);
   ::close(control[0]);

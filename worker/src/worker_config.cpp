@@ -62,6 +62,15 @@ Result<WorkerConfig> load_worker_config(const std::string& file) {
       errors.add("task_cgroup", "must be auto, off or an absolute path to a cgroup v2 directory, not '" + *v + "'");
     cfg.task_cgroup = *v;
   }
+  if (auto v = top.string("task_user")) {
+    std::string why;
+    if (auto u = resolve_task_user(*v, &why)) {
+      cfg.task_user = std::move(*u);
+      if (auto problem = task_user_switch_problem(); !problem.empty()) errors.add("task_user", problem);
+    } else {
+      errors.add("task_user", why);
+    }
+  }
   if (auto v = top.string_list("task_env_allowlist")) {
     for (const auto& name : *v)
       if (name.empty() || name.find('=') != std::string::npos || name.find('*') < name.size() - 1)

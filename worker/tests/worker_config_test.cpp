@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 
 using namespace baton::worker;
@@ -80,6 +81,7 @@ TEST(WorkerConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
       {"labels", empty_map(cfg->labels)},
       {"spool_dir", "(required)"},
       {"task_cgroup", cfg->task_cgroup},
+      {"task_user", cfg->task_user ? cfg->task_user->name : "(the worker's user)"},
       {"task_env_allowlist",
        [&] {
          std::string out = "[";
@@ -191,5 +193,49 @@ TEST(WorkerConfig, OneWayToAuthenticate) {
   std::filesystem::create_directories(dir + "/spool");
   std::ofstream(dir + "/spool/credential") << "baton_y\n";
   EXPECT_TRUE(load("enrollment_token_file: gone\n"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(WorkerConfig, TaskUserIsResolvedAndRootOrAnUnknownUserIsRefused) {
+  auto none = load_worker_config(write_config(""));
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_FALSE(none->task_user);
+  auto nobody = load_worker_config(write_config("task_user: nobody\n"));
+  ASSERT_TRUE(nobody) << nobody.error().message;
+  ASSERT_TRUE(nobody->task_user);
+  EXPECT_EQ(nobody->task_user->name, "nobody");
+  EXPECT_NE(nobody->task_user->uid, 0u);
+  auto root = load_worker_config(write_config("task_user: root\n"));
+  ASSERT_FALSE(root);
+  EXPECT_NE(root.error().message.find("task_user: 'root' is root"), std::string::npos) << root.error().message;
+  auto unknown = load_worker_config(write_config("task_user: no-such-user-here\n"));
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message.find("task_user: no user named 'no-such-user-here'"), std::string::npos)
+      << unknown.error().message;
+}
+
+TEST(WorkerConfig, ShippedExampleIsValidAndEnrolls) {
+  std::ifstream in(std::string(BATON_SOURCE_DIR) + "/configs/worker.yaml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // It enrolls and keeps its spool where the packaged unit lets it write;
+  // it holds no shared token.
+  for (const char* line :
+       {"\nenrollment_token_file: /etc/baton-worker/w1.bootstrap\n", "\nspool_dir: /var/lib/baton-worker\n"})
+    EXPECT_NE(text.find(line), std::string::npos) << line;
+  EXPECT_EQ(text.find("\ntoken_file:"), std::string::npos);
+  // Loaded here with those two paths moved to a scratch directory.
+  const std::string dir = "/tmp/baton-worker-example-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/w1.bootstrap") << "bootstrap-token-0123456789abcdef\n";
+  auto replace = [&](const std::string& from, const std::string& to) {
+    text.replace(text.find(from), from.size(), to);
+  };
+  replace("/etc/baton-worker/w1.bootstrap", dir + "/w1.bootstrap");
+  replace("spool_dir: /var/lib/baton-worker", "spool_dir: " + dir + "/spool");
+  std::ofstream(dir + "/worker.yaml") << text;
+  auto cfg = load_worker_config(dir + "/worker.yaml");
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  EXPECT_EQ(cfg->enrollment_token_path, dir + "/w1.bootstrap");
+  EXPECT_EQ(cfg->token, "");
   std::filesystem::remove_all(dir);
 }

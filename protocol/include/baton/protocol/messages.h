@@ -80,6 +80,17 @@ enum class TaskOnError {
   ignore,     ///< the chain goes on; the failure does not count
 };
 
+/// Limits on a PROGRAM task's whole process tree (docs/security.md, "Task
+/// users and resources"): written to the tree's cgroup where the host has
+/// the controller, otherwise the nearest per-process limit. 0: no limit.
+struct TaskResources {
+  std::int64_t memory_bytes = 0;  ///< memory.max (else RLIMIT_AS of each process)
+  std::int64_t pids = 0;          ///< pids.max (else RLIMIT_NPROC of the task user)
+  std::int64_t cpu_millis = 0;    ///< cpu.max in thousandths of one CPU (cgroup only)
+  bool empty() const { return memory_bytes == 0 && pids == 0 && cpu_millis == 0; }
+  friend bool operator==(const TaskResources&, const TaskResources&) = default;
+};
+
 struct Task {
   TaskKind kind = TaskKind::builtin;
   std::string name;
@@ -92,6 +103,7 @@ struct Task {
   std::string argument;                    ///< BUILTIN: SLEEP duration, LOG text, FAIL message
   bool ignore_error = false;               ///< older leaders' form of on_error ignore
   TaskOnError on_error = TaskOnError::stop;
+  TaskResources resources;  ///< PROGRAM: limits on the task's tree
   friend bool operator==(const Task&, const Task&) = default;
 };
 

@@ -22,6 +22,7 @@
 // logs why at start (docs/operations.md).
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 namespace baton::worker {
@@ -49,6 +50,15 @@ class TaskCgroups {
   /// The path a process writes "0" to in order to join `g` (its
   /// cgroup.procs).
   static std::string procs_file(const Group& g) { return g.dir + "/cgroup.procs"; }
+  /// Writes the limits that are not 0 to the group's memory.max, pids.max
+  /// and cpu.max (period 100 ms), before anything joins it. Each field of
+  /// the result says whether that limit is now in force; a controller the
+  /// hierarchy does not delegate here leaves its field false, and the
+  /// runner falls back to a per-process limit (task_runner.cpp).
+  struct Limits {
+    bool memory = false, pids = false, cpu = false;
+  };
+  static Limits limit(const Group& g, std::int64_t memory_bytes, std::int64_t pids, std::int64_t cpu_millis);
   /// Kills everything left in the group (cgroup.kill, or SIGKILL of each
   /// member where the kernel has no cgroup.kill), waits up to `grace` for it
   /// to empty, removes it and its record. Returns true if it emptied; a

@@ -13,6 +13,7 @@
 
 #include "baton/protocol/messages.h"
 #include "baton/worker/task_cgroup.h"
+#include "baton/worker/task_user.h"
 #include "baton/worker_core/task_environment.h"
 
 namespace baton::worker {
@@ -34,6 +35,8 @@ struct AttemptContext {
   std::vector<std::string> env_allowlist = worker_core::default_task_env_allowlist();
   /// Where each PROGRAM task's tree gets a cgroup of its own (null: none).
   const TaskCgroups* cgroups = nullptr;
+  /// The user PROGRAM tasks run as (null: the worker's own; task_user.h).
+  const TaskUser* task_user = nullptr;
   /// Called on the runner's thread with every piece of output a task
   /// prints (stream 0: stdout, 1: stderr), as it is read: the agent streams
   /// it to the leader (worker_core/output_stream.h).
@@ -62,7 +65,7 @@ class TaskRunner {
   };
   TaskOutcome run_program(const AttemptContext& ctx, const std::vector<std::string>& argv,
                           const std::map<std::string, std::string>& env, const std::string& cwd,
-                          std::chrono::steady_clock::time_point deadline);
+                          const protocol::TaskResources& resources, std::chrono::steady_clock::time_point deadline);
   TaskOutcome run_builtin(const protocol::Task& t, std::chrono::steady_clock::time_point deadline);
   TaskOutcome run_sql(const AttemptContext& ctx, const std::string& url, const std::string& sql,
                       std::chrono::steady_clock::time_point deadline);

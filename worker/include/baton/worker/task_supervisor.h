@@ -28,10 +28,25 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 
 namespace baton::worker {
+
+/// What the task's own process becomes before exec, all resolved before the
+/// fork (task_user.h): another user, and per-process limits where the tree's
+/// cgroup cannot hold them.
+struct TaskProcessLimits {
+  bool switch_user = false;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  const gid_t* groups = nullptr;
+  std::size_t group_count = 0;
+  std::uint64_t nproc = 0;          ///< RLIMIT_NPROC (per user: needs switch_user); 0 = unchanged
+  std::uint64_t address_space = 0;  ///< RLIMIT_AS of each process; 0 = unchanged
+};
 
 struct SupervisedTask {
   pid_t supervisor = -1;  ///< wait for this pid: its exit status is the task's
@@ -45,7 +60,8 @@ struct SupervisedTask {
 /// tree lives in it. All arrays must be built before the call. supervisor =
 /// -1 if the fork failed.
 SupervisedTask start_supervised(char* const* argv, char* const* envp, const char* cwd, int out_fd, int err_fd,
-                                std::chrono::milliseconds switch_timeout, int cgroup_procs_fd = -1);
+                                std::chrono::milliseconds switch_timeout, int cgroup_procs_fd = -1,
+                                const TaskProcessLimits& limits = {});
 
 /// The task's wait status as the supervisor reported it on `control_fd`
 /// (non-blocking; read it once the supervisor has exited). Empty if it

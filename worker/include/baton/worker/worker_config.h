@@ -2,6 +2,7 @@
 // The typed configuration of `baton worker` (configs/worker.yaml documents
 // every key). A worker holds no credentials for the coordinator database.
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,8 @@
 #include "baton/core/result.h"
 #include "baton/tls/tls_files.h"
 #include "baton/worker_core/task_environment.h"
+
+#include "baton/worker/task_user.h"
 
 namespace baton::worker {
 
@@ -41,6 +44,9 @@ struct WorkerConfig {
   /// "auto", "off" or a cgroup v2 directory: where each PROGRAM task's tree
   /// gets a group of its own (task_cgroup.h).
   std::string task_cgroup = "auto";
+  /// The user PROGRAM tasks run as (`task_user`; task_user.h). Empty: the
+  /// worker's own user.
+  std::optional<TaskUser> task_user;
   /// The worker's environment variables a task inherits: NAME or PREFIX*
   /// (worker_core/task_environment.h).
   std::vector<std::string> task_env_allowlist = worker_core::default_task_env_allowlist();
