@@ -56,7 +56,7 @@ const std::vector<std::string> all_faults = {
 // Set up when the cluster starts and kept for the whole run, not injected
 // by the nemesis schedule.
 const std::set<std::string> static_faults = {"clock_skew", "continuation_skew"};
-const std::string admin_token = "example-admin-token-change-me";
+const std::string admin_token = "suite-admin-token-not-for-production";
 // The cluster's timing (written into every node config and into window.txt
 // for the checker, which derives its bounds from them).
 constexpr auto lease = 3000ms;
@@ -224,7 +224,7 @@ class Harness {
     {
       ChildProcess apply(
           {binary(), "ctl", "--addr", "127.0.0.1:" + std::to_string(node_port_["n1"]), "--ca",
-           ThrowawayCa::shared().ca(), "--token-file", std::string(BATON_SOURCE_DIR) + "/configs/example-admin.token",
+           ThrowawayCa::shared().ca(), "--token-file", std::string(BATON_SOURCE_DIR) + "/cmd/tests/tokens/admin.token",
            "apply", "-f", work_ + "/jobs"},
           work_ + "/apply.log");
       if (apply.wait_for_exit(30s) != 0) return fail("baton ctl apply failed: " + apply.log());
@@ -423,8 +423,8 @@ class Harness {
       continuation_skew_logged_ = true;
     }
     std::ofstream(cfg) << "node_id: " << id << "\nlisten: 127.0.0.1:" << node_port_[id]
-                       << "\nworker_token_file: " << BATON_SOURCE_DIR << "/configs/example-worker.token"
-                       << "\nadmin_token_file: " << BATON_SOURCE_DIR << "/configs/example-admin.token"
+                       << "\nworker_token_file: " << BATON_SOURCE_DIR << "/cmd/tests/tokens/worker.token"
+                       << "\nadmin_token_file: " << BATON_SOURCE_DIR << "/cmd/tests/tokens/admin.token"
                        << "\ndatabase: {url: 'postgresql://postgres@127.0.0.1:" << db_proxy_[id]->port()
                        << "/baton', start_timeout: 20s}\n"
                        << "election: {lease: " << lease.count()
@@ -492,7 +492,7 @@ class Harness {
           << "'";
       first = false;
     }
-    out << "}\ntoken_file: " << BATON_SOURCE_DIR << "/configs/example-worker.token\ncapacity: 6\nspool_dir: " << work_
+    out << "}\ntoken_file: " << BATON_SOURCE_DIR << "/cmd/tests/tokens/worker.token\ncapacity: 6\nspool_dir: " << work_
         << "/spool-" << name
         << "\nreconnect: {base: 50ms, max: 1s}\n"
         // The run's end stops workers with SIGTERM and waits 10 s: they stop

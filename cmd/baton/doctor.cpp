@@ -147,6 +147,25 @@ void examine_node(const std::string& file, std::vector<Finding>& out) {
                           (db->schema_version < db->schema_version_shipped
                                ? " (the node applies up to " + std::to_string(db->schema_version_shipped) + " at start)"
                                : "")));
+    // A node holds the database URL: whoever takes a node's host holds
+    // its role. A superuser can also disable the audit log's
+    // append-only trigger and run programs on the database host.
+    if (db->superuser)
+      out.push_back(fail("database",
+                         "the role " + db->role +
+                             " is a superuser: a taken node's host could run programs on the database's host and "
+                             "rewrite the audit log",
+                         "give the nodes a role of their own that owns the database and nothing more "
+                         "(docs/operations.md, \"A least-privilege database role\")"));
+    else if (db->server_rights)
+      out.push_back(
+          fail("database",
+               "the role " + db->role +
+                   " may run programs or read and write files on the database's host "
+                   "(pg_execute_server_program, pg_read_server_files or pg_write_server_files)",
+               "REVOKE those roles from " + db->role + " (docs/operations.md, \"A least-privilege database role\")"));
+    else
+      out.push_back(ok("database", "the role " + db->role + " is not a superuser and has no server-program rights"));
     if (db->synchronous_standby_names.empty())
       out.push_back(warn("replication", "no synchronous standby (synchronous_standby_names is empty)",
                          "an asynchronous failover can lose an epoch bump and let a stale leader's epoch be reused: "

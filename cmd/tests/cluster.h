@@ -26,7 +26,7 @@ namespace baton::testing {
 using namespace std::chrono_literals;
 using SteadyClock = std::chrono::steady_clock;
 
-inline const std::string admin_token = "example-admin-token-change-me";
+inline const std::string admin_token = "suite-admin-token-not-for-production";
 
 struct JournalEntry {
   std::string event;  // start | exit
@@ -75,7 +75,7 @@ struct ClusterOptions {
   /// Nodes accept the shared worker token (worker_token_file); false: only
   /// credentials from enrollment (see worker_auth_override).
   bool shared_worker_token = true;
-  /// The nodes' admin_token_file ("": configs/example-admin.token).
+  /// The nodes' admin_token_file ("": cmd/tests/tokens/admin.token).
   std::string admin_token_file;
 };
 
@@ -128,11 +128,11 @@ class Cluster {
     std::string cfg = dir_ + "/" + id + ".yaml";
     std::ofstream(cfg) << "node_id: " << id << "\nlisten: 127.0.0.1:" << node_ports_[id]
                        << (opt_.shared_worker_token ? "\nworker_token_file: " + std::string(BATON_SOURCE_DIR) +
-                                                          "/configs/example-worker.token"
+                                                          "/cmd/tests/tokens/worker.token"
                                                     : std::string())
                        << "\nadmin_token_file: "
                        << (opt_.admin_token_file.empty()
-                               ? std::string(BATON_SOURCE_DIR) + "/configs/example-admin.token"
+                               ? std::string(BATON_SOURCE_DIR) + "/cmd/tests/tokens/admin.token"
                                : opt_.admin_token_file)
                        << "\ndatabase: {url: '" << url_ << "'}\n"
                        << "election: {lease: " << opt_.lease << ", renew_every: " << opt_.renew_every
@@ -155,7 +155,7 @@ class Cluster {
   void apply_jobs(const std::string& node) {
     wait_until([&] { return http(port(node), "GET", "/healthz").status == 200; }, 20s);
     const std::string token_file = opt_.admin_token_file.empty()
-                                       ? std::string(BATON_SOURCE_DIR) + "/configs/example-admin.token"
+                                       ? std::string(BATON_SOURCE_DIR) + "/cmd/tests/tokens/admin.token"
                                        : opt_.admin_token_file;
     std::vector<std::string> argv{BATON_BINARY,   "ctl",     "--addr", "127.0.0.1:" + std::to_string(port(node)),
                                   "--token-file", token_file};
@@ -187,7 +187,7 @@ class Cluster {
     if (auto a = worker_auth_override.find(name); a != worker_auth_override.end())
       out << a->second;
     else
-      out << "token_file: " << BATON_SOURCE_DIR << "/configs/example-worker.token\n";
+      out << "token_file: " << BATON_SOURCE_DIR << "/cmd/tests/tokens/worker.token\n";
     out << "capacity: " << capacity << "\nspool_dir: " << dir_ << "/spool-" << name << "\nsql_connections: {local: '"
         << url_ << "'}\n"
         << "reconnect: {base: 50ms, max: 500ms}\n";

@@ -31,7 +31,7 @@ bool has(const Doctor& d, const std::string& needle) { return d.out.find(needle)
 /// A private copy of the example tokens (mode 0600 unless told).
 std::string token_copy(const std::string& dir, const std::string& name, unsigned mode = 0600) {
   const std::string path = dir + "/" + name + ".token";
-  fs::copy_file(std::string(BATON_SOURCE_DIR) + "/configs/example-" + name + ".token", path,
+  fs::copy_file(std::string(BATON_SOURCE_DIR) + "/cmd/tests/tokens/" + name + ".token", path,
                 fs::copy_options::overwrite_existing);
   ::chmod(path.c_str(), mode);
   return path;
@@ -45,8 +45,11 @@ TEST(Doctor, AHealthyNodeConfigPassesAndSaysWhatItChecked) {
   Cluster c("doctor_node", jobs);
   const auto& ca = ThrowawayCa::shared();
   const std::string cfg = c.dir() + "/good.yaml";
+  // The role docs/operations.md describes: owns its database, nothing more
+  // (migrated as that role, so the schema needs no more than that).
+  const std::string url = PgInstance::shared().least_privilege_database("doctor_role");
   std::ofstream(cfg) << "node_id: n9\nlisten: 127.0.0.1:7999\nworker_token_file: " << token_copy(c.dir(), "worker")
-                     << "\nadmin_token_file: " << token_copy(c.dir(), "admin") << "\ndatabase: {url: '" << c.url()
+                     << "\nadmin_token_file: " << token_copy(c.dir(), "admin") << "\ndatabase: {url: '" << url
                      << "'}\ntls: {cert_file: " << ca.node_cert() << ", key_file: " << ca.node_key() << "}\n";
   ::chmod(ca.node_key().c_str(), 0600);
   auto d = doctor(c.dir(), cfg);
@@ -57,6 +60,8 @@ TEST(Doctor, AHealthyNodeConfigPassesAndSaysWhatItChecked) {
   EXPECT_TRUE(has(d, "(CN = baton node; IP:127.0.0.1, IP:::1, DNS:localhost) is valid")) << d.out;
   EXPECT_TRUE(has(d, "ok    database    ")) << d.out;
   EXPECT_TRUE(has(d, "is a primary (PostgreSQL 15")) << d.out;
+  EXPECT_TRUE(has(d, "ok    database    the role doctor_role_")) << d.out;
+  EXPECT_TRUE(has(d, " is not a superuser and has no server-program rights")) << d.out;
   // The tests' PostgreSQL has no standby: said, with the reason it matters.
   EXPECT_TRUE(has(d, "warn  replication no synchronous standby")) << d.out;
   EXPECT_TRUE(has(d, "fix: an asynchronous failover can lose an epoch bump")) << d.out;
@@ -95,6 +100,16 @@ TEST(Doctor, EveryProblemOfANodeConfigIsNamedWithItsFix) {
   EXPECT_TRUE(has(r, "warn  database    the link to 192.0.2.1 is not TLS-verified (sslmode=prefer)")) << r.out;
   EXPECT_TRUE(has(r, "fix: add sslmode=verify-full")) << r.out;
   EXPECT_FALSE(has(d, "is not TLS-verified")) << "127.0.0.1 is this host: " << d.out;
+
+  // The tests' own role is PostgreSQL's superuser: refused, with the fix.
+  const std::string superuser = c.dir() + "/superuser.yaml";
+  std::ofstream(superuser) << "node_id: n9\nlisten: 127.0.0.1:7999\nadmin_token_file: " << token_copy(c.dir(), "admin")
+                           << "\ndatabase: {url: '" << c.url() << "'}\ntls: {cert_file: " << ca.node_cert()
+                           << ", key_file: " << ca.node_key() << "}\n";
+  auto s = doctor(c.dir(), superuser);
+  EXPECT_EQ(s.exit_code, 1) << s.out;
+  EXPECT_TRUE(has(s, "FAIL  database    the role postgres is a superuser")) << s.out;
+  EXPECT_TRUE(has(s, "\"A least-privilege database role\"")) << s.out;
 
   const std::string broken = c.dir() + "/broken.yaml";
   std::ofstream(broken) << "node_id: n9\ndatabase: {url: 'postgresql://h/d'}\n";

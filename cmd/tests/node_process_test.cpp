@@ -49,8 +49,8 @@ class NodeProcess : public ::testing::Test {
     std::string path = dir_ + "/" + name + ".yaml";
     configs_++;
     std::ofstream(path) << "node_id: " << node_id << "\nlisten: 127.0.0.1:" << baton::testing::free_loopback_port()
-                        << "\nworker_token_file: " << BATON_SOURCE_DIR << "/configs/example-worker.token"
-                        << "\nadmin_token_file: " << BATON_SOURCE_DIR << "/configs/example-admin.token"
+                        << "\nworker_token_file: " << BATON_SOURCE_DIR << "/cmd/tests/tokens/worker.token"
+                        << "\nadmin_token_file: " << BATON_SOURCE_DIR << "/cmd/tests/tokens/admin.token"
                         << "\ndatabase:\n  url: " << url
                         << "\n  start_timeout: 1s\nelection:\n  lease: " << lease.count()
                         << "ms\n  renew_every: " << renew_every.count()
@@ -257,9 +257,9 @@ TEST_F(NodeProcess, BadConfigurationExitsNonZeroNamingKeyAndFile) {
       "database:\n  url: postgresql://postgres@127.0.0.1:1/baton\n  start_timeout: 300ms\n"
       "worker_token_file: " +
       std::string(BATON_SOURCE_DIR) +
-      "/configs/example-worker.token\n"
+      "/cmd/tests/tokens/worker.token\n"
       "admin_token_file: " +
-      std::string(BATON_SOURCE_DIR) + "/configs/example-admin.token\ninsecure: true\n";
+      std::string(BATON_SOURCE_DIR) + "/cmd/tests/tokens/admin.token\ninsecure: true\n";
   std::vector<Case> cases = {
       {"unknown-key", "node_id: n1\n" + db + "leese: 3s\n", {"unknown-key.yaml", "leese: unknown key"}},
       {"bad-duration",

@@ -40,7 +40,7 @@ const char* jobs = R"(jobs:
       - {kind: PROGRAM, command: [/bin/sleep, '30']}
 )";
 
-const std::string worker_token = "example-worker-token-change-me";
+const std::string worker_token = "suite-worker-token-not-for-production";
 
 std::string hello(const std::string& id, const std::string& token) {
   return R"({"type":"hello","version":1,"worker_id":")" + id + R"(","token":")" + token +

@@ -38,7 +38,7 @@ const char* jobs = R"(jobs:
       - {kind: BUILTIN, builtin: NOOP}
 )";
 
-const std::string worker_token = "example-worker-token-change-me";
+const std::string worker_token = "suite-worker-token-not-for-production";
 
 /// A worker connection driven frame by frame.
 class RawWorker {

@@ -64,7 +64,7 @@ TEST(WorkerDrain, PastItsBoundWhatStillRunsIsKilledAndRetriedElsewhere) {
   c.start_node("n1");
   ASSERT_EQ(c.wait_for_leader(), "n1");
   c.worker_auth_override["w1"] =
-      std::string("token_file: ") + BATON_SOURCE_DIR + "/configs/example-worker.token\ndrain_timeout: 1s\n";
+      std::string("token_file: ") + BATON_SOURCE_DIR + "/cmd/tests/tokens/worker.token\ndrain_timeout: 1s\n";
   auto& w1 = c.start_worker("w1", 1);
   ASSERT_TRUE(c.wait_for_workers("n1", 1));
   auto run = c.trigger("n1", "long");

@@ -112,7 +112,7 @@ TEST(WorkerIdentity, OnlyAWorkersOwnCredentialAttachesItsIdWithinItsGrant) {
   // - a second process claiming w1 with the cluster's example shared token
   //   (the nodes accept none);
   c.worker_auth_override["w1-shared"] =
-      std::string("token_file: ") + BATON_SOURCE_DIR + "/configs/example-worker.token\n";
+      std::string("token_file: ") + BATON_SOURCE_DIR + "/cmd/tests/tokens/worker.token\n";
   auto& shared = c.start_worker("w1", 2, {}, "w1-shared", "{zone: a}");
   // - a process claiming w1 with w2's credential (a worker that took over
   //   another's id);

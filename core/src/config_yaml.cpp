@@ -1,5 +1,6 @@
 #include "baton/core/config_yaml.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -127,6 +128,11 @@ void ConfigMap::reject_unknown_keys() {
 }
 
 std::string resolve_config_path(const std::string& file, const std::string& path) {
+  static const std::string credentials = "${CREDENTIALS_DIRECTORY}";
+  if (path.rfind(credentials, 0) == 0) {
+    const char* dir = std::getenv("CREDENTIALS_DIRECTORY");
+    return dir && *dir ? dir + path.substr(credentials.size()) : path;
+  }
   std::filesystem::path p(path);
   return p.is_absolute() ? path : (std::filesystem::path(file).parent_path() / p).string();
 }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 using namespace baton;
 
 TEST(ConfigYaml, UnknownKeysAndBadValuesNameKeyAndFile) {
@@ -32,4 +34,16 @@ TEST(ConfigYaml, SyntaxErrorNamesFileAndLine) {
   auto r = load_yaml_file("/nonexistent/file.yaml");
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("/nonexistent/file.yaml: cannot open"), std::string::npos);
+}
+
+TEST(ConfigPath, RelativePathsAreTheFilesAndCredentialsComeFromSystemd) {
+  EXPECT_EQ(baton::resolve_config_path("/etc/baton/node.yaml", "admin.token"), "/etc/baton/admin.token");
+  EXPECT_EQ(baton::resolve_config_path("/etc/baton/node.yaml", "/srv/a.token"), "/srv/a.token");
+  ::unsetenv("CREDENTIALS_DIRECTORY");
+  EXPECT_EQ(baton::resolve_config_path("/etc/baton/node.yaml", "${CREDENTIALS_DIRECTORY}/admin-token"),
+            "${CREDENTIALS_DIRECTORY}/admin-token");
+  ::setenv("CREDENTIALS_DIRECTORY", "/run/credentials/baton-node.service", 1);
+  EXPECT_EQ(baton::resolve_config_path("/etc/baton/node.yaml", "${CREDENTIALS_DIRECTORY}/admin-token"),
+            "/run/credentials/baton-node.service/admin-token");
+  ::unsetenv("CREDENTIALS_DIRECTORY");
 }

@@ -30,6 +30,15 @@ std::optional<std::string> read_secret(const std::string& path, const std::strin
     errors.add(key, "'" + path + "' must hold a secret of at least 16 characters");
     return std::nullopt;
   }
+  // The tokens earlier releases shipped as examples: known to anyone who
+  // read them, so never a secret.
+  for (const char* published : {"example-admin-token-change-me", "example-worker-token-change-me"})
+    if (v == published) {
+      errors.add(key, "'" + path +
+                          "' holds a token published as an example: generate one, e.g. "
+                          "head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n' > FILE");
+      return std::nullopt;
+    }
   return v;
 }
 

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 
@@ -23,18 +25,59 @@ std::string write_config(const std::string& body) {
 }  // namespace
 
 TEST(NodeConfig, ShippedExampleIsValid) {
+  // Its admin token comes as a systemd credential, as under the packaged
+  // unit; it names no worker token (workers enroll).
+  const std::string creds = "/tmp/baton-node-config-creds-" + std::to_string(::getpid());
+  std::filesystem::create_directories(creds);
+  std::ofstream(creds + "/admin-token") << "0123456789abcdef0123456789abcdef\n";
+  ::setenv("CREDENTIALS_DIRECTORY", creds.c_str(), 1);
   auto cfg = leader::load_node_config(std::string(BATON_SOURCE_DIR) + "/configs/node.yaml");
+  ::unsetenv("CREDENTIALS_DIRECTORY");
   ASSERT_TRUE(cfg) << cfg.error().message;
   EXPECT_EQ(cfg->node_id, "n1");
+  EXPECT_EQ(cfg->admin_token, "0123456789abcdef0123456789abcdef");
+  EXPECT_EQ(cfg->worker_token, "");
   EXPECT_TRUE(consensus::validate(cfg->election).empty());
+  // Out of systemd the path is left as written, and the error names it.
+  auto outside = leader::load_node_config(std::string(BATON_SOURCE_DIR) + "/configs/node.yaml");
+  ASSERT_FALSE(outside);
+  EXPECT_NE(outside.error().message.find("admin_token_file: cannot read '${CREDENTIALS_DIRECTORY}/admin-token'"),
+            std::string::npos)
+      << outside.error().message;
+  std::filesystem::remove_all(creds);
+}
+
+TEST(NodeConfig, TokensPublishedAsExamplesOrShortAreRefused) {
+  const std::string dir = "/tmp/baton-node-config-tokens-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/admin.token") << "example-admin-token-change-me\n";
+  std::ofstream(dir + "/worker.token") << "example-worker-token-change-me\n";
+  std::ofstream(dir + "/short.token") << "0123456789\n";
+  auto published =
+      leader::load_node_config(write_config("node_id: n1\ninsecure: true\nadmin_token_file: " + dir +
+                                            "/admin.token\nworker_token_file: " + dir + "/worker.token\n"));
+  ASSERT_FALSE(published);
+  EXPECT_NE(published.error().message.find("admin_token_file: '" + dir +
+                                           "/admin.token' holds a token published as an example"),
+            std::string::npos)
+      << published.error().message;
+  EXPECT_NE(published.error().message.find("worker_token_file: '" + dir + "/worker.token' holds a token published"),
+            std::string::npos)
+      << published.error().message;
+  auto shorter = leader::load_node_config(
+      write_config("node_id: n1\ninsecure: true\nadmin_token_file: " + dir + "/short.token\n"));
+  ASSERT_FALSE(shorter);
+  EXPECT_NE(shorter.error().message.find("must hold a secret of at least 16 characters"), std::string::npos)
+      << shorter.error().message;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(NodeConfig, ReadsEveryKey) {
   auto file = write_config("worker_token_file: " + std::string(BATON_SOURCE_DIR) +
-                           "/configs/example-worker.token\n"
+                           "/cmd/tests/tokens/worker.token\n"
                            "admin_token_file: " +
                            std::string(BATON_SOURCE_DIR) +
-                           "/configs/example-admin.token\n"
+                           "/cmd/tests/tokens/admin.token\n"
                            "node_id: a-1\nlisten: 127.0.0.1:9000\nauto_migrate: false\nlog_level: debug\n"
                            "database: {url: 'postgresql://u@127.0.0.1:5/db', start_timeout: 2s}\n"
                            "election: {lease: 4s, renew_every: 700ms, safety_margin: 1s, poll_every: 300ms}\n"
@@ -64,8 +107,8 @@ TEST(NodeConfig, EveryProblemNamesKeyAndFile) {
   };
   const std::string db =
       "database: {url: 'postgresql://u@h:1/d'}\nworker_token_file: " + std::string(BATON_SOURCE_DIR) +
-      "/configs/example-worker.token\nadmin_token_file: " + std::string(BATON_SOURCE_DIR) +
-      "/configs/example-admin.token\n";
+      "/cmd/tests/tokens/worker.token\nadmin_token_file: " + std::string(BATON_SOURCE_DIR) +
+      "/cmd/tests/tokens/admin.token\n";
   const std::string plain = db + "insecure: true\n";
   for (const auto& c : std::vector<Case>{
            {"node_id: n1\n" + db, ": tls: is required (cert_file and key_file), or `insecure: true`"},
@@ -153,8 +196,8 @@ TEST(NodeConfig, AnErrorAboutTheDatabaseUrlNeverEchoesItsPassword) {
 
 TEST(NodeConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
   const std::string required = "worker_token_file: " + std::string(BATON_SOURCE_DIR) +
-                               "/configs/example-worker.token\nadmin_token_file: " + std::string(BATON_SOURCE_DIR) +
-                               "/configs/example-admin.token\nnode_id: n1\ninsecure: true\n";
+                               "/cmd/tests/tokens/worker.token\nadmin_token_file: " + std::string(BATON_SOURCE_DIR) +
+                               "/cmd/tests/tokens/admin.token\nnode_id: n1\ninsecure: true\n";
   auto cfg = leader::load_node_config(write_config(required + "database: {url: 'postgresql://u@127.0.0.1/db'}\n"));
   ASSERT_TRUE(cfg) << cfg.error().message;
   const auto& r = cfg->runtime;

@@ -73,7 +73,7 @@ TEST_F(WorkerAuthTest, ACredentialAttachesOnlyItsOwnIdWithinItsGrant) {
 
 TEST_F(WorkerAuthTest, UnknownAndSharedTokens) {
   WorkerAuthenticator without_shared("", table.lookup(), clock);
-  auto bad = without_shared.admit(hello("w1", "example-worker-token-change-me"));
+  auto bad = without_shared.admit(hello("w1", "suite-worker-token-not-for-production"));
   EXPECT_FALSE(bad.admitted);
   EXPECT_EQ(bad.code, "unauthenticated");
   EXPECT_EQ(bad.message, "bad worker token");
@@ -90,8 +90,8 @@ TEST_F(WorkerAuthTest, UnknownAndSharedTokens) {
 
   // With a shared token, its holder may be anyone (the legacy mode), and
   // credentials work beside it.
-  WorkerAuthenticator with_shared("example-worker-token-change-me", table.lookup(), clock);
-  auto any = with_shared.admit(hello("whoever", "example-worker-token-change-me", 99, {{"gpu", "8"}}));
+  WorkerAuthenticator with_shared("suite-worker-token-not-for-production", table.lookup(), clock);
+  auto any = with_shared.admit(hello("whoever", "suite-worker-token-not-for-production", 99, {{"gpu", "8"}}));
   EXPECT_TRUE(any.admitted);
   EXPECT_EQ(any.credential_id, 0);
   EXPECT_TRUE(with_shared.admit(hello("w2", w2_token)).admitted);

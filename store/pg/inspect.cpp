@@ -64,13 +64,20 @@ Result<DatabaseFacts> inspect_database(const std::string& url) {
         "current_setting('synchronous_standby_names'), extract(epoch FROM clock_timestamp())::float8, "
         "(SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming')::int, "
         "(SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming' AND sync_state IN ('sync', "
-        "'quorum'))::int, to_regclass('schema_migrations') IS NOT NULL");
+        "'quorum'))::int, to_regclass('schema_migrations') IS NOT NULL, current_user, "
+        "(SELECT rolsuper FROM pg_roles WHERE rolname = current_user), "
+        "pg_has_role(current_user, 'pg_execute_server_program', 'MEMBER') OR "
+        "pg_has_role(current_user, 'pg_read_server_files', 'MEMBER') OR "
+        "pg_has_role(current_user, 'pg_write_server_files', 'MEMBER')");
     f.in_recovery = row[0].as<bool>();
     f.server_version = row[1].as<std::string>();
     f.synchronous_standby_names = row[2].as<std::string>();
     f.now_unix = row[3].as<double>();
     f.standbys_streaming = row[4].as<int>();
     f.sync_standbys_streaming = row[5].as<int>();
+    f.role = row[7].as<std::string>();
+    f.superuser = row[8].as<bool>();
+    f.server_rights = row[9].as<bool>();
     if (row[6].as<bool>())
       f.schema_version = tx.exec1("SELECT coalesce(max(version), 0) FROM schema_migrations")[0].as<int>();
     return f;

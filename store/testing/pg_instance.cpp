@@ -81,6 +81,22 @@ std::string PgInstance::fresh_database(const std::string& prefix, bool migrated)
   return url(name);
 }
 
+std::string PgInstance::least_privilege_database(const std::string& prefix) {
+  const std::string name = prefix + "_" + std::to_string(++next_db_);
+  {
+    pqxx::connection admin(url("postgres"));
+    pqxx::nontransaction tx(admin);
+    // What docs/operations.md tells an operator to run, and nothing more.
+    tx.exec("CREATE ROLE " + admin.quote_name(name) + " LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE");
+    tx.exec("CREATE DATABASE " + admin.quote_name(name) + " OWNER " + admin.quote_name(name));
+    tx.exec("REVOKE ALL ON DATABASE " + admin.quote_name(name) + " FROM PUBLIC");
+  }
+  const std::string as_role = "postgresql://" + name + "@127.0.0.1:" + std::to_string(port_) + "/" + name;
+  auto r = store::pg::migrate(as_role, "least-privilege");
+  if (!r) throw std::runtime_error("migrating as a least-privilege role failed: " + r.error().message);
+  return as_role;
+}
+
 LeaseRow DbInspector::lease() const {
   pqxx::connection c(url_);
   pqxx::nontransaction tx(c);

@@ -59,7 +59,11 @@ class ConfigMap {
 };
 
 /// A path written in config file `file`: relative paths are relative to the
-/// file's directory, as an operator expects.
+/// file's directory, as an operator expects. A leading
+/// `${CREDENTIALS_DIRECTORY}` is the directory systemd hands a service its
+/// credentials in (`LoadCredential=`), so a secret can stay readable by
+/// root alone on disk; left as written where the variable is unset (the
+/// file then cannot be read, and the error names the path).
 std::string resolve_config_path(const std::string& file, const std::string& path);
 
 /// Parses a YAML file whose top level must be a mapping. Errors name the file

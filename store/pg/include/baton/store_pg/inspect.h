@@ -17,6 +17,12 @@ struct DatabaseFacts {
   int schema_version = 0;                 ///< highest migration applied; 0 = none
   int schema_version_shipped = 0;         ///< highest migration this binary carries
   double now_unix = 0;                    ///< the database's clock
+  std::string role;                       ///< current_user
+  bool superuser = false;                 ///< the role bypasses every check, the audit log's trigger included
+  /// Member of pg_execute_server_program, pg_read_server_files or
+  /// pg_write_server_files: the role can run programs or touch files on
+  /// the database host (COPY ... PROGRAM).
+  bool server_rights = false;
 };
 
 /// Connects (3 s at most) and reads the facts; db_unavailable with the

@@ -19,6 +19,11 @@ class PgInstance {
   /// A new empty database; `migrated` copies a template that already has
   /// every migration applied.
   std::string fresh_database(const std::string& prefix, bool migrated = true);
+  /// A new database owned by a role of its own that is no superuser and
+  /// holds no other right (docs/operations.md, "A least-privilege database
+  /// role"), migrated as that role: the URL connects as it. Throws if a
+  /// migration needs more than the role has.
+  std::string least_privilege_database(const std::string& prefix);
   std::string url(const std::string& database) const;
   const std::string& dir() const { return dir_; }
 
