@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -179,9 +180,15 @@ void become_task(const TaskProcessLimits& l) {
   if (::syscall(SYS_setgroups, l.group_count, l.groups) != 0 || ::syscall(SYS_setresgid, l.gid, l.gid, l.gid) != 0 ||
       ::syscall(SYS_setresuid, l.uid, l.uid, l.uid) != 0)
     die_with(failed, sizeof failed - 1);
-  // A worker given CAP_SETUID as an ambient capability (no root) would
-  // otherwise hand it on through exec.
+  // A worker that is not root but holds CAP_SETUID (the packaged unit's
+  // ambient capabilities) keeps its capabilities across a change between
+  // two non-zero users: drop every one of them here, and the ambient ones
+  // that exec would otherwise hand on.
   ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3] = {};
+  static const char caps[] = "baton: cannot drop the worker's capabilities\n";
+  if (::syscall(SYS_capset, &header, none) != 0) die_with(caps, sizeof caps - 1);
   static const char kept[] = "baton: the task user could switch back: refusing to run the task\n";
   if (::syscall(SYS_setresuid, 0, 0, 0) == 0) die_with(kept, sizeof kept - 1);
 }
