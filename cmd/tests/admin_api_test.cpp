@@ -467,7 +467,7 @@ TEST_F(AdminApiTest, DeadLettersListWithTheirTriageStatus) {
 // who has not authenticated; and token lookups use their own connection.
 TEST_F(AdminApiTest, ACredentialThatCannotBeCheckedIsA503WithoutTheDatabasesWords) {
   store::pg::PgAdminStore unreachable{"postgresql://baton@127.0.0.1:1/nowhere?connect_timeout=1", "api-test-tokens"};
-  api.set_token_store(unreachable);
+  api.set_token_stores({&unreachable});
   const std::string issued_shape = "baton_" + std::string(64, '7');
   for (const auto& [method, target] :
        {std::pair{"GET", "/api/v1/runs"}, std::pair{"POST", "/api/v1/jobs/manual/trigger"}}) {

@@ -23,16 +23,19 @@ AdminApi::AdminApi(AdminApiPorts ports, store::AdminStore& store, Metrics& metri
           std::move(config_admin_token),
           [this](const std::string& hash) -> Result<std::optional<store::TokenGrant>> {
             metrics_.token_lookups++;
-            if (token_store_) {
-              std::lock_guard lock(token_store_mutex_);
-              return token_store_->token_by_hash(hash);
-            }
+            if (token_lookups_) return (*token_lookups_)(hash);
             return with_store([&](auto& s) { return s.token_by_hash(hash); });
           },
           clock, Millis{5000}, [this](AuthFailure why) { auth_failed(why); }),
       metrics_need_token_(metrics_need_token),
       routes_(make_routes()),
       clock_(clock) {}
+
+void AdminApi::set_token_stores(const std::vector<store::AdminStore*>& tokens) {
+  std::vector<TokenLookups::Lookup> lanes;
+  for (store::AdminStore* s : tokens) lanes.push_back([s](const std::string& hash) { return s->token_by_hash(hash); });
+  token_lookups_ = std::make_unique<TokenLookups>(std::move(lanes));
+}
 
 bool AdminApi::authenticated(const std::string& authorization) {
   auto who = auth_.authenticate(authorization);

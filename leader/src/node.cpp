@@ -154,7 +154,7 @@ class NodeRuntime final : public ServerHandlers {
   }
   void on_protocol_error() override { metrics_.protocol_errors++; }
   void on_connection_refused() override { metrics_.connections_refused++; }
-  void use_token_store(store::AdminStore& tokens) { admin_.set_token_store(tokens); }
+  void use_token_stores(const std::vector<store::AdminStore*>& tokens) { admin_.set_token_stores(tokens); }
   void on_auth_throttled() override { metrics_.auth_throttled++; }
   void on_request_shed() override { metrics_.requests_shed++; }
   bool credential_valid(const std::string& authorization) override { return admin_.authenticated(authorization); }
@@ -363,8 +363,11 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
   auto shutdown_store = ports.lease_store("baton-node-" + me.node_id + "-shutdown");
   auto admin_store = ports.admin_store("baton-node-" + me.node_id + "-admin");
   auto identity_store = ports.admin_store("baton-node-" + me.node_id + "-workers");
-  // API token lookups on a connection of their own (docs/security.md).
-  auto token_store = ports.admin_store("baton-node-" + me.node_id + "-tokens");
+  // API token lookups on connections of their own, one per admin thread
+  // (lookup_lanes.h, docs/security.md).
+  std::vector<std::unique_ptr<store::AdminStore>> token_stores;
+  for (int lane = 0; lane < admin_threads; ++lane)
+    token_stores.push_back(ports.admin_store("baton-node-" + me.node_id + "-tokens-" + std::to_string(lane)));
   RealClock clock;
   Metrics metrics;
   std::atomic<int> role_for_registry{0};
@@ -379,7 +382,11 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
       [](Millis d) { std::this_thread::sleep_for(d); });
 
   NodeRuntime runtime(cfg, ports, me, elector, metrics, *admin_store, *identity_store);
-  runtime.use_token_store(*token_store);
+  {
+    std::vector<store::AdminStore*> lanes;
+    for (auto& s : token_stores) lanes.push_back(s.get());
+    runtime.use_token_stores(lanes);
+  }
   // Every connection is a descriptor: the caps must fit under the process's
   // limit (raised to the hard limit here), or accept() fails instead of the
   // caps refusing cleanly.

@@ -867,7 +867,7 @@ struct NodeServer::Impl {
   std::shared_ptr<ConnectionBudget> budget;
   MonoTime last_refusal_log{};
   asio::io_context ioc{1};
-  asio::thread_pool admin{2};
+  asio::thread_pool admin{admin_threads};
   asio::thread_pool hellos{1};  ///< one: the hellos' lookups share one connection (node.cpp)
   std::atomic<int> admin_queued{0};
   AuthGate gate;

@@ -7,6 +7,7 @@
 // role; a route that must run on the leader answers 307 to it elsewhere.
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "baton/leader/api_auth.h"
 #include "baton/leader/log_archive.h"
+#include "baton/leader/lookup_lanes.h"
 #include "baton/leader/metrics.h"
 #include "baton/leader/node_server.h"
 #include "baton/leader/payload_denylist.h"
@@ -96,10 +98,11 @@ class AdminApi {
   /// "https" or "http": the scheme of the leader's address in a 307 (every
   /// node of a cluster serves the same one).
   void set_scheme(std::string scheme) { scheme_ = std::move(scheme); }
-  /// API tokens are looked up through `tokens` (a connection of their own),
-  /// so a lookup never waits behind the API's other statements, nor they
+  /// API tokens are looked up through `tokens` (connections of their own,
+  /// one per admin thread: lookup_lanes.h), so a lookup never waits behind
+  /// the API's other statements, nor behind another lookup, nor they
   /// behind a flood of lookups.
-  void set_token_store(store::AdminStore& tokens) { token_store_ = &tokens; }
+  void set_token_stores(const std::vector<store::AdminStore*>& tokens);
   /// The configured admin token, read again from its file.
   void set_config_admin_token(std::string token) { auth_.set_config_admin_token(std::move(token)); }
   /// Whether an Authorization header value names a valid API token (the
@@ -161,8 +164,8 @@ class AdminApi {
   AdminApiPorts ports_;
   std::mutex store_mutex_;
   store::AdminStore& store_;
-  std::mutex token_store_mutex_;
-  store::AdminStore* token_store_ = nullptr;
+  using TokenLookups = LookupLanes<Result<std::optional<store::TokenGrant>>>;
+  std::unique_ptr<TokenLookups> token_lookups_;  ///< set before the API serves
   /// 503 for a credential that cannot be checked now: the database's error
   /// is logged (at most once a second), never told to a caller who has not
   /// authenticated.

@@ -30,6 +30,9 @@
 namespace baton::leader {
 
 inline constexpr std::size_t session_send_queue_max = 4096;
+/// Threads that serve the admin API; each has a token-lookup connection of
+/// its own (node.cpp, lookup_lanes.h).
+inline constexpr int admin_threads = 2;
 inline constexpr std::size_t http_body_bytes_max = 1 << 20;
 static_assert(session_send_queue_max > 0);
 
