@@ -44,6 +44,18 @@ void quote_shell_script(protocol::Task& task, bool shell_quote, ConfigMap& t, Co
   task.command[*script] = std::get<std::string>(std::move(quoted));
 }
 
+/// The decimal number `text` starts with, and in `used` how many of its
+/// characters it took (0: none).
+double leading_number(const std::string& text, std::size_t& used) {
+  used = 0;
+  try {
+    return std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+    return 0;
+  }
+}
+
 /// `memory`: bytes, or a number with K, M, G or T (powers of 1024, "Ki"
 /// and a trailing "B" accepted); `pids`: the most processes the tree may
 /// hold; `cpu`: CPUs as a decimal ("0.5"), kept in thousandths.
@@ -51,12 +63,7 @@ protocol::TaskResources read_resources(ConfigMap r, ConfigErrors& errors) {
   protocol::TaskResources out;
   if (auto m = r.string("memory")) {
     std::size_t used = 0;
-    double number = 0;
-    try {
-      number = std::stod(*m, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
+    const double number = leading_number(*m, used);
     std::string unit = m->substr(used);
     if (!unit.empty() && (unit.back() == 'B' || unit.back() == 'b')) unit.pop_back();
     if (unit.size() == 2 && unit[1] == 'i') unit.pop_back();
@@ -75,12 +82,7 @@ protocol::TaskResources read_resources(ConfigMap r, ConfigErrors& errors) {
   if (auto p = r.integer("pids", 1, 1 << 22)) out.pids = *p;
   if (auto c = r.string("cpu")) {
     std::size_t used = 0;
-    double cpus = 0;
-    try {
-      cpus = std::stod(*c, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
+    const double cpus = leading_number(*c, used);
     if (used != c->size() || !(cpus >= 0.001) || cpus > 1024)
       errors.add(r.key_path("cpu"), "must be a number of CPUs between 0.001 and 1024, like 0.5, not '" + *c + "'");
     else

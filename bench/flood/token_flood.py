@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Made-up bearer tokens against a node's API, as fast as CONNECTIONS
+keep-alive connections can send them, until SIGTERM (bench/run's flood
+phase, docs/security.md "Failed authentications"). Half the tokens have the
+issued shape (baton_ and 64 hex digits: a lookup unless the per-source limit
+refuses first), half do not (refused before any hash). Prints the answers
+by status once stopped: "flood: requests=N 401=A 429=B other=C".
+
+    token_flood.py HOST PORT CONNECTIONS
+"""
+import http.client
+import os
+import secrets
+import signal
+import sys
+import threading
+from collections import Counter
+
+host, port, connections = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+stop = threading.Event()
+counts = Counter()
+lock = threading.Lock()
+
+
+def flood(n):
+    conn = None
+    local = Counter()
+    i = 0
+    while not stop.is_set():
+        try:
+            if conn is None:
+                conn = http.client.HTTPConnection(host, port, timeout=5)
+            i += 1
+            token = "baton_" + secrets.token_hex(32) if i % 2 else secrets.token_urlsafe(24)
+            conn.request("GET", "/api/v1/jobs", headers={"Authorization": "Bearer " + token})
+            r = conn.getresponse()
+            r.read()
+            local[r.status] += 1
+            if r.getheader("Connection", "").lower() == "close":
+                conn.close()
+                conn = None
+        except (OSError, http.client.HTTPException):
+            local["error"] += 1
+            if conn is not None:
+                conn.close()
+            conn = None
+    with lock:
+        counts.update(local)
+
+
+signal.signal(signal.SIGTERM, lambda *_: stop.set())
+threads = [threading.Thread(target=flood, args=(n,)) for n in range(connections)]
+for t in threads:
+    t.start()
+while not stop.is_set():
+    stop.wait(0.5)
+for t in threads:
+    t.join()
+total = sum(counts.values())
+other = total - counts[401] - counts[429]
+print(f"flood: requests={total} 401={counts[401]} 429={counts[429]} other={other}", flush=True)
+os._exit(0)
