@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Made-up bearer tokens against a node's API, as fast as CONNECTIONS
-keep-alive connections can send them, until SIGTERM (bench/run's flood
+keep-alive connections can send them, each waiting for its answer as an
+HTTP/1.1 client does, from ADDRESSES source addresses (127.0.0.10 and up;
+each has its own failure budget at the node), until SIGTERM (bench/run's flood
 phase, docs/security.md "Failed authentications"). Half the tokens have the
 issued shape (baton_ and 64 hex digits: a lookup unless the per-source limit
 refuses first), half do not (refused before any hash). Prints the answers
 by status once stopped: "flood: requests=N 401=A 429=B other=C".
 
-    token_flood.py HOST PORT CONNECTIONS
+    token_flood.py HOST PORT CONNECTIONS [ADDRESSES]
 """
 import http.client
 import os
@@ -17,6 +19,7 @@ import threading
 from collections import Counter
 
 host, port, connections = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+addresses = int(sys.argv[4]) if len(sys.argv) > 4 else 1
 stop = threading.Event()
 counts = Counter()
 lock = threading.Lock()
@@ -29,7 +32,8 @@ def flood(n):
     while not stop.is_set():
         try:
             if conn is None:
-                conn = http.client.HTTPConnection(host, port, timeout=5)
+                source = ("127.0.0." + str(10 + n % addresses), 0) if addresses > 1 else None
+                conn = http.client.HTTPConnection(host, port, timeout=5, source_address=source)
             i += 1
             token = "baton_" + secrets.token_hex(32) if i % 2 else secrets.token_urlsafe(24)
             conn.request("GET", "/api/v1/jobs", headers={"Authorization": "Bearer " + token})

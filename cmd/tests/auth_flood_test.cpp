@@ -70,7 +70,9 @@ HttpReply get_from(const std::string& source, int port, const std::string& targe
 // made-up tokens reached the database.
 TEST(AuthFlood, MadeUpTokensDuringAFailoverStarveNeitherTheFleetNorTheApiAndCostNoLookup) {
   ClusterOptions o;
-  o.node_extra = "limits: {trigger_rate: 0}\n";
+  // Throttled answers sent at once: the flood at the rate its connections
+  // can send (the hold, which slows it, has a test of its own below).
+  o.node_extra = "limits: {trigger_rate: 0, auth_throttle_hold: 0ms}\n";
   Cluster c("auth_flood", tick_jobs, o);
   c.start_node("n1");
   ASSERT_EQ(c.wait_for_leader(), "n1");
@@ -140,7 +142,7 @@ TEST(AuthFlood, MadeUpTokensDuringAFailoverStarveNeitherTheFleetNorTheApiAndCost
 // before any lookup; another host is not.
 TEST(AuthFlood, AHostThatKeepsFailingIsThrottledBeforeAnyLookupAndOthersAreNot) {
   ClusterOptions o;
-  o.node_extra = "limits: {auth_failure_rate: 1, auth_failure_burst: 10}\n";
+  o.node_extra = "limits: {auth_failure_rate: 1, auth_failure_burst: 10, auth_throttle_hold: 0ms}\n";
   Cluster c("auth_throttle", tick_jobs, o);
   c.start_node("n1");
   ASSERT_EQ(c.wait_for_leader(), "n1");
@@ -176,6 +178,57 @@ TEST(AuthFlood, AHostThatKeepsFailingIsThrottledBeforeAnyLookupAndOthersAreNot) 
       http_exchange(port, ThrowawayCa::shared().ca(), "GET", "/healthz", {}, "", std::chrono::seconds(5), "127.0.0.20")
           .status,
       200);
+}
+
+// A throttled source's answers are held (limits.auth_throttle_hold): a
+// client that waits for each answer, as every HTTP/1.1 client does, gets
+// about one a hold per connection instead of one as fast as it can send,
+// while another host is served at once.
+TEST(AuthFlood, AThrottledSourceWaitsForEachAnswerSoItsFloodIsSlowedToTheHold) {
+  ClusterOptions o;
+  o.node_extra = "limits: {auth_failure_rate: 1, auth_failure_burst: 3, auth_throttle_hold: 400ms}\n";
+  Cluster c("auth_hold", tick_jobs, o);
+  c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(), "n1");
+  const int port = c.port("n1");
+  // Four connections from one host, each sending its next made-up token
+  // as soon as the last answer came, for three seconds.
+  std::atomic<int> answers{0}, throttled{0};
+  std::atomic<long long> slowest_held_ms{0}, quickest_held_ms{1000000};
+  std::vector<std::thread> flood;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  for (int t = 0; t < 4; ++t)
+    flood.emplace_back([&, t] {
+      std::mt19937_64 mine(11 + static_cast<unsigned>(t));
+      while (std::chrono::steady_clock::now() < end) {
+        const auto sent = std::chrono::steady_clock::now();
+        auto r = get_from("127.0.0.30", port, "/api/v1/runs", issued_shape(mine));
+        const long long ms =
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - sent).count();
+        ++answers;
+        if (r.status == 429) {
+          ++throttled;
+          slowest_held_ms = std::max(slowest_held_ms.load(), ms);
+          quickest_held_ms = std::min(quickest_held_ms.load(), ms);
+        }
+      }
+    });
+  // Meanwhile another host is answered, and not held.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(get_from("127.0.0.31", port, "/api/v1/runs", admin_token).status, 200);
+  for (auto& t : flood) t.join();
+  std::printf("held flood: %d answers, %d throttled, held %lld-%lld ms\n", answers.load(), throttled.load(),
+              quickest_held_ms.load(), slowest_held_ms.load());
+  EXPECT_GT(throttled.load(), 0);
+  // Each throttled answer came after its hold (the source's wait is at
+  // least the hold here: 1 a second against a hold of 0.4 s, or less when
+  // its budget was about to refill).
+  EXPECT_GE(slowest_held_ms.load(), 400);
+  // Without the hold, four connections got about 1,500 answers in three
+  // seconds here; with it, 45 (about 3 s / 0.4 s each, some holds cut
+  // short by a refill that was near, plus the burst and the refills).
+  EXPECT_LE(answers.load(), 100) << "the flood was not slowed";
+  EXPECT_EQ(metric(c, "n1", "baton_auth_throttled_total"), throttled.load());
 }
 
 // A body over limits.pre_auth_body_bytes is read only after the headers'

@@ -166,6 +166,12 @@ Result<NodeConfig> load_node_config(const std::string& file) {
     cfg.server_limits.auth_failure_rate = static_cast<double>(*v);
   if (auto v = lim.integer("auth_failure_burst", 1, 1000000))
     cfg.server_limits.auth_failure_burst = static_cast<double>(*v);
+  if (auto v = lim.duration("auth_throttle_hold")) {
+    if (v->count() > 10000)
+      errors.add("limits.auth_throttle_hold", "must be at most 10s (a held answer keeps its connection)");
+    else
+      cfg.server_limits.auth_throttle_hold = *v;
+  }
   if (auto v = lim.integer("admin_queue_max", 1, 100000)) cfg.server_limits.admin_queue_max = static_cast<int>(*v);
   if (auto v = lim.integer("pre_auth_body_bytes", 1024, 1024 * 1024))
     cfg.server_limits.pre_auth_body_bytes_max = static_cast<std::size_t>(*v);

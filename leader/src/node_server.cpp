@@ -487,7 +487,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
                            std::to_string(wait->count()) + " ms\"}",
                        {}};
         r.headers["Retry-After"] = std::to_string((wait->count() + 999) / 1000);
-        return refuse(r);
+        return hold_then_refuse(std::move(r), std::min(*wait, context_.limits.auth_throttle_hold));
       }
     if (parser_->is_done()) return on_request();
     const bool large =
@@ -626,6 +626,21 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   /// Answers and closes without reading the rest of the request (what is
   /// left of its body, if any, is drained).
   void refuse(const HttpResponse& r) { write(r, false, parser_ && !parser_->is_done()); }
+  /// A throttled source's answer is held before it is sent (a tarpit):
+  /// nothing is read from the connection meanwhile, so a client that waits
+  /// for its answers (every HTTP/1.1 client) sends at most one request per
+  /// hold and connection, and its connections are bounded per address. The
+  /// hold costs the node a timer, not a core (docs/security.md).
+  void hold_then_refuse(HttpResponse r, Millis hold) {
+    if (hold.count() <= 0) return refuse(r);
+    held_.emplace(stream_.get_executor());
+    held_->expires_after(hold);
+    held_->async_wait([self = shared_from_this(), r = std::move(r)](beast::error_code ec) {
+      if (ec) return;
+      beast::get_lowest_layer(self->stream_).expires_after(self->context_.limits.request_deadline);
+      self->refuse(r);
+    });
+  }
   /// What the client still sends (a body refused unread) is read and
   /// dropped until it stops or two seconds pass: closing with unread bytes
   /// would reset the connection, and the client could lose the answer.
@@ -664,6 +679,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   const std::string address_;  ///< the client's address (the source of its failed authentications)
   std::optional<Deadline> first_deadline_;
   bool draining_ = false;
+  std::optional<asio::steady_timer> held_;  ///< a throttled answer's hold
   char sink_[4096];
 };
 

@@ -56,6 +56,11 @@ struct ServerLimits {
   /// its budget refills. A rate of 0: no limit.
   double auth_failure_rate = 2;
   double auth_failure_burst = 30;
+  /// A throttled request's 429 is sent after this long (at most the
+  /// source's wait): a client that waits for its answers is slowed to one
+  /// request per hold and connection instead of costing the node a refusal
+  /// at the rate it can send. 0: answered at once.
+  Millis auth_throttle_hold{1000};
 };
 
 struct HttpRequest {
