@@ -136,6 +136,13 @@ void examine_node(const std::string& file, std::vector<Finding>& out) {
                          "the schema is at version " + std::to_string(db->schema_version) +
                              ", newer than this binary's " + std::to_string(db->schema_version_shipped),
                          "upgrade this node's binary (nodes first, then workers: docs/operations.md)"));
+    else if (db->schema_version < db->schema_version_shipped && !db->owns_tables && db->schema_version > 0)
+      out.push_back(fail("database",
+                         "the schema is at version " + std::to_string(db->schema_version) + ", this binary needs " +
+                             std::to_string(db->schema_version_shipped) + ", and the role " + db->role +
+                             " does not own the tables, so the node cannot migrate them",
+                         "as the owner: `baton migrate --database-url <the owner's URL> --grant-to " + db->role +
+                             "` (docs/operations.md, \"A runtime role apart from the owner\")"));
     else if (db->schema_version < db->schema_version_shipped && !cfg->auto_migrate)
       out.push_back(warn("database",
                          "the schema is at version " + std::to_string(db->schema_version) + " and this binary needs " +
@@ -166,6 +173,21 @@ void examine_node(const std::string& file, std::vector<Finding>& out) {
                "REVOKE those roles from " + db->role + " (docs/operations.md, \"A least-privilege database role\")"));
     else
       out.push_back(ok("database", "the role " + db->role + " is not a superuser and has no server-program rights"));
+    // The owner of the tables can drop the audit log's append-only trigger
+    // (and any table): a node needs row rights only.
+    if (!db->superuser && db->owns_tables)
+      out.push_back(warn("database",
+                         "the role " + db->role +
+                             " owns Baton's tables: whoever takes a node's host could drop the audit log's "
+                             "append-only trigger, or a table",
+                         "keep " + db->role +
+                             " for migrations, create a role for the nodes, run `baton migrate --database-url <" +
+                             db->role +
+                             "'s URL> --grant-to <that role>` and put that role in database.url (docs/operations.md, "
+                             "\"A runtime role apart from the owner\")"));
+    else if (!db->superuser && db->schema_version > 0)
+      out.push_back(ok("database", "the role " + db->role +
+                                       " does not own Baton's tables (the audit log is append-only against it)"));
     if (db->synchronous_standby_names.empty())
       out.push_back(warn("replication", "no synchronous standby (synchronous_standby_names is empty)",
                          "an asynchronous failover can lose an epoch bump and let a stale leader's epoch be reused: "

@@ -42,7 +42,8 @@ constexpr const char* usage =
     "\n"
     "commands:\n"
     "  node --config FILE      run a coordinator node\n"
-    "  migrate --config FILE   apply schema migrations and exit\n"
+    "  migrate --config FILE   apply schema migrations and exit; --database-url URL instead of the\n"
+    "                          config's (the owner's), --grant-to ROLE then gives ROLE a node's rights\n"
     "  worker --config FILE    run a worker agent\n"
     "  ctl VERB ...            the admin API from the command line (baton ctl --help)\n"
     "  cron next EXPR ...      the next fire times of a cron expression (baton cron --help)\n"
@@ -86,18 +87,42 @@ baton::Result<baton::store::pg::MigrateReport> migrate_with_retry(const std::str
   }
 }
 
+/// baton migrate [--config FILE] [--database-url URL] [--grant-to ROLE]:
+/// the URL overrides the config's (the owner's, when the nodes run as a
+/// role of their own); --grant-to then gives that role a node's rights
+/// (docs/operations.md, "A runtime role apart from the owner").
 int cmd_migrate(const std::vector<std::string>& args) {
-  std::string file, error;
-  if (!parse_config_flag(args, file, error)) return fail("migrate: " + error + "\n" + usage);
-  auto cfg = baton::leader::load_node_config(file);
-  if (!cfg) return fail("invalid config:\n" + cfg.error().message);
-  baton::init_logging("migrate", cfg->log_level);
-  auto r = migrate_with_retry(cfg->database_url, "baton migrate", cfg->database_start_timeout);
-  if (!r)
-    return fail("migrate: cannot migrate database " + baton::store::pg::describe_url(cfg->database_url) + ": " +
-                r.error().message);
+  std::string file, url, grantee;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&](const std::string& flag, std::string& into) {
+      if (a == flag && i + 1 < args.size()) return into = args[++i], true;
+      if (a.rfind(flag + "=", 0) == 0) return into = a.substr(flag.size() + 1), true;
+      return false;
+    };
+    if (!value("--config", file) && !value("--database-url", url) && !value("--grant-to", grantee))
+      return fail("migrate: unexpected argument '" + a + "'\n" + usage);
+  }
+  if (file.empty() && url.empty())
+    return fail(std::string("migrate: --config FILE or --database-url URL is required\n") + usage);
+  baton::leader::NodeConfig defaults;
+  if (!file.empty()) {
+    auto cfg = baton::leader::load_node_config(file);
+    if (!cfg) return fail("invalid config:\n" + cfg.error().message);
+    defaults = *cfg;
+  }
+  if (url.empty()) url = defaults.database_url;
+  baton::init_logging("migrate", defaults.log_level);
+  const std::string where = baton::store::pg::describe_url(url);
+  auto r = migrate_with_retry(url, "baton migrate", defaults.database_start_timeout);
+  if (!r) return fail("migrate: cannot migrate database " + where + ": " + r.error().message);
   std::cout << "schema at version " << r->current_version << " (applied " << r->applied.size() << " migration"
             << (r->applied.size() == 1 ? "" : "s") << ")\n";
+  if (grantee.empty()) return 0;
+  auto g = baton::store::pg::grant_runtime_role(url, grantee);
+  if (!g) return fail("migrate: cannot grant the runtime role on " + where + ": " + g.error().message);
+  std::cout << "granted " << grantee << " a node's rights on " << g->relations << " tables and views and "
+            << g->sequences << " sequences of schema " << g->schema << "\n";
   return 0;
 }
 

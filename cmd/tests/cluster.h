@@ -134,7 +134,7 @@ class Cluster {
                        << (opt_.admin_token_file.empty()
                                ? std::string(BATON_SOURCE_DIR) + "/cmd/tests/tokens/admin.token"
                                : opt_.admin_token_file)
-                       << "\ndatabase: {url: '" << url_ << "'}\n"
+                       << "\ndatabase: {url: '" << PgInstance::shared().runtime_url(url_) << "'}\n"
                        << "election: {lease: " << opt_.lease << ", renew_every: " << opt_.renew_every
                        << ", safety_margin: " << opt_.safety_margin << ", poll_every: 300ms}\n"
                        << "runtime: {heartbeat_interval: " << opt_.heartbeat_interval
@@ -217,6 +217,9 @@ class Cluster {
 
   ChildProcess& proc(const std::string& id) { return *procs_.at(id); }
   int port(const std::string& node) const { return node_ports_.at(node); }
+  /// The database as its owner (the tests' superuser). The nodes reach it
+  /// as `baton_runtime`, a role with row rights only (PgInstance::
+  /// runtime_url): every cluster test is also a test of those grants.
   const std::string& url() const { return url_; }
   const std::string& dir() const { return dir_; }
   DbInspector db() const { return DbInspector(url_); }

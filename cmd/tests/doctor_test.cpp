@@ -45,9 +45,10 @@ TEST(Doctor, AHealthyNodeConfigPassesAndSaysWhatItChecked) {
   Cluster c("doctor_node", jobs);
   const auto& ca = ThrowawayCa::shared();
   const std::string cfg = c.dir() + "/good.yaml";
-  // The role docs/operations.md describes: owns its database, nothing more
-  // (migrated as that role, so the schema needs no more than that).
-  const std::string url = PgInstance::shared().least_privilege_database("doctor_role");
+  // The roles docs/operations.md describes: an owner that owns its
+  // database and nothing more migrates (so the schema needs no more than
+  // that), and the node runs as a role granted row rights only.
+  const std::string url = PgInstance::shared().separate_roles_database("doctor_role").runtime_url;
   std::ofstream(cfg) << "node_id: n9\nlisten: 127.0.0.1:7999\nworker_token_file: " << token_copy(c.dir(), "worker")
                      << "\nadmin_token_file: " << token_copy(c.dir(), "admin") << "\ndatabase: {url: '" << url
                      << "'}\ntls: {cert_file: " << ca.node_cert() << ", key_file: " << ca.node_key() << "}\n";
@@ -62,6 +63,9 @@ TEST(Doctor, AHealthyNodeConfigPassesAndSaysWhatItChecked) {
   EXPECT_TRUE(has(d, "is a primary (PostgreSQL 15")) << d.out;
   EXPECT_TRUE(has(d, "ok    database    the role doctor_role_")) << d.out;
   EXPECT_TRUE(has(d, " is not a superuser and has no server-program rights")) << d.out;
+  EXPECT_TRUE(has(d, "_runtime_")) << d.out;
+  EXPECT_TRUE(has(d, " does not own Baton's tables (the audit log is append-only against it)")) << d.out;
+  EXPECT_FALSE(has(d, "owns Baton's tables")) << d.out;
   // The tests' PostgreSQL has no standby: said, with the reason it matters.
   EXPECT_TRUE(has(d, "warn  replication no synchronous standby")) << d.out;
   EXPECT_TRUE(has(d, "fix: an asynchronous failover can lose an epoch bump")) << d.out;
@@ -110,6 +114,18 @@ TEST(Doctor, EveryProblemOfANodeConfigIsNamedWithItsFix) {
   EXPECT_EQ(s.exit_code, 1) << s.out;
   EXPECT_TRUE(has(s, "FAIL  database    the role postgres is a superuser")) << s.out;
   EXPECT_TRUE(has(s, "\"A least-privilege database role\"")) << s.out;
+
+  // A role that owns the tables (it migrated them) could drop the audit
+  // log's trigger: said, with the split as the fix.
+  const std::string owner = c.dir() + "/owner.yaml";
+  std::ofstream(owner) << "node_id: n9\nlisten: 127.0.0.1:7999\nadmin_token_file: " << token_copy(c.dir(), "admin")
+                       << "\ndatabase: {url: '" << PgInstance::shared().least_privilege_database("doctor_owner")
+                       << "'}\ntls: {cert_file: " << ca.node_cert() << ", key_file: " << ca.node_key() << "}\n";
+  auto o = doctor(c.dir(), owner);
+  EXPECT_EQ(o.exit_code, 0) << o.out;
+  EXPECT_TRUE(has(o, "warn  database    the role doctor_owner_")) << o.out;
+  EXPECT_TRUE(has(o, " owns Baton's tables: whoever takes a node's host could drop the audit log's")) << o.out;
+  EXPECT_TRUE(has(o, "--grant-to <that role>")) << o.out;
 
   const std::string broken = c.dir() + "/broken.yaml";
   std::ofstream(broken) << "node_id: n9\ndatabase: {url: 'postgresql://h/d'}\n";

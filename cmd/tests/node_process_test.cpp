@@ -314,3 +314,32 @@ TEST_F(NodeProcess, MigrateCommandAndAutoMigrateFalse) {
   EXPECT_EQ(node.wait_for_exit(5s), 0);
   EXPECT_TRUE(db.lease().released);
 }
+
+// The owner migrates and grants; the nodes run as a role of their own
+// (docs/operations.md, "A runtime role apart from the owner").
+TEST_F(NodeProcess, MigrateGrantsTheNodesRoleAndANodeRunsAsIt) {
+  const auto db = PgInstance::shared().separate_roles_database("grantcmd");
+  ChildProcess grant({BATON_BINARY, "migrate", "--database-url", db.owner_url, "--grant-to", db.runtime_role},
+                     dir_ + "/grant.log");
+  EXPECT_EQ(grant.wait_for_exit(10s), 0) << grant.log();
+  EXPECT_NE(grant.log().find("applied 0 migrations"), std::string::npos) << grant.log();
+  EXPECT_NE(grant.log().find("granted " + db.runtime_role + " a node's rights on "), std::string::npos) << grant.log();
+  ChildProcess super({BATON_BINARY, "migrate", "--database-url", db.owner_url, "--grant-to", "postgres"},
+                     dir_ + "/super.log");
+  EXPECT_EQ(super.wait_for_exit(10s), 2);
+  EXPECT_NE(super.log().find("cannot grant the runtime role on"), std::string::npos) << super.log();
+  EXPECT_NE(super.log().find("'postgres' is a superuser"), std::string::npos) << super.log();
+  ChildProcess neither({BATON_BINARY, "migrate", "--grant-to", "x"}, dir_ + "/neither.log");
+  EXPECT_EQ(neither.wait_for_exit(10s), 2);
+  EXPECT_NE(neither.log().find("--config FILE or --database-url URL is required"), std::string::npos);
+
+  // A node as the runtime role, auto_migrate left on: the schema is
+  // current, so it only reads it, and it is elected.
+  auto cfg = write_config("g", "g1", db.runtime_url);
+  auto& node = start("g1node", cfg);
+  DbInspector inspect(db.owner_url);
+  EXPECT_EQ(wait_for_leader(inspect, 0, 10s).leader_id, "g1");
+  node.signal(SIGTERM);
+  EXPECT_EQ(node.wait_for_exit(5s), 0);
+  EXPECT_TRUE(inspect.lease().released);
+}

@@ -68,7 +68,9 @@ Result<DatabaseFacts> inspect_database(const std::string& url) {
         "(SELECT rolsuper FROM pg_roles WHERE rolname = current_user), "
         "pg_has_role(current_user, 'pg_execute_server_program', 'MEMBER') OR "
         "pg_has_role(current_user, 'pg_read_server_files', 'MEMBER') OR "
-        "pg_has_role(current_user, 'pg_write_server_files', 'MEMBER')");
+        "pg_has_role(current_user, 'pg_write_server_files', 'MEMBER'), "
+        "coalesce((SELECT pg_has_role(current_user, relowner, 'USAGE') FROM pg_class "
+        "WHERE oid = to_regclass('audit_log')), false)");
     f.in_recovery = row[0].as<bool>();
     f.server_version = row[1].as<std::string>();
     f.synchronous_standby_names = row[2].as<std::string>();
@@ -78,6 +80,7 @@ Result<DatabaseFacts> inspect_database(const std::string& url) {
     f.role = row[7].as<std::string>();
     f.superuser = row[8].as<bool>();
     f.server_rights = row[9].as<bool>();
+    f.owns_tables = row[10].as<bool>();
     if (row[6].as<bool>())
       f.schema_version = tx.exec1("SELECT coalesce(max(version), 0) FROM schema_migrations")[0].as<int>();
     return f;

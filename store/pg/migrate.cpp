@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include <pqxx/pqxx>
 
 #include "baton/store_pg/pg_session.h"
@@ -18,6 +20,20 @@ Result<MigrateReport> migrate(const std::string& url, const std::string& applied
   return session.with<MigrateReport>([&](pqxx::connection& c) -> Result<MigrateReport> {
     MigrateReport report;
     pqxx::work tx{c};
+    // Nothing to apply: read only, no lock and no DDL, so that a node whose
+    // role owns nothing starts on a current schema.
+    if (tx.exec1("SELECT to_regclass('schema_migrations') IS NOT NULL")[0].as<bool>()) {
+      std::vector<int> done;
+      for (const auto& row : tx.exec("SELECT version FROM schema_migrations")) done.push_back(row[0].as<int>());
+      const bool current = std::ranges::all_of(embedded_migrations(), [&](const Migration& m) {
+        return m.version > up_to || std::find(done.begin(), done.end(), m.version) != done.end();
+      });
+      if (current) {
+        report.current_version = done.empty() ? 0 : *std::max_element(done.begin(), done.end());
+        tx.commit();
+        return report;
+      }
+    }
     tx.exec_params("SELECT pg_advisory_xact_lock($1)", migration_lock_key);
     tx.exec(
         "CREATE TABLE IF NOT EXISTS schema_migrations ("
@@ -38,6 +54,68 @@ Result<MigrateReport> migrate(const std::string& url, const std::string& applied
     report.current_version = tx.exec1("SELECT coalesce(max(version), 0) FROM schema_migrations")[0].as<int>();
     tx.commit();
     for (int v : report.applied) spdlog::info("migration_applied version={} by={}", v, applied_by);
+    return report;
+  });
+}
+
+Result<GrantReport> grant_runtime_role(const std::string& url, const std::string& role) {
+  PgSession session{url, "baton-migrate"};
+  return session.with<GrantReport>([&](pqxx::connection& c) -> Result<GrantReport> {
+    GrantReport report;
+    pqxx::work tx{c};
+    tx.exec_params("SELECT pg_advisory_xact_lock($1)", migration_lock_key);
+    if (!tx.exec1("SELECT to_regclass('schema_migrations') IS NOT NULL")[0].as<bool>())
+      return make_error(Errc::bad_input, "this database has no Baton schema yet: migrate it first");
+    const auto who = tx.exec_params(
+        "SELECT r.rolname = current_user, r.rolsuper, "
+        "pg_has_role(r.oid, (SELECT relowner FROM pg_class WHERE oid = 'schema_migrations'::regclass), 'USAGE'), "
+        "(SELECT n.nspname FROM pg_class k JOIN pg_namespace n ON n.oid = k.relnamespace "
+        "WHERE k.oid = 'schema_migrations'::regclass), current_database() "
+        "FROM pg_roles r WHERE r.rolname = $1",
+        role);
+    if (who.empty())
+      return make_error(Errc::bad_input, "the role '" + role + "' does not exist: create it first (CREATE ROLE " +
+                                             c.quote_name(role) + " LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE)");
+    if (who[0][0].as<bool>())
+      return make_error(Errc::bad_input, "the role '" + role +
+                                             "' is the one migrating (it owns the tables): the nodes' role must be "
+                                             "another one");
+    if (who[0][1].as<bool>())
+      return make_error(Errc::bad_input, "the role '" + role + "' is a superuser: it would bypass every grant");
+    if (who[0][2].as<bool>())
+      return make_error(Errc::bad_input, "the role '" + role +
+                                             "' is a member of the role that owns Baton's tables, whose rights it "
+                                             "holds: REVOKE that membership first");
+    report.schema = who[0][3].as<std::string>();
+    const std::string grantee = c.quote_name(role);
+    tx.exec("GRANT CONNECT ON DATABASE " + c.quote_name(who[0][4].as<std::string>()) + " TO " + grantee);
+    tx.exec("GRANT USAGE ON SCHEMA " + c.quote_name(report.schema) + " TO " + grantee);
+    // The relations the calling role owns in that schema: Baton's, not an
+    // application's that may share the schema.
+    for (const auto& row :
+         tx.exec("SELECT k.relname, k.relkind = 'S' FROM pg_class k "
+                 "WHERE k.relnamespace = (SELECT relnamespace FROM pg_class WHERE oid = 'schema_migrations'::regclass) "
+                 "AND k.relkind IN ('r', 'p', 'v', 'm', 'S') "
+                 "AND k.relowner = (SELECT oid FROM pg_roles WHERE rolname = current_user) ORDER BY k.relname")) {
+      const std::string name = row[0].as<std::string>();
+      const std::string rel = c.quote_name(report.schema) + "." + c.quote_name(name);
+      tx.exec("REVOKE ALL ON " + rel + " FROM " + grantee);
+      if (row[1].as<bool>()) {
+        tx.exec("GRANT USAGE, SELECT ON SEQUENCE " + rel + " TO " + grantee);
+        ++report.sequences;
+        continue;
+      }
+      // Who did what is appended, never changed; which migrations ran is
+      // the owner's to write.
+      const char* rights = name == "audit_log"           ? "SELECT, INSERT"
+                           : name == "schema_migrations" ? "SELECT"
+                                                         : "SELECT, INSERT, UPDATE, DELETE";
+      tx.exec("GRANT " + std::string(rights) + " ON " + rel + " TO " + grantee);
+      ++report.relations;
+    }
+    tx.commit();
+    spdlog::info("runtime_role_granted role={} schema={} relations={} sequences={}", role, report.schema,
+                 report.relations, report.sequences);
     return report;
   });
 }

@@ -74,6 +74,10 @@ std::string PgInstance::fresh_database(const std::string& prefix, bool migrated)
     tx.exec("CREATE DATABASE baton_template");
     auto r = store::pg::migrate(url("baton_template"), "test-template");
     if (!r) throw std::runtime_error("template migration failed: " + r.error().message);
+    // The grants are the template's, so every copy has them.
+    tx.exec("CREATE ROLE baton_runtime LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE");
+    auto g = store::pg::grant_runtime_role(url("baton_template"), "baton_runtime");
+    if (!g) throw std::runtime_error("granting the template's runtime role failed: " + g.error().message);
     template_ready_ = true;
   }
   std::string name = prefix + "_" + std::to_string(++next_db_);
@@ -95,6 +99,28 @@ std::string PgInstance::least_privilege_database(const std::string& prefix) {
   auto r = store::pg::migrate(as_role, "least-privilege");
   if (!r) throw std::runtime_error("migrating as a least-privilege role failed: " + r.error().message);
   return as_role;
+}
+
+PgInstance::SeparateRoles PgInstance::separate_roles_database(const std::string& prefix) {
+  SeparateRoles out;
+  out.owner_url = least_privilege_database(prefix);
+  out.runtime_role = prefix + "_runtime_" + std::to_string(next_db_);
+  {
+    pqxx::connection admin(url("postgres"));
+    pqxx::nontransaction tx(admin);
+    tx.exec("CREATE ROLE " + admin.quote_name(out.runtime_role) + " LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE");
+  }
+  auto g = store::pg::grant_runtime_role(out.owner_url, out.runtime_role);
+  if (!g) throw std::runtime_error("granting " + out.runtime_role + " failed: " + g.error().message);
+  out.runtime_url = "postgresql://" + out.runtime_role + "@127.0.0.1:" + std::to_string(port_) +
+                    out.owner_url.substr(out.owner_url.rfind('/'));
+  return out;
+}
+
+std::string PgInstance::runtime_url(const std::string& database_url) const {
+  const std::string owner = "postgresql://postgres@";
+  if (database_url.rfind(owner, 0) != 0) throw std::runtime_error("not one of fresh_database's URLs: " + database_url);
+  return "postgresql://baton_runtime@" + database_url.substr(owner.size());
 }
 
 LeaseRow DbInspector::lease() const {

@@ -5,6 +5,8 @@
 
 #include <pqxx/pqxx>
 
+#include "baton/store_pg/migrate.h"
+#include "baton/store_testing/pg_instance.h"
 #include "store_test_support.h"
 
 using namespace baton;
@@ -46,6 +48,65 @@ TEST_F(AuditLogTest, AnEntryCanBeNeitherChangedNorRemoved) {
   // Appending goes on as before.
   ASSERT_TRUE(admin.set_job_paused(Actor{"alice", epoch}, "audited", true));
   EXPECT_EQ(text("SELECT count(*) > " + entries + " FROM audit_log"), "t");
+}
+
+/// The error `sql` fails with as the role of `url`, or "" when it succeeds.
+std::string refusal_as(const std::string& url, const std::string& sql) {
+  try {
+    pqxx::connection c(url);
+    pqxx::nontransaction tx(c);
+    tx.exec(sql);
+    return "";
+  } catch (const pqxx::sql_error& e) {
+    return e.what();
+  }
+}
+
+// The nodes' runtime role (docs/operations.md, "A runtime role apart from
+// the owner") writes rows and appends to the audit log, and can neither
+// change an entry, nor drop or disable the log's trigger, nor alter or
+// drop a table, nor record a migration.
+TEST(RuntimeRole, WritesRowsAndAppendsButCannotChangeTheAuditLogOrTheSchema) {
+  const auto db = baton::testing::PgInstance::shared().separate_roles_database("roles");
+  const std::string& as = db.runtime_url;
+  EXPECT_EQ(refusal_as(as, "INSERT INTO audit_log (actor, action) VALUES ('n1', 'test')"), "");
+  EXPECT_EQ(refusal_as(as, "SELECT count(*) FROM audit_log"), "");
+  // Rights are checked when a statement is planned, rows or none.
+  EXPECT_EQ(refusal_as(as, "UPDATE job_runs SET version = version WHERE false"), "") << "row rights on the tables";
+  EXPECT_EQ(refusal_as(as, "DELETE FROM job_runs WHERE false"), "");
+  EXPECT_EQ(refusal_as(as, "SELECT nextval('job_runs_id_seq')"), "");
+  for (const char* sql : {"UPDATE audit_log SET actor = 'mallory'", "DELETE FROM audit_log", "TRUNCATE audit_log",
+                          "TRUNCATE job_runs", "INSERT INTO schema_migrations VALUES (999, 'x', now(), 'x')"})
+    EXPECT_NE(refusal_as(as, sql).find("permission denied"), std::string::npos) << sql;
+  for (const char* sql : {"ALTER TABLE audit_log DISABLE TRIGGER audit_log_append_only",
+                          "DROP TRIGGER audit_log_append_only ON audit_log", "DROP TABLE job_runs CASCADE",
+                          "ALTER TABLE job_runs ADD COLUMN x int"})
+    EXPECT_NE(refusal_as(as, sql).find("must be owner"), std::string::npos) << sql;
+  EXPECT_NE(refusal_as(as, "CREATE TABLE mine (x int)").find("permission denied for schema"), std::string::npos);
+  // A node started as it finds the schema current: migrate only reads.
+  auto m = migrate(as, "runtime");
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_TRUE(m->applied.empty());
+  // Granting again is exact and idempotent.
+  auto again = grant_runtime_role(db.owner_url, db.runtime_role);
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_GT(again->relations, 10);
+  EXPECT_GE(again->sequences, 1);
+  EXPECT_NE(refusal_as(as, "DELETE FROM audit_log").find("permission denied"), std::string::npos);
+}
+
+TEST(RuntimeRole, AGrantToTheOwnerASuperuserOrAnUnknownRoleIsRefusedWithTheReason) {
+  const auto db = baton::testing::PgInstance::shared().separate_roles_database("roles_refused");
+  const std::string owner = db.owner_url.substr(13, db.owner_url.find('@') - 13);  // postgresql://<role>@
+  auto self = grant_runtime_role(db.owner_url, owner);
+  ASSERT_FALSE(self);
+  EXPECT_NE(self.error().message.find("is the one migrating"), std::string::npos) << self.error().message;
+  auto super = grant_runtime_role(db.owner_url, "postgres");
+  ASSERT_FALSE(super);
+  EXPECT_NE(super.error().message.find("is a superuser"), std::string::npos) << super.error().message;
+  auto unknown = grant_runtime_role(db.owner_url, "nobody_here");
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message.find("'nobody_here' does not exist"), std::string::npos);
 }
 
 }  // namespace

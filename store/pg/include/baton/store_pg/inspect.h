@@ -23,6 +23,9 @@ struct DatabaseFacts {
   /// pg_write_server_files: the role can run programs or touch files on
   /// the database host (COPY ... PROGRAM).
   bool server_rights = false;
+  /// The role owns Baton's tables (or holds their owner's rights): it can
+  /// alter or drop them, the audit log's append-only trigger included.
+  bool owns_tables = false;
 };
 
 /// Connects (3 s at most) and reads the facts; db_unavailable with the

@@ -28,8 +28,32 @@ struct MigrateReport {
 
 /// `applied_by` is recorded with each migration (node id or "baton migrate").
 /// `up_to`: the highest version to apply (tests that upgrade a database
-/// populated under an earlier schema); every shipped one by default.
+/// populated under an earlier schema); every shipped one by default. A
+/// database with nothing to apply is only read: a runtime role that owns
+/// nothing (grant_runtime_role) may call it.
 Result<MigrateReport> migrate(const std::string& url, const std::string& applied_by,
                               int up_to = std::numeric_limits<int>::max());
+
+/// What grant_runtime_role gave.
+struct GrantReport {
+  std::string schema;  ///< where Baton's tables are
+  int relations = 0;   ///< tables and views granted
+  int sequences = 0;
+};
+
+/// Gives `role`, the role nodes run as, the rights a node needs over the
+/// relations the calling role (the owner, which migrates) owns, and no
+/// more (docs/operations.md, "A runtime role apart from the owner"):
+/// CONNECT on the database, USAGE on the schema, SELECT, INSERT, UPDATE
+/// and DELETE on every table and view, SELECT and INSERT only on
+/// audit_log, SELECT only on schema_migrations, USAGE and SELECT on the
+/// sequences; never TRUNCATE, TRIGGER or REFERENCES, and no ownership, so
+/// the role cannot alter, drop or unprotect a table (the audit log's
+/// append-only trigger holds against it). Exact: earlier grants to the
+/// role on those relations are revoked first. Refused (bad_input, the
+/// reason named) for an unknown role, the calling role itself, a superuser,
+/// or a member of the owner; run it after every migration, since new
+/// tables get no grant of their own.
+Result<GrantReport> grant_runtime_role(const std::string& url, const std::string& role);
 
 }  // namespace baton::store::pg

@@ -24,6 +24,18 @@ class PgInstance {
   /// role"), migrated as that role: the URL connects as it. Throws if a
   /// migration needs more than the role has.
   std::string least_privilege_database(const std::string& prefix);
+  /// A database set up as docs/operations.md, "A runtime role apart from
+  /// the owner", has it: an owner role migrates it (as above) and a role
+  /// with LOGIN and nothing else is granted row rights by
+  /// store::pg::grant_runtime_role.
+  struct SeparateRoles {
+    std::string owner_url, runtime_url, runtime_role;
+  };
+  SeparateRoles separate_roles_database(const std::string& prefix);
+  /// The same database as `url` (one of fresh_database's, migrated),
+  /// reached as `baton_runtime`: a role with row rights only over every
+  /// table (granted on the template), which the test clusters' nodes use.
+  std::string runtime_url(const std::string& url) const;
   std::string url(const std::string& database) const;
   const std::string& dir() const { return dir_; }
 
