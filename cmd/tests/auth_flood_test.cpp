@@ -320,6 +320,58 @@ TEST(AuthFlood, BeyondTheAdminQueueARequestIsShedAtOnceWithRetryAfter) {
   EXPECT_EQ(metric(c, "n1", "baton_requests_shed_total"), 1);
 }
 
+// A worker's hello is judged on a thread of its own: while both admin
+// threads are held by requests waiting on a lock (and more wait for them),
+// a worker that connects is welcomed, before any of those requests is
+// answered.
+TEST(AuthFlood, AWorkerIsWelcomedWhileTheApiThreadsAreHeld) {
+  ClusterOptions o;
+  o.node_extra = "limits: {hello_deadline: 2s, read_rate: 0}\n";
+  Cluster c("hello_apart", tick_jobs, o);
+  c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(), "n1");
+  const int port = c.port("n1");
+  ASSERT_EQ(c.http(port, "GET", "/api/v1/audit", admin).status, 200);
+  // The audit log locked for four seconds: the API's reads of it wait
+  // (each gives up after the admin store's 2 s deadline with a 503), and
+  // nothing a hello or the leader's loop does reads it.
+  std::thread locker(
+      [&] { c.db().scalar("BEGIN; LOCK TABLE audit_log IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(4); COMMIT"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto since = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  };
+  std::atomic<long long> first_answer_ms{1000000};
+  std::atomic<int> answered{0};
+  std::vector<std::thread> held;
+  for (int i = 0; i < 4; ++i)
+    held.emplace_back([&] {
+      auto r = http_request(port, "GET", "/api/v1/audit", admin, "", std::chrono::seconds(15));
+      const long long at = since();
+      long long seen = first_answer_ms.load();
+      while (at < seen && !first_answer_ms.compare_exchange_weak(seen, at)) {
+      }
+      answered += r.status == 200 || r.status == 503;
+    });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // both admin threads are in the lock's queue
+  c.start_worker("w1", 1);
+  long long welcomed_ms = -1;
+  while (welcomed_ms < 0 && since() < 5000) {
+    if (c.proc("w1").log().find("worker_attached worker=w1") != std::string::npos)
+      welcomed_ms = since();
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  locker.join();
+  for (auto& t : held) t.join();
+  std::printf("welcomed at %lld ms, the first held request answered at %lld ms\n", welcomed_ms, first_answer_ms.load());
+  ASSERT_GE(welcomed_ms, 0) << "never welcomed: " << c.proc("w1").log();
+  EXPECT_LT(welcomed_ms, first_answer_ms.load()) << "welcomed only once the API threads were free";
+  EXPECT_EQ(answered.load(), 4);
+  EXPECT_EQ(c.proc("n1").log().find("no hello within"), std::string::npos);
+}
+
 // The configured admin token is read again when its file changes: the new
 // one works within a few seconds and the old one is refused; a file that
 // does not hold a valid token leaves the one in use (docs/security.md).

@@ -296,11 +296,11 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
         auto why = certificate_refusal(ws_.next_layer().native_handle(), worker_certificates_, hello->worker_id);
         if (!why.empty()) return reject("unauthenticated", why);
       }
-      // The credential may take a database round trip: checked on the admin
-      // pool, and nothing more is read from this connection until it is.
-      // Unauthenticated clients can send hellos as fast as they like: at
-      // most admissions_max wait for the pool at once (the API's requests
-      // share it), the others are refused and asked to come back.
+      // The credential may take a database round trip: checked on the
+      // hellos' own pool, and nothing more is read from this connection
+      // until it is. Unauthenticated clients can send hellos as fast as
+      // they like: at most admissions_max wait for the pool at once, the
+      // others are refused and asked to come back.
       // A source that failed to authenticate too often is refused before
       // its credential is looked at (docs/security.md).
       if (auto wait = gate_.refused(slot_->address))
