@@ -16,21 +16,24 @@ using namespace baton::store::pg::test;
 
 namespace {
 
+/// The error `sql` fails with as the role of `url`, or "" when it succeeds.
+std::string refusal_as(const std::string& url, const std::string& sql) {
+  try {
+    pqxx::connection c(url);
+    pqxx::nontransaction tx(c);
+    tx.exec(sql);
+    return "";
+  } catch (const pqxx::sql_error& e) {
+    return e.what();
+  }
+}
+
 class AuditLogTest : public ElectedStoreTest {
  protected:
   AuditLogTest() : ElectedStoreTest("audit") {}
 
   /// The error `sql` fails with, or "" when it succeeds.
-  std::string refusal(const std::string& sql) {
-    try {
-      pqxx::connection c(url);
-      pqxx::nontransaction tx(c);
-      tx.exec(sql);
-      return "";
-    } catch (const pqxx::sql_error& e) {
-      return e.what();
-    }
-  }
+  std::string refusal(const std::string& sql) { return refusal_as(url, sql); }
 };
 
 TEST_F(AuditLogTest, AnEntryCanBeNeitherChangedNorRemoved) {
@@ -48,18 +51,6 @@ TEST_F(AuditLogTest, AnEntryCanBeNeitherChangedNorRemoved) {
   // Appending goes on as before.
   ASSERT_TRUE(admin.set_job_paused(Actor{"alice", epoch}, "audited", true));
   EXPECT_EQ(text("SELECT count(*) > " + entries + " FROM audit_log"), "t");
-}
-
-/// The error `sql` fails with as the role of `url`, or "" when it succeeds.
-std::string refusal_as(const std::string& url, const std::string& sql) {
-  try {
-    pqxx::connection c(url);
-    pqxx::nontransaction tx(c);
-    tx.exec(sql);
-    return "";
-  } catch (const pqxx::sql_error& e) {
-    return e.what();
-  }
 }
 
 // The nodes' runtime role (docs/operations.md, "A runtime role apart from
