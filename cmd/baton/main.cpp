@@ -151,7 +151,16 @@ int cmd_node(const std::vector<std::string>& args) {
   const std::string where = baton::store::pg::describe_url(cfg->database_url);
   if (cfg->auto_migrate) {
     auto r = migrate_with_retry(cfg->database_url, cfg->node_id, cfg->database_start_timeout);
-    if (!r) return fail("node " + cfg->node_id + ": cannot start: database " + where + ": " + r.error().message);
+    // A role of its own that was not granted, or a schema that needs
+    // migrating and a role that does not own it: say who can fix it.
+    const bool rights = !r && (r.error().message.find("permission denied") != std::string::npos ||
+                               r.error().message.find("must be owner") != std::string::npos);
+    if (!r)
+      return fail("node " + cfg->node_id + ": cannot start: database " + where + ": " + r.error().message +
+                  (rights ? " (as the database's owner, run `baton migrate --database-url <the owner's URL> "
+                            "--grant-to <this node's role>`: docs/operations.md, \"A runtime role apart from the "
+                            "owner\")"
+                          : ""));
   } else {
     baton::store::pg::PgLeaseStore probe(cfg->database_url, "baton-node-" + cfg->node_id + "-probe");
     auto r = probe.observe();

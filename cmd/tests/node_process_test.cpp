@@ -333,6 +333,15 @@ TEST_F(NodeProcess, MigrateGrantsTheNodesRoleAndANodeRunsAsIt) {
   EXPECT_EQ(neither.wait_for_exit(10s), 2);
   EXPECT_NE(neither.log().find("--config FILE or --database-url URL is required"), std::string::npos);
 
+  // A node as a role nobody granted anything is refused at start, with
+  // who can fix it and how.
+  ChildProcess ungranted({BATON_BINARY, "node", "--config", write_config("u", "u1", db.ungranted_url)},
+                         dir_ + "/ungranted.log");
+  EXPECT_EQ(ungranted.wait_for_exit(10s), 2);
+  EXPECT_NE(ungranted.log().find("permission denied"), std::string::npos) << ungranted.log();
+  EXPECT_NE(ungranted.log().find("as the database's owner, run `baton migrate --database-url"), std::string::npos)
+      << ungranted.log();
+
   // A node as the runtime role, auto_migrate left on: the schema is
   // current, so it only reads it, and it is elected.
   auto cfg = write_config("g", "g1", db.runtime_url);

@@ -109,11 +109,15 @@ PgInstance::SeparateRoles PgInstance::separate_roles_database(const std::string&
     pqxx::connection admin(url("postgres"));
     pqxx::nontransaction tx(admin);
     tx.exec("CREATE ROLE " + admin.quote_name(out.runtime_role) + " LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE");
+    tx.exec("CREATE ROLE " + admin.quote_name(out.runtime_role + "_ungranted") +
+            " LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE");
   }
   auto g = store::pg::grant_runtime_role(out.owner_url, out.runtime_role);
   if (!g) throw std::runtime_error("granting " + out.runtime_role + " failed: " + g.error().message);
   out.runtime_url = "postgresql://" + out.runtime_role + "@127.0.0.1:" + std::to_string(port_) +
                     out.owner_url.substr(out.owner_url.rfind('/'));
+  out.ungranted_url = "postgresql://" + out.runtime_role + "_ungranted@127.0.0.1:" + std::to_string(port_) +
+                      out.owner_url.substr(out.owner_url.rfind('/'));
   return out;
 }
 

@@ -30,6 +30,7 @@ class PgInstance {
   /// store::pg::grant_runtime_role.
   struct SeparateRoles {
     std::string owner_url, runtime_url, runtime_role;
+    std::string ungranted_url;  ///< the same database as a login role never granted anything
   };
   SeparateRoles separate_roles_database(const std::string& prefix);
   /// The same database as `url` (one of fresh_database's, migrated),
