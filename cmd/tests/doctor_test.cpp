@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "baton/store_pg/migrate.h"
 #include "cluster.h"
 
 using namespace baton::testing;
@@ -126,6 +127,24 @@ TEST(Doctor, EveryProblemOfANodeConfigIsNamedWithItsFix) {
   EXPECT_TRUE(has(o, "warn  database    the role doctor_owner_")) << o.out;
   EXPECT_TRUE(has(o, " owns Baton's tables: whoever takes a node's host could drop the audit log's")) << o.out;
   EXPECT_TRUE(has(o, "--grant-to <that role>")) << o.out;
+
+  // A schema behind this binary's, and a role that does not own it: the
+  // node cannot migrate at start; the owner must, and grant it again.
+  const int shipped = baton::store::pg::embedded_migrations().back().version;
+  const auto behind = PgInstance::shared().separate_roles_database("doctor_behind", shipped - 1);
+  const std::string late = c.dir() + "/late.yaml";
+  std::ofstream(late) << "node_id: n9\nlisten: 127.0.0.1:7999\nadmin_token_file: " << token_copy(c.dir(), "admin")
+                      << "\ndatabase: {url: '" << behind.runtime_url << "'}\ntls: {cert_file: " << ca.node_cert()
+                      << ", key_file: " << ca.node_key() << "}\n";
+  auto l = doctor(c.dir(), late);
+  EXPECT_EQ(l.exit_code, 1) << l.out;
+  EXPECT_TRUE(has(l, "FAIL  database    the schema is at version " + std::to_string(shipped - 1) +
+                         ", this binary needs " + std::to_string(shipped) + ", and the role " + behind.runtime_role +
+                         " does not own the tables, so the node cannot migrate them"))
+      << l.out;
+  EXPECT_TRUE(has(
+      l, "fix: as the owner: `baton migrate --database-url <the owner's URL> --grant-to " + behind.runtime_role + "`"))
+      << l.out;
 
   const std::string broken = c.dir() + "/broken.yaml";
   std::ofstream(broken) << "node_id: n9\ndatabase: {url: 'postgresql://h/d'}\n";

@@ -341,6 +341,19 @@ TEST_F(NodeProcess, MigrateGrantsTheNodesRoleAndANodeRunsAsIt) {
   EXPECT_NE(ungranted.log().find("permission denied"), std::string::npos) << ungranted.log();
   EXPECT_NE(ungranted.log().find("as the database's owner, run `baton migrate --database-url"), std::string::npos)
       << ungranted.log();
+  // The runtime role of a database whose schema is behind this binary's:
+  // it connects, but cannot migrate what it does not own.
+  int shipped = 0;
+  for (const auto& f : std::filesystem::directory_iterator(std::string(BATON_SOURCE_DIR) + "/schemas"))
+    shipped += f.path().extension() == ".sql";
+  const auto behind = PgInstance::shared().separate_roles_database("grantlate", shipped - 1);
+  ChildProcess late({BATON_BINARY, "node", "--config", write_config("l", "l1", behind.runtime_url)},
+                    dir_ + "/late.log");
+  EXPECT_EQ(late.wait_for_exit(10s), 2);
+  EXPECT_NE(late.log().find("permission denied for schema public"), std::string::npos) << late.log();
+  EXPECT_EQ(late.log().find("[sqlstate ]"), std::string::npos) << "no empty code: " << late.log();
+  EXPECT_NE(late.log().find("as the database's owner, run `baton migrate --database-url"), std::string::npos)
+      << late.log();
 
   // A node as the runtime role, auto_migrate left on: the schema is
   // current, so it only reads it, and it is elected.

@@ -133,18 +133,13 @@ Result<NodeConfig> load_node_config(const std::string& file) {
   dur("continuation_margin", cfg.runtime.continuation_margin);
   dur("timeout_grace", cfg.runtime.timeout_grace);
   dur("dispatch_every", cfg.runtime.dispatch_every);
-  // Two where 0 means "none" (docs/operations.md): assign when due; every
-  // due read from the front.
-  auto dur_or_zero = [&](const char* key, Millis& out) {
-    if (auto v = rt.duration(key)) {
-      if (v->count() < 0)
-        errors.add(rt.key_path(key), "must not be negative");
-      else
-        out = *v;
-    }
-  };
-  dur_or_zero("assign_ahead", cfg.runtime.assign_ahead);
-  dur_or_zero("due_front_every", cfg.runtime.due_front_every);
+  // 0 means "assigned when due" (docs/operations.md), so not `dur`.
+  if (auto v = rt.duration("assign_ahead")) {
+    if (v->count() < 0)
+      errors.add(rt.key_path("assign_ahead"), "must not be negative");
+    else
+      cfg.runtime.assign_ahead = *v;
+  }
   dur("prune_every", cfg.runtime.prune_every);
   if (auto v = rt.boolean("assign_with_start")) cfg.runtime.assign_with_start = *v;
   if (auto v = rt.integer("dispatch_batch", 1, 100000)) cfg.runtime.dispatch_batch = static_cast<int>(*v);

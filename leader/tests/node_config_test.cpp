@@ -100,17 +100,18 @@ TEST(NodeConfig, ReadsEveryKey) {
   EXPECT_EQ(cfg->election.poll_every, Millis{300});
 }
 
-// Two runtime durations where 0 means "none" (docs/operations.md); the
-// others must be positive.
-TEST(NodeConfig, AssignAheadAndDueFrontEveryMayBeZero) {
-  const std::string base = "node_id: n1\ninsecure: true\ndatabase: {url: 'postgresql://u@h:1/d'}\n"
-                           "worker_token_file: " +
-                           std::string(BATON_SOURCE_DIR) + "/cmd/tests/tokens/worker.token\nadmin_token_file: " +
-                           std::string(BATON_SOURCE_DIR) + "/cmd/tests/tokens/admin.token\n";
-  auto cfg = leader::load_node_config(write_config(base + "runtime: {assign_ahead: 0ms, due_front_every: 0ms}\n"));
+// runtime.assign_ahead may be 0 (assigned when due: docs/operations.md);
+// the other durations must be positive.
+TEST(NodeConfig, AssignAheadMayBeZero) {
+  const std::string base =
+      "node_id: n1\ninsecure: true\ndatabase: {url: 'postgresql://u@h:1/d'}\n"
+      "worker_token_file: " +
+      std::string(BATON_SOURCE_DIR) +
+      "/cmd/tests/tokens/worker.token\nadmin_token_file: " + std::string(BATON_SOURCE_DIR) +
+      "/cmd/tests/tokens/admin.token\n";
+  auto cfg = leader::load_node_config(write_config(base + "runtime: {assign_ahead: 0ms}\n"));
   ASSERT_TRUE(cfg) << cfg.error().message;
   EXPECT_EQ(cfg->runtime.assign_ahead, Millis{0});
-  EXPECT_EQ(cfg->runtime.due_front_every, Millis{0});
   auto refused = leader::load_node_config(write_config(base + "runtime: {dispatch_every: 0ms}\n"));
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().message.find("runtime.dispatch_every: must be positive"), std::string::npos)
@@ -246,7 +247,6 @@ TEST(NodeConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
       {"runtime.timeout_grace", duration(r.timeout_grace)},
       {"runtime.dispatch_every", duration(r.dispatch_every)},
       {"runtime.assign_ahead", duration(r.assign_ahead)},
-      {"runtime.due_front_every", duration(r.due_front_every)},
       {"runtime.assign_with_start", r.assign_with_start ? "true" : "false"},
       {"runtime.dispatch_batch", std::to_string(r.dispatch_batch)},
       {"runtime.controls_every", duration(r.controls_every)},

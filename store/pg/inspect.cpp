@@ -70,7 +70,7 @@ Result<DatabaseFacts> inspect_database(const std::string& url) {
         "pg_has_role(current_user, 'pg_read_server_files', 'MEMBER') OR "
         "pg_has_role(current_user, 'pg_write_server_files', 'MEMBER'), "
         "coalesce((SELECT pg_has_role(current_user, relowner, 'USAGE') FROM pg_class "
-        "WHERE oid = to_regclass('audit_log')), false)");
+        "WHERE oid = to_regclass('schema_migrations')), false)");
     f.in_recovery = row[0].as<bool>();
     f.server_version = row[1].as<std::string>();
     f.synchronous_standby_names = row[2].as<std::string>();

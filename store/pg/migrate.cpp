@@ -15,6 +15,15 @@ namespace {
 constexpr std::int64_t migration_lock_key = 0x0BA7'0000'0001;
 }  // namespace
 
+namespace {
+std::vector<int> applied_versions(pqxx::work& tx) {
+  std::vector<int> done;
+  for (const auto& row : tx.exec("SELECT version FROM schema_migrations ORDER BY version"))
+    done.push_back(row[0].as<int>());
+  return done;
+}
+}  // namespace
+
 Result<MigrateReport> migrate(const std::string& url, const std::string& applied_by, int up_to) {
   PgSession session{url, "baton-migrate"};
   return session.with<MigrateReport>([&](pqxx::connection& c) -> Result<MigrateReport> {
@@ -23,13 +32,12 @@ Result<MigrateReport> migrate(const std::string& url, const std::string& applied
     // Nothing to apply: read only, no lock and no DDL, so that a node whose
     // role owns nothing starts on a current schema.
     if (tx.exec1("SELECT to_regclass('schema_migrations') IS NOT NULL")[0].as<bool>()) {
-      std::vector<int> done;
-      for (const auto& row : tx.exec("SELECT version FROM schema_migrations")) done.push_back(row[0].as<int>());
+      const std::vector<int> done = applied_versions(tx);
       const bool current = std::ranges::all_of(embedded_migrations(), [&](const Migration& m) {
         return m.version > up_to || std::find(done.begin(), done.end(), m.version) != done.end();
       });
       if (current) {
-        report.current_version = done.empty() ? 0 : *std::max_element(done.begin(), done.end());
+        report.current_version = done.empty() ? 0 : done.back();
         tx.commit();
         return report;
       }
@@ -39,10 +47,9 @@ Result<MigrateReport> migrate(const std::string& url, const std::string& applied
         "CREATE TABLE IF NOT EXISTS schema_migrations ("
         " version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
         " applied_at TIMESTAMPTZ NOT NULL DEFAULT now(), applied_by TEXT NOT NULL)");
-    std::vector<int> done;
-    for (const auto& row : tx.exec("SELECT version FROM schema_migrations ORDER BY version")) {
-      done.push_back(row[0].as<int>());
-    }
+    // Read again under the lock: another migrator may have applied some
+    // since the read above.
+    const std::vector<int> done = applied_versions(tx);
     for (const Migration& m : embedded_migrations()) {
       if (m.version > up_to) break;
       if (std::find(done.begin(), done.end(), m.version) != done.end()) continue;

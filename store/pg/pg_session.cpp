@@ -183,7 +183,9 @@ Error PgSession::map_current_exception() {
       return make_error(Errc::db_unavailable, describe_url(url_) + ": " + e.what() + " [sqlstate " + state + "]");
     }
     if (conn_ && !conn_->is_open()) conn_.reset();
-    return make_error(Errc::db_error, std::string(e.what()) + " [sqlstate " + state + "]");
+    // libpqxx 6.4 leaves the code empty for some errors (a refused CREATE in
+    // a transaction): no "[sqlstate ]" then.
+    return make_error(Errc::db_error, std::string(e.what()) + (state.empty() ? "" : " [sqlstate " + state + "]"));
   } catch (const std::exception& e) {
     if (conn_ && !conn_->is_open()) conn_.reset();
     return make_error(Errc::db_error, e.what());

@@ -85,7 +85,7 @@ std::string PgInstance::fresh_database(const std::string& prefix, bool migrated)
   return url(name);
 }
 
-std::string PgInstance::least_privilege_database(const std::string& prefix) {
+std::string PgInstance::least_privilege_database(const std::string& prefix, int up_to) {
   const std::string name = prefix + "_" + std::to_string(++next_db_);
   {
     pqxx::connection admin(url("postgres"));
@@ -96,14 +96,14 @@ std::string PgInstance::least_privilege_database(const std::string& prefix) {
     tx.exec("REVOKE ALL ON DATABASE " + admin.quote_name(name) + " FROM PUBLIC");
   }
   const std::string as_role = "postgresql://" + name + "@127.0.0.1:" + std::to_string(port_) + "/" + name;
-  auto r = store::pg::migrate(as_role, "least-privilege");
+  auto r = store::pg::migrate(as_role, "least-privilege", up_to);
   if (!r) throw std::runtime_error("migrating as a least-privilege role failed: " + r.error().message);
   return as_role;
 }
 
-PgInstance::SeparateRoles PgInstance::separate_roles_database(const std::string& prefix) {
+PgInstance::SeparateRoles PgInstance::separate_roles_database(const std::string& prefix, int up_to) {
   SeparateRoles out;
-  out.owner_url = least_privilege_database(prefix);
+  out.owner_url = least_privilege_database(prefix, up_to);
   out.runtime_role = prefix + "_runtime_" + std::to_string(next_db_);
   {
     pqxx::connection admin(url("postgres"));

@@ -3,6 +3,7 @@
 // on first use and removed at exit, plus read-only inspection helpers so test
 // code outside store/ never writes SQL of its own.
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,9 +22,10 @@ class PgInstance {
   std::string fresh_database(const std::string& prefix, bool migrated = true);
   /// A new database owned by a role of its own that is no superuser and
   /// holds no other right (docs/operations.md, "A least-privilege database
-  /// role"), migrated as that role: the URL connects as it. Throws if a
-  /// migration needs more than the role has.
-  std::string least_privilege_database(const std::string& prefix);
+  /// role"), migrated as that role up to schema version `up_to` (every
+  /// one by default): the URL connects as it. Throws if a migration needs
+  /// more than the role has.
+  std::string least_privilege_database(const std::string& prefix, int up_to = std::numeric_limits<int>::max());
   /// A database set up as docs/operations.md, "A runtime role apart from
   /// the owner", has it: an owner role migrates it (as above) and a role
   /// with LOGIN and nothing else is granted row rights by
@@ -32,7 +34,7 @@ class PgInstance {
     std::string owner_url, runtime_url, runtime_role;
     std::string ungranted_url;  ///< the same database as a login role never granted anything
   };
-  SeparateRoles separate_roles_database(const std::string& prefix);
+  SeparateRoles separate_roles_database(const std::string& prefix, int up_to = std::numeric_limits<int>::max());
   /// The same database as `url` (one of fresh_database's, migrated),
   /// reached as `baton_runtime`: a role with row rights only over every
   /// table (granted on the template), which the test clusters' nodes use.
