@@ -13,9 +13,7 @@ namespace baton::store::pg {
 namespace {
 // Arbitrary but fixed: every Baton process migrating this database takes it.
 constexpr std::int64_t migration_lock_key = 0x0BA7'0000'0001;
-}  // namespace
 
-namespace {
 std::vector<int> applied_versions(pqxx::work& tx) {
   std::vector<int> done;
   for (const auto& row : tx.exec("SELECT version FROM schema_migrations ORDER BY version"))
