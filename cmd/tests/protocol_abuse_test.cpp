@@ -451,7 +451,13 @@ TEST(DenialOfService, IdleSlowAndOversizedClientsAreCutOffWhileTheWorkloadKeepsI
   EXPECT_EQ(refused_frames.load(), 10);
   EXPECT_EQ(silent_closed.load(), 10);
   std::printf("dos: %.0f runs/s calm, %.0f runs/s under attack (%.0f%%)\n", calm, attacked, 100 * attacked / calm);
-  EXPECT_GE(attacked, 0.9 * calm) << "calm " << calm << " runs/s, under attack " << attacked;
+  // A floor against starvation (the attack holding the node's I/O thread,
+  // or its accepts crowding out the workload's: the pace then falls to a
+  // fraction), not the pace to a percent: that is a time, and on two cores
+  // shared with 2,000 attacking sockets it measured 85% and 89.9% in clean
+  // CI runs, 94-103% alone. The pace itself is the benchmark's to measure
+  // (bench/run's flood phase; docs/security.md).
+  EXPECT_GE(attacked, 0.7 * calm) << "calm " << calm << " runs/s, under attack " << attacked;
   EXPECT_TRUE(c.proc("n1").running());
 }
 TEST(DenialOfService, ConnectionCapsAndRateLimitsRefuseTheExcess) {
