@@ -6,6 +6,9 @@
 // replace jobs.
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
+#include <map>
+
 #include "store_test_support.h"
 
 using namespace baton;
@@ -426,4 +429,89 @@ TEST_F(OverlapStoreTest, ParameterDeclarationsRefuseATriggerInItsOwnStatement) {
   EXPECT_EQ(wrong_default.error().message, "parameters.v.default: 'UPPER' does not match the pattern '[a-z]+'");
   bad.parameters_json = R"({"v": "lower"})";
   EXPECT_TRUE(admin.create_job(Actor{"test", epoch}, bad));
+}
+
+namespace {
+
+/// What the due read gave before the job's columns were kept by version:
+/// the job's parameters overlaid by the run's payload in the database
+/// (jsonb `||`), each value as text.
+std::map<std::string, std::string> parameters_as_the_database_overlays_them(const std::string& json_text) {
+  std::map<std::string, std::string> out;
+  const auto v = boost::json::parse(json_text);
+  if (v.is_object())
+    for (const auto& kv : v.as_object())
+      out[std::string(kv.key())] =
+          kv.value().is_string() ? std::string(kv.value().as_string()) : boost::json::serialize(kv.value());
+  return out;
+}
+
+}  // namespace
+
+// The dispatcher's read takes a job's columns once per version of its row
+// (schemas' job_definitions.xmin, docs/performance.md "The job's columns
+// once per version"): a change made by any writer, even one that does not
+// bump the job's version column, is in the next read; and every payload's
+// parameters come out as the database's own overlay made them.
+TEST_F(OverlapStoreTest, TheDueReadSeesEveryChangeOfAJobAndOverlaysPayloadsAsTheDatabaseDid) {
+  JobDefinition j;
+  j.name = "shaped";
+  j.parameters_json = R"({"region": "eu", "n": 1, "flag": true})";
+  j.parameter_rules_json = R"({"region": {}, "n": {}, "flag": {}, "z": {}, "s": {}})";
+  ASSERT_TRUE(admin.create_job(Actor{"test", epoch}, j));
+  const std::vector<std::string> payloads = {
+      R"({"parameters": {"region": "us"}, "event": {"k": [1, 2.5, null]}})",
+      R"({"upstream_run": 7, "region": "ap"})",
+      R"({"parameters": {"n": 2.5, "flag": false, "z": null, "s": "x\"y"}})",
+      R"({"parameters": {}})",
+  };
+  for (const auto& p : payloads) {
+    auto t = admin.trigger(Actor{"test", epoch}, "shaped", std::nullopt, p);
+    ASSERT_TRUE(t) << p << ": " << t.error().message;
+    ASSERT_EQ(t->outcome, WriteOutcome::applied) << p << ": refused=" << t->parameters_refused.has_value() << " [" << t->parameters_refused.value_or("") << "]";
+    ASSERT_TRUE(t->due.has_value());
+    EXPECT_EQ(t->due->parameters,
+              parameters_as_the_database_overlays_them(text(
+                  "SELECT (j.parameters || coalesce(r.payload->'parameters', '{}') || (r.payload - 'parameters'))::text"
+                  " FROM job_runs r JOIN job_definitions j ON j.id = r.job_definition_id WHERE r.id = " +
+                  std::to_string(t->run.value))))
+        << p;
+  }
+  // No payload at all: the job's defaults.
+  ASSERT_TRUE(admin.trigger(Actor{"test", epoch}, "shaped", std::nullopt, std::nullopt));
+  auto check_read = [&](const std::string& when) {
+    auto read = leader.due_runs(10, {}, Millis{0});
+    ASSERT_TRUE(read) << when;
+    ASSERT_EQ(read->size(), payloads.size() + 1) << when;
+    for (const auto& d : *read) {
+      EXPECT_EQ(d.job_name, "shaped") << when;
+      EXPECT_EQ(d.tasks_json, text("SELECT tasks::text FROM job_definitions WHERE name = 'shaped'")) << when;
+      EXPECT_EQ(d.timeout_ms, std::stoll(text("SELECT coalesce(timeout_ms, 0) FROM job_definitions WHERE name = 'shaped'")))
+          << when;
+      EXPECT_EQ(d.parameters,
+                parameters_as_the_database_overlays_them(text(
+                    "SELECT (j.parameters || coalesce(r.payload->'parameters', '{}') || (r.payload - 'parameters'))::text"
+                    " FROM job_runs r JOIN job_definitions j ON j.id = r.job_definition_id WHERE r.id = " +
+                    std::to_string(d.id.value))))
+          << when << ", run " << d.id.value;
+    }
+  };
+  check_read("first read");
+  check_read("second read, the job's columns held");
+  // A writer that changes the job without touching its version column.
+  const auto version_before = text("SELECT version FROM job_definitions WHERE name = 'shaped'");
+  text("UPDATE job_definitions SET parameters = '{\"region\": \"sa\", \"extra\": 3}', timeout_ms = 4242,"
+       " tasks = '[{\"name\": \"t2\", \"kind\": \"NOOP\"}]', worker_selector = '{\"pool\": \"gpu\"}'"
+       " WHERE name = 'shaped' RETURNING 1");
+  ASSERT_EQ(text("SELECT version FROM job_definitions WHERE name = 'shaped'"), version_before);
+  EXPECT_TRUE(leader.due_runs(10, {}, Millis{0})->empty()) << "the new selector is read: no run fits no labels";
+  auto gpu = leader.due_runs(10, {{"pool", "gpu"}}, Millis{0});
+  ASSERT_TRUE(gpu);
+  ASSERT_EQ(gpu->size(), payloads.size() + 1);
+  for (const auto& d : *gpu) {
+    EXPECT_EQ(d.timeout_ms, 4242);
+    EXPECT_EQ(d.selector, (std::map<std::string, std::string>{{"pool", "gpu"}}));
+    EXPECT_EQ(d.tasks_json, text("SELECT tasks::text FROM job_definitions WHERE name = 'shaped'"));
+    EXPECT_EQ(d.parameters.count("extra"), 1u) << "run " << d.id.value;
+  }
 }
