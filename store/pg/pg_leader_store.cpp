@@ -2,8 +2,6 @@
 
 #include <boost/json.hpp>
 
-#include <algorithm>
-
 #include <map>
 #include <tuple>
 
@@ -51,7 +49,7 @@ std::vector<DueRun> ids_and_job_names(const pqxx::result& rows) {
 }  // namespace
 
 PgLeaderStore::PgLeaderStore(const std::string& url, const std::string& application_name)
-    : session_(url, application_name), jobs_(std::make_unique<DueJobCache>()) {
+    : session_(url, application_name) {
   // Prepared once per connection: the dispatcher runs it on every pass.
   session_.on_connect([](pqxx::connection& c) {
     // One scan of the open index in dispatch order (schemas/0021), cut by
@@ -75,12 +73,8 @@ PgLeaderStore::PgLeaderStore(const std::string& url, const std::string& applicat
         "  OR (baton_instance_limit(jd) IS NOT NULL AND (SELECT count(*) FROM job_runs x"
         "   WHERE x.job_definition_id = jd.id AND x.instance_no IS NOT NULL) >= baton_instance_limit(jd))"
         "  OR (jd.exclusive_execution AND EXISTS (SELECT 1 FROM job_runs x WHERE x.exclusive_lock)))"
-        // The run's own columns and its job's id and row version: the
-        // job's columns come from the leader's copy of each version
-        // (DueJobCache), read once per version, not with every run.
         " SELECT " +
-        due_run_own_columns() +
-        ", r.job_definition_id, j.xmin::text::bigint"
+        due_run_columns() +
         " FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id"
         " WHERE " +
         // The due bound and the limit as subqueries (computed
@@ -97,8 +91,6 @@ PgLeaderStore::PgLeaderStore(const std::string& url, const std::string& applicat
     prep.commit();
   });
 }
-
-PgLeaderStore::~PgLeaderStore() = default;
 
 Result<std::vector<DueRun>> PgLeaderStore::due_runs(int limit, const std::map<std::string, std::string>& labels,
                                                     Millis ahead) {
@@ -118,42 +110,9 @@ Result<std::vector<DueRun>> PgLeaderStore::due_runs(int limit, const std::map<st
     // planner's own choice.
     auto rows = tx.exec("SET LOCAL plan_cache_mode = force_generic_plan; EXECUTE due_runs(" + tx.quote(limit) + ", " +
                         tx.quote(labels_json) + ", " + tx.quote(ahead.count()) + ")");
-    constexpr int job_id_column = due_run_own_width, job_version_column = due_run_own_width + 1;
-    // The jobs of these runs at a row version this store has not read yet.
-    std::vector<std::int64_t> unread;
-    for (const auto& r : rows)
-      if (!r[job_id_column].is_null()) {
-        const auto id = r[job_id_column].as<std::int64_t>();
-        if (!jobs_->find(id, r[job_version_column].as<std::int64_t>()) &&
-            std::find(unread.begin(), unread.end(), id) == unread.end())
-          unread.push_back(id);
-      }
-    // Read as they are now: a job changed since the first statement is used
-    // at its newer version for this read's runs too, as the next read would.
-    std::map<std::int64_t, std::int64_t> read_at;
-    if (!unread.empty()) {
-      auto jobs = tx.exec_params("SELECT j.id, j.xmin::text::bigint, " + due_job_columns() +
-                                     " FROM job_definitions j WHERE j.id = ANY($1::bigint[])",
-                                 pg_array(unread));
-      for (const auto& j : jobs) {
-        const auto id = j[0].as<std::int64_t>(), version = j[1].as<std::int64_t>();
-        jobs_->put(id, version, due_job_of(j, 2));
-        read_at[id] = version;
-      }
-    }
-    static const DueJob no_job{};
     std::vector<DueRun> out;
     out.reserve(rows.size());
-    for (const auto& r : rows) {
-      const DueJob* job = &no_job;
-      if (!r[job_id_column].is_null()) {
-        const auto id = r[job_id_column].as<std::int64_t>();
-        const auto newer = read_at.find(id);
-        job = jobs_->find(id, newer != read_at.end() ? newer->second : r[job_version_column].as<std::int64_t>());
-        if (!job) job = &no_job;  // deleted between the two statements
-      }
-      out.push_back(due_run_of(r, 0, *job));
-    }
+    for (const auto& r : rows) out.push_back(due_run_of(r));
     settle_starts_in(out, rows);
     return out;
   });

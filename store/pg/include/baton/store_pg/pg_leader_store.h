@@ -1,7 +1,6 @@
 #pragma once
 // LeaderStore on PostgreSQL (reads and registries; fenced statements come
 // from run_transitions.cpp).
-#include <memory>
 #include <string>
 
 #include "baton/store/leader_store.h"
@@ -9,12 +8,9 @@
 
 namespace baton::store::pg {
 
-class DueJobCache;
-
 class PgLeaderStore final : public LeaderStore {
  public:
   PgLeaderStore(const std::string& url, const std::string& application_name);
-  ~PgLeaderStore() override;
 
   Result<std::vector<DueRun>> due_runs(int limit, const std::map<std::string, std::string>& labels,
                                        Millis ahead) override;
@@ -43,8 +39,6 @@ class PgLeaderStore final : public LeaderStore {
 
  private:
   PgSession session_;
-  /// The jobs due_runs has read, each at its row version (due_run_row.h).
-  std::unique_ptr<DueJobCache> jobs_;
 };
 
 }  // namespace baton::store::pg
