@@ -20,6 +20,7 @@
 #include "baton/store_fake/fake_lease_store.h"
 #include "baton/store_fake/fake_run_store.h"
 #include "baton/worker_core/attempt_table.h"
+#include "baton/worker_core/finish_delivery.h"
 #include "baton/worker_core/stall_guard.h"
 
 namespace baton::sim {
@@ -92,10 +93,6 @@ consensus::ElectionConfig election_config() {
   c.safety_margin = 500ms;
   c.poll_every = 250ms;
   return c;
-}
-
-std::string key_of(const protocol::AttemptRef& r) {
-  return std::to_string(r.run_id) + "/" + std::to_string(r.attempt) + "/" + r.lease_token;
 }
 
 struct Frame {
@@ -188,11 +185,11 @@ struct Worker {
   int target = 0;  ///< the node it connects to next
   std::int64_t reconnect_at_ns = 0;
   std::int64_t next_heartbeat_ns = 0;
-  std::int64_t connect_deadline_ns = 0;               ///< a connection not welcomed by then is given up
-  std::int64_t last_heard_ns = 0;                     ///< the node last answered (a frame or a ping)
-  std::map<std::string, protocol::Finish> unacked;    ///< the durable outbox
-  std::map<std::string, std::int64_t> unacked_since;  ///< when each was written (resent after finish_resend_after)
-  std::int64_t last_resend_ns = 0;
+  std::int64_t connect_deadline_ns = 0;  ///< a connection not welcomed by then is given up
+  std::int64_t last_heard_ns = 0;        ///< the node last answered (a frame or a ping)
+  /// Each ended attempt's finish until acknowledged: the Agent's own
+  /// component (worker/core), its outbox writes made at once and durable.
+  wc::FinishDelivery delivery;
   std::deque<Frame> held;                   ///< frames that arrived while paused
   std::optional<std::uint64_t> close_held;  ///< a close that came while paused, after `held`
   /// The Agent's rule for frames read after its loop stood still.
@@ -659,6 +656,10 @@ class World {
     w.succeeds = w.instance;
     w.instance = w.id + "-i" + std::to_string(w.incarnation);
     w.table = std::make_unique<wc::AttemptTable>(k_.capacity);
+    // What the outbox on disk holds is all a new incarnation knows.
+    const auto on_disk = w.delivery.durable();
+    w.delivery = wc::FinishDelivery{};
+    w.delivery.loaded(on_disk, w.clock->mono());
     w.stall = wc::StallGuard(wc::StallGuard::limit_for(cfg_.heartbeat_interval, cfg_.heartbeat_timeout));
     w.conn.reset();
     w.welcomed = false;
@@ -712,6 +713,7 @@ class World {
     w.conn.reset();
     w.welcomed = false;
     w.table->detached(w.clock->mono());
+    w.delivery.detached();
     worker_effects(w);
     w.reconnect_at_ns = now_ns() + uniform(50, 400) * ms_ns;
   }
@@ -726,8 +728,7 @@ class World {
     h.instance = w.instance;
     h.succeeds = w.succeeds;
     h.running = w.table->running();
-    if (!weakened("lost_rule"))
-      for (const auto& [key, f] : w.unacked) h.finished.push_back(f.ref);
+    if (!weakened("lost_rule")) h.finished = w.delivery.unacknowledged();
     return h;
   }
 
@@ -744,7 +745,7 @@ class World {
   /// Nothing of `w`'s is in flight: no attempt assigned or running, no task
   /// process alive, every finish acknowledged.
   bool idle(const Worker& w) const {
-    if (!w.table->running().empty() || !w.table->assigned().empty() || !w.unacked.empty()) return false;
+    if (!w.table->running().empty() || !w.table->assigned().empty() || !w.delivery.delivered()) return false;
     return std::none_of(trees_.begin(), trees_.end(), [&](const Tree& t) {
       return t.worker == w.id && (!t.main.dead || (t.child && !t.child->dead) || !t.reported);
     });
@@ -807,17 +808,12 @@ class World {
       protocol::Heartbeat hb;
       hb.running = w.table->running();
       hb.assigned = w.table->assigned();
-      if (!weakened("lost_rule"))
-        for (const auto& [key, f] : w.unacked) hb.finished.push_back(f.ref);
+      if (!weakened("lost_rule")) hb.finished = w.delivery.unacknowledged();
       send(*w.conn, true, hb);
     }
-    // Finishes not acknowledged are sent again (the Agent's outbox resend).
-    const std::int64_t resend_ns = std::chrono::duration_cast<nanoseconds>(wc::finish_resend_after).count();
-    if (w.welcomed && now_ns() - w.last_resend_ns >= resend_ns) {
-      w.last_resend_ns = now_ns();
-      for (const auto& [key, f] : w.unacked)
-        if (now_ns() - w.unacked_since[key] >= resend_ns) send(*w.conn, true, f);
-    }
+    // Finishes not acknowledged are sent again (FinishDelivery, as the Agent).
+    w.delivery.tick(w.clock->mono());
+    delivery_effects(w);
     w.table->tick(w.clock->mono());
     worker_effects(w);
   }
@@ -832,7 +828,8 @@ class World {
             w.welcomed = true;
             w.next_heartbeat_ns = now_ns();
             w.table->welcome(msg, now);
-            for (const auto& [key, f] : w.unacked) send(conn, true, f);  // the outbox is sent again
+            w.delivery.attached(now);  // the outbox is sent again
+            delivery_effects(w);
           } else if constexpr (std::is_same_v<T, protocol::Redirect>) {
             for (const auto& n : nodes_)
               if (n.identity.endpoint == msg.leader_endpoint) w.target = n.index;
@@ -846,12 +843,25 @@ class World {
           } else if constexpr (std::is_same_v<T, protocol::Cancel>) {
             w.table->cancel(msg, now);
           } else if constexpr (std::is_same_v<T, protocol::FinishAck>) {
-            w.unacked.erase(key_of(msg.ref));
-            w.unacked_since.erase(key_of(msg.ref));
+            w.delivery.acked(msg.ref);
+            delivery_effects(w);
           }
         },
         m);
     worker_effects(w);
+  }
+
+  /// Carries out what a worker's FinishDelivery decided: the outbox is
+  /// written at once and durably (a crash keeps what it holds).
+  void delivery_effects(Worker& w) {
+    for (auto effects = w.delivery.take_effects(); !effects.empty(); effects = w.delivery.take_effects())
+      for (auto& effect : effects) {
+        if (auto* write = std::get_if<wc::WriteFinishes>(&effect)) {
+          w.delivery.written(write->group, true, w.clock->mono());
+        } else if (auto* s = std::get_if<wc::SendFinish>(&effect)) {
+          if (w.conn) send(*w.conn, true, s->finish);
+        }
+      }
   }
 
   void worker_effects(Worker& w) {
@@ -950,10 +960,9 @@ class World {
           f.outcome = t.kill_cause == wc::KillCause::cancel ? protocol::Outcome::canceled : protocol::Outcome::failed;
         f.exit_code = t.main.status;
         f.duration_ms = (t.main.end_ns - t.main.start_ns) / ms_ns;
-        w.unacked[key_of(t.ref)] = f;
-        w.unacked_since[key_of(t.ref)] = now_ns();
         w.table->finished(t.ref, w.clock->mono());
-        if (w.conn && w.welcomed && !w.paused) send(*w.conn, true, f);
+        w.delivery.ended(f, w.clock->mono());
+        delivery_effects(w);
         worker_effects(w);
       }
     }
@@ -1030,7 +1039,7 @@ class World {
         const std::int64_t ms = uniform(200, 3000);
         record("kill9_worker", w.id, ms);
         // The outbox as the harness's snapshot would find it.
-        for (const auto& [key, f] : w.unacked)
+        for (const auto& f : w.delivery.durable())
           durable_.push_back(
               {w.id, f.ref.run_id, f.ref.attempt, f.ref.lease_token, std::string(protocol::to_string(f.outcome))});
         w.crashed = true;

@@ -28,6 +28,7 @@
 #include "baton/worker/task_runner.h"
 #include "baton/worker/task_supervisor.h"
 #include "baton/worker_core/attempt_table.h"
+#include "baton/worker_core/finish_delivery.h"
 #include "baton/worker_core/output_stream.h"
 #include "baton/worker_core/stall_guard.h"
 
@@ -49,12 +50,6 @@ constexpr auto continuation_check_every = std::chrono::milliseconds(100);
 // and how long each step of an enrollment exchange may take.
 constexpr auto enrollment_check_every = std::chrono::seconds(2);
 constexpr auto enrollment_step_timeout = std::chrono::seconds(2);
-// A finish not acknowledged this long is sent again (the leader may have been
-// unable to record it: database unavailable, a lost race); replays are
-// idempotent on the leader.
-using worker_core::finish_resend_after;
-// A finish that could not be made durable is written again after this.
-constexpr auto outbox_retry_after = std::chrono::seconds(1);
 // Frames waiting for the socket, at most (a heartbeat interval's worth of a
 // worker at full capacity is far below it).
 constexpr std::size_t send_queue_max = 16384;
@@ -124,7 +119,7 @@ class Agent {
     }
     // Finishes left by a previous incarnation are held until acknowledged:
     // listed in hello and heartbeats, so no leader takes them for lost.
-    for (const auto& f : outbox_.pending()) unacked_[key_of(f.ref)] = f.ref;
+    delivery_.loaded(outbox_.pending(), clock_.mono());
     // Task trees a previous incarnation left alive die before this one
     // attaches: nothing of an attempt this worker no longer knows may run on
     // next to whatever it is assigned next.
@@ -282,8 +277,7 @@ class Agent {
     h.prefetch = cfg_.prefetch;
     h.running = table_.running();
     // Weakened chaos builds only: the old rule, ended attempts not listed.
-    if (!weakened("lost_rule"))
-      for (const auto& [k, ref] : unacked_) h.finished.push_back(ref);
+    if (!weakened("lost_rule")) h.finished = delivery_.unacknowledged();
     return h;
   }
 
@@ -308,6 +302,7 @@ class Agent {
     queue_.clear();
     heartbeat_timer_.cancel();
     table_.detached(clock_.mono());  // live attempts start counting their continuation deadline
+    delivery_.detached();
     if (was_attached) spdlog::warn("worker_detached worker={} running={}", cfg_.worker_id, running_count());
     ++generation_;
     close_socket();
@@ -452,7 +447,8 @@ class Agent {
     // it), before the finishes: the leader has an attempt's output before
     // its finish.
     for (auto& [k, out] : outputs_) send_output(*out, true);
-    for (const auto& f : outbox_.pending()) send(f);
+    delivery_.attached(clock_.mono());
+    apply_delivery();
     // Adopted attempts restart their continuation clock; starts are asked
     // again (AttemptTable::welcome).
     table_.welcome(w, clock_.mono());
@@ -602,10 +598,10 @@ class Agent {
     table_.finished(fin.ref, clock_.mono());
     spdlog::info("attempt_finished worker={} run={} attempt={} outcome={} exit_code={}", cfg_.worker_id, fin.ref.run_id,
                  fin.ref.attempt, protocol::to_string(fin.outcome), fin.exit_code.value_or(0));
-    unacked_[key_of(fin.ref)] = fin.ref;
     // Durable before it is sent (a crash from then on still delivers it):
     // the writer thread group-commits it and hands it back (on_durable).
-    outbox_writer_.push(fin);
+    delivery_.ended(std::move(fin), clock_.mono());
+    apply_delivery();
     apply_effects();  // an attempt of the same run may have been waiting to start
   }
 
@@ -616,18 +612,24 @@ class Agent {
       // leader declares it lost), send it anyway, and write it again later.
       spdlog::error("outbox_write_failed worker={} finishes={} error={}", cfg_.worker_id, group.size(),
                     written.error().message);
-      asio::post(ioc_, [this, group] {
-        for (const auto& f : group) undurable_[key_of(f.ref)] = f;
-        if (attached_)
-          for (const auto& f : group) send(f);
-      });
-      return;
     }
-    asio::post(ioc_, [this, group = std::move(group)] {
-      for (const auto& f : group) undurable_.erase(key_of(f.ref));
-      if (attached_)
-        for (const auto& f : group) send(f);
+    asio::post(ioc_, [this, group = std::move(group), durable = written.has_value()] {
+      delivery_.written(group, durable, clock_.mono());
+      apply_delivery();
     });
+  }
+
+  /// Carries out what the FinishDelivery decided.
+  void apply_delivery() {
+    for (auto& e : delivery_.take_effects()) {
+      if (auto* w = std::get_if<worker_core::WriteFinishes>(&e)) {
+        for (auto& f : w->group) outbox_writer_.push(std::move(f));
+      } else if (auto* s = std::get_if<worker_core::SendFinish>(&e)) {
+        if (attached_) send(s->finish);
+      } else if (auto* f = std::get_if<worker_core::ForgetFinish>(&e)) {
+        outbox_writer_.ack(f->ref);
+      }
+    }
   }
 
   /// Sends what is due of an attempt's output (all of it once the attempt
@@ -649,9 +651,8 @@ class Agent {
 
   void on_finish_ack(const protocol::FinishAck& a) {
     outputs_.erase(key_of(a.ref));
-    unacked_.erase(key_of(a.ref));
-    undurable_.erase(key_of(a.ref));
-    outbox_writer_.ack(a.ref);
+    delivery_.acked(a.ref);
+    apply_delivery();
     spdlog::info("finish_acked worker={} run={} attempt={}", cfg_.worker_id, a.ref.run_id, a.ref.attempt);
   }
 
@@ -661,8 +662,7 @@ class Agent {
     protocol::Heartbeat h;
     h.running = table_.running();
     h.assigned = table_.assigned();
-    if (!weakened("lost_rule"))
-      for (const auto& [k, ref] : unacked_) h.finished.push_back(ref);
+    if (!weakened("lost_rule")) h.finished = delivery_.unacknowledged();
     send(h);
     heartbeat_timer_.expires_after(std::chrono::milliseconds(heartbeat_interval_ms_));
     heartbeat_timer_.async_wait([this](beast::error_code ec) {
@@ -699,10 +699,10 @@ class Agent {
     if (table_.draining()) {
       // Done when nothing is held and every finish is acknowledged (or at
       // least durable in the outbox, if the bound passes first).
-      const bool done = table_.idle() && unacked_.empty() && undurable_.empty();
+      const bool done = table_.idle() && delivery_.delivered();
       if (done || clock_.mono() >= drain_deadline_) {
         spdlog::info("worker_drained worker={} complete={} running={} unacknowledged={}", json_quote(cfg_.worker_id),
-                     done, running_count(), unacked_.size());
+                     done, running_count(), delivery_.size());
         shutdown();
         return;
       }
@@ -713,10 +713,9 @@ class Agent {
     apply_effects();
     for (auto& [k, out] : outputs_) send_output(*out, false);
     const MonoTime now = clock_.mono();
-    if (!undurable_.empty() && now - last_outbox_retry_ >= outbox_retry_after) {
-      last_outbox_retry_ = now;
-      for (const auto& [k, f] : undurable_) outbox_writer_.push(f);
-    }
+    // Outbox retries and resends (FinishDelivery).
+    delivery_.tick(now);
+    apply_delivery();
     if (attached_ && enrollment_.enabled() && now - last_enrollment_check_ >= enrollment_check_every) {
       last_enrollment_check_ = now;
       // A new bootstrap token (a rotation): reconnect, enrolling first. The
@@ -725,11 +724,6 @@ class Agent {
         spdlog::info("worker_reenrolling worker={} (a new enrollment_token_file)", json_quote(cfg_.worker_id));
         disconnected(false);
       }
-    }
-    if (attached_ && now - last_resend_ >= finish_resend_after) {
-      last_resend_ = now;
-      for (const auto& f : outbox_.pending(finish_resend_after)) send(f);
-      for (const auto& [k, f] : undurable_) send(f);
     }
     tick_timer_.expires_after(continuation_check_every);
     tick_timer_.async_wait([this](beast::error_code ec) {
@@ -801,17 +795,14 @@ class Agent {
   int failures_ = 0, redirects_in_a_row_ = 0;
   std::int64_t heartbeat_interval_ms_ = 1000, heartbeat_timeout_ms_ = 5000, continuation_margin_ms_ = 10000;
   worker_core::StallGuard stall_{worker_core::StallGuard::limit_for(Millis{1000}, Millis{5000})};
-  MonoTime stall_last_{};  ///< the loop's last tick or frame, for the log
-  MonoTime last_resend_{}, last_outbox_retry_{};
+  MonoTime stall_last_{};                           ///< the loop's last tick or frame, for the log
   worker_core::AttemptTable table_{cfg_.capacity};  ///< what each attempt may do (worker/core)
   std::map<std::string, Process> processes_;        ///< started attempts' runners, by key
   /// Output of started attempts until their finish is acknowledged, by key.
   std::map<std::string, std::shared_ptr<AttemptOutput>> outputs_;
   std::string instance_, succeeds_;  ///< this process; the one before it on this spool
-  /// Attempts whose process ended and whose finish is not acknowledged.
-  std::map<std::string, protocol::AttemptRef> unacked_;
-  /// Finishes whose outbox write failed: retried until durable or acked.
-  std::map<std::string, protocol::Finish> undurable_;
+  /// Each ended attempt's finish until a leader acknowledges it (worker/core).
+  worker_core::FinishDelivery delivery_;
   std::mt19937_64 rng_;
 };
 

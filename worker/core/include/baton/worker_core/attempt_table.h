@@ -77,9 +77,6 @@ struct Renew {
 using Effect = std::variant<Send, Spawn, Kill, Renew>;
 
 inline constexpr auto start_resend_after = std::chrono::seconds(2);
-/// A finish not acknowledged for this long is sent again (while attached);
-/// the leader answers an uncertain finish write with silence.
-inline constexpr auto finish_resend_after = std::chrono::seconds(3);
 
 class AttemptTable {
  public:
