@@ -400,8 +400,10 @@ class World {
               } else if constexpr (std::is_same_v<T, lc::Close>) {
                 close_node_side(e.link);
               } else if constexpr (std::is_same_v<T, lc::Log>) {
-                if (e.text.rfind("run_requeued ", 0) == 0) ++requeued_;
                 if (trace_) note(seat_name(n, s) + " " + e.text);
+              } else if constexpr (std::is_same_v<T, lc::Count>) {
+                // Counted from the book's own effects, never from log text.
+                if (e.counter == lc::Counter::runs_requeued) requeued_ += e.n;
               } else if constexpr (std::is_same_v<T, lc::ReadActive>) {
                 b.result(e.op,
                          db_call<std::vector<store::ActiveRun>>(
@@ -455,7 +457,7 @@ class World {
               } else if constexpr (std::is_same_v<T, lc::ReadUnmatched> || std::is_same_v<T, lc::ReadWaiting>) {
                 on_read_lane<std::vector<store::DueRun>>(n, s, e.op, [] { return std::vector<store::DueRun>{}; });
               }
-              // Count, ObserveDispatchLatency, RecordWorker, RecordWorkersSeen, AppendRunLog,
+              // ObserveDispatchLatency, RecordWorker, RecordWorkersSeen, AppendRunLog,
               // AppendRunOutput: nothing
               // to model.
             },
