@@ -1,0 +1,23 @@
+#pragma once
+// Internal to the checker: one function per invariant, each from a history
+// (and the fault counts the report holds so far) to that invariant's result.
+// check_history runs them in this order; the chaos harness and the simulator
+// reach them only through it.
+#include <span>
+
+#include "baton/chaos/checker.h"
+#include "baton/chaos/history.h"
+
+namespace baton::chaos {
+
+using InvariantCheck = InvariantResult (*)(const History&, const Report&);
+
+/// Every invariant, in the order the report lists them.
+std::span<const InvariantCheck> invariant_checks();
+
+/// A check that examined nothing proves nothing: each such result in
+/// `report` becomes a violation, unless its event was not asked for (a pause
+/// check without pauses, a confirm check without detaches).
+void fail_unexamined(const History& h, Report& report);
+
+}  // namespace baton::chaos
