@@ -1,8 +1,6 @@
 #include "baton/chaos/checker.h"
 
 #include <algorithm>
-#include <map>
-#include <set>
 #include <sstream>
 
 #include "baton/chaos/history.h"
