@@ -36,6 +36,7 @@
 
 #include "baton/chaos/checker.h"
 #include "baton/chaos/fault_proxy.h"
+#include "baton/chaos/faults.h"
 #include "baton/core/duration.h"
 #include "baton/testing/child_process.h"
 
@@ -49,10 +50,8 @@ using baton::testing::ThrowawayCa;
 
 namespace {
 
-const std::vector<std::string> all_faults = {
-    "kill9_leader",      "kill9_follower",   "kill9_worker", "pause_leader",    "pause_worker", "partition_leader_db",
-    "partition_workers", "proxy_latency",    "proxy_reset",  "pg_restart",      "clock_skew",   "db_stale_connections",
-    "continuation_skew", "duplicate_worker", "outbox_disk",  "kill_supervisor", "clock_rate",   "pg_failover"};
+// The fault vocabulary's rows the harness injects (baton/chaos/faults.h).
+const std::vector<std::string> all_faults = baton::chaos::harness_fault_names();
 // Set up when the cluster starts and kept for the whole run, not injected
 // by the nemesis schedule.
 const std::set<std::string> static_faults = {"clock_skew", "continuation_skew"};

@@ -8,8 +8,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
+#include "baton/chaos/faults.h"
 #include "baton/chaos/history.h"
 
 using namespace baton::chaos;
@@ -628,4 +630,24 @@ TEST(Checker, TwoEventsForOneDedupeKeyAreAViolation) {
   auto r = f.check();
   EXPECT_GE(Fixture::violations(r, "events_once"), 1) << r.markdown();
   EXPECT_NE(r.markdown().find("dedupe key e1 has 2 events"), std::string::npos) << r.markdown();
+}
+
+// One fault vocabulary for the harness and the simulator: every name
+// unique and found again; the harness's faults in the order its nemesis
+// draws from (a reordering changes every recorded schedule).
+TEST(FaultVocabulary, NamesAreUniqueAndTheHarnessOrderIsKept) {
+  std::set<std::string> names;
+  for (const auto& k : baton::chaos::fault_kinds) {
+    EXPECT_TRUE(names.insert(std::string(k.name)).second) << k.name;
+    EXPECT_EQ(baton::chaos::fault_named(k.name), k.fault) << k.name;
+    EXPECT_EQ(baton::chaos::name_of(k.fault), k.name);
+    EXPECT_TRUE(k.harness || k.simulator) << k.name << " is injected by nobody";
+  }
+  EXPECT_FALSE(baton::chaos::fault_named("kill9_everything").has_value());
+  EXPECT_EQ(
+      baton::chaos::harness_fault_names(),
+      (std::vector<std::string>{"kill9_leader", "kill9_follower", "kill9_worker", "pause_leader", "pause_worker",
+                                "partition_leader_db", "partition_workers", "proxy_latency", "proxy_reset",
+                                "pg_restart", "clock_skew", "db_stale_connections", "continuation_skew",
+                                "duplicate_worker", "outbox_disk", "kill_supervisor", "clock_rate", "pg_failover"}));
 }

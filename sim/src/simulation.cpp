@@ -12,6 +12,7 @@
 #include <set>
 #include <utility>
 
+#include "baton/chaos/faults.h"
 #include "baton/consensus/elector.h"
 #include "baton/core/assert.h"
 #include "baton/core/weaken.h"
@@ -31,6 +32,8 @@ using namespace std::chrono_literals;
 using std::chrono::nanoseconds;
 namespace lc = leader_core;
 namespace wc = worker_core;
+
+using chaos::name_of;
 
 constexpr std::int64_t ms_ns = 1'000'000;
 constexpr Millis step{5};  ///< the simulation advances in steps of this much virtual time
@@ -94,6 +97,31 @@ consensus::ElectionConfig election_config() {
   c.poll_every = 250ms;
   return c;
 }
+
+/// What inject() can draw. The draw's number picks from
+/// unpartitioned_draws by position, so a seed's faults depend on that
+/// order: append, never reorder. Each is recorded by its name in the fault
+/// vocabulary (baton/chaos/faults.h), which the harness shares.
+enum class Draw {
+  kill_node,         ///< kill9_node: kill -9 of a node, restarted later
+  stop_node,         ///< pause_leader or pause_node: SIGSTOP of a node
+  cut_node_from_db,  ///< partition_node_db
+  cut_worker,        ///< partition_workers: a worker cut from every node
+  kill_worker,       ///< kill9_worker
+  stop_worker,       ///< pause_worker
+  reset_connection,  ///< proxy_reset
+  clock_rate,        ///< clock_rate: a clock runs at another rate for a while
+  kill_supervisor,   ///< kill_supervisor
+  restart_db,        ///< pg_restart
+  cancel_run,        ///< cancel: an operator cancels a run
+  cut_pair,          ///< partition_pair: one worker cut from one node
+  move_worker,       ///< move_worker: drawn only with partitioned leadership
+};
+constexpr Draw unpartitioned_draws[] = {
+    Draw::kill_node,       Draw::stop_node,   Draw::cut_node_from_db, Draw::cut_worker,
+    Draw::kill_worker,     Draw::stop_worker, Draw::reset_connection, Draw::clock_rate,
+    Draw::kill_supervisor, Draw::restart_db,  Draw::cancel_run,       Draw::cut_pair,
+};
 
 struct Frame {
   std::int64_t at_ns = 0;
@@ -708,7 +736,7 @@ class World {
     const std::int64_t since = *w.leaderless_since_ns;
     w.leaderless_since_ns.reset();
     const std::int64_t window = (cfg_.continuation_timeout + cfg_.continuation_margin).count() * ms_ns;
-    if (end_ns - since >= window) faults_.push_back({"worker_cut_off", w.id, since, end_ns});
+    if (end_ns - since >= window) faults_.push_back({name_of(chaos::Fault::worker_cut_off), w.id, since, end_ns});
   }
 
   void worker_lost_connection(Worker& w) {
@@ -979,8 +1007,10 @@ class World {
 
   // ---- faults -----------------------------------------------------------------
   void inject() {
-    int kind = static_cast<int>(uniform(0, 11));
-    if (k_.partitions > 1 && chance(1.0 / 12)) kind = 12;  // drawn only when partitioned: other seeds unchanged
+    Draw kind = unpartitioned_draws[uniform(0, static_cast<std::int64_t>(std::size(unpartitioned_draws)) - 1)];
+    // Drawn only when partitioned: other seeds unchanged.
+    if (k_.partitions > 1 && chance(1.0 / static_cast<double>(std::size(unpartitioned_draws))))
+      kind = Draw::move_worker;
     const auto node = static_cast<std::size_t>(uniform(0, k_.nodes - 1));
     const auto worker = static_cast<std::size_t>(uniform(0, k_.workers - 1));
     Node& n = nodes_[node];
@@ -991,10 +1021,10 @@ class World {
       note("fault " + kind_name + " " + target + " for " + std::to_string(ms) + "ms");
     };
     switch (kind) {
-      case 0: {  // kill -9 of a node, restarted later
+      case Draw::kill_node: {  // kill -9 of a node, restarted later
         if (n.crashed) return;
         const std::int64_t ms = uniform(300, 3000);
-        record("kill9_node", n.identity.node_id, ms);
+        record(name_of(chaos::Fault::kill9_node), n.identity.node_id, ms);
         for (Seat& s : n.seats) stop_book(n, s, "killed");
         for (auto& [id, c] : conns_)
           if (c.node == n.index && c.node_open) {
@@ -1008,18 +1038,18 @@ class World {
         });
         break;
       }
-      case 1: {  // SIGSTOP of a node
+      case Draw::stop_node: {  // SIGSTOP of a node
         if (n.crashed || n.paused) return;
         const std::int64_t ms = uniform(300, 4000);
-        record(leads_any(n) ? "pause_leader" : "pause_node", n.identity.node_id, ms);
+        record(name_of(leads_any(n) ? chaos::Fault::pause_leader : chaos::Fault::pause_node), n.identity.node_id, ms);
         n.paused = true;
         later(ms, [this, node] { nodes_[node].paused = false; });
         break;
       }
-      case 2: {  // a node cut from the database
+      case Draw::cut_node_from_db: {  // a node cut from the database
         if (n.db_cut) return;
         const std::int64_t ms = uniform(300, 4000);
-        record("partition_node_db", n.identity.node_id, ms);
+        record(name_of(chaos::Fault::partition_node_db), n.identity.node_id, ms);
         n.db_cut = true;
         apply_db_cut(n);
         later(ms, [this, node] {
@@ -1028,18 +1058,18 @@ class World {
         });
         break;
       }
-      case 3: {  // a worker cut from every node
+      case Draw::cut_worker: {  // a worker cut from every node
         if (w.cut || w.crashed) return;
         const std::int64_t ms = uniform(300, 6000);
-        record("partition_workers", w.id, ms);
+        record(name_of(chaos::Fault::partition_workers), w.id, ms);
         w.cut = true;  // each side notices by its own silence timeout
         later(ms, [this, worker] { workers_[worker].cut = false; });
         break;
       }
-      case 4: {  // kill -9 of a worker: its trees die with their supervisors' control pipes
+      case Draw::kill_worker: {  // kill -9 of a worker: its trees die with their supervisors' control pipes
         if (w.crashed) return;
         const std::int64_t ms = uniform(200, 3000);
-        record("kill9_worker", w.id, ms);
+        record(name_of(chaos::Fault::kill9_worker), w.id, ms);
         // The outbox as the harness's snapshot would find it.
         for (const auto& f : w.delivery.durable())
           durable_.push_back(
@@ -1058,28 +1088,28 @@ class World {
         });
         break;
       }
-      case 5: {  // SIGSTOP of a worker (its task trees run on; their switches do not)
+      case Draw::stop_worker: {  // SIGSTOP of a worker (its task trees run on; their switches do not)
         if (w.crashed || w.paused) return;
         // Up to past heartbeat timeout + continuation timeout + margin (9 s):
         // a worker stopped that long finds frames whose attempts the leader
         // has given up (worker_core/stall_guard.h).
         const std::int64_t ms = uniform(300, 10000);
-        record("pause_worker", w.id, ms);
+        record(name_of(chaos::Fault::pause_worker), w.id, ms);
         w.paused = true;
         later(ms, [this, worker] { workers_[worker].paused = false; });
         break;
       }
-      case 6: {  // a connection reset
+      case Draw::reset_connection: {  // a connection reset
         if (!w.conn) return;
-        record("proxy_reset", w.id, 0);
+        record(name_of(chaos::Fault::proxy_reset), w.id, 0);
         reset(*w.conn);
         break;
       }
-      case 7: {  // a clock runs at another rate for a while
+      case Draw::clock_rate: {  // a clock runs at another rate for a while
         const bool on_node = chance(0.5);
         const double rate = on_node ? (chance(0.5) ? 0.8 : 1.25) : (chance(0.5) ? 0.9 : 1.1);
         const std::int64_t ms = uniform(2000, 8000);
-        record("clock_rate", on_node ? n.identity.node_id : w.id, ms);
+        record(name_of(chaos::Fault::clock_rate), on_node ? n.identity.node_id : w.id, ms);
         (on_node ? *n.clock : *w.clock).set_rate(rate);
         // The clock object of that moment: a restart since then has a new one.
         later(ms, [this, on_node, node, worker] {
@@ -1090,23 +1120,23 @@ class World {
         });
         break;
       }
-      case 8: {  // the supervisor of one task killed (its cgroup is emptied)
+      case Draw::kill_supervisor: {  // the supervisor of one task killed (its cgroup is emptied)
         for (auto& t : trees_)
           if (t.worker == w.id && !t.main.dead && !w.crashed) {
-            record("kill_supervisor", w.id, 0);
+            record(name_of(chaos::Fault::kill_supervisor), w.id, 0);
             kill_tree(t, wc::KillCause::stopping);
             break;
           }
         break;
       }
-      case 10: {  // an operator cancels a run (through the leader, as the admin API does)
+      case Draw::cancel_run: {  // an operator cancels a run (through the leader, as the admin API does)
         if (created_ == 0) return;
         const RunId run{uniform(1, created_)};
         // The admin API hands a cancel to the leader of the run's partition.
         const auto partition = static_cast<std::size_t>(run_db_.runs().at(run.value).partition);
         for (auto& x : nodes_)
           if (Seat& s = x.seats[partition]; s.book && !x.crashed) {
-            record("cancel", "run " + std::to_string(run.value), 0);
+            record(name_of(chaos::Fault::cancel), "run " + std::to_string(run.value), 0);
             s.inbox.push_back([&x, &s, run] {
               if (s.book) s.book->cancel(run, "operator", x.clock->mono());
             });
@@ -1114,21 +1144,21 @@ class World {
           }
         break;
       }
-      case 11: {  // one worker cut from one node (the others still reach both)
+      case Draw::cut_pair: {  // one worker cut from one node (the others still reach both)
         const std::pair<int, int> pair{w.index, n.index};
         if (cut_pairs_.count(pair)) return;
         const std::int64_t ms = uniform(300, 6000);
-        record("partition_pair", w.id + "-" + n.identity.node_id, ms);
+        record(name_of(chaos::Fault::partition_pair), w.id + "-" + n.identity.node_id, ms);
         cut_pairs_.insert(pair);
         later(ms, [this, pair] { cut_pairs_.erase(pair); });
         break;
       }
-      case 12: {  // a rebalancer moves a worker to another partition for a while
+      case Draw::move_worker: {  // a rebalancer moves a worker to another partition for a while
         const int home = w.partition;
         const int to = (home + 1) % k_.partitions;
         if (w.moving_to || !may_leave(w, home)) return;
         const std::int64_t ms = uniform(1000, 20000);
-        record("move_worker", w.id + " p" + std::to_string(home) + "->p" + std::to_string(to), ms);
+        record(name_of(chaos::Fault::move_worker), w.id + " p" + std::to_string(home) + "->p" + std::to_string(to), ms);
         w.moving_to = to;
         later(ms, [this, worker, home] {
           Worker& x = workers_[worker];
@@ -1139,10 +1169,10 @@ class World {
         });
         break;
       }
-      case 9: {  // the database restarts: every connection fails for a moment
+      case Draw::restart_db: {  // the database restarts: every connection fails for a moment
         if (db_down_) return;
         const std::int64_t ms = uniform(200, 1500);
-        record("pg_restart", "postgres", ms);
+        record(name_of(chaos::Fault::pg_restart), "postgres", ms);
         db_down_ = true;
         for (auto& x : nodes_) apply_db_cut(x);
         later(ms, [this] {
