@@ -31,6 +31,7 @@
 #include "baton/worker_core/finish_delivery.h"
 #include "baton/worker_core/output_stream.h"
 #include "baton/worker_core/stall_guard.h"
+#include "started_attempt.h"
 
 namespace baton::worker {
 
@@ -54,30 +55,6 @@ constexpr auto enrollment_step_timeout = std::chrono::seconds(2);
 // worker at full capacity is far below it).
 constexpr std::size_t send_queue_max = 16384;
 static_assert(send_queue_max > 0);
-
-std::string key_of(const protocol::AttemptRef& r) {
-  return std::to_string(r.run_id) + ":" + std::to_string(r.attempt) + ":" + r.lease_token;
-}
-
-/// The process side of a started attempt: its runner (the supervisor's
-/// control) and the thread it runs on. What the attempt may do next is the
-/// AttemptTable's (worker/core).
-struct Process {
-  std::shared_ptr<TaskRunner> runner;
-  std::thread thread;
-};
-
-/// What an attempt's tasks printed, on its way to the leader in `output`
-/// frames (worker_core/output_stream.h). The runner's thread appends, the
-/// io thread takes; kept until the attempt's finish is acknowledged, so a
-/// new leader gets the end of it too.
-struct AttemptOutput {
-  protocol::AttemptRef ref;
-  std::mutex mutex;
-  worker_core::OutputStream streams[2];  ///< stdout, stderr (under mutex)
-  bool ended = false;                    ///< the attempt's process has ended (io thread only)
-};
-constexpr const char* stream_names[2] = {"stdout", "stderr"};
 
 class Agent {
  public:
@@ -511,22 +488,21 @@ class Agent {
       } else if (auto* sp = std::get_if<worker_core::Spawn>(&e)) {
         spawn(sp->assign);
       } else if (auto* k = std::get_if<worker_core::Kill>(&e)) {
-        auto p = processes_.find(key_of(k->ref));
+        auto p = processes_.find(k->ref);
         if (p == processes_.end() || !p->second.runner) continue;
         if (k->cause == worker_core::KillCause::continuation)
           spdlog::warn("attempt_continuation_expired worker={} run={} attempt={}", cfg_.worker_id, k->ref.run_id,
                        k->ref.attempt);
         p->second.runner->cancel(k->reason, k->as_failure());
       } else if (auto* r = std::get_if<worker_core::Renew>(&e)) {
-        if (auto p = processes_.find(key_of(r->ref)); p != processes_.end() && p->second.runner)
-          p->second.runner->renew();
+        if (auto p = processes_.find(r->ref); p != processes_.end() && p->second.runner) p->second.runner->renew();
       }
     }
   }
 
   /// Starts the process tree of a granted attempt on a thread of its own.
   void spawn(const protocol::Assign& assign) {
-    Process& p = processes_[key_of(assign.ref)];
+    Process& p = processes_[assign.ref];
     p.runner = std::make_shared<TaskRunner>();
     AttemptContext ctx;
     ctx.ref = assign.ref;
@@ -543,7 +519,7 @@ class Agent {
     ctx.task_user = cfg_.task_user ? &*cfg_.task_user : nullptr;
     auto output = std::make_shared<AttemptOutput>();
     output->ref = assign.ref;
-    outputs_[key_of(assign.ref)] = output;
+    outputs_[assign.ref] = output;
     ctx.on_output = [this, output](int stream, const char* data, std::size_t n) {
       std::lock_guard lock(output->mutex);
       output->streams[stream == 0 ? 0 : 1].append(std::string_view(data, n), clock_.mono());
@@ -573,11 +549,11 @@ class Agent {
   }
 
   void on_attempt_done(protocol::Finish fin) {
-    auto it = processes_.find(key_of(fin.ref));
+    auto it = processes_.find(fin.ref);
     if (it == processes_.end()) return;
     if (it->second.thread.joinable()) it->second.thread.join();
     processes_.erase(it);
-    if (auto o = outputs_.find(key_of(fin.ref)); o != outputs_.end()) {
+    if (auto o = outputs_.find(fin.ref); o != outputs_.end()) {
       // Everything printed goes out before the finish (same connection, in
       // order). The finish names each stream's length, and its tails are
       // the streams' own last bytes at their offsets: a leader that missed
@@ -650,7 +626,7 @@ class Agent {
   }
 
   void on_finish_ack(const protocol::FinishAck& a) {
-    outputs_.erase(key_of(a.ref));
+    outputs_.erase(a.ref);
     delivery_.acked(a.ref);
     apply_delivery();
     spdlog::info("finish_acked worker={} run={} attempt={}", cfg_.worker_id, a.ref.run_id, a.ref.attempt);
@@ -795,11 +771,11 @@ class Agent {
   int failures_ = 0, redirects_in_a_row_ = 0;
   std::int64_t heartbeat_interval_ms_ = 1000, heartbeat_timeout_ms_ = 5000, continuation_margin_ms_ = 10000;
   worker_core::StallGuard stall_{worker_core::StallGuard::limit_for(Millis{1000}, Millis{5000})};
-  MonoTime stall_last_{};                           ///< the loop's last tick or frame, for the log
-  worker_core::AttemptTable table_{cfg_.capacity};  ///< what each attempt may do (worker/core)
-  std::map<std::string, Process> processes_;        ///< started attempts' runners, by key
+  MonoTime stall_last_{};                              ///< the loop's last tick or frame, for the log
+  worker_core::AttemptTable table_{cfg_.capacity};     ///< what each attempt may do (worker/core)
+  std::map<protocol::AttemptRef, Process> processes_;  ///< started attempts' runners
   /// Output of started attempts until their finish is acknowledged, by key.
-  std::map<std::string, std::shared_ptr<AttemptOutput>> outputs_;
+  std::map<protocol::AttemptRef, std::shared_ptr<AttemptOutput>> outputs_;
   std::string instance_, succeeds_;  ///< this process; the one before it on this spool
   /// Each ended attempt's finish until a leader acknowledges it (worker/core).
   worker_core::FinishDelivery delivery_;
