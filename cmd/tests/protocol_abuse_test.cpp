@@ -496,3 +496,87 @@ TEST(DenialOfService, ConnectionCapsAndRateLimitsRefuseTheExcess) {
   EXPECT_NE(metrics.find("baton_connections_refused_total 20"), std::string::npos);
   EXPECT_NE(metrics.find("baton_requests_rate_limited_total " + std::to_string(limited)), std::string::npos);
 }
+
+// The same bounds with TLS on (the node's default): sockets that never
+// start a handshake, clients that finish the handshake and then trickle a
+// request's headers, WebSockets over TLS that never say hello, and
+// oversized frames before a hello are each cut off by their bound, and a
+// valid call is answered meanwhile. The pace under this attack is the
+// plaintext test's (above) and the benchmark's to measure.
+TEST(DenialOfService, OverTlsIdleSlowAndSilentClientsAreCutOffByTheirBounds) {
+  ClusterOptions o;
+  o.node_extra =
+      "limits: {request_deadline: 3s, hello_deadline: 2s, max_connections_per_address: 4096, trigger_rate: 0}\n";
+  Cluster c("dos_tls", tick_jobs, o);
+  c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(), "n1");
+  const int port = c.port("n1");
+  const auto began = std::chrono::steady_clock::now();
+  std::vector<int> idle;  // connected, no ClientHello
+  for (int i = 0; i < 500; ++i)
+    if (int fd = open_socket(port); fd >= 0) idle.push_back(fd);
+  ASSERT_EQ(idle.size(), 500u);
+
+  auto ctx = baton::tls::make_client_context({ThrowawayCa::shared().ca(), "", ""});
+  ASSERT_TRUE(ctx);
+  asio::io_context ioc;
+  constexpr int slow_clients = 20;
+  std::vector<std::unique_ptr<asio::ssl::stream<tcp::socket>>> slow;
+  for (int i = 0; i < slow_clients; ++i) {
+    auto s = std::make_unique<asio::ssl::stream<tcp::socket>>(ioc, **ctx);
+    s->next_layer().connect(loopback(port));
+    s->handshake(asio::ssl::stream_base::client);
+    asio::write(*s, asio::buffer(std::string("GET /status HTTP/1.1\r\nHost: x\r\n")));
+    // From here on no read may block: a TLS 1.3 session ticket makes the
+    // socket readable with no request data behind it.
+    s->next_layer().non_blocking(true);
+    slow.push_back(std::move(s));
+  }
+  std::atomic<int> refused_frames{0}, silent_closed{0};
+  std::thread silent_and_oversized([&] {
+    for (int i = 0; i < 5; ++i) {
+      const auto e = talk(port, {std::string(600 * 1024, 'x')});
+      refused_frames += e.closed && e.received.empty();  // closed unread, not answered
+      silent_closed += talk(port, {}).closed;            // no hello at all: closed after hello_deadline
+    }
+  });
+  // One thread trickles a header line to each slow client every 500 ms and
+  // notices when the node has closed it (a TLS stream is not read and
+  // written from two threads).
+  std::vector<bool> slow_closed(slow_clients, false);
+  const auto trickle_until = began + 8s;
+  while (std::chrono::steady_clock::now() < trickle_until &&
+         std::count(slow_closed.begin(), slow_closed.end(), true) < slow_clients) {
+    for (int i = 0; i < slow_clients; ++i) {
+      if (slow_closed[i]) continue;
+      auto& s = *slow[static_cast<std::size_t>(i)];
+      boost::system::error_code ec;
+      pollfd p{s.next_layer().native_handle(), POLLIN, 0};
+      if (::poll(&p, 1, 0) > 0) {
+        char buf[512];
+        s.read_some(asio::buffer(buf), ec);  // what the node sent before closing, or the close itself
+        if (ec && ec != asio::error::would_block && ec != asio::error::try_again) slow_closed[i] = true;
+        if (ec || slow_closed[i]) continue;
+      }
+      asio::write(s, asio::buffer(std::string("X-Slow: 1\r\n")), ec);
+      if (ec && ec != asio::error::would_block && ec != asio::error::try_again) slow_closed[i] = true;
+    }
+    std::this_thread::sleep_for(500ms);
+  }
+  int idle_closed = 0;
+  for (int fd : idle) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(began + 7s - std::chrono::steady_clock::now());
+    idle_closed += closed_by_server(fd, std::max(left, 1ms));
+    ::close(fd);
+  }
+  silent_and_oversized.join();
+  EXPECT_EQ(idle_closed, 500) << "a connection that never starts its handshake is closed by request_deadline";
+  EXPECT_EQ(std::count(slow_closed.begin(), slow_closed.end(), true), slow_clients)
+      << "trickling headers over TLS does not keep a connection";
+  EXPECT_EQ(refused_frames.load(), 5);
+  EXPECT_EQ(silent_closed.load(), 5);
+  const std::vector<std::pair<std::string, std::string>> auth{{"Authorization", "Bearer " + admin_token}};
+  EXPECT_EQ(http_request(port, "POST", "/api/v1/jobs/tick/trigger", auth).status, 201);
+  EXPECT_TRUE(c.proc("n1").running());
+}
