@@ -469,7 +469,8 @@ TEST_F(OverlapStoreTest, TheDueReadSeesEveryChangeOfAJobAndOverlaysPayloadsAsThe
   for (const auto& p : payloads) {
     auto t = admin.trigger(Actor{"test", epoch}, "shaped", std::nullopt, p);
     ASSERT_TRUE(t) << p << ": " << t.error().message;
-    ASSERT_EQ(t->outcome, WriteOutcome::applied) << p << ": refused=" << t->parameters_refused.has_value() << " [" << t->parameters_refused.value_or("") << "]";
+    ASSERT_EQ(t->outcome, WriteOutcome::applied)
+        << p << ": refused=" << t->parameters_refused.has_value() << " [" << t->parameters_refused.value_or("") << "]";
     ASSERT_TRUE(t->due.has_value());
     EXPECT_EQ(t->due->parameters,
               parameters_as_the_database_overlays_them(text(
@@ -487,13 +488,15 @@ TEST_F(OverlapStoreTest, TheDueReadSeesEveryChangeOfAJobAndOverlaysPayloadsAsThe
     for (const auto& d : *read) {
       EXPECT_EQ(d.job_name, "shaped") << when;
       EXPECT_EQ(d.tasks_json, text("SELECT tasks::text FROM job_definitions WHERE name = 'shaped'")) << when;
-      EXPECT_EQ(d.timeout_ms, std::stoll(text("SELECT coalesce(timeout_ms, 0) FROM job_definitions WHERE name = 'shaped'")))
+      EXPECT_EQ(d.timeout_ms,
+                std::stoll(text("SELECT coalesce(timeout_ms, 0) FROM job_definitions WHERE name = 'shaped'")))
           << when;
-      EXPECT_EQ(d.parameters,
-                parameters_as_the_database_overlays_them(text(
-                    "SELECT (j.parameters || coalesce(r.payload->'parameters', '{}') || (r.payload - 'parameters'))::text"
-                    " FROM job_runs r JOIN job_definitions j ON j.id = r.job_definition_id WHERE r.id = " +
-                    std::to_string(d.id.value))))
+      EXPECT_EQ(
+          d.parameters,
+          parameters_as_the_database_overlays_them(text(
+              "SELECT (j.parameters || coalesce(r.payload->'parameters', '{}') || (r.payload - 'parameters'))::text"
+              " FROM job_runs r JOIN job_definitions j ON j.id = r.job_definition_id WHERE r.id = " +
+              std::to_string(d.id.value))))
           << when << ", run " << d.id.value;
     }
   };
@@ -501,9 +504,10 @@ TEST_F(OverlapStoreTest, TheDueReadSeesEveryChangeOfAJobAndOverlaysPayloadsAsThe
   check_read("second read, the job's columns held");
   // A writer that changes the job without touching its version column.
   const auto version_before = text("SELECT version FROM job_definitions WHERE name = 'shaped'");
-  text("UPDATE job_definitions SET parameters = '{\"region\": \"sa\", \"extra\": 3}', timeout_ms = 4242,"
-       " tasks = '[{\"name\": \"t2\", \"kind\": \"NOOP\"}]', worker_selector = '{\"pool\": \"gpu\"}'"
-       " WHERE name = 'shaped' RETURNING 1");
+  text(
+      "UPDATE job_definitions SET parameters = '{\"region\": \"sa\", \"extra\": 3}', timeout_ms = 4242,"
+      " tasks = '[{\"name\": \"t2\", \"kind\": \"NOOP\"}]', worker_selector = '{\"pool\": \"gpu\"}'"
+      " WHERE name = 'shaped' RETURNING 1");
   ASSERT_EQ(text("SELECT version FROM job_definitions WHERE name = 'shaped'"), version_before);
   EXPECT_TRUE(leader.due_runs(10, {}, Millis{0})->empty()) << "the new selector is read: no run fits no labels";
   auto gpu = leader.due_runs(10, {{"pool", "gpu"}}, Millis{0});
