@@ -858,7 +858,7 @@ class World {
             w.welcomed = true;
             w.next_heartbeat_ns = now_ns();
             w.table->welcome(msg, now);
-            w.delivery.attached(now);  // the outbox is sent again
+            w.delivery.attached();  // the outbox is sent again
             delivery_effects(w);
           } else if constexpr (std::is_same_v<T, protocol::Redirect>) {
             for (const auto& n : nodes_)
@@ -991,7 +991,7 @@ class World {
         f.exit_code = t.main.status;
         f.duration_ms = (t.main.end_ns - t.main.start_ns) / ms_ns;
         w.table->finished(t.ref, w.clock->mono());
-        w.delivery.ended(f, w.clock->mono());
+        w.delivery.ended(f);
         delivery_effects(w);
         worker_effects(w);
       }

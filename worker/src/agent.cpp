@@ -424,7 +424,7 @@ class Agent {
     // it), before the finishes: the leader has an attempt's output before
     // its finish.
     for (auto& [k, out] : outputs_) send_output(*out, true);
-    delivery_.attached(clock_.mono());
+    delivery_.attached();
     apply_delivery();
     // Adopted attempts restart their continuation clock; starts are asked
     // again (AttemptTable::welcome).
@@ -576,7 +576,7 @@ class Agent {
                  fin.ref.attempt, protocol::to_string(fin.outcome), fin.exit_code.value_or(0));
     // Durable before it is sent (a crash from then on still delivers it):
     // the writer thread group-commits it and hands it back (on_durable).
-    delivery_.ended(std::move(fin), clock_.mono());
+    delivery_.ended(std::move(fin));
     apply_delivery();
     apply_effects();  // an attempt of the same run may have been waiting to start
   }

@@ -27,8 +27,7 @@ void FinishDelivery::loaded(const std::vector<protocol::Finish>& durable, MonoTi
   check_invariants();
 }
 
-void FinishDelivery::ended(protocol::Finish finish, MonoTime now) {
-  (void)now;
+void FinishDelivery::ended(protocol::Finish finish) {
   // An attempt ends once; a second report of it (none is made) changes
   // nothing already decided about the first.
   const auto [it, fresh] = finishes_.try_emplace(finish.ref, Held{finish, FinishState::writing, {}, false});
@@ -63,8 +62,7 @@ void FinishDelivery::acked(const protocol::AttemptRef& ref) {
   check_invariants();
 }
 
-void FinishDelivery::attached(MonoTime now) {
-  (void)now;
+void FinishDelivery::attached() {
   attached_ = true;
   for (auto& [ref, h] : finishes_)
     if (h.state == FinishState::durable) send(h);

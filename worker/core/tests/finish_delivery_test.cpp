@@ -39,8 +39,8 @@ std::vector<std::int64_t> sent_runs(const std::vector<DeliveryEffect>& effects) 
 
 TEST(FinishDelivery, AFinishIsWrittenBeforeItIsSentAndListedAllTheWay) {
   FinishDelivery d;
-  d.attached(at(0ms));
-  d.ended(finish(1), at(10ms));
+  d.attached();
+  d.ended(finish(1));
   auto e = d.take_effects();
   ASSERT_EQ(only<WriteFinishes>(e).size(), 1u);
   EXPECT_EQ(only<WriteFinishes>(e)[0].group[0].ref.run_id, 1);
@@ -60,24 +60,24 @@ TEST(FinishDelivery, AFinishIsWrittenBeforeItIsSentAndListedAllTheWay) {
 
 TEST(FinishDelivery, DetachedNothingIsSentAndAWelcomeSendsEveryDurableFinish) {
   FinishDelivery d;
-  d.ended(finish(1), at(0ms));
-  d.ended(finish(2), at(0ms));
+  d.ended(finish(1));
+  d.ended(finish(2));
   d.take_effects();
   d.written({finish(1)}, true, at(5ms));
   d.tick(at(10000ms));
   EXPECT_TRUE(sent_runs(d.take_effects()).empty()) << "never sent while detached";
-  d.attached(at(10001ms));
+  d.attached();
   EXPECT_EQ(sent_runs(d.take_effects()), std::vector<std::int64_t>{1}) << "the durable one, not the one being written";
   d.detached();
-  d.attached(at(10002ms));
+  d.attached();
   EXPECT_EQ(sent_runs(d.take_effects()), std::vector<std::int64_t>{1})
       << "every welcome: a dead leader may not have it";
 }
 
 TEST(FinishDelivery, ADurableFinishUnacknowledgedIsSentAgainAfterTheResendInterval) {
   FinishDelivery d;
-  d.attached(at(0ms));
-  d.ended(finish(1), at(0ms));
+  d.attached();
+  d.ended(finish(1));
   d.written({finish(1)}, true, at(1000ms));
   d.take_effects();
   d.tick(at(3500ms));  // the resend clock's first round: but written only 2.5 s ago
@@ -93,8 +93,8 @@ TEST(FinishDelivery, ADurableFinishUnacknowledgedIsSentAgainAfterTheResendInterv
 
 TEST(FinishDelivery, AFinishTheOutboxCouldNotWriteIsSentAnywayAndWrittenAgain) {
   FinishDelivery d;
-  d.attached(at(0ms));
-  d.ended(finish(1), at(0ms));
+  d.attached();
+  d.ended(finish(1));
   d.take_effects();
   d.written({finish(1)}, false, at(10ms));
   auto e = d.take_effects();
@@ -122,9 +122,9 @@ TEST(FinishDelivery, AFinishTheOutboxCouldNotWriteIsSentAnywayAndWrittenAgain) {
 
 TEST(FinishDelivery, AnAckForgetsTheFinishEverywhereAndWhatComesAfterItChangesNothing) {
   FinishDelivery d;
-  d.attached(at(0ms));
-  d.ended(finish(1), at(0ms));
-  d.ended(finish(2), at(0ms));
+  d.attached();
+  d.ended(finish(1));
+  d.ended(finish(2));
   d.written({finish(1), finish(2)}, false, at(1ms));
   d.take_effects();
   d.acked(finish(1).ref);
@@ -147,19 +147,19 @@ TEST(FinishDelivery, FinishesAPreviousIncarnationLeftAreListedAndSentAtTheWelcom
   d.loaded({finish(7), finish(8, 2)}, at(0ms));
   EXPECT_EQ(d.unacknowledged().size(), 2u);
   EXPECT_TRUE(d.take_effects().empty()) << "already on disk: nothing to write";
-  d.attached(at(1ms));
+  d.attached();
   EXPECT_EQ(sent_runs(d.take_effects()), (std::vector<std::int64_t>{7, 8}));
 }
 
 TEST(FinishDelivery, AnAttemptEndsOnce) {
   FinishDelivery d;
-  d.attached(at(0ms));
-  d.ended(finish(1), at(0ms));
+  d.attached();
+  d.ended(finish(1));
   d.written({finish(1)}, true, at(1ms));
   d.take_effects();
   auto second = finish(1);
   second.outcome = protocol::Outcome::failed;
-  d.ended(second, at(2ms));
+  d.ended(second);
   EXPECT_TRUE(d.take_effects().empty());
   EXPECT_EQ(d.durable().at(0).outcome, protocol::Outcome::succeeded) << "the first report stands";
 }

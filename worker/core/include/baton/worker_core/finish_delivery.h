@@ -67,13 +67,13 @@ class FinishDelivery {
   /// acknowledged): held and listed until acknowledged.
   void loaded(const std::vector<protocol::Finish>& durable, MonoTime now);
   /// An attempt's process ended with this finish: written first.
-  void ended(protocol::Finish finish, MonoTime now);
+  void ended(protocol::Finish finish);
   /// The outbox wrote `group` (durable) or could not (not durable).
   void written(const std::vector<protocol::Finish>& group, bool durable, MonoTime now);
   /// A leader acknowledged the finish of `ref`.
   void acked(const protocol::AttemptRef& ref);
   /// A leader welcomed this worker: durable finishes are sent again.
-  void attached(MonoTime now);
+  void attached();
   void detached();
   /// Resends and outbox retries that are due.
   void tick(MonoTime now);
