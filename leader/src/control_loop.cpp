@@ -6,7 +6,6 @@
 
 #include "baton/core/assert.h"
 #include "baton/core/json_text.h"
-#include "baton/leader_core/read_age.h"
 
 namespace baton::leader {
 
@@ -23,39 +22,6 @@ constexpr Millis loop_wait_max{10};
 constexpr Millis loop_slow{50};
 
 double ms_of(std::chrono::nanoseconds d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
-/// The statement an effect runs on the loop thread (nullptr: no statement,
-/// or one run on a lane, which times itself: the batched writes and the
-/// periodic reads).
-template <class T>
-constexpr const char* statement_of() {
-  if constexpr (std::is_same_v<T, lc::RecordWorker>)
-    return "worker_registry";
-  else if constexpr (std::is_same_v<T, lc::RecordWorkersSeen>)
-    return "workers_seen";
-  else if constexpr (std::is_same_v<T, lc::AppendRunLog>)
-    return "append_run_log";
-  else if constexpr (std::is_same_v<T, lc::ReadActive>)
-    return "active_runs";
-  else if constexpr (std::is_same_v<T, lc::ReadRun>)
-    return "run_read";
-  else if constexpr (std::is_same_v<T, lc::WriteRun>)
-    return "run_write";
-  else if constexpr (std::is_same_v<T, lc::WriteHeartbeats>)
-    return "heartbeat_batch";
-  else if constexpr (std::is_same_v<T, lc::CreateCronRun>)
-    return "create_cron_run";
-  else if constexpr (std::is_same_v<T, lc::Prune>)
-    return "prune";
-  else if constexpr (std::is_same_v<T, lc::ProcessEvents>)
-    return "process_events";
-  else if constexpr (std::is_same_v<T, lc::RecordDecision>)
-    return "record_decision";
-  else if constexpr (std::is_same_v<T, lc::SkipCronSlots>)
-    return "skip_cron_slots";
-  else
-    return nullptr;
-}
 
 spdlog::level::level_enum level_of(lc::LogLevel l) {
   switch (l) {
@@ -93,6 +59,7 @@ ControlLoop::ControlLoop(Epoch epoch, NodeIdentity me, RuntimeConfig cfg, RunLan
       lanes_(runs),
       store_(store),
       reads_(reads),
+      stores_{runs.main, runs.assigns, runs.starts, runs.finishes, store, reads},
       clock_(clock),
       metrics_(metrics),
       book_(epoch, me_.node_id, cfg, static_cast<std::uint64_t>(epoch.value) * 7919u + 17u, clock.mono()) {}
@@ -235,15 +202,7 @@ void ControlLoop::drain() {
 }
 
 void ControlLoop::execute(lc::Effect& effect) {
-  const char* statement = std::visit([](const auto& e) { return statement_of<std::decay_t<decltype(e)>>(); }, effect);
-  const MonoTime began = clock_.mono();
-  carry_out(effect);
-  if (statement == nullptr) return;
-  if (const auto took = clock_.mono() - began; took >= loop_slow)
-    spdlog::warn("loop_statement_slow statement={} ms={:.1f} epoch={}", statement, ms_of(took), epoch_.value);
-}
-
-void ControlLoop::carry_out(lc::Effect& effect) {
+  if (auto call = store_calls::call_of(effect, stores_, epoch_, me_.node_id)) return run_call(std::move(*call));
   std::visit(
       [&](auto& e) {
         using T = std::decay_t<decltype(e)>;
@@ -262,114 +221,58 @@ void ControlLoop::carry_out(lc::Effect& effect) {
           metrics_.observe_attempt_finished(e.job, e.outcome, e.duration_ms);
         } else if constexpr (std::is_same_v<T, lc::ObserveDispatchLatency>) {
           metrics_.observe_dispatch_latency_us(e.us);
-        } else if constexpr (std::is_same_v<T, lc::RecordWorker>) {
-          auto r = e.attached ? store_.worker_attached(e.worker_id, e.labels_json, e.capacity, me_.node_id, epoch_)
-                              : store_.worker_detached(e.worker_id);
-          if (!r) spdlog::warn("worker_registry_error worker={} error={}", json_quote(e.worker_id), r.error().message);
-        } else if constexpr (std::is_same_v<T, lc::RecordWorkersSeen>) {
-          if (auto r = store_.workers_seen(e.worker_ids); !r)
-            spdlog::warn("worker_registry_error workers={} error={}", e.worker_ids.size(), r.error().message);
-        } else if constexpr (std::is_same_v<T, lc::AppendRunLog>) {
-          (void)store_.append_run_log(e.run, e.attempt, e.stream, e.chunk);  // best effort: the tail is in the finish
         } else if constexpr (std::is_same_v<T, lc::AppendRunOutput>) {
           output_.push_back(std::move(e.chunk));
-        } else if constexpr (std::is_same_v<T, lc::ReadActive>) {
-          book_.result(e.op, store_.active_runs(e.continuation_margin), clock_.mono());
-        } else if constexpr (std::is_same_v<T, lc::ReadRun>) {
-          book_.result(e.op, lanes_.main.read_run(e.run), clock_.mono());
-        } else if constexpr (std::is_same_v<T, lc::ReadDue>) {
-          // The periodic reads on the read lane: on the loop thread, a slow
-          // due read (179.6 ms once in a benchmark's cron phase) held
-          // everything behind it, a cron slot's starts included.
-          read_on_lane<std::vector<store::DueRun>>(
-              e.op, "due_runs", [this, limit = e.limit, labels = std::move(e.labels), ahead = e.ahead] {
-                return reads_.due_runs(limit, labels, ahead);
-              });
-        } else if constexpr (std::is_same_v<T, lc::ReadScheduledJobs>) {
-          read_on_lane<std::vector<store::ScheduledJob>>(e.op, "scheduled_jobs",
-                                                         [this] { return reads_.scheduled_jobs(); });
-        } else if constexpr (std::is_same_v<T, lc::ReadControls>) {
-          read_on_lane<store::Controls>(e.op, "read_controls", [this] { return reads_.read_controls(); });
-        } else if constexpr (std::is_same_v<T, lc::WriteRun>) {
-          write_run(e);
-        } else if constexpr (std::is_same_v<T, lc::WriteAssigns>) {
-          // With nothing waiting to be taken in (a trigger at idle), here:
-          // the lane's two thread hand-overs would only add ~0.1 ms to the
-          // trigger's start. Otherwise on the assign lane, so the loop takes
-          // starts and finishes in (and hands them to their lanes) while it
-          // is written; the book's pass waits for the result either way.
-          // (The row count is read before the rows move into the write.)
-          const std::size_t n = e.rows.size();
-          write_batch(inputs_waiting() ? &assign_lane_ : nullptr, e.op, "assign_batch", n,
-                      [this, rows = std::move(e.rows)] { return lanes_.assigns.assign_batch(epoch_, rows); });
-        } else if constexpr (std::is_same_v<T, lc::WriteFinishes>) {
-          const std::size_t n = e.rows.size();
-          write_batch(&finish_lane_, e.op, "finish_batch", n,
-                      [this, rows = std::move(e.rows)] { return lanes_.finishes.finish_batch(epoch_, rows); });
-        } else if constexpr (std::is_same_v<T, lc::WriteStarts>) {
-          const std::size_t n = e.rows.size();
-          write_batch(&start_lane_, e.op, "start_batch", n,
-                      [this, rows = std::move(e.rows), stale_after = e.stale_after] {
-                        return lanes_.starts.start_batch(epoch_, rows, stale_after);
-                      });
-        } else if constexpr (std::is_same_v<T, lc::WriteHeartbeats>) {
-          book_.result(e.op, store_.heartbeat_batch(epoch_, e.rows, e.stale_after), clock_.mono());
-        } else if constexpr (std::is_same_v<T, lc::CreateCronRun>) {
-          book_.result(e.op, store_.create_cron_run(epoch_, e.job, e.slot_unix, e.caught_up, e.jitter_ms),
-                       clock_.mono());
-        } else if constexpr (std::is_same_v<T, lc::Prune>) {
-          book_.result(e.op, store_.prune(epoch_, e.batch), clock_.mono());
-        } else if constexpr (std::is_same_v<T, lc::ProcessEvents>) {
-          book_.result(e.op, store_.process_events(epoch_, e.limit), clock_.mono());
-        } else if constexpr (std::is_same_v<T, lc::ReadWaiting>) {
-          read_on_lane<std::vector<store::DueRun>>(e.op, "waiting_runs",
-                                                   [this, limit = e.limit] { return reads_.waiting_runs(limit); });
-        } else if constexpr (std::is_same_v<T, lc::ReadUnmatched>) {
-          read_on_lane<std::vector<store::DueRun>>(
-              e.op, "unmatched_runs",
-              [this, sets = std::move(e.label_sets), limit = e.limit] { return reads_.unmatched_runs(sets, limit); });
-        } else if constexpr (std::is_same_v<T, lc::RecordDecision>) {
-          book_.result(e.op, store_.record_decision(epoch_, e.run, e.decision, e.reason, "{}"), clock_.mono());
-        } else if constexpr (std::is_same_v<T, lc::SkipCronSlots>) {
-          book_.result(e.op, store_.skip_cron_slots(epoch_, e.job, e.ranges, e.details_json), clock_.mono());
+        } else {
+          BATON_ASSERT(false && "a store effect that store_calls::call_of did not take");
         }
       },
       effect);
 }
 
-void ControlLoop::write_batch(Lane* lane, lc::OpId op, const char* statement, std::size_t rows,
-                              std::function<Result<store::BatchWriteResult>()> write) {
-  auto timed = [this, statement, rows, write = std::move(write)] {
+void ControlLoop::run_call(store_calls::Call call) {
+  using store_calls::Lane;
+  if (call.lane == Lane::loop) {
     const MonoTime began = clock_.mono();
-    auto r = write();
-    lane_took(statement, rows, clock_.mono() - began);
+    store_calls::Returned r = call.run();
+    if (const auto took = clock_.mono() - began; took >= loop_slow)
+      spdlog::warn("loop_statement_slow statement={} ms={:.1f} epoch={}", call.statement, ms_of(took), epoch_.value);
+    return deliver(r, Millis{0});
+  }
+  // An assignment with nothing waiting to be taken in (a trigger at idle) is
+  // written here: the lane's two thread hand-overs would only add ~0.1 ms
+  // to the trigger's start. Otherwise on the assign lane, so the loop takes
+  // starts and finishes in (and hands them to their lanes) while it is
+  // written; the book's pass waits for the result either way. The periodic
+  // reads go to the read lane: on the loop's thread, a slow due read (179.6
+  // ms once in a benchmark's cron phase) held everything behind it, a cron
+  // slot's starts included.
+  ControlLoop::Lane* lane = call.lane == Lane::assigns    ? (inputs_waiting() ? &assign_lane_ : nullptr)
+                            : call.lane == Lane::starts   ? &start_lane_
+                            : call.lane == Lane::finishes ? &finish_lane_
+                                                          : &read_lane_;
+  auto timed = [this, call = std::move(call)] {
+    const MonoTime began = clock_.mono();
+    store_calls::Returned r = call.run();
+    lane_took(call.statement, call.rows > 0 ? call.rows : r.rows, clock_.mono() - began);
     return r;
   };
-  if (lane == nullptr) return book_.result(op, timed(), clock_.mono());
+  if (lane == nullptr) return deliver(timed(), Millis{0});
   // The result comes back through the inbox, like every input.
-  lane->post([this, op, timed = std::move(timed)] {
-    post(LaneDone{[this, op, r = timed()] { book_.result(op, r, clock_.mono()); }});
+  lane->post([this, timed = std::move(timed)] {
+    store_calls::Returned r = timed();
+    const MonoTime returned = clock_.mono();
+    post(LaneDone{[this, returned, r = std::move(r)] {
+      // The time it waited in the inbox: a hold or a wake-up a read counts
+      // from its own moment moves by it (leader_core/read_age.h).
+      deliver(r, std::chrono::floor<Millis>(clock_.mono() - returned));
+    }});
   });
 }
 
-template <class R>
-void ControlLoop::read_on_lane(lc::OpId op, const char* statement, std::function<Result<R>()> read) {
-  read_lane_.post([this, op, statement, read = std::move(read)] {
-    const MonoTime began = clock_.mono();
-    Result<R> r = read();
-    const MonoTime returned = clock_.mono();
-    std::size_t rows = 1;
-    if constexpr (requires { r->size(); }) rows = r ? r->size() : 0;
-    lane_took(statement, rows, returned - began);
-    post(LaneDone{[this, op, returned, r = std::move(r)]() mutable {
-      const MonoTime now = clock_.mono();
-      // The time it waited in the inbox: a hold or a wake-up the read
-      // counts from its own moment moves by it (leader_core/read_age.h).
-      if constexpr (requires { lc::age_read(*r, Millis{}); })
-        if (r) lc::age_read(*r, std::chrono::floor<Millis>(now - returned));
-      book_.result(op, r, now);
-    }});
-  });
+void ControlLoop::deliver(const store_calls::Returned& r, Millis waited) {
+  if (!r.failure.empty()) spdlog::warn("{}", r.failure);
+  if (r.deliver) r.deliver(book_, clock_.mono(), waited);
 }
 
 bool ControlLoop::inputs_waiting() {
@@ -394,27 +297,6 @@ void ControlLoop::flush_output() {
   if (const auto took = clock_.mono() - began; took >= loop_slow)
     spdlog::warn("loop_statement_slow statement=append_run_output ms={:.1f} epoch={}", ms_of(took), epoch_.value);
   output_.clear();
-}
-
-void ControlLoop::write_run(const lc::WriteRun& w) {
-  store::RunStore& runs = lanes_.main;
-  Result<store::WriteResult> r = [&]() -> Result<store::WriteResult> {
-    switch (w.kind) {
-      case lc::RunWriteKind::adopt: return runs.adopt(w.fence, w.attempt);
-      case lc::RunWriteKind::orphan: return runs.orphan(w.fence);
-      case lc::RunWriteKind::requeue: return runs.requeue(w.fence);
-      case lc::RunWriteKind::begin_confirming: return runs.begin_confirming(w.fence, w.delay);
-      case lc::RunWriteKind::finish: return runs.finish(w.fence, w.attempt, w.finish);
-      case lc::RunWriteKind::retry_later: return runs.retry_later(w.fence, w.attempt, w.finish, w.delay);
-      case lc::RunWriteKind::cancel: return runs.cancel(w.fence, w.from, w.reason);
-      case lc::RunWriteKind::request_cancel: return runs.request_cancel(w.fence, w.reason);
-      case lc::RunWriteKind::fail_unrunnable: return runs.fail_unrunnable(w.fence, w.from, w.error_code, w.reason);
-      case lc::RunWriteKind::late_success: return runs.late_success(w.fence, w.attempt, w.finish);
-    }
-    BATON_ASSERT(false);
-    return runs.orphan(w.fence);
-  }();
-  book_.result(w.op, r, clock_.mono());
 }
 
 }  // namespace baton::leader

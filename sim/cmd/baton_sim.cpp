@@ -76,6 +76,7 @@ int main(int argc, char** argv) {
   std::atomic<std::uint64_t> next{from};
   std::atomic<std::int64_t> runs{0}, failed{0}, simulated{0}, requeued{0}, granted{0};
   std::atomic<std::int64_t> partitioned{0}, partitioned_runs{0}, partitioned_epochs{0}, moves{0};
+  std::atomic<std::int64_t> with_cron{0}, cron_runs{0}, cron_skips{0};
   std::mutex print;
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::thread> pool;
@@ -88,6 +89,11 @@ int main(int argc, char** argv) {
         runs += o.stats.at("runs");
         requeued += o.stats.at("requeued");
         granted += o.stats.at("granted");
+        if (o.knobs.cron_every_s > 0) {
+          with_cron++;
+          cron_runs += o.stats.at("cron_runs");
+          cron_skips += o.stats.at("cron_skips");
+        }
         if (o.stats.at("partitions") > 1) {
           partitioned++;
           partitioned_runs += o.stats.at("runs");
@@ -114,6 +120,11 @@ int main(int argc, char** argv) {
       "between partitions\n",
       static_cast<long long>(partitioned.load()), static_cast<long long>(partitioned_runs.load()),
       static_cast<long long>(partitioned_epochs.load()), static_cast<long long>(moves.load()));
+  std::printf(
+      "baton-sim: %lld of them with a cron job (a slot every 1-3 s while faults last): %lld slots run, %lld "
+      "skips recorded in the ledger\n",
+      static_cast<long long>(with_cron.load()), static_cast<long long>(cron_runs.load()),
+      static_cast<long long>(cron_skips.load()));
   const bool any_failed = failed.load() > 0;
   return expect_failure ? (any_failed ? 0 : 1) : (any_failed ? 1 : 0);
 }

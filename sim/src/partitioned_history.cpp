@@ -30,6 +30,11 @@ chaos::History share_of(const PartitionedHistory& h, int p) {
     if (mine(d.run)) s.dead_letters.push_back(d);
   for (const auto& f : h.whole.durable_finishes)
     if (mine(f.run)) s.durable_finishes.push_back(f);
+  // Cron is simulated in unpartitioned histories only: a skipped slot,
+  // which names no run, is partition 0's.
+  for (const auto& l : h.whole.ledger)
+    if (l.run ? mine(*l.run) : p == 0) s.ledger.push_back(l);
+  s.jobs = h.whole.jobs;
   s.epochs = h.epochs.at(static_cast<std::size_t>(p));
   return s;
 }

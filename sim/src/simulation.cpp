@@ -18,6 +18,8 @@
 #include "baton/core/weaken.h"
 #include "baton/leader_core/run_book.h"
 #include "baton/protocol/vocabulary.h"
+#include "baton/store_calls/store_call.h"
+#include "baton/store_fake/fake_leader_store.h"
 #include "baton/store_fake/fake_lease_store.h"
 #include "baton/store_fake/fake_run_store.h"
 #include "baton/worker_core/attempt_table.h"
@@ -37,6 +39,8 @@ using chaos::name_of;
 
 constexpr std::int64_t ms_ns = 1'000'000;
 constexpr Millis step{5};  ///< the simulation advances in steps of this much virtual time
+/// The simulated cron job's name (Knobs::cron_every_s).
+constexpr const char* cron_job = "sim-cron";
 
 /// The one virtual time: the database's clock (commit timestamps, ages,
 /// deadlines) and the timeline of the evidence.
@@ -180,6 +184,7 @@ struct Seat {
   int partition = 0;
   std::unique_ptr<store::fake::FakeLeaseStore> lease;
   std::unique_ptr<store::fake::FakeRunStore> runs;
+  std::unique_ptr<store::fake::FakeLeaderStore> leader;
   std::unique_ptr<consensus::Elector> elector;
   std::unique_ptr<lc::RunBook> book;
   std::deque<std::function<void()>> inbox;  ///< deliveries waiting for this loop to run
@@ -302,6 +307,11 @@ class World {
     for (Seat& s : n.seats) {
       s.lease = std::make_unique<store::fake::FakeLeaseStore>(*lease_dbs_[static_cast<std::size_t>(s.partition)]);
       s.runs = std::make_unique<store::fake::FakeRunStore>(run_db_, s.partition);
+      s.leader = std::make_unique<store::fake::FakeLeaderStore>(run_db_, s.partition);
+      // A reply lost after its statement ran: drawn before each write, and
+      // after each read and heartbeat batch that reached the database.
+      s.runs->lose_write_reply = [this] { return chance(k_.p_in_doubt); };
+      s.leader->lose_reply = [this] { return chance(k_.p_in_doubt); };
       s.elector = std::make_unique<consensus::Elector>(
           *s.lease, *n.clock, n.identity, election_config(), [](const consensus::RoleChange&) {}, [](Millis) {});
       s.book.reset();
@@ -317,6 +327,7 @@ class World {
     for (Seat& s : n.seats) {
       s.lease->unavailable = cut;
       s.runs->unavailable = cut;
+      s.leader->unavailable = cut;
     }
   }
 
@@ -393,23 +404,10 @@ class World {
     s.book.reset();
   }
 
-  template <class T, class F>
-  Result<T> db_call(Node& n, F&& f) {
-    if (n.db_cut || db_down_) return make_error(Errc::db_unavailable, "simulated partition");
-    T r = f();
-    if (chance(k_.p_in_doubt)) return make_error(Errc::outcome_unknown, "simulated lost reply");
-    return r;
-  }
-  template <class F>
-  auto store_write(Seat& s, F&& f) {
-    s.runs->lose_next_reply = chance(k_.p_in_doubt);
-    auto r = f(*s.runs);
-    s.runs->lose_next_reply = false;
-    return r;
-  }
-
-  /// The control loop's drain: every effect carried out in order, every
-  /// result fed back at once.
+  /// The control loop's drain: every effect carried out in order. A store
+  /// effect becomes the same call as in the control loop (store_calls); where
+  /// it runs is the loop's choice, modelled here: on the loop's thread with
+  /// its result fed back at once, or on a lane, later.
   void execute(Node& n, Seat& s) {
     while (s.book && s.book->has_effects()) {
       auto effects = s.book->take_effects();
@@ -417,8 +415,11 @@ class World {
         if (!s.book) return;
         lc::RunBook& b = *s.book;
         if (b.fenced() && lc::is_external(effect)) continue;
-        const MonoTime now = n.clock->mono();
-        const Epoch epoch = b.epoch();
+        const store_calls::Stores stores{*s.runs, *s.runs, *s.runs, *s.runs, *s.leader, *s.leader};
+        if (auto call = store_calls::call_of(effect, stores, b.epoch(), n.identity.node_id)) {
+          run_call(n, s, std::move(*call));
+          continue;
+        }
         std::visit(
             [&](auto& e) {
               using T = std::decay_t<decltype(e)>;
@@ -432,66 +433,25 @@ class World {
               } else if constexpr (std::is_same_v<T, lc::Count>) {
                 // Counted from the book's own effects, never from log text.
                 if (e.counter == lc::Counter::runs_requeued) requeued_ += e.n;
-              } else if constexpr (std::is_same_v<T, lc::ReadActive>) {
-                b.result(e.op,
-                         db_call<std::vector<store::ActiveRun>>(
-                             n, [&] { return db_for(s.partition).active_runs(e.continuation_margin); }),
-                         now);
-              } else if constexpr (std::is_same_v<T, lc::ReadRun>) {
-                b.result(e.op, s.runs->read_run(e.run), now);
-              } else if constexpr (std::is_same_v<T, lc::ReadDue>) {
-                // ControlLoop's read lane: the read runs now or when its
-                // reply is due, and the reply comes after other inputs.
-                on_read_lane<std::vector<store::DueRun>>(n, s, e.op, [this, partition = s.partition, limit = e.limit] {
-                  return db_for(partition).due_runs(limit);
-                });
-              } else if constexpr (std::is_same_v<T, lc::ReadScheduledJobs>) {
-                on_read_lane<std::vector<store::ScheduledJob>>(n, s, e.op,
-                                                               [] { return std::vector<store::ScheduledJob>{}; });
-              } else if constexpr (std::is_same_v<T, lc::ReadControls>) {
-                // Operators are not modelled.
-                on_read_lane<store::Controls>(n, s, e.op, [] { return store::Controls{}; });
-              } else if constexpr (std::is_same_v<T, lc::WriteRun>) {
-                b.result(e.op, store_write(s, [&](store::RunStore& db) { return write_run(db, e); }), now);
-              } else if constexpr (std::is_same_v<T, lc::WriteAssigns>) {
-                // ControlLoop writes an assignment itself when no input is
-                // waiting and on its assign lane otherwise: both, by chance.
-                if (chance(0.5))
-                  b.result(e.op, store_write(s, [&](store::RunStore& db) { return db.assign_batch(epoch, e.rows); }),
-                           now);
-                else
-                  on_write_lane(n, s, e.op,
-                                [epoch, rows = e.rows](store::RunStore& db) { return db.assign_batch(epoch, rows); });
-              } else if constexpr (std::is_same_v<T, lc::WriteStarts>) {
-                on_write_lane(n, s, e.op, [epoch, rows = e.rows, stale = e.stale_after](store::RunStore& db) {
-                  return db.start_batch(epoch, rows, stale);
-                });
-              } else if constexpr (std::is_same_v<T, lc::WriteFinishes>) {
-                on_write_lane(n, s, e.op,
-                              [epoch, rows = e.rows](store::RunStore& db) { return db.finish_batch(epoch, rows); });
-              } else if constexpr (std::is_same_v<T, lc::WriteHeartbeats>) {
-                b.result(e.op,
-                         db_call<store::HeartbeatBatchResult>(
-                             n, [&] { return db_for(s.partition).heartbeat_batch(epoch, e.rows); }),
-                         now);
-              } else if constexpr (std::is_same_v<T, lc::CreateCronRun> || std::is_same_v<T, lc::SkipCronSlots> ||
-                                   std::is_same_v<T, lc::RecordDecision>) {
-                b.result(e.op, Result<store::CreateResult>(make_error(Errc::db_error, "no cron in the simulator")),
-                         now);
-              } else if constexpr (std::is_same_v<T, lc::Prune>) {
-                b.result(e.op, Result<store::Pruned>(store::Pruned{epoch, 0, 0, 0, 0}), now);
-              } else if constexpr (std::is_same_v<T, lc::ProcessEvents>) {
-                b.result(e.op, Result<store::EventsProcessed>(store::EventsProcessed{epoch, 0, 0}), now);
-              } else if constexpr (std::is_same_v<T, lc::ReadUnmatched> || std::is_same_v<T, lc::ReadWaiting>) {
-                on_read_lane<std::vector<store::DueRun>>(n, s, e.op, [] { return std::vector<store::DueRun>{}; });
               }
-              // ObserveDispatchLatency, RecordWorker, RecordWorkersSeen, AppendRunLog,
-              // AppendRunOutput: nothing
-              // to model.
+              // ObserveDispatchLatency, ObserveRunFinished, AppendRunOutput:
+              // nothing to model.
             },
             effect);
       }
     }
+  }
+
+  void run_call(Node& n, Seat& s, store_calls::Call call) {
+    using store_calls::Lane;
+    // ControlLoop writes an assignment itself when no input is waiting and
+    // on its assign lane otherwise: both, by chance.
+    if (call.lane == Lane::loop || (call.lane == Lane::assigns && chance(0.5))) {
+      store_calls::Returned r = call.run();
+      if (r.deliver) r.deliver(*s.book, n.clock->mono(), Millis{0});
+      return;
+    }
+    on_lane(n, s, std::move(call));
   }
 
   /// A lane's statement (ControlLoop's assign, start, finish and read
@@ -499,46 +459,26 @@ class World {
   /// the book later, after other inputs; a reply to a book that is gone is
   /// dropped (its statement still ran: the lane thread outlives the loop's
   /// epoch).
-  template <class T>
-  void on_lane(Node& n, Seat& s, lc::OpId op, std::function<Result<T>(Node&, Seat&)> statement) {
-    auto done = std::make_shared<std::optional<Result<T>>>();
-    if (chance(0.5)) *done = statement(n, s);
+  /// As in ControlLoop, a read's rows age by the time its reply waited
+  /// between the statement's return and the book.
+  void on_lane(Node& n, Seat& s, store_calls::Call call) {
+    struct Done {
+      std::optional<store_calls::Returned> returned;
+      MonoTime at{};  ///< when the statement returned, by the node's clock
+    };
+    auto done = std::make_shared<Done>();
+    if (chance(0.5)) *done = Done{call.run(), n.clock->mono()};
     const std::int64_t delay = k_.lane_delay_max_ms > 0 ? uniform(0, k_.lane_delay_max_ms) * ms_ns : 0;
     const std::uint64_t serial = s.book_serial;
     const int index = n.index, partition = s.partition;
-    s.lane_replies.emplace_back(now_ns() + delay, [this, index, partition, serial, op, done, statement] {
+    s.lane_replies.emplace_back(now_ns() + delay, [this, index, partition, serial, done, call = std::move(call)] {
       Node& n = nodes_[static_cast<std::size_t>(index)];
       Seat& s = n.seats[static_cast<std::size_t>(partition)];
-      if (!*done) *done = statement(n, s);
-      if (s.book && s.book_serial == serial) s.book->result(op, **done, n.clock->mono());
+      if (!done->returned) *done = Done{call.run(), n.clock->mono()};
+      if (!s.book || s.book_serial != serial || !done->returned->deliver) return;
+      const MonoTime now = n.clock->mono();
+      done->returned->deliver(*s.book, now, std::chrono::floor<Millis>(now - done->at));
     });
-  }
-  /// A batched write on its lane: in doubt like any write.
-  template <class F>
-  void on_write_lane(Node& n, Seat& s, lc::OpId op, F write) {
-    on_lane<store::BatchWriteResult>(n, s, op, [this, write](Node&, Seat& s) { return store_write(s, write); });
-  }
-  /// A periodic read on the read lane: cut off or lost like any read.
-  template <class T, class F>
-  void on_read_lane(Node& n, Seat& s, lc::OpId op, F read) {
-    on_lane<T>(n, s, op, [this, read](Node& n, Seat&) { return db_call<T>(n, read); });
-  }
-
-  static Result<store::WriteResult> write_run(store::RunStore& s, const lc::WriteRun& w) {
-    switch (w.kind) {
-      case lc::RunWriteKind::adopt: return s.adopt(w.fence, w.attempt);
-      case lc::RunWriteKind::orphan: return s.orphan(w.fence);
-      case lc::RunWriteKind::requeue: return s.requeue(w.fence);
-      case lc::RunWriteKind::begin_confirming: return s.begin_confirming(w.fence, w.delay);
-      case lc::RunWriteKind::finish: return s.finish(w.fence, w.attempt, w.finish);
-      case lc::RunWriteKind::retry_later: return s.retry_later(w.fence, w.attempt, w.finish, w.delay);
-      case lc::RunWriteKind::cancel: return s.cancel(w.fence, w.from, w.reason);
-      case lc::RunWriteKind::request_cancel: return s.request_cancel(w.fence, w.reason);
-      case lc::RunWriteKind::fail_unrunnable: return s.fail_unrunnable(w.fence, w.from, w.error_code, w.reason);
-      case lc::RunWriteKind::late_success: return s.late_success(w.fence, w.attempt, w.finish);
-    }
-    BATON_ASSERT(false);
-    return s.orphan(w.fence);
   }
 
   // ---- network ----------------------------------------------------------------
@@ -1298,6 +1238,14 @@ Outcome World::run() {
   std::exponential_distribution<double> gap(k_.faults_per_s);
   std::int64_t next_fault = start_ns_ + 2000 * ms_ns + static_cast<std::int64_t>(gap(rng_) * 1e9);
   std::size_t next_creation = 0;
+  if (k_.cron_every_s > 0) {
+    store::fake::FakeJob j;
+    j.name = cron_job;
+    j.schedule = "*/" + std::to_string(k_.cron_every_s) + " * * * * *";
+    j.concurrency_policy = k_.cron_policy;
+    j.misfire_policy = k_.cron_misfire;
+    run_db_.define_job(j);
+  }
   while (now_ns() < end_faults_ns_) {
     while (next_creation < creations.size() && creations[next_creation] <= now_ns()) {
       create_run();
@@ -1310,6 +1258,7 @@ Outcome World::run() {
     advance();
   }
   note("faults end");
+  if (k_.cron_every_s > 0) run_db_.delete_job(cron_job);  // no more slots: the history can go quiet
   const std::int64_t limit = now_ns() + k_.quiet_ms * ms_ns;
   // Timers still heal what they started (restarts, resumes); then quiesce.
   while (now_ns() < limit) {
@@ -1340,9 +1289,15 @@ Outcome World::run() {
   out.stats["simulated_ms"] = (end_ns_ - start_ns_) / ms_ns;
   out.stats["requeued"] = requeued_;
   out.stats["granted"] = granted_;
-  std::int64_t succeeded = 0;
-  for (const auto& [id, r] : run_db_.runs()) succeeded += r.state == RunState::succeeded;
+  std::int64_t succeeded = 0, cron_runs = 0, cron_skipped = 0;
+  for (const auto& [id, r] : run_db_.runs()) {
+    succeeded += r.state == RunState::succeeded;
+    cron_runs += r.slot_unix.has_value();
+  }
+  for (const auto& l : run_db_.ledger()) cron_skipped += l.decision == "skipped";
   out.stats["succeeded"] = succeeded;
+  out.stats["cron_runs"] = cron_runs;
+  out.stats["cron_skips"] = cron_skipped;
   return out;
 }
 
@@ -1400,9 +1355,30 @@ PartitionedHistory World::history() const {
   }
   for (auto& [run, xs] : h.executions)
     std::sort(xs.begin(), xs.end(), [](const auto& a, const auto& b) { return a.from_ns < b.from_ns; });
+  std::map<std::int64_t, std::string> job_names;
+  for (const auto& [name, j] : run_db_.jobs()) {
+    job_names[j.id] = name;
+    chaos::JobRow job;
+    job.name = name;
+    job.concurrency_policy = j.concurrency_policy;
+    h.jobs[name] = job;
+  }
+  for (const auto& l : run_db_.ledger()) {
+    chaos::LedgerRow row;
+    row.job = l.job;
+    row.decision = l.decision;
+    row.reason = l.reason;
+    row.slot = l.slot;
+    row.slot_last = l.slot_last;
+    if (l.run) row.run = l.run->value;
+    row.epoch = l.epoch.value;
+    h.ledger.push_back(row);
+  }
   for (const auto& [id, r] : run_db_.runs()) {
     chaos::RunRow row;
     row.id = id;
+    if (r.job_definition_id) row.job = job_names[*r.job_definition_id];
+    row.slot = r.slot_unix.value_or(0);
     row.state = std::string(to_string(r.state));
     row.error_code = r.error_code;
     row.attempt = r.attempt;
@@ -1477,6 +1453,15 @@ Knobs knobs_for(std::uint64_t seed) {
   // Workers of the previous version (the separate start) in a quarter of
   // the seeds; drawn after everything above for the same reason.
   k.protocol = pick(0, 3) == 0 ? 3 : protocol::protocol_version_max;
+  // A cron job in half the unpartitioned seeds; drawn last, like the two
+  // above.
+  if (k.partitions == 1 && pick(0, 1) == 1) {
+    static const char* const policies[] = {"allow", "forbid", "replace"};
+    static const char* const misfires[] = {"run_latest", "run_all", "skip"};
+    k.cron_every_s = static_cast<int>(pick(1, 3));
+    k.cron_policy = policies[pick(0, 2)];
+    k.cron_misfire = misfires[pick(0, 2)];
+  }
   return k;
 }
 
@@ -1493,7 +1478,8 @@ const std::vector<std::string>& checked_invariants() {
                                               "one_leader_per_epoch",
                                               "legal_transitions",
                                               "quiescent",
-                                              "writes_fenced_by_own_partition"};
+                                              "writes_fenced_by_own_partition",
+                                              "cron_slots_accounted"};
   return names;
 }
 

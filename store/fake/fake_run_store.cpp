@@ -108,6 +108,12 @@ CreateResult FakeRunDb::create_run(Epoch epoch, const NewRun& n) {
         out.outcome = WriteOutcome::conflict;
         return out;
       }
+  out.outcome = WriteOutcome::applied;
+  out.run = insert(epoch, n).id;
+  return out;
+}
+
+FakeRun& FakeRunDb::insert(Epoch epoch, const NewRun& n) {
   FakeRun r;
   r.id = RunId{next_id_++};
   r.partition = partition_;
@@ -116,12 +122,9 @@ CreateResult FakeRunDb::create_run(Epoch epoch, const NewRun& n) {
   r.leader_epoch = epoch;
   r.job_definition_id = n.job_definition_id;
   r.idempotency_key = n.idempotency_key;
-  runs_[r.id.value] = r;
   transitions_.push_back({r.id, RunState::pending, RunState::pending, Version{0}, r.version, epoch, r.attempt,
                           r.continuation, r.continuation_timeout_ms, clock_.mono(), partition_});  // the insert
-  out.outcome = WriteOutcome::applied;
-  out.run = r.id;
-  return out;
+  return runs_[r.id.value] = r;
 }
 
 std::optional<RunRow> FakeRunDb::read_run(RunId id) const {
@@ -335,17 +338,22 @@ std::vector<ActiveRun> FakeRunDb::active_runs(Millis continuation_margin) const 
     if (r.continuation == ContinuationState::confirming && r.continuation_deadline)
       a.continuation_remaining_ms = ms(*r.continuation_deadline - now);
     if (r.state == RunState::running) a.cancel_reason = r.cancel_reason;
+    if (r.state == RunState::assigned && r.starts_at_unix_ms)
+      a.starts_in_ms = std::max<std::int64_t>(0, *r.starts_at_unix_ms - unix_ms());
     out.push_back(std::move(a));
   }
   return out;
 }
 
-std::vector<DueRun> FakeRunDb::due_runs(int limit) const {
+std::vector<DueRun> FakeRunDb::due_runs(int limit, Millis ahead) const {
   const MonoTime now = clock_.mono();
+  const std::int64_t now_ms = unix_ms();
   std::vector<const FakeRun*> due;
   for (const auto& [id, r] : runs_) {
-    const bool ready = r.state == RunState::pending || r.state == RunState::orphaned ||
-                       (r.state == RunState::retry_waiting && r.next_attempt_at && *r.next_attempt_at <= now);
+    const bool ready =
+        (r.state == RunState::pending && (!r.starts_at_unix_ms || *r.starts_at_unix_ms <= now_ms + ahead.count())) ||
+        r.state == RunState::orphaned ||
+        (r.state == RunState::retry_waiting && r.next_attempt_at && *r.next_attempt_at <= now);
     if (ready && visible(r)) due.push_back(&r);
   }
   std::stable_sort(due.begin(), due.end(),
@@ -353,7 +361,12 @@ std::vector<DueRun> FakeRunDb::due_runs(int limit) const {
   std::vector<DueRun> out;
   for (const FakeRun* r : due) {
     if (static_cast<int>(out.size()) >= limit) break;
-    out.push_back(due_run_of(*r));
+    DueRun d = due_run_of(*r);
+    if (r->state == RunState::pending && r->starts_at_unix_ms) {
+      d.starts_in_ms = std::max<std::int64_t>(0, *r->starts_at_unix_ms - now_ms);
+      d.starts_at_us = *r->starts_at_unix_ms * 1000;
+    }
+    out.push_back(std::move(d));
   }
   return out;
 }
@@ -468,10 +481,11 @@ BatchWriteResult FakeRunDb::finish_batch(Epoch epoch, const std::vector<FinishRo
 template <class T, class F>
 Result<T> FakeRunStore::call(F&& f, bool is_write) {
   ++calls;
+  const bool lose_drawn = is_write && lose_write_reply && lose_write_reply();
   if (unavailable) return make_error(Errc::db_unavailable, "fake: partitioned from the database");
   db_.use_partition(partition_);
   T out = f();
-  if (is_write && lose_next_reply) {
+  if (is_write && (lose_drawn || lose_next_reply)) {
     lose_next_reply = false;
     return make_error(Errc::outcome_unknown, "fake: reply lost after commit");
   }

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "baton/store_fake/fake_leader_store.h"
 #include "baton/store_fake/fake_run_store.h"
 #include "baton/store_pg/pg_leader_store.h"
 #include "baton/testing/fake_clock.h"
@@ -61,10 +62,11 @@ class FakeEnv {
   std::int64_t attempt_rows(RunId id) { return count(db_.attempts(), id); }
   std::int64_t dead_letters(RunId id) { return count(db_.dead_letters(), id); }
   std::int64_t transitions(RunId id) { return count(db_.transitions(), id); }
-  std::vector<ActiveRun> active(Millis margin) { return db_.active_runs(margin); }
-  std::vector<DueRun> due(int limit) { return db_.due_runs(limit); }
+  // Through FakeLeaderStore, the simulator's leader store.
+  std::vector<ActiveRun> active(Millis margin) { return *leader_.active_runs(margin); }
+  std::vector<DueRun> due(int limit) { return *leader_.due_runs(limit, {}, Millis{0}); }
   HeartbeatBatchResult heartbeat_batch(Epoch e, const std::vector<HeartbeatRow>& rows) {
-    return db_.heartbeat_batch(e, rows);
+    return *leader_.heartbeat_batch(e, rows, Millis{10000});
   }
 
  private:
@@ -78,6 +80,7 @@ class FakeEnv {
   fake::FakeLeaseDb lease_{clock_};
   fake::FakeRunDb db_{lease_, clock_};
   fake::FakeRunStore store_{db_};
+  fake::FakeLeaderStore leader_{db_};
 };
 
 template <class Env>

@@ -31,6 +31,7 @@
 #include "baton/protocol/messages.h"
 #include "baton/store/leader_store.h"
 #include "baton/store/run_store.h"
+#include "baton/store_calls/store_call.h"
 
 namespace baton::leader {
 
@@ -116,14 +117,18 @@ class ControlLoop {
   /// Carries out the book's effects, feeding each result back, until the
   /// book has none left.
   void drain();
-  /// Carries out `e`, logging a statement that held the loop thread long.
+  /// Carries out `e`: a store effect through store_calls (one
+  /// interpreter with the simulator), the rest here.
   void execute(leader_core::Effect& e);
-  void carry_out(leader_core::Effect& e);
+  /// Runs a store call where its lane says, timed (a statement that held the
+  /// loop or a lane long is logged), and feeds its result to the book: at
+  /// once on the loop's thread, through the inbox from a lane.
+  void run_call(store_calls::Call call);
+  void deliver(const store_calls::Returned& r, Millis waited);
   /// Events are queued that the loop has not fed to the book yet.
   bool inputs_waiting();
   /// Logs a lane's statement that took long.
   void lane_took(const char* statement, std::size_t rows, std::chrono::nanoseconds took) const;
-  void write_run(const leader_core::WriteRun& w);
   /// Writes the output gathered since the last call: one statement, and the
   /// archive. Best effort: output is not run state.
   void flush_output();
@@ -146,24 +151,13 @@ class ControlLoop {
     std::thread thread_;
   };
 
-  /// Runs a batched write, timed (lane_took), and feeds its result to the
-  /// book: here when `lane` is null, else on `lane`.
-  void write_batch(Lane* lane, leader_core::OpId op, const char* statement, std::size_t rows,
-                   std::function<Result<store::BatchWriteResult>()> write);
-  /// Runs a periodic read on the read lane, timed (lane_took), and feeds its
-  /// result back through the inbox. Never ReadActive: its rows replace the
-  /// book's view of the active runs, so it must reach the book before the
-  /// result of any lane write that committed after its snapshot, which only
-  /// a read on the loop's own thread guarantees (RunBook, "Reads").
-  template <class R>
-  void read_on_lane(leader_core::OpId op, const char* statement, std::function<Result<R>()> read);
-
   const Epoch epoch_;
   const NodeIdentity me_;
   const RuntimeConfig cfg_;
   RunLanes lanes_;
   store::LeaderStore& store_;
   store::LeaderStore& reads_;  ///< read lane only
+  const store_calls::Stores stores_;
   const Clock& clock_;
   Metrics& metrics_;
   leader_core::RunBook book_;

@@ -55,6 +55,12 @@ struct Knobs {
   /// The newest protocol version the workers speak: from 4, assignments to
   /// free slots carry the start (docs/fencing.md); 3, the separate start.
   int protocol = 4;
+  /// A cron job (unpartitioned seeds only) with a slot every this many
+  /// seconds while faults are injected (0: none), deleted when they end;
+  /// its overlap and misfire policies (store::JobDefinition).
+  int cron_every_s = 0;
+  std::string cron_policy = "allow";
+  std::string cron_misfire = "run_latest";
 };
 Knobs knobs_for(std::uint64_t seed);
 

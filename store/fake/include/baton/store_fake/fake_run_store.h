@@ -53,8 +53,37 @@ struct FakeRun {
   std::optional<std::string> cancel_reason;
   std::string error_code;
   std::string error_msg;
-  MonoTime assigned_at{};  ///< by the database clock, when it last became ASSIGNED
-  MonoTime started_at{};   ///< ... and RUNNING
+  MonoTime assigned_at{};                         ///< by the database clock, when it last became ASSIGNED
+  MonoTime started_at{};                          ///< ... and RUNNING
+  std::optional<std::int64_t> slot_unix;          ///< a cron run's slot (scheduled_for), unix seconds
+  std::optional<std::int64_t> starts_at_unix_ms;  ///< a cron run's slot plus its jitter: not due before
+};
+
+/// A job_definitions row, as the leader's cron reads and writes it.
+struct FakeJob {
+  std::int64_t id = 0;
+  std::string name;
+  std::string schedule;  ///< a cron expression
+  std::string time_zone = "UTC";
+  std::string misfire_policy = "run_latest";
+  int catch_up_limit = 100;
+  std::optional<std::int64_t> starting_deadline_ms;
+  std::int64_t jitter_ms = 0;
+  std::string concurrency_policy = "allow";  ///< allow | forbid | replace
+  int max_attempts = 1;
+  int priority = 0;
+  std::optional<std::int64_t> cron_cursor;  ///< unix seconds: the newest slot created or given up
+  bool deleted = false;
+};
+
+/// A decision_ledger row about a cron slot or a range of them.
+struct FakeLedgerEntry {
+  Epoch epoch{0};
+  std::string job;
+  std::int64_t slot = 0, slot_last = 0;  ///< unix seconds; slot_last == slot but for a skipped range
+  std::string decision;                  ///< created | skipped
+  std::string reason;                    ///< on_time | caught_up | concurrency_forbid | the plan's reason
+  std::optional<RunId> run;              ///< created: the run
 };
 
 /// A job_run_attempts row: one per ended execution.
@@ -130,12 +159,34 @@ class FakeRunDb {
   // leader's run lifecycle uses (same rules as PgLeaderStore's SQL; ages and
   // deadlines by the database clock). The simulator calls them.
   std::vector<ActiveRun> active_runs(Millis continuation_margin) const;
-  /// PENDING, ORPHANED and RETRY_WAITING whose next attempt is due, by
-  /// priority then id (labels are not modelled: every worker can take any run).
-  std::vector<DueRun> due_runs(int limit) const;
+  /// PENDING whose time has come (or comes within `ahead`: a cron slot),
+  /// ORPHANED, and RETRY_WAITING whose next attempt is due, by priority then
+  /// id (labels are not modelled: every worker can take any run).
+  std::vector<DueRun> due_runs(int limit, Millis ahead = Millis{0}) const;
   /// A run as the dispatcher reads it (due_runs' rows; a trigger's insert).
   static DueRun due_run_of(const FakeRun& r);
   HeartbeatBatchResult heartbeat_batch(Epoch epoch, const std::vector<HeartbeatRow>& rows);
+
+  // Cron (fake_cron.cpp; the same rules as PgLeaderStore's statements,
+  // store/tests/leader_store_contract_test.cpp holds them together).
+  /// A new job definition; returns its id.
+  std::int64_t define_job(FakeJob job);
+  /// The job is deleted: no more slots of it are planned.
+  void delete_job(const std::string& name);
+  std::vector<ScheduledJob> scheduled_jobs() const;
+  /// A slot's run, the job's cursor and the ledger entry, fenced, in one
+  /// step; under concurrency_policy forbid no run while another of the
+  /// job's runs is unfinished (`forbidden`, a `skipped` entry), under
+  /// replace the unfinished ones are named for the caller to cancel.
+  Result<CreateResult> create_cron_run(Epoch epoch, const std::string& job, std::int64_t slot_unix, bool caught_up,
+                                       std::int64_t jitter_ms);
+  Result<CreateResult> skip_cron_slots(Epoch epoch, const std::string& job,
+                                       const std::vector<SkippedCronSlots>& ranges);
+  /// The database clock as unix milliseconds (a fixed day plus its monotonic
+  /// time: the fake has no wall clock).
+  std::int64_t unix_ms() const;
+  const std::map<std::string, FakeJob>& jobs() const { return jobs_; }
+  const std::vector<FakeLedgerEntry>& ledger() const { return ledger_; }
 
   const std::map<std::int64_t, FakeRun>& runs() const { return runs_; }
   const std::vector<FakeAttempt>& attempts() const { return attempts_; }
@@ -156,6 +207,8 @@ class FakeRunDb {
   std::string new_token();
   void record_attempt(const FakeRun& r, RunState outcome, std::optional<int> exit_code);
   void dead_letter_if_failed(const FakeRun& r);
+  /// Inserts a PENDING run under `epoch` (already judged) and logs it.
+  FakeRun& insert(Epoch epoch, const NewRun& n);
 
   /// The lease that fences the current statement.
   const FakeLeaseDb& lease() const;
@@ -169,7 +222,10 @@ class FakeRunDb {
   std::vector<FakeAttempt> attempts_;
   std::vector<FakeDeadLetter> dead_letters_;
   std::vector<FakeTransition> transitions_;
+  std::map<std::string, FakeJob> jobs_;  ///< by name
+  std::vector<FakeLedgerEntry> ledger_;
   std::int64_t next_id_ = 1;
+  std::int64_t next_job_id_ = 1;
   std::uint64_t next_token_ = 1;
 };
 
@@ -204,6 +260,10 @@ class FakeRunStore final : public RunStore {
   /// When set, the next write is applied and then reported as
   /// outcome_unknown (the reply was lost after commit: the in-doubt case).
   bool lose_next_reply = false;
+  /// Asked at the start of each write, unavailable or not (the simulator
+  /// draws its fault there): true loses that write's reply like
+  /// `lose_next_reply`.
+  std::function<bool()> lose_write_reply;
   int calls = 0;
 
  private:

@@ -1,0 +1,241 @@
+// The leader store's cron contract: one typed suite run against PostgreSQL
+// (PgLeaderStore) and the in-memory fake (FakeLeaderStore over FakeRunDb)
+// alike, so the fake the simulator plans its cron slots against keeps the
+// SQL's rules: a slot's run, the job's cursor and its ledger entry under the
+// epoch fence, one run per (job, slot), concurrency_policy forbid and
+// replace, skipped ranges, and a slot's run not due before its time.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "baton/store_fake/fake_leader_store.h"
+#include "baton/store_fake/fake_lease_store.h"
+#include "baton/store_fake/fake_run_store.h"
+#include "baton/testing/fake_clock.h"
+#include "store_test_support.h"
+
+using namespace baton;
+using namespace baton::store;
+
+namespace {
+
+/// PostgreSQL: a fresh database per test, elections by releasing the lease.
+class PgEnv {
+ public:
+  LeaderStore& leader() { return leader_; }
+  RunStore& runs() { return runs_; }
+  Epoch elect(const std::string& node) { return epoch_ = pg::test::force_election(url_, node); }
+  void define_job(const std::string& name, const std::string& policy) {
+    JobDefinition j;
+    j.name = name;
+    j.schedule = "0 * * * *";
+    j.concurrency_policy = policy;
+    ASSERT_TRUE(admin_.create_job(Actor{"test", epoch_}, j));
+  }
+  /// The ledger, oldest first: "decision reason slot..slot_last".
+  std::vector<std::string> ledger() {
+    std::vector<std::string> out;
+    pqxx::connection c(url_);
+    pqxx::nontransaction tx(c);
+    for (const auto& r :
+         tx.exec("SELECT decision || ' ' || reason || ' ' || extract(epoch FROM slot)::bigint || '..' ||"
+                 " extract(epoch FROM coalesce(slot_last, slot))::bigint FROM decision_ledger ORDER BY id"))
+      out.push_back(r[0].as<std::string>());
+    return out;
+  }
+  std::int64_t runs_of(const std::string& job) {
+    return std::stoll(pg::test::scalar_text(
+        url_, "SELECT count(*) FROM job_runs r JOIN job_definitions d ON d.id = r.job_definition_id WHERE d.name = '" +
+                  job + "'"));
+  }
+
+ private:
+  std::string url_ = baton::testing::PgInstance::shared().fresh_database("leader_contract");
+  Epoch epoch_{0};
+  pg::PgLeaderStore leader_{url_, "contract-leader"};
+  pg::PgRunStore runs_{url_, "contract-runs"};
+  pg::PgAdminStore admin_{url_, "contract-admin"};
+};
+
+/// The fake: the lease's epoch fences, elections by letting the lease run out.
+class FakeEnv {
+ public:
+  LeaderStore& leader() { return leader_; }
+  RunStore& runs() { return runs_; }
+  Epoch elect(const std::string& node) {
+    clock_.advance(std::chrono::hours(1));  // whatever lease there was has expired
+    auto r = lease_.campaign(pg::test::node(node), Millis{60000});
+    EXPECT_TRUE(r.won);
+    return r.lease.epoch;
+  }
+  void define_job(const std::string& name, const std::string& policy) {
+    fake::FakeJob j;
+    j.name = name;
+    j.schedule = "0 * * * *";
+    j.concurrency_policy = policy;
+    db_.define_job(j);
+  }
+  std::vector<std::string> ledger() {
+    std::vector<std::string> out;
+    for (const auto& l : db_.ledger())
+      out.push_back(l.decision + " " + l.reason + " " + std::to_string(l.slot) + ".." + std::to_string(l.slot_last));
+    return out;
+  }
+  std::int64_t runs_of(const std::string& job) {
+    std::int64_t n = 0;
+    for (const auto& [id, r] : db_.runs()) n += r.job_definition_id == db_.jobs().at(job).id;
+    return n;
+  }
+
+ private:
+  baton::testing::FakeClock clock_;
+  fake::FakeLeaseDb lease_{clock_};
+  fake::FakeRunDb db_{lease_, clock_};
+  fake::FakeLeaderStore leader_{db_};
+  fake::FakeRunStore runs_{db_};
+};
+
+template <class Env>
+class LeaderStoreContract : public ::testing::Test {
+ protected:
+  Env env;
+  LeaderStore& leader = env.leader();
+  Epoch epoch = env.elect("n1");
+
+  std::optional<std::int64_t> cursor() {
+    auto jobs = leader.scheduled_jobs();
+    EXPECT_TRUE(jobs && jobs->size() == 1);
+    return jobs && !jobs->empty() ? jobs->front().last_slot_unix : std::nullopt;
+  }
+  /// A slot an hour after the database's clock, on the hour (the jobs run
+  /// hourly).
+  std::int64_t future_slot() {
+    auto jobs = leader.scheduled_jobs();
+    EXPECT_TRUE(jobs && !jobs->empty());
+    return jobs && !jobs->empty() ? (jobs->front().now_unix / 3600 + 2) * 3600 : 0;
+  }
+  static std::string slot_text(std::int64_t slot) { return std::to_string(slot) + ".." + std::to_string(slot); }
+};
+
+using Envs = ::testing::Types<PgEnv, FakeEnv>;
+class EnvNames {
+ public:
+  template <class T>
+  static std::string GetName(int) {
+    return std::is_same_v<T, PgEnv> ? "Pg" : "Fake";
+  }
+};
+TYPED_TEST_SUITE(LeaderStoreContract, Envs, EnvNames);
+
+constexpr std::int64_t kSlot = 1767225600;  // 2026-01-01T00:00:00Z
+constexpr std::int64_t kHour = 3600;
+
+TYPED_TEST(LeaderStoreContract, ASlotsRunCursorAndLedgerEntryCommitTogetherOncePerSlot) {
+  this->env.define_job("hourly", "allow");
+  EXPECT_EQ(this->cursor(), std::nullopt);
+  auto r = this->leader.create_cron_run(this->epoch, "hourly", kSlot, true, 0);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->outcome, WriteOutcome::applied);
+  EXPECT_FALSE(r->forbidden);
+  EXPECT_EQ(this->cursor(), kSlot);
+  EXPECT_EQ(this->env.ledger(), std::vector<std::string>{"created caught_up " + this->slot_text(kSlot)});
+  // The same slot again (a reply lost, a new leader): no second run, no
+  // second entry.
+  auto again = this->leader.create_cron_run(this->epoch, "hourly", kSlot, false, 0);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->outcome, WriteOutcome::conflict);
+  EXPECT_EQ(this->env.runs_of("hourly"), 1);
+  EXPECT_EQ(this->env.ledger().size(), 1u);
+}
+
+TYPED_TEST(LeaderStoreContract, AStaleLeaderWritesNoRunNoCursorNoLedger) {
+  this->env.define_job("hourly", "allow");
+  const Epoch newer = this->env.elect("n2");
+  ASSERT_GT(newer, this->epoch);
+  auto r = this->leader.create_cron_run(this->epoch, "hourly", kSlot, false, 0);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->outcome, WriteOutcome::fenced);
+  EXPECT_EQ(r->current_epoch, newer);
+  auto skip =
+      this->leader.skip_cron_slots(this->epoch, "hourly", {{kSlot, kSlot + kHour, 2, 2, "misfire_policy"}}, "{}");
+  ASSERT_TRUE(skip);
+  EXPECT_EQ(skip->outcome, WriteOutcome::fenced);
+  EXPECT_EQ(this->env.runs_of("hourly"), 0);
+  EXPECT_EQ(this->cursor(), std::nullopt);
+  EXPECT_TRUE(this->env.ledger().empty());
+}
+
+TYPED_TEST(LeaderStoreContract, ForbidSkipsASlotWhileAnotherRunOfTheJobIsUnfinished) {
+  this->env.define_job("single", "forbid");
+  auto first = this->leader.create_cron_run(this->epoch, "single", kSlot, false, 0);
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->outcome, WriteOutcome::applied);
+  auto second = this->leader.create_cron_run(this->epoch, "single", kSlot + kHour, false, 0);
+  ASSERT_TRUE(second);
+  EXPECT_TRUE(second->forbidden);
+  EXPECT_NE(second->outcome, WriteOutcome::applied);
+  EXPECT_EQ(this->cursor(), kSlot + kHour) << "the cursor moves past a forbidden slot";
+  EXPECT_EQ(this->env.ledger(),
+            (std::vector<std::string>{"created on_time " + this->slot_text(kSlot),
+                                      "skipped concurrency_forbid " + this->slot_text(kSlot + kHour)}));
+  // Once the first run has ended, the next slot runs.
+  auto row = this->env.runs().read_run(first->run);
+  ASSERT_TRUE(row && *row);
+  auto canceled = this->env.runs().cancel({first->run, (*row)->version, this->epoch}, RunState::pending, "test");
+  ASSERT_TRUE(canceled && canceled->outcome == WriteOutcome::applied);
+  auto third = this->leader.create_cron_run(this->epoch, "single", kSlot + 2 * kHour, false, 0);
+  ASSERT_TRUE(third);
+  EXPECT_EQ(third->outcome, WriteOutcome::applied);
+  EXPECT_FALSE(third->forbidden);
+}
+
+TYPED_TEST(LeaderStoreContract, ReplaceNamesTheUnfinishedRunsForTheCallerToCancel) {
+  this->env.define_job("latest", "replace");
+  auto first = this->leader.create_cron_run(this->epoch, "latest", kSlot, false, 0);
+  ASSERT_TRUE(first && first->outcome == WriteOutcome::applied);
+  auto second = this->leader.create_cron_run(this->epoch, "latest", kSlot + kHour, false, 0);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->outcome, WriteOutcome::applied);
+  EXPECT_EQ(second->replaced, std::vector<RunId>{first->run});
+  EXPECT_EQ(this->env.runs_of("latest"), 2);
+}
+
+TYPED_TEST(LeaderStoreContract, SkippedRangesAreLedgerEntriesThatMoveTheCursor) {
+  this->env.define_job("hourly", "allow");
+  auto r =
+      this->leader.skip_cron_slots(this->epoch, "hourly", {{kSlot, kSlot + 2 * kHour, 3, 3, "misfire_policy"}}, "{}");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->outcome, WriteOutcome::applied);
+  EXPECT_EQ(this->cursor(), kSlot + 2 * kHour);
+  EXPECT_EQ(this->env.ledger(), std::vector<std::string>{"skipped misfire_policy " + std::to_string(kSlot) + ".." +
+                                                         std::to_string(kSlot + 2 * kHour)});
+  EXPECT_EQ(this->env.runs_of("hourly"), 0);
+}
+
+TYPED_TEST(LeaderStoreContract, ASlotsRunIsNotDueBeforeItsTimeButIsReadAheadOfIt) {
+  this->env.define_job("hourly", "allow");
+  const std::int64_t slot = this->future_slot();
+  auto r = this->leader.create_cron_run(this->epoch, "hourly", slot, false, 0);
+  ASSERT_TRUE(r && r->outcome == WriteOutcome::applied);
+  auto now = this->leader.due_runs(10, {}, Millis{0});
+  ASSERT_TRUE(now);
+  EXPECT_TRUE(now->empty()) << "a slot an hour or more away was due";
+  auto ahead = this->leader.due_runs(10, {}, std::chrono::hours(3));
+  ASSERT_TRUE(ahead);
+  ASSERT_EQ(ahead->size(), 1u);
+  EXPECT_EQ(ahead->front().id, r->run);
+  EXPECT_GT(ahead->front().starts_in_ms, 3'600'000 - 60'000);
+  EXPECT_EQ(ahead->front().starts_at_us, slot * 1'000'000);
+}
+
+TYPED_TEST(LeaderStoreContract, AnUnknownJobIsBadInput) {
+  auto r = this->leader.create_cron_run(this->epoch, "nobody", kSlot, false, 0);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, Errc::bad_input);
+  auto s = this->leader.skip_cron_slots(this->epoch, "nobody", {{kSlot, kSlot, 1, 1, "misfire_policy"}}, "{}");
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().code, Errc::bad_input);
+}
+
+}  // namespace
