@@ -77,6 +77,7 @@ int main(int argc, char** argv) {
   std::atomic<std::int64_t> runs{0}, failed{0}, simulated{0}, requeued{0}, granted{0};
   std::atomic<std::int64_t> partitioned{0}, partitioned_runs{0}, partitioned_epochs{0}, moves{0};
   std::atomic<std::int64_t> with_cron{0}, cron_runs{0}, cron_skips{0};
+  std::atomic<std::int64_t> with_events{0}, events{0}, event_runs{0}, after_runs{0};
   std::mutex print;
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::thread> pool;
@@ -93,6 +94,12 @@ int main(int argc, char** argv) {
           with_cron++;
           cron_runs += o.stats.at("cron_runs");
           cron_skips += o.stats.at("cron_skips");
+        }
+        if (o.knobs.events > 0) {
+          with_events++;
+          events += o.stats.at("events");
+          event_runs += o.stats.at("event_runs");
+          after_runs += o.stats.at("after_runs");
         }
         if (o.stats.at("partitions") > 1) {
           partitioned++;
@@ -125,6 +132,11 @@ int main(int argc, char** argv) {
       "skips recorded in the ledger\n",
       static_cast<long long>(with_cron.load()), static_cast<long long>(cron_runs.load()),
       static_cast<long long>(cron_skips.load()));
+  std::printf(
+      "baton-sim: %lld of them with events (3-15 posted, some twice): %lld events recorded, %lld runs of the "
+      "subscribed job, %lld runs of the job that runs after it\n",
+      static_cast<long long>(with_events.load()), static_cast<long long>(events.load()),
+      static_cast<long long>(event_runs.load()), static_cast<long long>(after_runs.load()));
   const bool any_failed = failed.load() > 0;
   return expect_failure ? (any_failed ? 0 : 1) : (any_failed ? 1 : 0);
 }

@@ -30,11 +30,15 @@ chaos::History share_of(const PartitionedHistory& h, int p) {
     if (mine(d.run)) s.dead_letters.push_back(d);
   for (const auto& f : h.whole.durable_finishes)
     if (mine(f.run)) s.durable_finishes.push_back(f);
-  // Cron is simulated in unpartitioned histories only: a skipped slot,
-  // which names no run, is partition 0's.
+  // Cron and events are simulated in unpartitioned histories only: a
+  // skipped slot, which names no run, and the events are partition 0's.
   for (const auto& l : h.whole.ledger)
     if (l.run ? mine(*l.run) : p == 0) s.ledger.push_back(l);
   s.jobs = h.whole.jobs;
+  if (p == 0) {
+    s.events = h.whole.events;
+    s.accepted_events = h.whole.accepted_events;
+  }
   s.epochs = h.epochs.at(static_cast<std::size_t>(p));
   return s;
 }

@@ -41,6 +41,11 @@ constexpr std::int64_t ms_ns = 1'000'000;
 constexpr Millis step{5};  ///< the simulation advances in steps of this much virtual time
 /// The simulated cron job's name (Knobs::cron_every_s).
 constexpr const char* cron_job = "sim-cron";
+/// Knobs::events: the job subscribed to the events' kind, and the job that
+/// runs after each of its successes.
+constexpr const char* event_kind = "sim.ping";
+constexpr const char* event_job = "sim-on-event";
+constexpr const char* after_job = "sim-after";
 
 /// The one virtual time: the database's clock (commit timestamps, ages,
 /// deadlines) and the timeline of the evidence.
@@ -1159,9 +1164,21 @@ class World {
         });
   }
 
+  /// An event posted as the API does (any node, no fence), sometimes twice
+  /// with its dedupe key (a client's retry): recorded once.
+  void post_event(int i) {
+    const std::string key = "ping-" + std::to_string(i);
+    const std::int64_t id = run_db_.post_event(event_kind, key);
+    if (chance(0.3)) run_db_.post_event(event_kind, key);
+    posted_keys_.push_back(key);
+    note("event " + std::to_string(id) + " posted, key " + key);
+  }
+
   bool quiet() const {
     for (const auto& [id, r] : run_db_.runs())
       if (!is_terminal(r.state)) return false;
+    for (const auto& e : run_db_.events())
+      if (!e.processed) return false;
     for (const auto& t : trees_)
       if (!t.main.dead || (t.child && !t.child->dead)) return false;
     return true;
@@ -1226,6 +1243,7 @@ class World {
   std::int64_t frames_sent_ = 0, created_ = 0, requeued_ = 0;  // requeued_: prefetched runs taken back
   std::int64_t granted_ = 0;                                   ///< assign frames that carried the start (protocol 4)
   std::int64_t moves_ = 0;                                     // workers moved to another partition
+  std::vector<std::string> posted_keys_;                       ///< dedupe keys of the events posted
 };
 
 Outcome World::run() {
@@ -1246,10 +1264,28 @@ Outcome World::run() {
     j.misfire_policy = k_.cron_misfire;
     run_db_.define_job(j);
   }
+  std::vector<std::int64_t> postings;
+  if (k_.events > 0) {
+    store::fake::FakeJob on_event;
+    on_event.name = event_job;
+    on_event.on_events = {event_kind};
+    run_db_.define_job(on_event);
+    store::fake::FakeJob after;
+    after.name = after_job;
+    after.run_after = {event_job};
+    run_db_.define_job(after);
+    for (int i = 0; i < k_.events; ++i) postings.push_back(start_ns_ + uniform(500, k_.fault_ms) * ms_ns);
+    std::sort(postings.begin(), postings.end());
+  }
+  std::size_t next_posting = 0;
   while (now_ns() < end_faults_ns_) {
     while (next_creation < creations.size() && creations[next_creation] <= now_ns()) {
       create_run();
       next_creation++;
+    }
+    while (next_posting < postings.size() && postings[next_posting] <= now_ns()) {
+      post_event(static_cast<int>(next_posting));
+      next_posting++;
     }
     if (k_.faults_per_s > 0 && now_ns() >= next_fault) {
       inject();
@@ -1298,6 +1334,15 @@ Outcome World::run() {
   out.stats["succeeded"] = succeeded;
   out.stats["cron_runs"] = cron_runs;
   out.stats["cron_skips"] = cron_skipped;
+  std::int64_t event_runs = 0, after_runs = 0;
+  for (const auto& [id, r] : run_db_.runs())
+    if (r.event_id) {
+      const bool after = r.job_definition_id == run_db_.jobs().at(after_job).id;
+      (after ? after_runs : event_runs)++;
+    }
+  out.stats["events"] = static_cast<std::int64_t>(run_db_.events().size());
+  out.stats["event_runs"] = event_runs;
+  out.stats["after_runs"] = after_runs;
   return out;
 }
 
@@ -1361,8 +1406,17 @@ PartitionedHistory World::history() const {
     chaos::JobRow job;
     job.name = name;
     job.concurrency_policy = j.concurrency_policy;
+    job.on_events = j.on_events;
+    // Running after a job is subscribing to the event its successes set
+    // off: events_once then checks the dependency as it checks any event.
+    for (const auto& upstream : j.run_after) job.on_events.push_back("job.succeeded:" + upstream);
     h.jobs[name] = job;
   }
+  for (const auto& e : run_db_.events()) h.events.push_back({e.id, e.kind, e.dedupe_key, e.processed});
+  h.accepted_events = posted_keys_;
+  for (const auto& [id, r] : run_db_.runs())  // every success of a job another runs after: its event was due
+    if (r.state == RunState::succeeded && r.job_definition_id && job_names[*r.job_definition_id] == event_job)
+      h.accepted_events.push_back("run-succeeded:" + std::to_string(id));
   for (const auto& l : run_db_.ledger()) {
     chaos::LedgerRow row;
     row.job = l.job;
@@ -1379,6 +1433,7 @@ PartitionedHistory World::history() const {
     row.id = id;
     if (r.job_definition_id) row.job = job_names[*r.job_definition_id];
     row.slot = r.slot_unix.value_or(0);
+    row.event_id = r.event_id.value_or(0);
     row.state = std::string(to_string(r.state));
     row.error_code = r.error_code;
     row.attempt = r.attempt;
@@ -1462,6 +1517,8 @@ Knobs knobs_for(std::uint64_t seed) {
     k.cron_policy = policies[pick(0, 2)];
     k.cron_misfire = misfires[pick(0, 2)];
   }
+  // Events and a run-after dependency in half the unpartitioned seeds.
+  if (k.partitions == 1 && pick(0, 1) == 1) k.events = static_cast<int>(pick(3, 15));
   return k;
 }
 
@@ -1479,7 +1536,8 @@ const std::vector<std::string>& checked_invariants() {
                                               "legal_transitions",
                                               "quiescent",
                                               "writes_fenced_by_own_partition",
-                                              "cron_slots_accounted"};
+                                              "cron_slots_accounted",
+                                              "events_once"};
   return names;
 }
 

@@ -31,6 +31,9 @@ Result<CreateResult> FakeLeaderStore::skip_cron_slots(Epoch epoch, const std::st
                                                       const std::vector<SkippedCronSlots>& ranges, const std::string&) {
   return call<CreateResult>([&] { return db_.skip_cron_slots(epoch, job, ranges); });
 }
+Result<EventsProcessed> FakeLeaderStore::process_events(Epoch epoch, int limit) {
+  return call<EventsProcessed>([&] { return db_.process_events(epoch, limit); });
+}
 Result<std::vector<ScheduledJob>> FakeLeaderStore::scheduled_jobs() {
   return call<std::vector<ScheduledJob>>([&] { return db_.scheduled_jobs(); });
 }
@@ -40,9 +43,8 @@ Result<CreateResult> FakeLeaderStore::record_decision(Epoch, RunId, const std::s
                                                       const std::string&) {
   return make_error(Errc::db_error, "no decision ledger in the fake leader store");
 }
-// No fence is judged for these two: with nothing to prune and no event,
-// they write nothing.
-Result<EventsProcessed> FakeLeaderStore::process_events(Epoch epoch, int) { return EventsProcessed{epoch, 0, 0}; }
+// No fence is judged: with nothing to prune it writes nothing.
+
 Result<Pruned> FakeLeaderStore::prune(Epoch epoch, int) { return Pruned{epoch, 0, 0, 0, 0}; }
 // Accepted, not kept; refused while partitioned. No fault drawn.
 Result<void> FakeLeaderStore::accepted() const {

@@ -75,6 +75,7 @@ WriteResult FakeRunDb::update(const RunFence& f, const std::function<bool(const 
   r.leader_epoch = f.epoch;
   if (r.state == RunState::assigned && from != RunState::assigned) r.assigned_at = clock_.mono();
   if (r.state == RunState::running && from != RunState::running) r.started_at = clock_.mono();
+  if (r.state == RunState::succeeded && from != RunState::succeeded) on_success(r);
   transitions_.push_back({r.id, from, r.state, from_version, r.version, f.epoch, r.attempt, r.continuation,
                           r.continuation_timeout_ms, clock_.mono(), partition_});
   out.outcome = WriteOutcome::applied;

@@ -26,12 +26,25 @@ class PgEnv {
   LeaderStore& leader() { return leader_; }
   RunStore& runs() { return runs_; }
   Epoch elect(const std::string& node) { return epoch_ = pg::test::force_election(url_, node); }
-  void define_job(const std::string& name, const std::string& policy) {
+  void define_job(const std::string& name, const std::string& policy, std::vector<std::string> on_events = {},
+                  std::vector<std::string> run_after = {}) {
     JobDefinition j;
     j.name = name;
-    j.schedule = "0 * * * *";
+    if (on_events.empty() && run_after.empty()) j.schedule = "0 * * * *";
     j.concurrency_policy = policy;
+    j.on_events = std::move(on_events);
+    j.run_after = std::move(run_after);
     ASSERT_TRUE(admin_.create_job(Actor{"test", epoch_}, j));
+  }
+  void post_event(const std::string& kind, const std::string& key) {
+    ASSERT_TRUE(admin_.post_event(Actor{"test", epoch_}, kind, "{}", key));
+  }
+  std::int64_t job_id(const std::string& name) {
+    return std::stoll(pg::test::scalar_text(url_, "SELECT id FROM job_definitions WHERE name = '" + name + "'"));
+  }
+  std::int64_t events() { return std::stoll(pg::test::scalar_text(url_, "SELECT count(*) FROM events")); }
+  std::int64_t unprocessed() {
+    return std::stoll(pg::test::scalar_text(url_, "SELECT count(*) FROM events WHERE processed_at IS NULL"));
   }
   /// The ledger, oldest first: "decision reason slot..slot_last".
   std::vector<std::string> ledger() {
@@ -69,12 +82,23 @@ class FakeEnv {
     EXPECT_TRUE(r.won);
     return r.lease.epoch;
   }
-  void define_job(const std::string& name, const std::string& policy) {
+  void define_job(const std::string& name, const std::string& policy, std::vector<std::string> on_events = {},
+                  std::vector<std::string> run_after = {}) {
     fake::FakeJob j;
     j.name = name;
-    j.schedule = "0 * * * *";
+    if (on_events.empty() && run_after.empty()) j.schedule = "0 * * * *";
     j.concurrency_policy = policy;
+    j.on_events = std::move(on_events);
+    j.run_after = std::move(run_after);
     db_.define_job(j);
+  }
+  void post_event(const std::string& kind, const std::string& key) { db_.post_event(kind, key); }
+  std::int64_t job_id(const std::string& name) { return db_.jobs().at(name).id; }
+  std::int64_t events() { return static_cast<std::int64_t>(db_.events().size()); }
+  std::int64_t unprocessed() {
+    std::int64_t n = 0;
+    for (const auto& e : db_.events()) n += !e.processed;
+    return n;
   }
   std::vector<std::string> ledger() {
     std::vector<std::string> out;
@@ -227,6 +251,68 @@ TYPED_TEST(LeaderStoreContract, ASlotsRunIsNotDueBeforeItsTimeButIsReadAheadOfIt
   EXPECT_EQ(ahead->front().id, r->run);
   EXPECT_GT(ahead->front().starts_in_ms, 3'600'000 - 60'000);
   EXPECT_EQ(ahead->front().starts_at_us, slot * 1'000'000);
+}
+
+TYPED_TEST(LeaderStoreContract, AnEventIsRecordedOncePerKeyAndMakesOneRunPerSubscribedJob) {
+  this->env.define_job("on-ping", "allow", {"ping"});
+  this->env.define_job("on-ping-too", "allow", {"ping"});
+  this->env.post_event("ping", "k1");
+  this->env.post_event("ping", "k1");  // a client's retry: nothing new
+  EXPECT_EQ(this->env.events(), 1);
+  auto r = this->leader.process_events(this->epoch, 10);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->current_epoch, this->epoch);
+  EXPECT_EQ(r->events, 1);
+  EXPECT_EQ(r->runs, 2);
+  EXPECT_EQ(this->env.runs_of("on-ping"), 1);
+  EXPECT_EQ(this->env.runs_of("on-ping-too"), 1);
+  EXPECT_EQ(this->env.unprocessed(), 0);
+  auto again = this->leader.process_events(this->epoch, 10);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->events, 0);
+  EXPECT_EQ(this->env.runs_of("on-ping"), 1);
+}
+
+TYPED_TEST(LeaderStoreContract, AStaleLeaderLeavesTheEventsForTheNextOne) {
+  this->env.define_job("on-ping", "allow", {"ping"});
+  this->env.post_event("ping", "k1");
+  const Epoch newer = this->env.elect("n2");
+  auto stale = this->leader.process_events(this->epoch, 10);
+  ASSERT_TRUE(stale);
+  EXPECT_EQ(stale->current_epoch, newer);
+  EXPECT_EQ(stale->runs, 0);
+  EXPECT_EQ(this->env.unprocessed(), 1);
+  EXPECT_EQ(this->env.runs_of("on-ping"), 0);
+  auto r = this->leader.process_events(newer, 10);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->runs, 1);
+}
+
+TYPED_TEST(LeaderStoreContract, EachSuccessOfAJobMakesOneRunOfTheJobThatRunsAfterIt) {
+  this->env.define_job("upstream", "allow", {"never"});
+  this->env.define_job("downstream", "allow", {}, {"upstream"});
+  RunStore& runs = this->env.runs();
+  NewRun n;
+  n.job_definition_id = this->env.job_id("upstream");
+  auto created = runs.create_run(this->epoch, n);
+  ASSERT_TRUE(created && created->outcome == WriteOutcome::applied);
+  const RunId id = created->run;
+  auto a = runs.assign({id, Version{1}, this->epoch}, "w1");
+  ASSERT_TRUE(a && a->outcome == WriteOutcome::applied);
+  const AttemptFence att{"w1", a->attempt, a->lease_token};
+  auto st = runs.start({id, a->new_version, this->epoch}, att, Millis{10000});
+  ASSERT_TRUE(st && st->outcome == WriteOutcome::applied);
+  Finish fin;
+  fin.final_state = RunState::succeeded;
+  fin.exit_code = 0;
+  auto f = runs.finish({id, st->new_version, this->epoch}, att, fin);
+  ASSERT_TRUE(f && f->outcome == WriteOutcome::applied);
+  EXPECT_EQ(this->env.events(), 1) << "the success set off no event";
+  auto r = this->leader.process_events(this->epoch, 10);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->runs, 1);
+  EXPECT_EQ(this->env.runs_of("downstream"), 1);
+  EXPECT_EQ(this->env.runs_of("upstream"), 1) << "the upstream job does not run after itself";
 }
 
 TYPED_TEST(LeaderStoreContract, AnUnknownJobIsBadInput) {

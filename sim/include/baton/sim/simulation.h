@@ -61,6 +61,10 @@ struct Knobs {
   int cron_every_s = 0;
   std::string cron_policy = "allow";
   std::string cron_misfire = "run_latest";
+  /// Events posted while faults are injected (unpartitioned seeds only; 0:
+  /// none), each to a job subscribed to their kind, which a second job runs
+  /// after (a run-after dependency).
+  int events = 0;
 };
 Knobs knobs_for(std::uint64_t seed);
 

@@ -1,19 +1,19 @@
 #pragma once
 // The leader's store (store::LeaderStore) over the in-memory database of
 // FakeRunDb, with the same rules as PgLeaderStore's SQL for what it models:
-// the due runs, the active runs, the heartbeat batch, and cron (scheduled
-// jobs, a slot's run with its cursor and ledger entry, skipped ranges);
+// the due runs, the active runs, the heartbeat batch, cron (scheduled jobs,
+// a slot's run with its cursor and ledger entry, skipped ranges) and events
+// (each into one run per subscribed job, run-after dependencies included);
 // store/tests/leader_store_contract_test.cpp runs one suite against both.
 // For the simulator and deterministic tests, which carry out the book's
 // effects through the same interpreter as the control loop
 // (leader/store_calls).
 //
 // Not modelled yet, and said so by each call's answer: the decision ledger's
-// hold-backs (record_decision fails with db_error), events (none to
-// process), retention (nothing to prune), operators' controls (the
-// defaults), selectors (every worker can take every run, so no run is
-// unmatched or waiting), the worker registry and run logs (accepted, not
-// kept).
+// hold-backs (record_decision fails with db_error), retention (nothing to
+// prune), operators' controls (the defaults), selectors (every worker can
+// take every run, so no run is unmatched or waiting), the worker registry
+// and run logs (accepted, not kept).
 #include <functional>
 
 #include "baton/store/leader_store.h"

@@ -57,6 +57,7 @@ struct FakeRun {
   MonoTime started_at{};                          ///< ... and RUNNING
   std::optional<std::int64_t> slot_unix;          ///< a cron run's slot (scheduled_for), unix seconds
   std::optional<std::int64_t> starts_at_unix_ms;  ///< a cron run's slot plus its jitter: not due before
+  std::optional<std::int64_t> event_id;           ///< the event it was made from
 };
 
 /// A job_definitions row, as the leader's cron reads and writes it.
@@ -73,7 +74,17 @@ struct FakeJob {
   int max_attempts = 1;
   int priority = 0;
   std::optional<std::int64_t> cron_cursor;  ///< unix seconds: the newest slot created or given up
+  std::vector<std::string> on_events;       ///< event kinds that each make a run
+  std::vector<std::string> run_after;       ///< jobs whose every success makes a run
   bool deleted = false;
+};
+
+/// An events row.
+struct FakeEvent {
+  std::int64_t id = 0;
+  std::string kind;
+  std::string dedupe_key;  ///< "" for none
+  bool processed = false;
 };
 
 /// A decision_ledger row about a cron slot or a range of them.
@@ -82,7 +93,7 @@ struct FakeLedgerEntry {
   std::string job;
   std::int64_t slot = 0, slot_last = 0;  ///< unix seconds; slot_last == slot but for a skipped range
   std::string decision;                  ///< created | skipped
-  std::string reason;                    ///< on_time | caught_up | concurrency_forbid | the plan's reason
+  std::string reason;                    ///< on_time | caught_up | concurrency_forbid | event | the plan's reason
   std::optional<RunId> run;              ///< created: the run
 };
 
@@ -185,6 +196,20 @@ class FakeRunDb {
   /// The database clock as unix milliseconds (a fixed day plus its monotonic
   /// time: the fake has no wall clock).
   std::int64_t unix_ms() const;
+
+  // Events and run-after dependencies (fake_events.cpp; the same rules as
+  // PgAdminStore::post_event, the success CTEs of run_transitions.cpp and
+  // PgLeaderStore::process_events).
+  /// Records an event; with a dedupe key already used, nothing, and the
+  /// earlier event's id. Any node may (no fence).
+  std::int64_t post_event(const std::string& kind, const std::string& dedupe_key);
+  /// Fenced, one step: the oldest unprocessed events (at most `limit`), each
+  /// a run of every live job subscribed to its kind (on_events, or run_after
+  /// for `job.succeeded:<job>`), once per (job, event), each with a
+  /// `created` ledger entry; the events marked processed.
+  EventsProcessed process_events(Epoch epoch, int limit);
+  const std::vector<FakeEvent>& events() const { return events_; }
+
   const std::map<std::string, FakeJob>& jobs() const { return jobs_; }
   const std::vector<FakeLedgerEntry>& ledger() const { return ledger_; }
 
@@ -209,6 +234,10 @@ class FakeRunDb {
   void dead_letter_if_failed(const FakeRun& r);
   /// Inserts a PENDING run under `epoch` (already judged) and logs it.
   FakeRun& insert(Epoch epoch, const NewRun& n);
+  /// What a success sets off, in the statement that writes it: the event
+  /// `job.succeeded:<job>` when some live job runs after that job (one per
+  /// run, deduplicated by run).
+  void on_success(const FakeRun& r);
 
   /// The lease that fences the current statement.
   const FakeLeaseDb& lease() const;
@@ -224,6 +253,7 @@ class FakeRunDb {
   std::vector<FakeTransition> transitions_;
   std::map<std::string, FakeJob> jobs_;  ///< by name
   std::vector<FakeLedgerEntry> ledger_;
+  std::vector<FakeEvent> events_;
   std::int64_t next_id_ = 1;
   std::int64_t next_job_id_ = 1;
   std::uint64_t next_token_ = 1;
