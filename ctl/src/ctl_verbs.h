@@ -1,6 +1,8 @@
 #pragma once
 // Internal to ctl: one invocation of a verb, and the verbs that live in
 // files of their own.
+#include <chrono>
+#include <functional>
 #include <iosfwd>
 #include <map>
 #include <optional>
@@ -32,6 +34,35 @@ struct Call {
   int error(int code, const std::string& message);
   int usage(const std::string& message);
 };
+
+/// The address a ctl without --addr, BATON_ADDR or a config file talks to.
+inline constexpr const char* default_addr = "127.0.0.1:7001";
+
+struct Flag {
+  std::string name;  ///< "--job"
+  bool value;        ///< takes a value
+  std::string help;
+};
+
+struct Verb {
+  std::vector<std::string> words;  ///< {"runs", "list"}
+  std::string args;                ///< positional arguments, for the usage line
+  std::string help;
+  std::vector<Flag> flags;
+  int min_args = 0, max_args = 0;  ///< -1: any number
+  std::function<int(Call&)> run;
+};
+
+/// Every verb, in the order `--help` lists them (verb_table.cpp).
+std::vector<Verb> verbs();
+/// Words joined by single spaces ("runs list").
+std::string joined(const std::vector<std::string>& words);
+/// The usage and the verbs, one line each (help.cpp).
+int print_help(std::ostream& out, const std::vector<Verb>& all);
+/// A bash completion script for `verbs` (help.cpp).
+std::string completion_script(const std::vector<Verb>& verbs);
+/// "500ms", "10s", "5m", "1h" (a bare number: seconds); nothing when not one.
+std::optional<std::chrono::milliseconds> parse_duration(const std::string& s);
 
 int runs_list(Call& c);
 /// `baton ctl apply -f PATH [--prune] [--dry-run]` (apply.cpp).
