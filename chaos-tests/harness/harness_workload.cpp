@@ -1,0 +1,105 @@
+#include "harness.h"
+
+namespace baton::chaos::harness {
+
+void Harness::drive(const std::atomic<bool>& stop) {
+  std::mt19937_64 rng(o_.seed * 31 + 7);
+  int n = 0;
+  const std::vector<std::string> jobs = {"chaos-short",   "chaos-short", "chaos-medium", "chaos-fail",  "chaos-slow",
+                                         "chaos-garbage", "chaos-pair",  "chaos-excl-a", "chaos-excl-b"};
+  auto next_cancel = std::chrono::steady_clock::now() + 3s;
+  while (!stop.load()) {
+    const std::string key = "s" + std::to_string(o_.seed) + "-" + std::to_string(++n);
+    const bool cancel = std::chrono::steady_clock::now() >= next_cancel;
+    const std::string job = cancel ? "chaos-long" : jobs[rng() % jobs.size()];
+    if (cancel) next_cancel = std::chrono::steady_clock::now() + 3s;
+    auto run = submit(job, key, stop);
+    // Every fourth round an event, and every tenth event posted twice (the
+    // second post must record nothing).
+    if (n % 4 == 0) {
+      const std::string event = "e" + std::to_string(o_.seed) + "-" + std::to_string(n);
+      post_event(event, stop);
+      if (n % 40 == 0) post_event(event, stop);
+    }
+    if (cancel && run > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300 + rng() % 700));
+      for (int tries = 0; tries < 20; ++tries) {
+        auto l = leader();
+        if (!l.empty() && http_request(node_port_[l], "POST", "/api/v1/runs/" + std::to_string(run) + "/cancel",
+                                       {{"Authorization", "Bearer " + admin_token}})
+                                  .status == 202)
+          break;
+        std::this_thread::sleep_for(200ms);
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(150 + rng() % 200));
+  }
+}
+
+std::int64_t Harness::submit(const std::string& job, const std::string& key, const std::atomic<bool>& stop) {
+  static const std::regex run_re("\"run_id\":(\\d+)");
+  for (int attempt = 0; attempt < 150 && !stop.load(); ++attempt) {
+    std::string target = leader();
+    if (target.empty()) target = node_port_.begin()->first;
+    auto r = http_request(node_port_[target], "POST", "/api/v1/jobs/" + job + "/trigger",
+                          {{"Authorization", "Bearer " + admin_token}, {"Idempotency-Key", key}});
+    std::smatch m;
+    if (r.status == 201 && std::regex_search(r.body, m, run_re)) {
+      std::lock_guard lock(mutex_);
+      submissions_ << "key=" << key << " job=" << job << " accepted=1 status=201 run=" << m[1] << "\n";
+      submissions_.flush();
+      return std::stoll(m[1]);
+    }
+    if (r.status == 200) {  // an earlier try of this key created it (its answer was lost)
+      const std::string run = std::regex_search(r.body, m, run_re) ? m[1].str() : "0";
+      std::lock_guard lock(mutex_);
+      submissions_ << "key=" << key << " job=" << job << " accepted=1 status=200 run=" << run << "\n";
+      submissions_.flush();
+      return std::stoll(run);
+    }
+    std::this_thread::sleep_for(200ms);
+  }
+  std::lock_guard lock(mutex_);
+  submissions_ << "key=" << key << " job=" << job << " accepted=0\n";
+  return 0;
+}
+
+void Harness::post_event(const std::string& key, const std::atomic<bool>& stop) {
+  const std::string body = R"({"kind":"chaos.tick","payload":{"key":")" + key + R"("},"dedupe_key":")" + key + "\"}";
+  for (int attempt = 0; attempt < 150 && !stop.load(); ++attempt) {
+    std::string target = leader();
+    if (target.empty()) target = node_port_.begin()->first;
+    auto r =
+        http_request(node_port_[target], "POST", "/api/v1/events", {{"Authorization", "Bearer " + admin_token}}, body);
+    if (r.status == 201 || r.status == 200) {
+      std::lock_guard lock(mutex_);
+      submissions_ << "event=" << key << " accepted=1 status=" << r.status << "\n";
+      submissions_.flush();
+      return;
+    }
+    std::this_thread::sleep_for(200ms);
+  }
+  std::lock_guard lock(mutex_);
+  submissions_ << "event=" << key << " accepted=0\n";
+}
+
+void Harness::probe(const std::string& node, int port, const std::atomic<bool>& stop) {
+  static const std::regex role_re("\"role\":\"(\\w+)\""), epoch_re("\"epoch\":(\\d+)"),
+      leader_re("\"leader_id\":\"([^\"]*)\"");
+  while (!stop.load()) {
+    const std::int64_t at = mono_ns(), at_us = wall_us();
+    auto r = http_request(port, "GET", "/status", {}, "", 1000ms);
+    std::smatch role, epoch, leader;
+    const bool up = r.status == 200 && std::regex_search(r.body, role, role_re) &&
+                    std::regex_search(r.body, epoch, epoch_re) && std::regex_search(r.body, leader, leader_re);
+    {
+      std::lock_guard lock(mutex_);
+      probes_ << "mono_ns=" << at << " t_us=" << at_us << " node=" << node << " up=" << (up ? 1 : 0)
+              << " role=" << (up ? role[1].str() : "") << " epoch=" << (up ? epoch[1].str() : "0")
+              << " leader=" << (up ? leader[1].str() : "") << "\n";
+    }
+    std::this_thread::sleep_for(probe_every);
+  }
+}
+
+}  // namespace baton::chaos::harness
