@@ -19,6 +19,12 @@ std::int64_t FakeRunDb::unix_ms() const {
   return unix_ms_at_zero + std::chrono::duration_cast<std::chrono::milliseconds>(clock_.mono().since_start).count();
 }
 
+Result<FakeJob*> FakeRunDb::live_job(const std::string& name) {
+  auto it = jobs_.find(name);
+  if (it == jobs_.end() || it->second.deleted) return make_error(Errc::bad_input, "unknown job '" + name + "'");
+  return &it->second;
+}
+
 std::int64_t FakeRunDb::define_job(FakeJob job) {
   job.id = next_job_id_++;
   const std::int64_t id = job.id;
@@ -54,9 +60,9 @@ std::vector<ScheduledJob> FakeRunDb::scheduled_jobs() const {
 
 Result<CreateResult> FakeRunDb::create_cron_run(Epoch epoch, const std::string& job, std::int64_t slot_unix,
                                                 bool caught_up, std::int64_t jitter_ms) {
-  auto it = jobs_.find(job);
-  if (it == jobs_.end() || it->second.deleted) return make_error(Errc::bad_input, "unknown job '" + job + "'");
-  FakeJob& j = it->second;
+  auto found = live_job(job);
+  if (!found) return found.error();
+  FakeJob& j = **found;
   CreateResult out;
   out.current_epoch = lease().epoch();
   if (epoch != lease().epoch()) {
@@ -102,13 +108,13 @@ Result<CreateResult> FakeRunDb::create_cron_run(Epoch epoch, const std::string& 
 
 Result<CreateResult> FakeRunDb::skip_cron_slots(Epoch epoch, const std::string& job,
                                                 const std::vector<SkippedCronSlots>& ranges) {
-  auto it = jobs_.find(job);
-  if (it == jobs_.end() || it->second.deleted) return make_error(Errc::bad_input, "unknown job '" + job + "'");
-  FakeJob& j = it->second;
+  auto found = live_job(job);
+  if (!found) return found.error();
+  FakeJob& j = **found;
   CreateResult out;
   out.current_epoch = lease().epoch();
   if (epoch != lease().epoch()) {
-    out.outcome = WriteOutcome::fenced;
+    out.outcome = WriteOutcome::fenced;  // no ledger entry, no cursor
     return out;
   }
   out.outcome = WriteOutcome::applied;

@@ -232,6 +232,9 @@ class FakeRunDb {
   std::string new_token();
   void record_attempt(const FakeRun& r, RunState outcome, std::optional<int> exit_code);
   void dead_letter_if_failed(const FakeRun& r);
+  /// A job that is defined and not deleted, or bad_input naming it (the
+  /// SQL's "unknown job").
+  Result<FakeJob*> live_job(const std::string& name);
   /// Inserts a PENDING run under `epoch` (already judged) and logs it.
   FakeRun& insert(Epoch epoch, const NewRun& n);
   /// What a success sets off, in the statement that writes it: the event
