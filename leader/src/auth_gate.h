@@ -1,0 +1,61 @@
+// Failed authentications per source, server-wide (NodeServer's own).
+#pragma once
+
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <spdlog/spdlog.h>
+
+#include "baton/core/clock.h"
+#include "baton/core/json_text.h"
+#include "baton/leader/node_server.h"
+#include "baton/leader_core/failed_auth_limiter.h"
+
+namespace baton::leader::serving {
+
+/// Failed authentications per source, server-wide (leader_core::
+/// FailedAuthLimiter behind a lock): asked before a credential is looked
+/// at, told of every credential refused. Refusals are counted and logged at
+/// most once a second, with how many came since the last line.
+class AuthGate {
+ public:
+  AuthGate(const ServerLimits& l, ServerHandlers& h)
+      : limiter_({.per_second = l.auth_failure_rate, .burst = l.auth_failure_burst, .sources = 10000}), handlers_(h) {}
+
+  /// How long the client at `address` must wait, or nullopt: go on.
+  std::optional<Millis> refused(const std::string& address) {
+    const std::string source = leader_core::auth_source_of(address);
+    const MonoTime now = clock_.mono();
+    std::optional<Millis> wait;
+    {
+      std::lock_guard lock(mutex_);
+      wait = limiter_.refused(source, now);
+      if (!wait) return wait;
+      ++unlogged_;
+      if (!logged_ || now - *logged_ >= std::chrono::seconds(1)) {
+        spdlog::warn("auth_throttled source={} retry_after_ms={} count={} (since the last such line)",
+                     json_quote(source), wait->count(), unlogged_);
+        logged_ = now;
+        unlogged_ = 0;
+      }
+    }
+    handlers_.on_auth_throttled();
+    return wait;
+  }
+  void failed(const std::string& address) {
+    const std::string source = leader_core::auth_source_of(address);
+    std::lock_guard lock(mutex_);
+    limiter_.failed(source, clock_.mono());
+  }
+
+ private:
+  RealClock clock_;
+  std::mutex mutex_;
+  leader_core::FailedAuthLimiter limiter_;
+  ServerHandlers& handlers_;
+  std::optional<MonoTime> logged_;
+  std::int64_t unlogged_ = 0;
+};
+
+}  // namespace baton::leader::serving
