@@ -1,5 +1,5 @@
 // libFuzzer target: what the admin API parses of a request before any
-// handler runs (leader/src/admin_http.cpp): the target's path, percent-
+// handler runs (admin/src/admin_http.cpp): the target's path, percent-
 // decoded, matched against route patterns of every shape; its query, checked
 // against a route's parameters and read as paging and integers; the path
 // parameters as ids and names; the body as a JSON object within its limit.
@@ -10,7 +10,7 @@
 #include <variant>
 #include <vector>
 
-#include "../leader/src/admin_http.h"
+#include "../admin/src/admin_http.h"
 
 namespace {
 
@@ -33,7 +33,7 @@ const std::vector<std::string> query_names = {"limit", "cursor", "job", "state",
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  using namespace baton::leader::admin_http;
+  using namespace baton::admin::admin_http;
   const std::string input(reinterpret_cast<const char*>(data), size);
   const auto eol = input.find('\n');
   const std::string target = input.substr(0, eol);
@@ -60,7 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   std::map<std::string, std::string> none;
   (void)query_of(target, {}, none);
-  baton::leader::HttpRequest request{"POST", target, {}, body};
+  baton::admin::HttpRequest request{"POST", target, {}, body};
   (void)body_object(request, 4096);
   (void)to_leader(request, "https", "n2.example:8443");
   return 0;

@@ -4,11 +4,11 @@
 #include <cstdint>
 #include <string>
 
-#include "baton/leader/job_files.h"
+#include "baton/admin/job_files.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  auto job = baton::leader::parse_job_document(text, "fuzz");
-  if (job) (void)baton::leader::job_changes(*job, *job);
+  auto job = baton::admin::parse_job_document(text, "fuzz");
+  if (job) (void)baton::admin::job_changes(*job, *job);
   return 0;
 }

@@ -26,24 +26,26 @@
 #include <thread>
 #include <vector>
 
-#include "baton/chaos/checker.h"
+#include "baton/base/duration.h"
 #include "baton/chaos/fault_proxy.h"
-#include "baton/chaos/faults.h"
-#include "baton/core/duration.h"
+#include "baton/checker/checker.h"
+#include "baton/checker/faults.h"
 #include "baton/testing/child_process.h"
 
 namespace baton::chaos::harness {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+// The histories it records and the fault vocabulary are the checker's.
+using namespace baton::checker;
 using baton::chaos::FaultProxy;
 using baton::chaos::ProxyMode;
 using baton::testing::ChildProcess;
 using baton::testing::http_request;
 using baton::testing::ThrowawayCa;
 
-// The fault vocabulary's rows the harness injects (baton/chaos/faults.h).
-const std::vector<std::string> all_faults = baton::chaos::harness_fault_names();
+// The fault vocabulary's rows the harness injects (baton/checker/faults.h).
+const std::vector<std::string> all_faults = baton::checker::harness_fault_names();
 // Set up when the cluster starts and kept for the whole run, not injected
 // by the nemesis schedule.
 const std::set<std::string> static_faults = {"clock_skew", "continuation_skew"};

@@ -132,7 +132,7 @@ int Harness::run() {
 }
 
 int Harness::check(const std::string& dir) {
-  auto report = baton::chaos::check_history(dir);
+  auto report = baton::checker::check_history(dir);
   std::ofstream(dir + "/report.md") << report.markdown();
   std::ofstream(dir + "/report.json") << report.json();
   std::cout << report.markdown();

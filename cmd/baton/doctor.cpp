@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "baton/core/config_yaml.h"
+#include "baton/base/config_yaml.h"
 #include "baton/leader/node_config.h"
 #include "baton/store_pg/inspect.h"
 #include "baton/store_pg/pg_session.h"

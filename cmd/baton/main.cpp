@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "baton/core/log.h"
+#include "baton/base/log.h"
 #include "baton/ctl/ctl.h"
 #include "baton/leader/node.h"
 #include "baton/leader/node_config.h"

@@ -1,7 +1,7 @@
 // The admin API's routes against a real PostgreSQL: the OpenAPI document
 // matches the route table, lists page with cursors and filter, and bad
 // input of each kind gets a JSON error that names what was wrong.
-#include "baton/leader/admin_api.h"
+#include "baton/admin/admin_api.h"
 
 #include <gtest/gtest.h>
 
@@ -16,7 +16,7 @@
 #include "baton/store_testing/pg_instance.h"
 #include "baton/testing/fake_clock.h"
 
-namespace baton::leader {
+namespace baton::admin {
 namespace {
 
 namespace json = boost::json;
@@ -918,4 +918,4 @@ TEST_F(AdminApiTest, ATriggerCarriesParametersAsThePayloadAndAuditsOnlyTheirName
 }
 
 }  // namespace
-}  // namespace baton::leader
+}  // namespace baton::admin

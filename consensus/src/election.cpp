@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "baton/core/assert.h"
-#include "baton/core/duration.h"
+#include "baton/base/assert.h"
+#include "baton/base/duration.h"
 
 namespace baton::consensus {
 

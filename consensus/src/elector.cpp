@@ -2,7 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "baton/core/assert.h"
+#include "baton/base/assert.h"
 
 namespace baton::consensus {
 

@@ -2,11 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
-#include "baton/core/json_text.h"
+#include "baton/base/json_text.h"
 
 namespace baton::leader {
 
-ArchiveWriter::ArchiveWriter(const LogArchive& archive, std::size_t max_bytes)
+ArchiveWriter::ArchiveWriter(const admin::LogArchive& archive, std::size_t max_bytes)
     : archive_(archive), max_bytes_(max_bytes), thread_([this] { run(); }) {}
 
 ArchiveWriter::~ArchiveWriter() {

@@ -7,8 +7,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "baton/core/clock.h"
-#include "baton/core/json_text.h"
+#include "baton/base/clock.h"
+#include "baton/base/json_text.h"
 #include "baton/leader/node_server.h"
 #include "baton/leader_core/failed_auth_limiter.h"
 

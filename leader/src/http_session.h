@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "baton/core/json_text.h"
+#include "baton/base/json_text.h"
 #include "session_context.h"
 #include "worker_session.h"
 

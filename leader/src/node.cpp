@@ -11,15 +11,22 @@
 #include <map>
 #include <thread>
 
+#include "baton/admin/admin_api.h"
+#include "baton/base/json_text.h"
+#include "baton/base/uuid.h"
 #include "baton/consensus/elector.h"
-#include "baton/core/json_text.h"
-#include "baton/core/uuid.h"
-#include "baton/leader/admin_api.h"
 #include "baton/leader/control_loop.h"
 #include "baton/leader/node_server.h"
 #include "baton/leader_core/worker_reception.h"
 
 namespace baton::leader {
+
+// The admin API this node serves (admin/).
+using admin::AdminApi;
+using admin::AdminApiPorts;
+using admin::LogArchive;
+using admin::Metrics;
+using admin::NodeStatus;
 
 namespace {
 // How often the watchdog checks the leadership deadline: the step-down can

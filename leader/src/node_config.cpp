@@ -4,10 +4,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "baton/core/config_yaml.h"
-#include "baton/core/redact.h"
+#include "baton/base/config_yaml.h"
+#include "baton/base/redact.h"
 
-#include "baton/core/ids.h"
+#include "baton/base/ids.h"
 
 namespace baton::leader {
 

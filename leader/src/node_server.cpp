@@ -1,7 +1,6 @@
 // The only translation unit of the node that includes Boost.Beast.
 #include "baton/leader/node_server.h"
 
-#include <openssl/crypto.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -10,20 +9,13 @@
 #include <set>
 #include <thread>
 
-#include "baton/core/json_text.h"
+#include "baton/base/json_text.h"
 #include "http_session.h"
 #include "session_context.h"
 
 namespace baton::leader {
 
 using namespace serving;
-
-bool constant_time_equal(const std::string& a, const std::string& b) {
-  // Length is not secret; the comparison of equal-length strings takes the
-  // same time wherever they differ (OpenSSL's CRYPTO_memcmp: written so
-  // that no compiler turns it into an early exit).
-  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
-}
 
 namespace {
 

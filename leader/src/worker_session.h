@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "baton/core/json_text.h"
+#include "baton/base/json_text.h"
 #include "baton/protocol/codec.h"
 #include "session_context.h"
 

@@ -1,4 +1,4 @@
-#include "baton/leader/log_archive.h"
+#include "baton/admin/log_archive.h"
 #include "baton/leader/archive_writer.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +9,7 @@
 
 using namespace baton;
 using namespace baton::leader;
+using baton::admin::LogArchive;
 namespace fs = std::filesystem;
 
 namespace {

@@ -3,8 +3,8 @@
 #include <boost/json.hpp>
 #include <limits>
 
-#include "baton/core/ids.h"
-#include "baton/core/utf8.h"
+#include "baton/base/ids.h"
+#include "baton/base/utf8.h"
 #include "baton/protocol/vocabulary.h"
 
 namespace baton::protocol {

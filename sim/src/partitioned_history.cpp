@@ -9,12 +9,12 @@ namespace {
 constexpr std::size_t evidence_max = 40;  ///< lines kept per merged invariant
 
 /// Partition `p`'s share: its runs and everything about them, its elections.
-chaos::History share_of(const PartitionedHistory& h, int p) {
+checker::History share_of(const PartitionedHistory& h, int p) {
   const auto mine = [&](std::int64_t run) {
     auto it = h.run_partition.find(run);
     return it != h.run_partition.end() && it->second == p;
   };
-  chaos::History s;
+  checker::History s;
   s.window = h.whole.window;
   s.nemesis = h.whole.nemesis;
   s.faults = h.whole.faults;  // by node or worker: those of other partitions excuse nothing here
@@ -43,7 +43,7 @@ chaos::History share_of(const PartitionedHistory& h, int p) {
   return s;
 }
 
-void merge(chaos::InvariantResult& into, const chaos::InvariantResult& from, const std::string& prefix) {
+void merge(checker::InvariantResult& into, const checker::InvariantResult& from, const std::string& prefix) {
   into.examined += from.examined;
   into.violations += from.violations;
   into.excused += from.excused;
@@ -53,13 +53,13 @@ void merge(chaos::InvariantResult& into, const chaos::InvariantResult& from, con
     if (into.excuses.size() < evidence_max) into.excuses.push_back(prefix + e);
 }
 
-chaos::InvariantResult writes_fenced_by_own_partition(const PartitionedHistory& h) {
-  chaos::InvariantResult inv;
+checker::InvariantResult writes_fenced_by_own_partition(const PartitionedHistory& h) {
+  checker::InvariantResult inv;
   inv.name = "writes_fenced_by_own_partition";
   inv.description =
       "every write of a run (its insert and each update) was fenced by the lease of the run's own partition";
   for (std::size_t i = 0; i < h.whole.transitions.size(); ++i) {
-    const chaos::TransitionRow& t = h.whole.transitions[i];
+    const checker::TransitionRow& t = h.whole.transitions[i];
     inv.examined++;
     const auto run = h.run_partition.find(t.run);
     const std::string what = "run " + std::to_string(t.run) + " " + (t.from.empty() ? "insert" : t.from) + " -> " +
@@ -81,11 +81,11 @@ chaos::InvariantResult writes_fenced_by_own_partition(const PartitionedHistory& 
 
 }  // namespace
 
-chaos::Report check_partitioned(const PartitionedHistory& h) {
+checker::Report check_partitioned(const PartitionedHistory& h) {
   const int partitions = static_cast<int>(h.epochs.size());
-  std::vector<chaos::Report> shares;
-  for (int p = 0; p < partitions; ++p) shares.push_back(chaos::check_history(share_of(h, p)));
-  chaos::Report out;
+  std::vector<checker::Report> shares;
+  for (int p = 0; p < partitions; ++p) shares.push_back(checker::check_history(share_of(h, p)));
+  checker::Report out;
   if (shares.empty()) return out;
   out.faults = shares.front().faults;  // the same faults in every share
   out.faults_effective = shares.front().faults_effective;
@@ -93,7 +93,7 @@ chaos::Report check_partitioned(const PartitionedHistory& h) {
     // A share with nothing to examine (a partition without a second
     // election, or without runs) reports that as a violation; it counts only
     // when no partition examined anything.
-    chaos::InvariantResult inv = shares.front().invariants[i];
+    checker::InvariantResult inv = shares.front().invariants[i];
     bool any = false;
     for (const auto& r : shares) any = any || (i < r.invariants.size() && r.invariants[i].examined > 0);
     if (any) {

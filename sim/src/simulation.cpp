@@ -110,7 +110,7 @@ Outcome World::run() {
 
 PartitionedHistory World::history() const {
   PartitionedHistory ph;
-  chaos::History& h = ph.whole;
+  checker::History& h = ph.whole;
   const auto us = [](MonoTime t) { return t.since_start.count() / 1000; };
   h.window.start_us = start_ns_ / 1000;
   h.window.end_us = end_ns_ / 1000;
@@ -121,7 +121,7 @@ PartitionedHistory World::history() const {
   h.window.lease_ms = election_config().lease.count();
   h.window.poll_ms = election_config().poll_every.count();
   for (const auto& f : faults_) {
-    chaos::FaultWindow w;
+    checker::FaultWindow w;
     w.fault = f.kind;
     w.target = f.target;
     w.from_ns = f.from_ns;
@@ -133,14 +133,14 @@ PartitionedHistory World::history() const {
   }
   // Executions, as the tasks' own evidence would show them.
   for (const auto& t : trees_) {
-    chaos::Execution x;
+    checker::Execution x;
     x.run = t.ref.run_id;
     x.attempt = t.ref.attempt;
     x.token = t.ref.lease_token;
     x.worker = t.worker;
     x.root_pid = x.root_pstart = t.main.pid;
     auto life = [&](const Life& l) {
-      chaos::ProcessLife p;
+      checker::ProcessLife p;
       p.run = x.run;
       p.attempt = x.attempt;
       p.token = x.token;
@@ -165,7 +165,7 @@ PartitionedHistory World::history() const {
   std::map<std::int64_t, std::string> job_names;
   for (const auto& [name, j] : run_db_.jobs()) {
     job_names[j.id] = name;
-    chaos::JobRow job;
+    checker::JobRow job;
     job.name = name;
     job.concurrency_policy = j.concurrency_policy;
     job.on_events = j.on_events;
@@ -180,7 +180,7 @@ PartitionedHistory World::history() const {
     if (r.state == RunState::succeeded && r.job_definition_id && job_names[*r.job_definition_id] == event_job)
       h.accepted_events.push_back("run-succeeded:" + std::to_string(id));
   for (const auto& l : run_db_.ledger()) {
-    chaos::LedgerRow row;
+    checker::LedgerRow row;
     row.job = l.job;
     row.decision = l.decision;
     row.reason = l.reason;
@@ -191,7 +191,7 @@ PartitionedHistory World::history() const {
     h.ledger.push_back(row);
   }
   for (const auto& [id, r] : run_db_.runs()) {
-    chaos::RunRow row;
+    checker::RunRow row;
     row.id = id;
     if (r.job_definition_id) row.job = job_names[*r.job_definition_id];
     row.slot = r.slot_unix.value_or(0);
@@ -206,7 +206,7 @@ PartitionedHistory World::history() const {
   }
   std::int64_t log_id = 0;
   for (const auto& t : run_db_.transitions()) {
-    chaos::TransitionRow row;
+    checker::TransitionRow row;
     row.id = ++log_id;
     row.run = t.run.value;
     row.from = t.from_version.value == 0 ? "" : std::string(to_string(t.from));

@@ -18,10 +18,10 @@
 #include <utility>
 #include <vector>
 
-#include "baton/chaos/faults.h"
+#include "baton/base/assert.h"
+#include "baton/base/weaken.h"
+#include "baton/checker/faults.h"
 #include "baton/consensus/elector.h"
-#include "baton/core/assert.h"
-#include "baton/core/weaken.h"
 #include "baton/leader_core/run_book.h"
 #include "baton/protocol/vocabulary.h"
 #include "baton/sim/partitioned_history.h"
@@ -41,7 +41,7 @@ using std::chrono::nanoseconds;
 namespace lc = leader_core;
 namespace wc = worker_core;
 
-using chaos::name_of;
+using checker::name_of;
 
 constexpr std::int64_t ms_ns = 1'000'000;
 constexpr Millis step{5};  ///< the simulation advances in steps of this much virtual time
@@ -116,7 +116,7 @@ inline consensus::ElectionConfig election_config() {
 /// What inject() can draw. The draw's number picks from
 /// unpartitioned_draws by position, so a seed's faults depend on that
 /// order: append, never reorder. Each is recorded by its name in the fault
-/// vocabulary (baton/chaos/faults.h), which the harness shares.
+/// vocabulary (baton/checker/faults.h), which the harness shares.
 enum class Draw {
   kill_node,         ///< kill9_node: kill -9 of a node, restarted later
   stop_node,         ///< pause_leader or pause_node: SIGSTOP of a node
@@ -438,7 +438,7 @@ class World {
   std::deque<Tree> trees_;
   std::vector<Fault> faults_;
   std::set<std::pair<int, int>> cut_pairs_;  ///< (worker, node) that cannot reach each other
-  std::vector<chaos::DurableFinish> durable_;
+  std::vector<checker::DurableFinish> durable_;
   bool db_down_ = false;
   std::uint64_t seq_ = 0, next_conn_ = 0;
   std::int64_t next_pid_ = 1000;

@@ -19,7 +19,7 @@ void World::inject() {
     case Draw::kill_node: {  // kill -9 of a node, restarted later
       if (n.crashed) return;
       const std::int64_t ms = uniform(300, 3000);
-      record(name_of(chaos::Fault::kill9_node), n.identity.node_id, ms);
+      record(name_of(checker::Fault::kill9_node), n.identity.node_id, ms);
       for (Seat& s : n.seats) stop_book(n, s, "killed");
       for (auto& [id, c] : conns_)
         if (c.node == n.index && c.node_open) {
@@ -36,7 +36,7 @@ void World::inject() {
     case Draw::stop_node: {  // SIGSTOP of a node
       if (n.crashed || n.paused) return;
       const std::int64_t ms = uniform(300, 4000);
-      record(name_of(leads_any(n) ? chaos::Fault::pause_leader : chaos::Fault::pause_node), n.identity.node_id, ms);
+      record(name_of(leads_any(n) ? checker::Fault::pause_leader : checker::Fault::pause_node), n.identity.node_id, ms);
       n.paused = true;
       later(ms, [this, node] { nodes_[node].paused = false; });
       break;
@@ -44,7 +44,7 @@ void World::inject() {
     case Draw::cut_node_from_db: {  // a node cut from the database
       if (n.db_cut) return;
       const std::int64_t ms = uniform(300, 4000);
-      record(name_of(chaos::Fault::partition_node_db), n.identity.node_id, ms);
+      record(name_of(checker::Fault::partition_node_db), n.identity.node_id, ms);
       n.db_cut = true;
       apply_db_cut(n);
       later(ms, [this, node] {
@@ -56,7 +56,7 @@ void World::inject() {
     case Draw::cut_worker: {  // a worker cut from every node
       if (w.cut || w.crashed) return;
       const std::int64_t ms = uniform(300, 6000);
-      record(name_of(chaos::Fault::partition_workers), w.id, ms);
+      record(name_of(checker::Fault::partition_workers), w.id, ms);
       w.cut = true;  // each side notices by its own silence timeout
       later(ms, [this, worker] { workers_[worker].cut = false; });
       break;
@@ -64,7 +64,7 @@ void World::inject() {
     case Draw::kill_worker: {  // kill -9 of a worker: its trees die with their supervisors' control pipes
       if (w.crashed) return;
       const std::int64_t ms = uniform(200, 3000);
-      record(name_of(chaos::Fault::kill9_worker), w.id, ms);
+      record(name_of(checker::Fault::kill9_worker), w.id, ms);
       // The outbox as the harness's snapshot would find it.
       for (const auto& f : w.delivery.durable())
         durable_.push_back(
@@ -89,14 +89,14 @@ void World::inject() {
       // a worker stopped that long finds frames whose attempts the leader
       // has given up (worker_core/stall_guard.h).
       const std::int64_t ms = uniform(300, 10000);
-      record(name_of(chaos::Fault::pause_worker), w.id, ms);
+      record(name_of(checker::Fault::pause_worker), w.id, ms);
       w.paused = true;
       later(ms, [this, worker] { workers_[worker].paused = false; });
       break;
     }
     case Draw::reset_connection: {  // a connection reset
       if (!w.conn) return;
-      record(name_of(chaos::Fault::proxy_reset), w.id, 0);
+      record(name_of(checker::Fault::proxy_reset), w.id, 0);
       reset(*w.conn);
       break;
     }
@@ -104,7 +104,7 @@ void World::inject() {
       const bool on_node = chance(0.5);
       const double rate = on_node ? (chance(0.5) ? 0.8 : 1.25) : (chance(0.5) ? 0.9 : 1.1);
       const std::int64_t ms = uniform(2000, 8000);
-      record(name_of(chaos::Fault::clock_rate), on_node ? n.identity.node_id : w.id, ms);
+      record(name_of(checker::Fault::clock_rate), on_node ? n.identity.node_id : w.id, ms);
       (on_node ? *n.clock : *w.clock).set_rate(rate);
       // The clock object of that moment: a restart since then has a new one.
       later(ms, [this, on_node, node, worker] {
@@ -118,7 +118,7 @@ void World::inject() {
     case Draw::kill_supervisor: {  // the supervisor of one task killed (its cgroup is emptied)
       for (auto& t : trees_)
         if (t.worker == w.id && !t.main.dead && !w.crashed) {
-          record(name_of(chaos::Fault::kill_supervisor), w.id, 0);
+          record(name_of(checker::Fault::kill_supervisor), w.id, 0);
           kill_tree(t, wc::KillCause::stopping);
           break;
         }
@@ -131,7 +131,7 @@ void World::inject() {
       const auto partition = static_cast<std::size_t>(run_db_.runs().at(run.value).partition);
       for (auto& x : nodes_)
         if (Seat& s = x.seats[partition]; s.book && !x.crashed) {
-          record(name_of(chaos::Fault::cancel), "run " + std::to_string(run.value), 0);
+          record(name_of(checker::Fault::cancel), "run " + std::to_string(run.value), 0);
           s.inbox.push_back([&x, &s, run] {
             if (s.book) s.book->cancel(run, "operator", x.clock->mono());
           });
@@ -143,7 +143,7 @@ void World::inject() {
       const std::pair<int, int> pair{w.index, n.index};
       if (cut_pairs_.count(pair)) return;
       const std::int64_t ms = uniform(300, 6000);
-      record(name_of(chaos::Fault::partition_pair), w.id + "-" + n.identity.node_id, ms);
+      record(name_of(checker::Fault::partition_pair), w.id + "-" + n.identity.node_id, ms);
       cut_pairs_.insert(pair);
       later(ms, [this, pair] { cut_pairs_.erase(pair); });
       break;
@@ -153,7 +153,7 @@ void World::inject() {
       const int to = (home + 1) % k_.partitions;
       if (w.moving_to || !may_leave(w, home)) return;
       const std::int64_t ms = uniform(1000, 20000);
-      record(name_of(chaos::Fault::move_worker), w.id + " p" + std::to_string(home) + "->p" + std::to_string(to), ms);
+      record(name_of(checker::Fault::move_worker), w.id + " p" + std::to_string(home) + "->p" + std::to_string(to), ms);
       w.moving_to = to;
       later(ms, [this, worker, home] {
         Worker& x = workers_[worker];
@@ -167,7 +167,7 @@ void World::inject() {
     case Draw::restart_db: {  // the database restarts: every connection fails for a moment
       if (db_down_) return;
       const std::int64_t ms = uniform(200, 1500);
-      record(name_of(chaos::Fault::pg_restart), "postgres", ms);
+      record(name_of(checker::Fault::pg_restart), "postgres", ms);
       db_down_ = true;
       for (auto& x : nodes_) apply_db_cut(x);
       later(ms, [this] {

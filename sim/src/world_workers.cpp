@@ -50,7 +50,7 @@ void World::end_leaderless(Worker& w, std::int64_t end_ns) {
   const std::int64_t since = *w.leaderless_since_ns;
   w.leaderless_since_ns.reset();
   const std::int64_t window = (cfg_.continuation_timeout + cfg_.continuation_margin).count() * ms_ns;
-  if (end_ns - since >= window) faults_.push_back({name_of(chaos::Fault::worker_cut_off), w.id, since, end_ns});
+  if (end_ns - since >= window) faults_.push_back({name_of(checker::Fault::worker_cut_off), w.id, since, end_ns});
 }
 
 void World::worker_lost_connection(Worker& w) {
@@ -90,7 +90,7 @@ bool World::idle(const Worker& w) const {
 
 void World::move_if_drained(Worker& w) {
   if (!w.moving_to || w.crashed) return;
-  // DELIBERATELY BROKEN in weakened chaos builds only (core/weaken.h): the
+  // DELIBERATELY BROKEN in weakened chaos builds only (base/weaken.h): the
   // worker moves at once, with attempts of its old partition in flight.
   if (!idle(w) && !weakened("move_busy_worker")) return;
   note(w.id + " moves from partition " + std::to_string(w.partition) + " to " + std::to_string(*w.moving_to));

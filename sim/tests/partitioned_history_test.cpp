@@ -10,19 +10,19 @@
 namespace baton::sim {
 namespace {
 
-const chaos::InvariantResult& find(const chaos::Report& r, const std::string& name) {
+const checker::InvariantResult& find(const checker::Report& r, const std::string& name) {
   auto it = std::find_if(r.invariants.begin(), r.invariants.end(), [&](const auto& i) { return i.name == name; });
   if (it == r.invariants.end()) throw std::runtime_error("no invariant " + name);
   return *it;
 }
 
-bool names(const chaos::InvariantResult& inv, const std::string& text) {
+bool names(const checker::InvariantResult& inv, const std::string& text) {
   return std::any_of(inv.evidence.begin(), inv.evidence.end(),
                      [&](const std::string& e) { return e.find(text) != std::string::npos; });
 }
 
 /// `name` found exactly one violation, and its evidence says `text`.
-void expect_one_violation(const chaos::Report& r, const std::string& name, const std::string& text) {
+void expect_one_violation(const checker::Report& r, const std::string& name, const std::string& text) {
   const auto& inv = find(r, name);
   EXPECT_EQ(inv.violations, 1) << name;
   EXPECT_TRUE(names(inv, text)) << name << ": " << (inv.evidence.empty() ? "no evidence" : inv.evidence.front());
@@ -40,7 +40,7 @@ struct Story {
     h.whole.window.end_us = 20'000;
     h.epochs = {{{1, "n1", "n1-i1", 1'000}, {2, "n2", "n2-i1", 5'000}}, {{1, "n3", "n3-i1", 1'000}}};
     for (std::int64_t run : {1, 2}) {
-      chaos::RunRow r;
+      checker::RunRow r;
       r.id = run;
       r.state = "PENDING";
       r.max_attempts = 1;
@@ -53,7 +53,7 @@ struct Story {
 
   void write(std::int64_t run, const std::string& from, const std::string& to, std::int64_t epoch, std::int64_t at_us,
              int fenced_by) {
-    chaos::TransitionRow t;
+    checker::TransitionRow t;
     t.id = static_cast<std::int64_t>(h.whole.transitions.size()) + 1;
     t.run = run;
     t.from = from;
@@ -77,7 +77,7 @@ TEST(PartitionedHistory, WritesFencedByTheirOwnPartitionsCurrentLeasesPass) {
   Story s;
   s.write(1, "PENDING", "CANCELED", 2, 7'000, 0);
   s.write(2, "PENDING", "CANCELED", 1, 7'000, 1);
-  const chaos::Report r = check_partitioned(s.h);
+  const checker::Report r = check_partitioned(s.h);
   for (const char* name : {"writes_fenced_by_own_partition", "no_stale_epoch_writes", "one_leader_per_epoch",
                            "legal_transitions", "transition_history_continuous"}) {
     const auto& inv = find(r, name);
@@ -96,7 +96,7 @@ TEST(PartitionedHistory, AWriteFencedByAnotherPartitionsLeaseIsAViolationEvenWit
   // partition 0 still been at epoch 1 the number alone would look current.
   Story s;
   s.write(1, "PENDING", "CANCELED", 2, 7'000, 1);
-  const chaos::Report r = check_partitioned(s.h);
+  const checker::Report r = check_partitioned(s.h);
   expect_one_violation(r, "writes_fenced_by_own_partition",
                        "run 1 PENDING -> CANCELED carrying epoch 2 (partition 0) was fenced by partition 1's lease");
   EXPECT_EQ(find(r, "no_stale_epoch_writes").violations, 0) << "the epoch alone looked current";
@@ -108,7 +108,7 @@ TEST(PartitionedHistory, AStaleEpochIsJudgedAgainstItsOwnPartitionsElections) {
   // one merged list of epochs could not tell. Per partition it is stale.
   Story s;
   s.write(1, "PENDING", "CANCELED", 1, 7'000, 0);
-  const chaos::Report r = check_partitioned(s.h);
+  const checker::Report r = check_partitioned(s.h);
   expect_one_violation(r, "no_stale_epoch_writes", "partition 0: run 1 PENDING -> CANCELED carrying epoch 1 committed");
   EXPECT_EQ(find(r, "writes_fenced_by_own_partition").violations, 0);
 }

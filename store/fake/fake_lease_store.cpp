@@ -1,6 +1,6 @@
 #include "baton/store_fake/fake_lease_store.h"
 
-#include "baton/core/assert.h"
+#include "baton/base/assert.h"
 
 namespace baton::store::fake {
 

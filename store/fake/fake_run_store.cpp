@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "baton/core/assert.h"
-#include "baton/core/weaken.h"
+#include "baton/base/assert.h"
+#include "baton/base/weaken.h"
 
 namespace baton::store::fake {
 
@@ -31,7 +31,7 @@ void FakeRunDb::use_partition(int p) {
 }
 
 const FakeLeaseDb& FakeRunDb::lease() const {
-  // DELIBERATELY BROKEN in weakened chaos builds only (core/weaken.h): the
+  // DELIBERATELY BROKEN in weakened chaos builds only (base/weaken.h): the
   // single-lease fence carried over unchanged (no `WHERE partition_id = $p`
   // in the fence's read of the lease), so every partition is fenced by the
   // first one's epoch.
@@ -412,7 +412,7 @@ BatchWriteResult FakeRunDb::assign_batch(Epoch epoch, const std::vector<AssignRo
           return r.state == row.from && in(r.state, {RunState::pending, RunState::orphaned, RunState::retry_waiting});
         },
         [&](FakeRun& r) {
-          // DELIBERATELY BROKEN in weakened chaos builds only (core/weaken.h):
+          // DELIBERATELY BROKEN in weakened chaos builds only (base/weaken.h):
           // the old SQL, where an assignment orphaned before it started
           // consumed an attempt.
           if (r.state == RunState::retry_waiting)

@@ -5,7 +5,7 @@
 #include <map>
 #include <tuple>
 
-#include "baton/core/assert.h"
+#include "baton/base/assert.h"
 #include "baton/store/output_placement.h"
 #include "due_run_row.h"
 #include "pg_array.h"

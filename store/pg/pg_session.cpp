@@ -8,7 +8,7 @@
 #include <set>
 #include <thread>
 
-#include "baton/core/weaken.h"
+#include "baton/base/weaken.h"
 
 namespace baton::store::pg {
 

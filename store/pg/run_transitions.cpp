@@ -4,7 +4,7 @@
 
 #include <pqxx/pqxx>
 
-#include "baton/core/assert.h"
+#include "baton/base/assert.h"
 #include "baton/store_pg/pg_run_store.h"
 #include "due_run_row.h"
 #include "pg_array.h"

@@ -3,7 +3,7 @@
 
 #include <pqxx/pqxx>
 
-#include "baton/core/run_state.h"
+#include "baton/base/run_state.h"
 #include "store_test_support.h"
 
 using namespace baton;

@@ -17,8 +17,8 @@
 #include <random>
 #include <thread>
 
-#include "baton/core/json_text.h"
-#include "baton/core/weaken.h"
+#include "baton/base/json_text.h"
+#include "baton/base/weaken.h"
 #include "baton/protocol/codec.h"
 #include "baton/protocol/vocabulary.h"
 #include "baton/tls/tls_context.h"

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "baton/core/json_text.h"
+#include "baton/base/json_text.h"
 #include "baton/worker/coordinator_probe.h"
 
 namespace baton::worker {

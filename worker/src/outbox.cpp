@@ -15,8 +15,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "baton/core/clock.h"
-#include "baton/core/json_text.h"
+#include "baton/base/clock.h"
+#include "baton/base/json_text.h"
 #include "baton/protocol/codec.h"
 
 namespace baton::worker {

@@ -16,8 +16,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "baton/core/duration.h"
-#include "baton/core/utf8.h"
+#include "baton/base/duration.h"
+#include "baton/base/utf8.h"
 #include "baton/protocol/vocabulary.h"
 #include "baton/worker/task_supervisor.h"
 

@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "baton/core/weaken.h"
+#include "baton/base/weaken.h"
 
 namespace baton::worker {
 

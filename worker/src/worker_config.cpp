@@ -4,9 +4,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "baton/core/config_yaml.h"
-#include "baton/core/ids.h"
-#include "baton/core/redact.h"
+#include "baton/base/config_yaml.h"
+#include "baton/base/ids.h"
+#include "baton/base/redact.h"
 
 namespace baton::worker {
 

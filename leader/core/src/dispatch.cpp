@@ -5,8 +5,8 @@
 #include <optional>
 #include <set>
 
-#include "baton/core/assert.h"
-#include "baton/core/weaken.h"
+#include "baton/base/assert.h"
+#include "baton/base/weaken.h"
 
 namespace baton::leader_core {
 
@@ -133,7 +133,7 @@ std::vector<ReapAction> plan_reaping(const std::vector<ReaperView>& runs, const 
       continue;
     }
     if (r.state != RunState::running) continue;
-    // DELIBERATELY BROKEN in weakened chaos builds only (core/weaken.h):
+    // DELIBERATELY BROKEN in weakened chaos builds only (base/weaken.h):
     // retry a RUNNING attempt the moment its worker detaches, skipping the
     // continuation rule, so the checker can be shown to catch the overlap.
     if (weakened("continuation") && !r.worker_attached) {

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <string>
 
-#include "baton/core/json_text.h"
+#include "baton/base/json_text.h"
 #include "baton/leader_core/run_book.h"
 
 namespace baton::leader_core::run_book_detail {

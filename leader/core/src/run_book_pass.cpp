@@ -8,8 +8,8 @@
 #include <memory>
 #include <set>
 
-#include "baton/core/json_text.h"
-#include "baton/core/weaken.h"
+#include "baton/base/json_text.h"
+#include "baton/base/weaken.h"
 #include "baton/leader_core/cron_plan.h"
 #include "baton/leader_core/dispatch.h"
 #include "baton/leader_core/run_book.h"
@@ -600,7 +600,7 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
     if (d.starts_in_ms > 0) not_before = now_ + Millis{d.starts_in_ms + 1};
     auto left = grants_left.find(a.worker_id);
     const bool granted = !not_before && left != grants_left.end() && left->second-- > 0;
-    // DELIBERATELY BROKEN in weakened chaos builds only (core/weaken.h): the
+    // DELIBERATELY BROKEN in weakened chaos builds only (base/weaken.h): the
     // frame carries the grant but the statement writes only the assignment,
     // as if the grant had left before a commit that then did not happen.
     if (granted && !weakened("grant_without_start_write"))

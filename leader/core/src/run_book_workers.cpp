@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <memory>
 
-#include "baton/core/assert.h"
-#include "baton/core/json_text.h"
+#include "baton/base/assert.h"
+#include "baton/base/json_text.h"
 #include "baton/leader_core/dispatch.h"
 #include "baton/leader_core/output_archive_path.h"
 #include "baton/protocol/codec.h"

@@ -4,8 +4,8 @@
 #include <utility>
 #include <variant>
 
-#include "baton/core/assert.h"
-#include "baton/core/json_text.h"
+#include "baton/base/assert.h"
+#include "baton/base/json_text.h"
 #include "baton/leader_core/read_age.h"
 
 namespace baton::store_calls {

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "baton/core/assert.h"
-#include "baton/core/weaken.h"
+#include "baton/base/assert.h"
+#include "baton/base/weaken.h"
 
 namespace baton::worker_core {
 
@@ -117,7 +117,7 @@ void AttemptTable::assign(const protocol::Assign& a, MonoTime now) {
       return;
     }
   }
-  // DELIBERATELY BROKEN in weakened chaos builds only (core/weaken.h): the
+  // DELIBERATELY BROKEN in weakened chaos builds only (base/weaken.h): the
   // old worker that ran what it was assigned without asking for the start.
   if (weakened("no_start_gating") && !other_alive(key, a.ref.run_id)) {
     entry.state = AttemptState::running;

@@ -2,8 +2,8 @@
 
 #include <utility>
 
-#include "baton/core/assert.h"
-#include "baton/core/weaken.h"
+#include "baton/base/assert.h"
+#include "baton/base/weaken.h"
 
 namespace baton::worker_core {
 
@@ -71,7 +71,7 @@ void FinishDelivery::attached() {
 
 void FinishDelivery::detached() {
   attached_ = false;
-  // DELIBERATELY BROKEN in weakened chaos builds only (core/weaken.h): the
+  // DELIBERATELY BROKEN in weakened chaos builds only (base/weaken.h): the
   // finishes not yet acknowledged are held in memory only until the next
   // connection, as if the outbox forgot them; the new leader never learns
   // that those attempts ended.

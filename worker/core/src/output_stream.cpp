@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "baton/core/utf8.h"
+#include "baton/base/utf8.h"
 
 namespace baton::worker_core {
 

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "baton/core/clock.h"
-#include "baton/core/ids.h"
+#include "baton/base/clock.h"
+#include "baton/base/ids.h"
 #include "baton/store/lease_store.h"
 #include "baton/store/write_outcome.h"
 

@@ -21,10 +21,10 @@
 #include <thread>
 #include <variant>
 
-#include "baton/core/clock.h"
-#include "baton/core/ids.h"
+#include "baton/admin/metrics.h"
+#include "baton/base/clock.h"
+#include "baton/base/ids.h"
 #include "baton/leader/archive_writer.h"
-#include "baton/leader/metrics.h"
 #include "baton/leader/worker_link.h"
 #include "baton/leader_core/run_book.h"
 #include "baton/leader_core/runtime_config.h"
@@ -97,7 +97,7 @@ class ControlLoop {
   /// read never holds the loop: a cron slot's held starts, a trigger's
   /// assignment and every worker message go on while it runs.
   ControlLoop(Epoch epoch, NodeIdentity me, RuntimeConfig cfg, RunLanes runs, store::LeaderStore& store,
-              store::LeaderStore& reads, const Clock& clock, Metrics& metrics);
+              store::LeaderStore& reads, const Clock& clock, admin::Metrics& metrics);
   ~ControlLoop();
 
   /// Thread-safe; wakes the loop. A worker message that does not fit in the
@@ -159,7 +159,7 @@ class ControlLoop {
   store::LeaderStore& reads_;  ///< read lane only
   const store_calls::Stores stores_;
   const Clock& clock_;
-  Metrics& metrics_;
+  admin::Metrics& metrics_;
   leader_core::RunBook book_;
   std::map<leader_core::LinkId, std::shared_ptr<WorkerLink>> links_;  ///< loop thread only
   ArchiveWriter* archive_ = nullptr;

@@ -3,11 +3,11 @@
 // Every key is documented in configs/node.yaml.
 #include <string>
 
+#include "baton/admin/admin_api.h"
+#include "baton/admin/payload_denylist.h"
+#include "baton/base/result.h"
 #include "baton/consensus/election.h"
-#include "baton/core/result.h"
-#include "baton/leader/admin_api.h"
 #include "baton/leader/node_server.h"
-#include "baton/leader/payload_denylist.h"
 #include "baton/leader_core/runtime_config.h"
 #include "baton/tls/tls_files.h"
 
@@ -29,14 +29,14 @@ struct NodeConfig {
   bool metrics_require_token = false;               ///< /metrics needs a token of any role
   /// Names and text refused in run parameters and event payloads (secrets);
   /// case-insensitive substrings (payload_denylist.h).
-  std::vector<std::string> payload_denylist = default_payload_denylist();
+  std::vector<std::string> payload_denylist = admin::default_payload_denylist();
   /// Where full task output is archived (log_archive.h); "" = no archive.
   std::string log_archive_dir;
   /// Runs' output older than this is removed from this node's archive.
   int log_archive_retention_days = 30;
   /// Denial-of-service bounds (the `limits` map; docs/security.md).
   ServerLimits server_limits;
-  ApiLimits api_limits;
+  admin::ApiLimits api_limits;
   /// The port's certificate, key and worker-certificate policy (the `tls`
   /// map; files are read when the node starts). Empty cert_file = plaintext,
   /// which needs `insecure: true`.

@@ -20,8 +20,9 @@
 #include <string>
 #include <vector>
 
-#include "baton/core/clock.h"
-#include "baton/core/result.h"
+#include "baton/admin/http_message.h"
+#include "baton/base/clock.h"
+#include "baton/base/result.h"
 #include "baton/leader/worker_auth.h"
 #include "baton/leader/worker_link.h"
 #include "baton/protocol/messages.h"
@@ -63,19 +64,9 @@ struct ServerLimits {
   Millis auth_throttle_hold{1000};
 };
 
-struct HttpRequest {
-  std::string method;
-  std::string target;
-  std::map<std::string, std::string> headers;  ///< names lower-cased
-  std::string body;
-};
-
-struct HttpResponse {
-  int status = 200;
-  std::string content_type = "application/json";
-  std::string body;
-  std::map<std::string, std::string> headers;
-};
+/// The admin API's messages: what the server reads and writes for it.
+using admin::HttpRequest;
+using admin::HttpResponse;
 
 /// What the server asks of the node. Worker callbacks run on the server's
 /// I/O thread and must not block; handle_http runs on an admin thread.
@@ -136,7 +127,5 @@ class NodeServer {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-bool constant_time_equal(const std::string& a, const std::string& b);
 
 }  // namespace baton::leader

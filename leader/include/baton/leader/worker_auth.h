@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "baton/core/clock.h"
-#include "baton/core/lru_cache.h"
-#include "baton/core/result.h"
+#include "baton/base/clock.h"
+#include "baton/base/lru_cache.h"
+#include "baton/base/result.h"
 #include "baton/protocol/messages.h"
 #include "baton/store/admin_store.h"
 

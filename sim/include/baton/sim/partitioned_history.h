@@ -12,28 +12,28 @@
 #include <map>
 #include <vector>
 
-#include "baton/chaos/checker.h"
-#include "baton/chaos/history.h"
+#include "baton/checker/checker.h"
+#include "baton/checker/history.h"
 
 namespace baton::sim {
 
 struct PartitionedHistory {
   /// Every partition's runs, transitions, executions, attempts, dead letters,
   /// durable finishes and the faults; its `epochs` are not read (see below).
-  chaos::History whole;
+  checker::History whole;
   std::map<std::int64_t, int> run_partition;  ///< run id -> its partition
   /// Per transition of `whole.transitions`, in order: the partition whose
   /// lease fenced the statement that wrote it.
   std::vector<int> fenced_by;
   /// Per partition: its lease's elections.
-  std::vector<std::vector<chaos::EpochRow>> epochs;
+  std::vector<std::vector<checker::EpochRow>> epochs;
 };
 
-/// Checks each partition's share of the history with chaos::check_history
+/// Checks each partition's share of the history with checker::check_history
 /// (its runs and everything about them, its own elections), merges the
 /// reports (with more than one partition the evidence names it; an
 /// invariant a partition had nothing to examine in adds nothing), and adds
 /// `writes_fenced_by_own_partition`.
-chaos::Report check_partitioned(const PartitionedHistory& h);
+checker::Report check_partitioned(const PartitionedHistory& h);
 
 }  // namespace baton::sim

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "baton/chaos/checker.h"
+#include "baton/checker/checker.h"
 
 namespace baton::sim {
 
@@ -71,7 +71,7 @@ Knobs knobs_for(std::uint64_t seed);
 struct Outcome {
   std::uint64_t seed = 0;
   Knobs knobs;
-  chaos::Report report;
+  checker::Report report;
   std::vector<std::string> violated;          ///< checked invariants with a violation
   std::map<std::string, std::int64_t> stats;  ///< runs, executions, epochs, frames, faults, simulated_ms, ...
   bool ok() const { return violated.empty(); }

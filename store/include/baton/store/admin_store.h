@@ -1,5 +1,5 @@
 #pragma once
-// Port for the admin API (leader/src/admin_api.cpp): the operator's reads
+// Port for the admin API (admin/src/admin_api.cpp): the operator's reads
 // and mutations. Every mutation here records itself in audit_log (actor,
 // action, subject, before/after) in the same transaction as the change, so
 // a change is never without its record nor a record without its change.
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "baton/core/ids.h"
-#include "baton/core/result.h"
+#include "baton/base/ids.h"
+#include "baton/base/result.h"
 #include "baton/store/leader_store.h"
 
 namespace baton::store {

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "baton/core/clock.h"
-#include "baton/core/ids.h"
-#include "baton/core/result.h"
-#include "baton/core/run_state.h"
+#include "baton/base/clock.h"
+#include "baton/base/ids.h"
+#include "baton/base/result.h"
+#include "baton/base/run_state.h"
 #include "baton/store/run_store.h"
 
 namespace baton::store {

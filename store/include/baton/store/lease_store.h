@@ -7,9 +7,9 @@
 // lease_expires_at - now() computed inside PostgreSQL.
 #include <string>
 
-#include "baton/core/clock.h"
-#include "baton/core/ids.h"
-#include "baton/core/result.h"
+#include "baton/base/clock.h"
+#include "baton/base/ids.h"
+#include "baton/base/result.h"
 #include "baton/store/write_outcome.h"
 
 namespace baton::store {

@@ -3,7 +3,7 @@
 // Conflict and Fenced are the normal way a writer learns it lost a race.
 #include <string_view>
 
-#include "baton/core/ids.h"
+#include "baton/base/ids.h"
 
 namespace baton::store {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "baton/core/result.h"
+#include "baton/base/result.h"
 
 namespace baton::tls {
 

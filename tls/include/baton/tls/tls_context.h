@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "baton/core/result.h"
+#include "baton/base/result.h"
 #include "baton/tls/tls_files.h"
 
 namespace baton::tls {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "baton/core/clock.h"
+#include "baton/base/clock.h"
 
 namespace baton::worker {
 

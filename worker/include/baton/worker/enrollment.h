@@ -14,8 +14,8 @@
 #include <optional>
 #include <string>
 
-#include "baton/core/clock.h"
-#include "baton/core/result.h"
+#include "baton/base/clock.h"
+#include "baton/base/result.h"
 #include "baton/worker/worker_config.h"
 
 namespace baton::worker {

@@ -23,8 +23,8 @@
 #include <thread>
 #include <vector>
 
-#include "baton/core/clock.h"
-#include "baton/core/result.h"
+#include "baton/base/clock.h"
+#include "baton/base/result.h"
 #include "baton/protocol/messages.h"
 
 namespace baton::worker {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "baton/core/clock.h"
-#include "baton/core/result.h"
+#include "baton/base/clock.h"
+#include "baton/base/result.h"
 #include "baton/tls/tls_files.h"
 #include "baton/worker_core/task_environment.h"
 

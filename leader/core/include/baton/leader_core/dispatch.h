@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "baton/core/run_state.h"
+#include "baton/base/run_state.h"
 
 namespace baton::leader_core {
 

@@ -20,7 +20,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "baton/core/clock.h"
+#include "baton/base/clock.h"
 
 namespace baton::leader_core {
 

@@ -15,7 +15,7 @@
 // its process before the leader retries its attempt.
 #include <cstddef>
 
-#include "baton/core/clock.h"
+#include "baton/base/clock.h"
 #include "baton/leader_core/runtime_config.h"
 
 namespace baton::leader_core {

@@ -16,7 +16,7 @@
 // start before it), and a wake-up never comes before its slot.
 #include <vector>
 
-#include "baton/core/clock.h"
+#include "baton/base/clock.h"
 #include "baton/store/leader_store.h"
 
 namespace baton::leader_core {

@@ -67,10 +67,10 @@
 #include <variant>
 #include <vector>
 
-#include "baton/core/clock.h"
-#include "baton/core/ids.h"
-#include "baton/core/result.h"
-#include "baton/core/run_state.h"
+#include "baton/base/clock.h"
+#include "baton/base/ids.h"
+#include "baton/base/result.h"
+#include "baton/base/run_state.h"
 #include "baton/leader_core/cron.h"
 #include "baton/leader_core/cron_plan.h"
 #include "baton/leader_core/dispatch.h"

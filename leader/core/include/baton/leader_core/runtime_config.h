@@ -4,7 +4,7 @@
 // leader_core and the control loop that executes them both read it.
 #include <cstdint>
 
-#include "baton/core/clock.h"
+#include "baton/base/clock.h"
 
 namespace baton::leader_core {
 

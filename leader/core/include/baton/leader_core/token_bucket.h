@@ -8,7 +8,7 @@
 #include <chrono>
 #include <optional>
 
-#include "baton/core/clock.h"
+#include "baton/base/clock.h"
 
 namespace baton::leader_core {
 

@@ -18,8 +18,8 @@
 #include <string>
 #include <string_view>
 
-#include "baton/core/clock.h"
-#include "baton/core/ids.h"
+#include "baton/base/clock.h"
+#include "baton/base/ids.h"
 #include "baton/store/lease_store.h"
 
 namespace baton::leader_core {

@@ -10,8 +10,8 @@
 #include <optional>
 #include <string>
 
-#include "baton/core/clock.h"
-#include "baton/core/ids.h"
+#include "baton/base/clock.h"
+#include "baton/base/ids.h"
 #include "baton/leader_core/run_book.h"
 #include "baton/store/leader_store.h"
 #include "baton/store/run_store.h"

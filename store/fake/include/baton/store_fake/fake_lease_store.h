@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "baton/core/clock.h"
+#include "baton/base/clock.h"
 #include "baton/store/lease_store.h"
 
 namespace baton::store::fake {

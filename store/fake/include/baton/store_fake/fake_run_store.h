@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "baton/core/clock.h"
+#include "baton/base/clock.h"
 #include "baton/store/leader_store.h"
 #include "baton/store/run_store.h"
 #include "baton/store_fake/fake_lease_store.h"

@@ -4,7 +4,7 @@
 // given (a standby is reported, not refused).
 #include <string>
 
-#include "baton/core/result.h"
+#include "baton/base/result.h"
 
 namespace baton::store::pg {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "baton/core/result.h"
+#include "baton/base/result.h"
 
 namespace baton::store::pg {
 

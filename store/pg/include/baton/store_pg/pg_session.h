@@ -24,7 +24,7 @@
 
 #include <pqxx/pqxx>
 
-#include "baton/core/result.h"
+#include "baton/base/result.h"
 
 namespace baton::store::pg {
 

@@ -39,7 +39,7 @@
 #include <variant>
 #include <vector>
 
-#include "baton/core/clock.h"
+#include "baton/base/clock.h"
 #include "baton/protocol/messages.h"
 
 namespace baton::worker_core {

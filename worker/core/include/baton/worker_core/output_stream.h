@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "baton/core/clock.h"
+#include "baton/base/clock.h"
 
 namespace baton::worker_core {
 

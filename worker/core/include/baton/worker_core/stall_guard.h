@@ -19,7 +19,7 @@
 // limit acts on nothing more from that connection: it drops it and
 // reconnects, and its hello lists what it holds (a granted attempt it did
 // not start is listed as assigned; the leader judges it from there).
-#include "baton/core/clock.h"
+#include "baton/base/clock.h"
 
 namespace baton::worker_core {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <variant>
 
-#include "baton/core/shell_script.h"
+#include "baton/base/shell_script.h"
 
 namespace baton::worker_core {
 

@@ -1,0 +1,21 @@
+# Generates a C++ file that holds the dashboard's files (admin/dashboard/*.html,
+# *.js, *.css) as strings, so every node serves it from its own binary with no
+# build step at run time. Run at build time by add_custom_command.
+file(GLOB files "${ASSET_DIR}/*.html" "${ASSET_DIR}/*.js" "${ASSET_DIR}/*.css")
+list(SORT files)
+set(body "")
+foreach(f IN LISTS files)
+  get_filename_component(name "${f}" NAME)
+  get_filename_component(ext "${f}" LAST_EXT)
+  if(ext STREQUAL ".html")
+    set(type "text/html; charset=utf-8")
+  elseif(ext STREQUAL ".js")
+    set(type "text/javascript; charset=utf-8")
+  else()
+    set(type "text/css; charset=utf-8")
+  endif()
+  file(READ "${f}" content)
+  string(APPEND body "  {\"${name}\", \"${type}\", R\"baton_asset(${content})baton_asset\"},\n")
+endforeach()
+file(WRITE "${OUT}.tmp" "// Generated from admin/dashboard/ by admin/dashboard/embed.cmake. Do not edit.\n#include \"dashboard_assets.h\"\n\nnamespace baton::admin {\nnamespace {\nconst DashboardAsset assets[] = {\n${body}};\n}  // namespace\nconst DashboardAsset* dashboard_asset(std::string_view name) {\n  for (const auto& a : assets)\n    if (a.name == name) return &a;\n  return nullptr;\n}\n}  // namespace baton::admin\n")
+execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different "${OUT}.tmp" "${OUT}")

@@ -1,0 +1,214 @@
+#pragma once
+// The HTTP admin surface (SPEC section 8; docs/operations.md lists every
+// route): /healthz, /status, /metrics, the dashboard at /, and /api/v1.
+// Routing, authentication and JSON only; the socket side is node_server.cpp,
+// the database side store::AdminStore. Errors are JSON {"code": stable,
+// "message": human}. Every /api/v1 route needs a token of at least its
+// role; a route that must run on the leader answers 307 to it elsewhere.
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "baton/admin/api_auth.h"
+#include "baton/admin/http_message.h"
+#include "baton/admin/log_archive.h"
+#include "baton/admin/lookup_lanes.h"
+#include "baton/admin/metrics.h"
+#include "baton/admin/payload_denylist.h"
+#include "baton/leader_core/token_bucket.h"
+#include "baton/store/admin_store.h"
+
+namespace baton::admin {
+
+struct NodeStatus {
+  std::string node_id;
+  std::string incarnation;
+  std::string role;        ///< leader | follower
+  std::int64_t epoch = 0;  ///< the current epoch as this node last saw it
+  std::string leader_id;
+  std::string leader_endpoint;
+  int attached_workers = 0;
+};
+
+/// One authenticated request to a route of /api/v1.
+struct ApiCall {
+  const HttpRequest& request;
+  std::map<std::string, std::string> params;  ///< path parameters and the checked query
+  Principal who;
+  NodeStatus node;
+  store::Actor actor() const { return {who.name, Epoch{node.epoch}, who.role == Role::admin}; }
+  const std::string& param(const std::string& name) const { return params.at(name); }
+};
+
+/// Per-token rates (docs/security.md, "Denial of service"): what creates
+/// runs (trigger, rerun, replay, events) and what reads lists (a scan each)
+/// may not be called faster than this on average, in bursts of at most
+/// `burst`. Beyond: 429 with Retry-After. 0: no limit.
+struct ApiLimits {
+  double trigger_rate = 200;
+  double trigger_burst = 400;
+  double read_rate = 50;
+  double read_burst = 200;
+};
+
+/// One route of /api/v1: dispatch and the OpenAPI document are both made
+/// from this table, so the document cannot name a route that does not exist
+/// or miss one that does.
+struct ApiRoute {
+  std::string method;   ///< GET | POST | PUT | DELETE
+  std::string pattern;  ///< "/api/v1/runs/{id}": `{x}` is a path parameter
+  std::string summary;
+  std::vector<std::string> query;  ///< documented query parameters
+  Role need = Role::read;          ///< the least role allowed
+  bool leader_only = false;        ///< creates or cancels runs: the leader's epoch fences it
+  std::string body;                ///< what the JSON request body holds ("" = none)
+  std::function<HttpResponse(const ApiCall&)> handler;
+};
+
+/// What a node gives its admin API.
+struct AdminApiPorts {
+  std::function<NodeStatus()> status;
+  /// Asks the leader's control loop to cancel a run; false when not leading.
+  std::function<bool(std::int64_t run, const std::string& reason)> cancel;
+  /// Called after runs were created (the leader wakes its dispatcher), with
+  /// those that may be assigned at once as the insert returned them.
+  std::function<void(std::vector<store::DueRun> due)> runs_created;
+};
+
+class AdminApi {
+ public:
+  AdminApi(AdminApiPorts ports, store::AdminStore& store, Metrics& metrics, const Clock& clock,
+           std::string config_admin_token, bool metrics_need_token = false);
+
+  // The route table's handlers hold `this`: an AdminApi stays where it was made.
+  AdminApi(const AdminApi&) = delete;
+  AdminApi& operator=(const AdminApi&) = delete;
+
+  HttpResponse handle(const HttpRequest& r);
+  const std::vector<ApiRoute>& routes() const { return routes_; }
+  /// Names and text refused in run parameters and event payloads.
+  void set_payload_denylist(std::vector<std::string> denylist) { denylist_ = std::move(denylist); }
+  /// The node's log archive (GET /api/v1/runs/{id}/output); null: none.
+  void set_log_archive(const LogArchive* archive) { archive_ = archive; }
+  void set_limits(const ApiLimits& limits) { limits_ = limits; }
+  /// "https" or "http": the scheme of the leader's address in a 307 (every
+  /// node of a cluster serves the same one).
+  void set_scheme(std::string scheme) { scheme_ = std::move(scheme); }
+  /// API tokens are looked up through `tokens` (connections of their own,
+  /// one per admin thread: lookup_lanes.h), so a lookup never waits behind
+  /// the API's other statements, nor behind another lookup, nor they
+  /// behind a flood of lookups.
+  void set_token_stores(const std::vector<store::AdminStore*>& tokens);
+  /// The configured admin token, read again from its file.
+  void set_config_admin_token(std::string token) { auth_.set_config_admin_token(std::move(token)); }
+  /// Whether an Authorization header value names a valid API token (the
+  /// server asks before it reads a large body: docs/security.md).
+  bool authenticated(const std::string& authorization);
+  /// A request refused before any token check for coming without one
+  /// (NodeServer's pre-authentication body limit): counted as `missing`.
+  void credential_missing() { auth_failed(AuthFailure::missing); }
+
+ private:
+  HttpResponse route(const HttpRequest& r, const std::string& path);
+  HttpResponse openapi() const;
+  HttpResponse metrics();
+  HttpResponse status_json();
+  /// A file of the dashboard (admin/dashboard/, embedded at build time).
+  HttpResponse dashboard(const std::string& file);
+  /// Runs `f` with the store: one connection, shared by the admin threads.
+  template <class F>
+  auto with_store(F&& f) {
+    std::lock_guard lock(store_mutex_);
+    return f(store_);
+  }
+
+  // Handlers (admin_handlers.cpp).
+  std::vector<ApiRoute> make_routes();
+  HttpResponse list_runs(const ApiCall& c);
+  HttpResponse show_run(const ApiCall& c);
+  HttpResponse run_output(const ApiCall& c);
+  HttpResponse cancel(const ApiCall& c);
+  HttpResponse rerun(const ApiCall& c);
+  HttpResponse list_jobs(const ApiCall& c, bool one);
+  HttpResponse put_job(const ApiCall& c, bool create_only);
+  HttpResponse why(const ApiCall& c);
+  HttpResponse delete_job(const ApiCall& c);
+  HttpResponse set_paused(const ApiCall& c, bool paused);
+  HttpResponse trigger(const ApiCall& c);
+  HttpResponse list_workers(const ApiCall& c, bool one);
+  HttpResponse hold_worker(const ApiCall& c, const std::string& state);
+  HttpResponse list_dead_letters(const ApiCall& c, bool one);
+  HttpResponse triage(const ApiCall& c);
+  HttpResponse replay(const ApiCall& c, bool many);
+  HttpResponse list_epochs(const ApiCall& c);
+  HttpResponse list_nodes(const ApiCall& c);
+  HttpResponse list_audit(const ApiCall& c);
+  HttpResponse list_events(const ApiCall& c);
+  HttpResponse post_event(const ApiCall& c);
+  HttpResponse get_settings(const ApiCall& c);
+  HttpResponse set_setting(const ApiCall& c);
+  HttpResponse list_tokens(const ApiCall& c);
+  HttpResponse create_token(const ApiCall& c);
+  HttpResponse revoke_token(const ApiCall& c);
+  // Worker identity (worker_identity_handlers.cpp).
+  HttpResponse create_worker_enrollment(const ApiCall& c);
+  HttpResponse rotate_worker_credential(const ApiCall& c);
+  HttpResponse revoke_worker_credentials(const ApiCall& c);
+  HttpResponse list_worker_credentials(const ApiCall& c);
+  HttpResponse enroll_worker(const ApiCall& c);
+
+  AdminApiPorts ports_;
+  std::mutex store_mutex_;
+  store::AdminStore& store_;
+  using TokenLookups = LookupLanes<Result<std::optional<store::TokenGrant>>>;
+  std::unique_ptr<TokenLookups> token_lookups_;  ///< set before the API serves
+  /// 503 for a credential that cannot be checked now: the database's error
+  /// is logged (at most once a second), never told to a caller who has not
+  /// authenticated.
+  HttpResponse credentials_unavailable(const Error& e);
+  std::mutex unavailable_log_mutex_;
+  std::optional<MonoTime> unavailable_logged_;
+  Metrics& metrics_;
+  void auth_failed(AuthFailure why);
+  static constexpr Millis auth_log_every{10000};
+  std::mutex auth_log_mutex_;
+  std::optional<MonoTime> auth_logged_;
+  std::int64_t auth_unlogged_ = 0;
+  Authenticator auth_;
+  bool metrics_need_token_;
+  std::vector<ApiRoute> routes_;
+  std::vector<std::string> denylist_ = default_payload_denylist();
+  const LogArchive* archive_ = nullptr;
+
+  /// Refuses (429) a call over its token's rate; nullopt: go on.
+  std::optional<HttpResponse> over_rate(const ApiRoute& route, const std::string& who);
+  const Clock& clock_;
+  ApiLimits limits_;
+  std::string scheme_ = "https";
+  std::mutex rate_mutex_;
+  std::map<std::string, leader_core::TokenBucket> trigger_buckets_, read_buckets_;  ///< by token name
+
+  /// The last answer of a scan of the runs table (/status counts, /metrics
+  /// gauges), reused for a second: any number of requests costs at most
+  /// one scan a second per node.
+  template <class T>
+  struct Recent {
+    std::mutex mutex;
+    std::optional<T> value;
+    MonoTime at{};
+  };
+  template <class T, class F>
+  Result<T> recent(Recent<T>& r, F&& read);
+  Recent<store::RunCounts> counts_;
+  Recent<store::ClusterGauges> gauges_;
+  Recent<store::Page> nodes_;  ///< the cluster's node endpoints, for the dashboard's connect-src
+  /// The dashboard's Content-Security-Policy: its connections limited to
+  /// this node and the cluster's registered node endpoints.
+  std::string dashboard_policy();
+};
+
+}  // namespace baton::admin

@@ -1,0 +1,346 @@
+#include "baton/admin/admin_api.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "admin_http.h"
+#include "baton/base/json_text.h"
+#include "dashboard_assets.h"
+
+namespace baton::admin {
+
+using namespace admin_http;
+
+AdminApi::AdminApi(AdminApiPorts ports, store::AdminStore& store, Metrics& metrics, const Clock& clock,
+                   std::string config_admin_token, bool metrics_need_token)
+    : ports_(std::move(ports)),
+      store_(store),
+      metrics_(metrics),
+      auth_(
+          std::move(config_admin_token),
+          [this](const std::string& hash) -> Result<std::optional<store::TokenGrant>> {
+            metrics_.token_lookups++;
+            if (token_lookups_) return (*token_lookups_)(hash);
+            return with_store([&](auto& s) { return s.token_by_hash(hash); });
+          },
+          clock, Millis{5000}, [this](AuthFailure why) { auth_failed(why); }),
+      metrics_need_token_(metrics_need_token),
+      routes_(make_routes()),
+      clock_(clock) {}
+
+void AdminApi::set_token_stores(const std::vector<store::AdminStore*>& tokens) {
+  std::vector<TokenLookups::Lookup> lanes;
+  for (store::AdminStore* s : tokens) lanes.push_back([s](const std::string& hash) { return s->token_by_hash(hash); });
+  token_lookups_ = std::make_unique<TokenLookups>(std::move(lanes));
+}
+
+bool AdminApi::authenticated(const std::string& authorization) {
+  auto who = auth_.authenticate(authorization);
+  return who && *who;
+}
+
+HttpResponse AdminApi::credentials_unavailable(const Error& e) {
+  {
+    const MonoTime now = clock_.mono();
+    std::lock_guard lock(unavailable_log_mutex_);
+    if (!unavailable_logged_ || now - *unavailable_logged_ >= std::chrono::seconds(1)) {
+      unavailable_logged_ = now;
+      spdlog::error("api_credentials_unavailable error={}", json_quote(e.message));
+    }
+  }
+  HttpResponse r = error(503, "unavailable", "credentials cannot be checked right now; retry shortly");
+  r.headers["Retry-After"] = "1";
+  return r;
+}
+
+/// Counted each; logged at most once per `auth_log_every`, with how many
+/// came since the last line (a flood of bad tokens is one line per period).
+void AdminApi::auth_failed(AuthFailure why) {
+  metrics_.auth_failures[static_cast<std::size_t>(why)]++;
+  const MonoTime now = clock_.mono();
+  std::lock_guard lock(auth_log_mutex_);
+  ++auth_unlogged_;
+  if (auth_logged_ && now - *auth_logged_ < auth_log_every) return;
+  spdlog::warn("api_auth_failed reason={} count={} (since the last such line)", to_string(why), auth_unlogged_);
+  auth_logged_ = now;
+  auth_unlogged_ = 0;
+}
+
+template <class T, class F>
+Result<T> AdminApi::recent(Recent<T>& r, F&& read) {
+  std::lock_guard lock(r.mutex);
+  const MonoTime now = clock_.mono();
+  if (r.value && now - r.at < std::chrono::seconds(1)) return *r.value;
+  Result<T> fresh = with_store(std::forward<F>(read));
+  if (fresh) {
+    r.value = *fresh;
+    r.at = now;
+  }
+  return fresh;
+}
+
+std::optional<HttpResponse> AdminApi::over_rate(const ApiRoute& route, const std::string& who) {
+  // What creates runs, and what scans a table for a list.
+  const auto& p = route.pattern;
+  auto ends_with = [&](const std::string& s) {
+    return p.size() >= s.size() && p.compare(p.size() - s.size(), s.size(), s) == 0;
+  };
+  const bool creates = route.method == "POST" &&
+                       (ends_with("/trigger") || ends_with("/rerun") || ends_with("/replay") || p == "/api/v1/events");
+  const bool lists = route.method == "GET" && p.back() != '}' && p != "/api/v1/openapi.json" && p != "/api/v1/settings";
+  if (!creates && !lists) return std::nullopt;
+  const double rate = creates ? limits_.trigger_rate : limits_.read_rate;
+  const double burst = creates ? limits_.trigger_burst : limits_.read_burst;
+  if (rate <= 0) return std::nullopt;
+  std::lock_guard lock(rate_mutex_);
+  auto& buckets = creates ? trigger_buckets_ : read_buckets_;
+  auto it = buckets.try_emplace(who, rate, burst).first;
+  if (it->second.take(1, clock_.mono()) == 1) return std::nullopt;
+  metrics_.requests_rate_limited++;
+  HttpResponse r = error(429, "rate_limited",
+                         "token '" + who + "' is over " + (creates ? "the trigger" : "the list-read") + " rate (" +
+                             std::to_string(static_cast<int>(rate)) + "/s, bursts of " +
+                             std::to_string(static_cast<int>(burst)) + "); retry in a second");
+  r.headers["Retry-After"] = "1";
+  return r;
+}
+
+HttpResponse AdminApi::handle(const HttpRequest& r) {
+  std::string path = r.target.substr(0, r.target.find('?'));
+  if (r.method == "GET" && path == "/healthz") return {200, "text/plain", "ok\n", {}};
+  if (r.method == "GET" && path == "/status") return status_json();
+  if (r.method == "GET" && path == "/metrics") {
+    if (metrics_need_token_) {
+      auto it = r.headers.find("authorization");
+      auto who = auth_.authenticate(it == r.headers.end() ? "" : it->second);
+      if (!who) return credentials_unavailable(who.error());
+      if (!*who) return error(401, "unauthenticated", "/metrics needs 'Authorization: Bearer <token>' here");
+    }
+    return metrics();
+  }
+  if (r.method == "GET" && (path == "/" || path == "/index.html")) return dashboard("index.html");
+  if (r.method == "GET" && path.rfind("/dashboard/", 0) == 0) return dashboard(path.substr(11));
+
+  if (path.rfind("/api/v1/", 0) == 0) {
+    // The dashboard served by a follower sends the leader's calls to the
+    // leader (another origin): bearer tokens, not cookies, so any origin may
+    // call; without a token nothing is answered anyway.
+    if (r.method == "OPTIONS") {
+      HttpResponse pre{204, "text/plain", "", {}};
+      pre.headers["Access-Control-Allow-Origin"] = "*";
+      pre.headers["Access-Control-Allow-Methods"] = "GET, POST, PUT, DELETE";
+      pre.headers["Access-Control-Allow-Headers"] = "Authorization, Content-Type, Idempotency-Key";
+      pre.headers["Access-Control-Max-Age"] = "600";
+      return pre;
+    }
+    HttpResponse res = route(r, path);
+    res.headers["Access-Control-Allow-Origin"] = "*";
+    return res;
+  }
+  return error(404, "not_found", "no route " + r.method + " " + path);
+}
+
+HttpResponse AdminApi::route(const HttpRequest& r, const std::string& path) {
+  auto segments = path_segments(r.target);
+  if (auto* bad = std::get_if<std::string>(&segments)) return error(400, "bad_request", *bad);
+  std::set<std::string> allowed;  // methods of a route whose pattern matches
+  for (const auto& route : routes_) {
+    auto matched = match_pattern(route.pattern, std::get<std::vector<std::string>>(segments));
+    if (!matched) continue;
+    std::map<std::string, std::string> params = std::move(*matched);
+    if (route.method != r.method) {
+      allowed.insert(route.method);
+      continue;
+    }
+    // Who first: an unauthenticated caller learns nothing else, not even
+    // whether its query was well-formed.
+    auto header = r.headers.find("authorization");
+    if (route.need == Role::anyone) {  // the handler checks its own credential
+      std::map<std::string, std::string> query;
+      if (auto bad = query_of(r.target, route.query, query)) return error(400, "bad_request", *bad);
+      return route.handler(ApiCall{r, std::move(params), Principal{"anonymous", Role::anyone}, ports_.status()});
+    }
+    auto who = auth_.authenticate(header == r.headers.end() ? "" : header->second);
+    if (!who) return credentials_unavailable(who.error());
+    if (!*who)
+      return error(401, "unauthenticated",
+                   "/api/v1 needs 'Authorization: Bearer <token>' (a token of role " +
+                       std::string(to_string(route.need)) + " or above; see docs/ctl.md)");
+    if ((*who)->role < route.need)
+      return error(403, "forbidden",
+                   r.method + " " + route.pattern + " needs the " + to_string(route.need) + " role; token '" +
+                       (*who)->name + "' has " + to_string((*who)->role));
+    if (auto refused = over_rate(route, (*who)->name)) return *refused;
+    // The query is checked against the route's documented parameters here,
+    // once for every route: an unknown or repeated one is refused by name.
+    std::map<std::string, std::string> query;
+    if (auto bad = query_of(r.target, route.query, query)) return error(400, "bad_request", *bad);
+    params.insert(query.begin(), query.end());
+    ApiCall call{r, std::move(params), **who, ports_.status()};
+    if (route.leader_only && call.node.role != "leader") return to_leader(r, scheme_, call.node.leader_endpoint);
+    return route.handler(call);
+  }
+  if (!allowed.empty()) {
+    std::string methods;
+    for (const auto& m : allowed) methods += (methods.empty() ? "" : ", ") + m;
+    HttpResponse res = error(405, "method_not_allowed", path + " takes " + methods + ", not " + r.method);
+    res.headers["Allow"] = methods;
+    return res;
+  }
+  return error(404, "not_found", "no route " + r.method + " " + path);
+}
+
+HttpResponse AdminApi::openapi() const {
+  json::object paths;
+  for (const auto& route : routes_) {
+    json::array parameters;
+    for (std::size_t at = route.pattern.find('{'); at != std::string::npos; at = route.pattern.find('{', at + 1)) {
+      const std::string name = route.pattern.substr(at + 1, route.pattern.find('}', at) - at - 1);
+      parameters.push_back(json::object{
+          {"name", name}, {"in", "path"}, {"required", true}, {"schema", json::object{{"type", "string"}}}});
+    }
+    for (const auto& q : route.query)
+      parameters.push_back(json::object{
+          {"name", q}, {"in", "query"}, {"required", false}, {"schema", json::object{{"type", "string"}}}});
+    json::object op{
+        {"summary", route.summary},
+        {"parameters", parameters},
+        {"security", json::array{json::object{{"bearer", json::array{}}}}},
+        {"x-baton-role", to_string(route.need)},
+        {"responses", json::object{{"200", json::object{{"description", "OK"}}},
+                                   {"default", json::object{{"description", "an error: {\"code\", \"message\"}"}}}}}};
+    if (route.leader_only) op["x-baton-leader-only"] = true;
+    if (!route.body.empty())
+      op["requestBody"] = json::object{
+          {"required", true},
+          {"description", route.body},
+          {"content", json::object{{"application/json", json::object{{"schema", json::object{{"type", "object"}}}}}}}};
+    std::string method = route.method;
+    for (auto& ch : method) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (!paths.contains(route.pattern)) paths[route.pattern] = json::object{};
+    paths[route.pattern].as_object()[method] = op;
+  }
+  return ok_json(json::object{
+      {"openapi", "3.0.3"},
+      {"info", json::object{{"title", "Baton admin API"}, {"version", "1"}}},
+      {"paths", paths},
+      {"components", json::object{{"securitySchemes",
+                                   json::object{{"bearer", json::object{{"type", "http"}, {"scheme", "bearer"}}}}}}}});
+}
+
+HttpResponse AdminApi::metrics() {
+  std::string body = metrics_.render();
+  // The cluster's state from the database (the same on every node; absent
+  // while the database does not answer, and baton_database_up says so).
+  auto g = recent(gauges_, [](auto& s) { return s.cluster_gauges(); });
+  body +=
+      "# HELP baton_database_up 1 if this node read the cluster's state from the database for this scrape.\n"
+      "# TYPE baton_database_up gauge\nbaton_database_up " +
+      std::string(g ? "1" : "0") + "\n";
+  if (!g) return {200, "text/plain; version=0.0.4", body, {}};
+  body += "# HELP baton_runs Runs by state (all runs in the database).\n# TYPE baton_runs gauge\n";
+  for (const auto& [state, n] : g->runs_by_state)
+    body += "baton_runs{state=\"" + state + "\"} " + std::to_string(n) + "\n";
+  body +=
+      "# HELP baton_runs_unmatched Unfinished runs whose selector no attached, active worker satisfies.\n"
+      "# TYPE baton_runs_unmatched gauge\nbaton_runs_unmatched " +
+      std::to_string(g->unmatched_runs) + "\n";
+  body += "# HELP baton_dead_letters Dead letters by triage status.\n# TYPE baton_dead_letters gauge\n";
+  for (const auto& [status, n] : g->dead_letters_by_status)
+    body += "baton_dead_letters{triage_status=\"" + status + "\"} " + std::to_string(n) + "\n";
+  // Worker ids are free text from the worker's config: escaped as label values.
+  auto label = [](const std::string& v) {
+    std::string out;
+    for (char c : v) {
+      if (c == '\\' || c == '"') out += '\\';
+      if (c == '\n') {
+        out += "\\n";
+        continue;
+      }
+      out += c;
+    }
+    return out;
+  };
+  std::map<std::pair<std::string, std::string>, int> by_state;
+  for (const auto& w : g->workers) by_state[{w.state, w.admin_state}]++;
+  body +=
+      "# HELP baton_workers Registered workers by connection state and operator hold.\n# TYPE baton_workers gauge\n";
+  for (const auto& [k, n] : by_state)
+    body += "baton_workers{state=\"" + k.first + "\",admin_state=\"" + k.second + "\"} " + std::to_string(n) + "\n";
+  body +=
+      "# HELP baton_worker_heartbeat_age_seconds Time since an attached worker was last heard from, as last recorded "
+      "(every 5 s; in a fleet beyond runtime.workers_seen_rows_per_second x 5 workers, less often).\n"
+      "# TYPE baton_worker_heartbeat_age_seconds gauge\n";
+  for (const auto& w : g->workers)
+    if (w.heartbeat_age_s)
+      body += "baton_worker_heartbeat_age_seconds{worker=\"" + label(w.id) + "\"} " +
+              std::to_string(*w.heartbeat_age_s) + "\n";
+  return {200, "text/plain; version=0.0.4", body, {}};
+}
+
+HttpResponse AdminApi::status_json() {
+  NodeStatus s = ports_.status();
+  json::object counts;
+  json::value unmatched = nullptr;
+  if (auto c = recent(counts_, [](auto& st) { return st.run_counts(); })) {
+    for (const auto& [state, n] : c->by_state) counts[state] = n;
+    unmatched = c->unmatched;
+  }
+  return ok_json(json::object{{"node_id", s.node_id},
+                              {"incarnation", s.incarnation},
+                              {"role", s.role},
+                              {"epoch", s.epoch},
+                              {"leader_id", s.leader_id},
+                              {"leader_endpoint", s.leader_endpoint},
+                              {"attached_workers", s.attached_workers},
+                              {"runs_by_state", counts},
+                              {"unmatched_runs", unmatched}});
+}
+
+std::string AdminApi::dashboard_policy() {
+  // The page calls the leader, wherever it is: the nodes registered in the
+  // database (their advertised HOST:PORT, with the page's own scheme), read
+  // at most once a second whatever the rate of page loads. Not another
+  // origin: a script that found its way into the page cannot send what it
+  // reads (a token in session storage) anywhere else.
+  std::string connect = "'self'";
+  if (auto nodes = recent(nodes_, [](auto& s) { return s.list_nodes(100, std::nullopt); })) {
+    boost::system::error_code ec;
+    const json::value items = json::parse(nodes->items_json, ec);
+    if (!ec && items.is_array())
+      for (const auto& n : items.as_array()) {
+        const auto* e = n.is_object() ? n.as_object().if_contains("endpoint") : nullptr;
+        if (!e || !e->is_string() || e->as_string().empty() || e->as_string().size() > 255) continue;
+        const std::string endpoint(e->as_string());
+        // Only what a HOST:PORT holds may reach the header.
+        const bool plain = std::all_of(endpoint.begin(), endpoint.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == ':' || c == '[' ||
+                 c == ']';
+        });
+        if (plain) connect += " " + endpoint;
+      }
+  }
+  return "default-src 'self'; connect-src " + connect +
+         "; img-src 'self' data:; style-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+}
+
+HttpResponse AdminApi::dashboard(const std::string& file) {
+  const DashboardAsset* asset = dashboard_asset(file);
+  if (!asset) return error(404, "not_found", "no dashboard file " + json_quote(file.substr(0, 64)));
+  HttpResponse r{200, std::string(asset->content_type), std::string(asset->body), {}};
+  // The page runs only its own script; it may call other nodes (the leader).
+  // No other site may frame it (a click on a framed "cancel" is the
+  // operator's click: frame-ancestors, and X-Frame-Options for browsers
+  // that predate it), and no address it came from leaks in a Referer.
+  r.headers["Content-Security-Policy"] = dashboard_policy();
+  r.headers["X-Frame-Options"] = "DENY";
+  r.headers["Referrer-Policy"] = "no-referrer";
+  r.headers["X-Content-Type-Options"] = "nosniff";
+  r.headers["Cache-Control"] = "no-cache";
+  return r;
+}
+
+}  // namespace baton::admin

@@ -1,0 +1,252 @@
+// The admin API's handlers of jobs: list, show, why, put, delete, pause,
+// trigger (the route table is in admin_handlers.cpp).
+#include <spdlog/spdlog.h>
+
+#include "admin_handler_support.h"
+#include "admin_http.h"
+#include "baton/admin/admin_api.h"
+#include "baton/admin/job_files.h"
+#include "baton/base/json_text.h"
+#include "baton/base/run_state.h"
+#include "baton/base/utf8.h"
+#include "baton/leader_core/cron.h"
+
+namespace baton::admin {
+
+using namespace admin_http;
+
+// --- jobs -------------------------------------------------------------------
+
+HttpResponse AdminApi::list_jobs(const ApiCall& c, bool one) {
+  Paging paging;
+  std::optional<std::string> only;
+  if (one) {
+    if (!valid_name(c.param("name"))) return bad_name("job name", c.param("name"));
+    only = c.param("name");
+  } else if (auto bad = paging_of(c.params, false, paging)) {
+    return error(400, "bad_request", *bad);
+  }
+  auto page = with_store([&](auto& s) { return s.list_jobs(paging.limit, paging.after_name, only); });
+  if (!page) return db_error(page.error());
+  if (only && page->jobs.empty()) return error(404, "not_found", "no job " + json_quote(*only));
+  // The next fire time is the cron planner's, in the job's zone, from the
+  // database's clock: when the leader will create the next run.
+  json::array items;
+  for (const auto& j : page->jobs) {
+    json::object item = json::parse(j.item_json).as_object();
+    json::value next = nullptr;
+    if (j.schedule && !j.paused) {
+      auto parsed = leader_core::parse_cron(*j.schedule);
+      if (auto* s = std::get_if<leader_core::CronSchedule>(&parsed))
+        if (auto at = leader_core::next_fire(*s, std::chrono::sys_seconds{std::chrono::seconds{page->now_unix}},
+                                             std::string_view(j.time_zone)))
+          next = at->time_since_epoch().count();
+    }
+    item["next_fire_unix"] = next;
+    items.push_back(std::move(item));
+  }
+  if (only) return ok_json(items.at(0));
+  return ok_json(json::object{
+      {"items", items}, {"next_cursor", page->next_cursor ? json::value(*page->next_cursor) : json::value(nullptr)}});
+}
+
+namespace {
+
+/// One sentence for `baton ctl why`: what the ledger, the run and the job
+/// say about one slot, most specific first.
+std::string explain_slot(const json::object& known, const std::string& slot_text) {
+  const json::value& run = known.at("run");
+  if (run.is_object()) {
+    const auto& r = run.as_object();
+    return "run " + std::to_string(r.at("id").as_int64()) + " was created for the slot " + slot_text + " (epoch " +
+           std::to_string(r.at("leader_epoch").as_int64()) + "); it is " + std::string(r.at("state").as_string()) + ".";
+  }
+  for (const auto& d : known.at("decisions").as_array()) {
+    const auto& o = d.as_object();
+    if (o.at("decision").as_string() != "skipped") continue;
+    const auto reason = o.at("reason").is_string() ? std::string(o.at("reason").as_string()) : "?";
+    const auto& details = o.at("details").as_object();
+    std::string why = reason == "catch_up_limit"      ? "it was older than the catch-up limit of missed slots"
+                      : reason == "starting_deadline" ? "it could not start before the job's starting deadline"
+                                                      : "the misfire policy does not run missed slots like it";
+    std::string cause;
+    if (auto* g = details.if_contains("gap_cause"); g && g->is_string())
+      cause = g->as_string() == "paused" ? " The job was paused over it." : " No leader planned it in time.";
+    std::string policy;
+    if (auto* p = details.if_contains("policy"); p && p->is_string())
+      policy = " (misfire_policy " + std::string(p->as_string()) + ")";
+    return "the slot " + slot_text + " was given up by epoch " + std::to_string(o.at("epoch").as_int64()) + ": " + why +
+           policy + "." + cause;
+  }
+  const json::value& cursor = known.at("cron_cursor_unix");
+  if (known.at("paused").as_bool()) return "the job is paused: its slots are not planned until it is resumed.";
+  if (!known.at("live").as_bool()) return "the job is not live (live: false): its slots are not planned.";
+  if (cursor.is_null()) return "no slot of this job has been planned yet.";
+  return "nothing is recorded for the slot " + slot_text +
+         ": it is after the newest slot planned, or before the ledger began (or was pruned).";
+}
+
+}  // namespace
+
+HttpResponse AdminApi::why(const ApiCall& c) {
+  const std::string& name = c.param("name");
+  if (!valid_name(name)) return bad_name("job name", name);
+  auto job = with_store([&](auto& s) { return s.job_definition(name); });
+  if (!job) return db_error(job.error());
+  if (!*job) return error(404, "not_found", "no job " + json_quote(name));
+  auto at_param = c.params.find("at");
+  if (at_param == c.params.end())
+    return error(400, "bad_request", "query parameter at is required (ISO 8601, e.g. 2026-03-29T01:30:00Z)");
+  const auto& def = (*job)->job;
+  if (!def.schedule) return error(409, "conflict", "job " + json_quote(name) + " has no schedule: it runs on triggers");
+  auto zone_or = leader_core::CronZone::locate(def.time_zone);
+  const leader_core::CronZone zone = std::holds_alternative<leader_core::CronZone>(zone_or)
+                                         ? std::get<leader_core::CronZone>(zone_or)
+                                         : leader_core::CronZone{};
+  auto at = leader_core::parse_iso8601(at_param->second, zone);
+  if (auto* e = std::get_if<std::string>(&at)) return error(400, "bad_request", "at: " + *e);
+  auto parsed = leader_core::parse_cron(*def.schedule);
+  auto* schedule = std::get_if<leader_core::CronSchedule>(&parsed);
+  if (!schedule) return error(409, "conflict", "job " + json_quote(name) + " has an invalid schedule");
+  const auto at_time = std::get<std::chrono::sys_seconds>(at);
+  const auto slot = leader_core::next_fire(*schedule, at_time - std::chrono::seconds{1}, zone);
+  if (!slot) return error(404, "not_found", "the schedule " + json_quote(*def.schedule) + " never fires after at");
+  const std::int64_t slot_unix = slot->time_since_epoch().count();
+  auto known = with_store([&](auto& s) { return s.slot_decisions(name, slot_unix); });
+  if (!known) return db_error(known.error());
+  if (!*known) return error(404, "not_found", "no job " + json_quote(name));
+  json::object out = json::parse(**known).as_object();
+  const std::string slot_text = leader_core::format_iso8601(*slot, zone);
+  out["explanation"] = explain_slot(out, slot_text);
+  out["job"] = name;
+  out["schedule"] = *def.schedule;
+  out["time_zone"] = def.time_zone;
+  out["at"] = leader_core::format_iso8601(at_time, zone);
+  out["slot"] = slot_text;
+  out["slot_unix"] = slot_unix;
+  out["is_slot"] = *slot == at_time;
+  return ok_json(out);
+}
+
+HttpResponse AdminApi::put_job(const ApiCall& c, bool create_only) {
+  std::string name;
+  if (!create_only) {
+    name = c.param("name");
+    if (!valid_name(name)) return bad_name("job name", name);
+  }
+  auto body = body_object(c.request);
+  if (auto* e = std::get_if<HttpResponse>(&body)) return *e;
+  auto job = parse_job_document(c.request.body, "body", name);
+  if (!job) return error(400, "invalid_job", job.error().message);
+  if (!valid_name(job->name)) return bad_name("job name", job->name);
+  if (auto denied = find_denied(json::parse(job->parameters_json), denylist_, "parameters"))
+    return error(400, "invalid_job", *denied);
+  std::optional<std::int64_t> version;
+  if (auto bad = int_param(c.params, "version", 1, INT64_MAX, version)) return error(400, "bad_request", *bad);
+  auto dry = text_param(c.params, "dry_run");
+  if (dry && *dry != "true" && *dry != "false")
+    return error(400, "bad_request", "query parameter 'dry_run' must be true or false");
+
+  auto stored = with_store([&](auto& s) { return s.job_definition(job->name); });
+  if (!stored) return db_error(stored.error());
+  if (create_only && *stored)
+    return error(409, "conflict", "job " + json_quote(job->name) + " exists: PUT /api/v1/jobs/{name} replaces it");
+  if (version && !*stored) return error(404, "not_found", "no job " + json_quote(job->name) + " to update");
+  std::vector<std::string> changes;
+  if (*stored) changes = job_changes((*stored)->job, *job);
+  const char* action = !*stored ? "create" : changes.empty() ? "unchanged" : "update";
+  json::array changed;
+  for (const auto& f : changes) changed.push_back(json::value(f));
+  if ((dry && *dry == "true") || std::string(action) == "unchanged")
+    return ok_json(json::object{{"job", job->name},
+                                {"action", action},
+                                {"changes", changed},
+                                {"version", *stored ? json::value((*stored)->version) : json::value(nullptr)},
+                                {"dry_run", dry && *dry == "true"}});
+  auto r = with_store([&](auto& s) {
+    return *stored ? s.update_job(c.actor(), store::JobWrite{*job, version}) : s.create_job(c.actor(), *job);
+  });
+  if (!r) return db_error(r.error());
+  if (r->outcome != store::AdminOutcome::applied) return refused(*r);
+  return ok_json(
+      json::object{{"job", job->name}, {"action", action}, {"changes", changed}, {"definition", json::parse(r->json)}},
+      *stored ? 200 : 201);
+}
+
+HttpResponse AdminApi::delete_job(const ApiCall& c) {
+  const auto& name = c.param("name");
+  if (!valid_name(name)) return bad_name("job name", name);
+  std::optional<std::int64_t> version;
+  if (auto bad = int_param(c.params, "version", 1, INT64_MAX, version)) return error(400, "bad_request", *bad);
+  auto r = with_store([&](auto& s) { return s.delete_job(c.actor(), name, version); });
+  if (!r) return db_error(r.error());
+  if (r->outcome != store::AdminOutcome::applied) return refused(*r);
+  return ok_json(json::object{{"job", name}, {"deleted", true}, {"definition", json::parse(r->json)}});
+}
+
+HttpResponse AdminApi::set_paused(const ApiCall& c, bool paused) {
+  const auto& name = c.param("name");
+  if (!valid_name(name)) return bad_name("job name", name);
+  auto r = with_store([&](auto& s) { return s.set_job_paused(c.actor(), name, paused); });
+  if (!r) return db_error(r.error());
+  if (r->outcome != store::AdminOutcome::applied) return refused(*r);
+  return ok_json(json::parse(r->json));
+}
+
+HttpResponse AdminApi::trigger(const ApiCall& c) {
+  const auto& job = c.param("name");
+  if (!valid_name(job)) return bad_name("job name", job);
+  std::optional<std::string> key;
+  if (auto k = c.request.headers.find("idempotency-key"); k != c.request.headers.end()) {
+    if (k->second.empty() || k->second.size() > 200)
+      return error(400, "bad_request", "Idempotency-Key must be 1-200 characters");
+    key = k->second;
+  }
+  // An optional body: {"parameters": {...}}, kept as the run's payload.
+  std::optional<std::string> payload;
+  if (!c.request.body.empty()) {
+    auto body = body_object(c.request);
+    if (auto* e = std::get_if<HttpResponse>(&body)) return *e;
+    auto& o = std::get<json::object>(body);
+    for (const auto& kv : o)
+      if (kv.key() != "parameters")
+        return error(400, "bad_request",
+                     "unknown key " + json_quote(std::string(kv.key()).substr(0, 64)) +
+                         " (a trigger takes {\"parameters\": {...}})");
+    if (auto* p = o.if_contains("parameters"); p && !p->is_object())
+      return error(400, "bad_request", "'parameters' must be a JSON object of names to values");
+    if (auto* p = o.if_contains("parameters"))
+      if (auto denied = find_denied(*p, denylist_, "parameters")) return error(400, "bad_request", *denied);
+    payload = json::serialize(o);
+  }
+  auto created = with_store([&](auto& s) { return s.trigger(c.actor(), job, key, payload); });
+  if (!created) {
+    if (created.error().code == Errc::bad_input) return error(404, "unknown_job", created.error().message);
+    return db_error(created.error());
+  }
+  if (created->outcome == store::WriteOutcome::fenced) return error(503, "not_leader", "this node was superseded");
+  if (created->parameters_refused) return error(400, "invalid_parameters", *created->parameters_refused);
+  if (created->outcome == store::WriteOutcome::conflict) {
+    // The key names an earlier submission (unfinished, or finished within
+    // the remembered window): its run, so a client that lost the first
+    // answer learns the run it created (docs/operations.md).
+    json::object out{
+        {"job", job},
+        {"idempotency_key", *key},
+        {"created", false},
+        {"message", "this Idempotency-Key already names a run (unfinished, or finished in the last 24 hours)"}};
+    if (created->earlier) out["run_id"] = created->earlier->value;
+    return ok_json(out);
+  }
+  // Hand the run to the leader's dispatcher now, as the insert returned it:
+  // it is assigned without waiting for the dispatch period or reading it
+  // back (docs/performance.md, trigger-to-start).
+  if (ports_.runs_created) {
+    std::vector<store::DueRun> due;
+    if (created->due) due.push_back(std::move(*created->due));
+    ports_.runs_created(std::move(due));
+  }
+  return ok_json(json::object{{"job", job}, {"run_id", created->run.value}, {"created", true}}, 201);
+}
+
+}  // namespace baton::admin

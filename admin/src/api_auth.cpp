@@ -1,0 +1,133 @@
+#include "baton/admin/api_auth.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
+#include <stdexcept>
+
+namespace baton::admin {
+
+bool constant_time_equal(const std::string& a, const std::string& b) {
+  // Length is not secret; the comparison of equal-length strings takes the
+  // same time wherever they differ (OpenSSL's CRYPTO_memcmp: written so
+  // that no compiler turns it into an early exit).
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+namespace {
+constexpr std::size_t cache_max = 10000;  // unknown tokens are cached too: bound the map
+
+std::string hex(const unsigned char* p, std::size_t n) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  out.reserve(n * 2);
+  for (std::size_t i = 0; i < n; ++i) {
+    out += digits[p[i] >> 4];
+    out += digits[p[i] & 15];
+  }
+  return out;
+}
+}  // namespace
+
+const char* to_string(Role r) {
+  switch (r) {
+    case Role::anyone: return "anyone";
+    case Role::read: return "read";
+    case Role::operate: return "operate";
+    case Role::admin: return "admin";
+  }
+  return "read";
+}
+
+const char* to_string(AuthFailure f) {
+  switch (f) {
+    case AuthFailure::missing: return "missing";
+    case AuthFailure::malformed: return "malformed";
+    case AuthFailure::unknown: return "unknown";
+  }
+  return "unknown";
+}
+
+bool issued_token_shaped(const std::string& token) {
+  if (token.size() != 6 + 64 || token.rfind("baton_", 0) != 0) return false;
+  for (std::size_t i = 6; i < token.size(); ++i) {
+    const char c = token[i];
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+std::optional<Role> parse_role(const std::string& s) {
+  if (s == "read") return Role::read;
+  if (s == "operate") return Role::operate;
+  if (s == "admin") return Role::admin;
+  return std::nullopt;
+}
+
+std::string sha256_hex(const std::string& text) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(text.data(), text.size(), digest, &len, EVP_sha256(), nullptr) != 1)
+    throw std::runtime_error("SHA-256 failed (OpenSSL)");
+  return hex(digest, len);
+}
+
+std::string new_api_token() {
+  unsigned char bytes[32];
+  if (RAND_bytes(bytes, sizeof bytes) != 1) throw std::runtime_error("no random bytes (OpenSSL RAND_bytes)");
+  return "baton_" + hex(bytes, sizeof bytes);
+}
+
+Authenticator::Authenticator(std::string config_admin_token, Lookup lookup, const Clock& clock, Millis cache_for,
+                             OnFailure on_failure)
+    : config_admin_token_(std::move(config_admin_token)),
+      lookup_(std::move(lookup)),
+      clock_(clock),
+      cache_for_(cache_for),
+      on_failure_(std::move(on_failure)),
+      cache_(cache_max) {}
+
+void Authenticator::set_config_admin_token(std::string token) {
+  std::lock_guard lock(config_mutex_);
+  config_admin_token_ = std::move(token);
+}
+
+std::optional<Principal> Authenticator::refuse(AuthFailure why) const {
+  if (on_failure_) on_failure_(why);
+  return std::nullopt;
+}
+
+Result<std::optional<Principal>> Authenticator::authenticate(const std::string& authorization) {
+  if (authorization.rfind("Bearer ", 0) != 0) return refuse(AuthFailure::missing);
+  const std::string token = authorization.substr(7);
+  if (token.empty() || token.size() > 200) return refuse(AuthFailure::missing);
+  {
+    std::lock_guard lock(config_mutex_);
+    if (!config_admin_token_.empty() && constant_time_equal(token, config_admin_token_))
+      return std::optional<Principal>{Principal{"config", Role::admin}};
+  }
+  // Not the configured token and not of the shape every issued token has:
+  // never issued, so no hash and no database lookup (a flood of made-up
+  // tokens costs the database nothing; docs/security.md).
+  if (!issued_token_shaped(token)) return refuse(AuthFailure::malformed);
+  // Only the hash is kept, here as in the database: the cache holds no token.
+  const std::string hash = sha256_hex(token);
+  const auto now = clock_.mono();
+  {
+    std::lock_guard lock(mutex_);
+    if (auto cached = cache_.find(hash, now)) return *cached ? std::move(*cached) : refuse(AuthFailure::unknown);
+  }
+  auto grant = lookup_(hash);
+  if (!grant) return grant.error();
+  std::optional<Principal> who;
+  if (*grant)
+    if (auto role = parse_role((*grant)->role)) who = Principal{(*grant)->name, *role};
+  {
+    std::lock_guard lock(mutex_);
+    cache_.put(hash, who, now + cache_for_);
+  }
+  return who ? who : refuse(AuthFailure::unknown);
+}
+
+}  // namespace baton::admin

@@ -1,0 +1,230 @@
+// The job definition reader behind PUT /api/v1/jobs/{name}: the keys of a
+// job file entry, every problem named by key.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include "baton/admin/job_files.h"
+#include "baton/protocol/codec.h"
+
+using namespace baton;
+
+TEST(JobDocument, EveryShippedSampleJobIsValid) {
+  YAML::Node file = YAML::LoadFile(std::string(BATON_SOURCE_DIR) + "/configs/jobs/samples.yaml");
+  ASSERT_GE(file["jobs"].size(), 3u);
+  for (const auto& entry : file["jobs"]) {
+    YAML::Emitter out;
+    out << entry;
+    auto job = admin::parse_job_document(out.c_str(), "samples.yaml");
+    EXPECT_TRUE(job) << job.error().message;
+  }
+}
+
+TEST(JobDocument, ReadsTasksAndSettings) {
+  auto job = admin::parse_job_document(
+      "name: nightly\nschedule: '*/5 * * * * *'\nmax_attempts: 3\ntimeout: 30s\n"
+      "retry: {base: 2s, cap: 1m}\nselector: {zone: a}\nmisfire_policy: skip\n"
+      "tasks:\n  - kind: PROGRAM\n    command: [/bin/echo, hi]\n    env: {A: '1'}\n"
+      "  - {kind: BUILTIN, builtin: SLEEP, argument: 1s, ignore_error: true}\n",
+      "body");
+  ASSERT_TRUE(job) << job.error().message;
+  EXPECT_EQ(job->name, "nightly");
+  EXPECT_EQ(job->schedule, "*/5 * * * * *");
+  EXPECT_EQ(job->max_attempts, 3);
+  EXPECT_EQ(job->timeout_ms, 30000);
+  EXPECT_EQ(job->retry_base_ms, 2000);
+  EXPECT_EQ(job->selector_json, "{\"zone\":\"a\"}");
+  EXPECT_NE(job->tasks_json.find("\"command\":[\"/bin/echo\",\"hi\"]"), std::string::npos) << job->tasks_json;
+  EXPECT_NE(job->tasks_json.find("\"ignore_error\":true"), std::string::npos) << job->tasks_json;
+}
+
+TEST(JobDocument, ErrorsNameTheKeyAndTheCronPosition) {
+  auto job = admin::parse_job_document(R"({"schedule": "61 * * * *", "tasks": [{"kind": "SHELL"}], "colour": "red"})",
+                                       "body", "x");
+  ASSERT_FALSE(job);
+  const auto& m = job.error().message;
+  EXPECT_NE(m.find("body: schedule: '61 * * * *' at position 0"), std::string::npos) << m;
+  EXPECT_NE(m.find("body: tasks[0].kind: must be PROGRAM, SQL or BUILTIN"), std::string::npos) << m;
+  EXPECT_NE(m.find("body: colour: unknown key"), std::string::npos) << m;
+  auto empty = admin::parse_job_document(R"({"tasks": []})", "body", "y");
+  ASSERT_FALSE(empty);
+  EXPECT_NE(empty.error().message.find("tasks: must be a non-empty list"), std::string::npos);
+  auto other =
+      admin::parse_job_document(R"({"name": "z", "tasks": [{"kind": "BUILTIN", "builtin": "NOOP"}]})", "body", "y");
+  ASSERT_FALSE(other);
+  EXPECT_NE(other.error().message.find("differs from the job named in the URL"), std::string::npos);
+}
+
+TEST(JobDocument, ReadsTheZoneAndMisfireSettings) {
+  auto job = admin::parse_job_document(
+      "name: nightly\nschedule: '30 2 * * *'\ntime_zone: Europe/Berlin\nmisfire_policy: run_all\n"
+      "catch_up_limit: 3\nstarting_deadline: 10m\ntasks: [{kind: BUILTIN, builtin: NOOP}]\n",
+      "body");
+  ASSERT_TRUE(job) << job.error().message;
+  EXPECT_EQ(job->time_zone, "Europe/Berlin");
+  EXPECT_EQ(job->catch_up_limit, 3);
+  EXPECT_EQ(job->starting_deadline_ms, 600000);
+  auto defaults = admin::parse_job_document("name: d\ntasks: [{kind: BUILTIN, builtin: NOOP}]\n", "body");
+  ASSERT_TRUE(defaults);
+  EXPECT_EQ(defaults->catch_up_limit, 100);
+  EXPECT_EQ(defaults->starting_deadline_ms, std::nullopt);
+
+  auto bad = admin::parse_job_document(
+      "name: b\ntime_zone: Europe/Berln\ncatch_up_limit: 20000\nstarting_deadline: 500ms\n"
+      "tasks: [{kind: BUILTIN, builtin: NOOP}]\n",
+      "body");
+  ASSERT_FALSE(bad);
+  const auto& m = bad.error().message;
+  EXPECT_NE(m.find("body: time_zone: time zone \"Europe/Berln\" is not a known IANA zone"), std::string::npos) << m;
+  EXPECT_NE(m.find("body: catch_up_limit:"), std::string::npos) << m;
+  EXPECT_NE(m.find("body: starting_deadline: must be at least 1s"), std::string::npos) << m;
+}
+
+TEST(JobDocument, ReadsTheOverlapSettings) {
+  auto job = admin::parse_job_document(
+      "name: o\nmax_instances: 2\nconcurrency_policy: replace\nexclusive_execution: true\njitter: 30s\n"
+      "tasks: [{kind: BUILTIN, builtin: NOOP}]\n",
+      "body");
+  ASSERT_TRUE(job) << job.error().message;
+  EXPECT_EQ(job->max_instances, 2);
+  EXPECT_EQ(job->concurrency_policy, "replace");
+  EXPECT_TRUE(job->exclusive_execution);
+  EXPECT_EQ(job->jitter_ms, 30000);
+  auto defaults = admin::parse_job_document("name: d\ntasks: [{kind: BUILTIN, builtin: NOOP}]\n", "body");
+  ASSERT_TRUE(defaults);
+  EXPECT_EQ(defaults->max_instances, std::nullopt) << "no limit unless asked";
+  EXPECT_EQ(defaults->concurrency_policy, "allow");
+  auto bad = admin::parse_job_document(
+      "name: b\nmax_instances: 0\nconcurrency_policy: queue\njitter: 2h\ntasks: [{kind: BUILTIN, builtin: NOOP}]\n",
+      "body");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("body: max_instances:"), std::string::npos) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("body: concurrency_policy: must be allow, forbid or replace"), std::string::npos)
+      << bad.error().message;
+  EXPECT_NE(bad.error().message.find("body: jitter: must be from 0s to 1h"), std::string::npos) << bad.error().message;
+}
+
+TEST(JobDocument, ReadsEventSubscriptionsAndDependencies) {
+  auto job = admin::parse_job_document(
+      "name: load\non_events: [deploy, alert]\nrun_after: [extract]\ntasks: [{kind: BUILTIN, builtin: NOOP}]\n",
+      "body");
+  ASSERT_TRUE(job) << job.error().message;
+  EXPECT_EQ(job->on_events, (std::vector<std::string>{"deploy", "alert"}));
+  EXPECT_EQ(job->run_after, (std::vector<std::string>{"extract"}));
+  auto self = admin::parse_job_document("name: x\nrun_after: [x]\ntasks: [{kind: BUILTIN, builtin: NOOP}]\n", "body");
+  ASSERT_FALSE(self);
+  EXPECT_NE(self.error().message.find("body: run_after: a job cannot run after itself"), std::string::npos);
+}
+
+TEST(JobDocument, ReadsOnErrorAndSelfDestruct) {
+  auto job = admin::parse_job_document(
+      "name: c\nself_destruct: true\ntasks:\n  - {kind: BUILTIN, builtin: FAIL, on_error: continue}\n"
+      "  - {kind: BUILTIN, builtin: NOOP, ignore_error: true}\n",
+      "body");
+  ASSERT_TRUE(job) << job.error().message;
+  EXPECT_TRUE(job->self_destruct);
+  EXPECT_NE(job->tasks_json.find("\"on_error\":\"continue\""), std::string::npos) << job->tasks_json;
+  EXPECT_NE(job->tasks_json.find("\"on_error\":\"ignore\""), std::string::npos) << job->tasks_json;
+  auto bad = admin::parse_job_document(
+      "name: b\ntasks:\n  - {kind: BUILTIN, builtin: NOOP, on_error: retry}\n"
+      "  - {kind: BUILTIN, builtin: NOOP, on_error: stop, ignore_error: true}\n",
+      "body");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("tasks[0].on_error: must be stop, continue or ignore"), std::string::npos)
+      << bad.error().message;
+  EXPECT_NE(bad.error().message.find("tasks[1].ignore_error: conflicts with on_error"), std::string::npos)
+      << bad.error().message;
+}
+
+// A value substituted into a shell's script could run commands: refused
+// unless the task asks for shell_quote, which writes each parameter as its
+// quoted environment variable (docs/security.md, "Parameters and shells").
+TEST(JobDocument, AParameterInAShellScriptIsRefusedUnlessQuoted) {
+  const std::string head = "name: greet\ntasks:\n  - kind: PROGRAM\n    command: [/bin/sh, -c, 'echo {{param.who}}']\n";
+  auto refused = admin::parse_job_document(head, "body");
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("tasks[0].command[2]: substitutes {{param.NAME}} into a shell script"),
+            std::string::npos)
+      << refused.error().message;
+
+  auto quoted = admin::parse_job_document(head + "    shell_quote: true\n", "body");
+  ASSERT_TRUE(quoted) << quoted.error().message;
+  EXPECT_NE(quoted->tasks_json.find(R"("echo \"${BATON_PARAM_WHO?names a parameter the run does not have}\"")"),
+            std::string::npos)
+      << quoted->tasks_json;
+
+  // As an argument of its own, after the script, a value is the script's $1: no shell_quote needed.
+  EXPECT_TRUE(admin::parse_job_document(
+      "name: g\ntasks:\n  - {kind: PROGRAM, command: [sh, -c, 'echo \"$1\"', g, '{{param.who}}']}\n", "body"));
+  // shell_quote where it does nothing, and a parameter inside single quotes, are named.
+  auto unused = admin::parse_job_document(
+      "name: g\ntasks:\n  - {kind: PROGRAM, command: [/bin/echo, '{{param.who}}'], shell_quote: true}\n", "body");
+  ASSERT_FALSE(unused);
+  EXPECT_NE(unused.error().message.find("tasks[0].shell_quote: the command runs no shell script"), std::string::npos)
+      << unused.error().message;
+  auto single = admin::parse_job_document(
+      "name: g\ntasks:\n  - {kind: PROGRAM, command: [bash, -c, \"echo '{{param.who}}'\"], shell_quote: true}\n",
+      "body");
+  ASSERT_FALSE(single);
+  EXPECT_NE(single.error().message.find("is inside single quotes"), std::string::npos) << single.error().message;
+}
+
+// Parameters: a text value is a default (any text may replace it), a
+// mapping declares rules, stored for the trigger statement to judge
+// (schemas/0027); a rule that cannot hold is refused naming its key.
+TEST(JobDocument, ReadsParameterDeclarations) {
+  auto job = admin::parse_job_document(
+      "name: deploy\nparameters:\n  region: eu\n  env: {enum: [staging, prod], default: staging}\n"
+      "  count: {type: integer, required: true}\n  tag: {pattern: '[a-z]+', operate: false}\n"
+      "tasks: [{kind: BUILTIN, builtin: NOOP}]\n",
+      "body");
+  ASSERT_TRUE(job) << job.error().message;
+  EXPECT_EQ(job->parameters_json, R"({"region":"eu","env":"staging"})");
+  EXPECT_EQ(job->parameter_rules_json,
+            R"({"region":{},"env":{"enum":["staging","prod"]},"count":{"type":"integer","required":true},)"
+            R"("tag":{"pattern":"[a-z]+","operate":false}})");
+  auto bad = admin::parse_job_document(
+      "name: cron\nschedule: '0 * * * *'\nparameters:\n  a: {type: text}\n  b: {enum: [x], default: y}\n"
+      "  c: {required: true}\n  d: {type: integer, enum: ['1', two]}\n  e: [1, 2]\n  f: {colour: red}\n"
+      "  g: {required: true, default: x}\n"
+      "tasks: [{kind: BUILTIN, builtin: NOOP}]\n",
+      "body");
+  ASSERT_FALSE(bad);
+  const auto& m = bad.error().message;
+  EXPECT_NE(m.find("parameters.a.type: must be string, integer, number or boolean, got 'text'"), std::string::npos)
+      << m;
+  EXPECT_NE(m.find("parameters.b.default: is not one of the enum's values: 'y'"), std::string::npos) << m;
+  EXPECT_NE(m.find("parameters.c.required: a job that runs on a schedule"), std::string::npos) << m;
+  EXPECT_NE(m.find("parameters.d.enum[1]: is not an integer: 'two'"), std::string::npos) << m;
+  EXPECT_NE(m.find("parameters.e: must be a default value (text) or a mapping of rules"), std::string::npos) << m;
+  EXPECT_NE(m.find("parameters.f.colour: unknown key"), std::string::npos) << m;
+  EXPECT_NE(m.find("parameters.g.default: a required parameter has no default"), std::string::npos) << m;
+}
+
+TEST(JobDocument, ReadsResourceLimitsForTheJobAndEachProgramTask) {
+  auto job = admin::parse_job_document(
+      "name: crunch\nresources: {memory: 512M, pids: 64, cpu: '0.5'}\n"
+      "tasks:\n  - {kind: PROGRAM, command: [/bin/true]}\n"
+      "  - {kind: PROGRAM, command: [/bin/true], resources: {memory: 2GiB}}\n"
+      "  - {kind: BUILTIN, builtin: NOOP}\n",
+      "body");
+  ASSERT_TRUE(job) << job.error().message;
+  auto tasks = protocol::decode_tasks(job->tasks_json);
+  ASSERT_TRUE(std::holds_alternative<std::vector<protocol::Task>>(tasks)) << job->tasks_json;
+  const auto& t = std::get<std::vector<protocol::Task>>(tasks);
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_EQ(t[0].resources, (protocol::TaskResources{512ll << 20, 64, 500}));
+  EXPECT_EQ(t[1].resources, (protocol::TaskResources{2ll << 30, 0, 0}));  // its own, whole
+  EXPECT_TRUE(t[2].resources.empty());
+  auto bad = admin::parse_job_document(
+      "name: crunch\nresources: {memory: lots, pids: 0, cpu: '-1', disk: 1G}\n"
+      "tasks: [{kind: SQL, connection: db, sql: 'select 1', resources: {pids: 5}}]\n",
+      "body");
+  ASSERT_FALSE(bad);
+  const auto& m = bad.error().message;
+  EXPECT_NE(m.find("resources.memory: must be a size of at least 1M, like 512M or 2G, not 'lots'"), std::string::npos)
+      << m;
+  EXPECT_NE(m.find("resources.pids: "), std::string::npos) << m;
+  EXPECT_NE(m.find("resources.cpu: must be a number of CPUs"), std::string::npos) << m;
+  EXPECT_NE(m.find("resources.disk: unknown key"), std::string::npos) << m;
+  EXPECT_NE(m.find("tasks[0].resources: limits a PROGRAM task's processes only"), std::string::npos) << m;
+}
