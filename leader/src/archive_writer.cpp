@@ -6,6 +6,12 @@
 
 namespace baton::leader {
 
+namespace {
+// A full queue or a failing disk is logged once, then every this many
+// times: it fails every chunk or batch while it lasts.
+constexpr std::uint64_t log_every_nth = 1000;
+}  // namespace
+
 ArchiveWriter::ArchiveWriter(const admin::LogArchive& archive, std::size_t max_bytes)
     : archive_(archive), max_bytes_(max_bytes), thread_([this] { run(); }) {}
 
@@ -24,7 +30,7 @@ void ArchiveWriter::push(const std::vector<store::OutputChunk>& chunks) {
     for (const auto& c : chunks) {
       if (queued_bytes_ + c.data.size() > max_bytes_) {
         // The disk does not keep up (or hangs): once, then every thousandth.
-        if (dropped_++ % 1000 == 0)
+        if (dropped_++ % log_every_nth == 0)
           spdlog::warn("log_archive_queue_full dir={} dropped_chunks={} queued_bytes={}", json_quote(archive_.dir()),
                        dropped_, queued_bytes_);
         continue;
@@ -61,7 +67,7 @@ void ArchiveWriter::run() {
     }
     if (auto r = archive_.write(batch); !r) {
       // Once, then every thousandth: a full or gone disk fails every batch.
-      if (failures++ % 1000 == 0)
+      if (failures++ % log_every_nth == 0)
         spdlog::warn("log_archive_write_failed dir={} chunks={} error={} failures={}", json_quote(archive_.dir()),
                      batch.size(), json_quote(r.error().message), failures);
     }

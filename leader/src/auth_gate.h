@@ -21,7 +21,7 @@ namespace baton::leader::serving {
 class AuthGate {
  public:
   AuthGate(const ServerLimits& l, ServerHandlers& h)
-      : limiter_({.per_second = l.auth_failure_rate, .burst = l.auth_failure_burst, .sources = 10000}), handlers_(h) {}
+      : limiter_({.per_second = l.auth_failure_rate, .burst = l.auth_failure_burst}), handlers_(h) {}
 
   /// How long the client at `address` must wait, or nullopt: go on.
   std::optional<Millis> refused(const std::string& address) {

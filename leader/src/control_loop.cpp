@@ -66,37 +66,6 @@ ControlLoop::ControlLoop(Epoch epoch, NodeIdentity me, RuntimeConfig cfg, RunLan
 
 ControlLoop::~ControlLoop() = default;
 
-ControlLoop::Lane::Lane()
-    : thread_([this] {
-        std::unique_lock lock(mutex_);
-        while (true) {
-          wake_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
-          if (jobs_.empty()) return;  // stopping, nothing left
-          auto job = std::move(jobs_.front());
-          jobs_.pop_front();
-          lock.unlock();
-          job();
-          lock.lock();
-        }
-      }) {}
-
-ControlLoop::Lane::~Lane() {
-  {
-    std::lock_guard lock(mutex_);
-    stop_ = true;
-  }
-  wake_.notify_one();
-  thread_.join();
-}
-
-void ControlLoop::Lane::post(std::function<void()> job) {
-  {
-    std::lock_guard lock(mutex_);
-    jobs_.push_back(std::move(job));
-  }
-  wake_.notify_one();
-}
-
 void ControlLoop::post(LoopEvent e) {
   {
     std::lock_guard lock(mutex_);
@@ -106,6 +75,7 @@ void ControlLoop::post(LoopEvent e) {
         return;
       }
       inbox_messages_++;
+      BATON_ASSERT(inbox_messages_ <= loop_inbox_max);
     }
     inbox_.push_back(std::move(e));
   }
@@ -247,10 +217,10 @@ void ControlLoop::run_call(store_calls::Call call) {
   // reads go to the read lane: on the loop's thread, a slow due read (179.6
   // ms once in a benchmark's cron phase) held everything behind it, a cron
   // slot's starts included.
-  ControlLoop::Lane* lane = call.lane == Lane::assigns    ? (inputs_waiting() ? &assign_lane_ : nullptr)
-                            : call.lane == Lane::starts   ? &start_lane_
-                            : call.lane == Lane::finishes ? &finish_lane_
-                                                          : &read_lane_;
+  StatementLane* lane = call.lane == Lane::assigns    ? (inputs_waiting() ? &assign_lane_ : nullptr)
+                        : call.lane == Lane::starts   ? &start_lane_
+                        : call.lane == Lane::finishes ? &finish_lane_
+                                                      : &read_lane_;
   auto timed = [this, call = std::move(call)] {
     const MonoTime began = clock_.mono();
     store_calls::Returned r = call.run();

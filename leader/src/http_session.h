@@ -36,7 +36,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   void read() {
     parser_.emplace();
     parser_->body_limit(http_body_bytes_max);
-    parser_->header_limit(16 * 1024);
+    parser_->header_limit(http_header_bytes_max);
     // One deadline bounds a request, headers, body and answer: from the
     // connection's accept for the first (its TLS handshake included), from
     // the previous answer for the next ones. A client that trickles bytes

@@ -29,6 +29,10 @@ using admin::Metrics;
 using admin::NodeStatus;
 
 namespace {
+// File descriptors a node needs besides its connections (database
+// sessions, log files, the listener, the archive): fewer than this above
+// max_connections and a full node could not open them.
+constexpr rlim_t fds_beside_connections = 256;
 // How often the watchdog checks the leadership deadline: the step-down can
 // be this late, so it is small next to any sane safety_margin.
 constexpr Millis watchdog_every{20};
@@ -402,7 +406,7 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
       fds.rlim_cur = fds.rlim_max;
       ::setrlimit(RLIMIT_NOFILE, &fds);
     }
-    if (static_cast<rlim_t>(cfg.server_limits.max_connections) + 256 > fds.rlim_cur)
+    if (static_cast<rlim_t>(cfg.server_limits.max_connections) + fds_beside_connections > fds.rlim_cur)
       spdlog::warn("max_connections_over_fd_limit node={} max_connections={} fd_limit={}", me.node_id,
                    cfg.server_limits.max_connections, static_cast<long long>(fds.rlim_cur));
   }

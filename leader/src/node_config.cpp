@@ -179,7 +179,7 @@ Result<NodeConfig> load_node_config(const std::string& file) {
       cfg.server_limits.auth_throttle_hold = *v;
   }
   if (auto v = lim.integer("admin_queue_max", 1, 100000)) cfg.server_limits.admin_queue_max = static_cast<int>(*v);
-  if (auto v = lim.integer("pre_auth_body_bytes", 1024, 1024 * 1024))
+  if (auto v = lim.integer("pre_auth_body_bytes", 1024, static_cast<std::int64_t>(http_body_bytes_max)))
     cfg.server_limits.pre_auth_body_bytes_max = static_cast<std::size_t>(*v);
   lim.reject_unknown_keys();
   if (cfg.server_limits.max_connections_per_address > cfg.server_limits.max_connections)

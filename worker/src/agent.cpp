@@ -769,8 +769,11 @@ class Agent {
   std::string host_, redirect_;
   std::size_t endpoint_index_ = 0;
   int failures_ = 0, redirects_in_a_row_ = 0;
-  std::int64_t heartbeat_interval_ms_ = 1000, heartbeat_timeout_ms_ = 5000, continuation_margin_ms_ = 10000;
-  worker_core::StallGuard stall_{worker_core::StallGuard::limit_for(Millis{1000}, Millis{5000})};
+  std::int64_t heartbeat_interval_ms_ = protocol::default_heartbeat_interval_ms;
+  std::int64_t heartbeat_timeout_ms_ = protocol::default_heartbeat_timeout_ms;
+  std::int64_t continuation_margin_ms_ = protocol::default_continuation_margin_ms;
+  worker_core::StallGuard stall_{worker_core::StallGuard::limit_for(Millis{protocol::default_heartbeat_interval_ms},
+                                                                    Millis{protocol::default_heartbeat_timeout_ms})};
   MonoTime stall_last_{};                              ///< the loop's last tick or frame, for the log
   worker_core::AttemptTable table_{cfg_.capacity};     ///< what each attempt may do (worker/core)
   std::map<protocol::AttemptRef, Process> processes_;  ///< started attempts' runners

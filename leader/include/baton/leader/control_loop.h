@@ -25,6 +25,7 @@
 #include "baton/base/clock.h"
 #include "baton/base/ids.h"
 #include "baton/leader/archive_writer.h"
+#include "baton/leader/statement_lane.h"
 #include "baton/leader/worker_link.h"
 #include "baton/leader_core/run_book.h"
 #include "baton/leader_core/runtime_config.h"
@@ -133,24 +134,6 @@ class ControlLoop {
   /// archive. Best effort: output is not run state.
   void flush_output();
 
-  /// One statement at a time on its own thread, in the order posted. The
-  /// book never has more than one write in flight per write lane, so their
-  /// queues hold at most one job; the read lane's holds the reads of one
-  /// pass step (one due read per label set of free workers, at most).
-  class Lane {
-   public:
-    Lane();
-    ~Lane();  ///< waits for the statement under way
-    void post(std::function<void()> job);
-
-   private:
-    std::mutex mutex_;
-    std::condition_variable wake_;
-    std::deque<std::function<void()>> jobs_;
-    bool stop_ = false;
-    std::thread thread_;
-  };
-
   const Epoch epoch_;
   const NodeIdentity me_;
   const RuntimeConfig cfg_;
@@ -174,7 +157,8 @@ class ControlLoop {
 
   std::atomic<bool> fenced_{false};
   // Last: destroyed (joined) first, while everything a job touches lives.
-  Lane assign_lane_, start_lane_, finish_lane_, read_lane_;
+  StatementLane assign_lane_{write_lane_queued_max}, start_lane_{write_lane_queued_max},
+      finish_lane_{write_lane_queued_max}, read_lane_{read_lane_queued_max};
 };
 
 }  // namespace baton::leader

@@ -35,6 +35,8 @@ inline constexpr std::size_t session_send_queue_max = 4096;
 /// its own (node.cpp, lookup_lanes.h).
 inline constexpr int admin_threads = 2;
 inline constexpr std::size_t http_body_bytes_max = 1 << 20;
+/// A request's start line and headers, at most.
+inline constexpr std::size_t http_header_bytes_max = 16 * 1024;
 static_assert(session_send_queue_max > 0);
 
 /// Bounds on what an unauthenticated client can hold (docs/security.md,

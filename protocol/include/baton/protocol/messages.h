@@ -139,16 +139,21 @@ struct Hello {
   int prefetch = 0;
   friend bool operator==(const Hello&, const Hello&) = default;
 };
+/// The timings a worker keeps until its first welcome says otherwise (and
+/// a welcome's defaults).
+inline constexpr std::int64_t default_heartbeat_interval_ms = 1000;
+inline constexpr std::int64_t default_heartbeat_timeout_ms = 5000;
+inline constexpr std::int64_t default_continuation_margin_ms = 10000;
 struct Welcome {
   std::string node_id;
   std::int64_t epoch = 0;
-  std::int64_t heartbeat_interval_ms = 1000;
-  std::int64_t heartbeat_timeout_ms = 5000;
+  std::int64_t heartbeat_interval_ms = default_heartbeat_interval_ms;
+  std::int64_t heartbeat_timeout_ms = default_heartbeat_timeout_ms;
   std::int64_t continuation_timeout_ms = 30000;  ///< how long to keep a run going while detached
   /// The leader waits continuation timeout + this before it retries an
   /// attempt of a detached worker; the worker's dead-man's switch fires well
   /// inside it (docs/protocol.md).
-  std::int64_t continuation_margin_ms = 10000;
+  std::int64_t continuation_margin_ms = default_continuation_margin_ms;
   /// Attempts of `hello.running` this leader has adopted (written at its
   /// epoch) before this welcome: only these restart their continuation
   /// clock on the worker. A welcome alone proves nothing about a run.
