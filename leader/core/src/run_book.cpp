@@ -475,20 +475,13 @@ void RunBook::check_invariants() const {
     BATON_ASSERT(t.row.id.value == id);
     BATON_ASSERT(t.row.state == RunState::assigned || t.row.state == RunState::running);
   }
-  // Queued starts and finishes are each queued once (one statement, one row per run).
-  BATON_ASSERT(pending_start_ids_.size() == pending_starts_.size());
   // At most one batch per lane is being written, and a run is in at most one
-  // of a lane's queue and its batch being written.
-  BATON_ASSERT(wait_lane_.size() == static_cast<std::size_t>(start_lane_busy_) + (finish_lane_busy_ ? 1u : 0u));
-  BATON_ASSERT(start_lane_busy_ || writing_start_ids_.empty());
-  BATON_ASSERT(finish_lane_busy_ || writing_finish_ids_.empty());
-  for (auto id : writing_start_ids_) BATON_ASSERT(!pending_start_ids_.count(id));
+  // of a lane's queue and its batch being written (BatchLane::check).
+  start_lane_.check();
+  finish_lane_.check();
+  BATON_ASSERT(wait_lane_.size() == static_cast<std::size_t>(start_lane_.busy()) + (finish_lane_.busy() ? 1u : 0u));
   // A start held for its run's time is in no other queue of the start lane.
-  for (const auto& [id, early] : early_starts_)
-    BATON_ASSERT(!pending_start_ids_.count(id) && !writing_start_ids_.count(id) && early.second.run.value == id);
-  for (auto id : writing_finish_ids_) BATON_ASSERT(!pending_finish_ids_.count(id));
-  BATON_ASSERT(pending_finish_ids_.size() == pending_finishes_.size());
-  BATON_ASSERT(finish_messages_.size() == pending_finishes_.size());
+  for (const auto& [id, early] : early_starts_) BATON_ASSERT(!start_lane_.holds(id) && early.second.run.value == id);
   // One connection per worker.
   std::set<LinkId> links;
   for (const auto& [id, w] : workers_) BATON_ASSERT(links.insert(w.link).second);

@@ -22,22 +22,17 @@ using namespace run_book_detail;
 // --- batched starts and finishes -----------------------------------------
 
 void RunBook::flush_finishes() {
-  if (fenced_ || finish_lane_busy_ || pending_finishes_.empty()) return;
-  std::vector<store::FinishRow> finishes;
-  finishes.swap(pending_finishes_);
-  writing_finish_ids_.swap(pending_finish_ids_);
-  pending_finish_ids_.clear();
-  finish_lane_busy_ = true;
+  if (fenced_) return;
+  auto taken = finish_lane_.take();
+  if (!taken) return;
   const OpId op = next_op();
-  auto messages = std::make_shared<std::map<std::int64_t, QueuedFinish>>();
-  messages->swap(finish_messages_);
-  wait_lane_[op] = [this, finishes, messages](const Result<store::BatchWriteResult>& res) {
-    finish_lane_busy_ = false;
-    writing_finish_ids_.clear();
-    apply_finishes(finishes, *messages, res);
+  auto batch = std::make_shared<decltype(finish_lane_)::Batch>(std::move(*taken));
+  wait_lane_[op] = [this, batch](const Result<store::BatchWriteResult>& res) {
+    finish_lane_.written();
+    apply_finishes(batch->rows, batch->notes, res);
     flush_finishes();  // group commit: whatever queued meanwhile, at once
   };
-  emit(WriteFinishes{op, std::move(finishes)});
+  emit(WriteFinishes{op, batch->rows});
 }
 
 void RunBook::flush_starts() {
@@ -48,30 +43,25 @@ void RunBook::flush_starts() {
     }
     // A start whose worker has left meanwhile is not written: the run stays
     // ASSIGNED for the reaper, or for the worker to ask again when back.
-    const bool attached = workers_.count(it->second.second.attempt.worker_id) > 0;
-    if (attached && !writing_start_ids_.count(it->first) && pending_start_ids_.insert(it->first).second)
-      pending_starts_.push_back(std::move(it->second.second));
+    if (workers_.count(it->second.second.attempt.worker_id))
+      (void)start_lane_.queue(it->first, std::move(it->second.second));
     it = early_starts_.erase(it);
   }
-  if (fenced_ || start_lane_busy_ || pending_starts_.empty()) return;
-  std::vector<store::StartRow> starts;
-  starts.swap(pending_starts_);
-  writing_start_ids_.swap(pending_start_ids_);
-  pending_start_ids_.clear();
-  start_lane_busy_ = true;
+  if (fenced_) return;
+  auto taken = start_lane_.take();
+  if (!taken) return;
   const OpId op = next_op();
-  wait_lane_[op] = [this, starts](const Result<store::BatchWriteResult>& res) {
-    start_lane_busy_ = false;
-    writing_start_ids_.clear();
-    apply_starts(starts, res);
+  auto batch = std::make_shared<decltype(start_lane_)::Batch>(std::move(*taken));
+  wait_lane_[op] = [this, batch](const Result<store::BatchWriteResult>& res) {
+    start_lane_.written();
+    apply_starts(batch->rows, res);
     flush_starts();  // group commit: whatever queued meanwhile, at once
   };
-  emit(WriteStarts{op, std::move(starts), start_stale_after(cfg_)});
+  emit(WriteStarts{op, batch->rows, start_stale_after(cfg_)});
 }
 
 bool RunBook::lane_busy_with(std::int64_t run) const {
-  return pending_start_ids_.count(run) || writing_start_ids_.count(run) || early_starts_.count(run) ||
-         pending_finish_ids_.count(run) || writing_finish_ids_.count(run);
+  return start_lane_.holds(run) || early_starts_.count(run) || finish_lane_.holds(run);
 }
 
 void RunBook::apply_starts(const std::vector<store::StartRow>& rows, const Result<store::BatchWriteResult>& res) {

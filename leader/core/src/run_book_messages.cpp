@@ -60,8 +60,8 @@ void RunBook::on_start(const std::string& worker, const protocol::Start& m, bool
     return deny_start(worker, m.ref, "not the current assignment of this run");
   // "No start right, no process": the grant is sent only after the batched
   // start write (flush_starts) has applied.
-  if (writing_start_ids_.count(r.id.value)) return;  // a repeated start being written
-  if (pending_start_ids_.count(r.id.value) || early_starts_.count(r.id.value)) return;  // already queued
+  // A repeated start already queued, held for its time or being written.
+  if (start_lane_.holds(r.id.value) || early_starts_.count(r.id.value)) return;
   auto w = workers_.find(worker);
   store::StartRow row{
       r.id, r.version, {worker, r.attempt, r.lease_token}, w != workers_.end() ? w->second.instance : ""};
@@ -72,8 +72,7 @@ void RunBook::on_start(const std::string& worker, const protocol::Start& m, bool
     wakeups_.insert(*not_before);
     return;
   }
-  pending_start_ids_.insert(r.id.value);
-  pending_starts_.push_back(std::move(row));
+  (void)start_lane_.queue(r.id.value, std::move(row));
 }
 
 void RunBook::regrant_start(Tracked& t, const std::string& worker, const protocol::AttemptRef& ref) {
@@ -176,12 +175,12 @@ void RunBook::on_finish(const std::string& worker, const protocol::Finish& m, bo
 
 void RunBook::finish_current(const std::string& worker, const protocol::Finish& m) {
   // A resend of a finish already queued or being written: its result answers it.
-  if (pending_finish_ids_.count(m.ref.run_id) || writing_finish_ids_.count(m.ref.run_id)) return;
+  if (finish_lane_.holds(m.ref.run_id)) return;
   adopt_if_needed(m.ref.run_id, [this, worker, m](bool adopted) {
     if (!adopted) return;  // no ack: the worker sends it again
     auto it = tracked_.find(m.ref.run_id);
     if (it == tracked_.end() || !held_by(it->second.row, RunState::running, worker, m.ref)) return;
-    if (pending_finish_ids_.count(m.ref.run_id) || writing_finish_ids_.count(m.ref.run_id)) return;
+    if (finish_lane_.holds(m.ref.run_id)) return;
     const store::ActiveRun& r = it->second.row;
     log_tails(r, m);
 
@@ -221,9 +220,7 @@ void RunBook::finish_current(const std::string& worker, const protocol::Finish& 
     auto decision =
         decide_finish(outcome, r.attempt, r.max_attempts, Millis{r.retry_base_ms}, Millis{r.retry_cap_ms}, jitter());
     if (decision.next == RunState::retry_waiting) row.retry_delay = decision.retry_delay;
-    pending_finish_ids_.insert(r.id.value);
-    pending_finishes_.push_back(std::move(row));
-    finish_messages_[r.id.value] = {worker, m, r.job_name};
+    (void)finish_lane_.queue(r.id.value, std::move(row), QueuedFinish{worker, m, r.job_name});
   });
 }
 

@@ -71,6 +71,7 @@
 #include "baton/base/ids.h"
 #include "baton/base/result.h"
 #include "baton/base/run_state.h"
+#include "baton/leader_core/batch_lane.h"
 #include "baton/leader_core/cron.h"
 #include "baton/leader_core/cron_plan.h"
 #include "baton/leader_core/dispatch.h"
@@ -595,18 +596,15 @@ class RunBook {
   /// when the worker reports the kill (or the attempt is lost).
   std::map<std::int64_t, std::string> cancel_requested_;
   std::set<MonoTime> wakeups_;  ///< next_wakeup's times
-  std::vector<store::StartRow> pending_starts_;
-  std::set<std::int64_t> pending_start_ids_;
-  /// Starts asked for before their run's time: queued (pending_starts_) when
+  /// The write lanes (batch_lane.h): starts, and finishes with the message
+  /// each row came from.
+  BatchLane<store::StartRow> start_lane_;
+  BatchLane<store::FinishRow, QueuedFinish> finish_lane_;
+  /// Starts asked for before their run's time: queued on start_lane_ when
   /// it comes (flush_starts), by run id.
   std::map<std::int64_t, std::pair<MonoTime, store::StartRow>> early_starts_;
-  std::vector<store::FinishRow> pending_finishes_;
-  std::set<std::int64_t> pending_finish_ids_;
-  /// The lanes: the batch being written (its results not back), by run id.
+  /// The batch each lane has in flight (its result not back), by op.
   Waiting<store::BatchWriteResult> wait_lane_;
-  std::set<std::int64_t> writing_start_ids_, writing_finish_ids_;
-  bool start_lane_busy_ = false, finish_lane_busy_ = false;
-  std::map<std::int64_t, QueuedFinish> finish_messages_;  ///< by run id
   std::map<std::string, std::optional<CronSchedule>> cron_cache_;
   std::map<std::string, std::optional<CronZone>> zone_cache_;  ///< located once per name
   std::set<std::pair<std::int64_t, std::string>> recorded_;    ///< (run, "decision:reason") already in the ledger
