@@ -8,30 +8,11 @@
 #include <string>
 
 #include "baton/base/clock.h"
-#include "baton/base/ids.h"
 #include "baton/base/result.h"
+#include "baton/store/lease_rows.h"
 #include "baton/store/write_outcome.h"
 
 namespace baton::store {
-
-struct LeaseView {
-  Epoch epoch{0};
-  std::string leader_id;
-  std::string leader_incarnation;
-  std::string leader_endpoint;
-  bool released = true;
-  Millis remaining{0};  ///< lease_expires_at - now() by the database clock; <= 0 means expired
-
-  bool expired() const { return released || remaining.count() <= 0; }
-  bool held_by(const NodeIdentity& n) const {
-    return !released && leader_id == n.node_id && leader_incarnation == n.incarnation;
-  }
-};
-
-struct CampaignResult {
-  bool won = false;
-  LeaseView lease;  ///< after the attempt: ours when won, the holder's otherwise
-};
 
 class LeaseStore {
  public:

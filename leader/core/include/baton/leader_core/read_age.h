@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "baton/base/clock.h"
-#include "baton/store/leader_store.h"
+#include "baton/store/leader_rows.h"
 
 namespace baton::leader_core {
 

@@ -80,8 +80,8 @@
 #include "baton/leader_core/runtime_config.h"
 #include "baton/leader_core/token_bucket.h"
 #include "baton/protocol/messages.h"
-#include "baton/store/leader_store.h"
-#include "baton/store/run_store.h"
+#include "baton/store/leader_rows.h"
+#include "baton/store/run_rows.h"
 
 namespace baton::leader_core {
 

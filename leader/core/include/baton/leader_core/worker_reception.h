@@ -20,7 +20,7 @@
 
 #include "baton/base/clock.h"
 #include "baton/base/ids.h"
-#include "baton/store/lease_store.h"
+#include "baton/store/lease_rows.h"
 
 namespace baton::leader_core {
 

@@ -1,0 +1,182 @@
+#pragma once
+// The rows the leader reads and the values of its fenced inserts and
+// batches: plain types, no port (leader_store.h is the port). What the
+// leader's pure core sees of the store.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "baton/base/clock.h"
+#include "baton/base/ids.h"
+#include "baton/base/result.h"
+#include "baton/base/run_state.h"
+#include "baton/store/run_rows.h"
+
+namespace baton::store {
+
+/// A run the dispatcher may assign: PENDING whose slot has come (cron runs are
+/// created ahead of their slot), due RETRY_WAITING, or ORPHANED.
+struct DueRun {
+  RunId id{0};
+  Version version{0};
+  RunState state = RunState::pending;
+  int attempt = 1;
+  int max_attempts = 1;
+  int priority = 0;
+  std::string job_name;
+  std::string tasks_json = "[]";  ///< the job's task chain, as stored
+  std::int64_t timeout_ms = 0;
+  std::int64_t retry_base_ms = 1000;
+  std::int64_t retry_cap_ms = 3600000;
+  std::map<std::string, std::string> selector;  ///< labels a worker must carry
+  int unstarted_assignments = 0;                ///< times it was orphaned before starting
+  /// Overlap control (schemas/0010): how many runs of its job may be active
+  /// at once (nullopt: no limit) and whether it needs the exclusive lock.
+  std::optional<int> instance_limit{};
+  bool exclusive = false;
+  /// The job's default parameters overlaid by the run's (payload
+  /// "parameters", then its other top-level keys: an event, an upstream run),
+  /// each value as text.
+  std::map<std::string, std::string> parameters{};
+  /// How long until it may start (its slot, or the slot plus its jitter),
+  /// by the database clock as the read's rows were made (rounded up: never
+  /// short as counted from the read's return; runs due at the same time
+  /// get the same figure); 0 when it may start now. Only runs read `ahead`
+  /// of their time (due_runs) have more than 0.
+  std::int64_t starts_in_ms = 0;
+  /// When it may start, database clock, microseconds since the epoch.
+  std::int64_t starts_at_us = 0;
+};
+
+/// An ASSIGNED or RUNNING run, with the facts the reaper decides on. Ages and
+/// deadlines are computed by the database clock.
+struct ActiveRun {
+  RunId id{0};
+  Version version{0};
+  RunState state = RunState::assigned;
+  int attempt = 1;
+  int max_attempts = 1;
+  std::string worker_id;
+  std::string lease_token;
+  Epoch leader_epoch{0};
+  ContinuationState continuation = ContinuationState::none;
+  bool continuation_expired = false;  ///< continuation_deadline_at + margin < now()
+  std::int64_t assigned_age_ms = 0;   ///< now() - assigned_at
+  std::int64_t running_age_ms = 0;    ///< now() - started_at (RUNNING)
+  std::int64_t timeout_ms = 0;        ///< the job's timeout (0: none)
+  std::int64_t retry_base_ms = 1000;
+  std::int64_t retry_cap_ms = 3600000;
+  std::int64_t continuation_timeout_ms = 0;  ///< sent to the worker with the attempt (0: not recorded)
+  std::string worker_instance;               ///< the worker process that started it ("" unknown)
+  /// CONFIRMING: continuation_deadline_at - now() when read (the leader
+  /// turns it into a deadline on its own monotonic clock at once).
+  std::optional<std::int64_t> continuation_remaining_ms;
+  /// An operator asked for this attempt to be cancelled (run_store.h,
+  /// request_cancel): the reason, or nothing.
+  std::optional<std::string> cancel_reason;
+  std::string job_name;              ///< for per-job metrics ("" for a run without a job)
+  std::optional<int> instance_no{};  ///< the instance number it holds (limited jobs)
+  bool exclusive_lock = false;       ///< it holds the exclusive lock (exclusive jobs)
+  /// ASSIGNED ahead of its time: how long until it may start, by the
+  /// database clock when the row was made, rounded up (0: now).
+  std::int64_t starts_in_ms = 0;
+};
+
+struct HeartbeatRow {
+  RunId id{0};
+  Version version{0};
+  AttemptFence attempt;
+};
+
+struct HeartbeatBatchResult {
+  Epoch current_epoch{0};
+  std::map<std::int64_t, Version> applied;  ///< run id -> new version; missing ids were not written
+};
+
+struct JobDefinition {
+  std::string name;
+  std::optional<std::string> schedule;
+  std::string time_zone = "UTC";
+  std::string tasks_json = "[]";
+  int max_attempts = 1;
+  int priority = 0;
+  std::int64_t timeout_ms = 0;
+  std::int64_t retry_base_ms = 1000;
+  std::int64_t retry_cap_ms = 3600000;
+  std::string selector_json = "{}";
+  bool live = true;
+  std::string misfire_policy = "run_latest";
+  int catch_up_limit = 100;                            ///< run_all: missed slots run after a gap
+  std::optional<std::int64_t> starting_deadline_ms{};  ///< a slot this late is given up
+  std::optional<int> max_instances{};                  ///< active runs at once (nullopt: no limit)
+  std::string concurrency_policy = "allow";            ///< allow | forbid | replace
+  bool exclusive_execution = false;                    ///< no other exclusive run while it runs
+  std::int64_t jitter_ms = 0;                          ///< cron runs start up to this much after their slot
+  std::vector<std::string> on_events;                  ///< event kinds that each make a run
+  std::vector<std::string> run_after;                  ///< jobs whose every success makes a run
+  std::string parameters_json = "{}";                  ///< default parameters of its runs (an object)
+  /// The parameters a trigger may set, each name to its rules (an object:
+  /// type, pattern, enum, required, operate; schemas/0027).
+  std::string parameter_rules_json = "{}";
+  bool self_destruct = false;  ///< retired by its first successful run
+};
+
+struct ScheduledJob {
+  std::int64_t id = 0;
+  std::string name;
+  std::string schedule;
+  std::string time_zone;
+  std::string misfire_policy;
+  std::optional<std::int64_t> last_slot_unix;  ///< the cron cursor: newest slot created or given up (seconds)
+  int catch_up_limit = 100;
+  std::optional<std::int64_t> starting_deadline_ms{};
+  std::optional<std::int64_t> resumed_at_unix{};  ///< last resumed by an operator (or made live again)
+  std::int64_t jitter_ms = 0;                     ///< a slot's run starts up to this much after it
+  std::int64_t now_unix = 0;                      ///< the database clock, seconds
+  std::int64_t now_unix_ms = 0;
+};
+
+/// What one store::LeaderStore::process_events call did.
+struct EventsProcessed {
+  Epoch current_epoch{0};
+  std::int64_t events = 0;  ///< events marked processed
+  std::int64_t runs = 0;    ///< runs created from them
+};
+
+/// What one store::LeaderStore::prune call removed.
+struct Pruned {
+  Epoch current_epoch{0};
+  std::int64_t runs = 0;  ///< finished runs (with their attempts, transitions, logs)
+  std::int64_t ledger = 0, events = 0, dead_letters = 0;
+};
+
+/// Cron slots a plan gives up, recorded as one decision-ledger entry.
+struct SkippedCronSlots {
+  std::int64_t first_unix = 0;
+  std::int64_t last_unix = 0;
+  std::optional<std::int64_t> count{};  ///< nullopt: at least `count_at_least`, too many to count
+  std::int64_t count_at_least = 0;
+  std::string reason;  ///< misfire_policy | catch_up_limit | starting_deadline
+};
+
+/// What an operator set that the leader applies without a restart, read
+/// every `controls_every` (RuntimeConfig): the `dispatch_enabled` setting and
+/// the workers an operator holds (POST /api/v1/workers/{id}/drain|evict).
+/// Text of one stream of one attempt at a byte offset of it (the protocol's
+/// `output` frame, or a finish's tail placed by the stream's length).
+struct OutputChunk {
+  RunId run{0};
+  int attempt = 0;
+  std::string stream;  ///< stdout or stderr
+  std::int64_t offset = 0;
+  std::string data;  ///< valid UTF-8
+};
+
+struct Controls {
+  bool dispatch_enabled = true;
+  std::map<std::string, std::string> worker_holds;  ///< worker id -> draining | evicted
+};
+
+}  // namespace baton::store
