@@ -10,6 +10,7 @@
 
 #include "baton/base/json_text.h"
 #include "baton/base/weaken.h"
+#include "baton/leader_core/assignment_plan.h"
 #include "baton/leader_core/cron_plan.h"
 #include "baton/leader_core/dispatch.h"
 #include "baton/leader_core/run_book.h"
@@ -497,168 +498,95 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
   // Nothing due (every dispatch of an idle cluster): nothing to place, and
   // no walk of every attached worker for it.
   if (fenced_ || due.empty()) return;
+  AssignmentPlanInput in;
+  in.due = due;
   std::map<std::string, int> holding;
-  for (const auto& [id, t] : tracked_) holding[t.row.worker_id]++;
-  std::vector<WorkerCapacity> capacity;
-  for (const auto& [id, w] : workers_) capacity.push_back(room_of(id, w, holding[id]));
+  for (const auto& [id, t] : tracked_) {
+    holding[t.row.worker_id]++;
+    in.holds.push_back({t.row.job_name, t.row.instance_no, t.row.exclusive_lock});
+  }
+  in.workers.reserve(workers_.size());
+  for (const auto& [id, w] : workers_)
+    in.workers.push_back({room_of(id, w, holding[id]),
+                          cfg_.assign_with_start && w.protocol >= protocol::start_grant_version_min, w.instance});
+  in.max_unstarted_assignments = cfg_.max_unstarted_assignments;
+  in.continuation_timeout = cfg_.continuation_timeout;
+  in.start_stale_after = start_stale_after(cfg_);
+  in.reassignments = reassignments_;
+  in.now = now_;
+  for (const auto& d : due) due_since_.try_emplace(d.id.value, now_);
+  AssignmentPlan plan = plan_assignments(in);
+  reassignments_ = plan.reassignments;
 
-  std::map<std::int64_t, const store::DueRun*> by_id;
-  std::vector<DispatchCandidate> candidates;
-  for (const auto& d : due) {
-    due_since_.try_emplace(d.id.value, now_);
-    if (d.state == RunState::orphaned && d.unstarted_assignments >= cfg_.max_unstarted_assignments) {
-      WriteRun w;
-      w.kind = RunWriteKind::fail_unrunnable;
-      w.fence = {d.id, d.version, epoch_};
-      w.from = RunState::orphaned;
-      w.error_code = "orphaned";
-      w.reason = "assigned " + std::to_string(d.unstarted_assignments) +
-                 " times and never started (the worker was lost each time)";
-      write(std::move(w), [this, run = d.id.value, n = d.unstarted_assignments](const Result<store::WriteResult>& r) {
-        if (note("fail_unrunnable", run, r))
-          log(LogLevel::warn, fmt::format("run_failed_unstarted run={} assignments={} epoch={}", run, n, epoch_.value));
-      });
-      continue;
-    }
-    by_id[d.id.value] = &d;
-    candidates.push_back({d.id.value, d.selector});
+  for (const auto& u : plan.over_budget) {
+    WriteRun w;
+    w.kind = RunWriteKind::fail_unrunnable;
+    w.fence = {u.run.id, u.run.version, epoch_};
+    w.from = RunState::orphaned;
+    w.error_code = u.error_code;
+    w.reason = u.reason;
+    write(std::move(w), [this, run = u.run.id.value,
+                         n = u.run.unstarted_assignments](const Result<store::WriteResult>& r) {
+      if (note("fail_unrunnable", run, r))
+        log(LogLevel::warn, fmt::format("run_failed_unstarted run={} assignments={} epoch={}", run, n, epoch_.value));
+    });
   }
-  // Overlap control: only runs that may become active now are placed, each
-  // with the instance number and exclusive lock it takes (the database
-  // refuses the assignment otherwise).
-  std::vector<OverlapCandidate> overlap;
-  for (const auto& c : candidates) {
-    const store::DueRun& d = *by_id[c.run_id];
-    overlap.push_back({c.run_id, d.job_name, d.instance_limit, d.exclusive});
+  for (const auto& h : plan.held) record_once(RunId{h.run_id}, "held_back", h.reason);
+  if (plan.orphans_deferred > 0) {
+    dispatch_requested_ = true;
+    log(LogLevel::info, fmt::format("reassignments_paced deferred={} epoch={}", plan.orphans_deferred, epoch_.value));
   }
-  std::vector<ActiveHold> holds;
-  for (const auto& [id, t] : tracked_) holds.push_back({t.row.job_name, t.row.instance_no, t.row.exclusive_lock});
-  const OverlapAdmission admission = admit_overlapping(overlap, holds);
-  for (const auto& h : admission.held) record_once(RunId{h.run_id}, "held_back", h.reason);
-  std::erase_if(candidates, [&](const DispatchCandidate& c) { return !admission.admitted.count(c.run_id); });
-  auto plan = plan_dispatch(candidates, capacity);
-  // Reassignments of ORPHANED runs are paced (a new leader may inherit many
-  // from a lost worker): those over the bucket wait for a later pass.
-  {
-    int orphans = 0;
-    for (const auto& a : plan.assignments) orphans += by_id[a.run_id]->state == RunState::orphaned;
-    const int allowed = orphans > 0 ? reassignments_.take(orphans, now_) : 0;
-    if (allowed < orphans) {
-      int kept = 0;
-      std::erase_if(plan.assignments, [&](const PlannedAssignment& a) {
-        return by_id[a.run_id]->state == RunState::orphaned && kept++ >= allowed;
-      });
-      dispatch_requested_ = true;
-      log(LogLevel::info, fmt::format("reassignments_paced deferred={} epoch={}", orphans - allowed, epoch_.value));
-    }
-  }
-  struct Planned {
-    store::DueRun due;
-    std::vector<protocol::Task> tasks;
-    std::optional<MonoTime> start_not_before;
-    bool granted = false;  ///< the assignment carries the start (written with it)
-  };
-  // The start granted with the assignment (protocol 4; docs/fencing.md, "An
-  // assignment that carries the start"): into a worker's free slots, as this
-  // book counts them. The plan fills free slots before prefetch queues, so a
-  // worker's first `free` assignments are those.
-  std::map<std::string, int> grants_left;
-  if (cfg_.assign_with_start)
-    for (const auto& c : capacity)
-      if (auto w = workers_.find(c.worker_id);
-          w != workers_.end() && w->second.protocol >= protocol::start_grant_version_min && !c.draining)
-        grants_left[c.worker_id] = c.free;
-  std::vector<store::AssignRow> rows;
-  auto planned = std::make_shared<std::map<std::int64_t, Planned>>();
-  for (const auto& a : plan.assignments) {
-    const store::DueRun& d = *by_id[a.run_id];
-    auto tasks = protocol::decode_tasks(d.tasks_json);
-    if (std::holds_alternative<protocol::DecodeError>(tasks)) {
-      // It can never run: fail it with a clear error (and a dead letter)
-      // rather than skip it on every pass, holding a slot of the batch.
-      const std::string& error = std::get<protocol::DecodeError>(tasks).message;
-      log(LogLevel::error, fmt::format("run_tasks_invalid run={} job={} error={}", d.id.value, json_quote(d.job_name),
-                                       json_quote(error)));
-      WriteRun w;
-      w.kind = RunWriteKind::fail_unrunnable;
-      w.fence = {d.id, d.version, epoch_};
-      w.from = d.state;
-      w.error_code = "bad_definition";
-      w.reason = "job '" + d.job_name + "' has a task list that cannot be sent to a worker: " + error;
-      write(std::move(w),
-            [this, run = d.id.value](const Result<store::WriteResult>& r) { note("fail_unrunnable", run, r); });
-      continue;
-    }
-    auto& task_list = std::get<std::vector<protocol::Task>>(tasks);
-    if (task_list.empty()) task_list.push_back(protocol::Task{});  // a run without a job: NOOP
-    const OverlapGrant& grant = admission.admitted.at(d.id.value);
-    rows.push_back(
-        {d.id, d.version, d.state, a.worker_id, cfg_.continuation_timeout, grant.instance_no, grant.exclusive_lock});
-    // A run read ahead of its time: its start is held until then, counted
-    // on this clock from the read (+1 ms: never before the database's time).
-    std::optional<MonoTime> not_before;
-    if (d.starts_in_ms > 0) not_before = now_ + Millis{d.starts_in_ms + 1};
-    auto left = grants_left.find(a.worker_id);
-    const bool granted = !not_before && left != grants_left.end() && left->second-- > 0;
-    // DELIBERATELY BROKEN in weakened chaos builds only (base/weaken.h): the
-    // frame carries the grant but the statement writes only the assignment,
-    // as if the grant had left before a commit that then did not happen.
-    if (granted && !weakened("grant_without_start_write"))
-      rows.back().start = store::StartGrant{workers_.at(a.worker_id).instance, start_stale_after(cfg_)};
-    (*planned)[d.id.value] = Planned{d, std::move(task_list), not_before, granted};
+  for (const auto& u : plan.bad_definitions) {
+    log(LogLevel::error, fmt::format("run_tasks_invalid run={} job={} error={}", u.run.id.value,
+                                     json_quote(u.run.job_name), json_quote(u.detail)));
+    WriteRun w;
+    w.kind = RunWriteKind::fail_unrunnable;
+    w.fence = {u.run.id, u.run.version, epoch_};
+    w.from = u.run.state;
+    w.error_code = u.error_code;
+    w.reason = u.reason;
+    write(std::move(w),
+          [this, run = u.run.id.value](const Result<store::WriteResult>& r) { note("fail_unrunnable", run, r); });
   }
   if (due_since_.size() > 100000) due_since_.clear();  // bound: only a latency metric depends on it
-  if (rows.empty() || fenced_) return;
+  if (plan.placed.empty() || fenced_) return;
+  std::vector<store::AssignRow> rows;
+  rows.reserve(plan.placed.size());
+  auto placed = std::make_shared<std::map<std::int64_t, PlacedRun>>();
+  for (auto& p : plan.placed) {
+    rows.push_back(p.row);
+    const std::int64_t id = p.due.id.value;
+    placed->emplace(id, std::move(p));
+  }
   const OpId op = next_op();
-  wait_batch_[op] = [this, rows, planned](const Result<store::BatchWriteResult>& res) {
+  wait_batch_[op] = [this, rows, placed](const Result<store::BatchWriteResult>& res) {
     if (batch_fenced("assign_batch", rows.size(), res) || !res) return;
     count(Counter::conflict_writes, static_cast<std::int64_t>(rows.size() - res->applied.size()));
     for (const auto& a : rows) {
       auto applied = res->applied.find(a.run.value);
       if (applied == res->applied.end()) continue;  // lost a race: the next dispatch re-reads it
-      const auto& w = applied->second;
-      Planned& p = planned->at(a.run.value);
-      const store::DueRun& d = p.due;
-      store::ActiveRun row;
-      row.id = d.id;
-      row.version = w.new_version;
-      row.state = RunState::assigned;
-      row.attempt = w.attempt;
-      row.max_attempts = d.max_attempts;
-      row.worker_id = a.worker_id;
-      row.lease_token = w.lease_token;
-      row.leader_epoch = epoch_;
-      row.timeout_ms = d.timeout_ms;
-      row.retry_base_ms = d.retry_base_ms;
-      row.retry_cap_ms = d.retry_cap_ms;
-      row.continuation_timeout_ms = cfg_.continuation_timeout.count();
-      row.job_name = d.job_name;
-      row.instance_no = a.instance_no;
-      row.exclusive_lock = a.exclusive_lock;
-      if (a.start) {
-        // Written RUNNING with the assignment (version + 2): the grant goes
-        // with the assign frame, which leaves only now, after the commit.
-        row.state = RunState::running;
-        row.worker_instance = a.start->worker_instance;
-        count(Counter::runs_started);
-      }
+      PlacedRun& p = placed->at(a.run.value);
+      // RUNNING when the start went with it: the grant goes with the assign
+      // frame, which leaves only now, after the commit.
+      const store::ActiveRun row = assigned_row(p, applied->second, epoch_);
+      if (a.start) count(Counter::runs_started);
       count(Counter::runs_assigned);
-      if (auto since = due_since_.find(d.id.value); since != due_since_.end()) {
+      if (auto since = due_since_.find(row.id.value); since != due_since_.end()) {
         emit(ObserveDispatchLatency{
             std::chrono::duration_cast<std::chrono::microseconds>(now_ - since->second).count()});
         due_since_.erase(since);
       }
-      log(LogLevel::info, fmt::format("run_assigned run={} attempt={} worker={} started={} epoch={}", d.id.value,
-                                      w.attempt, json_quote(a.worker_id), p.granted, epoch_.value));
-      send(a.worker_id,
-           protocol::Assign{ref_of(row), p.tasks, d.timeout_ms, row.continuation_timeout_ms, d.parameters, p.granted});
+      log(LogLevel::info, fmt::format("run_assigned run={} attempt={} worker={} started={} epoch={}", row.id.value,
+                                      row.attempt, json_quote(a.worker_id), p.granted, epoch_.value));
+      send(a.worker_id, protocol::Assign{ref_of(row), p.tasks, p.due.timeout_ms, row.continuation_timeout_ms,
+                                         p.due.parameters, p.granted});
       Tracked t{row, std::move(p.tasks), 0, 0, {}, {}, p.start_not_before};
       t.assigned_at = now_;
       if (a.start) t.started_at = now_;
       mark_listed(t);
       note_holder(t);
       if (a.start) t.grant_in_flight = t.link;
-      tracked_[d.id.value] = std::move(t);
+      tracked_[row.id.value] = std::move(t);
     }
   };
   emit(WriteAssigns{op, std::move(rows)});
