@@ -72,7 +72,7 @@ std::size_t RunBook::outstanding() const { return pass_outstanding() + wait_lane
 std::optional<MonoTime> RunBook::next_wakeup() const {
   // Cron creates left for the next pass: it comes at once, unless they wait
   // for an imminent wake-up anyway.
-  if (!cron_backlog_.empty() && (wakeups_.empty() || *wakeups_.begin() - now_ >= cron_quiet_before)) return now_;
+  if (cron_.has_backlog() && (wakeups_.empty() || *wakeups_.begin() - now_ >= cron_quiet_before)) return now_;
   if (wakeups_.empty()) return std::nullopt;
   return *wakeups_.begin();
 }
@@ -175,7 +175,7 @@ void RunBook::pump() {
         // What earlier passes left to create goes first; the schedules are
         // read again only once it is all written (a read meanwhile would
         // plan the same slots again).
-        if (!cron_backlog_.empty()) {
+        if (cron_.has_backlog()) {
           resume_cron_backlog();
           break;
         }

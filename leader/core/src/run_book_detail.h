@@ -11,28 +11,6 @@ namespace baton::leader_core::run_book_detail {
 
 using store::WriteOutcome;
 
-// Cron slots created per job and pass, at most (the admission bound on
-// catching up; the rest come on the next passes, oldest first).
-inline constexpr std::size_t cron_slots_per_pass = 100;
-// A due slot at most this late is on time: planning latency, not a misfire.
-inline constexpr std::chrono::seconds skip_tolerance{2};
-// Cron runs are created this far ahead of their slot (see materialize_cron).
-inline constexpr Millis cron_lookahead{1500};
-// The cron step (the next slots' creates: one statement each, about 70 ms
-// for 100 jobs, during which the loop does nothing else) is put off while a
-// wake-up -- a slot, a held start -- is this close, so that a slot's starts
-// never wait behind the next slot's creates; but never for longer than
-// cron_defer_max, which the lookahead covers with room to spare.
-inline constexpr Millis cron_quiet_before{150};
-inline constexpr Millis cron_defer_max{1000};
-static_assert(cron_defer_max + cron_quiet_before < cron_lookahead);
-// At most this many creates in one pass (about 15 ms of the loop); the rest
-// wait in the backlog for the next passes, and none starts while a wake-up
-// is within cron_quiet_before. Without it, a step that had many creates to
-// make (100 jobs added at once: two slots each, ~150 ms) held the loop past
-// the first slot, whose starts then waited behind it (a slot 136 ms late).
-inline constexpr std::size_t cron_creates_per_pass = 20;
-
 /// How often the book looks for workers silent past their timeout: a
 /// detach is at most this late.
 inline constexpr Millis silent_check_every{100};

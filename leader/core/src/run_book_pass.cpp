@@ -11,7 +11,6 @@
 #include "baton/base/json_text.h"
 #include "baton/base/weaken.h"
 #include "baton/leader_core/assignment_plan.h"
-#include "baton/leader_core/cron_plan.h"
 #include "baton/leader_core/dispatch.h"
 #include "baton/leader_core/run_book.h"
 #include "baton/protocol/codec.h"
@@ -56,7 +55,7 @@ void RunBook::tick(MonoTime now) {
   if (!in_pass_) {
     steps_ = step_silent | step_reap | step_heartbeats | step_cron | step_controls | step_dispatch;
     in_pass_ = true;
-    cron_creates_in_pass_ = 0;
+    cron_.new_pass();
   }
   after_input();
 }
@@ -261,53 +260,13 @@ void RunBook::end_attempt(std::int64_t run, bool lost) {
 // --- cron -------------------------------------------------------------------
 
 void RunBook::materialize_cron(const std::vector<store::ScheduledJob>& jobs) {
-  for (const auto& j : jobs) {
-    auto cached = cron_cache_.find(j.schedule);
-    if (cached == cron_cache_.end()) {
-      auto parsed = parse_cron(j.schedule);
-      std::optional<CronSchedule> s;
-      if (auto* ok = std::get_if<CronSchedule>(&parsed))
-        s = *ok;
-      else
-        log(LogLevel::error, fmt::format("cron_invalid job={} schedule={} error={}", json_quote(j.name),
-                                         json_quote(j.schedule), std::get<CronParseError>(parsed).message));
-      cached = cron_cache_.emplace(j.schedule, s).first;
-    }
-    if (!cached->second) continue;
-    auto zone = zone_cache_.find(j.time_zone);
-    if (zone == zone_cache_.end()) {
-      auto located = CronZone::locate(j.time_zone);
-      std::optional<CronZone> z;
-      if (auto* ok = std::get_if<CronZone>(&located)) z = std::move(*ok);
-      zone = zone_cache_.emplace(j.time_zone, std::move(z)).first;
-    }
-    const auto policy = parse_misfire_policy(j.misfire_policy);
-    if (!zone->second || !policy) {
-      log(LogLevel::error, fmt::format("cron_invalid job={} time_zone={} misfire_policy={}", json_quote(j.name),
-                                       json_quote(j.time_zone), json_quote(j.misfire_policy)));
+  for (auto& step : cron_.plan(jobs, now_)) {
+    if (!step.invalid.empty()) {
+      log(LogLevel::error, fmt::format("cron_invalid job={} {}", json_quote(step.job), step.invalid));
       continue;
     }
-    // Slots up to `cron_lookahead` ahead are created now, PENDING with their
-    // slot time; the dispatcher does not see them before the slot, and the
-    // book wakes at the slot (next_wakeup), so a run starts within a few
-    // milliseconds of its slot instead of up to a materialisation period late.
-    CronPlanInput in;
-    in.schedule = *cached->second;
-    in.zone = *zone->second;
-    in.policy = *policy;
-    if (j.last_slot_unix) in.last_slot = std::chrono::sys_seconds{std::chrono::seconds{*j.last_slot_unix}};
-    in.db_now = std::chrono::sys_time<std::chrono::milliseconds>{Millis{j.now_unix_ms}};
-    in.lookahead = cron_lookahead;
-    in.catch_up_limit = static_cast<std::size_t>(std::max(0, j.catch_up_limit));
-    in.per_pass = cron_slots_per_pass;
-    if (j.starting_deadline_ms) in.starting_deadline = Millis{*j.starting_deadline_ms};
-    in.skip_tolerance = skip_tolerance;
-    const CronPlan plan = plan_cron_slots(in);
-    std::vector<std::int64_t> slots;
-    for (auto slot : plan.slots) slots.push_back(slot.time_since_epoch().count());
-    if (plan.skipped.empty()) {
-      if (!slots.empty())
-        create_cron_slots(j.name, std::move(slots), plan.caught_up, 0, j.now_unix_ms, now_, j.jitter_ms);
+    if (step.skipped.empty()) {
+      create_cron_slots(std::move(step.chain));
       continue;
     }
     // The slots given up are recorded (and the cursor moved past them)
@@ -315,67 +274,47 @@ void RunBook::materialize_cron(const std::vector<store::ScheduledJob>& jobs) {
     // it exists yet and the next pass plans the same again.
     SkipCronSlots skip;
     skip.op = next_op();
-    skip.job = j.name;
-    const bool resumed = j.resumed_at_unix && (!j.last_slot_unix || *j.resumed_at_unix > *j.last_slot_unix);
-    skip.details_json =
-        fmt::format(R"({{"policy":"{}","gap_cause":"{}"}})", to_string(*policy), resumed ? "paused" : "not_planned");
-    for (const auto& r : plan.skipped) {
-      store::SkippedCronSlots out;
-      out.first_unix = r.first.time_since_epoch().count();
-      out.last_unix = r.last.time_since_epoch().count();
-      if (r.count_exact) out.count = static_cast<std::int64_t>(r.count);
-      out.count_at_least = static_cast<std::int64_t>(r.count);
-      out.reason = std::string(to_string(r.reason));
+    skip.job = step.job;
+    skip.details_json = std::move(step.skipped_details_json);
+    for (const auto& r : step.skipped)
       log(LogLevel::info,
-          fmt::format("cron_slots_skipped job={} first={} last={} count={}{} reason={} epoch={}", json_quote(j.name),
-                      out.first_unix, out.last_unix, r.count_exact ? "" : ">=", r.count, out.reason, epoch_.value));
-      skip.ranges.push_back(std::move(out));
-    }
-    wait_create_[skip.op] = [this, job = j.name, slots = std::move(slots), caught_up = plan.caught_up,
-                             now_unix_ms = j.now_unix_ms, read_at = now_,
-                             jitter = j.jitter_ms](const Result<store::CreateResult>& w) mutable {
+          fmt::format("cron_slots_skipped job={} first={} last={} count={}{} reason={} epoch={}", json_quote(step.job),
+                      r.first_unix, r.last_unix, r.count ? "" : ">=", r.count_at_least, r.reason, epoch_.value));
+    skip.ranges = std::move(step.skipped);
+    wait_create_[skip.op] = [this, chain = std::move(step.chain)](const Result<store::CreateResult>& w) mutable {
       if (!w) {
-        log(LogLevel::warn, fmt::format("cron_skip_error job={} error={}", json_quote(job), w.error().message));
+        log(LogLevel::warn, fmt::format("cron_skip_error job={} error={}", json_quote(chain.job), w.error().message));
         return;
       }
-      if (w->outcome == WriteOutcome::fenced) return fence("cron_skip", "job=" + json_quote(job), w->current_epoch);
+      if (w->outcome == WriteOutcome::fenced)
+        return fence("cron_skip", "job=" + json_quote(chain.job), w->current_epoch);
       count(Counter::cron_slots_skipped);
-      if (!slots.empty())
-        create_cron_slots(std::move(job), std::move(slots), caught_up, 0, now_unix_ms, read_at, jitter);
+      create_cron_slots(std::move(chain));
     };
     emit(std::move(skip));
   }
 }
 
-void RunBook::create_cron_slots(std::string job, std::vector<std::int64_t> slots, std::size_t caught_up,
-                                std::size_t next, std::int64_t now_unix_ms, MonoTime read_at, std::int64_t jitter_ms) {
-  if (fenced_ || next >= slots.size()) return;
-  const std::int64_t slot = slots[next];
-  const std::int64_t delay = cron_jitter_ms(job, std::chrono::sys_seconds{std::chrono::seconds{slot}}, jitter_ms);
-  // When the run is due: counted from the read that gave now_unix_ms, not
-  // from the create's result (the creates of a step run one after another,
-  // and a wake-up counted from each one's return was late by every create
-  // before it).
-  const MonoTime due_at = read_at + Millis{slot * 1000 + delay - now_unix_ms + 1};
-  if (!cron_may_create(due_at)) {
-    cron_backlog_.push_back({std::move(job), std::move(slots), caught_up, next, now_unix_ms, read_at, jitter_ms});
-    return;
-  }
-  cron_creates_in_pass_++;
+void RunBook::create_cron_slots(CronChain chain) {
+  if (fenced_) return;
+  const auto c =
+      cron_.next(chain, now_, last_cron_, wakeups_.empty() ? std::nullopt : std::optional<MonoTime>(*wakeups_.begin()));
+  if (!c) return;  // done, or kept for a later pass
   const OpId op = next_op();
-  wait_create_[op] = [this, job, slots, caught_up, next, now_unix_ms, read_at, slot, jitter_ms,
-                      due_at](const Result<store::CreateResult>& w) {
+  emit(CreateCronRun{op, chain.job, c->slot, c->caught_up, c->jitter_delay_ms});
+  wait_create_[op] = [this, chain = std::move(chain), c = *c](const Result<store::CreateResult>& w) mutable {
     if (!w) {
       // The rest of this job's slots wait for the next pass (in order).
       log(LogLevel::warn,
-          fmt::format("cron_create_error job={} slot={} error={}", json_quote(job), slot, w.error().message));
+          fmt::format("cron_create_error job={} slot={} error={}", json_quote(chain.job), c.slot, w.error().message));
       return;
     }
-    if (w->outcome == WriteOutcome::fenced) return fence("cron_create", "job=" + json_quote(job), w->current_epoch);
+    if (w->outcome == WriteOutcome::fenced)
+      return fence("cron_create", "job=" + json_quote(chain.job), w->current_epoch);
     if (w->forbidden) {
       count(Counter::cron_slots_skipped);
       log(LogLevel::info,
-          fmt::format("cron_slot_forbidden job={} slot={} epoch={}", json_quote(job), slot, epoch_.value));
+          fmt::format("cron_slot_forbidden job={} slot={} epoch={}", json_quote(chain.job), c.slot, epoch_.value));
     }
     // concurrency_policy replace: the unfinished runs are canceled; the new
     // one waits for them (the database holds it to one active run).
@@ -383,36 +322,22 @@ void RunBook::create_cron_slots(std::string job, std::vector<std::int64_t> slots
       on_cancel(old, "replaced by run " + std::to_string(w->run.value) + " (concurrency_policy replace)", 0);
     if (w->outcome == WriteOutcome::applied) {
       count(Counter::runs_created_by_cron);
-      if (due_at > now_)
-        wakeups_.insert(due_at);
+      if (c.due_at > now_)
+        wakeups_.insert(c.due_at);
       else
         dispatch_requested_ = true;  // due already: the next pass dispatches it
-      log(LogLevel::info, fmt::format("cron_slot_fired job={} slot={} run={} epoch={}{}", json_quote(job), slot,
-                                      w->run.value, epoch_.value, next < caught_up ? " caught_up=true" : ""));
+      log(LogLevel::info, fmt::format("cron_slot_fired job={} slot={} run={} epoch={}{}", json_quote(chain.job), c.slot,
+                                      w->run.value, epoch_.value, c.caught_up ? " caught_up=true" : ""));
     }
-    create_cron_slots(job, slots, caught_up, next + 1, now_unix_ms, read_at, jitter_ms);
+    chain.next++;
+    create_cron_slots(std::move(chain));
   };
-  // The plan lists the caught-up (late) slots first.
-  emit(CreateCronRun{op, std::move(job), slot, next < caught_up, delay});
-}
-
-bool RunBook::cron_may_create(MonoTime due_at) const {
-  if (cron_creates_in_pass_ >= cron_creates_per_pass) return false;
-  if (wakeups_.empty() || now_ - last_cron_ >= cron_defer_max) return true;
-  // A wake-up about to come (a slot, a held start): only the runs due with
-  // it or before it are created now; later slots wait until it has passed.
-  const MonoTime next = *wakeups_.begin();
-  return next - now_ >= cron_quiet_before || due_at <= next + cron_quiet_before;
 }
 
 void RunBook::resume_cron_backlog() {
-  // Each chain goes back to the end of the backlog if it may not go on now;
-  // one round over what is there, in order.
-  for (std::size_t n = cron_backlog_.size(); n > 0 && !cron_backlog_.empty(); --n) {
-    CronCreates c = std::move(cron_backlog_.front());
-    cron_backlog_.pop_front();
-    create_cron_slots(std::move(c.job), std::move(c.slots), c.caught_up, c.next, c.now_unix_ms, c.read_at, c.jitter_ms);
-  }
+  // Each chain goes back to the backlog if it may not go on now; one round
+  // over what is there, in order.
+  for (auto& chain : cron_.resume()) create_cron_slots(std::move(chain));
 }
 
 // --- operators' controls ----------------------------------------------------

@@ -72,8 +72,7 @@
 #include "baton/base/result.h"
 #include "baton/base/run_state.h"
 #include "baton/leader_core/batch_lane.h"
-#include "baton/leader_core/cron.h"
-#include "baton/leader_core/cron_plan.h"
+#include "baton/leader_core/cron_creator.h"
 #include "baton/leader_core/dispatch.h"
 #include "baton/leader_core/heartbeat_cadence.h"
 #include "baton/leader_core/overlap.h"
@@ -509,16 +508,11 @@ class RunBook {
   void prune();
   /// One decision-ledger entry per (run, decision) while this book lives.
   void record_once(RunId run, const std::string& decision, const std::string& reason);
-  /// Creates `slots[next..]` of `job` one after another. `now_unix_ms` is
-  /// the database's clock at the read that planned them and `read_at` this
-  /// book's monotonic time then: each slot's wake-up is counted from both.
-  /// Whether a cron run due at `due_at` may be created in this pass
-  /// (cron_creates_per_pass, and not ahead of an imminent wake-up).
-  bool cron_may_create(MonoTime due_at) const;
-  /// Creates what earlier passes left in cron_backlog_, as far as this pass may.
+  /// Creates the chain's slots one after another, as far as this pass may
+  /// (CronCreator::next); the rest wait in its backlog.
+  void create_cron_slots(CronChain chain);
+  /// Creates what earlier passes left, as far as this pass may.
   void resume_cron_backlog();
-  void create_cron_slots(std::string job, std::vector<std::int64_t> slots, std::size_t caught_up, std::size_t next,
-                         std::int64_t now_unix_ms, MonoTime read_at, std::int64_t jitter_ms);
   void apply_controls(const store::Controls& c);
   /// Takes no new runs: the worker said it is draining, or an operator holds it.
   bool takes_no_runs(const std::string& worker, const Attached& w) const;
@@ -562,18 +556,7 @@ class RunBook {
   Waiting<store::BatchWriteResult> wait_batch_;
   Waiting<store::HeartbeatBatchResult> wait_heartbeats_;
   Waiting<store::CreateResult> wait_create_;
-  /// A job's cron slots still to create, from `next` on: what a pass left
-  /// for the next (run_book_detail.h, cron_creates_per_pass).
-  struct CronCreates {
-    std::string job;
-    std::vector<std::int64_t> slots;
-    std::size_t caught_up = 0, next = 0;
-    std::int64_t now_unix_ms = 0;
-    MonoTime read_at{};
-    std::int64_t jitter_ms = 0;
-  };
-  std::deque<CronCreates> cron_backlog_;
-  std::size_t cron_creates_in_pass_ = 0;
+  CronCreator cron_;  ///< cron creation: plans, caches, the backlog of creates
   Waiting<store::EventsProcessed> wait_events_;
   Waiting<store::Pruned> wait_prune_;
   Waiting<store::Controls> wait_controls_;
@@ -605,9 +588,7 @@ class RunBook {
   std::map<std::int64_t, std::pair<MonoTime, store::StartRow>> early_starts_;
   /// The batch each lane has in flight (its result not back), by op.
   Waiting<store::BatchWriteResult> wait_lane_;
-  std::map<std::string, std::optional<CronSchedule>> cron_cache_;
-  std::map<std::string, std::optional<CronZone>> zone_cache_;  ///< located once per name
-  std::set<std::pair<std::int64_t, std::string>> recorded_;    ///< (run, "decision:reason") already in the ledger
+  std::set<std::pair<std::int64_t, std::string>> recorded_;  ///< (run, "decision:reason") already in the ledger
   TokenBucket reassignments_;  ///< paces ORPHANED runs handed out again (RuntimeConfig::reassign_rate)
   std::mt19937_64 rng_;
   /// The operators' controls as last read; nothing is dispatched before the
