@@ -1,6 +1,6 @@
 #pragma once
-// What run_book.cpp and run_book_pass.cpp share: small pure helpers and the
-// cron constants. Internal to leader_core.
+// What the run_book_*.cpp files share: small pure helpers and the
+// timing constants. Internal to leader_core.
 #include <chrono>
 #include <string>
 

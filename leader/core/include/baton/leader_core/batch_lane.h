@@ -9,7 +9,7 @@
 // and a resend of a message already queued or being written adds nothing.
 //
 // A pure value: no I/O, no clock, no effect; the book emits the write and
-// feeds its result back (run_book_batches.cpp).
+// feeds its result back (run_book_lanes.cpp).
 #include <cstdint>
 #include <map>
 #include <optional>

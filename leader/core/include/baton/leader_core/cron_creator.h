@@ -4,7 +4,7 @@
 // (parsed once per text), the creates made a few per pass in slot order,
 // and those a pass may not make kept for the next passes. Pure: the book
 // (RunBook) reads the scheduled jobs, emits the creates and skips it
-// decides, and feeds their results back (run_book_pass.cpp, "cron").
+// decides, and feeds their results back (run_book_cron.cpp).
 #include <chrono>
 #include <cstdint>
 #include <deque>
