@@ -55,12 +55,13 @@ AssignmentPlan plan_assignments(const AssignmentPlanInput& in) {
   // assignment that carries the start"): into a worker's free slots, as the
   // book counts them. The plan fills free slots before prefetch queues, so a
   // worker's first `free` assignments are those.
-  std::map<std::string, int> grants_left;
-  std::map<std::string, const PlannerWorker*> workers;
-  for (const auto& w : in.workers) {
-    workers[w.room.worker_id] = &w;
-    if (w.takes_start_grant && !w.room.draining) grants_left[w.room.worker_id] = w.room.free;
-  }
+  struct GrantsLeft {
+    int free = 0;
+    const PlannerWorker* worker = nullptr;
+  };
+  std::map<std::string, GrantsLeft> grants_left;
+  for (const auto& w : in.workers)
+    if (w.takes_start_grant && !w.room.draining) grants_left[w.room.worker_id] = {w.room.free, &w};
   for (const auto& a : plan.assignments) {
     const store::DueRun& d = *by_id[a.run_id];
     auto tasks = protocol::decode_tasks(d.tasks_json);
@@ -81,12 +82,12 @@ AssignmentPlan plan_assignments(const AssignmentPlanInput& in) {
     p.row = {d.id, d.version, d.state, a.worker_id, in.continuation_timeout, grant.instance_no, grant.exclusive_lock};
     if (d.starts_in_ms > 0) p.start_not_before = in.now + Millis{d.starts_in_ms + 1};
     auto left = grants_left.find(a.worker_id);
-    p.granted = !p.start_not_before && left != grants_left.end() && left->second-- > 0;
+    p.granted = !p.start_not_before && left != grants_left.end() && left->second.free-- > 0;
     // DELIBERATELY BROKEN in weakened chaos builds only (base/weaken.h): the
     // frame carries the grant but the statement writes only the assignment,
     // as if the grant had left before a commit that then did not happen.
     if (p.granted && !weakened("grant_without_start_write"))
-      p.row.start = store::StartGrant{workers.at(a.worker_id)->instance, in.start_stale_after};
+      p.row.start = store::StartGrant{left->second.worker->instance, in.start_stale_after};
     p.tasks = std::move(task_list);
     out.placed.push_back(std::move(p));
   }
