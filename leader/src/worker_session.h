@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "baton/base/assert.h"
 #include "baton/base/json_text.h"
 #include "baton/protocol/codec.h"
 #include "session_context.h"
@@ -60,12 +61,18 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
     }
     // Called on the control loop's thread, often many times in one pass:
     // one hand-over to the connection's thread per burst, not per message.
-    bool first = false;
+    bool first = false, full = false;
     {
       std::lock_guard lock(handed_mutex_);
       first = handed_.empty();
-      handed_.push_back(std::move(frame));
+      full = handed_.size() >= session_send_queue_max;
+      if (!full) handed_.push_back(std::move(frame));
+      BATON_ASSERT(handed_.size() <= session_send_queue_max);
     }
+    // The connection's thread has not taken what the loop handed it for as
+    // long as the loop took to hand it this much: closed, as a full send
+    // queue is, rather than held without bound.
+    if (full) return close("send queue full");
     if (first) asio::post(ws_.get_executor(), [self = shared_from_this()] { self->take_handed(); });
   }
   void take_handed() {
@@ -188,9 +195,13 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
     if (closing_) return;
     if (queue_.size() >= session_send_queue_max) return close_now("send queue full");
     queue_.push_back(std::move(frame));
+    BATON_ASSERT(queue_.size() <= session_send_queue_max);
     if (queue_.size() == 1 && !writing_) write_next();
   }
   void write_next() {
+    // One write in flight per stream (Beast's rule: a second async_write
+    // before the first completes is undefined behaviour).
+    BATON_ASSERT(!writing_);
     if (queue_.empty()) {
       if (closing_ && !closed_) do_close();
       return;

@@ -17,6 +17,7 @@
 #include <random>
 #include <thread>
 
+#include "baton/base/assert.h"
 #include "baton/base/json_text.h"
 #include "baton/base/weaken.h"
 #include "baton/protocol/codec.h"
@@ -349,9 +350,13 @@ class Agent {
       return;
     }
     queue_.push_back(protocol::encode(m, protocol_));
+    BATON_ASSERT(queue_.size() <= send_queue_max);
     if (!writing_) write_next();
   }
   void write_next() {
+    // One write in flight per stream (Beast's rule: a second async_write
+    // before the first completes is undefined behaviour).
+    BATON_ASSERT(!writing_);
     if (queue_.empty() || !connected_) return;
     writing_ = true;
     const std::uint64_t gen = generation_;

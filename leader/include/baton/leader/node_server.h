@@ -30,6 +30,10 @@
 
 namespace baton::leader {
 
+/// Frames a worker's connection holds unsent, at most: past it the
+/// connection is closed (the worker reattaches and its heartbeats list what
+/// it holds), both where the control loop hands frames over and where the
+/// connection's thread queues them for writing.
 inline constexpr std::size_t session_send_queue_max = 4096;
 /// Threads that serve the admin API; each has a token-lookup connection of
 /// its own (node.cpp, lookup_lanes.h).
