@@ -62,12 +62,12 @@ std::vector<Effect> RunBook::take_effects() {
 }
 
 std::size_t RunBook::pass_outstanding() const {
-  return wait_active_.size() + wait_run_.size() + wait_due_.size() + wait_jobs_.size() + wait_write_.size() +
-         wait_batch_.size() + wait_heartbeats_.size() + wait_create_.size() + wait_controls_.size() +
-         wait_events_.size();
+  return awaiting_.active.size() + awaiting_.run.size() + awaiting_.due.size() + awaiting_.jobs.size() +
+         awaiting_.write.size() + awaiting_.batch.size() + awaiting_.heartbeats.size() + awaiting_.create.size() +
+         awaiting_.controls.size() + awaiting_.events.size();
 }
 
-std::size_t RunBook::outstanding() const { return pass_outstanding() + wait_lane_.size(); }
+std::size_t RunBook::outstanding() const { return pass_outstanding() + awaiting_.lane.size(); }
 
 std::optional<MonoTime> RunBook::next_wakeup() const {
   // Cron creates left for the next pass: it comes at once, unless they wait
@@ -100,30 +100,36 @@ void RunBook::resume(Waiting<T>& w, OpId op, const Result<T>& r, MonoTime now) {
 }
 
 void RunBook::result(OpId op, const Result<std::vector<store::ActiveRun>>& r, MonoTime now) {
-  resume(wait_active_, op, r, now);
+  resume(awaiting_.active, op, r, now);
 }
 void RunBook::result(OpId op, const Result<std::optional<store::RunRow>>& r, MonoTime now) {
-  resume(wait_run_, op, r, now);
+  resume(awaiting_.run, op, r, now);
 }
 void RunBook::result(OpId op, const Result<std::vector<store::DueRun>>& r, MonoTime now) {
-  resume(wait_due_, op, r, now);
+  resume(awaiting_.due, op, r, now);
 }
 void RunBook::result(OpId op, const Result<std::vector<store::ScheduledJob>>& r, MonoTime now) {
-  resume(wait_jobs_, op, r, now);
+  resume(awaiting_.jobs, op, r, now);
 }
-void RunBook::result(OpId op, const Result<store::WriteResult>& r, MonoTime now) { resume(wait_write_, op, r, now); }
+void RunBook::result(OpId op, const Result<store::WriteResult>& r, MonoTime now) {
+  resume(awaiting_.write, op, r, now);
+}
 void RunBook::result(OpId op, const Result<store::BatchWriteResult>& r, MonoTime now) {
-  resume(wait_lane_.count(op) ? wait_lane_ : wait_batch_, op, r, now);
+  resume(awaiting_.lane.count(op) ? awaiting_.lane : awaiting_.batch, op, r, now);
 }
 void RunBook::result(OpId op, const Result<store::HeartbeatBatchResult>& r, MonoTime now) {
-  resume(wait_heartbeats_, op, r, now);
+  resume(awaiting_.heartbeats, op, r, now);
 }
-void RunBook::result(OpId op, const Result<store::CreateResult>& r, MonoTime now) { resume(wait_create_, op, r, now); }
-void RunBook::result(OpId op, const Result<store::Pruned>& r, MonoTime now) { resume(wait_prune_, op, r, now); }
+void RunBook::result(OpId op, const Result<store::CreateResult>& r, MonoTime now) {
+  resume(awaiting_.create, op, r, now);
+}
+void RunBook::result(OpId op, const Result<store::Pruned>& r, MonoTime now) { resume(awaiting_.prune, op, r, now); }
 void RunBook::result(OpId op, const Result<store::EventsProcessed>& r, MonoTime now) {
-  resume(wait_events_, op, r, now);
+  resume(awaiting_.events, op, r, now);
 }
-void RunBook::result(OpId op, const Result<store::Controls>& r, MonoTime now) { resume(wait_controls_, op, r, now); }
+void RunBook::result(OpId op, const Result<store::Controls>& r, MonoTime now) {
+  resume(awaiting_.controls, op, r, now);
+}
 
 void RunBook::after_input() {
   pump();
@@ -134,23 +140,23 @@ void RunBook::pump() {
   // The periodic steps of a pass run one after another, each once the reads
   // and writes of everything before it have come back: the same order, and
   // the same view, as one synchronous pass.
-  while (!fenced_ && steps_ != 0 && pass_outstanding() == 0) {
-    const unsigned step = steps_ & (~steps_ + 1);  // lowest pending step
-    steps_ &= ~step;
+  while (!fenced_ && pass_.steps != 0 && pass_outstanding() == 0) {
+    const unsigned step = pass_.steps & (~pass_.steps + 1);  // lowest pending step
+    pass_.steps &= ~step;
     switch (step) {
       case step_silent:
         // A walk of every attached worker: at most every silent_check_every,
         // not at every pass (a pass begins at each wake of the loop, and with
         // thousands of workers attached their heartbeats wake it thousands of
         // times a second).
-        if (now_ - last_silent_check_ >= silent_check_every) {
-          last_silent_check_ = now_;
+        if (now_ - last_.silent_check >= silent_check_every) {
+          last_.silent_check = now_;
           detach_silent();
         }
         break;
       case step_reap:
-        if (now_ - last_reap_ >= cfg_.reap_every) {
-          last_reap_ = now_;
+        if (now_ - last_.reap >= cfg_.reap_every) {
+          last_.reap = now_;
           // The book ages its runs on its own clock: a read only when it
           // cannot decide alone (reap_needs_read).
           if (reap_needs_read())
@@ -160,12 +166,12 @@ void RunBook::pump() {
         }
         break;
       case step_heartbeats:
-        if (now_ - last_heartbeat_flush_ >= cfg_.heartbeat_interval) {
-          last_heartbeat_flush_ = now_;
+        if (now_ - last_.heartbeat_flush >= cfg_.heartbeat_interval) {
+          last_.heartbeat_flush = now_;
           flush_heartbeats();
         }
-        if (now_ - last_workers_seen_ >= cfg_.workers_seen_every) {
-          last_workers_seen_ = now_;
+        if (now_ - last_.workers_seen >= cfg_.workers_seen_every) {
+          last_.workers_seen = now_;
           record_workers_seen();
           find_unmatched();
           if (controls_ && !controls_->dispatch_enabled) find_held_by_operator();
@@ -179,12 +185,12 @@ void RunBook::pump() {
           resume_cron_backlog();
           break;
         }
-        if (now_ - last_cron_ >= cfg_.cron_every &&
+        if (now_ - last_.cron >= cfg_.cron_every &&
             (wakeups_.empty() || *wakeups_.begin() - now_ >= cron_quiet_before ||
-             now_ - last_cron_ >= cron_defer_max)) {
-          last_cron_ = now_;
+             now_ - last_.cron >= cron_defer_max)) {
+          last_.cron = now_;
           const OpId op = next_op();
-          wait_jobs_[op] = [this](const Result<std::vector<store::ScheduledJob>>& jobs) {
+          awaiting_.jobs[op] = [this](const Result<std::vector<store::ScheduledJob>>& jobs) {
             if (!jobs) {
               log(LogLevel::warn, fmt::format("cron_read_error epoch={} error={}", epoch_.value, jobs.error().message));
               return;
@@ -193,14 +199,14 @@ void RunBook::pump() {
           };
           emit(ReadScheduledJobs{op});
           process_events();
-          if (now_ - last_prune_ >= cfg_.prune_every) prune();
+          if (now_ - last_.prune >= cfg_.prune_every) prune();
         }
         break;
       case step_controls:
-        if (!controls_ || now_ - last_controls_ >= cfg_.controls_every) {
-          last_controls_ = now_;
+        if (!controls_ || now_ - last_.controls >= cfg_.controls_every) {
+          last_.controls = now_;
           const OpId op = next_op();
-          wait_controls_[op] = [this](const Result<store::Controls>& c) {
+          awaiting_.controls[op] = [this](const Result<store::Controls>& c) {
             if (!c) {
               log(LogLevel::warn,
                   fmt::format("controls_read_error epoch={} error={}", epoch_.value, c.error().message));
@@ -213,9 +219,9 @@ void RunBook::pump() {
         break;
       case step_dispatch:
         if (!controls_ || !controls_->dispatch_enabled) break;  // an operator stopped it, or not known yet
-        if (dispatch_requested_ || now_ - last_dispatch_ >= cfg_.dispatch_every) {
-          last_dispatch_ = now_;
-          dispatch_requested_ = false;
+        if (pass_.dispatch_requested || now_ - last_.dispatch >= cfg_.dispatch_every) {
+          last_.dispatch = now_;
+          pass_.dispatch_requested = false;
           dispatch();
         }
         break;
@@ -223,27 +229,27 @@ void RunBook::pump() {
     }
   }
   // The pass is over: the next one decides on a new read.
-  if (in_pass_ && steps_ == 0 && pass_outstanding() == 0) {
-    in_pass_ = false;
-    fresh_ = false;
+  if (pass_.under_way && pass_.steps == 0 && pass_outstanding() == 0) {
+    pass_.under_way = false;
+    view_.fresh = false;
   }
 }
 
 void RunBook::with_fresh_view(std::function<void(bool)> then) {
   if (fenced_) return;
-  if (fresh_ && !read_outstanding_) return then(true);
-  read_waiters_.push_back(std::move(then));
-  if (read_outstanding_) return;
-  read_outstanding_ = true;
+  if (view_.fresh && !view_.read_outstanding) return then(true);
+  view_.waiters.push_back(std::move(then));
+  if (view_.read_outstanding) return;
+  view_.read_outstanding = true;
   const OpId op = next_op();
-  wait_active_[op] = [this](const Result<std::vector<store::ActiveRun>>& rows) {
-    read_outstanding_ = false;
+  awaiting_.active[op] = [this](const Result<std::vector<store::ActiveRun>>& rows) {
+    view_.read_outstanding = false;
     if (!rows)
       log(LogLevel::warn, fmt::format("refresh_runs_error epoch={} error={}", epoch_.value, rows.error().message));
     else
       apply_active(*rows);
-    auto waiters = std::move(read_waiters_);
-    read_waiters_.clear();
+    auto waiters = std::move(view_.waiters);
+    view_.waiters.clear();
     for (auto& w : waiters)
       if (!fenced_) w(rows.has_value());
   };
@@ -251,12 +257,12 @@ void RunBook::with_fresh_view(std::function<void(bool)> then) {
 }
 
 void RunBook::distrust() {
-  fresh_ = false;
-  doubt_ = true;
+  view_.fresh = false;
+  view_.doubt = true;
 }
 
 bool RunBook::reap_needs_read() const {
-  if (doubt_ || now_ - last_active_read_ >= cfg_.reap_every * full_read_every_reaps) return true;
+  if (view_.doubt || now_ - view_.last_read >= cfg_.reap_every * full_read_every_reaps) return true;
   for (const auto& [id, t] : tracked_)
     if (t.row.continuation == ContinuationState::confirming && !t.row.continuation_expired && t.confirm_until &&
         now_ >= *t.confirm_until)
@@ -265,8 +271,8 @@ bool RunBook::reap_needs_read() const {
 }
 
 void RunBook::apply_active(const std::vector<store::ActiveRun>& rows) {
-  doubt_ = false;
-  last_active_read_ = now_;
+  view_.doubt = false;
+  view_.last_read = now_;
   std::map<std::int64_t, Tracked> next;
   for (const auto& r : rows) {
     auto old = tracked_.find(r.id.value);
@@ -310,7 +316,7 @@ void RunBook::apply_active(const std::vector<store::ActiveRun>& rows) {
     next.emplace(r.id.value, std::move(t));
   }
   tracked_ = std::move(next);
-  fresh_ = true;
+  view_.fresh = true;
   // Cancel requests are on the runs (a leader before this one may have
   // recorded them): carry out any this leader did not know, and forget the
   // ones whose runs are no longer active.
@@ -328,14 +334,14 @@ void RunBook::apply_active(const std::vector<store::ActiveRun>& rows) {
 void RunBook::write(WriteRun w, Then<store::WriteResult> then) {
   if (fenced_) return;
   w.op = next_op();
-  wait_write_[w.op] = std::move(then);
+  awaiting_.write[w.op] = std::move(then);
   emit(std::move(w));
 }
 
 void RunBook::read_run(RunId run, Then<std::optional<store::RunRow>> then) {
   if (fenced_) return;
   const OpId op = next_op();
-  wait_run_[op] = std::move(then);
+  awaiting_.run[op] = std::move(then);
   emit(ReadRun{op, run});
 }
 
@@ -479,15 +485,15 @@ void RunBook::check_invariants() const {
   // of a lane's queue and its batch being written (BatchLane::check).
   start_lane_.check();
   finish_lane_.check();
-  BATON_ASSERT(wait_lane_.size() == static_cast<std::size_t>(start_lane_.busy()) + (finish_lane_.busy() ? 1u : 0u));
+  BATON_ASSERT(awaiting_.lane.size() == static_cast<std::size_t>(start_lane_.busy()) + (finish_lane_.busy() ? 1u : 0u));
   // A start held for its run's time is in no other queue of the start lane.
   for (const auto& [id, early] : early_starts_) BATON_ASSERT(!start_lane_.holds(id) && early.second.run.value == id);
   // One connection per worker.
   std::set<LinkId> links;
   for (const auto& [id, w] : workers_) BATON_ASSERT(links.insert(w.link).second);
   // At most one read of the active runs is outstanding, and a waiter always has one.
-  BATON_ASSERT(read_outstanding_ == !wait_active_.empty());
-  BATON_ASSERT(read_waiters_.empty() || read_outstanding_);
+  BATON_ASSERT(view_.read_outstanding == !awaiting_.active.empty());
+  BATON_ASSERT(view_.waiters.empty() || view_.read_outstanding);
 }
 
 }  // namespace baton::leader_core

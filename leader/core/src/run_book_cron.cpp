@@ -38,7 +38,7 @@ void RunBook::materialize_cron(const std::vector<store::ScheduledJob>& jobs) {
           fmt::format("cron_slots_skipped job={} first={} last={} count={}{} reason={} epoch={}", json_quote(step.job),
                       r.first_unix, r.last_unix, r.count ? "" : ">=", r.count_at_least, r.reason, epoch_.value));
     skip.ranges = std::move(step.skipped);
-    wait_create_[skip.op] = [this, chain = std::move(step.chain)](const Result<store::CreateResult>& w) mutable {
+    awaiting_.create[skip.op] = [this, chain = std::move(step.chain)](const Result<store::CreateResult>& w) mutable {
       if (!w) {
         log(LogLevel::warn, fmt::format("cron_skip_error job={} error={}", json_quote(chain.job), w.error().message));
         return;
@@ -55,11 +55,11 @@ void RunBook::materialize_cron(const std::vector<store::ScheduledJob>& jobs) {
 void RunBook::create_cron_slots(CronChain chain) {
   if (fenced_) return;
   const auto c =
-      cron_.next(chain, now_, last_cron_, wakeups_.empty() ? std::nullopt : std::optional<MonoTime>(*wakeups_.begin()));
+      cron_.next(chain, now_, last_.cron, wakeups_.empty() ? std::nullopt : std::optional<MonoTime>(*wakeups_.begin()));
   if (!c) return;  // done, or kept for a later pass
   const OpId op = next_op();
   emit(CreateCronRun{op, chain.job, c->slot, c->caught_up, c->jitter_delay_ms});
-  wait_create_[op] = [this, chain = std::move(chain), c = *c](const Result<store::CreateResult>& w) mutable {
+  awaiting_.create[op] = [this, chain = std::move(chain), c = *c](const Result<store::CreateResult>& w) mutable {
     if (!w) {
       // The rest of this job's slots wait for the next pass (in order).
       log(LogLevel::warn,
@@ -82,7 +82,7 @@ void RunBook::create_cron_slots(CronChain chain) {
       if (c.due_at > now_)
         wakeups_.insert(c.due_at);
       else
-        dispatch_requested_ = true;  // due already: the next pass dispatches it
+        pass_.dispatch_requested = true;  // due already: the next pass dispatches it
       log(LogLevel::info, fmt::format("cron_slot_fired job={} slot={} run={} epoch={}{}", json_quote(chain.job), c.slot,
                                       w->run.value, epoch_.value, c.caught_up ? " caught_up=true" : ""));
     }

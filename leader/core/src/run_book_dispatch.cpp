@@ -81,14 +81,14 @@ void RunBook::dispatch() {
   for (const auto& [labels, free] : free_by_labels) {
     const int limit = std::min(cfg_.dispatch_batch, free);
     const OpId op = next_op();
-    wait_due_[op] = [this, g, limit](const Result<std::vector<store::DueRun>>& slice) {
+    awaiting_.due[op] = [this, g, limit](const Result<std::vector<store::DueRun>>& slice) {
       if (!slice) {
         if (!g->failed)
           log(LogLevel::warn, fmt::format("due_runs_error epoch={} error={}", epoch_.value, slice.error().message));
         g->failed = true;
       } else {
         // A full slice means more may be waiting: dispatch again next pass.
-        if (static_cast<int>(slice->size()) >= limit) dispatch_requested_ = true;
+        if (static_cast<int>(slice->size()) >= limit) pass_.dispatch_requested = true;
         for (const auto& d : *slice)
           if (g->seen.insert(d.id.value).second) g->due.push_back(d);
       }
@@ -137,7 +137,7 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
   }
   for (const auto& h : plan.held) record_once(RunId{h.run_id}, "held_back", h.reason);
   if (plan.orphans_deferred > 0) {
-    dispatch_requested_ = true;
+    pass_.dispatch_requested = true;
     log(LogLevel::info, fmt::format("reassignments_paced deferred={} epoch={}", plan.orphans_deferred, epoch_.value));
   }
   for (const auto& u : plan.bad_definitions) {
@@ -163,7 +163,7 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
     placed->emplace(id, std::move(p));
   }
   const OpId op = next_op();
-  wait_batch_[op] = [this, rows, placed](const Result<store::BatchWriteResult>& res) {
+  awaiting_.batch[op] = [this, rows, placed](const Result<store::BatchWriteResult>& res) {
     if (batch_fenced("assign_batch", rows.size(), res) || !res) return;
     count(Counter::conflict_writes, static_cast<std::int64_t>(rows.size() - res->applied.size()));
     for (const auto& a : rows) {
@@ -206,7 +206,7 @@ void RunBook::find_unmatched() {
   for (const auto& [id, w] : workers_)
     if (w.welcomed && !takes_no_runs(id, w)) sets.insert(w.labels);
   read.label_sets.assign(sets.begin(), sets.end());
-  wait_due_[read.op] = [this](const Result<std::vector<store::DueRun>>& runs) {
+  awaiting_.due[read.op] = [this](const Result<std::vector<store::DueRun>>& runs) {
     if (!runs) return;
     for (const auto& r : *runs) record_once(r.id, "no_worker_matches", "selector");
   };
@@ -216,7 +216,7 @@ void RunBook::find_unmatched() {
 void RunBook::find_held_by_operator() {
   ReadWaiting read;
   read.op = next_op();
-  wait_due_[read.op] = [this](const Result<std::vector<store::DueRun>>& runs) {
+  awaiting_.due[read.op] = [this](const Result<std::vector<store::DueRun>>& runs) {
     if (!runs || !controls_ || controls_->dispatch_enabled) return;
     for (const auto& r : *runs) record_once(r.id, "held_back", "dispatch_disabled");
   };
@@ -229,7 +229,7 @@ void RunBook::record_once(RunId run, const std::string& decision, const std::str
   if (recorded_.size() > 100000) recorded_.clear();  // bound: at worst a decision is recorded again
   log(LogLevel::info, fmt::format("run_{} run={} reason={} epoch={}", decision, run.value, reason, epoch_.value));
   const OpId op = next_op();
-  wait_create_[op] = [this, run, key](const Result<store::CreateResult>& r) {
+  awaiting_.create[op] = [this, run, key](const Result<store::CreateResult>& r) {
     if (!r) {
       recorded_.erase({run.value, key});  // the next pass records it
       return;

@@ -27,7 +27,7 @@ void RunBook::flush_finishes() {
   if (!taken) return;
   const OpId op = next_op();
   auto batch = std::make_shared<decltype(finish_lane_)::Batch>(std::move(*taken));
-  wait_lane_[op] = [this, batch](const Result<store::BatchWriteResult>& res) {
+  awaiting_.lane[op] = [this, batch](const Result<store::BatchWriteResult>& res) {
     finish_lane_.written();
     apply_finishes(batch->rows, batch->notes, res);
     flush_finishes();  // group commit: whatever queued meanwhile, at once
@@ -52,7 +52,7 @@ void RunBook::flush_starts() {
   if (!taken) return;
   const OpId op = next_op();
   auto batch = std::make_shared<decltype(start_lane_)::Batch>(std::move(*taken));
-  wait_lane_[op] = [this, batch](const Result<store::BatchWriteResult>& res) {
+  awaiting_.lane[op] = [this, batch](const Result<store::BatchWriteResult>& res) {
     start_lane_.written();
     apply_starts(batch->rows, res);
     flush_starts();  // group commit: whatever queued meanwhile, at once
@@ -130,7 +130,7 @@ void RunBook::apply_finishes(const std::vector<store::FinishRow>& rows,
     tracked_.erase(row.run.value);
     send(row.attempt.worker_id, protocol::FinishAck{ref});
   }
-  if (res) dispatch_requested_ = true;  // capacity was freed
+  if (res) pass_.dispatch_requested = true;  // capacity was freed
   if (lost.empty()) return;
   // Judged again at once on a fresh read (written in the next batch, or
   // acknowledged without a write), not left to the worker's resend: until

@@ -23,7 +23,7 @@ using namespace run_book_detail;
 // --- the pass ---------------------------------------------------------------
 
 void RunBook::dispatch_now() {
-  dispatch_requested_ = true;
+  pass_.dispatch_requested = true;
   after_input();
 }
 
@@ -35,7 +35,7 @@ void RunBook::created(const std::vector<store::DueRun>& runs, MonoTime now) {
   if (!fenced_ && !runs.empty() && controls_ && controls_->dispatch_enabled && pass_outstanding() == 0)
     dispatch_due(runs);
   else
-    dispatch_requested_ = true;
+    pass_.dispatch_requested = true;
   after_input();
 }
 
@@ -43,7 +43,7 @@ void RunBook::tick(MonoTime now) {
   now_ = now;
   while (!wakeups_.empty() && *wakeups_.begin() <= now_) {
     wakeups_.erase(wakeups_.begin());
-    dispatch_requested_ = true;  // a cron slot is due now (or an early start's time: flush_starts)
+    pass_.dispatch_requested = true;  // a cron slot is due now (or an early start's time: flush_starts)
   }
   // The lanes never wait for a pass: what queued since the last tick goes
   // out on each free lane now, even while the pass before is still waiting
@@ -52,9 +52,9 @@ void RunBook::tick(MonoTime now) {
   flush_starts();
   // One pass at a time, its steps in order: a tick while one is under way
   // only flushed the lanes, and the next tick begins the next pass.
-  if (!in_pass_) {
-    steps_ = step_silent | step_reap | step_heartbeats | step_cron | step_controls | step_dispatch;
-    in_pass_ = true;
+  if (!pass_.under_way) {
+    pass_.steps = step_silent | step_reap | step_heartbeats | step_cron | step_controls | step_dispatch;
+    pass_.under_way = true;
     cron_.new_pass();
   }
   after_input();
@@ -65,7 +65,7 @@ void RunBook::tick(MonoTime now) {
 void RunBook::process_events() {
   const OpId op = next_op();
   constexpr int kEventBatch = 100;
-  wait_events_[op] = [this](const Result<store::EventsProcessed>& r) {
+  awaiting_.events[op] = [this](const Result<store::EventsProcessed>& r) {
     if (!r) {
       log(LogLevel::warn, fmt::format("events_error epoch={} error={}", epoch_.value, r.error().message));
       return;
@@ -73,17 +73,17 @@ void RunBook::process_events() {
     if (r->current_epoch != epoch_) return fence("process_events", "", r->current_epoch);
     if (r->events == 0) return;
     log(LogLevel::info, fmt::format("events_processed events={} runs={} epoch={}", r->events, r->runs, epoch_.value));
-    if (r->runs > 0) dispatch_requested_ = true;
-    if (r->events >= kEventBatch) last_cron_ = MonoTime{};  // more waiting: the next pass goes on
+    if (r->runs > 0) pass_.dispatch_requested = true;
+    if (r->events >= kEventBatch) last_.cron = MonoTime{};  // more waiting: the next pass goes on
   };
   emit(ProcessEvents{op, kEventBatch});
 }
 
 void RunBook::prune() {
-  last_prune_ = now_;
+  last_.prune = now_;
   const OpId op = next_op();
   constexpr int kPruneBatch = 500;
-  wait_prune_[op] = [this](const Result<store::Pruned>& r) {
+  awaiting_.prune[op] = [this](const Result<store::Pruned>& r) {
     if (!r) {
       log(LogLevel::warn, fmt::format("prune_error epoch={} error={}", epoch_.value, r.error().message));
       return;
@@ -95,7 +95,7 @@ void RunBook::prune() {
     // A full batch: more is waiting; go on at the next pass rather than wait.
     if (r->runs >= kPruneBatch || r->ledger >= kPruneBatch || r->events >= kPruneBatch ||
         r->dead_letters >= kPruneBatch)
-      last_prune_ = MonoTime{};
+      last_.prune = MonoTime{};
   };
   emit(Prune{op, kPruneBatch});
 }

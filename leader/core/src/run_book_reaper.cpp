@@ -28,7 +28,7 @@ void RunBook::flush_heartbeats() {
   heartbeat_due_.clear();
   if (rows.empty()) return;
   const OpId op = next_op();
-  wait_heartbeats_[op] = [this, rows](const Result<store::HeartbeatBatchResult>& res) {
+  awaiting_.heartbeats[op] = [this, rows](const Result<store::HeartbeatBatchResult>& res) {
     if (!res) {
       distrust();
       log(LogLevel::warn, fmt::format("heartbeat_batch_error epoch={} error={}", epoch_.value, res.error().message));

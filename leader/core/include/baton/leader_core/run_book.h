@@ -548,28 +548,45 @@ class RunBook {
   mutable std::uint64_t checks_skipped_ = 0;  ///< see check_invariants
   OpId last_op_ = 0;
 
-  Waiting<std::vector<store::ActiveRun>> wait_active_;
-  Waiting<std::optional<store::RunRow>> wait_run_;
-  Waiting<std::vector<store::DueRun>> wait_due_;
-  Waiting<std::vector<store::ScheduledJob>> wait_jobs_;
-  Waiting<store::WriteResult> wait_write_;
-  Waiting<store::BatchWriteResult> wait_batch_;
-  Waiting<store::HeartbeatBatchResult> wait_heartbeats_;
-  Waiting<store::CreateResult> wait_create_;
+  /// What each outstanding read or write resumes when its result comes
+  /// back, by op and by the result's type (resume()).
+  struct Awaiting {
+    Waiting<std::vector<store::ActiveRun>> active;
+    Waiting<std::optional<store::RunRow>> run;
+    Waiting<std::vector<store::DueRun>> due;
+    Waiting<std::vector<store::ScheduledJob>> jobs;
+    Waiting<store::WriteResult> write;
+    Waiting<store::BatchWriteResult> batch;
+    Waiting<store::HeartbeatBatchResult> heartbeats;
+    Waiting<store::CreateResult> create;
+    Waiting<store::EventsProcessed> events;
+    Waiting<store::Pruned> prune;
+    Waiting<store::Controls> controls;
+    /// The batch each lane has in flight (its result not back).
+    Waiting<store::BatchWriteResult> lane;
+  };
+  Awaiting awaiting_;
   CronCreator cron_;  ///< cron creation: plans, caches, the backlog of creates
-  Waiting<store::EventsProcessed> wait_events_;
-  Waiting<store::Pruned> wait_prune_;
-  Waiting<store::Controls> wait_controls_;
 
-  bool fresh_ = false;  ///< tracked_ is a successful read of this pass plus this book's applied writes
-  /// tracked_ may disagree with the database in a way no read since has
-  /// settled (distrust()); a successful read clears it.
-  bool doubt_ = true;
-  MonoTime last_active_read_{};
-  bool read_outstanding_ = false;
-  std::vector<std::function<void(bool)>> read_waiters_;
-  unsigned steps_ = 0;    ///< Step flags still to run in this pass
-  bool in_pass_ = false;  ///< tick's steps are under way; when they end, so does the view's freshness
+  /// How far tracked_ can be trusted, and the read of the active runs that
+  /// settles it.
+  struct ActiveView {
+    bool fresh = false;  ///< tracked_ is a successful read of this pass plus this book's applied writes
+    /// tracked_ may disagree with the database in a way no read since has
+    /// settled (distrust()); a successful read clears it.
+    bool doubt = true;
+    MonoTime last_read{};
+    bool read_outstanding = false;
+    std::vector<std::function<void(bool)>> waiters;  ///< with_fresh_view's, until the read returns
+  };
+  ActiveView view_;
+  /// The pass under way (tick sets its steps, pump runs them in order).
+  struct Pass {
+    unsigned steps = 0;               ///< Step flags still to run in this pass
+    bool under_way = false;           ///< tick's steps are under way; when they end, so does the view's freshness
+    bool dispatch_requested = false;  ///< dispatch in this pass, not at its period
+  };
+  Pass pass_;
 
   std::map<std::string, Attached> workers_;
   std::map<std::int64_t, Tracked> tracked_;
@@ -586,17 +603,17 @@ class RunBook {
   /// Starts asked for before their run's time: queued on start_lane_ when
   /// it comes (flush_starts), by run id.
   std::map<std::int64_t, std::pair<MonoTime, store::StartRow>> early_starts_;
-  /// The batch each lane has in flight (its result not back), by op.
-  Waiting<store::BatchWriteResult> wait_lane_;
   std::set<std::pair<std::int64_t, std::string>> recorded_;  ///< (run, "decision:reason") already in the ledger
   TokenBucket reassignments_;  ///< paces ORPHANED runs handed out again (RuntimeConfig::reassign_rate)
   std::mt19937_64 rng_;
   /// The operators' controls as last read; nothing is dispatched before the
   /// first read, so a leader never dispatches while dispatch is disabled.
   std::optional<store::Controls> controls_;
-  MonoTime last_dispatch_{}, last_reap_{}, last_heartbeat_flush_{}, last_cron_{}, last_controls_{}, last_prune_{},
-      last_workers_seen_{}, last_silent_check_{};
-  bool dispatch_requested_ = false;
+  /// When each periodic step last ran, on this book's clock.
+  struct LastRan {
+    MonoTime dispatch{}, reap{}, heartbeat_flush{}, cron{}, controls{}, prune{}, workers_seen{}, silent_check{};
+  };
+  LastRan last_;
 };
 
 }  // namespace baton::leader_core
