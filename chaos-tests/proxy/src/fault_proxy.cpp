@@ -6,6 +6,8 @@
 #include <mutex>
 #include <set>
 
+#include "baton/base/assert.h"
+
 namespace baton::chaos {
 
 namespace asio = boost::asio;
@@ -65,6 +67,10 @@ struct FaultProxy::Impl : std::enable_shared_from_this<FaultProxy::Impl> {
     void forward(int dir, std::shared_ptr<std::vector<char>> buf) {
       auto mode = proxy->mode.load();
       if (stranded || mode == ProxyMode::blackhole) {
+        // One read is in flight per direction, so at most one chunk is
+        // held: a second would mean the first is dropped, a partition that
+        // loses bytes instead of delaying them.
+        BATON_ASSERT(!held[dir]);
         held[dir] = buf;
         paused[dir] = true;
         proxy->applied++;

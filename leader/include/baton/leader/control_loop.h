@@ -18,7 +18,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <variant>
 
 #include "baton/admin/metrics.h"
