@@ -8,11 +8,9 @@
 #include <set>
 
 #include "baton/base/json_text.h"
-#include "baton/base/weaken.h"
 #include "baton/leader_core/assignment_plan.h"
 #include "baton/leader_core/dispatch.h"
 #include "baton/leader_core/run_book.h"
-#include "baton/protocol/codec.h"
 #include "run_book_detail.h"
 
 namespace baton::leader_core {

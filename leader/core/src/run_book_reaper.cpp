@@ -8,7 +8,6 @@
 #include <set>
 
 #include "baton/base/json_text.h"
-#include "baton/base/weaken.h"
 #include "baton/leader_core/run_book.h"
 #include "run_book_detail.h"
 
