@@ -63,11 +63,11 @@ std::vector<Effect> RunBook::take_effects() {
 
 std::size_t RunBook::pass_outstanding() const {
   return awaiting_.active.size() + awaiting_.run.size() + awaiting_.due.size() + awaiting_.jobs.size() +
-         awaiting_.write.size() + awaiting_.batch.size() + awaiting_.heartbeats.size() + awaiting_.create.size() +
+         awaiting_.write.size() + awaiting_.assigns.size() + awaiting_.heartbeats.size() + awaiting_.create.size() +
          awaiting_.controls.size() + awaiting_.events.size();
 }
 
-std::size_t RunBook::outstanding() const { return pass_outstanding() + awaiting_.lane.size(); }
+std::size_t RunBook::outstanding() const { return pass_outstanding() + awaiting_.lanes.size(); }
 
 std::optional<MonoTime> RunBook::next_wakeup() const {
   // Cron creates left for the next pass: it comes at once, unless they wait
@@ -115,7 +115,20 @@ void RunBook::result(OpId op, const Result<store::WriteResult>& r, MonoTime now)
   resume(awaiting_.write, op, r, now);
 }
 void RunBook::result(OpId op, const Result<store::BatchWriteResult>& r, MonoTime now) {
-  resume(awaiting_.lane.count(op) ? awaiting_.lane : awaiting_.batch, op, r, now);
+  now_ = now;
+  // A result for an op this book never emitted, or twice, is a broken shell.
+  if (auto lane = awaiting_.lanes.find(op); lane != awaiting_.lanes.end()) {
+    LaneBatchInFlight state = std::move(lane->second);
+    awaiting_.lanes.erase(lane);
+    std::visit([&](auto& s) { written(s, r); }, state);
+  } else {
+    auto assign = awaiting_.assigns.find(op);
+    BATON_ASSERT(assign != awaiting_.assigns.end());
+    AssignBatchInFlight state = std::move(assign->second);
+    awaiting_.assigns.erase(assign);
+    written(state, r);
+  }
+  after_input();
 }
 void RunBook::result(OpId op, const Result<store::HeartbeatBatchResult>& r, MonoTime now) {
   resume(awaiting_.heartbeats, op, r, now);
@@ -485,7 +498,8 @@ void RunBook::check_invariants() const {
   // of a lane's queue and its batch being written (BatchLane::check).
   start_lane_.check();
   finish_lane_.check();
-  BATON_ASSERT(awaiting_.lane.size() == static_cast<std::size_t>(start_lane_.busy()) + (finish_lane_.busy() ? 1u : 0u));
+  BATON_ASSERT(awaiting_.lanes.size() ==
+               static_cast<std::size_t>(start_lane_.busy()) + (finish_lane_.busy() ? 1u : 0u));
   // A start held for its run's time is in no other queue of the start lane.
   for (const auto& [id, early] : early_starts_) BATON_ASSERT(!start_lane_.holds(id) && early.second.run.value == id);
   // One connection per worker.

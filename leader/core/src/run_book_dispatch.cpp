@@ -152,46 +152,47 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
   }
   if (due_since_.size() > 100000) due_since_.clear();  // bound: only a latency metric depends on it
   if (plan.placed.empty() || fenced_) return;
-  std::vector<store::AssignRow> rows;
-  rows.reserve(plan.placed.size());
-  auto placed = std::make_shared<std::map<std::int64_t, PlacedRun>>();
+  AssignBatchInFlight state;
+  state.rows.reserve(plan.placed.size());
   for (auto& p : plan.placed) {
-    rows.push_back(p.row);
+    state.rows.push_back(p.row);
     const std::int64_t id = p.due.id.value;
-    placed->emplace(id, std::move(p));
+    state.placed.emplace(id, std::move(p));
   }
   const OpId op = next_op();
-  awaiting_.batch[op] = [this, rows, placed](const Result<store::BatchWriteResult>& res) {
-    if (batch_fenced("assign_batch", rows.size(), res) || !res) return;
-    count(Counter::conflict_writes, static_cast<std::int64_t>(rows.size() - res->applied.size()));
-    for (const auto& a : rows) {
-      auto applied = res->applied.find(a.run.value);
-      if (applied == res->applied.end()) continue;  // lost a race: the next dispatch re-reads it
-      PlacedRun& p = placed->at(a.run.value);
-      // RUNNING when the start went with it: the grant goes with the assign
-      // frame, which leaves only now, after the commit.
-      const store::ActiveRun row = assigned_row(p, applied->second, epoch_);
-      if (a.start) count(Counter::runs_started);
-      count(Counter::runs_assigned);
-      if (auto since = due_since_.find(row.id.value); since != due_since_.end()) {
-        emit(ObserveDispatchLatency{
-            std::chrono::duration_cast<std::chrono::microseconds>(now_ - since->second).count()});
-        due_since_.erase(since);
-      }
-      log(LogLevel::info, fmt::format("run_assigned run={} attempt={} worker={} started={} epoch={}", row.id.value,
-                                      row.attempt, json_quote(a.worker_id), p.granted, epoch_.value));
-      send(a.worker_id, protocol::Assign{ref_of(row), p.tasks, p.due.timeout_ms, row.continuation_timeout_ms,
-                                         p.due.parameters, p.granted});
-      Tracked t{row, std::move(p.tasks), 0, 0, {}, {}, p.start_not_before};
-      t.assigned_at = now_;
-      if (a.start) t.started_at = now_;
-      mark_listed(t);
-      note_holder(t);
-      if (a.start) t.grant_in_flight = t.link;
-      tracked_[row.id.value] = std::move(t);
+  emit(WriteAssigns{op, state.rows});
+  awaiting_.assigns.emplace(op, std::move(state));
+}
+
+void RunBook::written(AssignBatchInFlight& s, const Result<store::BatchWriteResult>& res) {
+  const std::vector<store::AssignRow>& rows = s.rows;
+  if (batch_fenced("assign_batch", rows.size(), res) || !res) return;
+  count(Counter::conflict_writes, static_cast<std::int64_t>(rows.size() - res->applied.size()));
+  for (const auto& a : rows) {
+    auto applied = res->applied.find(a.run.value);
+    if (applied == res->applied.end()) continue;  // lost a race: the next dispatch re-reads it
+    PlacedRun& p = s.placed.at(a.run.value);
+    // RUNNING when the start went with it: the grant goes with the assign
+    // frame, which leaves only now, after the commit.
+    const store::ActiveRun row = assigned_row(p, applied->second, epoch_);
+    if (a.start) count(Counter::runs_started);
+    count(Counter::runs_assigned);
+    if (auto since = due_since_.find(row.id.value); since != due_since_.end()) {
+      emit(ObserveDispatchLatency{std::chrono::duration_cast<std::chrono::microseconds>(now_ - since->second).count()});
+      due_since_.erase(since);
     }
-  };
-  emit(WriteAssigns{op, std::move(rows)});
+    log(LogLevel::info, fmt::format("run_assigned run={} attempt={} worker={} started={} epoch={}", row.id.value,
+                                    row.attempt, json_quote(a.worker_id), p.granted, epoch_.value));
+    send(a.worker_id, protocol::Assign{ref_of(row), p.tasks, p.due.timeout_ms, row.continuation_timeout_ms,
+                                       p.due.parameters, p.granted});
+    Tracked t{row, std::move(p.tasks), 0, 0, {}, {}, p.start_not_before};
+    t.assigned_at = now_;
+    if (a.start) t.started_at = now_;
+    mark_listed(t);
+    note_holder(t);
+    if (a.start) t.grant_in_flight = t.link;
+    tracked_[row.id.value] = std::move(t);
+  }
 }
 
 void RunBook::find_unmatched() {

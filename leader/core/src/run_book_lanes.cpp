@@ -26,13 +26,14 @@ void RunBook::flush_finishes() {
   auto taken = finish_lane_.take();
   if (!taken) return;
   const OpId op = next_op();
-  auto batch = std::make_shared<decltype(finish_lane_)::Batch>(std::move(*taken));
-  awaiting_.lane[op] = [this, batch](const Result<store::BatchWriteResult>& res) {
-    finish_lane_.written();
-    apply_finishes(batch->rows, batch->notes, res);
-    flush_finishes();  // group commit: whatever queued meanwhile, at once
-  };
-  emit(WriteFinishes{op, batch->rows});
+  emit(WriteFinishes{op, taken->rows});
+  awaiting_.lanes.emplace(op, FinishBatchInFlight{std::move(*taken)});
+}
+
+void RunBook::written(FinishBatchInFlight& s, const Result<store::BatchWriteResult>& res) {
+  finish_lane_.written();
+  apply_finishes(s.batch.rows, s.batch.notes, res);
+  flush_finishes();  // group commit: whatever queued meanwhile, at once
 }
 
 void RunBook::flush_starts() {
@@ -51,13 +52,14 @@ void RunBook::flush_starts() {
   auto taken = start_lane_.take();
   if (!taken) return;
   const OpId op = next_op();
-  auto batch = std::make_shared<decltype(start_lane_)::Batch>(std::move(*taken));
-  awaiting_.lane[op] = [this, batch](const Result<store::BatchWriteResult>& res) {
-    start_lane_.written();
-    apply_starts(batch->rows, res);
-    flush_starts();  // group commit: whatever queued meanwhile, at once
-  };
-  emit(WriteStarts{op, batch->rows, start_stale_after(cfg_)});
+  emit(WriteStarts{op, taken->rows, start_stale_after(cfg_)});
+  awaiting_.lanes.emplace(op, StartBatchInFlight{std::move(*taken)});
+}
+
+void RunBook::written(StartBatchInFlight& s, const Result<store::BatchWriteResult>& res) {
+  start_lane_.written();
+  apply_starts(s.batch.rows, res);
+  flush_starts();  // group commit: whatever queued meanwhile, at once
 }
 
 bool RunBook::lane_busy_with(std::int64_t run) const {

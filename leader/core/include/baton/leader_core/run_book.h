@@ -71,6 +71,7 @@
 #include "baton/base/ids.h"
 #include "baton/base/result.h"
 #include "baton/base/run_state.h"
+#include "baton/leader_core/assignment_plan.h"
 #include "baton/leader_core/batch_lane.h"
 #include "baton/leader_core/cron_creator.h"
 #include "baton/leader_core/dispatch.h"
@@ -548,22 +549,44 @@ class RunBook {
   mutable std::uint64_t checks_skipped_ = 0;  ///< see check_invariants
   OpId last_op_ = 0;
 
+  // Batched writes in flight, as named states: what each one's result
+  // resumes is the state's handler (written()), found by its op and its
+  // kind, with everything it needs in the state -- not a stored closure: what
+  // a result will do can be read off the state (run 42's row is in the
+  // start batch of op 17).
+  /// The start lane's batch (BatchLane): its rows.
+  struct StartBatchInFlight {
+    BatchLane<store::StartRow>::Batch batch;
+  };
+  /// The finish lane's batch: its rows, and the message each came from.
+  struct FinishBatchInFlight {
+    BatchLane<store::FinishRow, QueuedFinish>::Batch batch;
+  };
+  /// A dispatch pass's assignments: the rows written and what each run's
+  /// assign frame carries once its row applied.
+  struct AssignBatchInFlight {
+    std::vector<store::AssignRow> rows;
+    std::map<std::int64_t, PlacedRun> placed;
+  };
+  using LaneBatchInFlight = std::variant<StartBatchInFlight, FinishBatchInFlight>;
+  void written(StartBatchInFlight& s, const Result<store::BatchWriteResult>& r);
+  void written(FinishBatchInFlight& s, const Result<store::BatchWriteResult>& r);
+  void written(AssignBatchInFlight& s, const Result<store::BatchWriteResult>& r);
   /// What each outstanding read or write resumes when its result comes
-  /// back, by op and by the result's type (resume()).
+  /// back, by op and by the result's type (resume(), written()).
   struct Awaiting {
     Waiting<std::vector<store::ActiveRun>> active;
     Waiting<std::optional<store::RunRow>> run;
     Waiting<std::vector<store::DueRun>> due;
     Waiting<std::vector<store::ScheduledJob>> jobs;
     Waiting<store::WriteResult> write;
-    Waiting<store::BatchWriteResult> batch;
     Waiting<store::HeartbeatBatchResult> heartbeats;
     Waiting<store::CreateResult> create;
     Waiting<store::EventsProcessed> events;
     Waiting<store::Pruned> prune;
     Waiting<store::Controls> controls;
-    /// The batch each lane has in flight (its result not back).
-    Waiting<store::BatchWriteResult> lane;
+    std::map<OpId, LaneBatchInFlight> lanes;  ///< at most one per lane
+    std::map<OpId, AssignBatchInFlight> assigns;
   };
   Awaiting awaiting_;
   CronCreator cron_;  ///< cron creation: plans, caches, the backlog of creates
