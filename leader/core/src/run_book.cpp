@@ -40,7 +40,7 @@ RunBook::RunBook(Epoch epoch, std::string node_id, RuntimeConfig cfg, std::uint6
 // --- plumbing ---------------------------------------------------------------
 
 void RunBook::emit(Effect e) {
-  if (fenced_ && is_external(e)) external_after_fence_ = true;
+  if (fencing_.fenced && is_external(e)) fencing_.external_after = true;
   effects_.push_back(std::move(e));
 }
 
@@ -88,14 +88,24 @@ Millis RunBook::jitter() {
   return Millis{static_cast<std::int64_t>(rng_() % static_cast<std::uint64_t>(cfg_.retry_jitter_max.count() + 1))};
 }
 
+namespace {
 template <class T>
-void RunBook::resume(Waiting<T>& w, OpId op, const Result<T>& r, MonoTime now) {
+constexpr bool is_variant = false;
+template <class... S>
+constexpr bool is_variant<std::variant<S...>> = true;
+}  // namespace
+
+template <class Waits, class T>
+void RunBook::resume(Waits& waits, OpId op, const Result<T>& r, MonoTime now) {
   now_ = now;
-  auto it = w.find(op);
-  BATON_ASSERT(it != w.end());  // a result for an op this book never emitted, or twice
-  auto then = std::move(it->second);
-  w.erase(it);
-  then(r);
+  auto it = waits.find(op);
+  BATON_ASSERT(it != waits.end());  // a result for an op this book never emitted, or twice
+  auto state = std::move(it->second);
+  waits.erase(it);
+  if constexpr (is_variant<decltype(state)>)
+    std::visit([&](auto& s) { resumed(s, r); }, state);
+  else
+    resumed(state, r);
   after_input();
 }
 
@@ -115,20 +125,8 @@ void RunBook::result(OpId op, const Result<store::WriteResult>& r, MonoTime now)
   resume(awaiting_.write, op, r, now);
 }
 void RunBook::result(OpId op, const Result<store::BatchWriteResult>& r, MonoTime now) {
-  now_ = now;
-  // A result for an op this book never emitted, or twice, is a broken shell.
-  if (auto lane = awaiting_.lanes.find(op); lane != awaiting_.lanes.end()) {
-    LaneBatchInFlight state = std::move(lane->second);
-    awaiting_.lanes.erase(lane);
-    std::visit([&](auto& s) { written(s, r); }, state);
-  } else {
-    auto assign = awaiting_.assigns.find(op);
-    BATON_ASSERT(assign != awaiting_.assigns.end());
-    AssignBatchInFlight state = std::move(assign->second);
-    awaiting_.assigns.erase(assign);
-    written(state, r);
-  }
-  after_input();
+  if (awaiting_.lanes.count(op)) return resume(awaiting_.lanes, op, r, now);
+  resume(awaiting_.assigns, op, r, now);
 }
 void RunBook::result(OpId op, const Result<store::HeartbeatBatchResult>& r, MonoTime now) {
   resume(awaiting_.heartbeats, op, r, now);
@@ -153,7 +151,7 @@ void RunBook::pump() {
   // The periodic steps of a pass run one after another, each once the reads
   // and writes of everything before it have come back: the same order, and
   // the same view, as one synchronous pass.
-  while (!fenced_ && pass_.steps != 0 && pass_outstanding() == 0) {
+  while (!fencing_.fenced && pass_.steps != 0 && pass_outstanding() == 0) {
     const unsigned step = pass_.steps & (~pass_.steps + 1);  // lowest pending step
     pass_.steps &= ~step;
     switch (step) {
@@ -173,7 +171,7 @@ void RunBook::pump() {
           // The book ages its runs on its own clock: a read only when it
           // cannot decide alone (reap_needs_read).
           if (reap_needs_read())
-            with_fresh_view([this](bool fresh) { reap(fresh); });
+            with_fresh_view(resume::ReapAfterRead{});
           else
             reap(true);
         }
@@ -203,13 +201,7 @@ void RunBook::pump() {
              now_ - last_.cron >= cron_defer_max)) {
           last_.cron = now_;
           const OpId op = next_op();
-          awaiting_.jobs[op] = [this](const Result<std::vector<store::ScheduledJob>>& jobs) {
-            if (!jobs) {
-              log(LogLevel::warn, fmt::format("cron_read_error epoch={} error={}", epoch_.value, jobs.error().message));
-              return;
-            }
-            materialize_cron(*jobs);
-          };
+          awaiting_.jobs.emplace(op, resume::ScheduledJobsRead{});
           emit(ReadScheduledJobs{op});
           process_events();
           if (now_ - last_.prune >= cfg_.prune_every) prune();
@@ -219,14 +211,7 @@ void RunBook::pump() {
         if (!controls_ || now_ - last_.controls >= cfg_.controls_every) {
           last_.controls = now_;
           const OpId op = next_op();
-          awaiting_.controls[op] = [this](const Result<store::Controls>& c) {
-            if (!c) {
-              log(LogLevel::warn,
-                  fmt::format("controls_read_error epoch={} error={}", epoch_.value, c.error().message));
-              return;
-            }
-            apply_controls(*c);
-          };
+          awaiting_.controls.emplace(op, resume::ControlsRead{});
           emit(ReadControls{op});
         }
         break;
@@ -248,25 +233,47 @@ void RunBook::pump() {
   }
 }
 
-void RunBook::with_fresh_view(std::function<void(bool)> then) {
-  if (fenced_) return;
-  if (view_.fresh && !view_.read_outstanding) return then(true);
+void RunBook::with_fresh_view(resume::AfterRead then) {
+  if (fencing_.fenced) return;
+  if (view_.fresh && !view_.read_outstanding) return std::visit([&](auto& s) { viewed(s, true); }, then);
   view_.waiters.push_back(std::move(then));
   if (view_.read_outstanding) return;
   view_.read_outstanding = true;
   const OpId op = next_op();
-  awaiting_.active[op] = [this](const Result<std::vector<store::ActiveRun>>& rows) {
-    view_.read_outstanding = false;
-    if (!rows)
-      log(LogLevel::warn, fmt::format("refresh_runs_error epoch={} error={}", epoch_.value, rows.error().message));
-    else
-      apply_active(*rows);
-    auto waiters = std::move(view_.waiters);
-    view_.waiters.clear();
-    for (auto& w : waiters)
-      if (!fenced_) w(rows.has_value());
-  };
+  awaiting_.active.emplace(op, resume::ActiveRead{});
   emit(ReadActive{op, cfg_.continuation_margin});
+}
+
+void RunBook::resumed(resume::ActiveRead&, const Result<std::vector<store::ActiveRun>>& rows) {
+  view_.read_outstanding = false;
+  if (!rows)
+    log(LogLevel::warn, fmt::format("refresh_runs_error epoch={} error={}", epoch_.value, rows.error().message));
+  else
+    apply_active(*rows);
+  auto waiters = std::move(view_.waiters);
+  view_.waiters.clear();
+  for (auto& w : waiters)
+    if (!fencing_.fenced) std::visit([&](auto& s) { viewed(s, rows.has_value()); }, w);
+}
+
+void RunBook::viewed(resume::RefreshOnly&, bool) {}
+
+void RunBook::viewed(resume::ReapAfterRead&, bool fresh) { reap(fresh); }
+
+void RunBook::resumed(resume::ScheduledJobsRead&, const Result<std::vector<store::ScheduledJob>>& jobs) {
+  if (!jobs) {
+    log(LogLevel::warn, fmt::format("cron_read_error epoch={} error={}", epoch_.value, jobs.error().message));
+    return;
+  }
+  materialize_cron(*jobs);
+}
+
+void RunBook::resumed(resume::ControlsRead&, const Result<store::Controls>& c) {
+  if (!c) {
+    log(LogLevel::warn, fmt::format("controls_read_error epoch={} error={}", epoch_.value, c.error().message));
+    return;
+  }
+  apply_controls(*c);
 }
 
 void RunBook::distrust() {
@@ -344,23 +351,23 @@ void RunBook::apply_active(const std::vector<store::ActiveRun>& rows) {
   }
 }
 
-void RunBook::write(WriteRun w, Then<store::WriteResult> then) {
-  if (fenced_) return;
+void RunBook::write(WriteRun w, resume::WriteWait then) {
+  if (fencing_.fenced) return;
   w.op = next_op();
-  awaiting_.write[w.op] = std::move(then);
+  awaiting_.write.emplace(w.op, std::move(then));
   emit(std::move(w));
 }
 
-void RunBook::read_run(RunId run, Then<std::optional<store::RunRow>> then) {
-  if (fenced_) return;
+void RunBook::read_run(RunId run, resume::RunReadWait then) {
+  if (fencing_.fenced) return;
   const OpId op = next_op();
-  awaiting_.run[op] = std::move(then);
+  awaiting_.run.emplace(op, std::move(then));
   emit(ReadRun{op, run});
 }
 
 void RunBook::fence(const char* op, const std::string& subject, Epoch current) {
   count(Counter::fenced_writes);
-  fenced_ = true;
+  fencing_.fenced = true;
   log(LogLevel::warn,
       fmt::format("run_write_fenced op={} {} epoch={} current_epoch={}", op, subject, epoch_.value, current.value));
 }
@@ -398,13 +405,13 @@ bool RunBook::batch_fenced(const char* op, std::size_t rows, const Result<store:
 }
 
 void RunBook::send(const std::string& worker, protocol::Message m) {
-  if (fenced_) return;
+  if (fencing_.fenced) return;
   auto it = workers_.find(worker);
   if (it != workers_.end()) emit(Send{it->second.link, std::move(m)});
 }
 
 void RunBook::send_link(LinkId link, protocol::Message m) {
-  if (fenced_) return;
+  if (fencing_.fenced) return;
   emit(Send{link, std::move(m)});
 }
 
@@ -423,64 +430,72 @@ void RunBook::on_cancel(RunId run, const std::string& reason, int tries) {
     log(LogLevel::warn, fmt::format("run_cancel_gave_up run={} epoch={} reason=conflicts", run.value, epoch_.value));
     return;
   }
-  read_run(run, [this, reason, tries](const Result<std::optional<store::RunRow>>& row) {
-    if (!row || !*row || is_terminal((*row)->state)) return;
-    const store::RunRow r = **row;
-    if (r.state == RunState::running && r.assigned_worker_id && r.lease_token) {
-      // A running attempt is cancelled by its worker, and its finish decides:
-      // CANCELED if the worker killed it, SUCCEEDED if it had already ended
-      // successfully (a cancel never throws a completed success away). Its
-      // worker may be away (CONFIRMING): the cancel is sent when it comes
-      // back, and if it never does the attempt ends CANCELED at the
-      // continuation deadline instead of being retried.
-      //
-      // The request is written to the run first (fenced like every write),
-      // so a leader change before the worker reports cannot lose it: the
-      // next leader reads it with the active runs.
-      WriteRun w;
-      w.kind = RunWriteKind::request_cancel;
-      w.fence = {r.id, r.version, epoch_};
-      w.reason = reason;
-      return write(std::move(w), [this, r, reason, tries](const Result<store::WriteResult>& res) {
-        if (!note("request_cancel", r.id.value, res)) {
-          if (conflict(res)) on_cancel(r.id, reason, tries + 1);
-          return;
-        }
-        if (auto t = tracked_.find(r.id.value); t != tracked_.end()) {
-          t->second.row.version = res->new_version;
-          t->second.row.cancel_reason = reason;
-        }
-        cancel_requested_[r.id.value] = reason;
-        log(LogLevel::info,
-            fmt::format("run_cancel_requested run={} attempt={} worker={} attached={} epoch={}", r.id.value, r.attempt,
-                        json_quote(*r.assigned_worker_id), workers_.count(*r.assigned_worker_id) > 0, epoch_.value));
-        send(*r.assigned_worker_id, protocol::Cancel{{r.id.value, r.attempt, *r.lease_token}, reason});
-      });
-    }
+  read_run(run, resume::CancelRead{run, reason, tries});
+}
+
+void RunBook::resumed(resume::CancelRead& s, const Result<std::optional<store::RunRow>>& row) {
+  if (!row || !*row || is_terminal((*row)->state)) return;
+  const store::RunRow r = **row;
+  if (r.state == RunState::running && r.assigned_worker_id && r.lease_token) {
+    // A running attempt is cancelled by its worker, and its finish decides:
+    // CANCELED if the worker killed it, SUCCEEDED if it had already ended
+    // successfully (a cancel never throws a completed success away). Its
+    // worker may be away (CONFIRMING): the cancel is sent when it comes
+    // back, and if it never does the attempt ends CANCELED at the
+    // continuation deadline instead of being retried.
+    //
+    // The request is written to the run first (fenced like every write),
+    // so a leader change before the worker reports cannot lose it: the
+    // next leader reads it with the active runs.
     WriteRun w;
-    w.kind = RunWriteKind::cancel;
+    w.kind = RunWriteKind::request_cancel;
     w.fence = {r.id, r.version, epoch_};
-    w.from = r.state;
-    w.reason = reason;
-    write(std::move(w), [this, r, reason, tries](const Result<store::WriteResult>& res) {
-      if (!note("cancel", r.id.value, res)) {
-        if (conflict(res)) on_cancel(r.id, reason, tries + 1);
-        return;
-      }
-      log(LogLevel::info, fmt::format("run_canceled run={} attempt={} from={} epoch={}", r.id.value, r.attempt,
-                                      to_string(r.state), epoch_.value));
-      if ((r.state == RunState::running || r.state == RunState::assigned) && r.assigned_worker_id && r.lease_token)
-        send(*r.assigned_worker_id, protocol::Cancel{{r.id.value, r.attempt, *r.lease_token}, reason});
-      tracked_.erase(r.id.value);
-    });
-  });
+    w.reason = s.reason;
+    return write(std::move(w), resume::CancelRequestWrite{r, s.reason, s.tries});
+  }
+  WriteRun w;
+  w.kind = RunWriteKind::cancel;
+  w.fence = {r.id, r.version, epoch_};
+  w.from = r.state;
+  w.reason = s.reason;
+  write(std::move(w), resume::CancelWrite{r, s.reason, s.tries});
+}
+
+void RunBook::resumed(resume::CancelRequestWrite& s, const Result<store::WriteResult>& res) {
+  const store::RunRow& r = s.run;
+  if (!note("request_cancel", r.id.value, res)) {
+    if (conflict(res)) on_cancel(r.id, s.reason, s.tries + 1);
+    return;
+  }
+  if (auto t = tracked_.find(r.id.value); t != tracked_.end()) {
+    t->second.row.version = res->new_version;
+    t->second.row.cancel_reason = s.reason;
+  }
+  cancel_requested_[r.id.value] = s.reason;
+  log(LogLevel::info,
+      fmt::format("run_cancel_requested run={} attempt={} worker={} attached={} epoch={}", r.id.value, r.attempt,
+                  json_quote(*r.assigned_worker_id), workers_.count(*r.assigned_worker_id) > 0, epoch_.value));
+  send(*r.assigned_worker_id, protocol::Cancel{{r.id.value, r.attempt, *r.lease_token}, s.reason});
+}
+
+void RunBook::resumed(resume::CancelWrite& s, const Result<store::WriteResult>& res) {
+  const store::RunRow& r = s.run;
+  if (!note("cancel", r.id.value, res)) {
+    if (conflict(res)) on_cancel(r.id, s.reason, s.tries + 1);
+    return;
+  }
+  log(LogLevel::info, fmt::format("run_canceled run={} attempt={} from={} epoch={}", r.id.value, r.attempt,
+                                  to_string(r.state), epoch_.value));
+  if ((r.state == RunState::running || r.state == RunState::assigned) && r.assigned_worker_id && r.lease_token)
+    send(*r.assigned_worker_id, protocol::Cancel{{r.id.value, r.attempt, *r.lease_token}, s.reason});
+  tracked_.erase(r.id.value);
 }
 
 // --- invariants ---------------------------------------------------------------
 
 void RunBook::check_invariants() const {
   // Once fenced, nothing reaches a worker or the database.
-  BATON_ASSERT(!external_after_fence_);
+  BATON_ASSERT(!fencing_.external_after);
   // The rest walks every tracked run and attached worker: at every input
   // while the book is small (every test and simulated leader), beyond 64 of
   // them at one input in as many as there are, so the check costs an input
@@ -496,12 +511,13 @@ void RunBook::check_invariants() const {
   }
   // At most one batch per lane is being written, and a run is in at most one
   // of a lane's queue and its batch being written (BatchLane::check).
-  start_lane_.check();
-  finish_lane_.check();
+  lanes_.start.check();
+  lanes_.finish.check();
   BATON_ASSERT(awaiting_.lanes.size() ==
-               static_cast<std::size_t>(start_lane_.busy()) + (finish_lane_.busy() ? 1u : 0u));
+               static_cast<std::size_t>(lanes_.start.busy()) + (lanes_.finish.busy() ? 1u : 0u));
   // A start held for its run's time is in no other queue of the start lane.
-  for (const auto& [id, early] : early_starts_) BATON_ASSERT(!start_lane_.holds(id) && early.second.run.value == id);
+  for (const auto& [id, early] : lanes_.early_starts)
+    BATON_ASSERT(!lanes_.start.holds(id) && early.second.run.value == id);
   // One connection per worker.
   std::set<LinkId> links;
   for (const auto& [id, w] : workers_) BATON_ASSERT(links.insert(w.link).second);

@@ -14,6 +14,10 @@ using store::WriteOutcome;
 /// How often the book looks for workers silent past their timeout: a
 /// detach is at most this late.
 inline constexpr Millis silent_check_every{100};
+/// Events turned into runs per statement; a full batch goes on at the next pass.
+inline constexpr int event_batch = 100;
+/// Rows of each kind removed per retention statement; likewise.
+inline constexpr int prune_batch = 500;
 /// How long a start written now keeps its run from being stale without a
 /// heartbeat (a start on its own and one written with its assignment).
 inline Millis start_stale_after(const RuntimeConfig& cfg) { return cfg.heartbeat_timeout + cfg.heartbeat_interval; }

@@ -68,38 +68,35 @@ void RunBook::dispatch() {
     if (r.free + r.queue > 0 && !takes_no_runs(id, w)) free_by_labels[w.labels] += r.free + r.queue;
   }
   if (free_by_labels.empty()) return;
-  struct Gathered {
-    std::vector<store::DueRun> due;
-    std::set<std::int64_t> seen;
-    std::size_t waiting = 0;
-    bool failed = false;
-  };
-  auto g = std::make_shared<Gathered>();
-  g->waiting = free_by_labels.size();
+  auto gather = std::make_shared<resume::DueGather>();
+  gather->waiting = free_by_labels.size();
   for (const auto& [labels, free] : free_by_labels) {
     const int limit = std::min(cfg_.dispatch_batch, free);
     const OpId op = next_op();
-    awaiting_.due[op] = [this, g, limit](const Result<std::vector<store::DueRun>>& slice) {
-      if (!slice) {
-        if (!g->failed)
-          log(LogLevel::warn, fmt::format("due_runs_error epoch={} error={}", epoch_.value, slice.error().message));
-        g->failed = true;
-      } else {
-        // A full slice means more may be waiting: dispatch again next pass.
-        if (static_cast<int>(slice->size()) >= limit) pass_.dispatch_requested = true;
-        for (const auto& d : *slice)
-          if (g->seen.insert(d.id.value).second) g->due.push_back(d);
-      }
-      if (--g->waiting == 0 && !g->failed) dispatch_due(g->due);
-    };
+    awaiting_.due.emplace(op, resume::DueSlice{gather, limit});
     emit(ReadDue{op, limit, labels, cfg_.assign_ahead});
   }
+}
+
+void RunBook::resumed(resume::DueSlice& s, const Result<std::vector<store::DueRun>>& slice) {
+  resume::DueGather& g = *s.gather;
+  if (!slice) {
+    if (!g.failed)
+      log(LogLevel::warn, fmt::format("due_runs_error epoch={} error={}", epoch_.value, slice.error().message));
+    g.failed = true;
+  } else {
+    // A full slice means more may be waiting: dispatch again next pass.
+    if (static_cast<int>(slice->size()) >= s.limit) pass_.dispatch_requested = true;
+    for (const auto& d : *slice)
+      if (g.seen.insert(d.id.value).second) g.due.push_back(d);
+  }
+  if (--g.waiting == 0 && !g.failed) dispatch_due(g.due);
 }
 
 void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
   // Nothing due (every dispatch of an idle cluster): nothing to place, and
   // no walk of every attached worker for it.
-  if (fenced_ || due.empty()) return;
+  if (fencing_.fenced || due.empty()) return;
   AssignmentPlanInput in;
   in.due = due;
   std::map<std::string, int> holding;
@@ -127,11 +124,7 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
     w.from = RunState::orphaned;
     w.error_code = u.error_code;
     w.reason = u.reason;
-    write(std::move(w), [this, run = u.run.id.value,
-                         n = u.run.unstarted_assignments](const Result<store::WriteResult>& r) {
-      if (note("fail_unrunnable", run, r))
-        log(LogLevel::warn, fmt::format("run_failed_unstarted run={} assignments={} epoch={}", run, n, epoch_.value));
-    });
+    write(std::move(w), resume::FailUnstartedWrite{u.run.id.value, u.run.unstarted_assignments});
   }
   for (const auto& h : plan.held) record_once(RunId{h.run_id}, "held_back", h.reason);
   if (plan.orphans_deferred > 0) {
@@ -147,12 +140,11 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
     w.from = u.run.state;
     w.error_code = u.error_code;
     w.reason = u.reason;
-    write(std::move(w),
-          [this, run = u.run.id.value](const Result<store::WriteResult>& r) { note("fail_unrunnable", run, r); });
+    write(std::move(w), resume::FailInvalidWrite{u.run.id.value});
   }
   if (due_since_.size() > 100000) due_since_.clear();  // bound: only a latency metric depends on it
-  if (plan.placed.empty() || fenced_) return;
-  AssignBatchInFlight state;
+  if (plan.placed.empty() || fencing_.fenced) return;
+  resume::AssignBatch state;
   state.rows.reserve(plan.placed.size());
   for (auto& p : plan.placed) {
     state.rows.push_back(p.row);
@@ -164,7 +156,17 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
   awaiting_.assigns.emplace(op, std::move(state));
 }
 
-void RunBook::written(AssignBatchInFlight& s, const Result<store::BatchWriteResult>& res) {
+void RunBook::resumed(resume::FailUnstartedWrite& s, const Result<store::WriteResult>& r) {
+  if (note("fail_unrunnable", s.run, r))
+    log(LogLevel::warn,
+        fmt::format("run_failed_unstarted run={} assignments={} epoch={}", s.run, s.assignments, epoch_.value));
+}
+
+void RunBook::resumed(resume::FailInvalidWrite& s, const Result<store::WriteResult>& r) {
+  note("fail_unrunnable", s.run, r);
+}
+
+void RunBook::resumed(resume::AssignBatch& s, const Result<store::BatchWriteResult>& res) {
   const std::vector<store::AssignRow>& rows = s.rows;
   if (batch_fenced("assign_batch", rows.size(), res) || !res) return;
   count(Counter::conflict_writes, static_cast<std::int64_t>(rows.size() - res->applied.size()));
@@ -205,21 +207,25 @@ void RunBook::find_unmatched() {
   for (const auto& [id, w] : workers_)
     if (w.welcomed && !takes_no_runs(id, w)) sets.insert(w.labels);
   read.label_sets.assign(sets.begin(), sets.end());
-  awaiting_.due[read.op] = [this](const Result<std::vector<store::DueRun>>& runs) {
-    if (!runs) return;
-    for (const auto& r : *runs) record_once(r.id, "no_worker_matches", "selector");
-  };
+  awaiting_.due.emplace(read.op, resume::UnmatchedRead{});
   emit(std::move(read));
+}
+
+void RunBook::resumed(resume::UnmatchedRead&, const Result<std::vector<store::DueRun>>& runs) {
+  if (!runs) return;
+  for (const auto& r : *runs) record_once(r.id, "no_worker_matches", "selector");
 }
 
 void RunBook::find_held_by_operator() {
   ReadWaiting read;
   read.op = next_op();
-  awaiting_.due[read.op] = [this](const Result<std::vector<store::DueRun>>& runs) {
-    if (!runs || !controls_ || controls_->dispatch_enabled) return;
-    for (const auto& r : *runs) record_once(r.id, "held_back", "dispatch_disabled");
-  };
+  awaiting_.due.emplace(read.op, resume::HeldByOperatorRead{});
   emit(read);
+}
+
+void RunBook::resumed(resume::HeldByOperatorRead&, const Result<std::vector<store::DueRun>>& runs) {
+  if (!runs || !controls_ || controls_->dispatch_enabled) return;
+  for (const auto& r : *runs) record_once(r.id, "held_back", "dispatch_disabled");
 }
 
 void RunBook::record_once(RunId run, const std::string& decision, const std::string& reason) {
@@ -228,15 +234,17 @@ void RunBook::record_once(RunId run, const std::string& decision, const std::str
   if (recorded_.size() > 100000) recorded_.clear();  // bound: at worst a decision is recorded again
   log(LogLevel::info, fmt::format("run_{} run={} reason={} epoch={}", decision, run.value, reason, epoch_.value));
   const OpId op = next_op();
-  awaiting_.create[op] = [this, run, key](const Result<store::CreateResult>& r) {
-    if (!r) {
-      recorded_.erase({run.value, key});  // the next pass records it
-      return;
-    }
-    if (r->outcome == WriteOutcome::fenced)
-      fence("record_decision", "run=" + std::to_string(run.value), r->current_epoch);
-  };
+  awaiting_.create.emplace(op, resume::DecisionRecord{run, key});
   emit(RecordDecision{op, run, decision, reason});
+}
+
+void RunBook::resumed(resume::DecisionRecord& s, const Result<store::CreateResult>& r) {
+  if (!r) {
+    recorded_.erase({s.run.value, s.key});  // the next pass records it
+    return;
+  }
+  if (r->outcome == WriteOutcome::fenced)
+    fence("record_decision", "run=" + std::to_string(s.run.value), r->current_epoch);
 }
 
 }  // namespace baton::leader_core

@@ -22,22 +22,22 @@ using namespace run_book_detail;
 // --- batched starts and finishes -----------------------------------------
 
 void RunBook::flush_finishes() {
-  if (fenced_) return;
-  auto taken = finish_lane_.take();
+  if (fencing_.fenced) return;
+  auto taken = lanes_.finish.take();
   if (!taken) return;
   const OpId op = next_op();
   emit(WriteFinishes{op, taken->rows});
-  awaiting_.lanes.emplace(op, FinishBatchInFlight{std::move(*taken)});
+  awaiting_.lanes.emplace(op, resume::FinishBatch{std::move(*taken)});
 }
 
-void RunBook::written(FinishBatchInFlight& s, const Result<store::BatchWriteResult>& res) {
-  finish_lane_.written();
+void RunBook::resumed(resume::FinishBatch& s, const Result<store::BatchWriteResult>& res) {
+  lanes_.finish.written();
   apply_finishes(s.batch.rows, s.batch.notes, res);
   flush_finishes();  // group commit: whatever queued meanwhile, at once
 }
 
 void RunBook::flush_starts() {
-  for (auto it = early_starts_.begin(); it != early_starts_.end();) {
+  for (auto it = lanes_.early_starts.begin(); it != lanes_.early_starts.end();) {
     if (it->second.first > now_) {
       ++it;
       continue;
@@ -45,29 +45,29 @@ void RunBook::flush_starts() {
     // A start whose worker has left meanwhile is not written: the run stays
     // ASSIGNED for the reaper, or for the worker to ask again when back.
     if (workers_.count(it->second.second.attempt.worker_id))
-      (void)start_lane_.queue(it->first, std::move(it->second.second));
-    it = early_starts_.erase(it);
+      (void)lanes_.start.queue(it->first, std::move(it->second.second));
+    it = lanes_.early_starts.erase(it);
   }
-  if (fenced_) return;
-  auto taken = start_lane_.take();
+  if (fencing_.fenced) return;
+  auto taken = lanes_.start.take();
   if (!taken) return;
   const OpId op = next_op();
   emit(WriteStarts{op, taken->rows, start_stale_after(cfg_)});
-  awaiting_.lanes.emplace(op, StartBatchInFlight{std::move(*taken)});
+  awaiting_.lanes.emplace(op, resume::StartBatch{std::move(*taken)});
 }
 
-void RunBook::written(StartBatchInFlight& s, const Result<store::BatchWriteResult>& res) {
-  start_lane_.written();
+void RunBook::resumed(resume::StartBatch& s, const Result<store::BatchWriteResult>& res) {
+  lanes_.start.written();
   apply_starts(s.batch.rows, res);
   flush_starts();  // group commit: whatever queued meanwhile, at once
 }
 
 bool RunBook::lane_busy_with(std::int64_t run) const {
-  return start_lane_.holds(run) || early_starts_.count(run) || finish_lane_.holds(run);
+  return lanes_.start.holds(run) || lanes_.early_starts.count(run) || lanes_.finish.holds(run);
 }
 
 void RunBook::apply_starts(const std::vector<store::StartRow>& rows, const Result<store::BatchWriteResult>& res) {
-  if (batch_fenced("start_batch", rows.size(), res) || fenced_) return;
+  if (batch_fenced("start_batch", rows.size(), res) || fencing_.fenced) return;
   std::vector<store::StartRow> lost;
   for (const auto& row : rows) {
     const protocol::AttemptRef ref{row.run.value, row.attempt.attempt, row.attempt.lease_token};
@@ -97,24 +97,26 @@ void RunBook::apply_starts(const std::vector<store::StartRow>& rows, const Resul
   // write and a failed read the outcome is unknown: nothing is sent, and the
   // worker asks again (a denial there cost the run an attempt that never ran).
   distrust();
-  with_fresh_view([this, lost = std::move(lost)](bool fresh) {
-    if (!fresh) return;
-    for (const auto& row : lost) {
-      const protocol::AttemptRef ref{row.run.value, row.attempt.attempt, row.attempt.lease_token};
-      auto it = tracked_.find(row.run.value);
-      if (it != tracked_.end() && held_by(it->second.row, RunState::running, row.attempt.worker_id, ref))
-        regrant_start(it->second, row.attempt.worker_id, ref);
-      else if (it == tracked_.end() || !held_by(it->second.row, RunState::assigned, row.attempt.worker_id, ref))
-        deny_start(row.attempt.worker_id, ref, "start lost a race");
-      // Still ASSIGNED to it: the write failed, not the race; the next start it sends is written.
-    }
-  });
+  with_fresh_view(resume::StartsAfterRead{std::move(lost)});
+}
+
+void RunBook::viewed(resume::StartsAfterRead& s, bool fresh) {
+  if (!fresh) return;
+  for (const auto& row : s.lost) {
+    const protocol::AttemptRef ref{row.run.value, row.attempt.attempt, row.attempt.lease_token};
+    auto it = tracked_.find(row.run.value);
+    if (it != tracked_.end() && held_by(it->second.row, RunState::running, row.attempt.worker_id, ref))
+      regrant_start(it->second, row.attempt.worker_id, ref);
+    else if (it == tracked_.end() || !held_by(it->second.row, RunState::assigned, row.attempt.worker_id, ref))
+      deny_start(row.attempt.worker_id, ref, "start lost a race");
+    // Still ASSIGNED to it: the write failed, not the race; the next start it sends is written.
+  }
 }
 
 void RunBook::apply_finishes(const std::vector<store::FinishRow>& rows,
                              const std::map<std::int64_t, QueuedFinish>& messages,
                              const Result<store::BatchWriteResult>& res) {
-  if (batch_fenced("finish_batch", rows.size(), res) || fenced_) return;
+  if (batch_fenced("finish_batch", rows.size(), res) || fencing_.fenced) return;
   std::vector<QueuedFinish> lost;
   for (const auto& row : rows) {
     const protocol::AttemptRef ref{row.run.value, row.attempt.attempt, row.attempt.lease_token};
@@ -141,10 +143,12 @@ void RunBook::apply_finishes(const std::vector<store::FinishRow>& rows,
   // failed read, nothing is acknowledged: the worker sends it again.
   count(Counter::conflict_writes, static_cast<std::int64_t>(lost.size()));
   distrust();
-  with_fresh_view([this, lost = std::move(lost)](bool fresh) {
-    if (!fresh) return;
-    for (const auto& f : lost) on_finish(f.worker, f.message, true);
-  });
+  with_fresh_view(resume::FinishesAfterRead{std::move(lost)});
+}
+
+void RunBook::viewed(resume::FinishesAfterRead& s, bool fresh) {
+  if (!fresh) return;
+  for (const auto& f : s.lost) on_finish(f.worker, f.message, true);
 }
 
 }  // namespace baton::leader_core

@@ -51,8 +51,7 @@ void RunBook::message(LinkId link, const std::string& worker, const protocol::Me
 
 void RunBook::on_start(const std::string& worker, const protocol::Start& m, bool read_done) {
   auto it = tracked_.find(m.ref.run_id);
-  if (it == tracked_.end() && !read_done)
-    return with_fresh_view([this, worker, m](bool) { on_start(worker, m, true); });
+  if (it == tracked_.end() && !read_done) return with_fresh_view(resume::StartAfterRead{worker, m});
   if (it == tracked_.end()) return deny_start(worker, m.ref, "run is not assigned");
   const store::ActiveRun& r = it->second.row;
   if (held_by(r, RunState::running, worker, m.ref)) return regrant_start(it->second, worker, m.ref);
@@ -61,19 +60,21 @@ void RunBook::on_start(const std::string& worker, const protocol::Start& m, bool
   // "No start right, no process": the grant is sent only after the batched
   // start write (flush_starts) has applied.
   // A repeated start already queued, held for its time or being written.
-  if (start_lane_.holds(r.id.value) || early_starts_.count(r.id.value)) return;
+  if (lanes_.start.holds(r.id.value) || lanes_.early_starts.count(r.id.value)) return;
   auto w = workers_.find(worker);
   store::StartRow row{
       r.id, r.version, {worker, r.attempt, r.lease_token}, w != workers_.end() ? w->second.instance : ""};
   // Assigned ahead of its time: the start waits for it (flush_starts), and
   // the book wakes then.
   if (const auto& not_before = it->second.start_not_before; not_before && now_ < *not_before) {
-    early_starts_.emplace(r.id.value, std::make_pair(*not_before, std::move(row)));
+    lanes_.early_starts.emplace(r.id.value, std::make_pair(*not_before, std::move(row)));
     wakeups_.insert(*not_before);
     return;
   }
-  (void)start_lane_.queue(r.id.value, std::move(row));
+  (void)lanes_.start.queue(r.id.value, std::move(row));
 }
+
+void RunBook::viewed(resume::StartAfterRead& s, bool) { on_start(s.worker, s.start, true); }
 
 void RunBook::regrant_start(Tracked& t, const std::string& worker, const protocol::AttemptRef& ref) {
   // The start was written but its grant never reached the worker (the
@@ -132,8 +133,10 @@ void RunBook::on_heartbeat(const std::string& worker, const protocol::Heartbeat&
   const bool unknown = std::any_of(m.running.begin(), m.running.end(),
                                    [&](const protocol::AttemptRef& ref) { return !tracked_.count(ref.run_id); });
   if (!unknown) return judge_running(worker, m.running, true);
-  with_fresh_view([this, worker, running = m.running](bool fresh) { judge_running(worker, running, fresh); });
+  with_fresh_view(resume::RunningAfterRead{worker, m.running});
 }
+
+void RunBook::viewed(resume::RunningAfterRead& s, bool fresh) { judge_running(s.worker, s.running, fresh); }
 
 void RunBook::judge_running(const std::string& worker, const std::vector<protocol::AttemptRef>& running, bool fresh) {
   for (const auto& ref : running) {
@@ -148,10 +151,12 @@ void RunBook::judge_running(const std::string& worker, const std::vector<protoco
     }
     mark_listed(it->second);
     note_holder(it->second);
-    adopt_if_needed(ref.run_id, [this, run = ref.run_id](bool adopted) {
-      if (adopted) heartbeat_due_.insert(run);
-    });
+    adopt_if_needed(ref.run_id, resume::HeartbeatAfterAdopt{ref.run_id});
   }
+}
+
+void RunBook::adopted(resume::HeartbeatAfterAdopt& s, bool adopted) {
+  if (adopted) heartbeat_due_.insert(s.run);
 }
 
 void RunBook::on_finish(const std::string& worker, const protocol::Finish& m, bool read_done) {
@@ -161,9 +166,7 @@ void RunBook::on_finish(const std::string& worker, const protocol::Finish& m, bo
     // This book's copy may be stale (another epoch's writes, a lost race):
     // decide on a fresh read of every active run, never on a failed one (no
     // ack then: the worker keeps the finish in its outbox and sends it again).
-    return with_fresh_view([this, worker, m](bool fresh) {
-      if (fresh) on_finish(worker, m, true);
-    });
+    return with_fresh_view(resume::FinishAfterRead{worker, m});
   }
   if (current) return finish_current(worker, m);
   if (m.outcome == protocol::Outcome::succeeded) return late_success(worker, m);
@@ -173,55 +176,65 @@ void RunBook::on_finish(const std::string& worker, const protocol::Finish& m, bo
   send(worker, protocol::FinishAck{m.ref});
 }
 
+void RunBook::viewed(resume::FinishAfterRead& s, bool fresh) {
+  if (fresh) on_finish(s.worker, s.finish, true);
+}
+
 void RunBook::finish_current(const std::string& worker, const protocol::Finish& m) {
   // A resend of a finish already queued or being written: its result answers it.
-  if (finish_lane_.holds(m.ref.run_id)) return;
-  adopt_if_needed(m.ref.run_id, [this, worker, m](bool adopted) {
-    if (!adopted) return;  // no ack: the worker sends it again
-    auto it = tracked_.find(m.ref.run_id);
-    if (it == tracked_.end() || !held_by(it->second.row, RunState::running, worker, m.ref)) return;
-    if (finish_lane_.holds(m.ref.run_id)) return;
-    const store::ActiveRun& r = it->second.row;
-    log_tails(r, m);
+  if (lanes_.finish.holds(m.ref.run_id)) return;
+  adopt_if_needed(m.ref.run_id, resume::FinishAfterAdopt{worker, m});
+}
 
-    store::AttemptFence att{worker, r.attempt, r.lease_token};
-    const auto requested = cancel_requested_.find(r.id.value);
-    if (m.outcome != protocol::Outcome::succeeded && requested != cancel_requested_.end()) {
-      WriteRun w;
-      w.kind = RunWriteKind::cancel;
-      w.fence = {r.id, r.version, epoch_};
-      w.from = RunState::running;
-      w.reason = requested->second;
-      return write(std::move(w), [this, worker, m, job = r.job_name](const Result<store::WriteResult>& res) {
-        if (!note("finish", m.ref.run_id, res)) return;
-        finished(job, "CANCELED", m.duration_ms);
-        log(LogLevel::info,
-            fmt::format("run_finished run={} attempt={} worker={} outcome={} state=CANCELED epoch={}", m.ref.run_id,
-                        m.ref.attempt, json_quote(worker), protocol::to_string(m.outcome), epoch_.value));
-        cancel_requested_.erase(m.ref.run_id);
-        tracked_.erase(m.ref.run_id);
-        send(worker, protocol::FinishAck{m.ref});
-      });
-    }
-    // A CANCELED this leader did not ask for (an older leader's cancel from
-    // a stale view, a cancel whose write then failed) is a failed attempt
-    // that may be retried, never a final CANCELED.
-    store::FinishRow row{r.id, r.version, att, {}, std::nullopt};
-    row.finish.exit_code = m.exit_code;
-    row.finish.error_msg = m.error;
-    row.finish.result_json = result_json(m, log_ref_of(m));
-    if (requested != cancel_requested_.end()) cancel_requested_.erase(requested);
-    const RunState outcome = m.outcome == protocol::Outcome::succeeded   ? RunState::succeeded
-                             : m.outcome == protocol::Outcome::timed_out ? RunState::timed_out
-                                                                         : RunState::failed;
-    row.finish.final_state = outcome;
-    row.finish.error_code =
-        outcome == RunState::succeeded ? "" : (outcome == RunState::timed_out ? "timeout" : "failed");
-    auto decision =
-        decide_finish(outcome, r.attempt, r.max_attempts, Millis{r.retry_base_ms}, Millis{r.retry_cap_ms}, jitter());
-    if (decision.next == RunState::retry_waiting) row.retry_delay = decision.retry_delay;
-    (void)finish_lane_.queue(r.id.value, std::move(row), QueuedFinish{worker, m, r.job_name});
-  });
+void RunBook::adopted(resume::FinishAfterAdopt& s, bool adopted) {
+  if (!adopted) return;  // no ack: the worker sends it again
+  const std::string& worker = s.worker;
+  const protocol::Finish& m = s.finish;
+  auto it = tracked_.find(m.ref.run_id);
+  if (it == tracked_.end() || !held_by(it->second.row, RunState::running, worker, m.ref)) return;
+  if (lanes_.finish.holds(m.ref.run_id)) return;
+  const store::ActiveRun& r = it->second.row;
+  log_tails(r, m);
+
+  store::AttemptFence att{worker, r.attempt, r.lease_token};
+  const auto requested = cancel_requested_.find(r.id.value);
+  if (m.outcome != protocol::Outcome::succeeded && requested != cancel_requested_.end()) {
+    WriteRun w;
+    w.kind = RunWriteKind::cancel;
+    w.fence = {r.id, r.version, epoch_};
+    w.from = RunState::running;
+    w.reason = requested->second;
+    return write(std::move(w), resume::CanceledFinishWrite{worker, m, r.job_name});
+  }
+  // A CANCELED this leader did not ask for (an older leader's cancel from
+  // a stale view, a cancel whose write then failed) is a failed attempt
+  // that may be retried, never a final CANCELED.
+  store::FinishRow row{r.id, r.version, att, {}, std::nullopt};
+  row.finish.exit_code = m.exit_code;
+  row.finish.error_msg = m.error;
+  row.finish.result_json = result_json(m, log_ref_of(m));
+  if (requested != cancel_requested_.end()) cancel_requested_.erase(requested);
+  const RunState outcome = m.outcome == protocol::Outcome::succeeded   ? RunState::succeeded
+                           : m.outcome == protocol::Outcome::timed_out ? RunState::timed_out
+                                                                       : RunState::failed;
+  row.finish.final_state = outcome;
+  row.finish.error_code = outcome == RunState::succeeded ? "" : (outcome == RunState::timed_out ? "timeout" : "failed");
+  auto decision =
+      decide_finish(outcome, r.attempt, r.max_attempts, Millis{r.retry_base_ms}, Millis{r.retry_cap_ms}, jitter());
+  if (decision.next == RunState::retry_waiting) row.retry_delay = decision.retry_delay;
+  (void)lanes_.finish.queue(r.id.value, std::move(row), QueuedFinish{worker, m, r.job_name});
+}
+
+void RunBook::resumed(resume::CanceledFinishWrite& s, const Result<store::WriteResult>& res) {
+  const protocol::Finish& m = s.finish;
+  if (!note("finish", m.ref.run_id, res)) return;
+  finished(s.job, "CANCELED", m.duration_ms);
+  log(LogLevel::info,
+      fmt::format("run_finished run={} attempt={} worker={} outcome={} state=CANCELED epoch={}", m.ref.run_id,
+                  m.ref.attempt, json_quote(s.worker), protocol::to_string(m.outcome), epoch_.value));
+  cancel_requested_.erase(m.ref.run_id);
+  tracked_.erase(m.ref.run_id);
+  send(s.worker, protocol::FinishAck{m.ref});
 }
 
 void RunBook::on_output(const std::string& worker, const protocol::Output& m) {
@@ -252,34 +265,41 @@ std::string RunBook::log_ref_of(const protocol::Finish& m) const {
 }
 
 void RunBook::late_success(const std::string& worker, const protocol::Finish& m) {
-  read_run(RunId{m.ref.run_id}, [this, worker, m](const Result<std::optional<store::RunRow>>& row) {
-    if (!row) return;  // unknown: no ack, the worker sends it again
-    const bool waiting_on_it = *row && (*row)->state == RunState::retry_waiting && (*row)->attempt == m.ref.attempt &&
-                               (*row)->assigned_worker_id == worker && (*row)->lease_token == m.ref.lease_token;
-    if (!waiting_on_it) {
-      // A replay, or an attempt that was superseded: nothing to write.
-      log(LogLevel::info, fmt::format("finish_ack_without_write run={} attempt={} worker={} epoch={}", m.ref.run_id,
-                                      m.ref.attempt, json_quote(worker), epoch_.value));
-      return send(worker, protocol::FinishAck{m.ref});
-    }
-    // The attempt was ended as lost, yet it succeeded, and nothing has run
-    // since: keep the success rather than run the work again.
-    const store::RunRow& r = **row;
-    WriteRun w;
-    w.kind = RunWriteKind::late_success;
-    w.fence = {r.id, r.version, epoch_};
-    w.attempt = {worker, r.attempt, *r.lease_token};
-    w.finish.exit_code = m.exit_code;
-    w.finish.result_json = result_json(m, log_ref_of(m));
-    write(std::move(w), [this, worker, m, job = r.job_name](const Result<store::WriteResult>& res) {
-      if (!note("late_success", m.ref.run_id, res)) return;
-      finished(job, "SUCCEEDED", m.duration_ms);
-      log(LogLevel::info,
-          fmt::format("run_finished run={} attempt={} worker={} outcome=SUCCEEDED state=SUCCEEDED late=true epoch={}",
-                      m.ref.run_id, m.ref.attempt, json_quote(worker), epoch_.value));
-      send(worker, protocol::FinishAck{m.ref});
-    });
-  });
+  read_run(RunId{m.ref.run_id}, resume::LateSuccessRead{worker, m});
+}
+
+void RunBook::resumed(resume::LateSuccessRead& s, const Result<std::optional<store::RunRow>>& row) {
+  if (!row) return;  // unknown: no ack, the worker sends it again
+  const std::string& worker = s.worker;
+  const protocol::Finish& m = s.finish;
+  const bool waiting_on_it = *row && (*row)->state == RunState::retry_waiting && (*row)->attempt == m.ref.attempt &&
+                             (*row)->assigned_worker_id == worker && (*row)->lease_token == m.ref.lease_token;
+  if (!waiting_on_it) {
+    // A replay, or an attempt that was superseded: nothing to write.
+    log(LogLevel::info, fmt::format("finish_ack_without_write run={} attempt={} worker={} epoch={}", m.ref.run_id,
+                                    m.ref.attempt, json_quote(worker), epoch_.value));
+    return send(worker, protocol::FinishAck{m.ref});
+  }
+  // The attempt was ended as lost, yet it succeeded, and nothing has run
+  // since: keep the success rather than run the work again.
+  const store::RunRow& r = **row;
+  WriteRun w;
+  w.kind = RunWriteKind::late_success;
+  w.fence = {r.id, r.version, epoch_};
+  w.attempt = {worker, r.attempt, *r.lease_token};
+  w.finish.exit_code = m.exit_code;
+  w.finish.result_json = result_json(m, log_ref_of(m));
+  write(std::move(w), resume::LateSuccessWrite{worker, m, r.job_name});
+}
+
+void RunBook::resumed(resume::LateSuccessWrite& s, const Result<store::WriteResult>& res) {
+  const protocol::Finish& m = s.finish;
+  if (!note("late_success", m.ref.run_id, res)) return;
+  finished(s.job, "SUCCEEDED", m.duration_ms);
+  log(LogLevel::info,
+      fmt::format("run_finished run={} attempt={} worker={} outcome=SUCCEEDED state=SUCCEEDED late=true epoch={}",
+                  m.ref.run_id, m.ref.attempt, json_quote(s.worker), epoch_.value));
+  send(s.worker, protocol::FinishAck{m.ref});
 }
 
 }  // namespace baton::leader_core

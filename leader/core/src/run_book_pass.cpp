@@ -28,7 +28,7 @@ void RunBook::created(const std::vector<store::DueRun>& runs, MonoTime now) {
   // A pass under way may be reading or assigning: its capacity view is not
   // whole until its writes return, and the pass's own dispatch reads these
   // runs anyway.
-  if (!fenced_ && !runs.empty() && controls_ && controls_->dispatch_enabled && pass_outstanding() == 0)
+  if (!fencing_.fenced && !runs.empty() && controls_ && controls_->dispatch_enabled && pass_outstanding() == 0)
     dispatch_due(runs);
   else
     pass_.dispatch_requested = true;
@@ -60,40 +60,41 @@ void RunBook::tick(MonoTime now) {
 
 void RunBook::process_events() {
   const OpId op = next_op();
-  constexpr int kEventBatch = 100;
-  awaiting_.events[op] = [this](const Result<store::EventsProcessed>& r) {
-    if (!r) {
-      log(LogLevel::warn, fmt::format("events_error epoch={} error={}", epoch_.value, r.error().message));
-      return;
-    }
-    if (r->current_epoch != epoch_) return fence("process_events", "", r->current_epoch);
-    if (r->events == 0) return;
-    log(LogLevel::info, fmt::format("events_processed events={} runs={} epoch={}", r->events, r->runs, epoch_.value));
-    if (r->runs > 0) pass_.dispatch_requested = true;
-    if (r->events >= kEventBatch) last_.cron = MonoTime{};  // more waiting: the next pass goes on
-  };
-  emit(ProcessEvents{op, kEventBatch});
+  awaiting_.events.emplace(op, resume::EventsProcessing{});
+  emit(ProcessEvents{op, event_batch});
+}
+
+void RunBook::resumed(resume::EventsProcessing&, const Result<store::EventsProcessed>& r) {
+  if (!r) {
+    log(LogLevel::warn, fmt::format("events_error epoch={} error={}", epoch_.value, r.error().message));
+    return;
+  }
+  if (r->current_epoch != epoch_) return fence("process_events", "", r->current_epoch);
+  if (r->events == 0) return;
+  log(LogLevel::info, fmt::format("events_processed events={} runs={} epoch={}", r->events, r->runs, epoch_.value));
+  if (r->runs > 0) pass_.dispatch_requested = true;
+  if (r->events >= event_batch) last_.cron = MonoTime{};  // more waiting: the next pass goes on
 }
 
 void RunBook::prune() {
   last_.prune = now_;
   const OpId op = next_op();
-  constexpr int kPruneBatch = 500;
-  awaiting_.prune[op] = [this](const Result<store::Pruned>& r) {
-    if (!r) {
-      log(LogLevel::warn, fmt::format("prune_error epoch={} error={}", epoch_.value, r.error().message));
-      return;
-    }
-    if (r->current_epoch != epoch_) return fence("prune", "", r->current_epoch);
-    if (r->runs + r->ledger + r->events + r->dead_letters == 0) return;
-    log(LogLevel::info, fmt::format("pruned runs={} ledger={} events={} dead_letters={} epoch={}", r->runs, r->ledger,
-                                    r->events, r->dead_letters, epoch_.value));
-    // A full batch: more is waiting; go on at the next pass rather than wait.
-    if (r->runs >= kPruneBatch || r->ledger >= kPruneBatch || r->events >= kPruneBatch ||
-        r->dead_letters >= kPruneBatch)
-      last_.prune = MonoTime{};
-  };
-  emit(Prune{op, kPruneBatch});
+  awaiting_.prune.emplace(op, resume::Pruning{});
+  emit(Prune{op, prune_batch});
+}
+
+void RunBook::resumed(resume::Pruning&, const Result<store::Pruned>& r) {
+  if (!r) {
+    log(LogLevel::warn, fmt::format("prune_error epoch={} error={}", epoch_.value, r.error().message));
+    return;
+  }
+  if (r->current_epoch != epoch_) return fence("prune", "", r->current_epoch);
+  if (r->runs + r->ledger + r->events + r->dead_letters == 0) return;
+  log(LogLevel::info, fmt::format("pruned runs={} ledger={} events={} dead_letters={} epoch={}", r->runs, r->ledger,
+                                  r->events, r->dead_letters, epoch_.value));
+  // A full batch: more is waiting; go on at the next pass rather than wait.
+  if (r->runs >= prune_batch || r->ledger >= prune_batch || r->events >= prune_batch || r->dead_letters >= prune_batch)
+    last_.prune = MonoTime{};
 }
 
 }  // namespace baton::leader_core

@@ -27,37 +27,39 @@ void RunBook::flush_heartbeats() {
   heartbeat_due_.clear();
   if (rows.empty()) return;
   const OpId op = next_op();
-  awaiting_.heartbeats[op] = [this, rows](const Result<store::HeartbeatBatchResult>& res) {
-    if (!res) {
-      distrust();
-      log(LogLevel::warn, fmt::format("heartbeat_batch_error epoch={} error={}", epoch_.value, res.error().message));
-      return;
-    }
-    if (res->current_epoch != epoch_)
-      return fence("heartbeat_batch", "rows=" + std::to_string(rows.size()), res->current_epoch);
-    bool unexplained = false;
-    for (const auto& row : rows) {
-      auto applied = res->applied.find(row.id.value);
-      auto it = tracked_.find(row.id.value);
-      if (applied != res->applied.end() && it != tracked_.end()) {
-        it->second.row.version = applied->second;
-        continue;
-      }
-      if (applied != res->applied.end()) continue;  // written, and the book let the run go meanwhile
-      // Missed. Explained when this book moved the run since the row was
-      // built (it finished, started or wrote it otherwise: it left the book
-      // or its version moved on); under load that is nearly every flush,
-      // and each such miss cost a read of every active run. Otherwise the
-      // copy may be stale: read.
-      const bool moved_by_book = it == tracked_.end() || it->second.row.version != row.version;
-      unexplained = unexplained || !moved_by_book;
-    }
-    if (unexplained) {
-      distrust();
-      with_fresh_view([](bool) {});
-    }
-  };
+  awaiting_.heartbeats.emplace(op, resume::HeartbeatBatch{rows});
   emit(WriteHeartbeats{op, std::move(rows), cfg_.heartbeat_timeout * 2});
+}
+
+void RunBook::resumed(resume::HeartbeatBatch& s, const Result<store::HeartbeatBatchResult>& res) {
+  if (!res) {
+    distrust();
+    log(LogLevel::warn, fmt::format("heartbeat_batch_error epoch={} error={}", epoch_.value, res.error().message));
+    return;
+  }
+  if (res->current_epoch != epoch_)
+    return fence("heartbeat_batch", "rows=" + std::to_string(s.rows.size()), res->current_epoch);
+  bool unexplained = false;
+  for (const auto& row : s.rows) {
+    auto applied = res->applied.find(row.id.value);
+    auto it = tracked_.find(row.id.value);
+    if (applied != res->applied.end() && it != tracked_.end()) {
+      it->second.row.version = applied->second;
+      continue;
+    }
+    if (applied != res->applied.end()) continue;  // written, and the book let the run go meanwhile
+    // Missed. Explained when this book moved the run since the row was
+    // built (it finished, started or wrote it otherwise: it left the book
+    // or its version moved on); under load that is nearly every flush,
+    // and each such miss cost a read of every active run. Otherwise the
+    // copy may be stale: read.
+    const bool moved_by_book = it == tracked_.end() || it->second.row.version != row.version;
+    unexplained = unexplained || !moved_by_book;
+  }
+  if (unexplained) {
+    distrust();
+    with_fresh_view(resume::RefreshOnly{});
+  }
 }
 
 void RunBook::drop_unacknowledged_grants() {
@@ -117,7 +119,7 @@ void RunBook::reap(bool /*fresh*/) {
   }
   ReaperConfig rc{cfg_.reassign_after, cfg_.reassign_detached_after, cfg_.timeout_grace};
   for (const auto& action : plan_reaping(views, rc)) {
-    if (fenced_) return;
+    if (fencing_.fenced) return;
     auto it = tracked_.find(action.run_id);
     if (it == tracked_.end()) continue;
     const store::ActiveRun& r = it->second.row;
@@ -131,16 +133,7 @@ void RunBook::reap(bool /*fresh*/) {
         WriteRun w;
         w.kind = requeue ? RunWriteKind::requeue : RunWriteKind::orphan;
         w.fence = {r.id, r.version, epoch_};
-        write(std::move(w), [this, run, row = r, requeue](const Result<store::WriteResult>& res) {
-          if (!note(requeue ? "requeue" : "orphan", run, res)) return;
-          count(requeue ? Counter::runs_requeued : Counter::runs_orphaned);
-          log(LogLevel::info,
-              fmt::format("{} run={} attempt={} worker={} epoch={}", requeue ? "run_requeued" : "run_orphaned", run,
-                          row.attempt, json_quote(row.worker_id), epoch_.value));
-          send(row.worker_id,
-               protocol::Cancel{ref_of(row), requeue ? "queued too long: placed again" : "assignment expired"});
-          tracked_.erase(run);
-        });
+        write(std::move(w), resume::OrphanWrite{r, requeue});
         break;
       }
       case ReapKind::begin_confirming: {
@@ -148,22 +141,7 @@ void RunBook::reap(bool /*fresh*/) {
         w.kind = RunWriteKind::begin_confirming;
         w.fence = {r.id, r.version, epoch_};
         w.delay = cfg_.continuation_timeout;
-        write(std::move(w), [this, run, attempt = r.attempt](const Result<store::WriteResult>& res) {
-          if (!note("begin_confirming", run, res)) return;
-          auto it = tracked_.find(run);
-          if (it == tracked_.end() || it->second.row.attempt != attempt) return;
-          store::ActiveRun& r = it->second.row;
-          // The run's own timeout (the worker got it with the attempt) when
-          // it has one; counted after the write, so never earlier than the
-          // database's deadline.
-          const Millis timeout{r.continuation_timeout_ms > 0 ? r.continuation_timeout_ms
-                                                             : cfg_.continuation_timeout.count()};
-          r.version = res->new_version;
-          r.continuation = ContinuationState::confirming;
-          it->second.confirm_until = now_ + timeout + cfg_.continuation_margin;
-          log(LogLevel::info, fmt::format("run_confirming run={} attempt={} worker={} deadline_in={}ms epoch={}", run,
-                                          r.attempt, json_quote(r.worker_id), timeout.count(), epoch_.value));
-        });
+        write(std::move(w), resume::ConfirmingWrite{run, r.attempt});
         break;
       }
       case ReapKind::attempt_lost: end_attempt(run, true); break;
@@ -172,44 +150,80 @@ void RunBook::reap(bool /*fresh*/) {
   }
 }
 
+void RunBook::resumed(resume::OrphanWrite& s, const Result<store::WriteResult>& res) {
+  const store::ActiveRun& row = s.row;
+  const std::int64_t run = row.id.value;
+  if (!note(s.requeue ? "requeue" : "orphan", run, res)) return;
+  count(s.requeue ? Counter::runs_requeued : Counter::runs_orphaned);
+  log(LogLevel::info,
+      fmt::format("{} run={} attempt={} worker={} epoch={}", s.requeue ? "run_requeued" : "run_orphaned", run,
+                  row.attempt, json_quote(row.worker_id), epoch_.value));
+  send(row.worker_id,
+       protocol::Cancel{ref_of(row), s.requeue ? "queued too long: placed again" : "assignment expired"});
+  tracked_.erase(run);
+}
+
+void RunBook::resumed(resume::ConfirmingWrite& s, const Result<store::WriteResult>& res) {
+  if (!note("begin_confirming", s.run, res)) return;
+  auto it = tracked_.find(s.run);
+  if (it == tracked_.end() || it->second.row.attempt != s.attempt) return;
+  store::ActiveRun& r = it->second.row;
+  // The run's own timeout (the worker got it with the attempt) when it has
+  // one; counted after the write, so never earlier than the database's
+  // deadline.
+  const Millis timeout{r.continuation_timeout_ms > 0 ? r.continuation_timeout_ms : cfg_.continuation_timeout.count()};
+  r.version = res->new_version;
+  r.continuation = ContinuationState::confirming;
+  it->second.confirm_until = now_ + timeout + cfg_.continuation_margin;
+  log(LogLevel::info, fmt::format("run_confirming run={} attempt={} worker={} deadline_in={}ms epoch={}", s.run,
+                                  r.attempt, json_quote(r.worker_id), timeout.count(), epoch_.value));
+}
+
 void RunBook::end_attempt(std::int64_t run, bool lost) {
-  adopt_if_needed(run, [this, run, lost](bool adopted) {
-    if (!adopted) return;
-    auto it = tracked_.find(run);
-    if (it == tracked_.end()) return;
-    const store::ActiveRun r = it->second.row;
-    WriteRun w;
-    w.fence = {r.id, r.version, epoch_};
-    w.attempt = {r.worker_id, r.attempt, r.lease_token};
-    w.finish.final_state = lost ? RunState::failed : RunState::timed_out;
-    w.finish.error_code = lost ? "attempt_lost" : "timeout";
-    w.finish.error_msg = lost ? "worker did not return before its continuation deadline"
-                              : "no finish from the worker within timeout + grace";
-    auto decision = decide_finish(w.finish.final_state, r.attempt, r.max_attempts, Millis{r.retry_base_ms},
-                                  Millis{r.retry_cap_ms}, jitter());
-    if (auto cancel = cancel_requested_.find(run); cancel != cancel_requested_.end()) {
-      w.kind = RunWriteKind::cancel;
-      w.from = RunState::running;
-      w.reason = cancel->second;
-      cancel_requested_.erase(cancel);
-    } else if (decision.next == RunState::retry_waiting) {
-      w.kind = RunWriteKind::retry_later;
-      w.delay = decision.retry_delay;
-    } else {
-      w.kind = RunWriteKind::finish;
-    }
-    const std::string reason = w.finish.error_code;
-    write(std::move(w), [this, r, lost, reason, next = decision.next](const Result<store::WriteResult>& res) {
-      if (!note(lost ? "attempt_lost" : "enforce_timeout", r.id.value, res)) return;
-      log(LogLevel::info, fmt::format("run_attempt_ended run={} attempt={} reason={} next={} epoch={}", r.id.value,
-                                      r.attempt, reason, to_string(next), epoch_.value));
-      // Cancel only after the write committed (a cancel whose write then
-      // failed turned a healthy run into a final CANCELED), and always:
-      // whatever of the attempt may still exist on the worker must die.
-      send(r.worker_id, protocol::Cancel{ref_of(r), lost ? "attempt declared lost" : "run timed out"});
-      tracked_.erase(r.id.value);
-    });
-  });
+  adopt_if_needed(run, resume::EndAttemptAfterAdopt{run, lost});
+}
+
+void RunBook::adopted(resume::EndAttemptAfterAdopt& s, bool adopted) {
+  if (!adopted) return;
+  const std::int64_t run = s.run;
+  const bool lost = s.lost;
+  auto it = tracked_.find(run);
+  if (it == tracked_.end()) return;
+  const store::ActiveRun r = it->second.row;
+  WriteRun w;
+  w.fence = {r.id, r.version, epoch_};
+  w.attempt = {r.worker_id, r.attempt, r.lease_token};
+  w.finish.final_state = lost ? RunState::failed : RunState::timed_out;
+  w.finish.error_code = lost ? "attempt_lost" : "timeout";
+  w.finish.error_msg = lost ? "worker did not return before its continuation deadline"
+                            : "no finish from the worker within timeout + grace";
+  auto decision = decide_finish(w.finish.final_state, r.attempt, r.max_attempts, Millis{r.retry_base_ms},
+                                Millis{r.retry_cap_ms}, jitter());
+  if (auto cancel = cancel_requested_.find(run); cancel != cancel_requested_.end()) {
+    w.kind = RunWriteKind::cancel;
+    w.from = RunState::running;
+    w.reason = cancel->second;
+    cancel_requested_.erase(cancel);
+  } else if (decision.next == RunState::retry_waiting) {
+    w.kind = RunWriteKind::retry_later;
+    w.delay = decision.retry_delay;
+  } else {
+    w.kind = RunWriteKind::finish;
+  }
+  const std::string reason = w.finish.error_code;
+  write(std::move(w), resume::AttemptEndWrite{r, lost, reason, decision.next});
+}
+
+void RunBook::resumed(resume::AttemptEndWrite& s, const Result<store::WriteResult>& res) {
+  const store::ActiveRun& r = s.row;
+  if (!note(s.lost ? "attempt_lost" : "enforce_timeout", r.id.value, res)) return;
+  log(LogLevel::info, fmt::format("run_attempt_ended run={} attempt={} reason={} next={} epoch={}", r.id.value,
+                                  r.attempt, s.reason, to_string(s.next), epoch_.value));
+  // Cancel only after the write committed (a cancel whose write then failed
+  // turned a healthy run into a final CANCELED), and always: whatever of the
+  // attempt may still exist on the worker must die.
+  send(r.worker_id, protocol::Cancel{ref_of(r), s.lost ? "attempt declared lost" : "run timed out"});
+  tracked_.erase(r.id.value);
 }
 
 }  // namespace baton::leader_core

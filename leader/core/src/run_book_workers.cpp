@@ -24,7 +24,7 @@ using namespace run_book_detail;
 void RunBook::start(MonoTime now) {
   now_ = now;
   log(LogLevel::info, fmt::format("control_loop_start node={} epoch={}", node_id_, epoch_.value));
-  with_fresh_view([](bool) {});
+  with_fresh_view(resume::RefreshOnly{});
   after_input();
 }
 
@@ -76,9 +76,11 @@ void RunBook::attached(LinkId link, const protocol::Hello& hello, MonoTime now) 
   // continuation clock on the worker. Anything it runs that is no longer its
   // attempt is killed (no two attempts of a run at once) -- but only on a
   // fresh read: a failed read proves nothing about a run.
-  with_fresh_view([this, id, link, hello](bool fresh) { welcome(id, link, hello, fresh); });
+  with_fresh_view(resume::WelcomeAfterRead{id, link, hello});
   after_input();
 }
+
+void RunBook::viewed(resume::WelcomeAfterRead& s, bool fresh) { welcome(s.worker, s.link, s.hello, fresh); }
 
 void RunBook::welcome(const std::string& worker, LinkId link, const protocol::Hello& hello, bool fresh) {
   auto w = workers_.find(worker);
@@ -86,12 +88,12 @@ void RunBook::welcome(const std::string& worker, LinkId link, const protocol::He
   // Its listing count starts over on this connection.
   for (auto& [rid, t] : tracked_)
     if (t.row.worker_id == worker) mark_listed(t);
-  struct Pending {
-    protocol::Welcome welcome;
-    std::vector<protocol::AttemptRef> stale;
-    std::size_t waiting = 0;
-  };
-  auto p = std::make_shared<Pending>();
+  auto p = std::make_shared<resume::PendingWelcome>();
+  p->worker = worker;
+  p->link = link;
+  p->running = hello.running.size();
+  p->finished = hello.finished.size();
+  p->capacity = hello.capacity;
   p->welcome = protocol::Welcome{node_id_,
                                  epoch_.value,
                                  w->second.cadence.interval.count(),
@@ -110,32 +112,33 @@ void RunBook::welcome(const std::string& worker, LinkId link, const protocol::He
       p->stale.push_back(ref);
     }
   }
-  auto finish = [this, worker, link, p, running = hello.running.size(), finished = hello.finished.size(),
-                 capacity = hello.capacity] {
-    auto w = workers_.find(worker);
-    if (w == workers_.end() || w->second.link != link) return;
-    w->second.welcomed = true;
-    send_link(link, p->welcome);
-    // Cancels requested while it was away.
-    for (const auto& ref : p->welcome.adopted)
-      if (auto c = cancel_requested_.find(ref.run_id); c != cancel_requested_.end())
-        send_link(link, protocol::Cancel{ref, c->second});
-    log(LogLevel::info,
-        fmt::format("worker_attached worker={} capacity={} running={} finished={} adopted={} epoch={}",
-                    json_quote(worker), capacity, running, finished, p->welcome.adopted.size(), epoch_.value));
-    for (const auto& ref : p->stale) {
-      log(LogLevel::info, fmt::format("stale_attempt_cancel run={} attempt={} worker={} epoch={}", ref.run_id,
-                                      ref.attempt, json_quote(worker), epoch_.value));
-      send_link(link, protocol::Cancel{ref, "attempt is no longer current"});
-    }
-  };
-  if (ours.empty()) return finish();
+  if (ours.empty()) return send_welcome(*p);
   p->waiting = ours.size();
-  for (const auto& ref : ours)
-    adopt_if_needed(ref.run_id, [p, ref, finish](bool adopted) {
-      if (adopted) p->welcome.adopted.push_back(ref);
-      if (--p->waiting == 0) finish();
-    });
+  for (const auto& ref : ours) adopt_if_needed(ref.run_id, resume::WelcomeAfterAdopt{p, ref});
+}
+
+void RunBook::adopted(resume::WelcomeAfterAdopt& s, bool adopted) {
+  if (adopted) s.pending->welcome.adopted.push_back(s.ref);
+  if (--s.pending->waiting == 0) send_welcome(*s.pending);
+}
+
+void RunBook::send_welcome(resume::PendingWelcome& p) {
+  auto w = workers_.find(p.worker);
+  if (w == workers_.end() || w->second.link != p.link) return;  // gone, or replaced, meanwhile
+  w->second.welcomed = true;
+  send_link(p.link, p.welcome);
+  // Cancels requested while it was away.
+  for (const auto& ref : p.welcome.adopted)
+    if (auto c = cancel_requested_.find(ref.run_id); c != cancel_requested_.end())
+      send_link(p.link, protocol::Cancel{ref, c->second});
+  log(LogLevel::info,
+      fmt::format("worker_attached worker={} capacity={} running={} finished={} adopted={} epoch={}",
+                  json_quote(p.worker), p.capacity, p.running, p.finished, p.welcome.adopted.size(), epoch_.value));
+  for (const auto& ref : p.stale) {
+    log(LogLevel::info, fmt::format("stale_attempt_cancel run={} attempt={} worker={} epoch={}", ref.run_id,
+                                    ref.attempt, json_quote(p.worker), epoch_.value));
+    send_link(p.link, protocol::Cancel{ref, "attempt is no longer current"});
+  }
 }
 
 void RunBook::drop_worker(const std::string& worker, const char* why) {
@@ -230,34 +233,41 @@ void RunBook::adopt_ended(const std::string& worker, const protocol::AttemptRef&
   auto it = tracked_.find(ref.run_id);
   if (it != tracked_.end() && held_by(it->second.row, RunState::running, worker, ref) &&
       it->second.row.continuation == ContinuationState::confirming)
-    adopt_if_needed(ref.run_id, [](bool) {});
+    adopt_if_needed(ref.run_id, resume::AdoptOnly{});
 }
 
-void RunBook::adopt_if_needed(std::int64_t run, std::function<void(bool)> then) {
+void RunBook::adopt_if_needed(std::int64_t run, resume::AfterAdopt then) {
   auto it = tracked_.find(run);
-  if (it == tracked_.end()) return then(false);
+  if (it == tracked_.end()) return std::visit([&](auto& s) { adopted(s, false); }, then);
   const store::ActiveRun& r = it->second.row;
-  if (r.leader_epoch == epoch_ && r.continuation == ContinuationState::none) return then(true);
+  if (r.leader_epoch == epoch_ && r.continuation == ContinuationState::none)
+    return std::visit([&](auto& s) { adopted(s, true); }, then);
   WriteRun w;
   w.kind = RunWriteKind::adopt;
   w.fence = {r.id, r.version, epoch_};
   w.attempt = {r.worker_id, r.attempt, r.lease_token};
-  write(std::move(w), [this, run, att = w.attempt, then = std::move(then)](const Result<store::WriteResult>& res) {
-    if (!note("adopt", run, res)) return then(false);
-    auto it = tracked_.find(run);
-    if (it == tracked_.end() || it->second.row.attempt != att.attempt ||
-        it->second.row.lease_token != att.lease_token) {
-      distrust();  // the copy moved on meanwhile
-      return then(false);
-    }
-    store::ActiveRun& r = it->second.row;
-    r.version = res->new_version;
-    r.leader_epoch = epoch_;
-    r.continuation = ContinuationState::none;
-    log(LogLevel::info, fmt::format("run_adopted run={} attempt={} worker={} epoch={}", run, att.attempt,
-                                    json_quote(att.worker_id), epoch_.value));
-    then(true);
-  });
+  store::AttemptFence att = w.attempt;
+  write(std::move(w), resume::AdoptWrite{run, std::move(att), std::move(then)});
 }
+
+void RunBook::resumed(resume::AdoptWrite& s, const Result<store::WriteResult>& res) {
+  auto then = [&](bool adopted_now) { std::visit([&](auto& t) { adopted(t, adopted_now); }, s.then); };
+  if (!note("adopt", s.run, res)) return then(false);
+  auto it = tracked_.find(s.run);
+  if (it == tracked_.end() || it->second.row.attempt != s.attempt.attempt ||
+      it->second.row.lease_token != s.attempt.lease_token) {
+    distrust();  // the copy moved on meanwhile
+    return then(false);
+  }
+  store::ActiveRun& r = it->second.row;
+  r.version = res->new_version;
+  r.leader_epoch = epoch_;
+  r.continuation = ContinuationState::none;
+  log(LogLevel::info, fmt::format("run_adopted run={} attempt={} worker={} epoch={}", s.run, s.attempt.attempt,
+                                  json_quote(s.attempt.worker_id), epoch_.value));
+  then(true);
+}
+
+void RunBook::adopted(resume::AdoptOnly&, bool) {}
 
 }  // namespace baton::leader_core

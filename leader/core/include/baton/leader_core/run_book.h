@@ -58,7 +58,6 @@
 // the book gets this for free: such a result is still in its inbox).
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <map>
 #include <optional>
 #include <random>
@@ -77,6 +76,7 @@
 #include "baton/leader_core/dispatch.h"
 #include "baton/leader_core/heartbeat_cadence.h"
 #include "baton/leader_core/overlap.h"
+#include "baton/leader_core/run_book_resume.h"
 #include "baton/leader_core/runtime_config.h"
 #include "baton/leader_core/token_bucket.h"
 #include "baton/protocol/messages.h"
@@ -84,9 +84,6 @@
 #include "baton/store/run_rows.h"
 
 namespace baton::leader_core {
-
-using LinkId = std::uint64_t;  ///< one worker connection, as the shell numbers them
-using OpId = std::uint64_t;    ///< one read or write, to match its result to it
 
 enum class LogLevel { debug, info, warn, error };
 enum class Counter {
@@ -316,7 +313,7 @@ class RunBook {
   bool has_effects() const { return !effects_.empty(); }
   /// A write came back Fenced: a newer leader exists. Nothing is sent or
   /// written after it.
-  bool fenced() const { return fenced_; }
+  bool fenced() const { return fencing_.fenced; }
   /// Reads and writes emitted whose results have not come back (lane
   /// writes included).
   std::size_t outstanding() const;
@@ -340,13 +337,6 @@ class RunBook {
   static constexpr int full_read_every_reaps = 10;
 
  private:
-  /// What is behind a queued finish row: a row that does not apply is judged
-  /// again from its message; one that does is counted under its job.
-  struct QueuedFinish {
-    std::string worker;
-    protocol::Finish message;
-    std::string job;
-  };
   struct Attached {
     LinkId link = 0;
     int capacity = 0;
@@ -402,10 +392,6 @@ class RunBook {
     std::optional<MonoTime> assigned_at{};
     std::optional<MonoTime> started_at{};
   };
-  template <class T>
-  using Then = std::function<void(const Result<T>&)>;
-  template <class T>
-  using Waiting = std::map<OpId, Then<T>>;
 
   // Steps of a pass's periodic work, in order (tick sets them, pump runs them
   // one at a time, each after the previous one's reads and writes returned).
@@ -421,8 +407,10 @@ class RunBook {
     step_cron = 64
   };
 
-  template <class T>
-  void resume(Waiting<T>& w, OpId op, const Result<T>& r, MonoTime now);
+  /// Takes the state of `op` out of `waits` and hands it and the result to
+  /// resumed() for its type.
+  template <class Waits, class T>
+  void resume(Waits& waits, OpId op, const Result<T>& r, MonoTime now);
   /// What the pass waits for: everything outstanding but the lane writes.
   std::size_t pass_outstanding() const;
   void after_input();
@@ -435,9 +423,9 @@ class RunBook {
   void finished(const std::string& job, const std::string& outcome, std::int64_t duration_ms);
   OpId next_op() { return ++last_op_; }
 
-  /// Calls `then(fresh)` once tracked_ reflects a successful read made in
-  /// this pass (fresh = true) or the read failed (fresh = false).
-  void with_fresh_view(std::function<void(bool fresh)> then);
+  /// Resumes `then` (viewed()) once tracked_ reflects a successful read made
+  /// in this pass (fresh = true) or the read failed (fresh = false).
+  void with_fresh_view(resume::AfterRead then);
   /// Something happened that this book's copy cannot explain (a write that
   /// conflicted or failed, a heartbeat that missed a run the book did not
   /// move): the next decision, and the next reap, read the active runs.
@@ -447,8 +435,8 @@ class RunBook {
   /// deadline has passed (the database's half of it is known only by a
   /// read), and at least every full_read_every_reaps reaps.
   bool reap_needs_read() const;
-  void write(WriteRun w, Then<store::WriteResult> then);
-  void read_run(RunId run, Then<std::optional<store::RunRow>> then);
+  void write(WriteRun w, resume::WriteWait then);
+  void read_run(RunId run, resume::RunReadWait then);
   void apply_active(const std::vector<store::ActiveRun>& rows);
   /// Records a single write's outcome; false if it did not apply (and the
   /// book is fenced when it was Fenced).
@@ -476,9 +464,10 @@ class RunBook {
   void finish_current(const std::string& worker, const protocol::Finish& m);
   void late_success(const std::string& worker, const protocol::Finish& m);
   void on_cancel(RunId run, const std::string& reason, int tries);
-  /// Writes the adoption of `run` by this epoch when it is needed; `then`
-  /// gets true when the run is this epoch's (already, or now).
-  void adopt_if_needed(std::int64_t run, std::function<void(bool adopted)> then);
+  /// Writes the adoption of `run` by this epoch when it is needed, then
+  /// resumes `then` (adopted()) with true when the run is this epoch's
+  /// (already, or now).
+  void adopt_if_needed(std::int64_t run, resume::AfterAdopt then);
   /// Adopts a CONFIRMING attempt that its attached worker lists as ended.
   void adopt_ended(const std::string& worker, const protocol::AttemptRef& ref);
 
@@ -543,50 +532,78 @@ class RunBook {
   MonoTime now_{};
 
   std::vector<Effect> effects_;
-  bool fenced_ = false;
-  /// A message or write was emitted after the fence (check_invariants).
-  bool external_after_fence_ = false;
+  /// Once any write came back Fenced (a newer leader exists), nothing is
+  /// sent or written again.
+  struct Fencing {
+    bool fenced = false;
+    bool external_after = false;  ///< a message or write was emitted after it (check_invariants)
+  };
+  Fencing fencing_;
   mutable std::uint64_t checks_skipped_ = 0;  ///< see check_invariants
   OpId last_op_ = 0;
 
-  // Batched writes in flight, as named states: what each one's result
-  // resumes is the state's handler (written()), found by its op and its
-  // kind, with everything it needs in the state -- not a stored closure: what
-  // a result will do can be read off the state (run 42's row is in the
-  // start batch of op 17).
-  /// The start lane's batch (BatchLane): its rows.
-  struct StartBatchInFlight {
-    BatchLane<store::StartRow>::Batch batch;
-  };
-  /// The finish lane's batch: its rows, and the message each came from.
-  struct FinishBatchInFlight {
-    BatchLane<store::FinishRow, QueuedFinish>::Batch batch;
-  };
-  /// A dispatch pass's assignments: the rows written and what each run's
-  /// assign frame carries once its row applied.
-  struct AssignBatchInFlight {
-    std::vector<store::AssignRow> rows;
-    std::map<std::int64_t, PlacedRun> placed;
-  };
-  using LaneBatchInFlight = std::variant<StartBatchInFlight, FinishBatchInFlight>;
-  void written(StartBatchInFlight& s, const Result<store::BatchWriteResult>& r);
-  void written(FinishBatchInFlight& s, const Result<store::BatchWriteResult>& r);
-  void written(AssignBatchInFlight& s, const Result<store::BatchWriteResult>& r);
-  /// What each outstanding read or write resumes when its result comes
-  /// back, by op and by the result's type (resume(), written()).
+  // Every read and write in flight, as a named state (run_book_resume.h):
+  // what its result resumes is resumed() for the state's type, found by its
+  // op and the result's type, with everything it needs in the state.
+  void resumed(resume::ActiveRead& s, const Result<std::vector<store::ActiveRun>>& r);
+  void resumed(resume::CancelRead& s, const Result<std::optional<store::RunRow>>& r);
+  void resumed(resume::LateSuccessRead& s, const Result<std::optional<store::RunRow>>& r);
+  void resumed(resume::DueSlice& s, const Result<std::vector<store::DueRun>>& r);
+  void resumed(resume::UnmatchedRead& s, const Result<std::vector<store::DueRun>>& r);
+  void resumed(resume::HeldByOperatorRead& s, const Result<std::vector<store::DueRun>>& r);
+  void resumed(resume::ScheduledJobsRead& s, const Result<std::vector<store::ScheduledJob>>& r);
+  void resumed(resume::ControlsRead& s, const Result<store::Controls>& r);
+  void resumed(resume::CancelRequestWrite& s, const Result<store::WriteResult>& r);
+  void resumed(resume::CancelWrite& s, const Result<store::WriteResult>& r);
+  void resumed(resume::FailUnstartedWrite& s, const Result<store::WriteResult>& r);
+  void resumed(resume::FailInvalidWrite& s, const Result<store::WriteResult>& r);
+  void resumed(resume::CanceledFinishWrite& s, const Result<store::WriteResult>& r);
+  void resumed(resume::LateSuccessWrite& s, const Result<store::WriteResult>& r);
+  void resumed(resume::OrphanWrite& s, const Result<store::WriteResult>& r);
+  void resumed(resume::ConfirmingWrite& s, const Result<store::WriteResult>& r);
+  void resumed(resume::AttemptEndWrite& s, const Result<store::WriteResult>& r);
+  void resumed(resume::AdoptWrite& s, const Result<store::WriteResult>& r);
+  void resumed(resume::HeartbeatBatch& s, const Result<store::HeartbeatBatchResult>& r);
+  void resumed(resume::StartBatch& s, const Result<store::BatchWriteResult>& r);
+  void resumed(resume::FinishBatch& s, const Result<store::BatchWriteResult>& r);
+  void resumed(resume::AssignBatch& s, const Result<store::BatchWriteResult>& r);
+  void resumed(resume::CronSkip& s, const Result<store::CreateResult>& r);
+  void resumed(resume::CronSlotCreate& s, const Result<store::CreateResult>& r);
+  void resumed(resume::DecisionRecord& s, const Result<store::CreateResult>& r);
+  void resumed(resume::EventsProcessing& s, const Result<store::EventsProcessed>& r);
+  void resumed(resume::Pruning& s, const Result<store::Pruned>& r);
+  // What waits for the read of the active runs (fresh: it succeeded).
+  void viewed(resume::RefreshOnly& s, bool fresh);
+  void viewed(resume::ReapAfterRead& s, bool fresh);
+  void viewed(resume::StartAfterRead& s, bool fresh);
+  void viewed(resume::RunningAfterRead& s, bool fresh);
+  void viewed(resume::FinishAfterRead& s, bool fresh);
+  void viewed(resume::WelcomeAfterRead& s, bool fresh);
+  void viewed(resume::StartsAfterRead& s, bool fresh);
+  void viewed(resume::FinishesAfterRead& s, bool fresh);
+  // What waits for an adoption (adopted: the run is this epoch's).
+  void adopted(resume::AdoptOnly& s, bool adopted);
+  void adopted(resume::HeartbeatAfterAdopt& s, bool adopted);
+  void adopted(resume::FinishAfterAdopt& s, bool adopted);
+  void adopted(resume::EndAttemptAfterAdopt& s, bool adopted);
+  void adopted(resume::WelcomeAfterAdopt& s, bool adopted);
+  /// Sends a welcome once every adoption it waited for came back.
+  void send_welcome(resume::PendingWelcome& p);
+  /// The states of the reads and writes in flight, by op, one map per
+  /// result type (a result of another type for an op is a broken shell).
   struct Awaiting {
-    Waiting<std::vector<store::ActiveRun>> active;
-    Waiting<std::optional<store::RunRow>> run;
-    Waiting<std::vector<store::DueRun>> due;
-    Waiting<std::vector<store::ScheduledJob>> jobs;
-    Waiting<store::WriteResult> write;
-    Waiting<store::HeartbeatBatchResult> heartbeats;
-    Waiting<store::CreateResult> create;
-    Waiting<store::EventsProcessed> events;
-    Waiting<store::Pruned> prune;
-    Waiting<store::Controls> controls;
-    std::map<OpId, LaneBatchInFlight> lanes;  ///< at most one per lane
-    std::map<OpId, AssignBatchInFlight> assigns;
+    std::map<OpId, resume::ActiveRead> active;
+    std::map<OpId, resume::RunReadWait> run;
+    std::map<OpId, resume::DueWait> due;
+    std::map<OpId, resume::ScheduledJobsRead> jobs;
+    std::map<OpId, resume::WriteWait> write;
+    std::map<OpId, resume::HeartbeatBatch> heartbeats;
+    std::map<OpId, resume::CreateWait> create;
+    std::map<OpId, resume::EventsProcessing> events;
+    std::map<OpId, resume::Pruning> prune;
+    std::map<OpId, resume::ControlsRead> controls;
+    std::map<OpId, resume::LaneBatch> lanes;  ///< at most one per lane
+    std::map<OpId, resume::AssignBatch> assigns;
   };
   Awaiting awaiting_;
   CronCreator cron_;  ///< cron creation: plans, caches, the backlog of creates
@@ -600,7 +617,7 @@ class RunBook {
     bool doubt = true;
     MonoTime last_read{};
     bool read_outstanding = false;
-    std::vector<std::function<void(bool)>> waiters;  ///< with_fresh_view's, until the read returns
+    std::vector<resume::AfterRead> waiters;  ///< with_fresh_view's, until the read returns
   };
   ActiveView view_;
   /// The pass under way (tick sets its steps, pump runs them in order).
@@ -621,11 +638,14 @@ class RunBook {
   std::set<MonoTime> wakeups_;  ///< next_wakeup's times
   /// The write lanes (batch_lane.h): starts, and finishes with the message
   /// each row came from.
-  BatchLane<store::StartRow> start_lane_;
-  BatchLane<store::FinishRow, QueuedFinish> finish_lane_;
-  /// Starts asked for before their run's time: queued on start_lane_ when
-  /// it comes (flush_starts), by run id.
-  std::map<std::int64_t, std::pair<MonoTime, store::StartRow>> early_starts_;
+  struct Lanes {
+    BatchLane<store::StartRow> start;
+    BatchLane<store::FinishRow, QueuedFinish> finish;
+    /// Starts asked for before their run's time: queued on `start` when it
+    /// comes (flush_starts), by run id.
+    std::map<std::int64_t, std::pair<MonoTime, store::StartRow>> early_starts;
+  };
+  Lanes lanes_;
   std::set<std::pair<std::int64_t, std::string>> recorded_;  ///< (run, "decision:reason") already in the ledger
   TokenBucket reassignments_;  ///< paces ORPHANED runs handed out again (RuntimeConfig::reassign_rate)
   std::mt19937_64 rng_;
