@@ -61,6 +61,14 @@ inline constexpr auto continuation = 4000ms;
 inline constexpr auto continuation_skewed = 7000ms;
 inline constexpr auto continuation_margin = 2000ms;
 inline constexpr auto probe_every = 200ms;
+// The workload's API calls: each is tried again at this interval, this many
+// times (30 s: past any election the nemesis causes), before it is recorded
+// as not accepted.
+inline constexpr int api_tries = 150;
+inline constexpr auto api_retry_every = 200ms;
+// An operator's cancel of a long run every this often, tried this many times.
+inline constexpr auto cancel_every = 3s;
+inline constexpr int cancel_tries = 20;
 
 inline std::int64_t mono_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())

@@ -1,3 +1,4 @@
+#include "baton/base/assert.h"
 #include "harness.h"
 
 namespace baton::chaos::harness {
@@ -7,13 +8,14 @@ void Harness::drive(const std::atomic<bool>& stop) {
   int n = 0;
   const std::vector<std::string> jobs = {"chaos-short",   "chaos-short", "chaos-medium", "chaos-fail",  "chaos-slow",
                                          "chaos-garbage", "chaos-pair",  "chaos-excl-a", "chaos-excl-b"};
-  auto next_cancel = std::chrono::steady_clock::now() + 3s;
+  auto next_cancel = std::chrono::steady_clock::now() + cancel_every;
   while (!stop.load()) {
     const std::string key = "s" + std::to_string(o_.seed) + "-" + std::to_string(++n);
     const bool cancel = std::chrono::steady_clock::now() >= next_cancel;
     const std::string job = cancel ? "chaos-long" : jobs[rng() % jobs.size()];
-    if (cancel) next_cancel = std::chrono::steady_clock::now() + 3s;
-    auto run = submit(job, key, stop);
+    if (cancel) next_cancel = std::chrono::steady_clock::now() + cancel_every;
+    const std::int64_t run = submit(job, key, stop);
+    BATON_ASSERT(run >= 0);  // a run id, or 0: not accepted (recorded as such)
     // Every fourth round an event, and every tenth event posted twice (the
     // second post must record nothing).
     if (n % 4 == 0) {
@@ -23,13 +25,13 @@ void Harness::drive(const std::atomic<bool>& stop) {
     }
     if (cancel && run > 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(300 + rng() % 700));
-      for (int tries = 0; tries < 20; ++tries) {
+      for (int tries = 0; tries < cancel_tries; ++tries) {
         auto l = leader();
         if (!l.empty() && http_request(node_port_[l], "POST", "/api/v1/runs/" + std::to_string(run) + "/cancel",
                                        {{"Authorization", "Bearer " + admin_token}})
                                   .status == 202)
           break;
-        std::this_thread::sleep_for(200ms);
+        std::this_thread::sleep_for(api_retry_every);
       }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(150 + rng() % 200));
@@ -38,9 +40,11 @@ void Harness::drive(const std::atomic<bool>& stop) {
 
 std::int64_t Harness::submit(const std::string& job, const std::string& key, const std::atomic<bool>& stop) {
   static const std::regex run_re("\"run_id\":(\\d+)");
-  for (int attempt = 0; attempt < 150 && !stop.load(); ++attempt) {
+  BATON_ASSERT(!node_port_.empty());  // the cluster is up before the workload starts
+  for (int attempt = 0; attempt < api_tries && !stop.load(); ++attempt) {
     std::string target = leader();
     if (target.empty()) target = node_port_.begin()->first;
+    BATON_ASSERT(node_port_.count(target));  // leader() names a node of this cluster
     auto r = http_request(node_port_[target], "POST", "/api/v1/jobs/" + job + "/trigger",
                           {{"Authorization", "Bearer " + admin_token}, {"Idempotency-Key", key}});
     std::smatch m;
@@ -57,7 +61,7 @@ std::int64_t Harness::submit(const std::string& job, const std::string& key, con
       submissions_.flush();
       return std::stoll(run);
     }
-    std::this_thread::sleep_for(200ms);
+    std::this_thread::sleep_for(api_retry_every);
   }
   std::lock_guard lock(mutex_);
   submissions_ << "key=" << key << " job=" << job << " accepted=0\n";
@@ -66,9 +70,11 @@ std::int64_t Harness::submit(const std::string& job, const std::string& key, con
 
 void Harness::post_event(const std::string& key, const std::atomic<bool>& stop) {
   const std::string body = R"({"kind":"chaos.tick","payload":{"key":")" + key + R"("},"dedupe_key":")" + key + "\"}";
-  for (int attempt = 0; attempt < 150 && !stop.load(); ++attempt) {
+  BATON_ASSERT(!node_port_.empty());
+  for (int attempt = 0; attempt < api_tries && !stop.load(); ++attempt) {
     std::string target = leader();
     if (target.empty()) target = node_port_.begin()->first;
+    BATON_ASSERT(node_port_.count(target));
     auto r =
         http_request(node_port_[target], "POST", "/api/v1/events", {{"Authorization", "Bearer " + admin_token}}, body);
     if (r.status == 201 || r.status == 200) {
@@ -77,7 +83,7 @@ void Harness::post_event(const std::string& key, const std::atomic<bool>& stop) 
       submissions_.flush();
       return;
     }
-    std::this_thread::sleep_for(200ms);
+    std::this_thread::sleep_for(api_retry_every);
   }
   std::lock_guard lock(mutex_);
   submissions_ << "event=" << key << " accepted=0\n";

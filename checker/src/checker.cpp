@@ -1,9 +1,12 @@
 #include "baton/checker/checker.h"
 
 #include <algorithm>
+#include <set>
 #include <sstream>
 
+#include "baton/base/assert.h"
 #include "baton/checker/history.h"
+#include "invariant_support.h"
 #include "invariants.h"
 
 namespace baton::checker {
@@ -102,6 +105,17 @@ Report check_history(const History& h) {
   for (const InvariantCheck check : invariant_checks()) report.invariants.push_back(check(h, report));
 
   fail_unexamined(h, report);
+  // Each invariant once, by name; its evidence and excuses bounded and
+  // counted (a report that showed more evidence than violations, or lost
+  // count of what it cut, would mislead whoever reads it).
+  std::set<std::string> names;
+  for (const auto& i : report.invariants) {
+    BATON_ASSERT(!i.name.empty() && names.insert(i.name).second);
+    BATON_ASSERT(i.violations >= 0 && i.excused >= 0 && i.examined >= 0);
+    BATON_ASSERT(i.evidence.size() <= checks::evidence_max &&
+                 static_cast<std::int64_t>(i.evidence.size()) <= i.violations);
+    BATON_ASSERT(i.excuses.size() <= checks::evidence_max && static_cast<std::int64_t>(i.excuses.size()) <= i.excused);
+  }
   return report;
 }
 

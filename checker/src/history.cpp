@@ -1,5 +1,7 @@
 #include "baton/checker/history.h"
 
+#include "baton/base/assert.h"
+
 #include <algorithm>
 #include <boost/json.hpp>
 #include <filesystem>
@@ -128,8 +130,21 @@ std::map<std::int64_t, std::vector<Execution>> build_executions(const std::vecto
   }
   std::map<std::int64_t, std::vector<Execution>> out;
   for (auto& [root, x] : by_root) out[x.run].push_back(std::move(x));
-  for (auto& [run, xs] : out)
-    std::sort(xs.begin(), xs.end(), [](const Execution& a, const Execution& b) { return a.from_ns < b.from_ns; });
+  auto earlier = [](const Execution& a, const Execution& b) { return a.from_ns < b.from_ns; };
+  for (auto& [run, xs] : out) std::sort(xs.begin(), xs.end(), earlier);
+  // What every invariant over executions relies on, whatever the evidence
+  // said: each execution is one run's, has its processes (its root among
+  // them), spans from its first to its last event, and a run's executions
+  // come in the order they began.
+  std::size_t in_all = 0;
+  for (const auto& [run, xs] : out) {
+    BATON_ASSERT(std::is_sorted(xs.begin(), xs.end(), earlier));
+    for (const auto& x : xs) {
+      BATON_ASSERT(x.run == run && !x.processes.empty() && x.from_ns <= x.to_ns);
+      in_all += x.processes.size();
+    }
+  }
+  BATON_ASSERT(in_all == procs.size());  // every process in exactly one execution
   return out;
 }
 
@@ -243,9 +258,11 @@ History load_history(const std::string& dir) {
   // over transitions is per run). Since schema 0022 a write recorded in its
   // run's row has no global log id (exported as 0): the id only orders the
   // rows of the old log, which come first within a run by their versions.
-  std::sort(h.transitions.begin(), h.transitions.end(), [](const auto& a, const auto& b) {
+  auto run_order = [](const auto& a, const auto& b) {
     return std::tie(a.run, a.to_version, a.id) < std::tie(b.run, b.to_version, b.id);
-  });
+  };
+  std::sort(h.transitions.begin(), h.transitions.end(), run_order);
+  BATON_ASSERT(std::is_sorted(h.transitions.begin(), h.transitions.end(), run_order));
   for (const auto& o : read_jsonl(dir + "/db/epochs.jsonl", h))
     h.epochs.push_back({num(o, "epoch"), str(o, "node"), str(o, "incarnation"), opt_int(o, "commit_us")});
   std::sort(h.epochs.begin(), h.epochs.end(), [](const auto& a, const auto& b) { return a.epoch < b.epoch; });

@@ -5,13 +5,13 @@
 #include <spdlog/spdlog.h>
 
 #include <deque>
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "baton/base/assert.h"
 #include "baton/base/json_text.h"
+#include "baton/leader/frame_handoff.h"
 #include "baton/protocol/codec.h"
 #include "session_context.h"
 
@@ -61,27 +61,19 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
     }
     // Called on the control loop's thread, often many times in one pass:
     // one hand-over to the connection's thread per burst, not per message.
-    bool first = false, full = false;
-    {
-      std::lock_guard lock(handed_mutex_);
-      first = handed_.empty();
-      full = handed_.size() >= session_send_queue_max;
-      if (!full) handed_.push_back(std::move(frame));
-      BATON_ASSERT(handed_.size() <= session_send_queue_max);
+    switch (handed_.put(std::move(frame))) {
+      case FrameHandoff::Put::first:
+        asio::post(ws_.get_executor(), [self = shared_from_this()] { self->take_handed(); });
+        break;
+      case FrameHandoff::Put::more: break;
+      // The connection's thread has not taken what the loop handed it for
+      // as long as the loop took to hand it this much: closed, as a full
+      // send queue is, rather than held without bound.
+      case FrameHandoff::Put::full: close("send queue full"); break;
     }
-    // The connection's thread has not taken what the loop handed it for as
-    // long as the loop took to hand it this much: closed, as a full send
-    // queue is, rather than held without bound.
-    if (full) return close("send queue full");
-    if (first) asio::post(ws_.get_executor(), [self = shared_from_this()] { self->take_handed(); });
   }
   void take_handed() {
-    std::vector<std::string> frames;
-    {
-      std::lock_guard lock(handed_mutex_);
-      frames.swap(handed_);
-    }
-    for (auto& f : frames) queue(std::move(f));
+    for (auto& f : handed_.take()) queue(std::move(f));
   }
   void close(const std::string& reason) override {
     asio::post(ws_.get_executor(), [self = shared_from_this(), reason] { self->close_now(reason); });
@@ -267,8 +259,7 @@ class WorkerSession : public WorkerLink, public std::enable_shared_from_this<Wor
   std::deque<std::string> queue_;
   std::string writing_frame_;  ///< the frame being written (taken off queue_)
   /// Frames send() encoded on other threads, not yet queued.
-  std::mutex handed_mutex_;
-  std::vector<std::string> handed_;
+  FrameHandoff handed_{session_send_queue_max};
   bool writing_ = false, closing_ = false, closed_ = false, finished_ = false;
   std::string close_reason_;
 };
