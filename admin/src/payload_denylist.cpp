@@ -14,17 +14,28 @@ std::string lower(std::string s) {
   return s;
 }
 
-std::optional<std::string> matching(const std::string& text, const std::vector<std::string>& denylist) {
+enum class Part { name, value };
+
+// What matched, as the error names it: "contains \"password\"", or for an
+// exact entry "is \"token\"".
+std::optional<std::string> matching(const std::string& text, const std::vector<std::string>& denylist, Part part) {
   const std::string l = lower(text);
-  for (const auto& entry : denylist)
-    if (!entry.empty() && l.find(lower(entry)) != std::string::npos) return entry;
+  for (const auto& entry : denylist) {
+    if (entry.empty()) continue;
+    if (entry[0] == '=') {
+      if (part == Part::name && entry.size() > 1 && l == lower(entry.substr(1)))
+        return "is " + json_quote(entry.substr(1));
+      continue;
+    }
+    if (l.find(lower(entry)) != std::string::npos) return "contains " + json_quote(entry);
+  }
   return std::nullopt;
 }
 
 }  // namespace
 
 const std::vector<std::string>& default_payload_denylist() {
-  static const std::vector<std::string> list{"password", "passwd", "secret",      "_token",
+  static const std::vector<std::string> list{"password", "passwd", "secret",      "_token",    "=token",
                                              "api_key",  "apikey", "private_key", "-----BEGIN"};
   return list;
 }
@@ -38,8 +49,7 @@ std::optional<std::string> find_denied(const boost::json::value& v, const std::v
     for (const auto& kv : v.as_object()) {
       const std::string key(kv.key());
       const std::string path = where + "." + key;
-      if (auto hit = matching(key, denylist))
-        return path.substr(0, 200) + ": the name contains " + json_quote(*hit) + advice;
+      if (auto hit = matching(key, denylist, Part::name)) return path.substr(0, 200) + ": the name " + *hit + advice;
       if (auto deeper = find_denied(kv.value(), denylist, path)) return deeper;
     }
   } else if (v.is_array()) {
@@ -47,8 +57,8 @@ std::optional<std::string> find_denied(const boost::json::value& v, const std::v
     for (std::size_t i = 0; i < a.size(); ++i)
       if (auto deeper = find_denied(a[i], denylist, where + "[" + std::to_string(i) + "]")) return deeper;
   } else if (v.is_string()) {
-    if (auto hit = matching(std::string(v.as_string()), denylist))
-      return where.substr(0, 200) + ": the value contains " + json_quote(*hit) + advice;
+    if (auto hit = matching(std::string(v.as_string()), denylist, Part::value))
+      return where.substr(0, 200) + ": the value " + *hit + advice;
   }
   return std::nullopt;
 }

@@ -4,7 +4,6 @@
 #include <set>
 #include <sstream>
 
-#include "baton/base/assert.h"
 #include "baton/checker/history.h"
 #include "invariant_support.h"
 #include "invariants.h"
@@ -110,11 +109,12 @@ Report check_history(const History& h) {
   // count of what it cut, would mislead whoever reads it).
   std::set<std::string> names;
   for (const auto& i : report.invariants) {
-    BATON_ASSERT(!i.name.empty() && names.insert(i.name).second);
-    BATON_ASSERT(i.violations >= 0 && i.excused >= 0 && i.examined >= 0);
-    BATON_ASSERT(i.evidence.size() <= checks::evidence_max &&
-                 static_cast<std::int64_t>(i.evidence.size()) <= i.violations);
-    BATON_ASSERT(i.excuses.size() <= checks::evidence_max && static_cast<std::int64_t>(i.excuses.size()) <= i.excused);
+    CHECKER_ASSERT(!i.name.empty() && names.insert(i.name).second);
+    CHECKER_ASSERT(i.violations >= 0 && i.excused >= 0 && i.examined >= 0);
+    CHECKER_ASSERT(i.evidence.size() <= checks::evidence_max &&
+                   static_cast<std::int64_t>(i.evidence.size()) <= i.violations);
+    CHECKER_ASSERT(i.excuses.size() <= checks::evidence_max &&
+                   static_cast<std::int64_t>(i.excuses.size()) <= i.excused);
   }
   return report;
 }

@@ -1,7 +1,5 @@
 #include "baton/checker/history.h"
 
-#include "baton/base/assert.h"
-
 #include <algorithm>
 #include <boost/json.hpp>
 #include <filesystem>
@@ -9,6 +7,8 @@
 #include <set>
 #include <sstream>
 #include <tuple>
+
+#include "invariant_support.h"
 
 namespace baton::checker {
 
@@ -138,13 +138,13 @@ std::map<std::int64_t, std::vector<Execution>> build_executions(const std::vecto
   // come in the order they began.
   std::size_t in_all = 0;
   for (const auto& [run, xs] : out) {
-    BATON_ASSERT(std::is_sorted(xs.begin(), xs.end(), earlier));
+    CHECKER_ASSERT(std::is_sorted(xs.begin(), xs.end(), earlier));
     for (const auto& x : xs) {
-      BATON_ASSERT(x.run == run && !x.processes.empty() && x.from_ns <= x.to_ns);
+      CHECKER_ASSERT(x.run == run && !x.processes.empty() && x.from_ns <= x.to_ns);
       in_all += x.processes.size();
     }
   }
-  BATON_ASSERT(in_all == procs.size());  // every process in exactly one execution
+  CHECKER_ASSERT(in_all == procs.size());  // every process in exactly one execution
   return out;
 }
 
@@ -262,7 +262,7 @@ History load_history(const std::string& dir) {
     return std::tie(a.run, a.to_version, a.id) < std::tie(b.run, b.to_version, b.id);
   };
   std::sort(h.transitions.begin(), h.transitions.end(), run_order);
-  BATON_ASSERT(std::is_sorted(h.transitions.begin(), h.transitions.end(), run_order));
+  CHECKER_ASSERT(std::is_sorted(h.transitions.begin(), h.transitions.end(), run_order));
   for (const auto& o : read_jsonl(dir + "/db/epochs.jsonl", h))
     h.epochs.push_back({num(o, "epoch"), str(o, "node"), str(o, "incarnation"), opt_int(o, "commit_us")});
   std::sort(h.epochs.begin(), h.epochs.end(), [](const auto& a, const auto& b) { return a.epoch < b.epoch; });

@@ -4,6 +4,8 @@
 // documented at-least-once window).
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <sstream>
@@ -11,6 +13,17 @@
 
 #include "baton/checker/checker.h"
 #include "baton/checker/history.h"
+
+// The checker's own assertion (it shares no code with the coordinator it
+// judges, base/assert.h included): a broken rule of the checker itself
+// aborts, in every build type, rather than yield a report that misleads.
+#define CHECKER_ASSERT(cond)                                                                             \
+  do {                                                                                                   \
+    if (!(cond)) {                                                                                       \
+      std::fprintf(stderr, "baton-checker: assertion failed: %s at %s:%d\n", #cond, __FILE__, __LINE__); \
+      std::abort();                                                                                      \
+    }                                                                                                    \
+  } while (0)
 
 namespace baton::checker::checks {
 inline constexpr std::size_t evidence_max = 40;

@@ -253,6 +253,30 @@ TYPED_TEST(LeaderStoreContract, ASlotsRunIsNotDueBeforeItsTimeButIsReadAheadOfIt
   EXPECT_EQ(ahead->front().starts_at_us, slot * 1'000'000);
 }
 
+// Dispatch order (SPEC 7, seed 004): higher priority first, then the
+// oldest; the limit cuts after the order. The low-priority runs are created
+// first, so a store that read in creation order (FIFO) fails here.
+TYPED_TEST(LeaderStoreContract, DueRunsComeByPriorityThenAgeWhateverTheOrderTheyWereCreatedIn) {
+  auto create = [&](int priority) {
+    NewRun n;
+    n.priority = priority;
+    auto r = this->env.runs().create_run(this->epoch, n);
+    EXPECT_TRUE(r && r->outcome == WriteOutcome::applied);
+    return r ? r->run : RunId{0};
+  };
+  const RunId low1 = create(0), low2 = create(0), mid = create(5), high1 = create(9), high2 = create(9);
+  auto two = this->leader.due_runs(2, {}, Millis{0});
+  ASSERT_TRUE(two);
+  ASSERT_EQ(two->size(), 2u);
+  EXPECT_EQ((*two)[0].id, high1);
+  EXPECT_EQ((*two)[1].id, high2);
+  auto all = this->leader.due_runs(10, {}, Millis{0});
+  ASSERT_TRUE(all);
+  std::vector<RunId> order;
+  for (const auto& d : *all) order.push_back(d.id);
+  EXPECT_EQ(order, (std::vector<RunId>{high1, high2, mid, low1, low2}));
+}
+
 TYPED_TEST(LeaderStoreContract, AnEventIsRecordedOncePerKeyAndMakesOneRunPerSubscribedJob) {
   this->env.define_job("on-ping", "allow", {"ping"});
   this->env.define_job("on-ping-too", "allow", {"ping"});
