@@ -156,13 +156,16 @@ async function jobs() {
     page.items, 'name')];
 }
 
-// One job: its definition, its recent runs, and "why did (or didn't) it
+// One job: its definition, its statistics and backlog (GET
+// /api/v1/jobs/{name}/stats), its recent runs, and "why did (or didn't) it
 // run at TIME?" from the decision ledger (GET /api/v1/jobs/{name}/why).
 const whyAt = {};
 async function job(name) {
   const path = '/api/v1/jobs/' + encodeURIComponent(name);
-  const [j, recent] = await Promise.all([api('GET', path),
-    api('GET', '/api/v1/runs?limit=20&job=' + encodeURIComponent(name))]);
+  const [j, recent, stats] = await Promise.all([api('GET', path),
+    api('GET', '/api/v1/runs?limit=20&job=' + encodeURIComponent(name)), api('GET', path + '/stats')]);
+  const windows = ['1h', '24h'].map(w => Object.assign({ window: w }, stats.windows[w]));
+  const b = stats.backlog;
   const fields = ['name', 'schedule', 'time_zone', 'misfire_policy', 'catch_up_limit', 'starting_deadline',
     'max_instances', 'concurrency_policy', 'exclusive_execution', 'jitter', 'on_events', 'run_after', 'worker_selector',
     'paused', 'live'];
@@ -188,6 +191,13 @@ async function job(name) {
   }
   return [el('h2', { text: 'Job ' + name }),
     table('job-fields', [['Field', f => f], ['Value', f => text(j[f])]], fields.filter(f => j[f] !== undefined)),
+    el('h2', { text: 'Statistics' }),
+    table('job-stats-table', [['Window', w => w.window], ['Runs', w => w.runs], ['Succeeded', w => w.succeeded],
+      ['Failed', w => w.failed], ['Timed out', w => w.timed_out], ['Canceled', w => w.canceled],
+      ['p50 ms', w => w.duration_p50_ms], ['p95 ms', w => w.duration_p95_ms]], windows),
+    el('p', { id: 'job-backlog', text: 'Backlog: ' + b.pending + ' pending, ' + b.scheduled_ahead + ' scheduled ahead, ' +
+      b.orphaned + ' orphaned, ' + b.retry_waiting + ' waiting to retry, ' + b.assigned + ' assigned, ' + b.running +
+      ' running; oldest waiting ' + b.oldest_waiting_s + ' s' }),
     el('h2', { text: 'Why?' }), form, ...answer,
     el('h2', { text: 'Recent runs' }),
     table('job-runs-table', [['Run', r => runLink(r.id)], ['State', r => stateCell(r.state)], ['Trigger', r => r.trigger_kind],

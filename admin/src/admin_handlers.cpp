@@ -108,6 +108,15 @@ std::vector<ApiRoute> AdminApi::make_routes() {
        false,
        "",
        h(&AdminApi::why)},
+      {"GET",
+       "/api/v1/jobs/{name}/stats",
+       "The job's runs finished in the last hour and day by outcome, their duration's p50 and p95, and its backlog "
+       "(unfinished runs by state, the oldest waiting age); from the database, so it outlives leader changes.",
+       {},
+       R,
+       false,
+       "",
+       h(&AdminApi::job_stats)},
       {"PUT",
        "/api/v1/jobs/{name}",
        "Create or replace a job; with `version`, only if it is still at that version (409 otherwise); with "

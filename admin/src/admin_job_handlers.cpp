@@ -128,6 +128,15 @@ HttpResponse AdminApi::why(const ApiCall& c) {
   return ok_json(out);
 }
 
+HttpResponse AdminApi::job_stats(const ApiCall& c) {
+  const std::string& name = c.param("name");
+  if (!valid_name(name)) return bad_name("job name", name);
+  auto stats = with_store([&](auto& s) { return s.job_stats(name); });
+  if (!stats) return db_error(stats.error());
+  if (!*stats) return error(404, "not_found", "no job " + json_quote(name));
+  return ok_json(json::parse(**stats));
+}
+
 HttpResponse AdminApi::put_job(const ApiCall& c, bool create_only) {
   std::string name;
   if (!create_only) {

@@ -182,6 +182,16 @@ TEST_F(CtlTest, PauseAJobDrainAWorkerAndStopDispatchThenUndoEachOne) {
   ASSERT_EQ(ctl({"settings", "set", "dispatch_enabled", "true"}).code, 0);
   EXPECT_TRUE(cluster.wait_for_state(run2, "SUCCEEDED", 10s));
   EXPECT_EQ(ctl({"settings", "set", "dispatch_enabled", "maybe"}).code, 1);
+
+  // Both runs of "quick" are in its statistics (from the database: the API
+  // and ctl read schemas/0029's views), and nothing of it waits.
+  auto stats = ctl({"jobs", "stats", "quick"});
+  ASSERT_EQ(stats.code, 0) << stats.output;
+  EXPECT_TRUE(std::regex_search(stats.output, std::regex(R"(1h\s+2\s+2\s+0\s+0\s+0\s+\d)"))) << stats.output;
+  EXPECT_NE(stats.output.find("backlog: 0 pending"), std::string::npos) << stats.output;
+  auto stats_json = ctl({"jobs", "stats", "quick", "-o", "json"});
+  EXPECT_NE(stats_json.output.find("\"24h\":{"), std::string::npos) << stats_json.output;
+  EXPECT_EQ(ctl({"jobs", "stats", "no-such-job"}).code, 4);
 }
 
 TEST_F(CtlTest, TokensWithRolesAndJobsAppliedFromFiles) {

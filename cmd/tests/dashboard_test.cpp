@@ -115,6 +115,13 @@ TEST_F(DashboardTest, EveryPageShowsWhatTheApiSaysAndTheOperatorsActionsWork) {
   EXPECT_EQ(text_of("#why-explanation"), std::string(why.at("explanation").as_string()));
   EXPECT_EQ(rows("why-table"), static_cast<std::int64_t>(why.at("decisions").as_array().size()));
   EXPECT_NE(text_of("#job-fields").find("0 0 3 * * *"), std::string::npos) << text_of("#job-fields");
+  // Its statistics and backlog, as GET /api/v1/jobs/{name}/stats has them.
+  EXPECT_EQ(rows("job-stats-table"), 2);
+  const auto stats = get("/api/v1/jobs/nightly/stats");
+  EXPECT_NE(text_of("#job-stats-table").find("24h"), std::string::npos) << text_of("#job-stats-table");
+  EXPECT_NE(text_of("#job-backlog").find(std::to_string(stats.at("backlog").at("pending").as_int64()) + " pending"),
+            std::string::npos)
+      << text_of("#job-backlog");
   shot("job");
   open("#/jobs", "document.querySelector('#jobs-table tr[data-key=\"breaks\"]')");
 

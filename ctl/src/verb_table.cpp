@@ -323,6 +323,43 @@ std::vector<Verb> verbs() {
        1,
        1,
        [](Call& c) -> int { return simple(c, "GET", "/api/v1/jobs/" + path_segment(c.args[0])); }},
+      {{"jobs", "stats"},
+       "JOB",
+       "a job's runs finished in the last hour and day (by outcome, duration p50 / p95) and its backlog",
+       {},
+       1,
+       1,
+       [](Call& c) -> int {
+         auto reply = c.api.call("GET", "/api/v1/jobs/" + path_segment(c.args[0]) + "/stats");
+         if (reply.status != 200) return c.fail(reply);
+         if (c.json_output()) {
+           c.out << reply.body << '\n';
+           return exit_ok;
+         }
+         const auto o = json::parse(reply.body).as_object();
+         json::array windows;
+         for (const char* w : {"1h", "24h"}) {
+           auto row = o.at("windows").as_object().at(w).as_object();
+           row["window"] = w;
+           windows.push_back(row);
+         }
+         print_table(c.out,
+                     {{"WINDOW", [](const json::object& r) { return field(r, "window"); }},
+                      {"RUNS", [](const json::object& r) { return field(r, "runs"); }},
+                      {"SUCCEEDED", [](const json::object& r) { return field(r, "succeeded"); }},
+                      {"FAILED", [](const json::object& r) { return field(r, "failed"); }},
+                      {"TIMED OUT", [](const json::object& r) { return field(r, "timed_out"); }},
+                      {"CANCELED", [](const json::object& r) { return field(r, "canceled"); }},
+                      {"P50 MS", [](const json::object& r) { return field(r, "duration_p50_ms"); }},
+                      {"P95 MS", [](const json::object& r) { return field(r, "duration_p95_ms"); }}},
+                     windows);
+         const auto& b = o.at("backlog").as_object();
+         c.out << "backlog: " << field(b, "pending") << " pending, " << field(b, "scheduled_ahead")
+               << " scheduled ahead, " << field(b, "orphaned") << " orphaned, " << field(b, "retry_waiting")
+               << " waiting to retry, " << field(b, "assigned") << " assigned, " << field(b, "running")
+               << " running; oldest waiting " << field(b, "oldest_waiting_s") << " s\n";
+         return exit_ok;
+       }},
       {{"jobs", "trigger"},
        "JOB",
        "create a run of a job now; prints its id",

@@ -105,6 +105,33 @@ Result<std::optional<std::string>> PgAdminStore::slot_decisions(const std::strin
   });
 }
 
+Result<std::optional<std::string>> PgAdminStore::job_stats(const std::string& job) {
+  return session_.with<std::optional<std::string>>([&](pqxx::connection& c) -> Result<std::optional<std::string>> {
+    pqxx::nontransaction tx{c};
+    // The views of schemas/0029, for one job; a window with no finished run
+    // and a job with no unfinished run read as zeros.
+    const std::string zero_window =
+        "jsonb_build_object('runs', 0, 'succeeded', 0, 'failed', 0, 'timed_out', 0, 'canceled', 0,"
+        " 'duration_p50_ms', null, 'duration_p95_ms', null)";
+    auto window = [&](const char* w) {
+      return std::string(
+                 "coalesce((SELECT to_jsonb(s) - 'job' - 'window' FROM baton_job_stats s WHERE s.job = j.name"
+                 " AND s.\"window\" = '") +
+             w + "'), " + zero_window + ")";
+    };
+    auto rows = tx.exec_params(
+        "SELECT jsonb_build_object('job', j.name, 'windows', jsonb_build_object('1h', " + window("1h") + ", '24h', " +
+            window("24h") +
+            "), 'backlog', coalesce((SELECT to_jsonb(b) - 'job' FROM baton_job_backlog b WHERE b.job = j.name),"
+            " jsonb_build_object('pending', 0, 'scheduled_ahead', 0, 'orphaned', 0, 'retry_waiting', 0,"
+            " 'assigned', 0, 'running', 0, 'oldest_waiting_s', 0)))::text"
+            " FROM job_definitions j WHERE j.name = $1 AND j.deleted_at IS NULL",
+        job);
+    if (rows.empty()) return std::optional<std::string>{};
+    return std::optional<std::string>{rows[0][0].as<std::string>()};
+  });
+}
+
 Result<std::optional<std::string>> PgAdminStore::run_json(RunId id) {
   return session_.with<std::optional<std::string>>([&](pqxx::connection& c) -> Result<std::optional<std::string>> {
     pqxx::nontransaction tx{c};

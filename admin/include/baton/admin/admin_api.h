@@ -136,6 +136,7 @@ class AdminApi {
   HttpResponse list_jobs(const ApiCall& c, bool one);
   HttpResponse put_job(const ApiCall& c, bool create_only);
   HttpResponse why(const ApiCall& c);
+  HttpResponse job_stats(const ApiCall& c);
   HttpResponse delete_job(const ApiCall& c);
   HttpResponse set_paused(const ApiCall& c, bool paused);
   HttpResponse trigger(const ApiCall& c);

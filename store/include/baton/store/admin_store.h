@@ -156,6 +156,12 @@ class AdminStore {
   /// `cron_cursor_unix`, the slot's `run` (or null) and the decision-ledger
   /// entries for the slot or a range covering it. nullopt: no such job.
   virtual Result<std::optional<std::string>> slot_decisions(const std::string& job, std::int64_t slot_unix) = 0;
+  /// A job's execution statistics and backlog, as JSON (schemas/0029's
+  /// views): `windows` {"1h", "24h"}: runs finished in the window by
+  /// outcome and the duration's p50 / p95 (ms, null without a started run);
+  /// `backlog`: its unfinished runs by state and the oldest waiting age.
+  /// nullopt: no such job.
+  virtual Result<std::optional<std::string>> job_stats(const std::string& job) = 0;
   virtual Result<Page> list_runs(const RunQuery& q) = 0;
   /// The run's state ("RUNNING", ...), nullopt if there is no such run.
   virtual Result<std::optional<std::string>> run_state(RunId id) = 0;

@@ -19,6 +19,7 @@ class PgAdminStore final : public AdminStore {
   Result<ClusterGauges> cluster_gauges() override;
   Result<std::optional<std::string>> run_json(RunId id) override;
   Result<std::optional<std::string>> slot_decisions(const std::string& job, std::int64_t slot_unix) override;
+  Result<std::optional<std::string>> job_stats(const std::string& job) override;
   Result<Page> list_events(int limit, std::optional<std::int64_t> before_id, std::optional<std::string> kind) override;
   Result<AdminResult> post_event(const Actor& who, const std::string& kind, const std::string& payload_json,
                                  const std::optional<std::string>& dedupe_key) override;
