@@ -280,14 +280,29 @@ WriteResult FakeRunDb::late_success(const RunFence& f, const AttemptFence& a, co
 }
 
 WriteResult FakeRunDb::cancel(const RunFence& f, RunState from, const std::string& reason) {
+  BATON_ASSERT(!is_terminal(from) && from != RunState::running);
   return update(
-      f, [&](const FakeRun& r) { return r.state == from && !is_terminal(r.state); },
+      f, [&](const FakeRun& r) { return r.state == from && !is_terminal(r.state) && r.state != RunState::running; },
       [&](FakeRun& r) {
         r.state = RunState::canceled;
         r.error_code = "canceled";
         r.error_msg = reason;
         r.continuation = ContinuationState::none;
         r.continuation_deadline.reset();
+      });
+}
+
+WriteResult FakeRunDb::cancel_attempt(const RunFence& f, const AttemptFence& a, const Finish& fin,
+                                      const std::string& reason) {
+  return update(
+      f, [&](const FakeRun& r) { return r.state == RunState::running && holds(r, a) && r.leader_epoch == f.epoch; },
+      [&](FakeRun& r) {
+        r.state = RunState::canceled;
+        r.error_code = "canceled";
+        r.error_msg = reason;
+        r.continuation = ContinuationState::none;
+        r.continuation_deadline.reset();
+        record_attempt(r, RunState::canceled, fin.exit_code);
       });
 }
 
@@ -536,6 +551,10 @@ Result<WriteResult> FakeRunStore::late_success(const RunFence& f, const AttemptF
 }
 Result<WriteResult> FakeRunStore::cancel(const RunFence& f, RunState from, const std::string& reason) {
   return call<WriteResult>([&] { return db_.cancel(f, from, reason); }, true);
+}
+Result<WriteResult> FakeRunStore::cancel_attempt(const RunFence& f, const AttemptFence& a, const Finish& fin,
+                                                 const std::string& reason) {
+  return call<WriteResult>([&] { return db_.cancel_attempt(f, a, fin, reason); }, true);
 }
 Result<WriteResult> FakeRunStore::request_cancel(const RunFence& f, const std::string& reason) {
   return call<WriteResult>([&] { return db_.request_cancel(f, reason); }, true);

@@ -193,6 +193,17 @@ const std::string success_ctes =
     "  SELECT 'system', 'job.self_destruct', 'job:' || name, leader_epoch, jsonb_build_object('run_id', run_id)"
     "  FROM retired)";
 
+// A cancel records itself in the audit log in the statement that makes it
+// (an operator's request is recorded by the API before it reaches the
+// leader; this is the change itself, or nothing when it did not apply).
+// `from` is SQL for the state canceled from.
+std::string cancel_audit_cte(const std::string& action, const std::string& from, const std::string& reason) {
+  return ", audited AS (INSERT INTO audit_log (actor, action, subject, epoch, details)"
+         " SELECT 'system', '" +
+         action + "', 'run:' || w.id, w.leader_epoch, jsonb_build_object('reason', " + reason + ", 'from', " + from +
+         ", 'attempt', w.attempt, 'worker', w.assigned_worker_id) FROM w)";
+}
+
 // A run that leaves ASSIGNED or RUNNING gives back its instance number and
 // the exclusive lock (overlap control): every statement that moves a run out
 // of those states sets this, and the database refuses a row that keeps them
@@ -326,7 +337,19 @@ const std::vector<Statement>& statements() {
                                    "state = 'CANCELED', finished_at = now(), error_code = 'canceled', error_msg = $5,"
                                    " continuation_state = 'NONE', continuation_deadline_at = NULL, " +
                                        release_holds,
-                                   "state = $4 AND state NOT IN ('SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELED')")},
+                                   "state = $4 AND state IN ('PENDING', 'ASSIGNED', 'ORPHANED', 'RETRY_WAITING')",
+                                   cancel_audit_cte("run.canceled", "$4::text", "$5::text"))},
+      // The running attempt's end: its worker's predicates, and the run's
+      // final attempt recorded in its row (job_run_attempts shows it).
+      {"run_cancel_attempt",
+       fenced_update({.state = "'CANCELED'", .continuation = "'NONE'"},
+                     "state = 'CANCELED', finished_at = now(), next_attempt_at = NULL, outcome = 'CANCELED',"
+                     " exit_code = $8, result = $9::jsonb, log_ref = coalesce($9::jsonb->>'log_ref', log_ref),"
+                     " error_code = 'canceled', error_msg = $7, continuation_state = 'NONE',"
+                     " continuation_deadline_at = NULL, " +
+                         release_holds,
+                     "state = 'RUNNING' AND " + attempt_predicates,
+                     cancel_audit_cte("run.canceled", "'RUNNING'", "$7::text"))},
       // The deadline uses the continuation timeout the worker was sent with
       // the attempt (stored at assignment); $4 only for runs assigned before
       // the column existed.
@@ -336,7 +359,7 @@ const std::vector<Statement>& statements() {
                                              "state = 'RUNNING' AND continuation_state = 'NONE'")},
       {"run_request_cancel",
        fenced_update({}, "cancel_requested_at = coalesce(cancel_requested_at, now()), cancel_reason = $4",
-                     "state = 'RUNNING'")},
+                     "state = 'RUNNING'", cancel_audit_cte("run.cancel_requested", "'RUNNING'", "$4::text"))},
       {"run_adopt",
        fenced_update({.continuation = "'NONE'"}, "continuation_state = 'NONE', continuation_deadline_at = NULL",
                      "state = 'RUNNING' AND assigned_worker_id = $4 AND attempt = $5 AND lease_token = $6::uuid")},
@@ -628,8 +651,13 @@ Result<WriteResult> PgRunStore::fail_unrunnable(const RunFence& f, RunState from
 }
 
 Result<WriteResult> PgRunStore::cancel(const RunFence& f, RunState from, const std::string& reason) {
-  BATON_ASSERT(!is_terminal(from));
+  BATON_ASSERT(!is_terminal(from) && from != RunState::running);
   return fenced("run_cancel", f, std::string(to_string(from)), reason);
+}
+
+Result<WriteResult> PgRunStore::cancel_attempt(const RunFence& f, const AttemptFence& a, const Finish& fin,
+                                               const std::string& reason) {
+  return fenced("run_cancel_attempt", f, a.worker_id, a.attempt, a.lease_token, reason, fin.exit_code, fin.result_json);
 }
 
 Result<WriteResult> PgRunStore::begin_confirming(const RunFence& f, Millis deadline_in) {

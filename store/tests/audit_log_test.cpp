@@ -53,6 +53,45 @@ TEST_F(AuditLogTest, AnEntryCanBeNeitherChangedNorRemoved) {
   EXPECT_EQ(text("SELECT count(*) > " + entries + " FROM audit_log"), "t");
 }
 
+// A cancel records itself in the audit log in the transaction of the change
+// (the entry and the run's new row have the same xmin), and a cancel that
+// did not apply leaves no such entry.
+TEST_F(AuditLogTest, ACancelIsAuditedInTheTransactionThatMakesIt) {
+  auto canceled = [&](RunId id) {
+    return text("SELECT count(*) FROM audit_log WHERE subject = 'run:" + std::to_string(id.value) +
+                "' AND action = 'run.canceled'");
+  };
+  auto same_transaction = [&](RunId id, const std::string& action) {
+    return text("SELECT (SELECT xmin FROM audit_log WHERE subject = 'run:" + std::to_string(id.value) +
+                "' AND action = '" + action + "') = (SELECT xmin FROM job_runs WHERE id = " + std::to_string(id.value) +
+                ")");
+  };
+  const RunId pending = runs.create_run(epoch, NewRun{})->run;
+  EXPECT_EQ(runs.cancel({pending, Version{1}, epoch}, RunState::assigned, "wrong state")->outcome,
+            WriteOutcome::conflict);
+  EXPECT_EQ(canceled(pending), "0") << "not applied: not audited as done";
+  ASSERT_EQ(runs.cancel({pending, Version{1}, epoch}, RunState::pending, "canceled by alice")->outcome,
+            WriteOutcome::applied);
+  EXPECT_EQ(canceled(pending), "1");
+  EXPECT_EQ(same_transaction(pending, "run.canceled"), "t");
+  EXPECT_EQ(text("SELECT details->>'reason' || ' ' || (details->>'from') FROM audit_log WHERE subject = 'run:" +
+                 std::to_string(pending.value) + "'"),
+            "canceled by alice PENDING");
+
+  const RunId running = runs.create_run(epoch, NewRun{})->run;
+  auto a = runs.assign({running, Version{1}, epoch}, "w1");
+  AttemptFence att{"w1", a->attempt, a->lease_token};
+  auto s = runs.start({running, a->new_version, epoch}, att, Millis{1000});
+  auto req = runs.request_cancel({running, s->new_version, epoch}, "canceled by bob");
+  ASSERT_EQ(req->outcome, WriteOutcome::applied);
+  EXPECT_EQ(same_transaction(running, "run.cancel_requested"), "t");
+  ASSERT_EQ(runs.cancel_attempt({running, req->new_version, epoch}, att, Finish{}, "canceled by bob")->outcome,
+            WriteOutcome::applied);
+  EXPECT_EQ(canceled(running), "1");
+  EXPECT_EQ(same_transaction(running, "run.canceled"), "t");
+  EXPECT_EQ(text("SELECT outcome FROM job_run_attempts WHERE run_id = " + std::to_string(running.value)), "CANCELED");
+}
+
 // The nodes' runtime role (docs/operations.md, "A runtime role apart from
 // the owner") writes rows and appends to the audit log, and can neither
 // change an entry, nor drop or disable the log's trigger, nor alter or

@@ -287,6 +287,39 @@ TYPED_TEST(RunStoreContract, CancelNeedsTheNamedStateAndFreesTheIdempotencyKey) 
   EXPECT_EQ(again->outcome, WriteOutcome::applied);
 }
 
+// SPEC 2 and 4: a RUNNING run is canceled as every attempt ends, under its
+// worker's, attempt's and lease token's predicates, and the canceled attempt
+// is recorded like any other; the plain cancel does not take a RUNNING run.
+TYPED_TEST(RunStoreContract, ARunningRunIsCanceledOnlyAsItsCurrentAttemptWhichIsRecorded) {
+  RunId id = this->create();
+  auto [att, v] = this->running(id);
+  EXPECT_EQ(this->outcome(this->runs.cancel({id, v, this->epoch}, RunState::assigned, "wrong state")),
+            WriteOutcome::conflict);
+  Finish killed;
+  killed.exit_code = 143;
+  killed.result_json = R"({"duration_ms":5,"tasks":[]})";
+  EXPECT_EQ(this->outcome(
+                this->runs.cancel_attempt({id, v, this->epoch}, {"w1", att.attempt, other_token}, killed, "operator")),
+            WriteOutcome::conflict)
+      << "another lease token";
+  EXPECT_EQ(this->outcome(this->runs.cancel_attempt({id, v, this->epoch}, {"w2", att.attempt, att.lease_token}, killed,
+                                                    "operator")),
+            WriteOutcome::conflict)
+      << "another worker";
+  EXPECT_EQ(this->env.attempt_rows(id), 0);
+  auto c = this->runs.cancel_attempt({id, v, this->epoch}, att, killed, "operator");
+  ASSERT_EQ(this->outcome(c), WriteOutcome::applied);
+  EXPECT_EQ(this->read(id).state, RunState::canceled);
+  EXPECT_EQ(this->env.attempt_rows(id), 1) << "the canceled attempt has its row";
+  EXPECT_EQ(this->env.dead_letters(id), 0);
+  // A new leader must adopt first, as for every attempt-scoped write.
+  RunId other = this->create();
+  auto [att2, v2] = this->running(other);
+  const Epoch next = this->env.elect("n2");
+  EXPECT_EQ(this->outcome(this->runs.cancel_attempt({other, v2, next}, att2, killed, "operator")),
+            WriteOutcome::conflict);
+}
+
 TYPED_TEST(RunStoreContract, LateSuccessOnlyWhileTheSameAttemptWaitsToRetry) {
   RunId id = this->create(/*max_attempts=*/2);
   auto [att, v] = this->running(id);

@@ -428,13 +428,17 @@ void RunBook::on_cancel(RunId run, const std::string& reason, int tries) {
   // heartbeat, a finish): read it again and decide again, a few times.
   if (tries >= 3) {
     log(LogLevel::warn, fmt::format("run_cancel_gave_up run={} epoch={} reason=conflicts", run.value, epoch_.value));
-    return;
+    return record_once(run, "cancel_not_applied", "conflicts");
   }
   read_run(run, resume::CancelRead{run, reason, tries});
 }
 
 void RunBook::resumed(resume::CancelRead& s, const Result<std::optional<store::RunRow>>& row) {
-  if (!row || !*row || is_terminal((*row)->state)) return;
+  if (!row) return;  // unknown: the operator may ask again
+  // Nothing to cancel: recorded, so the request's audit entry is answered.
+  if (!*row) return record_once(s.run, "cancel_not_applied", "no_such_run");
+  if (is_terminal((*row)->state))
+    return record_once(s.run, "cancel_not_applied", "already_" + std::string(to_string((*row)->state)));
   const store::RunRow r = **row;
   if (r.state == RunState::running && r.assigned_worker_id && r.lease_token) {
     // A running attempt is cancelled by its worker, and its finish decides:
@@ -453,6 +457,9 @@ void RunBook::resumed(resume::CancelRead& s, const Result<std::optional<store::R
     w.reason = s.reason;
     return write(std::move(w), resume::CancelRequestWrite{r, s.reason, s.tries});
   }
+  // A RUNNING run always has its worker and lease token; without them there
+  // is no attempt whose predicates a cancel could carry.
+  if (r.state == RunState::running) return record_once(s.run, "cancel_not_applied", "running_without_attempt");
   WriteRun w;
   w.kind = RunWriteKind::cancel;
   w.fence = {r.id, r.version, epoch_};

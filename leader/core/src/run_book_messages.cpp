@@ -199,10 +199,14 @@ void RunBook::adopted(resume::FinishAfterAdopt& s, bool adopted) {
   store::AttemptFence att{worker, r.attempt, r.lease_token};
   const auto requested = cancel_requested_.find(r.id.value);
   if (m.outcome != protocol::Outcome::succeeded && requested != cancel_requested_.end()) {
+    // The attempt's end, under its predicates, with what the worker
+    // reported of it (its attempt row shows CANCELED and its exit code).
     WriteRun w;
-    w.kind = RunWriteKind::cancel;
+    w.kind = RunWriteKind::cancel_attempt;
     w.fence = {r.id, r.version, epoch_};
-    w.from = RunState::running;
+    w.attempt = att;
+    w.finish.exit_code = m.exit_code;
+    w.finish.result_json = result_json(m, log_ref_of(m));
     w.reason = requested->second;
     return write(std::move(w), resume::CanceledFinishWrite{worker, m, r.job_name});
   }

@@ -200,8 +200,7 @@ void RunBook::adopted(resume::EndAttemptAfterAdopt& s, bool adopted) {
   auto decision = decide_finish(w.finish.final_state, r.attempt, r.max_attempts, Millis{r.retry_base_ms},
                                 Millis{r.retry_cap_ms}, jitter());
   if (auto cancel = cancel_requested_.find(run); cancel != cancel_requested_.end()) {
-    w.kind = RunWriteKind::cancel;
-    w.from = RunState::running;
+    w.kind = RunWriteKind::cancel_attempt;  // under the attempt's predicates (w.attempt)
     w.reason = cancel->second;
     cancel_requested_.erase(cancel);
   } else if (decision.next == RunState::retry_waiting) {

@@ -1051,6 +1051,46 @@ TEST(RunBook, ACancelAskedWhileTheWorkerWasAwayIsSentWithTheWelcome) {
   EXPECT_EQ(cancels[0].reason, "operator");
 }
 
+// SPEC 2 and 4: the attempt an operator canceled ends as every attempt
+// ends, under its worker's, attempt's and lease token's predicates, with
+// what the worker reported of it (recorded as its attempt).
+TEST(RunBook, ACanceledAttemptEndsUnderItsPredicatesWithWhatItsWorkerReported) {
+  Driver d;
+  auto r = active(1, RunState::running, "w1");
+  r.cancel_reason = "canceled through the API by alice";
+  d.begin({r}, hello("w1", {ref(r)}));
+  auto killed = finish(r, protocol::Outcome::failed);
+  killed.exit_code = 143;
+  auto writes = all<WriteRun>(d.msg(7, "w1", killed));
+  ASSERT_EQ(writes.size(), 1u);
+  EXPECT_EQ(writes[0].kind, RunWriteKind::cancel_attempt);
+  EXPECT_EQ(writes[0].attempt.worker_id, "w1");
+  EXPECT_EQ(writes[0].attempt.attempt, r.attempt);
+  EXPECT_EQ(writes[0].attempt.lease_token, r.lease_token);
+  EXPECT_EQ(writes[0].finish.exit_code, 143);
+  EXPECT_EQ(writes[0].reason, "canceled through the API by alice");
+  EXPECT_EQ(sent<protocol::FinishAck>(d.answer(writes[0].op, applied())).size(), 1u);
+}
+
+// A cancel that finds nothing to cancel is recorded in the decision ledger,
+// so the operator's request (audited by the API) has its answer.
+TEST(RunBook, ACancelThatCannotApplyIsRecordedAsNotApplied) {
+  Driver d;
+  d.start();
+  d.book.cancel(RunId{9}, "operator", d.now);
+  auto reads = all<ReadRun>(d.run());
+  ASSERT_EQ(reads.size(), 1u);
+  store::RunRow done;
+  done.id = RunId{9};
+  done.state = RunState::succeeded;
+  auto e = d.answer(reads[0].op, std::optional<store::RunRow>{done});
+  EXPECT_TRUE(all<WriteRun>(e).empty());
+  auto decisions = all<RecordDecision>(e);
+  ASSERT_EQ(decisions.size(), 1u);
+  EXPECT_EQ(decisions[0].decision, "cancel_not_applied");
+  EXPECT_EQ(decisions[0].reason, "already_SUCCEEDED");
+}
+
 TEST(RunBook, ADuplicateWorkerIdFromAnotherLiveProcessIsRefused) {
   Driver d;
   d.start();

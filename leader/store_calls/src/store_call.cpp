@@ -41,6 +41,7 @@ Result<store::WriteResult> write_run(store::RunStore& runs, const lc::WriteRun& 
     case lc::RunWriteKind::finish: return runs.finish(w.fence, w.attempt, w.finish);
     case lc::RunWriteKind::retry_later: return runs.retry_later(w.fence, w.attempt, w.finish, w.delay);
     case lc::RunWriteKind::cancel: return runs.cancel(w.fence, w.from, w.reason);
+    case lc::RunWriteKind::cancel_attempt: return runs.cancel_attempt(w.fence, w.attempt, w.finish, w.reason);
     case lc::RunWriteKind::request_cancel: return runs.request_cancel(w.fence, w.reason);
     case lc::RunWriteKind::fail_unrunnable: return runs.fail_unrunnable(w.fence, w.from, w.error_code, w.reason);
     case lc::RunWriteKind::late_success: return runs.late_success(w.fence, w.attempt, w.finish);

@@ -56,8 +56,16 @@ class RunStore {
   /// reassigned since: same worker, attempt and lease token. Its attempt row
   /// becomes SUCCEEDED. Conflict if anything moved on.
   virtual Result<WriteResult> late_success(const RunFence& f, const AttemptFence& a, const Finish& fin) = 0;
-  /// Any non-final state -> CANCELED.
+  /// PENDING, ASSIGNED, ORPHANED or RETRY_WAITING -> CANCELED (no attempt
+  /// runs), with an audit entry in the same statement.
   virtual Result<WriteResult> cancel(const RunFence& f, RunState from, const std::string& reason) = 0;
+  /// RUNNING -> CANCELED: the attempt's end, under the predicates of every
+  /// other end (its worker, attempt number and lease token, adopted by this
+  /// epoch), recorded as the run's final attempt (outcome CANCELED with the
+  /// exit code and result the worker reported, if any) and with an audit
+  /// entry, in the same statement. Conflict if the attempt is not current.
+  virtual Result<WriteResult> cancel_attempt(const RunFence& f, const AttemptFence& a, const Finish& fin,
+                                             const std::string& reason) = 0;
   /// RUNNING -> RUNNING with a recorded cancel request (the operator's
   /// reason): the attempt is to be cancelled by its worker, and whichever
   /// leader holds the run next reads the request with the active runs.

@@ -176,7 +176,8 @@ enum class RunWriteKind {
   begin_confirming,
   finish,
   retry_later,
-  cancel,
+  cancel,          ///< a run no attempt runs: PENDING, ASSIGNED, ORPHANED, RETRY_WAITING
+  cancel_attempt,  ///< RUNNING: the attempt's end, under its predicates
   request_cancel,
   fail_unrunnable,
   late_success
@@ -191,7 +192,7 @@ struct WriteRun {
   store::Finish finish;
   RunState from = RunState::pending;  ///< cancel, fail_unrunnable
   Millis delay{0};                    ///< retry_later; begin_confirming: the deadline
-  std::string reason;                 ///< cancel, request_cancel, fail_unrunnable
+  std::string reason;                 ///< cancel, cancel_attempt, request_cancel, fail_unrunnable
   std::string error_code;             ///< fail_unrunnable
 };
 struct WriteAssigns {
@@ -246,8 +247,8 @@ struct ReadWaiting {
 struct RecordDecision {
   OpId op = 0;
   RunId run{0};
-  std::string decision;  ///< held_back | no_worker_matches
-  std::string reason;    ///< max_instances | exclusive_execution | selector
+  std::string decision;  ///< held_back | no_worker_matches | cancel_not_applied
+  std::string reason;    ///< max_instances | exclusive_execution | selector | already_<STATE> | conflicts | ...
 };
 /// store::LeaderStore::skip_cron_slots: slots the plan gives up, recorded
 /// before any slot after them is created.

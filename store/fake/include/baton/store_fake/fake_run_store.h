@@ -159,6 +159,7 @@ class FakeRunDb {
   WriteResult fail_unrunnable(const RunFence& f, RunState from, const std::string& code, const std::string& reason);
   WriteResult late_success(const RunFence& f, const AttemptFence& a, const Finish& fin);
   WriteResult cancel(const RunFence& f, RunState from, const std::string& reason);
+  WriteResult cancel_attempt(const RunFence& f, const AttemptFence& a, const Finish& fin, const std::string& reason);
   WriteResult begin_confirming(const RunFence& f, Millis deadline_in);
   WriteResult request_cancel(const RunFence& f, const std::string& reason);
   WriteResult adopt(const RunFence& f, const AttemptFence& a);
@@ -281,6 +282,8 @@ class FakeRunStore final : public RunStore {
                                       const std::string& reason) override;
   Result<WriteResult> late_success(const RunFence& f, const AttemptFence& a, const Finish& fin) override;
   Result<WriteResult> cancel(const RunFence& f, RunState from, const std::string& reason) override;
+  Result<WriteResult> cancel_attempt(const RunFence& f, const AttemptFence& a, const Finish& fin,
+                                     const std::string& reason) override;
   Result<WriteResult> request_cancel(const RunFence& f, const std::string& reason) override;
   Result<WriteResult> begin_confirming(const RunFence& f, Millis deadline_in) override;
   Result<WriteResult> adopt(const RunFence& f, const AttemptFence& a) override;

@@ -39,6 +39,8 @@ class PgRunStore final : public RunStore {
                                       const std::string& reason) override;
   Result<WriteResult> late_success(const RunFence& f, const AttemptFence& a, const Finish& fin) override;
   Result<WriteResult> cancel(const RunFence& f, RunState from, const std::string& reason) override;
+  Result<WriteResult> cancel_attempt(const RunFence& f, const AttemptFence& a, const Finish& fin,
+                                     const std::string& reason) override;
   Result<WriteResult> begin_confirming(const RunFence& f, Millis deadline_in) override;
   Result<WriteResult> request_cancel(const RunFence& f, const std::string& reason) override;
   Result<WriteResult> adopt(const RunFence& f, const AttemptFence& a) override;
