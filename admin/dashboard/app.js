@@ -237,7 +237,7 @@ async function run(id) {
   const r = await api('GET', '/api/v1/runs/' + encodeURIComponent(id));
   const fields = ['job', 'state', 'attempt', 'max_attempts', 'assigned_worker_id', 'leader_epoch', 'continuation_state',
     'trigger_kind', 'rerun_of', 'idempotency_key', 'created_at', 'started_at', 'finished_at', 'error_code', 'error_msg',
-    'log_ref'];
+    'log_ref', 'progress', 'progress_at'];
   const actions = el('p', {},
     terminal.has(r.state)
       ? button('Re-run', 'rerun', () => act('re-run ' + id, async () => {

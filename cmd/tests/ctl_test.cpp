@@ -605,6 +605,36 @@ TEST_F(CtlTest, SqlTasksQuoteTheirParametersHaveNoShellAndAreCanceledOnTheServer
   EXPECT_NE(logs.output.find("sleeping\n0\n(1 row)"), std::string::npos) << logs.output;
 }
 
+// SPEC 6: a task reports its progress on its standard output; the worker
+// carries it in its heartbeats and the leader records it on the run, where
+// `ctl runs show` (and the API, and the dashboard) show it while it runs.
+TEST_F(CtlTest, ATasksProgressIsShownWhileItRuns) {
+  std::filesystem::create_directories(cluster.dir() + "/progress");
+  std::ofstream(cluster.dir() + "/progress/jobs.yaml") << R"(jobs:
+  - name: long-load
+    tasks:
+      - {kind: PROGRAM, command: [/bin/sh, -c, 'echo "::progress:: 1/3 tables"; sleep 1; echo "::progress:: 2/3 tables"; sleep 30']}
+)";
+  ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/progress"}).code, 0);
+  auto trigger = ctl({"jobs", "trigger", "long-load"});
+  ASSERT_EQ(trigger.code, 0) << trigger.output;
+  const std::string run = std::to_string(std::stoll(trigger.output));
+  std::string shown;
+  EXPECT_TRUE(wait_until(
+      [&] {
+        shown = ctl({"runs", "show", run}).output;
+        return shown.find("progress: 2/3 tables") != std::string::npos;
+      },
+      15s))
+      << shown;
+  EXPECT_NE(shown.find("state: RUNNING"), std::string::npos) << shown;
+  // The progress line is output like any other.
+  auto logs = ctl({"logs", run});
+  EXPECT_NE(logs.output.find("::progress:: 1/3 tables"), std::string::npos) << logs.output;
+  ASSERT_EQ(ctl({"runs", "cancel", run}).code, 0);
+  EXPECT_TRUE(cluster.wait_for_state(std::stoll(run), "CANCELED", 15s));
+}
+
 TEST_F(CtlTest, ParametersReachTheTask) {
   std::filesystem::create_directories(cluster.dir() + "/params");
   std::ofstream(cluster.dir() + "/params/jobs.yaml") << R"(jobs:

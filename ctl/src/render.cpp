@@ -203,7 +203,7 @@ void print_object(std::ostream& out, const json::object& o) {
 void print_run(std::ostream& out, const json::object& run, bool logs) {
   for (const char* k : {"id", "job", "state", "attempt", "max_attempts", "assigned_worker_id", "leader_epoch",
                         "continuation_state", "trigger_kind", "rerun_of", "idempotency_key", "created_at", "started_at",
-                        "finished_at", "error_code", "error_msg"})
+                        "finished_at", "error_code", "error_msg", "progress", "progress_at"})
     out << k << ": " << field(run, k) << '\n';
   if (auto* d = run.if_contains("dead_letter"); d && d->is_object())
     out << "dead_letter: " << field(d->as_object(), "id") << " (" << field(d->as_object(), "triage_status") << ")\n";

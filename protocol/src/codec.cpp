@@ -243,8 +243,20 @@ Message read_message(const std::string& type, const Fields& f, int frame_version
   if (type == "start") return Start{read_ref(f)};
   if (type == "start_granted") return StartGranted{read_ref(f)};
   if (type == "start_denied") return StartDenied{read_ref(f), f.str("reason", false)};
-  if (type == "heartbeat")
-    return Heartbeat{read_refs(f, "running"), read_refs(f, "finished"), read_refs(f, "assigned")};
+  if (type == "heartbeat") {
+    Heartbeat m{read_refs(f, "running"), read_refs(f, "finished"), read_refs(f, "assigned"), {}};
+    if (f.has("progress") && frame_version < progress_version_min)
+      f.fail("progress", "needs protocol version " + std::to_string(progress_version_min) + " or later, got " +
+                             std::to_string(frame_version));
+    if (const json::array* a = f.array("progress", running_per_worker_max)) {
+      for (std::size_t i = 0; i < a->size(); ++i) {
+        Fields item(f.object((*a)[i], "progress[" + std::to_string(i) + "]"),
+                    f.where() + ".progress[" + std::to_string(i) + "]");
+        m.progress.push_back(Progress{read_ref(item), item.str("text", false, progress_text_bytes_max)});
+      }
+    }
+    return m;
+  }
   if (type == "finish") {
     Finish m;
     m.ref = read_ref(f);
@@ -394,6 +406,16 @@ struct Encoder {
     o["running"] = refs_json(m.running);
     if (!m.finished.empty()) o["finished"] = refs_json(m.finished);
     if (!m.assigned.empty()) o["assigned"] = refs_json(m.assigned);
+    // Never to an older peer (its decoder would refuse the frame).
+    if (!m.progress.empty() && version >= progress_version_min) {
+      json::array a;
+      for (const auto& p : m.progress) {
+        json::object item = ref_json(p.ref);
+        item["text"] = utf8_tail(p.text, progress_text_bytes_max);
+        a.push_back(std::move(item));
+      }
+      o["progress"] = std::move(a);
+    }
   }
   void operator()(const Finish& m) {
     put_ref(o, m.ref);

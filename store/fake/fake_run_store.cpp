@@ -404,8 +404,10 @@ HeartbeatBatchResult FakeRunDb::heartbeat_batch(Epoch epoch, const std::vector<H
   out.current_epoch = lease().epoch();
   if (epoch != lease().epoch()) return out;  // judged once for the statement
   for (const auto& row : rows)
-    if (WriteResult w = heartbeat({row.id, row.version, epoch}, row.attempt); w.outcome == WriteOutcome::applied)
+    if (WriteResult w = heartbeat({row.id, row.version, epoch}, row.attempt); w.outcome == WriteOutcome::applied) {
       out.applied[row.id.value] = w.new_version;
+      if (row.progress) runs_.at(row.id.value).progress = row.progress;
+    }
   return out;
 }
 

@@ -147,6 +147,7 @@ Result<std::optional<std::string>> PgAdminStore::run_json(RunId id) {
         " 'payload', r.payload, 'created_at', r.created_at,"
         " 'started_at', r.started_at, 'finished_at', r.finished_at, 'result', r.result,"
         " 'error_code', r.error_code, 'error_msg', r.error_msg, 'log_ref', r.log_ref,"
+        " 'progress', r.progress, 'progress_at', r.progress_at,"
         " 'attempts', coalesce((SELECT jsonb_agg(jsonb_build_object('attempt', a.attempt, 'worker_id',"
         "   a.worker_id, 'leader_epoch', a.leader_epoch, 'outcome', a.outcome, 'exit_code', a.exit_code,"
         "   'duration_ms', a.duration_ms, 'started_at', a.started_at, 'finished_at', a.finished_at,"

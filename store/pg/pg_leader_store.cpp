@@ -185,12 +185,16 @@ Result<std::vector<ActiveRun>> PgLeaderStore::active_runs(Millis continuation_ma
 Result<HeartbeatBatchResult> PgLeaderStore::heartbeat_batch(Epoch epoch, const std::vector<HeartbeatRow>& rows,
                                                             Millis stale_after) {
   AttemptArrays a;
-  for (const auto& r : rows)
+  std::vector<std::optional<std::string>> progress;
+  for (const auto& r : rows) {
     a.add(r.id.value, r.version.value, r.attempt.worker_id, r.attempt.attempt, r.attempt.lease_token);
+    progress.push_back(r.progress);
+  }
   return session_.with<HeartbeatBatchResult>([&](pqxx::connection& c) -> Result<HeartbeatBatchResult> {
     pqxx::nontransaction tx{c};  // one autocommit statement, like every fenced write
-    auto res = tx.exec_params(heartbeat_batch_sql(), epoch.value, stale_after.count(), pg_array(a.ids),
-                              pg_array(a.versions), pg_array(a.workers), pg_array(a.attempts), pg_array(a.tokens));
+    auto res =
+        tx.exec_params(heartbeat_batch_sql(), epoch.value, stale_after.count(), pg_array(a.ids), pg_array(a.versions),
+                       pg_array(a.workers), pg_array(a.attempts), pg_array(a.tokens), pg_array(progress));
     HeartbeatBatchResult out;
     for (const auto& r : res) {
       out.current_epoch = Epoch{r[0].as<std::int64_t>()};

@@ -496,9 +496,10 @@ const std::string& heartbeat_batch_sql() {
       "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1 FOR KEY SHARE),"
       " w AS (UPDATE job_runs r SET heartbeat_at = now(), stale_after = now() + $2 * interval '1 millisecond'," +
       history_set("r.", Next{.heartbeat = true}, "$1") +
-      ", version = r.version + 1, updated_at = now()"
-      " FROM unnest($3::bigint[], $4::bigint[], $5::text[], $6::int[], $7::uuid[]) AS b(id, version, worker, attempt,"
-      " token)"
+      ", version = r.version + 1, updated_at = now(), progress = coalesce(b.progress, r.progress),"
+      " progress_at = CASE WHEN b.progress IS NULL THEN r.progress_at ELSE now() END"
+      " FROM unnest($3::bigint[], $4::bigint[], $5::text[], $6::int[], $7::uuid[], $8::text[]) AS b(id, version,"
+      " worker, attempt, token, progress)"
       " WHERE r.id = b.id AND (SELECT epoch FROM fence) = $1 AND (r.version = b.version AND r.state = 'RUNNING'"
       " AND r.assigned_worker_id = b.worker AND r.attempt = b.attempt AND r.lease_token = b.token"
       " AND r.leader_epoch = $1) IS TRUE RETURNING r.id, r.version)"

@@ -125,3 +125,25 @@ TEST_F(HealthViewsTest, StatisticsCoverTheLastHourAndDayAndOutliveTheLeaderThatW
   ASSERT_TRUE(none);
   EXPECT_FALSE(*none);
 }
+
+// Seed 000: stale = RUNNING and stale_after < now(). A running run whose
+// heartbeats are recorded is not stale; one whose stale_after passed is, with
+// how long; a run in another state never is.
+TEST_F(HealthViewsTest, StaleRunsAreRunningRunsWhoseStaleAfterHasPassed) {
+  define("watched");
+  auto running = [&] {
+    const RunId id = trigger("watched");
+    auto a = runs.assign({id, Version{1}, epoch}, "w1");
+    AttemptFence f{"w1", a->attempt, a->lease_token};
+    EXPECT_EQ(runs.start({id, a->new_version, epoch}, f, Millis{60000})->outcome, WriteOutcome::applied);
+    return id;
+  };
+  const RunId fresh = running();
+  const RunId silent = running();
+  const RunId waiting = trigger("watched");
+  age("UPDATE job_runs SET stale_after = now() - interval '40 seconds' WHERE id IN (" + std::to_string(silent.value) +
+      ", " + std::to_string(waiting.value) + ")");
+  EXPECT_EQ(row("SELECT string_agg(run_id::text, ',') FROM baton_stale_runs"), std::to_string(silent.value));
+  EXPECT_EQ(row("SELECT stale_for_s >= 40 AND stale_for_s < 60 FROM baton_stale_runs"), "t");
+  EXPECT_EQ(row("SELECT count(*) FROM baton_stale_runs WHERE run_id = " + std::to_string(fresh.value)), "0");
+}

@@ -30,6 +30,9 @@ class PgEnv {
   std::int64_t attempt_rows(RunId id) { return count("job_run_attempts", id); }
   std::int64_t dead_letters(RunId id) { return count("dead_letters", id); }
   std::int64_t transitions(RunId id) { return count("job_run_transitions", id); }
+  std::string progress(RunId id) {
+    return pg::test::scalar_text(url_, "SELECT progress FROM job_runs WHERE id = " + std::to_string(id.value));
+  }
   // The leader's reads and batched heartbeat (store::LeaderStore).
   std::vector<ActiveRun> active(Millis margin) { return *leader_.active_runs(margin); }
   std::vector<DueRun> due(int limit) { return *leader_.due_runs(limit, {}, Millis{0}); }
@@ -62,6 +65,7 @@ class FakeEnv {
   std::int64_t attempt_rows(RunId id) { return count(db_.attempts(), id); }
   std::int64_t dead_letters(RunId id) { return count(db_.dead_letters(), id); }
   std::int64_t transitions(RunId id) { return count(db_.transitions(), id); }
+  std::string progress(RunId id) { return db_.runs().at(id.value).progress.value_or("NULL"); }
   // Through FakeLeaderStore, the simulator's leader store.
   std::vector<ActiveRun> active(Millis margin) { return *leader_.active_runs(margin); }
   std::vector<DueRun> due(int limit) { return *leader_.due_runs(limit, {}, Millis{0}); }
@@ -485,6 +489,20 @@ TYPED_TEST(RunStoreContract, DueRunsArePendingOrphanedAndRetriesWhoseTimeHasCome
   }
   EXPECT_EQ(due, (std::set<std::int64_t>{pending.value, orphaned.value}));
   EXPECT_EQ(this->env.due(1).size(), 1u) << "the limit holds";
+}
+
+// SPEC 6: a heartbeat write carries a task's progress when it changed, and
+// one without it keeps what was written.
+TYPED_TEST(RunStoreContract, AHeartbeatWritesTheProgressItCarriesAndKeepsItOtherwise) {
+  RunId id = this->create();
+  auto [att, v] = this->running(id);
+  HeartbeatRow with{id, v, att, std::string("2/3 tables")};
+  auto r = this->env.heartbeat_batch(this->epoch, {with});
+  ASSERT_EQ(r.applied.size(), 1u);
+  EXPECT_EQ(this->env.progress(id), "2/3 tables");
+  auto r2 = this->env.heartbeat_batch(this->epoch, {{id, r.applied.at(id.value), att}});
+  ASSERT_EQ(r2.applied.size(), 1u);
+  EXPECT_EQ(this->env.progress(id), "2/3 tables");
 }
 
 TYPED_TEST(RunStoreContract, AHeartbeatBatchIsFencedAndWritesOnlyHeldAttempts) {

@@ -428,7 +428,10 @@ class Agent {
     // The end of each stream again (a leader that died may not have written
     // it), before the finishes: the leader has an attempt's output before
     // its finish.
-    for (auto& [k, out] : outputs_) send_output(*out, true);
+    for (auto& [k, out] : outputs_) {
+      send_output(*out, true);
+      out->progress_sent.reset();
+    }
     delivery_.attached();
     apply_delivery();
     // Adopted attempts restart their continuation clock; starts are asked
@@ -528,6 +531,7 @@ class Agent {
     ctx.on_output = [this, output](int stream, const char* data, std::size_t n) {
       std::lock_guard lock(output->mutex);
       output->streams[stream == 0 ? 0 : 1].append(std::string_view(data, n), clock_.mono());
+      if (stream == 0) output->progress.append(std::string_view(data, n));
     };
     ctx.on_process = [this, ref = assign.ref](int pid, bool started) {
       if (started)
@@ -644,6 +648,23 @@ class Agent {
     h.running = table_.running();
     h.assigned = table_.assigned();
     if (!weakened("lost_rule")) h.finished = delivery_.unacknowledged();
+    // What changed of running tasks' progress since the last heartbeat
+    // (protocol version 5; an older leader is not sent it).
+    if (protocol_ >= protocol::progress_version_min) {
+      for (const auto& ref : h.running) {
+        auto o = outputs_.find(ref);
+        if (o == outputs_.end()) continue;
+        AttemptOutput& out = *o->second;
+        std::optional<std::string> now;
+        {
+          std::lock_guard lock(out.mutex);
+          now = out.progress.progress();
+        }
+        if (!now || now == out.progress_sent) continue;
+        h.progress.push_back({ref, *now});
+        out.progress_sent = std::move(now);
+      }
+    }
     send(h);
     heartbeat_timer_.expires_after(std::chrono::milliseconds(heartbeat_interval_ms_));
     heartbeat_timer_.async_wait([this](beast::error_code ec) {

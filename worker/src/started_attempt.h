@@ -5,11 +5,14 @@
 // acknowledged.
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "baton/protocol/messages.h"
 #include "baton/worker/task_runner.h"
 #include "baton/worker_core/output_stream.h"
+#include "baton/worker_core/progress_scanner.h"
 
 namespace baton::worker {
 
@@ -28,8 +31,12 @@ struct Process {
 struct AttemptOutput {
   protocol::AttemptRef ref;
   std::mutex mutex;
-  worker_core::OutputStream streams[2];  ///< stdout, stderr (under mutex)
-  bool ended = false;                    ///< the attempt's process has ended (io thread only)
+  worker_core::OutputStream streams[2];   ///< stdout, stderr (under mutex)
+  worker_core::ProgressScanner progress;  ///< `::progress::` lines of stdout (under mutex)
+  bool ended = false;                     ///< the attempt's process has ended (io thread only)
+  /// The progress the last heartbeat carried (io thread only); cleared at
+  /// a welcome, so a new leader hears every attempt's progress.
+  std::optional<std::string> progress_sent;
 };
 inline constexpr const char* stream_names[2] = {"stdout", "stderr"};
 

@@ -306,6 +306,7 @@ void RunBook::apply_active(const std::vector<store::ActiveRun>& rows) {
       if (same_attempt) {
         t.holder = old->second.holder;
         t.grant_in_flight = old->second.grant_in_flight;  // a read says nothing of a frame on its way
+        t.progress_unwritten = old->second.progress_unwritten;
       }
     }
     // Assigned ahead of its time: the start stays held until then (kept

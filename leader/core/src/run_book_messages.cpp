@@ -99,7 +99,7 @@ void RunBook::on_heartbeat(const std::string& worker, const protocol::Heartbeat&
   // A worker holds at most its capacity running plus as many ended or
   // assigned: a frame listing far more is refused whole, so no frame can
   // make the leader chase thousands of refs it never handed out.
-  const std::size_t refs = m.running.size() + m.finished.size() + m.assigned.size();
+  const std::size_t refs = m.running.size() + m.finished.size() + m.assigned.size() + m.progress.size();
   const std::size_t cap = 4 * static_cast<std::size_t>(std::max(1, w->second.capacity)) + 64;
   if (refs > cap) {
     count(Counter::protocol_errors);
@@ -128,6 +128,12 @@ void RunBook::on_heartbeat(const std::string& worker, const protocol::Heartbeat&
     adopt_ended(worker, ref);
   }
   for (const auto& ref : m.assigned) listed(ref);
+  // Progress of the attempts this worker runs for this leader's book; any
+  // other is dropped (a replaced attempt's, another worker's).
+  for (const auto& p : m.progress)
+    if (auto it = tracked_.find(p.ref.run_id);
+        it != tracked_.end() && held_by(it->second.row, RunState::running, worker, p.ref))
+      it->second.progress_unwritten = p.text;
   // Unknown running refs are judged on a fresh read, never on a failed one
   // (a failed read proves nothing: no cancel then).
   const bool unknown = std::any_of(m.running.begin(), m.running.end(),

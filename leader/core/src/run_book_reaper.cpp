@@ -22,7 +22,7 @@ void RunBook::flush_heartbeats() {
     auto it = tracked_.find(id);
     if (it == tracked_.end()) continue;
     const auto& r = it->second.row;
-    rows.push_back({r.id, r.version, {r.worker_id, r.attempt, r.lease_token}});
+    rows.push_back({r.id, r.version, {r.worker_id, r.attempt, r.lease_token}, it->second.progress_unwritten});
   }
   heartbeat_due_.clear();
   if (rows.empty()) return;
@@ -45,6 +45,8 @@ void RunBook::resumed(resume::HeartbeatBatch& s, const Result<store::HeartbeatBa
     auto it = tracked_.find(row.id.value);
     if (applied != res->applied.end() && it != tracked_.end()) {
       it->second.row.version = applied->second;
+      // Written, unless the task reported something newer meanwhile.
+      if (row.progress && it->second.progress_unwritten == row.progress) it->second.progress_unwritten.reset();
       continue;
     }
     if (applied != res->applied.end()) continue;  // written, and the book let the run go meanwhile

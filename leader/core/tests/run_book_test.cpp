@@ -1538,6 +1538,37 @@ TEST(RunBookAuthority, TheReaperAgesTheBooksOwnAssignmentOnItsClockWithoutAReadO
   EXPECT_GT(d.active_reads, reads);
 }
 
+// SPEC 6: the progress a worker reports for an attempt it holds goes with
+// that run's next heartbeat write, once; a progress for an attempt the
+// worker does not hold is dropped.
+TEST(RunBook, ProgressGoesWithTheNextHeartbeatWriteOfTheAttemptsRun) {
+  Driver d;
+  auto r = active(1, RunState::running, "w1");
+  d.begin({r}, hello("w1", {ref(r)}));
+  protocol::Heartbeat hb;
+  hb.running = {ref(r)};
+  protocol::AttemptRef replaced = ref(r);
+  replaced.lease_token = "an earlier attempt's token";
+  hb.progress = {{ref(r), "2/3 tables"}, {replaced, "not this attempt's"}};
+  d.msg(7, "w1", hb);
+  auto beats = all<WriteHeartbeats>(d.tick(1100ms));
+  ASSERT_EQ(beats.size(), 1u);
+  ASSERT_EQ(beats[0].rows.size(), 1u);
+  EXPECT_EQ(beats[0].rows[0].id, RunId{1});
+  EXPECT_EQ(beats[0].rows[0].progress, std::optional<std::string>("2/3 tables"));
+  store::HeartbeatBatchResult written;
+  written.current_epoch = kEpoch;
+  written.applied[1] = Version{12};
+  d.answer(beats[0].op, written);
+  // Written: the next heartbeat write does not carry it again.
+  protocol::Heartbeat again;
+  again.running = {ref(r)};
+  d.msg(7, "w1", again);
+  auto next = all<WriteHeartbeats>(d.tick(2200ms));
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_FALSE(next[0].rows[0].progress);
+}
+
 // A heartbeat write that missed a run the book itself finished meanwhile
 // needs no read; one that missed a run the book did not move does.
 TEST(RunBookAuthority, AHeartbeatMissIsReadOnlyWhenTheBookDidNotMoveTheRun) {

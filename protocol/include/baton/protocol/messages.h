@@ -21,8 +21,9 @@ namespace baton::protocol {
 /// `error.retry_after_ms`; a version-1 peer never sees either. Version 3
 /// adds the `batch` frame (codec.h, next_frame). Version 4 adds
 /// `assign.start_granted`: the assignment carries the start (docs/fencing.md).
+/// Version 5 adds `heartbeat.progress`: what each running task last reported.
 inline constexpr int protocol_version_min = 1;
-inline constexpr int protocol_version_max = 4;
+inline constexpr int protocol_version_max = 5;
 inline constexpr int protocol_version = protocol_version_max;  ///< the newest (`baton --version`)
 
 /// The version a node and a worker speak, or nullopt when their ranges do
@@ -38,6 +39,10 @@ inline constexpr std::size_t frame_bytes_max = 1 << 20;
 inline constexpr int batch_version_min = 3;
 /// From this version on, an `assign` may carry the start grant.
 inline constexpr int start_grant_version_min = 4;
+/// From this version on, a `heartbeat` may carry tasks' progress.
+inline constexpr int progress_version_min = 5;
+/// A progress text is at most this many bytes (a reader refuses more).
+inline constexpr std::size_t progress_text_bytes_max = 256;
 /// At most this many messages in one batch frame (a reader refuses more).
 inline constexpr std::size_t batch_messages_max = 1024;
 /// A sender joins queued frames into one batch only up to this many bytes,
@@ -212,6 +217,12 @@ struct StartDenied {
   std::string reason;
   friend bool operator==(const StartDenied&, const StartDenied&) = default;
 };
+/// What an attempt's task last reported of its progress (free text).
+struct Progress {
+  AttemptRef ref;
+  std::string text;
+  friend bool operator==(const Progress&, const Progress&) = default;
+};
 struct Heartbeat {
   std::vector<AttemptRef> running;
   /// Ended, finish not yet acknowledged (see Hello::finished).
@@ -220,6 +231,10 @@ struct Heartbeat {
   /// A RUNNING attempt in none of the three lists of a heartbeat is one the
   /// worker does not have: positive evidence that it is lost.
   std::vector<AttemptRef> assigned;
+  /// Version 5: the progress a running attempt's task last reported, for
+  /// the attempts whose progress changed since the worker's last heartbeat
+  /// (all of them after a welcome).
+  std::vector<Progress> progress{};
   friend bool operator==(const Heartbeat&, const Heartbeat&) = default;
 };
 struct TaskResult {

@@ -88,6 +88,9 @@ struct HeartbeatRow {
   RunId id{0};
   Version version{0};
   AttemptFence attempt;
+  /// What the task last reported of its progress, when it changed since the
+  /// last heartbeat written (written with progress_at); nullopt keeps it.
+  std::optional<std::string> progress{};
 };
 
 struct HeartbeatBatchResult {

@@ -392,6 +392,9 @@ class RunBook {
     /// them, so that it needs no read of the active runs to age them.
     std::optional<MonoTime> assigned_at{};
     std::optional<MonoTime> started_at{};
+    /// What its task last reported of its progress (heartbeat, protocol 5)
+    /// and not yet written: it goes with the run's next heartbeat write.
+    std::optional<std::string> progress_unwritten{};
   };
 
   // Steps of a pass's periodic work, in order (tick sets them, pump runs them

@@ -51,6 +51,7 @@ struct FakeRun {
   int unstarted_assignments = 0;
   std::optional<MonoTime> next_attempt_at;
   std::optional<std::string> cancel_reason;
+  std::optional<std::string> progress;  ///< what its task last reported (heartbeat_batch)
   std::string error_code;
   std::string error_msg;
   MonoTime assigned_at{};                         ///< by the database clock, when it last became ASSIGNED
