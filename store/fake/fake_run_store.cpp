@@ -279,17 +279,21 @@ WriteResult FakeRunDb::late_success(const RunFence& f, const AttemptFence& a, co
       });
 }
 
+namespace {
+void make_canceled(FakeRun& r, const std::string& reason) {
+  r.state = RunState::canceled;
+  r.error_code = "canceled";
+  r.error_msg = reason;
+  r.continuation = ContinuationState::none;
+  r.continuation_deadline.reset();
+}
+}  // namespace
+
 WriteResult FakeRunDb::cancel(const RunFence& f, RunState from, const std::string& reason) {
   BATON_ASSERT(!is_terminal(from) && from != RunState::running);
   return update(
       f, [&](const FakeRun& r) { return r.state == from && !is_terminal(r.state) && r.state != RunState::running; },
-      [&](FakeRun& r) {
-        r.state = RunState::canceled;
-        r.error_code = "canceled";
-        r.error_msg = reason;
-        r.continuation = ContinuationState::none;
-        r.continuation_deadline.reset();
-      });
+      [&](FakeRun& r) { make_canceled(r, reason); });
 }
 
 WriteResult FakeRunDb::cancel_attempt(const RunFence& f, const AttemptFence& a, const Finish& fin,
@@ -297,11 +301,7 @@ WriteResult FakeRunDb::cancel_attempt(const RunFence& f, const AttemptFence& a, 
   return update(
       f, [&](const FakeRun& r) { return r.state == RunState::running && holds(r, a) && r.leader_epoch == f.epoch; },
       [&](FakeRun& r) {
-        r.state = RunState::canceled;
-        r.error_code = "canceled";
-        r.error_msg = reason;
-        r.continuation = ContinuationState::none;
-        r.continuation_deadline.reset();
+        make_canceled(r, reason);
         record_attempt(r, RunState::canceled, fin.exit_code);
       });
 }

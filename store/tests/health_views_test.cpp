@@ -20,14 +20,6 @@ class HealthViewsTest : public ElectedStoreTest {
  protected:
   HealthViewsTest() : ElectedStoreTest("health_views") {}
 
-  /// Rewrites timestamps as only a test may (the write guards off).
-  void age(const std::string& sql) {
-    pqxx::connection c(url);
-    pqxx::work tx(c);
-    tx.exec("SET LOCAL session_replication_role = replica");
-    tx.exec(sql);
-    tx.commit();
-  }
   void define(const std::string& name, int max_attempts = 1) {
     JobDefinition j;
     j.name = name;

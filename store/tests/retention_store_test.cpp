@@ -18,15 +18,6 @@ class RetentionStoreTest : public ElectedStoreTest {
  protected:
   RetentionStoreTest() : ElectedStoreTest("retention") {}
 
-  /// Rewrites history (timestamps in the past), bypassing the write guards
-  /// as only a test may.
-  void age(const std::string& sql) {
-    pqxx::connection c(url);
-    pqxx::work tx(c);
-    tx.exec("SET LOCAL session_replication_role = replica");
-    tx.exec(sql);
-    tx.commit();
-  }
   RunId finished_run(const std::string& job, RunState final_state) {
     auto id = admin.trigger(Actor{"test", epoch}, job, std::nullopt, std::nullopt)->run;
     auto a = runs.assign({id, Version{1}, epoch}, "w1");

@@ -49,6 +49,15 @@ class ElectedStoreTest : public ::testing::Test {
       : url(baton::testing::PgInstance::shared().fresh_database(database)), epoch(force_election(url, "n1")) {}
 
   std::string text(const std::string& sql) { return scalar_text(url, sql); }
+  /// Rewrites history (timestamps in the past), bypassing the write guards
+  /// as only a test may.
+  void age(const std::string& sql) {
+    pqxx::connection c(url);
+    pqxx::work tx(c);
+    tx.exec("SET LOCAL session_replication_role = replica");
+    tx.exec(sql);
+    tx.commit();
+  }
 
   std::string url;
   Epoch epoch;
