@@ -633,6 +633,14 @@ TEST_F(CtlTest, ATasksProgressIsShownWhileItRuns) {
   EXPECT_NE(logs.output.find("::progress:: 1/3 tables"), std::string::npos) << logs.output;
   ASSERT_EQ(ctl({"runs", "cancel", run}).code, 0);
   EXPECT_TRUE(cluster.wait_for_state(std::stoll(run), "CANCELED", 15s));
+  // The canceled attempt is recorded like any other, and the cancel leaves
+  // its trail: the operator's request and the change itself.
+  shown = ctl({"runs", "show", run}).output;
+  EXPECT_TRUE(std::regex_search(shown, std::regex(R"(\n1\s+w1\s+\d+\s+CANCELED\s)"))) << shown;
+  auto audit = ctl({"audit", "--subject", "run:" + run});
+  EXPECT_NE(audit.output.find("run.cancel "), std::string::npos) << audit.output;
+  EXPECT_NE(audit.output.find("run.cancel_requested"), std::string::npos) << audit.output;
+  EXPECT_NE(audit.output.find("run.canceled"), std::string::npos) << audit.output;
 }
 
 TEST_F(CtlTest, ParametersReachTheTask) {
