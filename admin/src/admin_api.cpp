@@ -264,6 +264,12 @@ HttpResponse AdminApi::metrics() {
     }
     return out;
   };
+  body +=
+      "# HELP baton_cron_slots_skipped Cron slots of each scheduled job given up (misfire policy, catch-up limit, "
+      "starting deadline, concurrency forbid), from the decision ledger within retention.\n"
+      "# TYPE baton_cron_slots_skipped gauge\n";
+  for (const auto& [job, n] : g->cron_slots_skipped_by_job)
+    body += "baton_cron_slots_skipped{job=\"" + label(job) + "\"} " + std::to_string(n) + "\n";
   std::map<std::pair<std::string, std::string>, int> by_state;
   for (const auto& w : g->workers) by_state[{w.state, w.admin_state}]++;
   body +=

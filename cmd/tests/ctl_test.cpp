@@ -326,6 +326,20 @@ TEST_F(CtlTest, SlotsMissedWhilePausedAreRecordedAndExplained) {
       << "slots shown in the job's zone: " << text.output;
   EXPECT_EQ(ctl({"why", "tick", "not-a-time"}).code, 1);
   EXPECT_EQ(ctl({"why", "nope", iso}).code, 4);
+  // The slots it missed, per job, in /metrics (from the ledger: every node
+  // says the same, and a leader change does not reset it).
+  const std::string metrics = http_request(cluster.port("n2"), "GET", "/metrics").body;
+  std::smatch skipped;
+  ASSERT_TRUE(std::regex_search(metrics, skipped, std::regex(R"(baton_cron_slots_skipped\{job="tick"\} (\d+)\n)")))
+      << metrics;
+  EXPECT_GE(std::stoll(skipped[1].str()), 1) << "slots given up over a pause of 6 s";
+  EXPECT_EQ(skipped[1].str(),
+            cluster.db().scalar("SELECT coalesce(sum(coalesce(d.slot_count, 1)), 0) FROM decision_ledger d JOIN"
+                                " job_definitions j ON j.id = d.job_definition_id WHERE j.name = 'tick'"
+                                " AND d.decision = 'skipped'"))
+      << "the ledger's count";
+  EXPECT_NE(metrics.find("baton_cron_slots_skipped{job=\"nightly\"} "), std::string::npos) << metrics;
+  EXPECT_EQ(metrics.find("baton_cron_slots_skipped{job=\"quick\"}"), std::string::npos) << "no schedule, no row";
 }
 
 // Overlap control end to end: a job limited to one instance and two

@@ -200,6 +200,30 @@ void print_object(std::ostream& out, const json::object& o) {
         << field(o, std::string(kv.key()).c_str()) << '\n';
 }
 
+void print_job_stats(std::ostream& out, const json::object& stats) {
+  json::array windows;
+  for (const char* w : {"1h", "24h"}) {
+    auto row = stats.at("windows").as_object().at(w).as_object();
+    row["window"] = w;
+    windows.push_back(row);
+  }
+  static const std::vector<Column> columns{
+      {"WINDOW", [](const json::object& r) { return field(r, "window"); }},
+      {"RUNS", [](const json::object& r) { return field(r, "runs"); }},
+      {"SUCCEEDED", [](const json::object& r) { return field(r, "succeeded"); }},
+      {"FAILED", [](const json::object& r) { return field(r, "failed"); }},
+      {"TIMED OUT", [](const json::object& r) { return field(r, "timed_out"); }},
+      {"CANCELED", [](const json::object& r) { return field(r, "canceled"); }},
+      {"P50 MS", [](const json::object& r) { return field(r, "duration_p50_ms"); }},
+      {"P95 MS", [](const json::object& r) { return field(r, "duration_p95_ms"); }}};
+  print_table(out, columns, windows);
+  const auto& b = stats.at("backlog").as_object();
+  out << "backlog: " << field(b, "pending") << " pending, " << field(b, "scheduled_ahead") << " scheduled ahead, "
+      << field(b, "orphaned") << " orphaned, " << field(b, "retry_waiting") << " waiting to retry, "
+      << field(b, "assigned") << " assigned, " << field(b, "running") << " running; oldest waiting "
+      << field(b, "oldest_waiting_s") << " s\n";
+}
+
 void print_run(std::ostream& out, const json::object& run, bool logs) {
   for (const char* k : {"id", "job", "state", "attempt", "max_attempts", "assigned_worker_id", "leader_epoch",
                         "continuation_state", "trigger_kind", "rerun_of", "idempotency_key", "created_at", "started_at",

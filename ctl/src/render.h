@@ -45,6 +45,9 @@ const std::vector<Column>& credential_columns();
 
 /// A run in detail: its fields, attempts, transitions and (with `logs`) output.
 void print_run(std::ostream& out, const boost::json::object& run, bool logs);
+/// A job's statistics (GET /api/v1/jobs/{name}/stats): a row per window,
+/// then its backlog on one line.
+void print_job_stats(std::ostream& out, const boost::json::object& stats);
 /// One object as "key: value" lines.
 void print_object(std::ostream& out, const boost::json::object& o);
 

@@ -336,28 +336,7 @@ std::vector<Verb> verbs() {
            c.out << reply.body << '\n';
            return exit_ok;
          }
-         const auto o = json::parse(reply.body).as_object();
-         json::array windows;
-         for (const char* w : {"1h", "24h"}) {
-           auto row = o.at("windows").as_object().at(w).as_object();
-           row["window"] = w;
-           windows.push_back(row);
-         }
-         print_table(c.out,
-                     {{"WINDOW", [](const json::object& r) { return field(r, "window"); }},
-                      {"RUNS", [](const json::object& r) { return field(r, "runs"); }},
-                      {"SUCCEEDED", [](const json::object& r) { return field(r, "succeeded"); }},
-                      {"FAILED", [](const json::object& r) { return field(r, "failed"); }},
-                      {"TIMED OUT", [](const json::object& r) { return field(r, "timed_out"); }},
-                      {"CANCELED", [](const json::object& r) { return field(r, "canceled"); }},
-                      {"P50 MS", [](const json::object& r) { return field(r, "duration_p50_ms"); }},
-                      {"P95 MS", [](const json::object& r) { return field(r, "duration_p95_ms"); }}},
-                     windows);
-         const auto& b = o.at("backlog").as_object();
-         c.out << "backlog: " << field(b, "pending") << " pending, " << field(b, "scheduled_ahead")
-               << " scheduled ahead, " << field(b, "orphaned") << " orphaned, " << field(b, "retry_waiting")
-               << " waiting to retry, " << field(b, "assigned") << " assigned, " << field(b, "running")
-               << " running; oldest waiting " << field(b, "oldest_waiting_s") << " s\n";
+         print_job_stats(c.out, json::parse(reply.body).as_object());
          return exit_ok;
        }},
       {{"jobs", "trigger"},

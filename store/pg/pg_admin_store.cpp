@@ -79,6 +79,13 @@ Result<ClusterGauges> PgAdminStore::cluster_gauges() {
       if (!r[3].is_null()) w.heartbeat_age_s = r[3].as<double>();
       g.workers.push_back(std::move(w));
     }
+    // A skipped range counts its slots (slot_count; at least the count it
+    // was given when there were more than 100,000: details.count_at_least).
+    for (const auto& r :
+         tx.exec("SELECT j.name, coalesce(sum(coalesce(d.slot_count, (d.details->>'count_at_least')::bigint, 1)), 0)"
+                 " FROM job_definitions j LEFT JOIN decision_ledger d ON d.job_definition_id = j.id"
+                 " AND d.decision = 'skipped' WHERE j.deleted_at IS NULL AND j.schedule IS NOT NULL GROUP BY j.name"))
+      g.cron_slots_skipped_by_job[r[0].as<std::string>()] = r[1].as<std::int64_t>();
     return g;
   });
 }

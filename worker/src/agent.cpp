@@ -529,9 +529,7 @@ class Agent {
     output->ref = assign.ref;
     outputs_[assign.ref] = output;
     ctx.on_output = [this, output](int stream, const char* data, std::size_t n) {
-      std::lock_guard lock(output->mutex);
-      output->streams[stream == 0 ? 0 : 1].append(std::string_view(data, n), clock_.mono());
-      if (stream == 0) output->progress.append(std::string_view(data, n));
+      output->append(stream, std::string_view(data, n), clock_.mono());
     };
     ctx.on_process = [this, ref = assign.ref](int pid, bool started) {
       if (started)
@@ -621,17 +619,7 @@ class Agent {
   /// has ended); after a welcome (`rewind`), the last window again first.
   void send_output(AttemptOutput& out, bool rewind) {
     if (!attached_) return;
-    std::vector<protocol::Output> frames;
-    {
-      std::lock_guard lock(out.mutex);
-      const MonoTime now = clock_.mono();
-      for (int s = 0; s < 2; ++s) {
-        if (rewind) out.streams[s].rewind();
-        for (auto& c : out.streams[s].take(now, out.ended))
-          frames.push_back({out.ref, stream_names[s], c.offset, std::move(c.data)});
-      }
-    }
-    for (const auto& f : frames) send(f);
+    for (const auto& f : out.take_frames(clock_.mono(), rewind)) send(f);
   }
 
   void on_finish_ack(const protocol::FinishAck& a) {
@@ -650,21 +638,10 @@ class Agent {
     if (!weakened("lost_rule")) h.finished = delivery_.unacknowledged();
     // What changed of running tasks' progress since the last heartbeat
     // (protocol version 5; an older leader is not sent it).
-    if (protocol_ >= protocol::progress_version_min) {
-      for (const auto& ref : h.running) {
-        auto o = outputs_.find(ref);
-        if (o == outputs_.end()) continue;
-        AttemptOutput& out = *o->second;
-        std::optional<std::string> now;
-        {
-          std::lock_guard lock(out.mutex);
-          now = out.progress.progress();
-        }
-        if (!now || now == out.progress_sent) continue;
-        h.progress.push_back({ref, *now});
-        out.progress_sent = std::move(now);
-      }
-    }
+    if (protocol_ >= protocol::progress_version_min)
+      for (const auto& ref : h.running)
+        if (auto o = outputs_.find(ref); o != outputs_.end())
+          if (auto text = o->second->progress_to_send()) h.progress.push_back({ref, std::move(*text)});
     send(h);
     heartbeat_timer_.expires_after(std::chrono::milliseconds(heartbeat_interval_ms_));
     heartbeat_timer_.async_wait([this](beast::error_code ec) {

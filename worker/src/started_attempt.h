@@ -7,8 +7,11 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <vector>
 
+#include "baton/base/clock.h"
 #include "baton/protocol/messages.h"
 #include "baton/worker/task_runner.h"
 #include "baton/worker_core/output_stream.h"
@@ -28,6 +31,8 @@ struct Process {
 /// frames (worker_core/output_stream.h). The runner's thread appends, the
 /// io thread takes; kept until the attempt's finish is acknowledged, so a
 /// new leader gets the end of it too.
+inline constexpr const char* stream_names[2] = {"stdout", "stderr"};
+
 struct AttemptOutput {
   protocol::AttemptRef ref;
   std::mutex mutex;
@@ -37,7 +42,36 @@ struct AttemptOutput {
   /// The progress the last heartbeat carried (io thread only); cleared at
   /// a welcome, so a new leader hears every attempt's progress.
   std::optional<std::string> progress_sent;
+
+  /// On the runner's thread: what a task printed (stream 0 stdout, 1 stderr).
+  void append(int stream, std::string_view data, MonoTime now) {
+    std::lock_guard lock(mutex);
+    streams[stream == 0 ? 0 : 1].append(data, now);
+    if (stream == 0) progress.append(data);
+  }
+  /// On the io thread: the output frames due now (all of it once `ended`);
+  /// `rewind` first sends the last window again (after a welcome).
+  std::vector<protocol::Output> take_frames(MonoTime now, bool rewind) {
+    std::vector<protocol::Output> frames;
+    std::lock_guard lock(mutex);
+    for (int s = 0; s < 2; ++s) {
+      if (rewind) streams[s].rewind();
+      for (auto& c : streams[s].take(now, ended)) frames.push_back({ref, stream_names[s], c.offset, std::move(c.data)});
+    }
+    return frames;
+  }
+  /// On the io thread: the progress to carry in the next heartbeat, if it
+  /// changed since the last one carried it.
+  std::optional<std::string> progress_to_send() {
+    std::optional<std::string> now;
+    {
+      std::lock_guard lock(mutex);
+      now = progress.progress();
+    }
+    if (!now || now == progress_sent) return std::nullopt;
+    progress_sent = now;
+    return now;
+  }
 };
-inline constexpr const char* stream_names[2] = {"stdout", "stderr"};
 
 }  // namespace baton::worker

@@ -34,6 +34,9 @@ struct ClusterGauges {
   };
   std::vector<Worker> workers;
   std::int64_t unmatched_runs = 0;  ///< see RunCounts::unmatched
+  /// Per scheduled job: the cron slots given up, as the decision ledger
+  /// records them (within retention); 0 for a job that missed none.
+  std::map<std::string, std::int64_t> cron_slots_skipped_by_job;
 };
 
 /// One page of an admin list: its items as a JSON array (built by the
