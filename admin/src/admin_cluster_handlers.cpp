@@ -11,6 +11,7 @@
 #include "baton/base/run_state.h"
 #include "baton/base/utf8.h"
 #include "baton/leader_core/cron.h"
+#include "baton/leader_core/live_settings.h"
 
 namespace baton::admin {
 
@@ -18,21 +19,55 @@ using namespace admin_http;
 
 namespace {
 
-/// The settings an operator may set; each is applied by the nodes without
-/// a restart (docs/operations.md, "Settings").
-struct SettingSpec {
-  const char* key;
-  const char* type;  ///< boolean
-  const char* effect;
-};
-constexpr SettingSpec known_settings[] = {
-    {"dispatch_enabled", "boolean",
-     "false: the leader assigns no runs (within runtime.controls_every, 500 ms by default); runs already assigned or "
-     "running go on, and runs keep being created"},
-    {"retention_days", "integer",
-     "days finished runs (with their history and logs), decision-ledger entries, processed events and triaged "
-     "dead letters are kept; the leader prunes older ones in bounded batches every runtime.prune_every (1-36500)"},
-};
+namespace lc = leader_core;
+
+const char* type_name(lc::SettingKind k) {
+  switch (k) {
+    case lc::SettingKind::boolean: return "boolean";
+    case lc::SettingKind::integer: return "integer";
+    case lc::SettingKind::selectors: return "selectors";
+  }
+  return "";
+}
+
+/// The node config's value of a live setting (what an unset key means).
+json::value default_of(const lc::SettingSpec& spec, const lc::RuntimeConfig& rt) {
+  const std::string_view k = spec.key;
+  if (spec.kind == lc::SettingKind::boolean) return true;
+  if (spec.kind == lc::SettingKind::selectors) return json::array{};
+  if (k == "retention_days") return 30;
+  if (k == "reassign_after_ms") return rt.reassign_after.count();
+  if (k == "heartbeat_interval_ms") return rt.heartbeat_interval.count();
+  if (k == "heartbeat_timeout_ms") return rt.heartbeat_timeout.count();
+  if (k == "continuation_timeout_ms") return rt.continuation_timeout.count();
+  if (k == "continuation_margin_ms") return rt.continuation_margin.count();
+  if (k == "dispatch_batch") return rt.dispatch_batch;
+  return nullptr;
+}
+
+/// What is wrong with `value` for `spec` (the key named), or nothing.
+std::optional<std::string> bad_value(const lc::SettingSpec& spec, const json::value& value) {
+  const std::string key(spec.key);
+  switch (spec.kind) {
+    case lc::SettingKind::boolean:
+      if (value.is_bool()) return std::nullopt;
+      return "setting '" + key + "' is a boolean: {\"value\": true} or {\"value\": false}";
+    case lc::SettingKind::integer:
+      if (value.is_int64() && value.as_int64() >= spec.min && value.as_int64() <= spec.max) return std::nullopt;
+      return "setting '" + key + "' is a whole number of " + std::string(spec.unit) + " from " +
+             std::to_string(spec.min) + " to " + std::to_string(spec.max);
+    case lc::SettingKind::selectors: {
+      const std::string form = "setting '" + key + "' is a list of label selectors: {\"value\": [\"pool=gpu\"]}";
+      if (!value.is_array() || value.as_array().size() > 100) return form + " (at most 100)";
+      for (const auto& v : value.as_array())
+        if (!v.is_string() || v.as_string().size() > 1000 || !lc::parse_selector(v.as_string()))
+          return form + "; " + (v.is_string() ? json_quote(std::string(v.as_string()).substr(0, 64)) : "an element") +
+                 " is not k=v[,k=v]";
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -132,8 +167,17 @@ HttpResponse AdminApi::get_settings(const ApiCall&) {
   if (!stored) return db_error(stored.error());
   auto values = json::parse(*stored).as_object();
   json::object out;
-  for (const auto& spec : known_settings) {
-    json::object item{{"type", spec.type}, {"effect", spec.effect}, {"value", nullptr}};
+  for (const auto& spec : lc::live_setting_specs()) {
+    json::object item;
+    item["type"] = type_name(spec.kind);
+    item["effect"] = spec.effect;
+    item["value"] = nullptr;
+    item["default"] = default_of(spec, runtime_defaults_);
+    if (spec.kind == lc::SettingKind::integer) {
+      item["min"] = spec.min;
+      item["max"] = spec.max;
+      item["unit"] = spec.unit;
+    }
     if (auto* v = values.if_contains(spec.key)) {
       item["value"] = v->as_object().at("value");
       item["updated_at"] = v->as_object().at("updated_at");
@@ -146,25 +190,39 @@ HttpResponse AdminApi::get_settings(const ApiCall&) {
 
 HttpResponse AdminApi::set_setting(const ApiCall& c) {
   const auto& key = c.param("key");
-  const SettingSpec* spec = nullptr;
-  for (const auto& s : known_settings)
-    if (key == s.key) spec = &s;
+  const lc::SettingSpec* spec = lc::live_setting_spec(key);
   auto body = body_object(c.request);
   if (auto* e = std::get_if<HttpResponse>(&body)) return *e;
   auto& o = std::get<json::object>(body);
   auto* value = o.if_contains("value");
-  if (o.size() != 1 || !value) return error(400, "bad_request", "the body must be {\"value\": ...}");
+  if (o.size() != 1 || !value)
+    return error(400, "bad_request", "the body must be {\"value\": ...} ({\"value\": null}: back to the node config)");
   if (!spec) {
     std::string names;
-    for (const auto& s : known_settings) names += (names.empty() ? "" : ", ") + std::string(s.key);
+    for (const auto& s : lc::live_setting_specs()) names += (names.empty() ? "" : ", ") + std::string(s.key);
     return error(404, "not_found", "no setting " + json_quote(key.substr(0, 64)) + " (settings: " + names + ")");
   }
-  if (std::string(spec->type) == "boolean" && !value->is_bool())
-    return error(400, "bad_request", "setting '" + key + "' is a boolean: {\"value\": true} or {\"value\": false}");
-  if (std::string(spec->type) == "integer" &&
-      (!value->is_int64() || value->as_int64() < 1 || value->as_int64() > 36500))
-    return error(400, "bad_request",
-                 "setting '" + key + "' is a whole number of days from 1 to 36500: {\"value\": 30}");
+  if (!value->is_null()) {
+    if (auto bad = bad_value(*spec, *value)) return error(400, "bad_request", *bad);
+  }
+  // Timings are checked together, with this node's config beneath the
+  // stored values: the leader applies none of a set that breaks a rule.
+  if (spec->kind == lc::SettingKind::integer) {
+    auto stored = with_store([](auto& s) { return s.settings_json(); });
+    if (!stored) return db_error(stored.error());
+    std::map<std::string, std::vector<std::string>> raw;
+    const json::value all = json::parse(*stored);
+    for (const auto& [k, v] : all.as_object()) {
+      const auto& val = v.as_object().at("value");
+      if (val.is_int64()) raw[k] = {std::to_string(val.as_int64())};
+    }
+    if (value->is_null())
+      raw.erase(key);
+    else
+      raw[key] = {std::to_string(value->as_int64())};
+    auto live = lc::live_settings(raw, runtime_defaults_);
+    if (!live.refused.empty()) return error(400, "bad_request", "setting '" + key + "' refused: " + live.refused[0]);
+  }
   auto r = with_store([&](auto& s) { return s.set_setting(c.actor(), key, json::serialize(*value)); });
   if (!r) return db_error(r.error());
   spdlog::info("setting_set key={} value={} by={}", key, json::serialize(*value), json_quote(c.who.name));

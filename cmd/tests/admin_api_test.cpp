@@ -691,8 +691,11 @@ TEST_F(AdminApiTest, WorkersAreDrainedEvictedAndResumedAndTheLeaderReadsIt) {
 TEST_F(AdminApiTest, SettingsAreTypedAndReachTheLeadersControls) {
   auto all = body(get("/api/v1/settings")).as_object();
   EXPECT_TRUE(all.at("dispatch_enabled").at("value").as_bool());
-  EXPECT_EQ(all.size(), 2u) << "only settings a node applies are offered";
+  EXPECT_EQ(all.size(), 11u) << "only settings a node applies are offered";
   EXPECT_EQ(all.at("retention_days").at("value").as_int64(), 30);
+  EXPECT_TRUE(all.at("reassign_after_ms").at("value").is_null()) << "unset: the node config's";
+  EXPECT_EQ(all.at("reassign_after_ms").at("default").as_int64(), 10000);
+  EXPECT_EQ(all.at("reassign_after_ms").at("max").as_int64(), 86400000);
   ASSERT_EQ(send("PUT", "/api/v1/settings/dispatch_enabled", R"({"value":false})").status, 200);
   EXPECT_FALSE(leader_store.read_controls()->dispatch_enabled);
   auto audit = last_audit();
@@ -702,8 +705,33 @@ TEST_F(AdminApiTest, SettingsAreTypedAndReachTheLeadersControls) {
   EXPECT_EQ(body(get("/api/v1/settings")).as_object().at("dispatch_enabled").at("updated_by").as_string(), "config");
   EXPECT_EQ(error_code(send("PUT", "/api/v1/settings/dispatch_enabled", R"({"value":"no"})"), "boolean"),
             "bad_request");
-  EXPECT_EQ(error_code(send("PUT", "/api/v1/settings/reassign_after_ms", R"({"value":3})"), "dispatch_enabled"),
+  EXPECT_EQ(error_code(send("PUT", "/api/v1/settings/reassign_after", R"({"value":3})"), "reassign_after_ms"),
             "not_found");
+  EXPECT_EQ(error_code(send("PUT", "/api/v1/settings/reassign_after_ms", R"({"value":3})"),
+                       "setting 'reassign_after_ms' is a whole number of milliseconds from 1000 to 86400000"),
+            "bad_request");
+  // Timings are checked together: the margin must cover the timeout.
+  EXPECT_EQ(error_code(send("PUT", "/api/v1/settings/heartbeat_timeout_ms", R"({"value":20000})"),
+                       "continuation_margin_ms (10000) must be at least heartbeat_timeout_ms (20000)"),
+            "bad_request");
+  ASSERT_EQ(send("PUT", "/api/v1/settings/continuation_margin_ms", R"({"value":30000})").status, 200);
+  ASSERT_EQ(send("PUT", "/api/v1/settings/heartbeat_timeout_ms", R"({"value":20000})").status, 200);
+  EXPECT_EQ(error_code(send("PUT", "/api/v1/settings/continuation_margin_ms", R"({"value":null})"),
+                       "must be at least heartbeat_timeout_ms"),
+            "bad_request")
+      << "unsetting the margin would break the rule too";
+  ASSERT_EQ(send("PUT", "/api/v1/settings/heartbeat_timeout_ms", R"({"value":null})").status, 200);
+  EXPECT_EQ(last_audit()["details"].at("after"), json::value(nullptr));
+  EXPECT_EQ(leader_store.read_controls()->settings.count("heartbeat_timeout_ms"), 0u) << "null unsets the key";
+  EXPECT_EQ(leader_store.read_controls()->settings.at("continuation_margin_ms"), std::vector<std::string>{"30000"});
+  EXPECT_EQ(error_code(send("PUT", "/api/v1/settings/dispatch_paused_selectors", R"({"value":["pool"]})"),
+                       "\"pool\" is not k=v[,k=v]"),
+            "bad_request");
+  ASSERT_EQ(
+      send("PUT", "/api/v1/settings/dispatch_paused_selectors", R"({"value":["pool=gpu","zone=b,pool=cpu"]})").status,
+      200);
+  EXPECT_EQ(leader_store.read_controls()->settings.at("dispatch_paused_selectors"),
+            (std::vector<std::string>{"pool=gpu", "zone=b,pool=cpu"}));
   EXPECT_EQ(error_code(send("PUT", "/api/v1/settings/retention_days", R"({"value":0})"), "1 to 36500"), "bad_request");
   EXPECT_EQ(error_code(send("PUT", "/api/v1/settings/retention_days", R"({"value":"30"})"), "whole number"),
             "bad_request");

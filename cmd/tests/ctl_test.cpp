@@ -182,6 +182,17 @@ TEST_F(CtlTest, PauseAJobDrainAWorkerAndStopDispatchThenUndoEachOne) {
   ASSERT_EQ(ctl({"settings", "set", "dispatch_enabled", "true"}).code, 0);
   EXPECT_TRUE(cluster.wait_for_state(run2, "SUCCEEDED", 10s));
   EXPECT_EQ(ctl({"settings", "set", "dispatch_enabled", "maybe"}).code, 1);
+  // The timings: unset ones show the node config's value; a change that
+  // breaks a rule together with the others is refused, naming both keys.
+  ASSERT_EQ(ctl({"settings", "set", "dispatch_batch", "64"}).code, 0);
+  auto table = ctl({"settings", "get"}).output;
+  EXPECT_TRUE(std::regex_search(table, std::regex(R"(reassign_after_ms\s+3000 \(node config\))"))) << table;
+  EXPECT_TRUE(std::regex_search(table, std::regex(R"(dispatch_batch\s+64\s)"))) << table;
+  auto refused = ctl({"settings", "set", "heartbeat_timeout_ms", "20000"});
+  EXPECT_EQ(refused.code, 1);
+  EXPECT_NE(refused.output.find("must be at least heartbeat_timeout_ms"), std::string::npos) << refused.output;
+  ASSERT_EQ(ctl({"settings", "set", "dispatch_batch", "null"}).code, 0);
+  EXPECT_EQ(ctl({"settings", "get", "dispatch_batch"}).output, "512\n") << "unset: the node config's";
 
   // Both runs of "quick" are in its statistics (from the database: the API
   // and ctl read schemas/0029's views), and nothing of it waits.

@@ -671,7 +671,10 @@ std::vector<Verb> verbs() {
          if (!c.args.empty()) {
            auto* one = all.if_contains(c.args[0]);
            if (!one) return c.error(exit_not_found, "no setting '" + c.args[0] + "'");
-           c.out << (c.json_output() ? json::serialize(*one) : field(one->as_object(), "value")) << '\n';
+           // the value in force: unset means the node config's
+           const auto& o = one->as_object();
+           c.out << (c.json_output() ? json::serialize(*one) : field(o, o.at("value").is_null() ? "default" : "value"))
+                 << '\n';
            return exit_ok;
          }
          if (c.json_output()) {
@@ -686,7 +689,11 @@ std::vector<Verb> verbs() {
          }
          print_table(c.out,
                      {{"KEY", [](const json::object& o) { return field(o, "key"); }},
-                      {"VALUE", [](const json::object& o) { return field(o, "value"); }},
+                      {"VALUE",
+                       [](const json::object& o) {
+                         // unset: the node config's value, said so
+                         return o.at("value").is_null() ? field(o, "default") + " (node config)" : field(o, "value");
+                       }},
                       {"UPDATED BY", [](const json::object& o) { return field(o, "updated_by"); }},
                       {"UPDATED", [](const json::object& o) { return field(o, "updated_at"); }},
                       {"EFFECT", [](const json::object& o) { return field(o, "effect"); }}},
@@ -695,7 +702,7 @@ std::vector<Verb> verbs() {
        }},
       {{"settings", "set"},
        "KEY VALUE",
-       "set a setting (VALUE is JSON: true, false, 3, \"text\")",
+       "set a setting (VALUE is JSON: true, false, 3, [\"pool=gpu\"]; null: back to the node config)",
        {},
        2,
        2,

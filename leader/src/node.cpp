@@ -85,6 +85,7 @@ class NodeRuntime final : public ServerHandlers {
                                                  cfg.runtime.continuation_margin)) {
     admin_.set_payload_denylist(cfg.payload_denylist);
     admin_.set_limits(cfg.api_limits);
+    admin_.set_runtime_defaults(cfg.runtime);
     admin_.set_scheme(cfg.insecure ? "http" : "https");
     if (!cfg.log_archive_dir.empty()) {
       archive_ = std::make_unique<LogArchive>(cfg.log_archive_dir);

@@ -706,10 +706,15 @@ Result<AdminResult> PgAdminStore::set_setting(const Actor& who, const std::strin
   return session_.with<AdminResult>([&](pqxx::connection& c) -> Result<AdminResult> {
     pqxx::work tx{c};
     auto before = tx.exec_params("SELECT value::text FROM settings WHERE key = $1 FOR UPDATE", key);
-    tx.exec_params(
-        "INSERT INTO settings (key, value, updated_at, updated_by) VALUES ($1, $2::jsonb, now(), $3)"
-        " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now(), updated_by = EXCLUDED.updated_by",
-        key, value_json, who.name);
+    // null: the key is unset, and means the node config's value again.
+    if (value_json == "null")
+      tx.exec_params("DELETE FROM settings WHERE key = $1", key);
+    else
+      tx.exec_params(
+          "INSERT INTO settings (key, value, updated_at, updated_by) VALUES ($1, $2::jsonb, now(), $3)"
+          " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now(), updated_by = "
+          "EXCLUDED.updated_by",
+          key, value_json, who.name);
     audit_in(tx, who, "setting.set", "setting:" + key,
              before.empty() ? std::optional<std::string>{} : before[0][0].as<std::string>(), value_json);
     tx.commit();

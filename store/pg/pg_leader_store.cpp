@@ -573,18 +573,26 @@ Result<std::vector<DueRun>> PgLeaderStore::waiting_runs(int limit) {
 Result<Controls> PgLeaderStore::read_controls() {
   return session_.with<Controls>([&](pqxx::connection& c) -> Result<Controls> {
     pqxx::nontransaction tx{c};
-    // One round trip: the setting (a missing or non-boolean row means
-    // enabled: dispatch is never stopped by accident) and the held workers.
+    // One round trip: the settings (an array's elements one row each) and
+    // the held workers.
     auto rows = tx.exec(
-        "SELECT coalesce((SELECT value = 'false'::jsonb FROM settings WHERE key = 'dispatch_enabled'), false),"
-        " NULL, NULL UNION ALL SELECT NULL, worker_id, admin_state FROM workers WHERE admin_state <> 'active'");
+        "SELECT true, s.key, CASE WHEN jsonb_typeof(s.value) = 'array' THEN e.v ELSE s.value #>> '{}' END"
+        " FROM settings s LEFT JOIN LATERAL jsonb_array_elements_text("
+        "   CASE WHEN jsonb_typeof(s.value) = 'array' THEN s.value END) AS e(v) ON true"
+        " UNION ALL SELECT false, worker_id, admin_state FROM workers WHERE admin_state <> 'active'");
     Controls out;
     for (const auto& r : rows) {
-      if (!r[0].is_null())
-        out.dispatch_enabled = !r[0].as<bool>();
-      else
+      if (r[0].as<bool>()) {
+        auto& values = out.settings[r[1].as<std::string>()];
+        if (!r[2].is_null()) values.push_back(r[2].as<std::string>());
+      } else {
         out.worker_holds[r[1].as<std::string>()] = r[2].as<std::string>();
+      }
     }
+    // A missing or non-boolean dispatch_enabled means enabled: dispatch is
+    // never stopped by accident.
+    auto d = out.settings.find("dispatch_enabled");
+    out.dispatch_enabled = !(d != out.settings.end() && d->second == std::vector<std::string>{"false"});
     return out;
   });
 }

@@ -29,6 +29,7 @@ bool is_external(const Effect& e) {
 RunBook::RunBook(Epoch epoch, std::string node_id, RuntimeConfig cfg, std::uint64_t seed, MonoTime started)
     : epoch_(epoch),
       node_id_(std::move(node_id)),
+      base_cfg_(cfg),
       cfg_(cfg),
       started_(started),
       now_(started),
@@ -192,7 +193,10 @@ void RunBook::pump() {
         // What earlier passes left to create goes first; the schedules are
         // read again only once it is all written (a read meanwhile would
         // plan the same slots again).
-        if (cron_.has_backlog()) {
+        // cron_enabled and events_enabled are an operator's gates
+        // (live_settings.h), open until the first read of the controls, which
+        // comes earlier in the same pass.
+        if (live_.cron_enabled && cron_.has_backlog()) {
           resume_cron_backlog();
           break;
         }
@@ -200,10 +204,12 @@ void RunBook::pump() {
             (wakeups_.empty() || *wakeups_.begin() - now_ >= cron_quiet_before ||
              now_ - last_.cron >= cron_defer_max)) {
           last_.cron = now_;
-          const OpId op = next_op();
-          awaiting_.jobs.emplace(op, resume::ScheduledJobsRead{});
-          emit(ReadScheduledJobs{op});
-          process_events();
+          if (live_.cron_enabled) {
+            const OpId op = next_op();
+            awaiting_.jobs.emplace(op, resume::ScheduledJobsRead{});
+            emit(ReadScheduledJobs{op});
+          }
+          if (live_.events_enabled) process_events();
           if (now_ - last_.prune >= cfg_.prune_every) prune();
         }
         break;

@@ -23,6 +23,22 @@ void RunBook::apply_controls(const store::Controls& c) {
   if (!controls_ || controls_->dispatch_enabled != c.dispatch_enabled)
     log(LogLevel::info, fmt::format("dispatch_{} epoch={}", c.dispatch_enabled ? "enabled" : "disabled", epoch_.value));
   controls_ = c;
+  LiveSettings next = live_settings(c.settings, base_cfg_);
+  for (const auto& why : next.refused)
+    if (std::find(live_.refused.begin(), live_.refused.end(), why) == live_.refused.end())
+      log(LogLevel::warn, fmt::format("setting_refused why={} epoch={}", json_quote(why), epoch_.value));
+  if (next.cron_enabled != live_.cron_enabled || next.events_enabled != live_.events_enabled ||
+      next.dispatch_paused != live_.dispatch_paused || !same_live_timings(next.runtime, cfg_))
+    log(LogLevel::info,
+        fmt::format("settings_applied cron={} events={} dispatch_paused_selectors={} reassign_after_ms={} "
+                    "heartbeat_interval_ms={} heartbeat_timeout_ms={} continuation_timeout_ms={} "
+                    "continuation_margin_ms={} dispatch_batch={} epoch={}",
+                    next.cron_enabled, next.events_enabled, next.dispatch_paused.size(),
+                    next.runtime.reassign_after.count(), next.runtime.heartbeat_interval.count(),
+                    next.runtime.heartbeat_timeout.count(), next.runtime.continuation_timeout.count(),
+                    next.runtime.continuation_margin.count(), next.runtime.dispatch_batch, epoch_.value));
+  cfg_ = next.runtime;
+  live_ = std::move(next);
   std::vector<std::string> evicted;
   for (const auto& [id, w] : workers_)
     if (is_evicted(id)) evicted.push_back(id);
@@ -36,7 +52,10 @@ bool RunBook::is_evicted(const std::string& worker) const {
 }
 
 bool RunBook::takes_no_runs(const std::string& worker, const Attached& w) const {
-  return w.draining || (controls_ && controls_->worker_holds.count(worker) > 0);
+  if (w.draining || (controls_ && controls_->worker_holds.count(worker) > 0)) return true;
+  for (const auto& selector : live_.dispatch_paused)
+    if (labels_match(selector, w.labels)) return true;
+  return false;
 }
 
 // --- dispatch ---------------------------------------------------------------

@@ -19,6 +19,7 @@
 #include "baton/admin/lookup_lanes.h"
 #include "baton/admin/metrics.h"
 #include "baton/admin/payload_denylist.h"
+#include "baton/leader_core/runtime_config.h"
 #include "baton/leader_core/token_bucket.h"
 #include "baton/store/admin_store.h"
 
@@ -95,6 +96,9 @@ class AdminApi {
   /// The node's log archive (GET /api/v1/runs/{id}/output); null: none.
   void set_log_archive(const LogArchive* archive) { archive_ = archive; }
   void set_limits(const ApiLimits& limits) { limits_ = limits; }
+  /// The node config's `runtime:`: what an unset live setting means, and
+  /// beneath the stored ones when a change of a timing is checked.
+  void set_runtime_defaults(const leader_core::RuntimeConfig& rt) { runtime_defaults_ = rt; }
   /// "https" or "http": the scheme of the leader's address in a 307 (every
   /// node of a cluster serves the same one).
   void set_scheme(std::string scheme) { scheme_ = std::move(scheme); }
@@ -189,6 +193,7 @@ class AdminApi {
   std::optional<HttpResponse> over_rate(const ApiRoute& route, const std::string& who);
   const Clock& clock_;
   ApiLimits limits_;
+  leader_core::RuntimeConfig runtime_defaults_;
   std::string scheme_ = "https";
   std::mutex rate_mutex_;
   std::map<std::string, leader_core::TokenBucket> trigger_buckets_, read_buckets_;  ///< by token name

@@ -246,7 +246,7 @@ class AdminStore {
   /// active | draining | evicted.
   virtual Result<AdminResult> set_worker_admin_state(const Actor& who, const std::string& worker,
                                                      const std::string& state) = 0;
-  /// `value_json` is already validated by the caller.
+  /// `value_json` is already validated by the caller; "null" unsets the key.
   virtual Result<AdminResult> set_setting(const Actor& who, const std::string& key, const std::string& value_json) = 0;
   /// `ttl_seconds`: the token is refused once that long has passed since
   /// its creation; nullopt: it does not expire.

@@ -180,6 +180,9 @@ struct OutputChunk {
 struct Controls {
   bool dispatch_enabled = true;
   std::map<std::string, std::string> worker_holds;  ///< worker id -> draining | evicted
+  /// Every row of the settings table: key -> its value as text (an array:
+  /// one entry per element). leader_core/live_settings.h reads them.
+  std::map<std::string, std::vector<std::string>> settings;
 };
 
 }  // namespace baton::store

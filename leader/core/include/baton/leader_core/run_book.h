@@ -75,6 +75,7 @@
 #include "baton/leader_core/cron_creator.h"
 #include "baton/leader_core/dispatch.h"
 #include "baton/leader_core/heartbeat_cadence.h"
+#include "baton/leader_core/live_settings.h"
 #include "baton/leader_core/overlap.h"
 #include "baton/leader_core/run_book_resume.h"
 #include "baton/leader_core/runtime_config.h"
@@ -531,7 +532,10 @@ class RunBook {
 
   const Epoch epoch_;
   const std::string node_id_;
-  const RuntimeConfig cfg_;
+  /// The node config's `runtime:`; cfg_ is it with the live settings over it
+  /// (live_settings.h), applied at each read of the controls.
+  const RuntimeConfig base_cfg_;
+  RuntimeConfig cfg_;
   const MonoTime started_;
   MonoTime now_{};
 
@@ -656,6 +660,7 @@ class RunBook {
   /// The operators' controls as last read; nothing is dispatched before the
   /// first read, so a leader never dispatches while dispatch is disabled.
   std::optional<store::Controls> controls_;
+  LiveSettings live_;  ///< the gates of the last controls read (all open before it)
   /// When each periodic step last ran, on this book's clock.
   struct LastRan {
     MonoTime dispatch{}, reap{}, heartbeat_flush{}, cron{}, controls{}, prune{}, workers_seen{}, silent_check{};
