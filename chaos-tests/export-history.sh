@@ -42,7 +42,8 @@ export)
   j dead_letters.jsonl "SELECT json_build_object('run', run_id, 'final_state', final_state, 'attempts', attempts,
       'error_code', error_code) FROM dead_letters ORDER BY id"
   j jobs.jsonl "SELECT json_build_object('name', name, 'max_instances', max_instances,
-      'concurrency_policy', concurrency_policy, 'exclusive_execution', exclusive_execution, 'on_events', on_events)
+      'concurrency_policy', concurrency_policy, 'exclusive_execution', exclusive_execution,
+      'mutually_exclusive', mutually_exclusive, 'on_events', on_events)
       FROM job_definitions ORDER BY id"
   j events.jsonl "SELECT json_build_object('id', id, 'kind', kind, 'dedupe_key', dedupe_key,
       'processed', processed_at IS NOT NULL) FROM events ORDER BY id"

@@ -175,7 +175,10 @@ store::JobDefinition read_job(const YAML::Node& node, const std::string& path, C
   job.concurrency_policy = j.string("concurrency_policy").value_or("allow");
   if (job.concurrency_policy != "allow" && job.concurrency_policy != "forbid" && job.concurrency_policy != "replace")
     errors.add(j.key_path("concurrency_policy"), "must be allow, forbid or replace");
+  // exclusive_execution: nothing else runs while it runs (pg_timetable's);
+  // mutually_exclusive: no two mutually exclusive runs at once.
   job.exclusive_execution = j.boolean("exclusive_execution").value_or(false);
+  job.mutually_exclusive = j.boolean("mutually_exclusive").value_or(false);
   job.self_destruct = j.boolean("self_destruct").value_or(false);
   // Events a job subscribes to, and jobs whose successes it runs after.
   auto names = [&](const char* key, std::vector<std::string>& out) {
@@ -405,6 +408,7 @@ std::vector<std::string> job_changes(const store::JobDefinition& from, const sto
   if (from.max_instances != to.max_instances) out.push_back("max_instances");
   if (from.concurrency_policy != to.concurrency_policy) out.push_back("concurrency_policy");
   if (from.exclusive_execution != to.exclusive_execution) out.push_back("exclusive_execution");
+  if (from.mutually_exclusive != to.mutually_exclusive) out.push_back("mutually_exclusive");
   if (from.jitter_ms != to.jitter_ms) out.push_back("jitter");
   if (from.on_events != to.on_events) out.push_back("on_events");
   if (from.run_after != to.run_after) out.push_back("run_after");

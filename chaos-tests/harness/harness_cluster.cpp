@@ -223,7 +223,8 @@ void Harness::write_jobs() {
                                                "      - {kind: PROGRAM, command: "
                                             << task("--sleep, '100'")
                                             << "}\n"
-                                               // Overlap control: two at a time, and two exclusive jobs.
+                                               // Overlap control: two at a time, two mutually exclusive
+                                               // jobs, and one exclusive job (nothing else runs with it).
                                                "  - name: chaos-pair\n"
                                                "    max_instances: 2\n"
                                                "    max_attempts: 3\n"
@@ -233,7 +234,7 @@ void Harness::write_jobs() {
                                             << task("--sleep, '1000'")
                                             << "}\n"
                                                "  - name: chaos-excl-a\n"
-                                               "    exclusive_execution: true\n"
+                                               "    mutually_exclusive: true\n"
                                                "    max_attempts: 3\n"
                                                "    retry: {base: 200ms, cap: 2s}\n"
                                                "    tasks:\n"
@@ -241,6 +242,14 @@ void Harness::write_jobs() {
                                             << task("--sleep, '300'")
                                             << "}\n"
                                                "  - name: chaos-excl-b\n"
+                                               "    mutually_exclusive: true\n"
+                                               "    max_attempts: 3\n"
+                                               "    retry: {base: 200ms, cap: 2s}\n"
+                                               "    tasks:\n"
+                                               "      - {kind: PROGRAM, command: "
+                                            << task("--sleep, '300'")
+                                            << "}\n"
+                                               "  - name: chaos-exclusive\n"
                                                "    exclusive_execution: true\n"
                                                "    max_attempts: 3\n"
                                                "    retry: {base: 200ms, cap: 2s}\n"

@@ -12,7 +12,10 @@ void Harness::drive(const std::atomic<bool>& stop) {
   while (!stop.load()) {
     const std::string key = "s" + std::to_string(o_.seed) + "-" + std::to_string(++n);
     const bool cancel = std::chrono::steady_clock::now() >= next_cancel;
-    const std::string job = cancel ? "chaos-long" : jobs[rng() % jobs.size()];
+    // Now and then a run of the exclusive job: the cluster drains for it
+    // (up to a chaos-slow run, 8 s), so rarely enough to leave the rest a
+    // workload (every 60th round, ~15 s).
+    const std::string job = cancel ? "chaos-long" : n % 60 == 30 ? "chaos-exclusive" : jobs[rng() % jobs.size()];
     if (cancel) next_cancel = std::chrono::steady_clock::now() + cancel_every;
     const std::int64_t run = submit(job, key, stop);
     BATON_ASSERT(run >= 0);  // a run id, or 0: not accepted (recorded as such)

@@ -275,8 +275,9 @@ History load_history(const std::string& dir) {
   for (const auto& o : read_jsonl(dir + "/db/dead_letters.jsonl", h))
     h.dead_letters.push_back({num(o, "run"), str(o, "final_state"), static_cast<int>(num(o, "attempts"))});
   for (const auto& o : read_jsonl(dir + "/db/jobs.jsonl", h)) {
-    JobRow j{str(o, "name"), opt_int(o, "max_instances"), str(o, "concurrency_policy"), false, {}};
-    if (auto* e = o.if_contains("exclusive_execution"); e && e->is_bool()) j.exclusive = e->as_bool();
+    JobRow j{str(o, "name"), opt_int(o, "max_instances"), str(o, "concurrency_policy"), false, false, {}};
+    if (auto* e = o.if_contains("mutually_exclusive"); e && e->is_bool()) j.mutually_exclusive = e->as_bool();
+    if (auto* e = o.if_contains("exclusive_execution"); e && e->is_bool()) j.exclusive_execution = e->as_bool();
     if (auto* e = o.if_contains("on_events"); e && e->is_array())
       for (const auto& k : e->as_array())
         if (k.is_string()) j.on_events.emplace_back(k.as_string());

@@ -351,15 +351,18 @@ InvariantResult check_cron_slots_accounted(const History& h, const Report& /*so_
   return inv;
 }
 
-/// Overlap control: limits and exclusive jobs, by the processes.
+/// Overlap control: limits, mutually exclusive and exclusive jobs, by the
+/// processes.
 // Judged on the tasks' own evidence (every descendant counted), not on the
 // recorded states: how many executions of a limited job were alive at
-// once, and whether executions of two exclusive jobs ever were.
+// once, whether executions of two mutually exclusive jobs ever were, and
+// whether any execution was alive beside one of an exclusive job.
 InvariantResult check_overlap_respected(const History& h, const Report& /*so_far*/) {
   InvariantResult inv = invariant(
       "overlap_respected",
       "no more executions of a job alive at once than its max_instances (1 under concurrency_policy forbid or "
-      "replace), and never two executions of exclusive jobs at once");
+      "replace), never two executions of mutually exclusive jobs at once, and no execution alive beside one of an "
+      "exclusive job (exclusive_execution)");
   struct Edge {
     std::int64_t t;
     int delta;
@@ -400,20 +403,32 @@ InvariantResult check_overlap_respected(const History& h, const Report& /*so_far
     }
   };
   std::map<std::string, std::vector<const Execution*>> by_job;
-  std::vector<const Execution*> exclusive;
+  std::vector<const Execution*> mutually_exclusive, exclusive, all;
   for (const auto& [run, xs] : h.executions) {
     auto r = h.runs.find(run);
-    if (r == h.runs.end()) continue;
-    auto j = h.jobs.find(r->second.job);
-    if (j == h.jobs.end()) continue;
+    auto j = r == h.runs.end() ? h.jobs.end() : h.jobs.find(r->second.job);
     for (const auto& x : xs) {
+      all.push_back(&x);
+      if (j == h.jobs.end()) continue;
       if (j->second.limit()) by_job[j->first].push_back(&x);
-      if (j->second.exclusive) exclusive.push_back(&x);
-      if (j->second.limit() || j->second.exclusive) inv.examined++;
+      if (j->second.mutually_exclusive) mutually_exclusive.push_back(&x);
+      if (j->second.exclusive_execution) exclusive.push_back(&x);
+      if (j->second.limit() || j->second.mutually_exclusive || j->second.exclusive_execution) inv.examined++;
     }
   }
   for (const auto& [job, xs] : by_job) sweep("job " + job, xs, *h.jobs.at(job).limit());
-  sweep("exclusive jobs", exclusive, 1);
+  sweep("mutually exclusive jobs", mutually_exclusive, 1);
+  // Each execution of an exclusive job against every other execution, of
+  // any run (touching lifetimes count as overlapping, as above).
+  for (const Execution* e : exclusive) {
+    std::string beside;
+    for (const Execution* x : all)
+      if (x != e && x->from_ns <= e->to_ns && e->from_ns <= x->to_ns)
+        beside += (beside.empty() ? "run " : ", run ") + std::to_string(x->run) + " " + describe(*x);
+    if (!beside.empty())
+      add(inv, "exclusive job " + h.runs.at(e->run).job + ": run " + std::to_string(e->run) + " " + describe(*e) +
+                   " alive beside " + beside);
+  }
   return inv;
 }
 

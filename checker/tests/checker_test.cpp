@@ -585,11 +585,11 @@ TEST(Checker, ALimitOfTwoAllowsTwoButNotThree) {
   EXPECT_EQ(with(3), 1);
 }
 
-TEST(Checker, ExecutionsOfTwoExclusiveJobsAtOnceAreAViolation) {
+TEST(Checker, ExecutionsOfTwoMutuallyExclusiveJobsAtOnceAreAViolation) {
   Fixture f;
-  f.jobs += R"({"name":"ex1","max_instances":null,"concurrency_policy":"allow","exclusive_execution":true})"
+  f.jobs += R"({"name":"ex1","max_instances":null,"concurrency_policy":"allow","mutually_exclusive":true})"
             "\n"
-            R"({"name":"ex2","max_instances":null,"concurrency_policy":"allow","exclusive_execution":true})"
+            R"({"name":"ex2","max_instances":null,"concurrency_policy":"allow","mutually_exclusive":true})"
             "\n";
   f.run(500, "ex1", "SUCCEEDED", "", 0, 1, 3);
   f.exec(500, 1, "e1", "w1", 960, T + 12 * sec, T + 13 * sec, 0);
@@ -599,7 +599,28 @@ TEST(Checker, ExecutionsOfTwoExclusiveJobsAtOnceAreAViolation) {
   f.exec(502, 1, "e3", "w2", 962, T + 15 * sec, T + 16 * sec, 0);  // after: fine
   auto r = f.check();
   EXPECT_EQ(Fixture::violations(r, "overlap_respected"), 1) << r.markdown();
-  EXPECT_NE(r.markdown().find("exclusive jobs: 2 executions alive at once"), std::string::npos) << r.markdown();
+  EXPECT_NE(r.markdown().find("mutually exclusive jobs: 2 executions alive at once"), std::string::npos)
+      << r.markdown();
+}
+
+// exclusive_execution: nothing else alive while it is, whatever the job.
+TEST(Checker, AnExecutionAliveBesideOneOfAnExclusiveJobIsAViolation) {
+  auto with = [](std::int64_t from_ns, std::int64_t to_ns) {
+    Fixture f;
+    f.jobs += R"({"name":"vacuum","max_instances":null,"concurrency_policy":"allow","exclusive_execution":true})"
+              "\n";
+    f.run(600, "vacuum", "SUCCEEDED", "", 0, 1, 3);
+    f.exec(600, 1, "v1", "w1", 970, from_ns, to_ns, 0);
+    return f.check();
+  };
+  // Beside the cron job's executions (one every second from T + 0.1 s).
+  auto r = with(T + 3 * sec, T + 5 * sec);
+  EXPECT_EQ(Fixture::violations(r, "overlap_respected"), 1) << r.markdown();
+  EXPECT_NE(r.markdown().find("exclusive job vacuum: run 600"), std::string::npos) << r.markdown();
+  EXPECT_NE(r.markdown().find("alive beside run 4"), std::string::npos) << r.markdown();
+  // Alone, after everything else ended.
+  r = with(T + 25 * sec, T + 26 * sec);
+  EXPECT_EQ(Fixture::violations(r, "overlap_respected"), 0) << r.markdown();
 }
 
 // Events, each failure on a hand-made history first.

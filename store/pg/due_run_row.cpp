@@ -25,7 +25,7 @@ const std::string& due_run_columns() {
       "r.id, r.version, r.state, r.attempt, r.max_attempts, r.priority, coalesce(j.name, ''),"
       " coalesce(j.tasks::text, '[]'), coalesce(j.timeout_ms, 0), coalesce(j.worker_selector::text, '{}'),"
       " coalesce(j.retry_base_ms, 1000), coalesce(j.retry_cap_ms, 3600000), r.unstarted_assignments,"
-      " baton_instance_limit(j), coalesce(j.exclusive_execution, false),"
+      " baton_instance_limit(j), coalesce(j.mutually_exclusive, false),"
       " (coalesce(j.parameters, '{}'::jsonb) || coalesce(r.payload->'parameters', '{}'::jsonb)"
       " || (r.payload - 'parameters'))::text,"
       // When it may start and the database's clock as the row is made
@@ -35,7 +35,7 @@ const std::string& due_run_columns() {
       // would add to every start at the slot), both in microseconds.
       " (extract(epoch FROM greatest(coalesce(r.scheduled_for, r.created_at),"
       " coalesce(r.start_after, '-infinity'))) * 1000000)::bigint,"
-      " (extract(epoch FROM clock_timestamp()) * 1000000)::bigint";
+      " (extract(epoch FROM clock_timestamp()) * 1000000)::bigint, coalesce(j.exclusive_execution, false)";
   return sql;
 }
 
@@ -56,7 +56,8 @@ DueRun due_run_of(const pqxx::row& row, int first) {
   d.retry_cap_ms = at(11).as<std::int64_t>();
   d.unstarted_assignments = at(12).as<int>();
   if (!at(13).is_null()) d.instance_limit = at(13).as<int>();
-  d.exclusive = at(14).as<bool>();
+  d.mutually_exclusive = at(14).as<bool>();
+  d.exclusive_execution = at(due_run_clock_column + 1).as<bool>();
   const boost::json::value params = boost::json::parse(at(15).as<std::string>());
   if (params.is_object())
     for (const auto& kv : params.as_object())

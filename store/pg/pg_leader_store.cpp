@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "baton/base/assert.h"
+#include "baton/base/weaken.h"
 #include "baton/store/output_placement.h"
 #include "due_run_row.h"
 #include "pg_array.h"
@@ -59,8 +60,9 @@ PgLeaderStore::PgLeaderStore(const std::string& url, const std::string& applicat
     // are skipped by their state.
     //
     // The jobs whose runs cannot be taken are found first, once: a selector
-    // these labels do not satisfy, an instance limit reached, or exclusive
-    // execution while the exclusive lock is held (schemas/0010). As a
+    // these labels do not satisfy, an instance limit reached, mutual
+    // exclusion while the exclusive lock is held (schemas/0010), or an
+    // exclusive run active or due (schemas/0033). As a
     // per-row test on job_runs the planner took that filter for a very
     // selective one, expected fewer rows than the limit, and read every
     // unfinished run and sorted them (7-97 ms for 20,000 runs, against
@@ -72,7 +74,23 @@ PgLeaderStore::PgLeaderStore(const std::string& url, const std::string& applicat
         "  WHERE NOT jd.worker_selector <@ $2::jsonb"
         "  OR (baton_instance_limit(jd) IS NOT NULL AND (SELECT count(*) FROM job_runs x"
         "   WHERE x.job_definition_id = jd.id AND x.instance_no IS NOT NULL) >= baton_instance_limit(jd))"
-        "  OR (jd.exclusive_execution AND EXISTS (SELECT 1 FROM job_runs x WHERE x.exclusive_lock)))"
+        "  OR (jd.mutually_exclusive AND EXISTS (SELECT 1 FROM job_runs x WHERE x.exclusive_lock))"
+        // exclusive_execution (schemas/0033): while an exclusive run is
+        // active, or one is due, no other job's run is read (the due one
+        // waits for the runs in flight to end, and nothing new starts
+        // meanwhile, so it is never starved); an exclusive job's run is
+        // not read while another one is active.
+        "  OR (" +
+        std::string(weakened("exclusive_gate") ? "false" : "true") +  // weakened chaos builds only
+        " AND jd.exclusive_execution AND EXISTS (SELECT 1 FROM job_runs x"
+        "   WHERE x.gate IS NOT NULL AND x.gate @> '(,)'::int8range))"
+        "  OR (" +
+        std::string(weakened("exclusive_gate") ? "false" : "true") +
+        " AND NOT jd.exclusive_execution AND EXISTS (SELECT 1 FROM job_definitions e JOIN job_runs x"
+        "   ON x.job_definition_id = e.id AND " +
+        due("x", "now()") +
+        "   WHERE e.exclusive_execution AND e.deleted_at IS NULL AND NOT e.paused"
+        "   UNION ALL SELECT 1 FROM job_runs x WHERE x.gate IS NOT NULL AND x.gate @> '(,)'::int8range)))"
         " SELECT " +
         due_run_columns() +
         " FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id"
@@ -144,6 +162,7 @@ Result<std::vector<ActiveRun>> PgLeaderStore::active_runs(Millis continuation_ma
         " coalesce(r.exclusive_lock, false),"
         " CASE WHEN r.state = 'ASSIGNED' THEN greatest(0, ceil(extract(epoch FROM greatest(coalesce(r.scheduled_for,"
         " r.created_at), coalesce(r.start_after, '-infinity')) - clock_timestamp()) * 1000))::bigint ELSE 0 END"
+        ", coalesce(r.gate @> '(,)'::int8range, false)"
         " FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id"
         " WHERE r." +
             unfinished + " AND r.state IN ('ASSIGNED', 'RUNNING') ORDER BY r.id",
@@ -175,6 +194,7 @@ Result<std::vector<ActiveRun>> PgLeaderStore::active_runs(Millis continuation_ma
       if (!r[20].is_null()) a.instance_no = r[20].as<int>();
       a.exclusive_lock = r[21].as<bool>();
       a.starts_in_ms = r[22].as<std::int64_t>();
+      a.exclusive_gate = r[23].as<bool>();
       out.push_back(std::move(a));
     }
     tx.commit();

@@ -5,6 +5,7 @@
 #include <pqxx/pqxx>
 
 #include "baton/base/assert.h"
+#include "baton/base/weaken.h"
 #include "baton/store_pg/pg_run_store.h"
 #include "due_run_row.h"
 #include "pg_array.h"
@@ -153,20 +154,43 @@ const std::string dead_letter_cte =
     " WHERE state IN ('FAILED', 'TIMED_OUT'))";
 
 // Overlap control for the statements that make a run ASSIGNED (schemas/0010,
-// 0023): each run written holds what its job requires, an instance number
-// within max_instances and the exclusive lock for an exclusive job, or the
-// statement fails (baton_refuse_activation raises). The database's unique
-// indexes refuse a second holder whoever writes; this checks, in the same
-// statement, that a holder holds. `w` must return id, state,
-// job_definition_id, instance_no and exclusive_lock.
+// 0023, 0033): each run written holds what its job requires, an instance
+// number within max_instances and the exclusive lock for a mutually
+// exclusive job, and a run of an exclusive job (exclusive_execution) finds
+// no other run active without a gate, or the statement fails
+// (baton_refuse_activation raises). The database's unique indexes and the
+// gates' exclusion constraint refuse a second holder whoever writes; this
+// checks, in the same statement, that a holder holds. `w` must return id,
+// state, job_definition_id, instance_no and exclusive_lock. The other
+// active runs are read from the statement's snapshot (the runs it writes
+// are not among them as active), through the unfinished runs' index: a
+// cost paid by an exclusive run's assignment alone.
 const std::string activation_refused_cte =
     ", refused AS (SELECT * FROM (SELECT w.id, j.name, w.state, w.instance_no, w.exclusive_lock,"
-    " baton_instance_limit(j) AS lim, j.exclusive_execution FROM w JOIN job_definitions j ON j.id = "
-    "w.job_definition_id) x"
+    " baton_instance_limit(j) AS lim, j.mutually_exclusive,"
+    " CASE WHEN j.exclusive_execution AND " +
+    std::string(weakened("exclusive_gate") ? "false" : "true") +
+    " THEN (SELECT x.id FROM job_runs x WHERE x.finished_at IS NULL"
+    "   AND x.state IN ('ASSIGNED', 'RUNNING') AND x.gate IS NULL AND x.id <> w.id ORDER BY x.id LIMIT 1) END"
+    "   AS ungated"
+    " FROM w JOIN job_definitions j ON j.id = w.job_definition_id) x"
     " WHERE (lim IS NOT NULL AND (instance_no IS NULL OR instance_no > lim))"
-    " OR (exclusive_execution AND exclusive_lock IS NOT TRUE))";
+    " OR (mutually_exclusive AND exclusive_lock IS NOT TRUE) OR ungated IS NOT NULL)";
 const std::string activation_check =
-    "(SELECT baton_refuse_activation(id, name, lim, instance_no, state) FROM refused ORDER BY id LIMIT 1)";
+    "(SELECT baton_refuse_activation(id, name, lim, instance_no, state, ungated) FROM refused ORDER BY id LIMIT 1)";
+
+// The gate a run made active takes (schemas/0033): none while no live job is
+// exclusive; else the whole line for an exclusive job's run and the point of
+// its id for any other. `run` is SQL for the row being written (its id and
+// job_definition_id). Both reads of job_definitions are uncorrelated: once
+// per statement, not per row.
+std::string gate_set(const std::string& run) {
+  if (weakened("exclusive_gate")) return "gate = NULL";  // weakened chaos builds only
+  const std::string live_exclusive =
+      "SELECT g.id FROM job_definitions g WHERE g.exclusive_execution AND g.deleted_at IS NULL";
+  return "gate = CASE WHEN NOT EXISTS (" + live_exclusive + ") THEN NULL WHEN " + run + ".job_definition_id IN (" +
+         live_exclusive + ") THEN '(,)'::int8range ELSE int8range(" + run + ".id, " + run + ".id, '[]') END";
+}
 
 // What a success sets off (schemas/0012, 0014, 0023), in the statement that
 // ends a run SUCCEEDED: the event `job.succeeded:<job>` when some job runs
@@ -204,11 +228,11 @@ std::string cancel_audit_cte(const std::string& action, const std::string& from,
          ", 'attempt', w.attempt, 'worker', w.assigned_worker_id) FROM w)";
 }
 
-// A run that leaves ASSIGNED or RUNNING gives back its instance number and
-// the exclusive lock (overlap control): every statement that moves a run out
+// A run that leaves ASSIGNED or RUNNING gives back its instance number, the
+// exclusive lock and its gate (overlap control): every statement that moves a run out
 // of those states sets this, and the database refuses a row that keeps them
 // (schemas/0020, job_runs_holds_only_while_active).
-const std::string release_holds = "instance_no = NULL, exclusive_lock = NULL";
+const std::string release_holds = "instance_no = NULL, exclusive_lock = NULL, gate = NULL";
 
 // log_ref: where the output archive keeps the attempt's output, when the
 // leader has one (docs/scheduling.md, "Output and the log archive").
@@ -242,11 +266,9 @@ std::string assign_start_batch_sql() {
          " stale_after = CASE WHEN b.start THEN now() + $11 * interval '1 millisecond' ELSE r.stale_after END,"
          " continuation_state = 'NONE', continuation_deadline_at = NULL,"
          " continuation_timeout_ms = " +
-         continuation_ms +
-         ", instance_no = b.instance_no, exclusive_lock = b.exclusive_lock,"
-         " history = r.history || " +
-         entry("r.version + 1", "r.version", "'ASSIGNED'") + " || CASE WHEN b.start THEN " +
-         entry("r.version + 2", "r.version + 1", "'RUNNING'") +
+         continuation_ms + ", instance_no = b.instance_no, exclusive_lock = b.exclusive_lock, " + gate_set("r") +
+         ", history = r.history || " + entry("r.version + 1", "r.version", "'ASSIGNED'") +
+         " || CASE WHEN b.start THEN " + entry("r.version + 2", "r.version + 1", "'RUNNING'") +
          " ELSE '{}'::bigint[] END,"
          " version = r.version + CASE WHEN b.start THEN 2 ELSE 1 END, leader_epoch = $1, updated_at = now()"
          " FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bigint[], $7::int[], $8::boolean[],"
@@ -277,24 +299,28 @@ const std::vector<Statement>& statements() {
        "SELECT r.id, r.state, r.version, r.attempt, r.max_attempts, r.leader_epoch, r.assigned_worker_id,"
        " r.lease_token::text, r.continuation_state, coalesce(j.name, '') FROM job_runs r LEFT JOIN job_definitions j"
        " ON j.id = r.job_definition_id WHERE r.id = $1"},
-      {"run_assign", fenced_update({.state = "'ASSIGNED'", .continuation = "'NONE'"},
-                                   "state = 'ASSIGNED', assigned_worker_id = $4, lease_token = gen_random_uuid(),"
-                                   " worker_instance = NULL,"
-                                   " assigned_at = now(), continuation_state = 'NONE', continuation_deadline_at = NULL",
-                                   "state = 'PENDING'", activation_refused_cte, activation_check)},
+      {"run_assign",
+       fenced_update({.state = "'ASSIGNED'", .continuation = "'NONE'"},
+                     "state = 'ASSIGNED', assigned_worker_id = $4, lease_token = gen_random_uuid(),"
+                     " worker_instance = NULL,"
+                     " assigned_at = now(), continuation_state = 'NONE', continuation_deadline_at = NULL, " +
+                         gate_set("job_runs"),
+                     "state = 'PENDING'", activation_refused_cte, activation_check)},
       // From ORPHANED the attempt keeps its number: the orphaned assignment
       // never started (ORPHANED is reached only from ASSIGNED), so it is not
       // an attempt; the fresh lease token alone fences the abandoned grant.
-      {"run_reassign", fenced_update({.state = "'ASSIGNED'",
-                                      .continuation = "'NONE'",
-                                      .attempt = "CASE WHEN state = 'ORPHANED' THEN attempt ELSE attempt + 1 END"},
-                                     "state = 'ASSIGNED',"
-                                     " attempt = CASE WHEN state = 'ORPHANED' THEN attempt ELSE attempt + 1 END,"
-                                     " assigned_worker_id = $4, worker_instance = NULL,"
-                                     " lease_token = gen_random_uuid(), assigned_at = now(),"
-                                     " started_at = NULL, continuation_state = 'NONE', continuation_deadline_at = NULL",
-                                     "state = $5 AND state IN ('ORPHANED', 'RETRY_WAITING')", activation_refused_cte,
-                                     activation_check)},
+      {"run_reassign",
+       fenced_update({.state = "'ASSIGNED'",
+                      .continuation = "'NONE'",
+                      .attempt = "CASE WHEN state = 'ORPHANED' THEN attempt ELSE attempt + 1 END"},
+                     "state = 'ASSIGNED',"
+                     " attempt = CASE WHEN state = 'ORPHANED' THEN attempt ELSE attempt + 1 END,"
+                     " assigned_worker_id = $4, worker_instance = NULL,"
+                     " lease_token = gen_random_uuid(), assigned_at = now(),"
+                     " started_at = NULL, continuation_state = 'NONE', continuation_deadline_at = NULL, " +
+                         gate_set("job_runs"),
+                     "state = $5 AND state IN ('ORPHANED', 'RETRY_WAITING')", activation_refused_cte,
+                     activation_check)},
       {"run_start",
        fenced_update({.state = "'RUNNING'"},
                      "state = 'RUNNING', started_at = now(), heartbeat_at = now(),"
@@ -384,7 +410,8 @@ const std::vector<Statement>& statements() {
            " worker_instance = NULL, started_at = CASE WHEN r.state = 'PENDING' THEN r.started_at END,"
            " continuation_state = 'NONE', continuation_deadline_at = NULL,"
            " continuation_timeout_ms = coalesce(nullif(b.continuation_ms, 0), r.continuation_timeout_ms),"
-           " instance_no = b.instance_no, exclusive_lock = b.exclusive_lock",
+           " instance_no = b.instance_no, exclusive_lock = b.exclusive_lock, " +
+               gate_set("r"),
            "unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bigint[], $7::int[],"
            " $8::boolean[]) AS b(id, version, from_state, worker, continuation_ms, instance_no, exclusive_lock)",
            "r.state = b.from_state AND r.state IN ('PENDING', 'ORPHANED', 'RETRY_WAITING')",
@@ -512,8 +539,8 @@ const std::string& trigger_run_sql() {
   // new run as the dispatcher would read it (due_run_columns), so that the
   // leader can assign it at once instead of reading it back. The row comes
   // back only when the run may be assigned now: due, and of a job without an
-  // instance limit or exclusive execution (those wait for the dispatcher's
-  // read, which counts the holders).
+  // instance limit, mutual exclusion or exclusive execution (those wait for
+  // the dispatcher's read, which counts the holders).
   //
   // An Idempotency-Key names one submission: while its run is unfinished
   // (the unique index, which concurrent submissions meet) and for
@@ -549,7 +576,11 @@ const std::string& trigger_run_sql() {
       due_run_columns() +
       " FROM w r JOIN job_definitions j ON j.id = r.job_definition_id"
       " WHERE coalesce(r.scheduled_for, r.created_at) <= now() AND (r.start_after IS NULL OR r.start_after <= now())"
-      " AND baton_instance_limit(j) IS NULL AND NOT j.exclusive_execution) AS due ON true";
+      " AND baton_instance_limit(j) IS NULL AND NOT j.mutually_exclusive"
+      // while some job is exclusive, every run waits for the dispatcher's
+      // read, which holds them back while an exclusive run is active or due
+      " AND NOT EXISTS (SELECT 1 FROM job_definitions g WHERE g.exclusive_execution AND g.deleted_at IS NULL))"
+      " AS due ON true";
   return sql;
 }
 

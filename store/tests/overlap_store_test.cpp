@@ -1,7 +1,8 @@
 // Overlap control in the database (schemas/0010), against real PostgreSQL:
 // whatever a leader asks, a limited job's run becomes active only holding a
 // free instance number within the limit, an exclusive job's run only
-// holding the one exclusive lock, both released when the run ends; due
+// holding the one exclusive lock (mutually_exclusive), both released when
+// the run ends; due
 // runs of a job at its limit are not even read; cron slots of forbid and
 // replace jobs.
 #include <gtest/gtest.h>
@@ -9,45 +10,13 @@
 #include <boost/json.hpp>
 #include <map>
 
+#include "overlap_fixture.h"
 #include "store_test_support.h"
 
 using namespace baton;
 using namespace baton::store;
 using namespace baton::store::pg;
 using namespace baton::store::pg::test;
-
-namespace {
-
-class OverlapStoreTest : public ElectedStoreTest {
- protected:
-  OverlapStoreTest() : ElectedStoreTest("overlap") {}
-
-  void job(const std::string& name, std::optional<int> max_instances, const std::string& policy = "allow",
-           bool exclusive = false, std::optional<std::string> schedule = std::nullopt) {
-    JobDefinition j;
-    j.name = name;
-    j.schedule = schedule;
-    j.max_instances = max_instances;
-    j.concurrency_policy = policy;
-    j.exclusive_execution = exclusive;
-    j.parameter_rules_json = R"({"a": {}})";
-    ASSERT_TRUE(admin.create_job(Actor{"test", epoch}, j));
-  }
-  RunId run_of(const std::string& name) {
-    auto r = admin.trigger(Actor{"test", epoch}, name, std::nullopt, std::nullopt);
-    EXPECT_TRUE(r && r->outcome == WriteOutcome::applied);
-    return r ? r->run : RunId{0};
-  }
-  Result<BatchWriteResult> assign(RunId id, std::optional<int> instance, bool lock = false) {
-    AssignRow row{id, Version{1}, RunState::pending, "w1"};
-    row.instance_no = instance;
-    row.exclusive_lock = lock;
-    return runs.assign_batch(epoch, {row});
-  }
-  bool applied(const Result<BatchWriteResult>& r, RunId id) { return r && r->applied.count(id.value) == 1; }
-};
-
-}  // namespace
 
 TEST_F(OverlapStoreTest, ALimitedJobsRunsHoldDistinctNumbersWithinTheLimit) {
   job("limited", 2);
@@ -75,12 +44,12 @@ TEST_F(OverlapStoreTest, ALimitedJobsRunsHoldDistinctNumbersWithinTheLimit) {
   EXPECT_TRUE(applied(assign(c, 1), c));
 }
 
-TEST_F(OverlapStoreTest, OneExclusiveRunAtATimeAcrossJobs) {
+TEST_F(OverlapStoreTest, OneMutuallyExclusiveRunAtATimeAcrossJobs) {
   job("x", std::nullopt, "allow", true);
   job("y", std::nullopt, "allow", true);
   job("free", std::nullopt);
   const RunId x = run_of("x"), y = run_of("y"), f = run_of("free");
-  EXPECT_FALSE(assign(x, std::nullopt, false)) << "an exclusive job's run must take the lock";
+  EXPECT_FALSE(assign(x, std::nullopt, false)) << "a mutually exclusive job's run must take the lock";
   EXPECT_TRUE(applied(assign(x, std::nullopt, true), x));
   EXPECT_FALSE(assign(y, std::nullopt, true)) << "the lock is held";
   EXPECT_TRUE(applied(assign(f, std::nullopt), f)) << "other jobs are not held";
@@ -293,7 +262,8 @@ TEST_F(OverlapStoreTest, TheDatabaseRefusesHoldsOutsideAnActiveStateAndChangedHo
   EXPECT_NE(kept.find("job_runs_holds_only_while_active"), std::string::npos) << kept;
   const auto changed = refused("instance_no = 2");
   EXPECT_NE(
-      changed.find("must keep its instance number and exclusive lock while ASSIGNED or RUNNING (ASSIGNED -> ASSIGNED)"),
+      changed.find("must keep its instance number, exclusive lock and gate while ASSIGNED or RUNNING (ASSIGNED -> "
+                   "ASSIGNED)"),
       std::string::npos)
       << changed;
   EXPECT_EQ(refused("state = 'ORPHANED', instance_no = NULL", "'ORPHANED'"), "") << "the holds released with the state";

@@ -30,7 +30,7 @@ AssignmentPlan plan_assignments(const AssignmentPlanInput& in) {
   std::vector<OverlapCandidate> overlap;
   for (const auto& c : candidates) {
     const store::DueRun& d = *by_id[c.run_id];
-    overlap.push_back({c.run_id, d.job_name, d.instance_limit, d.exclusive});
+    overlap.push_back({c.run_id, d.job_name, d.instance_limit, d.mutually_exclusive, d.exclusive_execution});
   }
   const OverlapAdmission admission = admit_overlapping(overlap, in.holds);
   out.held = admission.held;

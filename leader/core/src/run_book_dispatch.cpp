@@ -121,7 +121,7 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
   std::map<std::string, int> holding;
   for (const auto& [id, t] : tracked_) {
     holding[t.row.worker_id]++;
-    in.holds.push_back({t.row.job_name, t.row.instance_no, t.row.exclusive_lock});
+    in.holds.push_back({t.row.job_name, t.row.instance_no, t.row.exclusive_lock, t.row.exclusive_gate});
   }
   in.workers.reserve(workers_.size());
   for (const auto& [id, w] : workers_)

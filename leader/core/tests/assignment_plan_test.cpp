@@ -111,15 +111,31 @@ TEST(AssignmentPlan, ATaskListNoWorkerCouldBeSentIsFailedWithItsError) {
   EXPECT_EQ(plan.placed[0].due.id, RunId{2});
 }
 
-TEST(AssignmentPlan, AnExclusiveJobIsHeldWhileAnotherHoldsTheLock) {
+TEST(AssignmentPlan, AMutuallyExclusiveJobIsHeldWhileAnotherHoldsTheLock) {
   std::vector<store::DueRun> runs{due(1)};
-  runs[0].exclusive = true;
+  runs[0].mutually_exclusive = true;
   auto in = input(runs, {worker("w1", 4, 0)});
   in.holds.push_back({"other", std::nullopt, true});
   const auto plan = plan_assignments(in);
   EXPECT_TRUE(plan.placed.empty());
   ASSERT_EQ(plan.held.size(), 1u);
-  EXPECT_EQ(plan.held[0].reason, "exclusive_execution");
+  EXPECT_EQ(plan.held[0].reason, "mutually_exclusive");
+}
+
+TEST(AssignmentPlan, AnExclusiveRunIsPlacedAloneOnceNothingRuns) {
+  std::vector<store::DueRun> runs{due(1), due(2)};
+  runs[0].exclusive_execution = true;
+  auto in = input(runs, {worker("w1", 4, 0)});
+  in.holds.push_back({"other", std::nullopt, false});
+  auto plan = plan_assignments(in);
+  ASSERT_EQ(plan.placed.size(), 1u) << "the exclusive run waits for the active one";
+  EXPECT_EQ(plan.placed[0].due.id, RunId{2});
+  in.holds.clear();
+  plan = plan_assignments(in);
+  ASSERT_EQ(plan.placed.size(), 1u);
+  EXPECT_EQ(plan.placed[0].due.id, RunId{1});
+  ASSERT_EQ(plan.held.size(), 1u);
+  EXPECT_EQ(plan.held[0].run_id, 2);
 }
 
 TEST(AssignmentPlan, TheWrittenRowIsRunningWhenTheStartWentWithIt) {

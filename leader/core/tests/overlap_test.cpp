@@ -1,6 +1,6 @@
 // admit_overlapping: which due runs may become active now under
-// max_instances (and forbid/replace, a limit of 1) and exclusive_execution,
-// and the instance numbers and lock each one takes.
+// max_instances (and forbid/replace, a limit of 1), mutually_exclusive and
+// exclusive_execution, and the instance numbers and lock each one takes.
 #include "baton/leader_core/overlap.h"
 
 #include <gtest/gtest.h>
@@ -10,9 +10,12 @@ using namespace baton::leader_core;
 namespace {
 
 OverlapCandidate run(std::int64_t id, const char* job, std::optional<int> limit = std::nullopt,
-                     bool exclusive = false) {
-  return {id, job, limit, exclusive};
+                     bool mutually_exclusive = false) {
+  return {id, job, limit, mutually_exclusive, false};
 }
+
+/// A run of an exclusive job (exclusive_execution).
+OverlapCandidate exclusive(std::int64_t id, const char* job) { return {id, job, std::nullopt, false, true}; }
 
 }  // namespace
 
@@ -44,19 +47,51 @@ TEST(Overlap, ALimitOfOneHoldsEveryRunWhileOneIsActive) {
   EXPECT_EQ(b.admitted.count(20), 1u) << "the first in dispatch order";
 }
 
-TEST(Overlap, OneExclusiveRunAnywhere) {
+TEST(Overlap, OneMutuallyExclusiveRunAnywhere) {
   auto a = admit_overlapping({run(30, "x", std::nullopt, true), run(31, "y", std::nullopt, true), run(32, "z")}, {});
   EXPECT_TRUE(a.admitted.at(30).exclusive_lock);
-  EXPECT_EQ(a.admitted.count(32), 1u) << "a job that is not exclusive is not held";
+  EXPECT_EQ(a.admitted.count(32), 1u) << "a job that is not mutually exclusive is not held";
   ASSERT_EQ(a.held.size(), 1u);
   EXPECT_EQ(a.held[0].run_id, 31);
-  EXPECT_EQ(a.held[0].reason, "exclusive_execution");
+  EXPECT_EQ(a.held[0].reason, "mutually_exclusive");
   auto b = admit_overlapping({run(40, "x", std::nullopt, true)}, {{"other", std::nullopt, true}});
   EXPECT_TRUE(b.admitted.empty()) << "the lock is held by an active run";
 }
 
-TEST(Overlap, AnExclusiveLimitedRunTakesBoth) {
+TEST(Overlap, AMutuallyExclusiveLimitedRunTakesBoth) {
   auto a = admit_overlapping({run(50, "x", 2, true)}, {});
   EXPECT_EQ(a.admitted.at(50).instance_no, 1);
   EXPECT_TRUE(a.admitted.at(50).exclusive_lock);
+}
+
+// exclusive_execution (pg_timetable's): nothing else runs while it runs.
+
+TEST(Overlap, AnExclusiveRunWaitsForEveryActiveRun) {
+  auto a = admit_overlapping({exclusive(60, "vacuum"), run(61, "a")}, {{"other", std::nullopt, false, false}});
+  EXPECT_EQ(a.admitted.count(60), 0u);
+  ASSERT_EQ(a.held.size(), 1u);
+  EXPECT_EQ(a.held[0].run_id, 60);
+  EXPECT_EQ(a.held[0].reason, "exclusive_execution");
+  EXPECT_EQ(a.admitted.count(61), 1u)
+      << "while it waits the others are not held here: the due read no longer returns them (schemas/0033)";
+}
+
+TEST(Overlap, AnExclusiveRunGoesAloneWhenNothingIsActive) {
+  auto a = admit_overlapping({exclusive(70, "vacuum"), run(71, "a"), exclusive(72, "reindex")}, {});
+  ASSERT_EQ(a.admitted.size(), 1u);
+  EXPECT_EQ(a.admitted.count(70), 1u);
+  ASSERT_EQ(a.held.size(), 2u);
+  EXPECT_EQ(a.held[0].reason, "exclusive_execution");
+  EXPECT_EQ(a.held[1].reason, "exclusive_execution");
+  auto b = admit_overlapping({run(73, "a"), exclusive(74, "vacuum")}, {});
+  EXPECT_EQ(b.admitted.count(73), 1u);
+  EXPECT_EQ(b.admitted.count(74), 0u) << "a run admitted before it in the same batch is active with it";
+}
+
+TEST(Overlap, WhileAnExclusiveRunIsActiveNothingIsAdmitted) {
+  auto a =
+      admit_overlapping({run(80, "a"), run(81, "b", 3), exclusive(82, "x")}, {{"vacuum", std::nullopt, false, true}});
+  EXPECT_TRUE(a.admitted.empty());
+  EXPECT_EQ(a.held.size(), 3u);
+  for (const auto& h : a.held) EXPECT_EQ(h.reason, "exclusive_execution");
 }

@@ -310,7 +310,7 @@ TEST(RunBook, AnOlderWorkerAndAnAssignmentNotAppliedGetNoStart) {
 }
 
 // Overlap control at dispatch: a job limited to one instance with one run
-// already active gets nothing; of two exclusive runs only the first goes,
+// already active gets nothing; of two mutually exclusive runs only the first goes,
 // holding the lock; the held one is recorded once in the decision ledger.
 TEST(RunBook, RunsOverTheirJobsLimitAreHeldBackAndRecordedOnce) {
   Driver d;
@@ -324,7 +324,7 @@ TEST(RunBook, RunsOverTheirJobsLimitAreHeldBackAndRecordedOnce) {
     r.version = Version{1};
     r.job_name = job;
     r.instance_limit = limit;
-    r.exclusive = exclusive;
+    r.mutually_exclusive = exclusive;
     return r;
   };
   d.due = {due_run(5, "single", 1, false), due_run(6, "x", std::nullopt, true), due_run(7, "y", 2, true)};
@@ -340,7 +340,7 @@ TEST(RunBook, RunsOverTheirJobsLimitAreHeldBackAndRecordedOnce) {
   EXPECT_EQ(held[0].run, RunId{5});
   EXPECT_EQ(held[0].reason, "max_instances");
   EXPECT_EQ(held[1].run, RunId{7});
-  EXPECT_EQ(held[1].reason, "exclusive_execution");
+  EXPECT_EQ(held[1].reason, "mutually_exclusive");
   d.answer(assigns[0].op, batch(kEpoch, {}));  // lost a race: nothing applied
   EXPECT_TRUE(all<RecordDecision>(d.tick(300ms)).empty()) << "recorded once";
 }

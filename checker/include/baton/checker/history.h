@@ -136,7 +136,8 @@ struct JobRow {
   std::string name;
   std::optional<std::int64_t> max_instances;
   std::string concurrency_policy = "allow";
-  bool exclusive = false;
+  bool mutually_exclusive = false;   ///< no two such executions at once
+  bool exclusive_execution = false;  ///< no other execution at all while one of it is alive
   std::vector<std::string> on_events;
   /// Active runs allowed at once: max_instances, 1 under forbid/replace.
   std::optional<std::int64_t> limit() const {

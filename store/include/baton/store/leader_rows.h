@@ -35,7 +35,10 @@ struct DueRun {
   /// Overlap control (schemas/0010): how many runs of its job may be active
   /// at once (nullopt: no limit) and whether it needs the exclusive lock.
   std::optional<int> instance_limit{};
-  bool exclusive = false;
+  bool mutually_exclusive = false;
+  /// Its job is exclusive (schemas/0033): it may become active only when no
+  /// other run is, and no other run while it is.
+  bool exclusive_execution = false;
   /// The job's default parameters overlaid by the run's (payload
   /// "parameters", then its other top-level keys: an event, an upstream run),
   /// each value as text.
@@ -78,7 +81,8 @@ struct ActiveRun {
   std::optional<std::string> cancel_reason;
   std::string job_name;              ///< for per-job metrics ("" for a run without a job)
   std::optional<int> instance_no{};  ///< the instance number it holds (limited jobs)
-  bool exclusive_lock = false;       ///< it holds the exclusive lock (exclusive jobs)
+  bool exclusive_lock = false;       ///< it holds the exclusive lock (mutually exclusive jobs)
+  bool exclusive_gate = false;       ///< it holds the whole gate (an exclusive job's run, schemas/0033)
   /// ASSIGNED ahead of its time: how long until it may start, by the
   /// database clock when the row was made, rounded up (0: now).
   std::int64_t starts_in_ms = 0;
@@ -115,7 +119,8 @@ struct JobDefinition {
   std::optional<std::int64_t> starting_deadline_ms{};  ///< a slot this late is given up
   std::optional<int> max_instances{};                  ///< active runs at once (nullopt: no limit)
   std::string concurrency_policy = "allow";            ///< allow | forbid | replace
-  bool exclusive_execution = false;                    ///< no other exclusive run while it runs
+  bool mutually_exclusive = false;                     ///< no other mutually exclusive run while it runs
+  bool exclusive_execution = false;                    ///< no other run at all while it runs
   std::int64_t jitter_ms = 0;                          ///< cron runs start up to this much after their slot
   std::vector<std::string> on_events;                  ///< event kinds that each make a run
   std::vector<std::string> run_after;                  ///< jobs whose every success makes a run

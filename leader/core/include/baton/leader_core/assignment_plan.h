@@ -64,9 +64,9 @@ struct PlacedRun {
 };
 
 struct AssignmentPlan {
-  std::vector<UnrunnableRun> over_budget;      ///< ORPHANED max_unstarted_assignments times, never started
-  std::vector<OverlapHeld> held;               ///< held back by max_instances or exclusive_execution
-  int orphans_deferred = 0;                    ///< reassignments over the pace: a later pass takes them
+  std::vector<UnrunnableRun> over_budget;  ///< ORPHANED max_unstarted_assignments times, never started
+  std::vector<OverlapHeld> held;           ///< held back by max_instances, mutually_exclusive or exclusive_execution
+  int orphans_deferred = 0;                ///< reassignments over the pace: a later pass takes them
   std::vector<UnrunnableRun> bad_definitions;  ///< task lists no worker could be sent
   std::vector<PlacedRun> placed;
   TokenBucket reassignments{0, 1};  ///< the bucket after this plan's reassignments

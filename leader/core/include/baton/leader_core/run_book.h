@@ -249,7 +249,8 @@ struct RecordDecision {
   OpId op = 0;
   RunId run{0};
   std::string decision;  ///< held_back | no_worker_matches | cancel_not_applied
-  std::string reason;    ///< max_instances | exclusive_execution | selector | already_<STATE> | conflicts | ...
+  std::string reason;    ///< max_instances | mutually_exclusive | exclusive_execution | selector | already_<STATE> |
+                         ///< conflicts | ...
 };
 /// store::LeaderStore::skip_cron_slots: slots the plan gives up, recorded
 /// before any slot after them is created.
