@@ -353,10 +353,11 @@ TEST_F(CtlTest, SlotsMissedWhilePausedAreRecordedAndExplained) {
   EXPECT_EQ(metrics.find("baton_cron_slots_skipped{job=\"quick\"}"), std::string::npos) << "no schedule, no row";
 }
 
-// Overlap control end to end: a job limited to one instance and two
-// exclusive jobs, triggered together on a worker with room for four. The
-// runs of each group execute one after another (their RUNNING intervals,
-// as the database recorded them, do not overlap).
+// Overlap control end to end: a job limited to one instance, two mutually
+// exclusive jobs and an exclusive one, triggered together on a worker with
+// room for four. The runs of each group execute one after another (their
+// RUNNING intervals, as the database recorded them, do not overlap), and
+// nothing runs beside the exclusive job's run.
 TEST_F(CtlTest, LimitedAndExclusiveRunsNeverOverlap) {
   std::filesystem::create_directories(cluster.dir() + "/overlap");
   std::ofstream(cluster.dir() + "/overlap/jobs.yaml") << R"(jobs:
@@ -365,16 +366,24 @@ TEST_F(CtlTest, LimitedAndExclusiveRunsNeverOverlap) {
     tasks:
       - {kind: BUILTIN, builtin: SLEEP, argument: 600ms}
   - name: ex1
-    exclusive_execution: true
+    mutually_exclusive: true
     tasks:
       - {kind: BUILTIN, builtin: SLEEP, argument: 600ms}
   - name: ex2
+    mutually_exclusive: true
+    tasks:
+      - {kind: BUILTIN, builtin: SLEEP, argument: 600ms}
+  - name: vacuum
     exclusive_execution: true
     tasks:
       - {kind: BUILTIN, builtin: SLEEP, argument: 600ms}
 )";
   ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/overlap"}).code, 0);
-  for (const char* job : {"serial", "serial", "serial", "ex1", "ex2"}) ASSERT_EQ(ctl({"jobs", "trigger", job}).code, 0);
+  const auto shown = ctl({"jobs", "show", "vacuum"}).output;
+  EXPECT_TRUE(std::regex_search(shown, std::regex(R"(exclusive_execution:\s+true)"))) << shown;
+  EXPECT_TRUE(std::regex_search(shown, std::regex(R"(mutually_exclusive:\s+false)"))) << shown;
+  for (const char* job : {"serial", "serial", "ex1", "vacuum", "ex2", "serial"})
+    ASSERT_EQ(ctl({"jobs", "trigger", job}).code, 0);
   struct Interval {
     std::string job, from, to;
   };
@@ -386,7 +395,7 @@ TEST_F(CtlTest, LimitedAndExclusiveRunsNeverOverlap) {
         std::regex item(R"re("job":"([a-z0-9]+)"[^{}]*?"started_at":"([^"]+)"[^{}]*?"finished_at":"([^"]+)")re");
         for (auto it = std::sregex_iterator(out.begin(), out.end(), item); it != std::sregex_iterator(); ++it)
           done.push_back({(*it)[1], (*it)[2], (*it)[3]});
-        return done.size() >= 5;
+        return done.size() >= 6;
       },
       30s))
       << done.size() << " runs finished";
@@ -401,6 +410,15 @@ TEST_F(CtlTest, LimitedAndExclusiveRunsNeverOverlap) {
   };
   EXPECT_EQ(disjoint({"serial"}), 3u);
   EXPECT_EQ(disjoint({"ex1", "ex2"}), 2u);
+  // Nothing beside the exclusive run: each other run ended before it
+  // started or started after it ended (the others may overlap each other).
+  auto vacuum = std::find_if(done.begin(), done.end(), [](const Interval& i) { return i.job == "vacuum"; });
+  ASSERT_NE(vacuum, done.end());
+  for (const auto& i : done) {
+    if (i.job == "vacuum") continue;
+    EXPECT_TRUE(i.to <= vacuum->from || vacuum->to <= i.from)
+        << i.job << " " << i.from << "-" << i.to << " beside vacuum " << vacuum->from << "-" << vacuum->to;
+  }
 }
 
 // Events and run-after end to end: an event posted twice with one dedupe key
