@@ -167,7 +167,7 @@ async function job(name) {
   const windows = ['1h', '24h'].map(w => Object.assign({ window: w }, stats.windows[w]));
   const b = stats.backlog;
   const fields = ['name', 'schedule', 'time_zone', 'misfire_policy', 'catch_up_limit', 'starting_deadline',
-    'max_instances', 'concurrency_policy', 'exclusive_execution', 'mutually_exclusive', 'jitter', 'on_events', 'run_after', 'worker_selector',
+    'max_instances', 'concurrency_policy', 'exclusive_execution', 'mutually_exclusive', 'on_error', 'jitter', 'on_events', 'run_after', 'worker_selector',
     'paused', 'live'];
   const at = el('input', { id: 'why-at', name: 'at', size: 28, value: whyAt[name] || new Date().toISOString().slice(0, 19) + 'Z',
     placeholder: '2026-03-29T01:30:00Z' });

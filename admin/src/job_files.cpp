@@ -92,6 +92,13 @@ protocol::TaskResources read_resources(ConfigMap r, ConfigErrors& errors) {
   return out;
 }
 
+/// A role or parameter name: 1-63 letters, digits and underscores, not
+/// starting with a digit (PostgreSQL's plain identifiers, psql's variables).
+bool is_identifier(const std::string& name) {
+  return !name.empty() && name.size() <= 63 && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+         std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; });
+}
+
 std::optional<protocol::Task> read_task(ConfigMap& t, ConfigErrors& errors) {
   protocol::Task task;
   auto kind = t.string("kind", true).value_or("");
@@ -125,6 +132,24 @@ std::optional<protocol::Task> read_task(ConfigMap& t, ConfigErrors& errors) {
   task.resources = read_resources(t.map("resources"), errors);
   if (!task.resources.empty() && task.kind != protocol::TaskKind::program)
     errors.add(t.key_path("resources"), "limits a PROGRAM task's processes only");
+  // A task's own knobs (docs/scheduling.md, "Chains"): its timeout, its
+  // parameter values (read by the caller, like env) and its SQL role.
+  if (auto timeout = t.duration("timeout")) {
+    if (timeout->count() < 1 || timeout->count() > (std::int64_t{1} << 40))
+      errors.add(t.key_path("timeout"), "must be a duration of at least 1ms");
+    else
+      task.timeout_ms = timeout->count();
+  }
+  t.mark_known("parameters");
+  task.run_as = t.string("run_as").value_or("");
+  if (!task.run_as.empty()) {
+    if (task.kind != protocol::TaskKind::sql)
+      errors.add(t.key_path("run_as"), "applies to a SQL task only (SET ROLE)");
+    else if (!is_identifier(task.run_as))
+      errors.add(t.key_path("run_as"),
+                 "must be a role name of 1-63 letters, digits and underscores, not starting with a digit, got '" +
+                     task.run_as.substr(0, 64) + "'");
+  }
   t.reject_unknown_keys();
   if (task.kind == protocol::TaskKind::program && task.command.empty())
     errors.add(t.key_path("command"), "a PROGRAM task needs a command (a list: program and arguments)");
@@ -141,6 +166,29 @@ std::optional<protocol::Task> read_task(ConfigMap& t, ConfigErrors& errors) {
       errors.add(t.key_path("builtin"), "must be NOOP, SLEEP, LOG or FAIL, got '" + builtin + "'");
   }
   return task;
+}
+
+/// A task's own parameter values (`parameters:` of a task): names as the
+/// job's, values text (a number or boolean as written).
+void read_task_parameters(const YAML::Node& params, const std::string& path, protocol::Task& task,
+                          ConfigErrors& errors) {
+  if (!params.IsMap()) {
+    errors.add(path, "must be a mapping of parameter names to values");
+    return;
+  }
+  for (const auto& kv : params) {
+    const std::string name = kv.first.as<std::string>();
+    if (!is_identifier(name)) {
+      errors.add(path + "." + name.substr(0, 64),
+                 "a parameter name is 1-63 letters, digits and underscores, not starting with a digit");
+      continue;
+    }
+    if (!kv.second.IsScalar()) {
+      errors.add(path + "." + name, "must be a value (text, a number or a boolean)");
+      continue;
+    }
+    task.parameters[name] = kv.second.as<std::string>();
+  }
 }
 
 /// One job definition from its YAML (or JSON) mapping; problems are added
@@ -180,6 +228,14 @@ store::JobDefinition read_job(const YAML::Node& node, const std::string& path, C
   job.exclusive_execution = j.boolean("exclusive_execution").value_or(false);
   job.mutually_exclusive = j.boolean("mutually_exclusive").value_or(false);
   job.self_destruct = j.boolean("self_destruct").value_or(false);
+  // The job's own on_error: a job run once when a run of this one fails for
+  // good (docs/scheduling.md, "When a run fails for good").
+  if (auto handler = j.string("on_error")) {
+    if (handler->empty() || handler->size() > 200)
+      errors.add(j.key_path("on_error"), "names a job (1-200 characters) run when a run of this one fails for good");
+    else
+      job.on_error = *handler;
+  }
   // Events a job subscribes to, and jobs whose successes it runs after.
   auto names = [&](const char* key, std::vector<std::string>& out) {
     if (auto list = j.string_list(key)) {
@@ -234,9 +290,11 @@ store::JobDefinition read_job(const YAML::Node& node, const std::string& path, C
     for (std::size_t k = 0; k < tl.size(); ++k) {
       ConfigMap t(tl[k], j.key_path("tasks[" + std::to_string(k) + "]"), errors);
       YAML::Node env = tl[k]["env"];
+      YAML::Node params = tl[k]["parameters"];
       auto task = read_task(t, errors);
       if (task && env && env.IsMap())
         for (const auto& kv : env) task->env[kv.first.as<std::string>()] = kv.second.as<std::string>();
+      if (task && params) read_task_parameters(params, t.key_path("parameters"), *task, errors);
       if (task && task->kind == protocol::TaskKind::program && task->resources.empty()) task->resources = job_resources;
       if (task) tasks.push_back(*task);
     }
@@ -409,6 +467,7 @@ std::vector<std::string> job_changes(const store::JobDefinition& from, const sto
   if (from.concurrency_policy != to.concurrency_policy) out.push_back("concurrency_policy");
   if (from.exclusive_execution != to.exclusive_execution) out.push_back("exclusive_execution");
   if (from.mutually_exclusive != to.mutually_exclusive) out.push_back("mutually_exclusive");
+  if (from.on_error != to.on_error) out.push_back("on_error");
   if (from.jitter_ms != to.jitter_ms) out.push_back("jitter");
   if (from.on_events != to.on_events) out.push_back("on_events");
   if (from.run_after != to.run_after) out.push_back("run_after");

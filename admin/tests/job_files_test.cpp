@@ -228,3 +228,41 @@ TEST(JobDocument, ReadsResourceLimitsForTheJobAndEachProgramTask) {
   EXPECT_NE(m.find("resources.disk: unknown key"), std::string::npos) << m;
   EXPECT_NE(m.find("tasks[0].resources: limits a PROGRAM task's processes only"), std::string::npos) << m;
 }
+
+// A task's own knobs and the job's on_error (docs/scheduling.md, "Chains",
+// "When a run fails for good"), each problem named by its key.
+TEST(JobDocument, ReadsATasksOwnKnobsAndTheJobsOnError) {
+  auto job = admin::parse_job_document(
+      "name: etl\non_error: notify-ops\nexclusive_execution: true\n"
+      "tasks:\n"
+      "  - {kind: SQL, connection: local, sql: 'SELECT 1', run_as: reporting, timeout: 90s,\n"
+      "     parameters: {table: invoices, batch: 500}}\n"
+      "  - {kind: BUILTIN, builtin: NOOP}\n",
+      "body");
+  ASSERT_TRUE(job) << job.error().message;
+  EXPECT_EQ(job->on_error, "notify-ops");
+  EXPECT_TRUE(job->exclusive_execution);
+  EXPECT_FALSE(job->mutually_exclusive);
+  auto tasks = std::get<std::vector<protocol::Task>>(protocol::decode_tasks(job->tasks_json));
+  ASSERT_EQ(tasks.size(), 2u);
+  EXPECT_EQ(tasks[0].run_as, "reporting");
+  EXPECT_EQ(tasks[0].timeout_ms, 90000);
+  EXPECT_EQ(tasks[0].parameters, (std::map<std::string, std::string>{{"batch", "500"}, {"table", "invoices"}}));
+  EXPECT_FALSE(tasks[1].needs_knobs());
+
+  auto bad = admin::parse_job_document(
+      "name: etl\non_error: ''\n"
+      "tasks:\n"
+      "  - {kind: PROGRAM, command: [/bin/true], run_as: reporting}\n"
+      "  - {kind: SQL, connection: local, sql: 'SELECT 1', run_as: 'x; DROP TABLE t', timeout: 0s}\n"
+      "  - {kind: BUILTIN, builtin: NOOP, parameters: {1st: a, ok: [1, 2]}}\n",
+      "body");
+  ASSERT_FALSE(bad);
+  const auto& m = bad.error().message;
+  EXPECT_NE(m.find("body: on_error: names a job"), std::string::npos) << m;
+  EXPECT_NE(m.find("body: tasks[0].run_as: applies to a SQL task only"), std::string::npos) << m;
+  EXPECT_NE(m.find("body: tasks[1].run_as: must be a role name"), std::string::npos) << m;
+  EXPECT_NE(m.find("body: tasks[1].timeout: must be a duration of at least 1ms"), std::string::npos) << m;
+  EXPECT_NE(m.find("body: tasks[2].parameters.1st: a parameter name is"), std::string::npos) << m;
+  EXPECT_NE(m.find("body: tasks[2].parameters.ok: must be a value"), std::string::npos) << m;
+}

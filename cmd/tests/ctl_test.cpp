@@ -9,64 +9,11 @@
 #include <thread>
 
 #include "cluster.h"
+#include "ctl_fixture.h"
 
 using namespace baton::testing;
 
 namespace {
-
-const char* jobs = R"(jobs:
-  - name: breaks
-    tasks:
-      - {kind: PROGRAM, command: [/bin/sh, -c, 'echo disk full on /var; exit 3']}
-  - name: quick
-    tasks:
-      - {kind: BUILTIN, builtin: NOOP}
-  - name: nightly
-    schedule: '0 0 3 * * *'
-    tasks:
-      - {kind: BUILTIN, builtin: NOOP}
-)";
-
-struct CtlResult {
-  int code = -1;
-  std::string output;  ///< stdout and stderr
-};
-
-class CtlTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    cluster.start_node("n1");
-    ASSERT_EQ(cluster.wait_for_leader(), "n1");
-    cluster.start_node("n2");
-    cluster.start_worker("w1", 4, {"n1"});
-    ASSERT_TRUE(cluster.wait_for_workers("n1", 1));
-  }
-
-  /// `baton ctl ARGS...` with BATON_ADDR (the follower) and BATON_TOKEN set.
-  CtlResult ctl(std::vector<std::string> args, const std::string& token = admin_token) {
-    std::vector<std::string> argv{"/usr/bin/env",         "BATON_ADDR=127.0.0.1:" + std::to_string(cluster.port("n2")),
-                                  "BATON_TOKEN=" + token, "HOME=" + cluster.dir(),
-                                  BATON_BINARY,           "ctl"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    ChildProcess p(argv, cluster.dir() + "/ctl-" + std::to_string(++calls) + ".log");
-    auto rc = p.wait_for_exit(60s);
-    return {rc.value_or(-1), p.log()};
-  }
-  std::int64_t number_after(const std::string& text, const std::string& key) {
-    std::smatch m;
-    std::regex re("\"" + key + "\": ?(\\d+)");
-    return std::regex_search(text, m, re) ? std::stoll(m[1]) : 0;
-  }
-
-  static ClusterOptions options() {
-    ClusterOptions o;
-    o.log_archive = true;  // one directory shared by both nodes
-    o.runtime_extra = ", output_db_bytes: 65536, prune_every: 1s";
-    return o;
-  }
-  Cluster cluster{"ctl", jobs, options()};
-  int calls = 0;
-};
 
 TEST_F(CtlTest, FindWhyARunFailedReadItsOutputAndReplayItsDeadLetter) {
   // Who leads, at which epoch, and every past epoch.
@@ -595,57 +542,6 @@ TEST_F(CtlTest, OldFinishedRunsArePrunedAndTheirArchivedOutputStays) {
   EXPECT_TRUE(wait_until([&] { return ctl({"runs", "show", old_run}).code == 4; }, 15s)) << "pruned";
   EXPECT_EQ(ctl({"runs", "show", recent}).code, 0) << "a run finished today stays";
   EXPECT_EQ(ctl({"logs", old_run, "--archive"}).output, "kept in the archive\n");
-}
-
-// SQL tasks end to end, through libpq in the worker: a parameter arrives as
-// a quoted literal (a quote in it cannot end the string), a psql shell
-// escape is only a syntax error, and a timeout cancels the statement on the
-// server (no backend is left running it).
-TEST_F(CtlTest, SqlTasksQuoteTheirParametersHaveNoShellAndAreCanceledOnTheServer) {
-  const std::string marker = cluster.dir() + "/pwned";
-  std::filesystem::create_directories(cluster.dir() + "/sql");
-  std::ofstream(cluster.dir() + "/sql/jobs.yaml")
-      << "jobs:\n"
-         "  - name: sql-greet\n"
-         "    parameters: {who: \"O'Brien'); DROP TABLE job_runs; --\"}\n"
-         "    tasks:\n"
-         "      - {kind: SQL, connection: local, sql: \"SELECT 'hello ' || :'who' AS greeting\"}\n"
-         "  - name: sql-shell\n"
-         "    tasks:\n"
-         "      - {kind: SQL, connection: local, sql: '\\! touch "
-      << marker
-      << "'}\n"
-         "  - name: sql-slow\n"
-         "    timeout: 2s\n"
-         "    tasks:\n"
-         "      - {kind: SQL, connection: local, sql: 'SELECT pg_sleep(60)'}\n"
-         "  - name: sql-check\n"
-         "    tasks:\n"
-         "      - {kind: SQL, connection: local, sql: \"SELECT count(*) AS sleeping FROM pg_stat_activity WHERE "
-         "application_name LIKE 'baton-run-%' AND query LIKE '%pg_sleep(60)%' AND state = 'active' AND pid <> "
-         "pg_backend_pid()\"}\n";
-  ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/sql"}).code, 0);
-  auto run_of = [&](const std::string& job) {
-    return std::to_string(std::stoll(ctl({"jobs", "trigger", job}).output));
-  };
-
-  const std::string greet = run_of("sql-greet");
-  auto logs = ctl({"logs", "-f", greet, "--interval", "200ms"});
-  EXPECT_EQ(logs.code, 0) << logs.output;
-  EXPECT_NE(logs.output.find("greeting\nhello O'Brien'); DROP TABLE job_runs; --\n(1 row)"), std::string::npos)
-      << logs.output;
-
-  const std::string shell = run_of("sql-shell");
-  logs = ctl({"logs", "-f", shell, "--interval", "200ms"});
-  EXPECT_NE(logs.code, 0) << "a psql meta-command is not SQL: " << logs.output;
-  EXPECT_NE(logs.output.find("syntax error"), std::string::npos) << logs.output;
-  EXPECT_FALSE(std::filesystem::exists(marker)) << "no shell ran";
-
-  const std::string slow = run_of("sql-slow");
-  EXPECT_TRUE(cluster.wait_for_state(std::stoll(slow), "TIMED_OUT", 20s));
-  const std::string check = run_of("sql-check");
-  logs = ctl({"logs", "-f", check, "--interval", "200ms"});
-  EXPECT_NE(logs.output.find("sleeping\n0\n(1 row)"), std::string::npos) << logs.output;
 }
 
 // SPEC 6: a task reports its progress on its standard output; the worker

@@ -162,6 +162,10 @@ Task read_task(const Fields& f) {
     t.resources.pids = r.integer("pids", 0, 1 << 22, 0);
     t.resources.cpu_millis = r.integer("cpu_millis", 0, 1 << 20, 0);
   }
+  t.timeout_ms = f.integer("timeout_ms", 0, std::int64_t{1} << 40, 0);
+  t.parameters = f.string_map("parameters");
+  t.run_as = f.str("run_as", false, 63);
+  if (!t.run_as.empty() && t.kind != TaskKind::sql) f.fail("run_as", "applies to a SQL task only");
   if (t.kind == TaskKind::program && t.command.empty()) f.fail("command", "PROGRAM needs a non-empty command");
   if (t.kind == TaskKind::sql && (t.connection.empty() || t.sql.empty()))
     f.fail("sql", "SQL needs both connection and sql");
@@ -386,6 +390,9 @@ struct Encoder {
       if (t.on_error == TaskOnError::continue_) j["on_error"] = "continue";
       if (t.on_error == TaskOnError::ignore) j["on_error"] = "ignore";
       if (!t.resources.empty()) j["resources"] = resources_json(t.resources);
+      if (t.timeout_ms > 0) j["timeout_ms"] = t.timeout_ms;
+      if (!t.parameters.empty()) j["parameters"] = map_json(t.parameters);
+      if (!t.run_as.empty()) j["run_as"] = t.run_as;
       tasks.push_back(std::move(j));
     }
     o["tasks"] = std::move(tasks);

@@ -91,8 +91,8 @@ TEST(Codec, BadFramesAreNamedErrors) {
            {"{", "bad_frame: invalid JSON"},
            {"[1,2]", "must be a JSON object"},
            {R"({"type":"hello"})", "frame.version: is required"},
-           {R"({"type":"hello","version":6})",
-            "bad_version: protocol version 6 is not supported (this binary speaks 1 to 5)"},
+           {R"({"type":"hello","version":7})",
+            "bad_version: protocol version 7 is not supported (this binary speaks 1 to 6)"},
            {R"({"type":"hello","version":2,"worker_id":"w","token":"t","capacity":1})", "hello.protocol: is required"},
            {R"({"type":"hello","version":1,"worker_id":"w","token":"t","capacity":1,"protocol":{"min":2,"max":1}})",
             "hello.protocol.min: must not be more than max"},
@@ -259,6 +259,28 @@ TEST(Codec, AHeartbeatCarriesProgressFromVersionFive) {
   EXPECT_NE(decode_error(too_long).find("heartbeat.progress[0].text"), std::string::npos) << decode_error(too_long);
 }
 
+// Version 6: a task carries its own timeout, parameters and role; they
+// round-trip, a task without them encodes as before, and a role on a task
+// that is not SQL is refused by name.
+TEST(Codec, ATaskCarriesItsOwnKnobs) {
+  Task sql{TaskKind::sql, "q", {}, {}, "", "local", "SELECT 1", Builtin::noop, "", false, TaskOnError::continue_, {}};
+  sql.timeout_ms = 1500;
+  sql.parameters = {{"table", "invoices"}};
+  sql.run_as = "reporting";
+  EXPECT_TRUE(sql.needs_knobs());
+  Assign a{ref(), {sql}, 0, 0, {}};
+  const std::string frame = encode(a, 6);
+  EXPECT_NE(frame.find(R"("timeout_ms":1500)"), std::string::npos) << frame;
+  EXPECT_NE(frame.find(R"("run_as":"reporting")"), std::string::npos) << frame;
+  EXPECT_EQ(std::get<Message>(decode(frame)), Message{a});
+  Task plain{TaskKind::builtin, "", {}, {}, "", "", "", Builtin::noop, "", false, TaskOnError::stop, {}};
+  EXPECT_FALSE(plain.needs_knobs());
+  EXPECT_EQ(encode_tasks({plain}), R"([{"kind":"BUILTIN","builtin":"NOOP"}])");
+  auto bad = decode_tasks(R"([{"kind":"BUILTIN","builtin":"NOOP","run_as":"x"}])");
+  ASSERT_TRUE(std::holds_alternative<DecodeError>(bad));
+  EXPECT_EQ(std::get<DecodeError>(bad).message, "tasks[0].run_as: applies to a SQL task only");
+}
+
 // Version 3: frames queued together leave as one batch frame and are read
 // back as the same messages in the same order.
 TEST(Codec, FramesQueuedTogetherLeaveAsOneBatchAndComeBackInOrder) {
@@ -338,7 +360,7 @@ TEST(Codec, BadBatchesAreNamedErrors) {
   for (const auto& c : std::vector<Case>{
            {R"({"type":"batch","version":2,"messages":[)" + start + "]}",
             "bad_frame: batch.version: a batch needs protocol version 3 or later, got 2"},
-           {R"({"type":"batch","version":6,"messages":[]})", "bad_version: protocol version 6 is not supported"},
+           {R"({"type":"batch","version":7,"messages":[]})", "bad_version: protocol version 7 is not supported"},
            {R"({"type":"batch","version":3})", "bad_frame: batch.messages: is required"},
            {R"({"type":"batch","version":3,"messages":[]})", "bad_frame: batch.messages: must not be empty"},
            {R"({"type":"batch","version":3,"messages":{}})", "bad_frame: batch.messages: must be an array"},

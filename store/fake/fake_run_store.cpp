@@ -396,6 +396,7 @@ DueRun FakeRunDb::due_run_of(const FakeRun& r) {
   d.max_attempts = r.max_attempts;
   d.priority = r.priority;
   d.unstarted_assignments = r.unstarted_assignments;
+  d.previous_worker = r.worker.value_or("");  // as the database keeps assigned_worker_id
   return d;
 }
 

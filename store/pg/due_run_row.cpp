@@ -35,7 +35,8 @@ const std::string& due_run_columns() {
       // would add to every start at the slot), both in microseconds.
       " (extract(epoch FROM greatest(coalesce(r.scheduled_for, r.created_at),"
       " coalesce(r.start_after, '-infinity'))) * 1000000)::bigint,"
-      " (extract(epoch FROM clock_timestamp()) * 1000000)::bigint, coalesce(j.exclusive_execution, false)";
+      " (extract(epoch FROM clock_timestamp()) * 1000000)::bigint, coalesce(j.exclusive_execution, false),"
+      " coalesce(r.assigned_worker_id, '')";
   return sql;
 }
 
@@ -58,6 +59,7 @@ DueRun due_run_of(const pqxx::row& row, int first) {
   if (!at(13).is_null()) d.instance_limit = at(13).as<int>();
   d.mutually_exclusive = at(14).as<bool>();
   d.exclusive_execution = at(due_run_clock_column + 1).as<bool>();
+  d.previous_worker = at(due_run_clock_column + 2).as<std::string>();
   const boost::json::value params = boost::json::parse(at(15).as<std::string>());
   if (params.is_object())
     for (const auto& kv : params.as_object())

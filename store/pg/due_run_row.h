@@ -13,7 +13,7 @@ namespace baton::store::pg {
 /// The select list over a job_runs row `r` LEFT JOINed to its job_definitions
 /// row `j` (due_run_width columns).
 const std::string& due_run_columns();
-inline constexpr int due_run_width = 19;
+inline constexpr int due_run_width = 20;
 /// The column (from the first) of the database's clock as the row was made.
 inline constexpr int due_run_clock_column = 17;
 

@@ -319,7 +319,8 @@ Result<std::optional<StoredJob>> PgAdminStore::job_definition(const std::string&
         " retry_cap_ms, worker_selector::text, live, misfire_policy, version, paused, catch_up_limit,"
         " starting_deadline_ms, max_instances, concurrency_policy, exclusive_execution, jitter_ms,"
         " array_to_json(on_events)::text, array_to_json(run_after)::text, parameters::text, self_destruct,"
-        " parameter_rules::text, mutually_exclusive FROM job_definitions WHERE name = $1 AND deleted_at IS NULL",
+        " parameter_rules::text, mutually_exclusive, on_error FROM job_definitions WHERE name = $1 AND deleted_at IS "
+        "NULL",
         name);
     if (rows.empty()) return std::optional<StoredJob>{};
     const auto& r = rows[0];
@@ -344,6 +345,7 @@ Result<std::optional<StoredJob>> PgAdminStore::job_definition(const std::string&
     s.job.concurrency_policy = r[16].as<std::string>();
     s.job.exclusive_execution = r[17].as<bool>();
     s.job.mutually_exclusive = r[24].as<bool>();
+    if (!r[25].is_null()) s.job.on_error = r[25].as<std::string>();
     s.job.jitter_ms = r[18].as<std::int64_t>();
     const boost::json::value on_events = boost::json::parse(r[19].as<std::string>());
     for (const auto& v : on_events.as_array()) s.job.on_events.emplace_back(v.as_string());
@@ -603,9 +605,9 @@ Result<AdminResult> PgAdminStore::create_job(const Actor& who, const JobDefiniti
         "INSERT INTO job_definitions (name, schedule, time_zone, tasks, max_attempts, priority, timeout_ms,"
         " retry_base_ms, retry_cap_ms, worker_selector, live, misfire_policy, catch_up_limit, starting_deadline_ms,"
         " max_instances, concurrency_policy, exclusive_execution, jitter_ms, on_events, run_after, parameters,"
-        " self_destruct, parameter_rules, mutually_exclusive)"
+        " self_destruct, parameter_rules, mutually_exclusive, on_error)"
         " VALUES ($1, $2, $3, $4::jsonb, $5, $6, nullif($7, 0), $8, $9, $10::jsonb, $11, $12, $13, $14, $15, $16, $17,"
-        " $18, $19::text[], $20::text[], $21::jsonb, $22, $23::jsonb, $24)"
+        " $18, $19::text[], $20::text[], $21::jsonb, $22, $23::jsonb, $24, $25)"
         " ON CONFLICT (name) DO UPDATE SET schedule = EXCLUDED.schedule, time_zone = EXCLUDED.time_zone,"
         " tasks = EXCLUDED.tasks, max_attempts = EXCLUDED.max_attempts, priority = EXCLUDED.priority,"
         " timeout_ms = EXCLUDED.timeout_ms, retry_base_ms = EXCLUDED.retry_base_ms,"
@@ -616,12 +618,14 @@ Result<AdminResult> PgAdminStore::create_job(const Actor& who, const JobDefiniti
         " exclusive_execution = EXCLUDED.exclusive_execution, jitter_ms = EXCLUDED.jitter_ms,"
         " on_events = EXCLUDED.on_events, run_after = EXCLUDED.run_after, parameters = EXCLUDED.parameters,"
         " self_destruct = EXCLUDED.self_destruct, parameter_rules = EXCLUDED.parameter_rules,"
-        " mutually_exclusive = EXCLUDED.mutually_exclusive, paused = false, deleted_at = NULL, updated_at = now(),"
+        " mutually_exclusive = EXCLUDED.mutually_exclusive, on_error = EXCLUDED.on_error, paused = false, deleted_at = "
+        "NULL, updated_at = now(),"
         " version = job_definitions.version + 1 WHERE job_definitions.deleted_at IS NOT NULL RETURNING id",
         j.name, j.schedule, j.time_zone, j.tasks_json, j.max_attempts, j.priority, j.timeout_ms, j.retry_base_ms,
         j.retry_cap_ms, j.selector_json, j.live, j.misfire_policy, j.catch_up_limit, j.starting_deadline_ms,
         j.max_instances, j.concurrency_policy, j.exclusive_execution, j.jitter_ms, pg_array(j.on_events),
-        pg_array(j.run_after), j.parameters_json, j.self_destruct, j.parameter_rules_json, j.mutually_exclusive);
+        pg_array(j.run_after), j.parameters_json, j.self_destruct, j.parameter_rules_json, j.mutually_exclusive,
+        j.on_error);
     if (rows.empty()) return refused(AdminOutcome::conflict, "job '" + j.name + "' exists", job_row_json(tx, j.name));
     auto after = job_row_json(tx, j.name);
     audit_in(tx, who, "job.create", "job:" + j.name, std::nullopt, after);
@@ -656,14 +660,15 @@ Result<AdminResult> PgAdminStore::update_job(const Actor& who, const JobWrite& w
         " worker_selector = $10::jsonb, live = $11, misfire_policy = $12, catch_up_limit = $13,"
         " starting_deadline_ms = $14, max_instances = $15, concurrency_policy = $16, exclusive_execution = $17,"
         " jitter_ms = $18, on_events = $19::text[], run_after = $20::text[], parameters = $21::jsonb,"
-        " self_destruct = $22, parameter_rules = $23::jsonb, mutually_exclusive = $24,"
+        " self_destruct = $22, parameter_rules = $23::jsonb, mutually_exclusive = $24, on_error = $25,"
         " version = version + 1, updated_at = now(),"
         " schedule_resumed_at = CASE WHEN NOT live AND $11 THEN now() ELSE schedule_resumed_at END"
         " WHERE name = $1",
         j.name, j.schedule, j.time_zone, j.tasks_json, j.max_attempts, j.priority, j.timeout_ms, j.retry_base_ms,
         j.retry_cap_ms, j.selector_json, j.live, j.misfire_policy, j.catch_up_limit, j.starting_deadline_ms,
         j.max_instances, j.concurrency_policy, j.exclusive_execution, j.jitter_ms, pg_array(j.on_events),
-        pg_array(j.run_after), j.parameters_json, j.self_destruct, j.parameter_rules_json, j.mutually_exclusive);
+        pg_array(j.run_after), j.parameters_json, j.self_destruct, j.parameter_rules_json, j.mutually_exclusive,
+        j.on_error);
     auto after = job_row_json(tx, j.name);
     audit_in(tx, who, "job.update", "job:" + j.name, before, after);
     tx.commit();

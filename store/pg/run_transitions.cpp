@@ -148,10 +148,30 @@ const std::string attempt_row_cte =
     " SELECT id, attempt, assigned_worker_id, leader_epoch, lease_token, started_at, now(), $7, $11,"
     " greatest(0, floor(extract(epoch FROM (now() - started_at)) * 1000))::bigint, result->'tasks' FROM w)";
 
-const std::string dead_letter_cte =
+const std::string dead_letter_cte_only =
     ", dl AS (INSERT INTO dead_letters (run_id, job_definition_id, final_state, attempts, error_code, error_msg,"
     " run_snapshot) SELECT id, job_definition_id, state, attempt, error_code, error_msg, to_jsonb(w) FROM w"
     " WHERE state IN ('FAILED', 'TIMED_OUT'))";
+
+// A job's on_error (schemas/0034), in every statement that ends a run FAILED
+// or TIMED_OUT for good: one run of the job it names, with what failed as
+// its parameters (failed_run, failed_job, final_state, error_code). Not for
+// a run that was itself made by an on_error: a failing handler never makes
+// another. `w` must return id, state, job_definition_id, leader_epoch,
+// error_code and trigger_kind.
+const std::string on_error_cte =
+    ", on_error_runs AS (INSERT INTO job_runs (job_definition_id, max_attempts, priority, trigger_kind,"
+    " leader_epoch, payload)"
+    " SELECT h.id, h.max_attempts, h.priority, 'on_error', w.leader_epoch,"
+    " jsonb_build_object('failed_run', w.id::text, 'failed_job', j.name, 'final_state', w.state,"
+    " 'error_code', coalesce(w.error_code, ''))"
+    " FROM w JOIN job_definitions j ON j.id = w.job_definition_id"
+    " JOIN job_definitions h ON h.name = j.on_error AND h.deleted_at IS NULL"
+    " WHERE w.state IN ('FAILED', 'TIMED_OUT') AND w.trigger_kind <> 'on_error' ORDER BY w.id)";
+
+// A run ended for good as FAILED or TIMED_OUT: its dead letter and its
+// job's on_error, in the statement that ends it.
+const std::string dead_letter_cte = dead_letter_cte_only + on_error_cte;
 
 // Overlap control for the statements that make a run ASSIGNED (schemas/0010,
 // 0023, 0033): each run written holds what its job requires, an instance
@@ -465,7 +485,7 @@ const std::vector<Statement>& statements() {
            ", dl AS (INSERT INTO dead_letters (run_id, job_definition_id, final_state, attempts, error_code,"
            " error_msg, run_snapshot) SELECT id, job_definition_id, state, attempt, error_code, error_msg,"
            " to_jsonb(w) - 'attempt_outcome' - 'attempt_exit_code' FROM w WHERE state IN ('FAILED', 'TIMED_OUT'))" +
-               success_ctes)},
+               on_error_cte + success_ctes)},
   };
   return all;
 }

@@ -262,6 +262,16 @@ TaskRunner::TaskOutcome TaskRunner::run_builtin(const protocol::Task& t, Clock::
   return {false, 2, false, false, std::string("unknown builtin ") + protocol::to_string(t.builtin)};
 }
 
+/// A SQL task's text run as `role` (SET ROLE, in the task's own session,
+/// which ends with it); the job file allows plain identifiers only, and the
+/// name is quoted all the same.
+static std::string sql_as_role(const std::string& role, const std::string& sql) {
+  if (role.empty()) return sql;
+  std::string quoted = "\"";
+  for (char c : role) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return "SET ROLE " + quoted + "\";\n" + sql;
+}
+
 protocol::Finish TaskRunner::run(const AttemptContext& ctx, const std::vector<protocol::Task>& tasks) {
   const auto start = Clock::now();
   const auto deadline = ctx.timeout.count() > 0 ? start + ctx.timeout : Clock::time_point::max();
@@ -275,11 +285,22 @@ protocol::Finish TaskRunner::run(const AttemptContext& ctx, const std::vector<pr
     const auto& t = tasks[i];
     const auto t0 = Clock::now();
     TaskOutcome o;
+    // The task's own knobs (docs/scheduling.md, "Chains"): its parameter
+    // values over the run's, and its timeout within the run's.
+    const AttemptContext* task_ctx = &ctx;
+    AttemptContext with_own_parameters;
+    if (!t.parameters.empty()) {
+      with_own_parameters = ctx;
+      for (const auto& [k, v] : t.parameters) with_own_parameters.parameters[k] = v;
+      task_ctx = &with_own_parameters;
+    }
+    const bool own_deadline = t.timeout_ms > 0 && t0 + std::chrono::milliseconds(t.timeout_ms) < deadline;
+    const auto task_deadline = own_deadline ? t0 + std::chrono::milliseconds(t.timeout_ms) : deadline;
     // {{param.NAME}} in arguments, env values and a builtin's argument.
     protocol::Task expanded = t;
     std::optional<std::string> bad_reference;
     auto expand = [&](std::string& text) {
-      auto r = worker_core::substitute_parameters(text, ctx.parameters);
+      auto r = worker_core::substitute_parameters(text, task_ctx->parameters);
       if (auto* e = std::get_if<worker_core::SubstitutionError>(&r)) {
         if (!bad_reference) bad_reference = e->message;
       } else {
@@ -294,7 +315,7 @@ protocol::Finish TaskRunner::run(const AttemptContext& ctx, const std::vector<pr
     } else if (bad_reference) {
       o = {false, 2, false, false, "parameters: " + *bad_reference};
     } else if (t.kind == protocol::TaskKind::program) {
-      o = run_program(ctx, expanded.command, expanded.env, expanded.cwd, t.resources, deadline);
+      o = run_program(*task_ctx, expanded.command, expanded.env, expanded.cwd, t.resources, task_deadline);
     } else if (t.kind == protocol::TaskKind::sql) {
       auto c = ctx.sql_connections.find(t.connection);
       if (c == ctx.sql_connections.end()) {
@@ -303,14 +324,21 @@ protocol::Finish TaskRunner::run(const AttemptContext& ctx, const std::vector<pr
         // Parameters are interpolated as psql would (:'NAME' a quoted
         // literal, :"NAME" an identifier), by the worker: nothing is
         // spliced into the SQL text, and no psql (no shell escape).
-        auto text = worker_core::interpolate_sql_variables(t.sql, ctx.parameters);
+        auto text = worker_core::interpolate_sql_variables(t.sql, task_ctx->parameters);
         if (auto* e = std::get_if<worker_core::SqlVariableError>(&text))
           o = {false, 2, false, false, "SQL: " + e->message};
         else
-          o = run_sql(ctx, c->second, std::get<std::string>(text), deadline);
+          o = run_sql(ctx, c->second, sql_as_role(t.run_as, std::get<std::string>(text)), task_deadline);
       }
     } else {
-      o = run_builtin(expanded, deadline);
+      o = run_builtin(expanded, task_deadline);
+    }
+    // The task's own timeout is a failure of the task, which its on_error
+    // handles; the run's timeout ends the run (TIMED_OUT), below.
+    if (o.timed_out && own_deadline) {
+      o.timed_out = false;
+      o.exit_code = -1;
+      o.error = "timed out after its timeout of " + std::to_string(t.timeout_ms) + "ms";
     }
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
     fin.tasks.push_back({t.name.empty() ? "task" + std::to_string(i) : t.name, o.exit_code, ms, o.ok});

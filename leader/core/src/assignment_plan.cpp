@@ -1,5 +1,6 @@
 #include "baton/leader_core/assignment_plan.h"
 
+#include <algorithm>
 #include <map>
 #include <variant>
 
@@ -22,7 +23,7 @@ AssignmentPlan plan_assignments(const AssignmentPlanInput& in) {
       continue;
     }
     by_id[d.id.value] = &d;
-    candidates.push_back({d.id.value, d.selector});
+    candidates.push_back({d.id.value, d.selector, d.state == RunState::orphaned ? d.previous_worker : ""});
   }
   // Overlap control: only runs that may become active now are placed, each
   // with the instance number and exclusive lock it takes (the database
@@ -76,6 +77,16 @@ AssignmentPlan plan_assignments(const AssignmentPlanInput& in) {
     }
     auto& task_list = std::get<std::vector<protocol::Task>>(tasks);
     if (task_list.empty()) task_list.push_back(protocol::Task{});  // a run without a job: NOOP
+    // An older worker would run the tasks without their own timeout,
+    // parameters or role: such a run waits for a worker that knows them.
+    const bool needs_knobs =
+        std::any_of(task_list.begin(), task_list.end(), [](const protocol::Task& t) { return t.needs_knobs(); });
+    auto planner = std::find_if(in.workers.begin(), in.workers.end(),
+                                [&](const PlannerWorker& w) { return w.room.worker_id == a.worker_id; });
+    if (needs_knobs && planner != in.workers.end() && planner->protocol < protocol::task_knobs_version_min) {
+      out.held.push_back({d.id.value, "worker_protocol"});
+      continue;
+    }
     const OverlapGrant& grant = admission.admitted.at(d.id.value);
     PlacedRun p;
     p.due = d;

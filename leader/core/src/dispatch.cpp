@@ -57,6 +57,7 @@ DispatchPlan place(const std::vector<DispatchCandidate>& candidates, std::vector
       std::make_heap(e.heap.begin(), e.heap.end(), worse);
     }
     std::optional<std::size_t> best;
+    std::optional<Entry> set_aside;  // the worker to avoid, while another may fit
     while (!e.heap.empty()) {
       std::pop_heap(e.heap.begin(), e.heap.end(), worse);
       Entry top = e.heap.back();
@@ -69,8 +70,20 @@ DispatchPlan place(const std::vector<DispatchCandidate>& candidates, std::vector
         }
         continue;
       }
+      if (!set_aside && !c.avoid_worker.empty() && workers[top.index].worker_id == c.avoid_worker) {
+        set_aside = top;
+        continue;
+      }
       best = top.index;
       break;
+    }
+    if (set_aside) {  // no other fits: the worker avoided after all; else it goes back
+      if (!best) {
+        best = set_aside->index;
+      } else {
+        e.heap.push_back(*set_aside);
+        std::push_heap(e.heap.begin(), e.heap.end(), worse);
+      }
     }
     if (best) {
       WorkerCapacity& w = workers[*best];

@@ -126,7 +126,8 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
   in.workers.reserve(workers_.size());
   for (const auto& [id, w] : workers_)
     in.workers.push_back({room_of(id, w, holding[id]),
-                          cfg_.assign_with_start && w.protocol >= protocol::start_grant_version_min, w.instance});
+                          cfg_.assign_with_start && w.protocol >= protocol::start_grant_version_min, w.instance,
+                          w.protocol});
   in.max_unstarted_assignments = cfg_.max_unstarted_assignments;
   in.continuation_timeout = cfg_.continuation_timeout;
   in.start_stale_after = start_stale_after(cfg_);

@@ -155,3 +155,20 @@ TEST(AssignmentPlan, TheWrittenRowIsRunningWhenTheStartWentWithIt) {
   EXPECT_EQ(granted.continuation_timeout_ms, 30000);
   EXPECT_EQ(assigned_row(plan.placed[1], written, Epoch{7}).state, RunState::assigned);
 }
+
+// A run whose tasks use their own knobs (timeout, parameters, role) is not
+// sent to a worker whose protocol predates them (it would ignore them).
+TEST(AssignmentPlan, ARunWithTaskKnobsWaitsForAWorkerThatKnowsThem) {
+  std::vector<store::DueRun> runs{due(1)};
+  runs[0].tasks_json = R"([{"kind":"BUILTIN","builtin":"NOOP","timeout_ms":500}])";
+  auto in = input(runs, {worker("w1", 4, 0)});
+  in.workers[0].protocol = 5;
+  auto plan = plan_assignments(in);
+  EXPECT_TRUE(plan.placed.empty());
+  ASSERT_EQ(plan.held.size(), 1u);
+  EXPECT_EQ(plan.held[0].reason, "worker_protocol");
+  in.workers[0].protocol = 6;
+  plan = plan_assignments(in);
+  ASSERT_EQ(plan.placed.size(), 1u);
+  EXPECT_EQ(plan.placed[0].tasks[0].timeout_ms, 500);
+}

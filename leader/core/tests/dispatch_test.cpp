@@ -69,6 +69,26 @@ DispatchPlan reference_plan(const std::vector<DispatchCandidate>& due, std::vect
 }
 }  // namespace
 
+// SPEC section 3: an ORPHANED run is reassigned to another worker where one
+// fits, and to the same one only when no other has room.
+TEST(Dispatch, AnOrphanedRunGoesToAnotherWorkerWhereOneFits) {
+  std::vector<WorkerCapacity> fleet{{"w1", {}, 4}, {"w2", {}, 1}};
+  DispatchCandidate orphan{7, {}, "w1"};
+  auto plan = plan_dispatch({orphan}, fleet);
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  EXPECT_EQ(plan.assignments[0].worker_id, "w2") << "w1 has more room, but it was the last one";
+  // Two orphans of w1 and one other slot: the second goes back to w1.
+  plan = plan_dispatch({orphan, DispatchCandidate{8, {}, "w1"}}, fleet);
+  ASSERT_EQ(plan.assignments.size(), 2u);
+  EXPECT_EQ(plan.assignments[0].worker_id, "w2");
+  EXPECT_EQ(plan.assignments[1].worker_id, "w1");
+  // Only the worker it left has room: it goes there rather than waiting.
+  fleet[1].free = 0;
+  plan = plan_dispatch({orphan}, fleet);
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  EXPECT_EQ(plan.assignments[0].worker_id, "w1");
+}
+
 TEST(Dispatch, MatchesTheReferenceOnSeededRandomFleets) {
   std::mt19937_64 rng(20261122);
   for (int round = 0; round < 300; ++round) {

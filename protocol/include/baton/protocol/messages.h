@@ -22,8 +22,11 @@ namespace baton::protocol {
 /// adds the `batch` frame (codec.h, next_frame). Version 4 adds
 /// `assign.start_granted`: the assignment carries the start (docs/fencing.md).
 /// Version 5 adds `heartbeat.progress`: what each running task last reported.
+/// Version 6 adds a task's own knobs (`timeout_ms`, `parameters`, `run_as`;
+/// docs/scheduling.md, "Chains"), which an older worker would ignore: a
+/// leader places a run whose tasks use them on version-6 workers only.
 inline constexpr int protocol_version_min = 1;
-inline constexpr int protocol_version_max = 5;
+inline constexpr int protocol_version_max = 6;
 inline constexpr int protocol_version = protocol_version_max;  ///< the newest (`baton --version`)
 
 /// The version a node and a worker speak, or nullopt when their ranges do
@@ -41,6 +44,9 @@ inline constexpr int batch_version_min = 3;
 inline constexpr int start_grant_version_min = 4;
 /// From this version on, a `heartbeat` may carry tasks' progress.
 inline constexpr int progress_version_min = 5;
+/// From this version on, a task may carry its own timeout, parameters and
+/// role (Task::needs_knobs).
+inline constexpr int task_knobs_version_min = 6;
 /// A progress text is at most this many bytes (a reader refuses more).
 inline constexpr std::size_t progress_text_bytes_max = 256;
 /// At most this many messages in one batch frame (a reader refuses more).
@@ -109,6 +115,18 @@ struct Task {
   bool ignore_error = false;               ///< older leaders' form of on_error ignore
   TaskOnError on_error = TaskOnError::stop;
   TaskResources resources;  ///< PROGRAM: limits on the task's tree
+  /// The task's own timeout (0: none; the run's timeout still bounds the
+  /// chain): a task still running after it is killed and fails, and its
+  /// on_error decides what follows, as for any failure.
+  std::int64_t timeout_ms = 0;
+  /// Parameter values of this task alone, over the run's (the job's
+  /// defaults overlaid by the trigger's).
+  std::map<std::string, std::string> parameters{};
+  /// SQL: the role the statement runs as (SET ROLE); "" the connection's.
+  std::string run_as{};
+  /// Whether it uses a knob a worker older than task_knobs_version_min
+  /// would ignore.
+  bool needs_knobs() const { return timeout_ms > 0 || !parameters.empty() || !run_as.empty(); }
   friend bool operator==(const Task&, const Task&) = default;
 };
 

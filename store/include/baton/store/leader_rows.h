@@ -39,6 +39,9 @@ struct DueRun {
   /// Its job is exclusive (schemas/0033): it may become active only when no
   /// other run is, and no other run while it is.
   bool exclusive_execution = false;
+  /// The worker it was last assigned to ("" if none): an ORPHANED run goes
+  /// to another where one fits (SPEC section 3).
+  std::string previous_worker{};
   /// The job's default parameters overlaid by the run's (payload
   /// "parameters", then its other top-level keys: an event, an upstream run),
   /// each value as text.
@@ -121,10 +124,13 @@ struct JobDefinition {
   std::string concurrency_policy = "allow";            ///< allow | forbid | replace
   bool mutually_exclusive = false;                     ///< no other mutually exclusive run while it runs
   bool exclusive_execution = false;                    ///< no other run at all while it runs
-  std::int64_t jitter_ms = 0;                          ///< cron runs start up to this much after their slot
-  std::vector<std::string> on_events;                  ///< event kinds that each make a run
-  std::vector<std::string> run_after;                  ///< jobs whose every success makes a run
-  std::string parameters_json = "{}";                  ///< default parameters of its runs (an object)
+  /// A job of which one run is made when a run of this one fails for good
+  /// (schemas/0034); nullopt: none.
+  std::optional<std::string> on_error{};
+  std::int64_t jitter_ms = 0;          ///< cron runs start up to this much after their slot
+  std::vector<std::string> on_events;  ///< event kinds that each make a run
+  std::vector<std::string> run_after;  ///< jobs whose every success makes a run
+  std::string parameters_json = "{}";  ///< default parameters of its runs (an object)
   /// The parameters a trigger may set, each name to its rules (an object:
   /// type, pattern, enum, required, operate; schemas/0027).
   std::string parameter_rules_json = "{}";

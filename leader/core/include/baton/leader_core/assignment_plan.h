@@ -29,6 +29,9 @@ struct PlannerWorker {
   /// 4) and the leader grants it so (RuntimeConfig::assign_with_start).
   bool takes_start_grant = false;
   std::string instance;  ///< its process: the start grant names it
+  /// The protocol version its connection speaks: a run whose tasks use
+  /// their own knobs goes to one of protocol::task_knobs_version_min only.
+  int protocol = protocol::protocol_version_max;
 };
 
 struct AssignmentPlanInput {

@@ -18,6 +18,10 @@ namespace baton::leader_core {
 struct DispatchCandidate {
   std::int64_t run_id = 0;
   std::map<std::string, std::string> selector;  ///< every key must equal the worker's label
+  /// The worker an ORPHANED run was last assigned to (SPEC section 3:
+  /// reassigned "to another worker where one fits"): chosen only when no
+  /// other worker has room for it. "": none.
+  std::string avoid_worker{};
 };
 
 struct WorkerCapacity {
