@@ -5,29 +5,13 @@
 
 #include "baton/protocol/vocabulary.h"
 #include "baton/worker/task_runner.h"
+#include "task_test_support.h"
 
 using namespace baton;
 using namespace baton::worker;
 using namespace std::chrono_literals;
 
-namespace {
-
-protocol::Task builtin(const std::string& b, const std::string& arg = "") {
-  protocol::Task t;
-  t.kind = protocol::TaskKind::builtin;
-  t.builtin = protocol::parse_builtin(b).value();
-  t.argument = arg;
-  return t;
-}
-
-AttemptContext ctx(std::chrono::milliseconds timeout = 0ms) {
-  AttemptContext c;
-  c.ref = {78, 1, "11111111-2222-4333-8444-555555555555"};
-  c.timeout = timeout;
-  return c;
-}
-
-}  // namespace
+using namespace baton::worker::testing;
 
 TEST(TaskKnobs, ATasksTimeoutFailsThatTaskAndItsOnErrorDecides) {
   auto slow = builtin("SLEEP", "5s");

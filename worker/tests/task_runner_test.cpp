@@ -1,6 +1,7 @@
 #include "baton/worker/task_runner.h"
 #include "baton/protocol/vocabulary.h"
 #include "baton/worker/task_supervisor.h"
+#include "task_test_support.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -20,29 +21,7 @@ using namespace baton;
 using namespace baton::worker;
 using namespace std::chrono_literals;
 
-namespace {
-
-protocol::Task program(std::vector<std::string> argv) {
-  protocol::Task t;
-  t.kind = protocol::TaskKind::program;
-  t.command = std::move(argv);
-  return t;
-}
-protocol::Task builtin(const std::string& b, const std::string& arg = "") {
-  protocol::Task t;
-  t.kind = protocol::TaskKind::builtin;
-  t.builtin = protocol::parse_builtin(b).value();
-  t.argument = arg;
-  return t;
-}
-AttemptContext ctx(std::chrono::milliseconds timeout = 0ms) {
-  AttemptContext c;
-  c.ref = {77, 2, "11111111-2222-4333-8444-555555555555"};
-  c.timeout = timeout;
-  return c;
-}
-
-}  // namespace
+using namespace baton::worker::testing;
 
 TEST(TaskRunner, ProgramGetsFenceEnvironmentAndOutputIsCaptured) {
   TaskRunner r;
