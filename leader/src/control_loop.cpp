@@ -125,6 +125,14 @@ void ControlLoop::run(const std::atomic<bool>& stop) {
   fenced_ = book_.fenced();
   drain();  // the log lines of the last step
   flush_output();
+  // What the database refused for a newer epoch goes to the decision ledger
+  // (fenced_out), written now that this node no longer leads: it changes no
+  // run. A node cut off from the database cannot, and has only its log.
+  if (fenced_ && !book_.fenced_out().empty()) {
+    if (auto r = store_.record_fenced_out(epoch_, me_.node_id, book_.fenced_out()); !r)
+      spdlog::warn("fenced_out_not_recorded entries={} epoch={} error={}", book_.fenced_out().size(), epoch_.value,
+                   r.error().message);
+  }
   for (auto& [id, link] : links_) link->close(fenced_ ? "leader fenced" : "leader stepping down");
   links_.clear();
   metrics_.attached_workers = 0;

@@ -82,6 +82,9 @@ class QuietLeaderStore final : public store::LeaderStore {
                                               const std::string&) override {
     return unused();
   }
+  Result<void> record_fenced_out(Epoch, const std::string&, const std::vector<store::FencedOut>&) override {
+    return {};
+  }
   Result<void> worker_attached(const std::string&, const std::string&, int, const std::string&, Epoch) override {
     return {};
   }

@@ -43,6 +43,9 @@ Result<CreateResult> FakeLeaderStore::record_decision(Epoch, RunId, const std::s
                                                       const std::string&) {
   return make_error(Errc::db_error, "no decision ledger in the fake leader store");
 }
+Result<void> FakeLeaderStore::record_fenced_out(Epoch, const std::string&, const std::vector<FencedOut>&) {
+  return make_error(Errc::db_error, "no decision ledger in the fake leader store");
+}
 // No fence is judged: with nothing to prune it writes nothing.
 
 Result<Pruned> FakeLeaderStore::prune(Epoch epoch, int) { return Pruned{epoch, 0, 0, 0, 0}; }

@@ -414,6 +414,38 @@ Result<CreateResult> PgLeaderStore::record_decision(Epoch epoch, RunId run, cons
   });
 }
 
+Result<void> PgLeaderStore::record_fenced_out(Epoch epoch, const std::string& node_id,
+                                              const std::vector<FencedOut>& refused) {
+  // One entry per run a refused write named (its job and slot from the run),
+  // one per write of no run; all in one statement.
+  static const std::string sql =
+      "INSERT INTO decision_ledger (epoch, job_definition_id, slot, decision, reason, run_id, details)"
+      " SELECT $1::bigint, r.job_definition_id, r.scheduled_for, 'fenced_out', w.op, w.run,"
+      "  jsonb_build_object('current_epoch', w.current_epoch, 'node', $2::text)"
+      "  || CASE WHEN w.subject <> '' THEN jsonb_build_object('subject', w.subject) ELSE '{}'::jsonb END"
+      " FROM unnest($3::text[], $4::bigint[], $5::text[], $6::bigint[]) AS w(op, run, subject, current_epoch)"
+      " LEFT JOIN job_runs r ON r.id = w.run";
+  std::vector<std::string> ops, subjects;
+  std::vector<std::optional<std::int64_t>> runs;
+  std::vector<std::int64_t> epochs;
+  for (const auto& f : refused) {
+    auto add = [&](std::optional<std::int64_t> run) {
+      ops.push_back(f.op);
+      runs.push_back(run);
+      subjects.push_back(f.subject);
+      epochs.push_back(f.current_epoch.value);
+    };
+    if (f.runs.empty()) add(std::nullopt);
+    for (RunId run : f.runs) add(run.value);
+  }
+  if (ops.empty()) return {};
+  return session_.with<void>([&](pqxx::connection& c) -> Result<void> {
+    pqxx::nontransaction tx{c};
+    tx.exec_params(sql, epoch.value, node_id, pg_array(ops), pg_array(runs), pg_array(subjects), pg_array(epochs));
+    return {};
+  });
+}
+
 Result<void> PgLeaderStore::worker_attached(const std::string& worker_id, const std::string& labels_json, int capacity,
                                             const std::string& node_id, Epoch epoch) {
   return session_.with<void>([&](pqxx::connection& c) -> Result<void> {

@@ -372,9 +372,13 @@ void RunBook::read_run(RunId run, resume::RunReadWait then) {
   emit(ReadRun{op, run});
 }
 
-void RunBook::fence(const char* op, const std::string& subject, Epoch current) {
+void RunBook::fence(const char* op, const std::string& subject, Epoch current, std::vector<RunId> runs) {
   count(Counter::fenced_writes);
   fencing_.fenced = true;
+  if (fencing_.refused.size() < fenced_out_max) {
+    const std::string named = runs.empty() ? subject : "";  // a run's write is named by its run
+    fencing_.refused.push_back({op, std::move(runs), named, current});
+  }
   log(LogLevel::warn,
       fmt::format("run_write_fenced op={} {} epoch={} current_epoch={}", op, subject, epoch_.value, current.value));
 }
@@ -393,12 +397,13 @@ bool RunBook::note(const char* op, std::int64_t run, const Result<store::WriteRe
       count(Counter::conflict_writes);
       log(LogLevel::debug, fmt::format("run_write_conflict op={} run={} epoch={}", op, run, epoch_.value));
       return false;
-    case WriteOutcome::fenced: fence(op, "run=" + std::to_string(run), r->current_epoch); return false;
+    case WriteOutcome::fenced: fence(op, "run=" + std::to_string(run), r->current_epoch, {RunId{run}}); return false;
   }
   return false;
 }
 
-bool RunBook::batch_fenced(const char* op, std::size_t rows, const Result<store::BatchWriteResult>& r) {
+bool RunBook::batch_fenced(const char* op, const std::vector<RunId>& runs, const Result<store::BatchWriteResult>& r) {
+  const std::size_t rows = runs.size();
   if (!r) {
     distrust();
     log(LogLevel::warn,
@@ -407,7 +412,7 @@ bool RunBook::batch_fenced(const char* op, std::size_t rows, const Result<store:
   }
   if (r->applied.size() < rows) distrust();
   if (!r->fenced(epoch_)) return false;
-  fence(op, "rows=" + std::to_string(rows), r->current_epoch);
+  fence(op, "rows=" + std::to_string(rows), r->current_epoch, runs);
   return true;
 }
 

@@ -3,6 +3,7 @@
 // timing constants. Internal to leader_core.
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "baton/base/json_text.h"
 #include "baton/leader_core/run_book.h"
@@ -33,6 +34,15 @@ inline bool held_by(const store::ActiveRun& r, RunState state, const std::string
 }
 
 inline bool conflict(const Result<store::WriteResult>& w) { return w && w->outcome == WriteOutcome::conflict; }
+
+/// The runs a batch of rows writes (each row's `run`).
+template <class Row>
+std::vector<RunId> runs_of(const std::vector<Row>& rows) {
+  std::vector<RunId> out;
+  out.reserve(rows.size());
+  for (const auto& r : rows) out.push_back(r.run);
+  return out;
+}
 
 /// A finish's result: its duration and each task's result (recorded as the
 /// attempt's task_results). Task names come from the job definition through

@@ -188,7 +188,7 @@ void RunBook::resumed(resume::FailInvalidWrite& s, const Result<store::WriteResu
 
 void RunBook::resumed(resume::AssignBatch& s, const Result<store::BatchWriteResult>& res) {
   const std::vector<store::AssignRow>& rows = s.rows;
-  if (batch_fenced("assign_batch", rows.size(), res) || !res) return;
+  if (batch_fenced("assign_batch", runs_of(rows), res) || !res) return;
   count(Counter::conflict_writes, static_cast<std::int64_t>(rows.size() - res->applied.size()));
   for (const auto& a : rows) {
     auto applied = res->applied.find(a.run.value);
@@ -264,7 +264,7 @@ void RunBook::resumed(resume::DecisionRecord& s, const Result<store::CreateResul
     return;
   }
   if (r->outcome == WriteOutcome::fenced)
-    fence("record_decision", "run=" + std::to_string(s.run.value), r->current_epoch);
+    fence("record_decision", "run=" + std::to_string(s.run.value), r->current_epoch, {s.run});
 }
 
 }  // namespace baton::leader_core

@@ -67,7 +67,7 @@ bool RunBook::lane_busy_with(std::int64_t run) const {
 }
 
 void RunBook::apply_starts(const std::vector<store::StartRow>& rows, const Result<store::BatchWriteResult>& res) {
-  if (batch_fenced("start_batch", rows.size(), res) || fencing_.fenced) return;
+  if (batch_fenced("start_batch", runs_of(rows), res) || fencing_.fenced) return;
   std::vector<store::StartRow> lost;
   for (const auto& row : rows) {
     const protocol::AttemptRef ref{row.run.value, row.attempt.attempt, row.attempt.lease_token};
@@ -116,7 +116,7 @@ void RunBook::viewed(resume::StartsAfterRead& s, bool fresh) {
 void RunBook::apply_finishes(const std::vector<store::FinishRow>& rows,
                              const std::map<std::int64_t, QueuedFinish>& messages,
                              const Result<store::BatchWriteResult>& res) {
-  if (batch_fenced("finish_batch", rows.size(), res) || fencing_.fenced) return;
+  if (batch_fenced("finish_batch", runs_of(rows), res) || fencing_.fenced) return;
   std::vector<QueuedFinish> lost;
   for (const auto& row : rows) {
     const protocol::AttemptRef ref{row.run.value, row.attempt.attempt, row.attempt.lease_token};

@@ -188,6 +188,17 @@ struct OutputChunk {
   std::string data;  ///< valid UTF-8
 };
 
+/// A write a leader made that the database refused because a newer epoch
+/// had begun (WriteOutcome::fenced): what the fenced leader meant to do,
+/// recorded in the decision ledger after the fact (LeaderStore::
+/// record_fenced_out).
+struct FencedOut {
+  std::string op;           ///< assign_batch, finish_batch, cron_create, record_decision, ...
+  std::vector<RunId> runs;  ///< the runs it wrote (none for a write of no run)
+  std::string subject;      ///< what else it names (a job), "" if nothing
+  Epoch current_epoch{0};   ///< the epoch the database had begun
+};
+
 struct Controls {
   bool dispatch_enabled = true;
   std::map<std::string, std::string> worker_holds;  ///< worker id -> draining | evicted

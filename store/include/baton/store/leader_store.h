@@ -60,6 +60,12 @@ class LeaderStore {
   /// under `epoch`.
   virtual Result<CreateResult> record_decision(Epoch epoch, RunId run, const std::string& decision,
                                                const std::string& reason, const std::string& details_json) = 0;
+  /// What a leader fenced at `epoch` could not write (FencedOut), as
+  /// decision-ledger entries `fenced_out` under that epoch, one per run (or
+  /// one for a write of no run). Not fenced: written by the node after it
+  /// stopped leading, it records what was refused and changes no run.
+  virtual Result<void> record_fenced_out(Epoch epoch, const std::string& node_id,
+                                         const std::vector<FencedOut>& refused) = 0;
   virtual Result<void> worker_attached(const std::string& worker_id, const std::string& labels_json, int capacity,
                                        const std::string& node_id, Epoch epoch) = 0;
   virtual Result<void> worker_detached(const std::string& worker_id) = 0;

@@ -317,6 +317,11 @@ class RunBook {
   /// A write came back Fenced: a newer leader exists. Nothing is sent or
   /// written after it.
   bool fenced() const { return fencing_.fenced; }
+  /// What this book meant to write when the database refused it for a newer
+  /// epoch (writes already in flight may be refused after the first): for
+  /// the decision ledger (store::LeaderStore::record_fenced_out).
+  const std::vector<store::FencedOut>& fenced_out() const { return fencing_.refused; }
+  static constexpr std::size_t fenced_out_max = 100;
   /// Reads and writes emitted whose results have not come back (lane
   /// writes included).
   std::size_t outstanding() const;
@@ -447,8 +452,10 @@ class RunBook {
   /// Records a single write's outcome; false if it did not apply (and the
   /// book is fenced when it was Fenced).
   bool note(const char* op, std::int64_t run, const Result<store::WriteResult>& r);
-  bool batch_fenced(const char* op, std::size_t rows, const Result<store::BatchWriteResult>& r);
-  void fence(const char* op, const std::string& subject, Epoch current);
+  bool batch_fenced(const char* op, const std::vector<RunId>& runs, const Result<store::BatchWriteResult>& r);
+  /// The database refused a write because a newer epoch began: the book
+  /// stops, and keeps what it meant to write (fenced_out()).
+  void fence(const char* op, const std::string& subject, Epoch current, std::vector<RunId> runs = {});
 
   void send(const std::string& worker, protocol::Message m);
   void send_link(LinkId link, protocol::Message m);
@@ -546,6 +553,9 @@ class RunBook {
   struct Fencing {
     bool fenced = false;
     bool external_after = false;  ///< a message or write was emitted after it (check_invariants)
+    /// The writes refused (at most fenced_out_max): the node records them
+    /// in the decision ledger once it has stopped leading.
+    std::vector<store::FencedOut> refused;
   };
   Fencing fencing_;
   mutable std::uint64_t checks_skipped_ = 0;  ///< see check_invariants

@@ -38,6 +38,8 @@ class FakeLeaderStore final : public LeaderStore {
   Result<Pruned> prune(Epoch epoch, int batch) override;
   Result<CreateResult> record_decision(Epoch epoch, RunId run, const std::string& decision, const std::string& reason,
                                        const std::string& details_json) override;
+  Result<void> record_fenced_out(Epoch epoch, const std::string& node_id,
+                                 const std::vector<FencedOut>& refused) override;
   Result<void> worker_attached(const std::string& worker_id, const std::string& labels_json, int capacity,
                                const std::string& node_id, Epoch epoch) override;
   Result<void> worker_detached(const std::string& worker_id) override;

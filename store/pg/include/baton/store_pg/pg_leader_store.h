@@ -23,6 +23,8 @@ class PgLeaderStore final : public LeaderStore {
                                        const std::string& details_json) override;
   Result<EventsProcessed> process_events(Epoch epoch, int limit) override;
   Result<Pruned> prune(Epoch epoch, int batch) override;
+  Result<void> record_fenced_out(Epoch epoch, const std::string& node_id,
+                                 const std::vector<FencedOut>& refused) override;
   Result<CreateResult> record_decision(Epoch epoch, RunId run, const std::string& decision, const std::string& reason,
                                        const std::string& details_json) override;
   Result<void> worker_attached(const std::string& worker_id, const std::string& labels_json, int capacity,
