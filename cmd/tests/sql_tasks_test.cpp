@@ -5,7 +5,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <pqxx/pqxx>
 #include <regex>
 
 #include "cluster.h"
@@ -71,12 +70,7 @@ TEST_F(CtlTest, SqlTasksQuoteTheirParametersHaveNoShellAndAreCanceledOnTheServer
 // run that failed for good makes one run of its on_error job, which reads
 // what failed.
 TEST_F(CtlTest, ATasksOwnKnobsAndTheJobsOnErrorEndToEnd) {
-  {
-    pqxx::connection c(cluster.url());
-    pqxx::nontransaction tx(c);
-    tx.exec("CREATE ROLE baton_task_reader NOLOGIN");
-    tx.exec("GRANT baton_task_reader TO CURRENT_USER");
-  }
+  cluster.db().scalar("CREATE ROLE baton_task_reader NOLOGIN; GRANT baton_task_reader TO CURRENT_USER");
   std::filesystem::create_directories(cluster.dir() + "/knobs");
   std::ofstream(cluster.dir() + "/knobs/jobs.yaml") << R"(jobs:
   - name: as-reader
