@@ -30,19 +30,5 @@ TEST(FencedOut, ARefusedBatchIsKeptWithItsRunsAndTheNewEpoch) {
   EXPECT_EQ(f.subject, "") << "a run's write is named by its runs";
 }
 
-TEST(FencedOut, ARefusedStartIsKeptWithItsRun) {
-  Driver d;
-  auto r = active(1, RunState::assigned, "w1");
-  auto r2 = active(2, RunState::assigned, "w1");
-  d.begin({r, r2}, hello("w1"));
-  d.msg(7, "w1", protocol::Start{ref(r)});
-  auto starts = all<WriteStarts>(d.tick(10ms));
-  ASSERT_EQ(starts.size(), 1u);
-  d.answer(starts[0].op, batch(Epoch{5}, {}));
-  ASSERT_EQ(d.book.fenced_out().size(), 1u);
-  EXPECT_EQ(d.book.fenced_out()[0].op, "start_batch");
-  EXPECT_EQ(d.book.fenced_out()[0].runs, std::vector<RunId>{RunId{1}});
-}
-
 }  // namespace
 }  // namespace baton::leader_core

@@ -111,6 +111,10 @@ TEST(RunBook, AFencedBatchMeansNoMessageOrWriteEver) {
   auto e = d.answer(starts[0].op, batch(Epoch{4}, {}));
   EXPECT_TRUE(d.book.fenced());
   EXPECT_TRUE(sent<protocol::StartGranted>(e).empty());
+  // What it meant to write is kept for the decision ledger (fenced_out).
+  ASSERT_EQ(d.book.fenced_out().size(), 1u);
+  EXPECT_EQ(d.book.fenced_out()[0].op, "start_batch");
+  EXPECT_EQ(d.book.fenced_out()[0].runs, std::vector<RunId>{RunId{1}});
   // Whatever comes afterwards: nothing external.
   d.msg(7, "w1", protocol::Start{ref(r2)});
   d.attach(8, hello("w2"));
