@@ -125,17 +125,19 @@ void ControlLoop::run(const std::atomic<bool>& stop) {
   fenced_ = book_.fenced();
   drain();  // the log lines of the last step
   flush_output();
+  for (auto& [id, link] : links_) link->close(fenced_ ? "leader fenced" : "leader stepping down");
+  links_.clear();
+  metrics_.attached_workers = 0;
   // What the database refused for a newer epoch goes to the decision ledger
   // (fenced_out), written now that this node no longer leads: it changes no
-  // run. A node cut off from the database cannot, and has only its log.
+  // run. After the workers' links are closed: a node cut off from the
+  // database waits out its statement deadline here, and then has only its
+  // log, and its workers must not wait with it.
   if (fenced_ && !book_.fenced_out().empty()) {
     if (auto r = store_.record_fenced_out(epoch_, me_.node_id, book_.fenced_out()); !r)
       spdlog::warn("fenced_out_not_recorded entries={} epoch={} error={}", book_.fenced_out().size(), epoch_.value,
                    r.error().message);
   }
-  for (auto& [id, link] : links_) link->close(fenced_ ? "leader fenced" : "leader stepping down");
-  links_.clear();
-  metrics_.attached_workers = 0;
   spdlog::info("control_loop_stop node={} epoch={} fenced={}", me_.node_id, epoch_.value, fenced_.load());
 }
 
