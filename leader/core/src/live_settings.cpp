@@ -94,7 +94,10 @@ LiveSettings live_settings(const std::map<std::string, std::vector<std::string>>
   LiveSettings out;
   out.runtime = base;
   RuntimeConfig timed = base;
-  for (const auto& [key, values] : raw) {
+  for (const auto& entry : raw) {
+    // Named copies, not a structured binding: clang 14 (the fuzz build) refuses to capture one in a lambda.
+    const std::string& key = entry.first;
+    const std::vector<std::string>& values = entry.second;
     const SettingSpec* spec = live_setting_spec(key);
     if (!spec || key == "dispatch_enabled") continue;  // dispatch_enabled: store::Controls has it
     auto refuse = [&](const std::string& why) { out.refused.push_back(key + ": " + why); };
