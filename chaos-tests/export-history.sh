@@ -26,7 +26,7 @@ export)
   j runs.jsonl "SELECT json_build_object('id', r.id, 'job', j.name, 'state', r.state, 'attempt', r.attempt,
       'max_attempts', r.max_attempts, 'key', r.idempotency_key,
       'slot', floor(extract(epoch FROM r.scheduled_for))::bigint, 'created_us', floor(extract(epoch FROM r.created_at) * 1e6)::bigint,
-      'error_code', r.error_code, 'event_id', r.event_id)
+      'error_code', r.error_code, 'event_id', r.event_id, 'concurrency_key', r.concurrency_key)
       FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id ORDER BY r.id"
   j transitions.jsonl "SELECT json_build_object('id', id, 'run', run_id, 'from', from_state, 'to', to_state,
       'from_version', from_version, 'to_version', to_version, 'attempt', attempt, 'epoch', leader_epoch,
@@ -43,7 +43,7 @@ export)
       'error_code', error_code) FROM dead_letters ORDER BY id"
   j jobs.jsonl "SELECT json_build_object('name', name, 'max_instances', max_instances,
       'concurrency_policy', concurrency_policy, 'exclusive_execution', exclusive_execution,
-      'mutually_exclusive', mutually_exclusive, 'on_events', on_events)
+      'mutually_exclusive', mutually_exclusive, 'on_events', on_events, 'concurrency_limit', concurrency_limit)
       FROM job_definitions ORDER BY id"
   j events.jsonl "SELECT json_build_object('id', id, 'kind', kind, 'dedupe_key', dedupe_key,
       'processed', processed_at IS NOT NULL) FROM events ORDER BY id"

@@ -168,7 +168,7 @@ async function job(name) {
   const b = stats.backlog;
   const fields = ['name', 'schedule', 'time_zone', 'misfire_policy', 'catch_up_limit', 'starting_deadline',
     'max_instances', 'concurrency_policy', 'exclusive_execution', 'mutually_exclusive', 'on_error', 'jitter', 'on_events', 'run_after', 'worker_selector',
-    'paused', 'live'];
+    'concurrency_key', 'concurrency_limit', 'keys_in_use', 'rate_limit', 'rate_permits_taken', 'paused', 'live'];
   const at = el('input', { id: 'why-at', name: 'at', size: 28, value: whyAt[name] || new Date().toISOString().slice(0, 19) + 'Z',
     placeholder: '2026-03-29T01:30:00Z' });
   const form = el('form', { id: 'why-form', class: 'filters', onsubmit: (e) => { e.preventDefault(); whyAt[name] = at.value.trim(); render(false); } },

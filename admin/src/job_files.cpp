@@ -18,6 +18,30 @@ namespace {
 
 void read_parameters(const YAML::Node& params, store::JobDefinition& job, ConfigMap& j, ConfigErrors& errors);
 
+// A concurrency key template (schemas/0035, baton_run_key): text with at
+// least one {{param.NAME}}, and nothing else between double braces (which
+// the database would keep as written: a key the same for every run, which
+// is what max_instances is for).
+std::optional<std::string> concurrency_key_problem(const std::string& key) {
+  if (key.empty() || key.size() > 200) return "must be 1-200 characters";
+  int params = 0;
+  for (std::size_t at = key.find("{{"); at != std::string::npos; at = key.find("{{", at + 2)) {
+    const auto close = key.find("}}", at + 2);
+    if (close == std::string::npos) return "has a '{{' without its '}}'";
+    std::string name = key.substr(at + 2, close - at - 2);
+    while (!name.empty() && name.front() == ' ') name.erase(name.begin());
+    while (!name.empty() && name.back() == ' ') name.pop_back();
+    const bool ok =
+        name.rfind("param.", 0) == 0 && name.size() > 6 && std::all_of(name.begin() + 6, name.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+        });
+    if (!ok) return "'{{" + name.substr(0, 64) + "}}' is not {{param.NAME}}";
+    ++params;
+  }
+  if (params == 0) return "must use a parameter, as in \"{{param.customer}}\" (one key for every run is max_instances)";
+  return std::nullopt;
+}
+
 // A value substituted into a shell's script could run commands
 // (docs/security.md, "Parameters and shells"): refused unless the task asks
 // for shell_quote, which writes each {{param.NAME}} as its environment
@@ -228,6 +252,34 @@ store::JobDefinition read_job(const YAML::Node& node, const std::string& path, C
   job.exclusive_execution = j.boolean("exclusive_execution").value_or(false);
   job.mutually_exclusive = j.boolean("mutually_exclusive").value_or(false);
   job.self_destruct = j.boolean("self_destruct").value_or(false);
+  // Keyed concurrency and rate limits (schemas/0035; docs/scheduling.md,
+  // "Concurrency keys and rate limits").
+  ConfigMap concurrency = j.map("concurrency");
+  if (auto key = concurrency.string("key")) {
+    if (auto problem = concurrency_key_problem(*key))
+      errors.add(concurrency.key_path("key"), *problem);
+    else
+      job.concurrency_key = *key;
+  }
+  if (auto limit = concurrency.integer("limit", 1, 10000)) job.concurrency_limit = static_cast<int>(*limit);
+  concurrency.reject_unknown_keys();
+  if (job.concurrency_limit && !job.concurrency_key)
+    errors.add(concurrency.key_path("limit"), "is a limit per key: give concurrency.key too");
+  ConfigMap rate = j.map("rate_limit");
+  if (auto runs = rate.integer("runs", 1, 10000)) job.rate_limit_runs = static_cast<int>(*runs);
+  if (auto per = rate.duration("per")) {
+    if (per->count() < 1 || per->count() > 7LL * 24 * 3600 * 1000)
+      errors.add(rate.key_path("per"), "must be from 1ms to 168h");
+    else
+      job.rate_limit_per_ms = per->count();
+  }
+  job.rate_limit_by_key = rate.boolean("by_key").value_or(false);
+  rate.reject_unknown_keys();
+  if (job.rate_limit_runs.has_value() != job.rate_limit_per_ms.has_value())
+    errors.add(j.key_path("rate_limit"), "needs both runs and per (for example runs: 10, per: 1m)");
+  if (job.rate_limit_by_key && !job.concurrency_key)
+    errors.add(rate.key_path("by_key"), "counts runs per key: give concurrency.key too");
+  if (job.rate_limit_by_key && !job.rate_limit_runs) job.rate_limit_by_key = false;
   // The job's own on_error: a job run once when a run of this one fails for
   // good (docs/scheduling.md, "When a run fails for good").
   if (auto handler = j.string("on_error")) {
@@ -468,6 +520,11 @@ std::vector<std::string> job_changes(const store::JobDefinition& from, const sto
   if (from.exclusive_execution != to.exclusive_execution) out.push_back("exclusive_execution");
   if (from.mutually_exclusive != to.mutually_exclusive) out.push_back("mutually_exclusive");
   if (from.on_error != to.on_error) out.push_back("on_error");
+  if (from.concurrency_key != to.concurrency_key || from.concurrency_limit != to.concurrency_limit)
+    out.push_back("concurrency");
+  if (from.rate_limit_runs != to.rate_limit_runs || from.rate_limit_per_ms != to.rate_limit_per_ms ||
+      from.rate_limit_by_key != to.rate_limit_by_key)
+    out.push_back("rate_limit");
   if (from.jitter_ms != to.jitter_ms) out.push_back("jitter");
   if (from.on_events != to.on_events) out.push_back("on_events");
   if (from.run_after != to.run_after) out.push_back("run_after");

@@ -103,6 +103,42 @@ TEST(JobDocument, ReadsTheOverlapSettings) {
   EXPECT_NE(bad.error().message.find("body: jitter: must be from 0s to 1h"), std::string::npos) << bad.error().message;
 }
 
+TEST(JobDocument, ReadsTheConcurrencyKeyAndRateLimit) {
+  auto job = admin::parse_job_document(
+      "name: sync\nconcurrency: {key: \"{{param.customer}}/{{ param.region }}\", limit: 2}\n"
+      "rate_limit: {runs: 10, per: 1m, by_key: true}\ntasks: [{kind: BUILTIN, builtin: NOOP}]\n",
+      "body");
+  ASSERT_TRUE(job) << job.error().message;
+  EXPECT_EQ(job->concurrency_key, "{{param.customer}}/{{ param.region }}");
+  EXPECT_EQ(job->concurrency_limit, 2);
+  EXPECT_EQ(job->rate_limit_runs, 10);
+  EXPECT_EQ(job->rate_limit_per_ms, 60000);
+  EXPECT_TRUE(job->rate_limit_by_key);
+  auto plain = admin::parse_job_document("name: p\ntasks: [{kind: BUILTIN, builtin: NOOP}]\n", "body");
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE(plain->concurrency_key);
+  EXPECT_FALSE(plain->rate_limit_runs);
+  auto bad = [](const std::string& yaml) {
+    auto j = admin::parse_job_document("name: b\n" + yaml + "tasks: [{kind: BUILTIN, builtin: NOOP}]\n", "body");
+    return j ? std::string("accepted") : j.error().message;
+  };
+  EXPECT_NE(bad("concurrency: {key: acme, limit: 2}\n").find("body: concurrency.key: must use a parameter"),
+            std::string::npos);
+  EXPECT_NE(bad("concurrency: {key: \"{{env.HOME}}\", limit: 2}\n")
+                .find("body: concurrency.key: '{{env.HOME}}' is not {{param.NAME}}"),
+            std::string::npos);
+  EXPECT_NE(bad("concurrency: {key: \"{{param.a\", limit: 2}\n").find("without its '}}'"), std::string::npos);
+  EXPECT_NE(bad("concurrency: {limit: 2}\n").find("body: concurrency.limit: is a limit per key"), std::string::npos);
+  EXPECT_NE(bad("concurrency: {key: \"{{param.a}}\", limit: 0}\n").find("body: concurrency.limit:"), std::string::npos);
+  EXPECT_NE(bad("rate_limit: {runs: 10}\n").find("body: rate_limit: needs both runs and per"), std::string::npos);
+  EXPECT_NE(bad("rate_limit: {runs: 10, per: 200h}\n").find("body: rate_limit.per: must be from 1ms to 168h"),
+            std::string::npos);
+  EXPECT_NE(bad("rate_limit: {runs: 1, per: 1s, by_key: true}\n").find("body: rate_limit.by_key: counts runs per key"),
+            std::string::npos);
+  EXPECT_NE(bad("concurrency: {key: \"{{param.a}}\", limt: 2}\n").find("limt"), std::string::npos)
+      << "an unknown key is named";
+}
+
 TEST(JobDocument, ReadsEventSubscriptionsAndDependencies) {
   auto job = admin::parse_job_document(
       "name: load\non_events: [deploy, alert]\nrun_after: [extract]\ntasks: [{kind: BUILTIN, builtin: NOOP}]\n",

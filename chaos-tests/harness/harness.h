@@ -194,7 +194,9 @@ class Harness {
 
   /// Triggers `job` with `key` until some node accepts it (following 307s,
   /// retrying the same key through failovers). Returns the run id or 0.
-  std::int64_t submit(const std::string& job, const std::string& key, const std::atomic<bool>& stop);
+  /// `body`: the trigger's request body ("" for none: the job's defaults).
+  std::int64_t submit(const std::string& job, const std::string& key, const std::atomic<bool>& stop,
+                      const std::string& body = "");
 
   /// Posts the event `chaos.tick` with dedupe key `key` until some node
   /// accepts it (any node may; retried through failovers with the same key).

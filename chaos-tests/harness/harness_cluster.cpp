@@ -257,6 +257,17 @@ void Harness::write_jobs() {
                                                "      - {kind: PROGRAM, command: "
                                             << task("--sleep, '300'")
                                             << "}\n"
+                                               // Keyed concurrency: one run per tenant at a time,
+                                               // the tenant a parameter of each trigger.
+                                               "  - name: chaos-keyed\n"
+                                               "    concurrency: {key: 'tenant-{{param.tenant}}', limit: 1}\n"
+                                               "    parameters: {tenant: t0}\n"
+                                               "    max_attempts: 3\n"
+                                               "    retry: {base: 200ms, cap: 2s}\n"
+                                               "    tasks:\n"
+                                               "      - {kind: PROGRAM, command: "
+                                            << task("--sleep, '1000'")
+                                            << "}\n"
                                                "  - name: chaos-long\n"
                                                "    max_attempts: 3\n"
                                                "    tasks:\n"

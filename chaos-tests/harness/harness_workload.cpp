@@ -6,8 +6,9 @@ namespace baton::chaos::harness {
 void Harness::drive(const std::atomic<bool>& stop) {
   std::mt19937_64 rng(o_.seed * 31 + 7);
   int n = 0;
-  const std::vector<std::string> jobs = {"chaos-short",   "chaos-short", "chaos-medium", "chaos-fail",  "chaos-slow",
-                                         "chaos-garbage", "chaos-pair",  "chaos-excl-a", "chaos-excl-b"};
+  const std::vector<std::string> jobs = {"chaos-short",  "chaos-short",   "chaos-medium", "chaos-fail",
+                                         "chaos-slow",   "chaos-garbage", "chaos-pair",   "chaos-excl-a",
+                                         "chaos-excl-b", "chaos-keyed",   "chaos-keyed"};
   auto next_cancel = std::chrono::steady_clock::now() + cancel_every;
   while (!stop.load()) {
     const std::string key = "s" + std::to_string(o_.seed) + "-" + std::to_string(++n);
@@ -17,7 +18,10 @@ void Harness::drive(const std::atomic<bool>& stop) {
     // workload (every 60th round, ~15 s).
     const std::string job = cancel ? "chaos-long" : n % 60 == 30 ? "chaos-exclusive" : jobs[rng() % jobs.size()];
     if (cancel) next_cancel = std::chrono::steady_clock::now() + cancel_every;
-    const std::int64_t run = submit(job, key, stop);
+    // A keyed run's tenant: one of two, so that runs of one key queue up.
+    const std::string body =
+        job == "chaos-keyed" ? R"({"parameters":{"tenant":"t)" + std::to_string(rng() % 2) + "\"}}" : "";
+    const std::int64_t run = submit(job, key, stop, body);
     BATON_ASSERT(run >= 0);  // a run id, or 0: not accepted (recorded as such)
     // Every fourth round an event, and every tenth event posted twice (the
     // second post must record nothing).
@@ -41,15 +45,18 @@ void Harness::drive(const std::atomic<bool>& stop) {
   }
 }
 
-std::int64_t Harness::submit(const std::string& job, const std::string& key, const std::atomic<bool>& stop) {
+std::int64_t Harness::submit(const std::string& job, const std::string& key, const std::atomic<bool>& stop,
+                             const std::string& body) {
   static const std::regex run_re("\"run_id\":(\\d+)");
   BATON_ASSERT(!node_port_.empty());  // the cluster is up before the workload starts
   for (int attempt = 0; attempt < api_tries && !stop.load(); ++attempt) {
     std::string target = leader();
     if (target.empty()) target = node_port_.begin()->first;
     BATON_ASSERT(node_port_.count(target));  // leader() names a node of this cluster
-    auto r = http_request(node_port_[target], "POST", "/api/v1/jobs/" + job + "/trigger",
-                          {{"Authorization", "Bearer " + admin_token}, {"Idempotency-Key", key}});
+    std::vector<std::pair<std::string, std::string>> headers = {{"Authorization", "Bearer " + admin_token},
+                                                                {"Idempotency-Key", key}};
+    if (!body.empty()) headers.emplace_back("Content-Type", "application/json");
+    auto r = http_request(node_port_[target], "POST", "/api/v1/jobs/" + job + "/trigger", headers, body);
     std::smatch m;
     if (r.status == 201 && std::regex_search(r.body, m, run_re)) {
       std::lock_guard lock(mutex_);

@@ -248,6 +248,7 @@ History load_history(const std::string& dir) {
              num(o, "slot"),
              num(o, "created_us"),
              num(o, "event_id")};
+    r.concurrency_key = str(o, "concurrency_key");
     h.runs[r.id] = r;
   }
   for (const auto& o : read_jsonl(dir + "/db/transitions.jsonl", h))
@@ -278,6 +279,7 @@ History load_history(const std::string& dir) {
     JobRow j{str(o, "name"), opt_int(o, "max_instances"), str(o, "concurrency_policy"), false, false, {}};
     if (auto* e = o.if_contains("mutually_exclusive"); e && e->is_bool()) j.mutually_exclusive = e->as_bool();
     if (auto* e = o.if_contains("exclusive_execution"); e && e->is_bool()) j.exclusive_execution = e->as_bool();
+    j.concurrency_limit = opt_int(o, "concurrency_limit");
     if (auto* e = o.if_contains("on_events"); e && e->is_array())
       for (const auto& k : e->as_array())
         if (k.is_string()) j.on_events.emplace_back(k.as_string());

@@ -3,6 +3,7 @@
 #include "invariant_support.h"
 
 #include <algorithm>
+#include <boost/json.hpp>
 #include <map>
 #include <set>
 #include <sstream>
@@ -362,7 +363,8 @@ InvariantResult check_overlap_respected(const History& h, const Report& /*so_far
       "overlap_respected",
       "no more executions of a job alive at once than its max_instances (1 under concurrency_policy forbid or "
       "replace), never two executions of mutually exclusive jobs at once, and no execution alive beside one of an "
-      "exclusive job (exclusive_execution)");
+      "exclusive job (exclusive_execution), and no more executions of a job with one concurrency key alive at once "
+      "than its concurrency.limit");
   struct Edge {
     std::int64_t t;
     int delta;
@@ -403,6 +405,7 @@ InvariantResult check_overlap_respected(const History& h, const Report& /*so_far
     }
   };
   std::map<std::string, std::vector<const Execution*>> by_job;
+  std::map<std::pair<std::string, std::string>, std::vector<const Execution*>> by_key;
   std::vector<const Execution*> mutually_exclusive, exclusive, all;
   for (const auto& [run, xs] : h.executions) {
     auto r = h.runs.find(run);
@@ -411,12 +414,20 @@ InvariantResult check_overlap_respected(const History& h, const Report& /*so_far
       all.push_back(&x);
       if (j == h.jobs.end()) continue;
       if (j->second.limit()) by_job[j->first].push_back(&x);
+      if (j->second.concurrency_limit) by_key[{j->first, r->second.concurrency_key}].push_back(&x);
       if (j->second.mutually_exclusive) mutually_exclusive.push_back(&x);
       if (j->second.exclusive_execution) exclusive.push_back(&x);
-      if (j->second.limit() || j->second.mutually_exclusive || j->second.exclusive_execution) inv.examined++;
+      if (j->second.limit() || j->second.mutually_exclusive || j->second.exclusive_execution ||
+          j->second.concurrency_limit)
+        inv.examined++;
     }
   }
   for (const auto& [job, xs] : by_job) sweep("job " + job, xs, *h.jobs.at(job).limit());
+  // Keyed concurrency: per job and key (its key is printed escaped: it comes
+  // from a run's parameters).
+  for (const auto& [job_key, xs] : by_key)
+    sweep("job " + job_key.first + " key " + boost::json::serialize(boost::json::value(job_key.second)), xs,
+          *h.jobs.at(job_key.first).concurrency_limit);
   sweep("mutually exclusive jobs", mutually_exclusive, 1);
   // Each execution of an exclusive job against every other execution, of
   // any run (touching lifetimes count as overlapping, as above).

@@ -672,3 +672,26 @@ TEST(FaultVocabulary, NamesAreUniqueAndTheHarnessOrderIsKept) {
                                 "pg_restart", "clock_skew", "db_stale_connections", "continuation_skew",
                                 "duplicate_worker", "outbox_disk", "kill_supervisor", "clock_rate", "pg_failover"}));
 }
+
+// Keyed concurrency (schemas/0035): the limit holds per key, each key apart.
+TEST(Checker, MoreExecutionsOfOneKeyAliveThanItsLimitAreAViolation) {
+  auto with = [](const std::string& second_key) {
+    Fixture f;
+    f.jobs += R"({"name":"sync","max_instances":null,"concurrency_policy":"allow","concurrency_limit":1})"
+              "\n";
+    f.runs << R"({"id":700,"job":"sync","state":"SUCCEEDED","key":null,"attempt":1,"max_attempts":3,"slot":0,)"
+           << R"("created_us":1,"event_id":0,"concurrency_key":"acme"})"
+           << "\n"
+           << R"({"id":701,"job":"sync","state":"SUCCEEDED","key":null,"attempt":1,"max_attempts":3,"slot":0,)"
+           << R"("created_us":1,"event_id":0,"concurrency_key":")" << second_key << "\"}\n";
+    f.exec(700, 1, "k1", "w1", 980, T + 12 * sec, T + 13 * sec, 0);
+    f.exec(701, 1, "k2", "w2", 981, T + 12'500'000, T + 14 * sec, 0);
+    return f.check();
+  };
+  auto r = with("acme");
+  EXPECT_EQ(Fixture::violations(r, "overlap_respected"), 1) << r.markdown();
+  EXPECT_NE(r.markdown().find("job sync key \"acme\": 2 executions alive at once (limit 1)"), std::string::npos)
+      << r.markdown();
+  r = with("bolt");
+  EXPECT_EQ(Fixture::violations(r, "overlap_respected"), 0) << "another key" << r.markdown();
+}

@@ -368,6 +368,48 @@ TEST_F(CtlTest, LimitedAndExclusiveRunsNeverOverlap) {
   }
 }
 
+// Keyed concurrency end to end (schemas/0035): a job limited to one run per
+// tenant, two runs for tenant a and one for tenant b, on a worker with room
+// for four. The two runs of a never overlap (their RUNNING intervals, as the
+// database recorded them); the run of b is not held back by a's.
+TEST_F(CtlTest, RunsOfOneKeyNeverOverlapAndOtherKeysGoOn) {
+  std::filesystem::create_directories(cluster.dir() + "/keyed");
+  std::ofstream(cluster.dir() + "/keyed/jobs.yaml") << R"(jobs:
+  - name: per-tenant
+    parameters: {tenant: none}
+    concurrency: {key: "tenant-{{param.tenant}}", limit: 1}
+    rate_limit: {runs: 100, per: 1m}
+    tasks:
+      - {kind: BUILTIN, builtin: SLEEP, argument: 800ms}
+)";
+  ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/keyed"}).code, 0);
+  const auto shown = ctl({"jobs", "show", "per-tenant"}).output;
+  EXPECT_TRUE(std::regex_search(shown, std::regex(R"(concurrency_key:\s+tenant-\{\{param.tenant\}\})"))) << shown;
+  EXPECT_TRUE(std::regex_search(shown, std::regex(R"(concurrency_limit:\s+1)"))) << shown;
+  EXPECT_NE(shown.find("\"per_ms\":60000"), std::string::npos) << shown;
+  for (const char* tenant : {"a", "a", "b"})
+    ASSERT_EQ(ctl({"jobs", "trigger", "per-tenant", "--param", std::string("tenant=") + tenant}).code, 0);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return cluster.db().scalar(
+                   "SELECT count(*) FROM job_runs r JOIN job_definitions j ON j.id = "
+                   "r.job_definition_id WHERE j.name = 'per-tenant' AND r.state = 'SUCCEEDED'") == "3";
+      },
+      30s));
+  const std::string pairs =
+      "SELECT count(*) FROM job_runs x JOIN job_runs y ON x.id < y.id AND x.job_definition_id = y.job_definition_id"
+      " JOIN job_definitions j ON j.id = x.job_definition_id WHERE j.name = 'per-tenant'"
+      " AND tstzrange(x.started_at, x.finished_at) && tstzrange(y.started_at, y.finished_at) AND ";
+  EXPECT_EQ(cluster.db().scalar(pairs + "x.concurrency_key = y.concurrency_key"), "0")
+      << "one run per tenant at a time";
+  EXPECT_NE(cluster.db().scalar(pairs + "x.concurrency_key <> y.concurrency_key"), "0")
+      << "b ran beside a's runs, not after them";
+  EXPECT_EQ(cluster.db().scalar("SELECT string_agg(DISTINCT concurrency_key, ',') FROM job_runs WHERE key_slot IS "
+                                "NULL AND concurrency_key LIKE 'tenant-%'"),
+            "tenant-a,tenant-b")
+      << "each run keeps its key; every slot is given back";
+}
+
 // Events and run-after end to end: an event posted twice with one dedupe key
 // (through the follower) gives its subscriber one run, carrying the payload;
 // a success of `extract` runs `load` with the upstream run's id.

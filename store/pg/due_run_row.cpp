@@ -18,6 +18,25 @@ std::map<std::string, std::string> parse_selector(const std::string& json_text) 
   return out;
 }
 
+// An int[] as PostgreSQL prints it: {1,2,3}.
+std::vector<int> int_array(const std::string& text) {
+  std::vector<int> out;
+  int n = 0;
+  bool in = false;
+  for (char ch : text) {
+    if (ch >= '0' && ch <= '9') {
+      n = n * 10 + (ch - '0');
+      in = true;
+    } else if (in) {
+      out.push_back(n);
+      n = 0;
+      in = false;
+    }
+  }
+  if (in) out.push_back(n);
+  return out;
+}
+
 }  // namespace
 
 const std::string& due_run_columns() {
@@ -36,8 +55,29 @@ const std::string& due_run_columns() {
       " (extract(epoch FROM greatest(coalesce(r.scheduled_for, r.created_at),"
       " coalesce(r.start_after, '-infinity'))) * 1000000)::bigint,"
       " (extract(epoch FROM clock_timestamp()) * 1000000)::bigint, coalesce(j.exclusive_execution, false),"
-      " coalesce(r.assigned_worker_id, '')";
+      " coalesce(r.assigned_worker_id, ''),"
+      // Keyed concurrency and rate limits (schemas/0035): computed only for
+      // a job that has them.
+      " " +
+      run_key_sql() +
+      ", j.concurrency_limit, CASE WHEN j.concurrency_limit IS NOT NULL THEN "
+      "baton_key_slots_held(r.job_definition_id, " +
+      run_key_sql() +
+      ")::text END, j.rate_limit_runs, coalesce(j.rate_limit_per_ms, 0), CASE WHEN j.rate_limit_runs IS NOT NULL "
+      "THEN " +
+      rate_key_sql() +
+      " END, CASE WHEN j.rate_limit_runs IS NOT NULL THEN baton_rate_slots_busy(r.job_definition_id, " +
+      rate_key_sql() + ")::text END";
   return sql;
+}
+
+std::string run_key_sql(const std::string& r, const std::string& j) {
+  return "CASE WHEN " + j + ".concurrency_key IS NOT NULL THEN baton_run_key(" + j +
+         ".concurrency_key, baton_run_params(" + j + ".parameters, " + r + ".payload)) END";
+}
+
+std::string rate_key_sql(const std::string& r, const std::string& j) {
+  return "CASE WHEN " + j + ".rate_limit_by_key THEN coalesce(" + run_key_sql(r, j) + ", '') ELSE '' END";
 }
 
 DueRun due_run_of(const pqxx::row& row, int first) {
@@ -60,6 +100,14 @@ DueRun due_run_of(const pqxx::row& row, int first) {
   d.mutually_exclusive = at(14).as<bool>();
   d.exclusive_execution = at(due_run_clock_column + 1).as<bool>();
   d.previous_worker = at(due_run_clock_column + 2).as<std::string>();
+  constexpr int keyed = due_run_clock_column + 3;
+  if (!at(keyed).is_null()) d.concurrency_key = at(keyed).as<std::string>();
+  if (!at(keyed + 1).is_null()) d.key_limit = at(keyed + 1).as<int>();
+  if (!at(keyed + 2).is_null()) d.key_slots_held = int_array(at(keyed + 2).as<std::string>());
+  if (!at(keyed + 3).is_null()) d.rate_limit = at(keyed + 3).as<int>();
+  d.rate_per_ms = at(keyed + 4).as<std::int64_t>();
+  if (!at(keyed + 5).is_null()) d.rate_key = at(keyed + 5).as<std::string>();
+  if (!at(keyed + 6).is_null()) d.rate_slots_busy = int_array(at(keyed + 6).as<std::string>());
   const boost::json::value params = boost::json::parse(at(15).as<std::string>());
   if (params.is_object())
     for (const auto& kv : params.as_object())

@@ -13,13 +13,20 @@ namespace baton::store::pg {
 /// The select list over a job_runs row `r` LEFT JOINed to its job_definitions
 /// row `j` (due_run_width columns).
 const std::string& due_run_columns();
-inline constexpr int due_run_width = 20;
+inline constexpr int due_run_width = 27;
 /// The column (from the first) of the database's clock as the row was made.
 inline constexpr int due_run_clock_column = 17;
 
 /// The DueRun in columns [first, first + due_run_width) of `row`; its
 /// starts_in_ms counted from the database's clock as the row was made.
 DueRun due_run_of(const pqxx::row& row, int first = 0);
+
+/// A run's key (schemas/0035: baton_run_key over its parameters), SQL over
+/// `r` and `j` as due_run_columns has them; NULL when its job has no key.
+std::string run_key_sql(const std::string& r = "r", const std::string& j = "j");
+/// The key its rate permits are counted under: its key when the job's
+/// limit is per key, else ''.
+std::string rate_key_sql(const std::string& r = "r", const std::string& j = "j");
 
 /// Time left before `starts_at_us`, counted from `clock_us` (database
 /// clock, microseconds), in whole milliseconds rounded up; 0 when due.

@@ -46,6 +46,9 @@ constexpr const char* job_json =
     "j.jitter_ms, 'on_events', j.on_events,"
     " 'run_after', j.run_after, 'parameters', j.parameters,"
     " 'parameter_rules', j.parameter_rules, 'self_destruct', j.self_destruct,"
+    " 'concurrency_key', j.concurrency_key, 'concurrency_limit', j.concurrency_limit,"
+    " 'rate_limit', CASE WHEN j.rate_limit_runs IS NOT NULL THEN jsonb_build_object('runs', j.rate_limit_runs,"
+    " 'per_ms', j.rate_limit_per_ms, 'by_key', j.rate_limit_by_key) END,"
     " 'created_at', j.created_at, 'updated_at', j.updated_at, 'deleted_at', j.deleted_at)";
 
 }  // namespace
@@ -228,7 +231,19 @@ Result<JobPage> PgAdminStore::list_jobs(int limit, std::optional<std::string> af
         tx.exec_params(std::string("SELECT j.name, j.schedule, j.time_zone, j.paused OR NOT j.live, (") + job_json +
                            " || jsonb_build_object('last_run', (SELECT jsonb_build_object('id', r.id, 'state', r.state,"
                            " 'created_at', r.created_at, 'finished_at', r.finished_at, 'error_code', r.error_code)"
-                           " FROM job_runs r WHERE r.job_definition_id = j.id ORDER BY r.id DESC LIMIT 1)))::text,"
+                           " FROM job_runs r WHERE r.job_definition_id = j.id ORDER BY r.id DESC LIMIT 1))"
+                           // keyed concurrency and rate limits (schemas/0035):
+                           // the busiest keys now, for a job that has them
+                           " || CASE WHEN j.concurrency_limit IS NOT NULL THEN jsonb_build_object('keys_in_use',"
+                           " (SELECT coalesce(jsonb_agg(jsonb_build_object('key', k.concurrency_key, 'active', k.n)"
+                           " ORDER BY k.n DESC, k.concurrency_key), '[]'::jsonb) FROM (SELECT x.concurrency_key,"
+                           " count(*) AS n FROM job_runs x WHERE x.job_definition_id = j.id AND x.key_slot IS NOT NULL"
+                           " GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 20) k)) ELSE '{}'::jsonb END"
+                           " || CASE WHEN j.rate_limit_runs IS NOT NULL THEN jsonb_build_object('rate_permits_taken',"
+                           " (SELECT coalesce(jsonb_agg(jsonb_build_object('key', k.rate_key, 'taken', k.n)"
+                           " ORDER BY k.n DESC, k.rate_key), '[]'::jsonb) FROM (SELECT p.rate_key, count(*) AS n"
+                           " FROM rate_permits p WHERE p.job_definition_id = j.id AND p.until > now()"
+                           " GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 20) k)) ELSE '{}'::jsonb END)::text,"
                            " extract(epoch FROM now())::bigint"
                            " FROM job_definitions j WHERE j.deleted_at IS NULL AND ($1::text IS NULL OR j.name > $1)"
                            "   AND ($2::text IS NULL OR j.name = $2) ORDER BY j.name LIMIT $3",
@@ -319,7 +334,8 @@ Result<std::optional<StoredJob>> PgAdminStore::job_definition(const std::string&
         " retry_cap_ms, worker_selector::text, live, misfire_policy, version, paused, catch_up_limit,"
         " starting_deadline_ms, max_instances, concurrency_policy, exclusive_execution, jitter_ms,"
         " array_to_json(on_events)::text, array_to_json(run_after)::text, parameters::text, self_destruct,"
-        " parameter_rules::text, mutually_exclusive, on_error FROM job_definitions WHERE name = $1 AND deleted_at IS "
+        " parameter_rules::text, mutually_exclusive, on_error, concurrency_key, concurrency_limit, rate_limit_runs,"
+        " rate_limit_per_ms, rate_limit_by_key FROM job_definitions WHERE name = $1 AND deleted_at IS "
         "NULL",
         name);
     if (rows.empty()) return std::optional<StoredJob>{};
@@ -346,6 +362,11 @@ Result<std::optional<StoredJob>> PgAdminStore::job_definition(const std::string&
     s.job.exclusive_execution = r[17].as<bool>();
     s.job.mutually_exclusive = r[24].as<bool>();
     if (!r[25].is_null()) s.job.on_error = r[25].as<std::string>();
+    if (!r[26].is_null()) s.job.concurrency_key = r[26].as<std::string>();
+    if (!r[27].is_null()) s.job.concurrency_limit = r[27].as<int>();
+    if (!r[28].is_null()) s.job.rate_limit_runs = r[28].as<int>();
+    if (!r[29].is_null()) s.job.rate_limit_per_ms = r[29].as<std::int64_t>();
+    s.job.rate_limit_by_key = r[30].as<bool>();
     s.job.jitter_ms = r[18].as<std::int64_t>();
     const boost::json::value on_events = boost::json::parse(r[19].as<std::string>());
     for (const auto& v : on_events.as_array()) s.job.on_events.emplace_back(v.as_string());
@@ -605,9 +626,10 @@ Result<AdminResult> PgAdminStore::create_job(const Actor& who, const JobDefiniti
         "INSERT INTO job_definitions (name, schedule, time_zone, tasks, max_attempts, priority, timeout_ms,"
         " retry_base_ms, retry_cap_ms, worker_selector, live, misfire_policy, catch_up_limit, starting_deadline_ms,"
         " max_instances, concurrency_policy, exclusive_execution, jitter_ms, on_events, run_after, parameters,"
-        " self_destruct, parameter_rules, mutually_exclusive, on_error)"
+        " self_destruct, parameter_rules, mutually_exclusive, on_error, concurrency_key, concurrency_limit,"
+        " rate_limit_runs, rate_limit_per_ms, rate_limit_by_key)"
         " VALUES ($1, $2, $3, $4::jsonb, $5, $6, nullif($7, 0), $8, $9, $10::jsonb, $11, $12, $13, $14, $15, $16, $17,"
-        " $18, $19::text[], $20::text[], $21::jsonb, $22, $23::jsonb, $24, $25)"
+        " $18, $19::text[], $20::text[], $21::jsonb, $22, $23::jsonb, $24, $25, $26, $27, $28, $29, $30)"
         " ON CONFLICT (name) DO UPDATE SET schedule = EXCLUDED.schedule, time_zone = EXCLUDED.time_zone,"
         " tasks = EXCLUDED.tasks, max_attempts = EXCLUDED.max_attempts, priority = EXCLUDED.priority,"
         " timeout_ms = EXCLUDED.timeout_ms, retry_base_ms = EXCLUDED.retry_base_ms,"
@@ -618,14 +640,18 @@ Result<AdminResult> PgAdminStore::create_job(const Actor& who, const JobDefiniti
         " exclusive_execution = EXCLUDED.exclusive_execution, jitter_ms = EXCLUDED.jitter_ms,"
         " on_events = EXCLUDED.on_events, run_after = EXCLUDED.run_after, parameters = EXCLUDED.parameters,"
         " self_destruct = EXCLUDED.self_destruct, parameter_rules = EXCLUDED.parameter_rules,"
-        " mutually_exclusive = EXCLUDED.mutually_exclusive, on_error = EXCLUDED.on_error, paused = false, deleted_at = "
+        " mutually_exclusive = EXCLUDED.mutually_exclusive, on_error = EXCLUDED.on_error,"
+        " concurrency_key = EXCLUDED.concurrency_key, concurrency_limit = EXCLUDED.concurrency_limit,"
+        " rate_limit_runs = EXCLUDED.rate_limit_runs, rate_limit_per_ms = EXCLUDED.rate_limit_per_ms,"
+        " rate_limit_by_key = EXCLUDED.rate_limit_by_key, paused = false, deleted_at = "
         "NULL, updated_at = now(),"
         " version = job_definitions.version + 1 WHERE job_definitions.deleted_at IS NOT NULL RETURNING id",
         j.name, j.schedule, j.time_zone, j.tasks_json, j.max_attempts, j.priority, j.timeout_ms, j.retry_base_ms,
         j.retry_cap_ms, j.selector_json, j.live, j.misfire_policy, j.catch_up_limit, j.starting_deadline_ms,
         j.max_instances, j.concurrency_policy, j.exclusive_execution, j.jitter_ms, pg_array(j.on_events),
         pg_array(j.run_after), j.parameters_json, j.self_destruct, j.parameter_rules_json, j.mutually_exclusive,
-        j.on_error);
+        j.on_error, j.concurrency_key, j.concurrency_limit, j.rate_limit_runs, j.rate_limit_per_ms,
+        j.rate_limit_by_key);
     if (rows.empty()) return refused(AdminOutcome::conflict, "job '" + j.name + "' exists", job_row_json(tx, j.name));
     auto after = job_row_json(tx, j.name);
     audit_in(tx, who, "job.create", "job:" + j.name, std::nullopt, after);
@@ -661,6 +687,8 @@ Result<AdminResult> PgAdminStore::update_job(const Actor& who, const JobWrite& w
         " starting_deadline_ms = $14, max_instances = $15, concurrency_policy = $16, exclusive_execution = $17,"
         " jitter_ms = $18, on_events = $19::text[], run_after = $20::text[], parameters = $21::jsonb,"
         " self_destruct = $22, parameter_rules = $23::jsonb, mutually_exclusive = $24, on_error = $25,"
+        " concurrency_key = $26, concurrency_limit = $27, rate_limit_runs = $28, rate_limit_per_ms = $29,"
+        " rate_limit_by_key = $30,"
         " version = version + 1, updated_at = now(),"
         " schedule_resumed_at = CASE WHEN NOT live AND $11 THEN now() ELSE schedule_resumed_at END"
         " WHERE name = $1",
@@ -668,7 +696,8 @@ Result<AdminResult> PgAdminStore::update_job(const Actor& who, const JobWrite& w
         j.retry_cap_ms, j.selector_json, j.live, j.misfire_policy, j.catch_up_limit, j.starting_deadline_ms,
         j.max_instances, j.concurrency_policy, j.exclusive_execution, j.jitter_ms, pg_array(j.on_events),
         pg_array(j.run_after), j.parameters_json, j.self_destruct, j.parameter_rules_json, j.mutually_exclusive,
-        j.on_error);
+        j.on_error, j.concurrency_key, j.concurrency_limit, j.rate_limit_runs, j.rate_limit_per_ms,
+        j.rate_limit_by_key);
     auto after = job_row_json(tx, j.name);
     audit_in(tx, who, "job.update", "job:" + j.name, before, after);
     tx.commit();

@@ -105,6 +105,17 @@ PgLeaderStore::PgLeaderStore(const std::string& url, const std::string& applicat
         // with the backlog").
         due("r", "(SELECT now() + $3 * interval '1 millisecond')") +
         " AND coalesce(r.job_definition_id <> ALL ((SELECT ids FROM unfit)::bigint[]), true)"
+        // A run whose key is at its limit, or whose permits are all taken
+        // (schemas/0035), is not read: the runs of other keys behind it
+        // would otherwise wait behind a batch of runs that cannot start.
+        // Computed only for a job that has such limits.
+        " AND (j.concurrency_limit IS NULL OR " +
+        std::string(weakened("key_slot") ? "true" : "false") +  // weakened chaos builds only
+        " OR cardinality(baton_key_slots_held(r.job_definition_id, " + run_key_sql() +
+        ")) < j.concurrency_limit)"
+        " AND (j.rate_limit_runs IS NULL OR cardinality(baton_rate_slots_busy(r.job_definition_id, " +
+        rate_key_sql() +
+        ")) < j.rate_limit_runs)"
         " ORDER BY r.priority DESC, r.due_at, r.id LIMIT (SELECT $1::int)");
     prep.commit();
   });

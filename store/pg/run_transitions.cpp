@@ -185,19 +185,62 @@ const std::string dead_letter_cte = dead_letter_cte_only + on_error_cte;
 // active runs are read from the statement's snapshot (the runs it writes
 // are not among them as active), through the unfinished runs' index: a
 // cost paid by an exclusive run's assignment alone.
-const std::string activation_refused_cte =
-    ", refused AS (SELECT * FROM (SELECT w.id, j.name, w.state, w.instance_no, w.exclusive_lock,"
-    " baton_instance_limit(j) AS lim, j.mutually_exclusive,"
-    " CASE WHEN j.exclusive_execution AND " +
-    std::string(weakened("exclusive_gate") ? "false" : "true") +
-    " THEN (SELECT x.id FROM job_runs x WHERE x.finished_at IS NULL"
-    "   AND x.state IN ('ASSIGNED', 'RUNNING') AND x.gate IS NULL AND x.id <> w.id ORDER BY x.id LIMIT 1) END"
-    "   AS ungated"
-    " FROM w JOIN job_definitions j ON j.id = w.job_definition_id) x"
-    " WHERE (lim IS NOT NULL AND (instance_no IS NULL OR instance_no > lim))"
-    " OR (mutually_exclusive AND exclusive_lock IS NOT TRUE) OR ungated IS NOT NULL)";
+//
+// Keyed concurrency and rate limits (schemas/0035): a run of a job with a
+// concurrency key must carry its own key (as baton_run_key computes it from
+// the run's parameters, read from the statement's snapshot: the statement
+// does not change them) and, under a limit, a slot of that key within it;
+// a run of a rate-limited job must have taken a permit in `permits`. `w`
+// must also return concurrency_key and key_slot; `rate_slot` is SQL for the
+// permit each row takes (a single run's statements take none: a
+// rate-limited job's run is assigned in a batch).
+std::string activation_refused_cte(const std::string& rate_slot = "w.rate_slot") {
+  return
+      // The permits the runs written take: each one's last holder took it at
+      // least an interval ago, or the permit is not taken (and the run is
+      // refused below). Rows of runs without a permit never reach the join.
+      ", permits AS (INSERT INTO rate_permits AS p (job_definition_id, rate_key, slot, taken_at, until, run_id,"
+      " attempt, epoch) SELECT w.job_definition_id,"
+      // the key written, which `refused` checks is the run's own: a wrong
+      // one fails the statement, and the permit with it
+      " CASE WHEN j.rate_limit_by_key THEN coalesce(w.concurrency_key, '') ELSE '' END, " +
+      rate_slot +
+      ", now(), now() + j.rate_limit_per_ms * interval '1 millisecond', w.id, w.attempt, $1"
+      " FROM w JOIN job_definitions j ON j.id = w.job_definition_id"
+      " WHERE " +
+      rate_slot + " IS NOT NULL AND " + rate_slot +
+      " BETWEEN 1 AND j.rate_limit_runs"
+      " ON CONFLICT (job_definition_id, rate_key, slot) DO UPDATE SET taken_at = EXCLUDED.taken_at,"
+      " until = EXCLUDED.until, run_id = EXCLUDED.run_id, attempt = EXCLUDED.attempt, epoch = EXCLUDED.epoch"
+      " WHERE p.until <= EXCLUDED.taken_at RETURNING p.run_id)"
+      ", refused AS (SELECT * FROM (SELECT w.id, j.name, w.state, w.instance_no, w.exclusive_lock,"
+      " baton_instance_limit(j) AS lim, j.mutually_exclusive,"
+      " CASE WHEN j.concurrency_key IS NOT NULL THEN CASE"
+      "   WHEN w.concurrency_key IS DISTINCT FROM (SELECT baton_run_key(j.concurrency_key,"
+      "     baton_run_params(j.parameters, o.payload)) FROM job_runs o WHERE o.id = w.id)"
+      "   THEN 'its concurrency key is not ' || coalesce(quote_literal(w.concurrency_key), 'NULL')"
+      "   WHEN j.concurrency_limit IS NOT NULL AND " +
+      std::string(weakened("key_slot") ? "false" : "true") +  // weakened chaos builds only
+      " AND (w.key_slot IS NULL OR w.key_slot > j.concurrency_limit)"
+      "   THEN 'it must hold a slot of key ' || quote_literal(w.concurrency_key) || ' from 1 to ' || "
+      "j.concurrency_limit"
+      " END END AS key_refused,"
+      " CASE WHEN j.rate_limit_runs IS NOT NULL AND NOT EXISTS (SELECT 1 FROM permits p WHERE p.run_id = w.id)"
+      "   THEN 'no rate permit free (' || j.rate_limit_runs || ' runs per ' || j.rate_limit_per_ms || ' ms)'"
+      " END AS rate_refused,"
+      " CASE WHEN j.exclusive_execution AND " +
+      std::string(weakened("exclusive_gate") ? "false" : "true") +
+      " THEN (SELECT x.id FROM job_runs x WHERE x.finished_at IS NULL"
+      "   AND x.state IN ('ASSIGNED', 'RUNNING') AND x.gate IS NULL AND x.id <> w.id ORDER BY x.id LIMIT 1) END"
+      "   AS ungated"
+      " FROM w JOIN job_definitions j ON j.id = w.job_definition_id) x"
+      " WHERE (lim IS NOT NULL AND (instance_no IS NULL OR instance_no > lim))"
+      " OR (mutually_exclusive AND exclusive_lock IS NOT TRUE) OR ungated IS NOT NULL OR key_refused IS NOT NULL"
+      " OR rate_refused IS NOT NULL)";
+}
 const std::string activation_check =
-    "(SELECT baton_refuse_activation(id, name, lim, instance_no, state, ungated) FROM refused ORDER BY id LIMIT 1)";
+    "(SELECT baton_refuse_activation(id, name, lim, instance_no, state, ungated, key_refused, rate_refused)"
+    " FROM refused ORDER BY id LIMIT 1)";
 
 // The gate a run made active takes (schemas/0033): none while no live job is
 // exclusive; else the whole line for an exclusive job's run and the point of
@@ -252,7 +295,7 @@ std::string cancel_audit_cte(const std::string& action, const std::string& from,
 // exclusive lock and its gate (overlap control): every statement that moves a run out
 // of those states sets this, and the database refuses a row that keeps them
 // (schemas/0020, job_runs_holds_only_while_active).
-const std::string release_holds = "instance_no = NULL, exclusive_lock = NULL, gate = NULL";
+const std::string release_holds = "instance_no = NULL, exclusive_lock = NULL, gate = NULL, key_slot = NULL";
 
 // log_ref: where the output archive keeps the attempt's output, when the
 // leader has one (docs/scheduling.md, "Output and the log archive").
@@ -286,22 +329,24 @@ std::string assign_start_batch_sql() {
          " stale_after = CASE WHEN b.start THEN now() + $11 * interval '1 millisecond' ELSE r.stale_after END,"
          " continuation_state = 'NONE', continuation_deadline_at = NULL,"
          " continuation_timeout_ms = " +
-         continuation_ms + ", instance_no = b.instance_no, exclusive_lock = b.exclusive_lock, " + gate_set("r") +
-         ", history = r.history || " + entry("r.version + 1", "r.version", "'ASSIGNED'") +
+         continuation_ms +
+         ", instance_no = b.instance_no, exclusive_lock = b.exclusive_lock, concurrency_key = b.concurrency_key,"
+         " key_slot = b.key_slot, " +
+         gate_set("r") + ", history = r.history || " + entry("r.version + 1", "r.version", "'ASSIGNED'") +
          " || CASE WHEN b.start THEN " + entry("r.version + 2", "r.version + 1", "'RUNNING'") +
          " ELSE '{}'::bigint[] END,"
          " version = r.version + CASE WHEN b.start THEN 2 ELSE 1 END, leader_epoch = $1, updated_at = now()"
          " FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bigint[], $7::int[], $8::boolean[],"
-         " $9::boolean[], $10::text[]) AS b(id, version, from_state, worker, continuation_ms, instance_no,"
-         " exclusive_lock, start, instance)"
+         " $9::boolean[], $10::text[], $12::text[], $13::int[], $14::int[]) AS b(id, version, from_state, worker,"
+         " continuation_ms, instance_no, exclusive_lock, start, instance, concurrency_key, key_slot, rate_slot)"
          " WHERE r.id = b.id AND (SELECT epoch FROM fence) = $1 AND (r.version = b.version"
          " AND r.state = b.from_state AND r.state IN ('PENDING', 'ORPHANED', 'RETRY_WAITING')"
          " AND (NOT b.start OR " +
          its_time("r") +
          ")) IS TRUE"
          " RETURNING r.id, r.version, r.lease_token, r.attempt, r.state, r.job_definition_id, r.instance_no,"
-         " r.exclusive_lock)" +
-         activation_refused_cte +
+         " r.exclusive_lock, r.concurrency_key, r.key_slot, b.rate_slot)" +
+         activation_refused_cte() +
          " SELECT (SELECT epoch FROM fence), w.id, w.version, w.lease_token::text, w.attempt, " + activation_check +
          " FROM (VALUES (1)) AS one(x) LEFT JOIN w ON true";
 }
@@ -325,7 +370,7 @@ const std::vector<Statement>& statements() {
                      " worker_instance = NULL,"
                      " assigned_at = now(), continuation_state = 'NONE', continuation_deadline_at = NULL, " +
                          gate_set("job_runs"),
-                     "state = 'PENDING'", activation_refused_cte, activation_check)},
+                     "state = 'PENDING'", activation_refused_cte("NULL::int"), activation_check)},
       // From ORPHANED the attempt keeps its number: the orphaned assignment
       // never started (ORPHANED is reached only from ASSIGNED), so it is not
       // an attempt; the fresh lease token alone fences the abandoned grant.
@@ -339,7 +384,7 @@ const std::vector<Statement>& statements() {
                      " lease_token = gen_random_uuid(), assigned_at = now(),"
                      " started_at = NULL, continuation_state = 'NONE', continuation_deadline_at = NULL, " +
                          gate_set("job_runs"),
-                     "state = $5 AND state IN ('ORPHANED', 'RETRY_WAITING')", activation_refused_cte,
+                     "state = $5 AND state IN ('ORPHANED', 'RETRY_WAITING')", activation_refused_cte("NULL::int"),
                      activation_check)},
       {"run_start",
        fenced_update({.state = "'RUNNING'"},
@@ -430,13 +475,16 @@ const std::vector<Statement>& statements() {
            " worker_instance = NULL, started_at = CASE WHEN r.state = 'PENDING' THEN r.started_at END,"
            " continuation_state = 'NONE', continuation_deadline_at = NULL,"
            " continuation_timeout_ms = coalesce(nullif(b.continuation_ms, 0), r.continuation_timeout_ms),"
-           " instance_no = b.instance_no, exclusive_lock = b.exclusive_lock, " +
+           " instance_no = b.instance_no, exclusive_lock = b.exclusive_lock, concurrency_key = b.concurrency_key,"
+           " key_slot = b.key_slot, " +
                gate_set("r"),
            "unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bigint[], $7::int[],"
-           " $8::boolean[]) AS b(id, version, from_state, worker, continuation_ms, instance_no, exclusive_lock)",
+           " $8::boolean[], $9::text[], $10::int[], $11::int[]) AS b(id, version, from_state, worker, continuation_ms,"
+           " instance_no, exclusive_lock, concurrency_key, key_slot, rate_slot)",
            "r.state = b.from_state AND r.state IN ('PENDING', 'ORPHANED', 'RETRY_WAITING')",
-           "r.id, r.version, r.lease_token, r.attempt, r.state, r.job_definition_id, r.instance_no, r.exclusive_lock",
-           activation_refused_cte, Commit::unflushed, activation_check)},
+           "r.id, r.version, r.lease_token, r.attempt, r.state, r.job_definition_id, r.instance_no, r.exclusive_lock,"
+           " r.concurrency_key, r.key_slot, b.rate_slot",
+           activation_refused_cte(), Commit::unflushed, activation_check)},
       // The assignment that carries the start grant (AssignRow::start;
       // schemas/0024): in a batch where some row has one, every row is
       // written by this statement, the granted ones ASSIGNED and RUNNING in
@@ -597,6 +645,9 @@ const std::string& trigger_run_sql() {
       " FROM w r JOIN job_definitions j ON j.id = r.job_definition_id"
       " WHERE coalesce(r.scheduled_for, r.created_at) <= now() AND (r.start_after IS NULL OR r.start_after <= now())"
       " AND baton_instance_limit(j) IS NULL AND NOT j.mutually_exclusive"
+      // a keyed or rate-limited job's runs wait for the dispatcher's read,
+      // which reads what their key and permits hold
+      " AND j.concurrency_limit IS NULL AND j.rate_limit_runs IS NULL"
       // while some job is exclusive, every run waits for the dispatcher's
       // read, which holds them back while an exclusive run is active or due
       " AND NOT EXISTS (SELECT 1 FROM job_definitions g WHERE g.exclusive_execution AND g.deleted_at IS NULL))"
@@ -730,7 +781,12 @@ Result<BatchWriteResult> PgRunStore::assign_batch(Epoch epoch, const std::vector
   std::vector<std::string> from, workers;
   std::vector<std::optional<int>> instance_no;
   std::vector<std::optional<bool>> exclusive_lock;
+  std::vector<std::optional<std::string>> keys;
+  std::vector<std::optional<int>> key_slots, rate_slots;
   for (const auto& r : rows) {
+    keys.push_back(r.concurrency_key);
+    key_slots.push_back(r.key_slot);
+    rate_slots.push_back(r.rate_slot);
     instance_no.push_back(r.instance_no);
     exclusive_lock.push_back(r.exclusive_lock ? std::optional<bool>(true) : std::nullopt);
     BATON_ASSERT(r.from == RunState::pending || r.from == RunState::orphaned || r.from == RunState::retry_waiting);
@@ -742,7 +798,8 @@ Result<BatchWriteResult> PgRunStore::assign_batch(Epoch epoch, const std::vector
   }
   if (std::none_of(rows.begin(), rows.end(), [](const AssignRow& r) { return r.start.has_value(); }))
     return batch("run_assign_batch", epoch, pg_array(ids), pg_array(versions), pg_array(from), pg_array(workers),
-                 pg_array(continuation), pg_array(instance_no), pg_array(exclusive_lock));
+                 pg_array(continuation), pg_array(instance_no), pg_array(exclusive_lock), pg_array(keys),
+                 pg_array(key_slots), pg_array(rate_slots));
   std::vector<int> start;  // 1/0: boolean input (std::vector<bool> has no element references)
   std::vector<std::string> instances;
   // One stale interval for the statement, as run_start_batch has: a leader
@@ -755,7 +812,7 @@ Result<BatchWriteResult> PgRunStore::assign_batch(Epoch epoch, const std::vector
   }
   return batch("run_assign_start_batch", epoch, pg_array(ids), pg_array(versions), pg_array(from), pg_array(workers),
                pg_array(continuation), pg_array(instance_no), pg_array(exclusive_lock), pg_array(start),
-               pg_array(instances), stale_after_ms);
+               pg_array(instances), stale_after_ms, pg_array(keys), pg_array(key_slots), pg_array(rate_slots));
 }
 
 Result<BatchWriteResult> PgRunStore::start_batch(Epoch epoch, const std::vector<StartRow>& rows, Millis stale_after) {

@@ -261,10 +261,9 @@ TEST_F(OverlapStoreTest, TheDatabaseRefusesHoldsOutsideAnActiveStateAndChangedHo
   const auto kept = refused("state = 'ORPHANED'", "'ORPHANED'");
   EXPECT_NE(kept.find("job_runs_holds_only_while_active"), std::string::npos) << kept;
   const auto changed = refused("instance_no = 2");
-  EXPECT_NE(
-      changed.find("must keep its instance number, exclusive lock and gate while ASSIGNED or RUNNING (ASSIGNED -> "
-                   "ASSIGNED)"),
-      std::string::npos)
+  EXPECT_NE(changed.find("must keep its instance number, exclusive lock, gate and key slot while ASSIGNED or RUNNING "
+                         "(ASSIGNED -> ASSIGNED)"),
+            std::string::npos)
       << changed;
   EXPECT_EQ(refused("state = 'ORPHANED', instance_no = NULL", "'ORPHANED'"), "") << "the holds released with the state";
   EXPECT_EQ(text("SELECT state || ' ' || coalesce(instance_no::text, '-') FROM job_runs WHERE id = " +

@@ -1,6 +1,8 @@
 #include "baton/leader_core/overlap.h"
 
+#include <algorithm>
 #include <set>
+#include <utility>
 
 #include "baton/base/weaken.h"
 
@@ -17,6 +19,14 @@ OverlapAdmission admit_overlapping(const std::vector<OverlapCandidate>& candidat
     gate_closed = gate_closed || a.exclusive_gate;
   }
   bool busy = !active.empty();  // some run is active, or admitted
+  // Key slots and rate permits granted in this admission, per job and key
+  // (held and taken ones come with each candidate, as its read found them).
+  std::map<std::pair<std::string, std::string>, std::set<int>> key_granted, rate_granted;
+  auto first_free = [](int limit, const std::vector<int>& read, const std::set<int>& granted) -> std::optional<int> {
+    for (int n = 1; n <= limit; ++n)
+      if (!granted.count(n) && std::find(read.begin(), read.end(), n) == read.end()) return n;
+    return std::nullopt;
+  };
   OverlapAdmission out;
   for (const auto& c : candidates) {
     OverlapGrant grant;
@@ -38,8 +48,31 @@ OverlapAdmission admit_overlapping(const std::vector<OverlapCandidate>& candidat
         continue;
       }
       grant.instance_no = n;
-      taken[c.job].insert(n);
     }
+    const std::pair<std::string, std::string> key{c.job, c.key.value_or("")};
+    if (c.key && c.key_limit && !weakened("key_slot")) {  // weakened chaos builds only
+      grant.key_slot = first_free(*c.key_limit, c.key_slots_held, key_granted[key]);
+      if (!grant.key_slot) {
+        out.held.push_back({c.run_id, "concurrency_key",
+                            "waiting: key " + *c.key + " at its limit of " + std::to_string(*c.key_limit)});
+        continue;
+      }
+    }
+    const std::pair<std::string, std::string> rate_key{c.job, c.rate_key};
+    if (c.rate_limit) {
+      grant.rate_slot = first_free(*c.rate_limit, c.rate_slots_busy, rate_granted[rate_key]);
+      if (!grant.rate_slot) {
+        out.held.push_back({c.run_id, "rate_limit",
+                            "waiting: " + (c.rate_key.empty() ? "job " + c.job : "key " + c.rate_key) +
+                                " at its rate limit of " + std::to_string(*c.rate_limit) + " per " +
+                                std::to_string(c.rate_per_ms) + " ms"});
+        continue;
+      }
+    }
+    // Admitted: what it takes is taken (nothing was, had it been held).
+    if (grant.instance_no) taken[c.job].insert(*grant.instance_no);
+    if (grant.key_slot) key_granted[key].insert(*grant.key_slot);
+    if (grant.rate_slot) rate_granted[rate_key].insert(*grant.rate_slot);
     if (c.mutually_exclusive) {
       grant.exclusive_lock = true;
       exclusive_taken = true;

@@ -146,7 +146,7 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
     w.reason = u.reason;
     write(std::move(w), resume::FailUnstartedWrite{u.run.id.value, u.run.unstarted_assignments});
   }
-  for (const auto& h : plan.held) record_once(RunId{h.run_id}, "held_back", h.reason);
+  for (const auto& h : plan.held) record_once(RunId{h.run_id}, "held_back", h.reason, h.detail);
   if (plan.orphans_deferred > 0) {
     pass_.dispatch_requested = true;
     log(LogLevel::info, fmt::format("reassignments_paced deferred={} epoch={}", plan.orphans_deferred, epoch_.value));
@@ -248,14 +248,18 @@ void RunBook::resumed(resume::HeldByOperatorRead&, const Result<std::vector<stor
   for (const auto& r : *runs) record_once(r.id, "held_back", "dispatch_disabled");
 }
 
-void RunBook::record_once(RunId run, const std::string& decision, const std::string& reason) {
+void RunBook::record_once(RunId run, const std::string& decision, const std::string& reason,
+                          const std::string& detail) {
   const std::string key = decision + ":" + reason;
   if (!recorded_.insert({run.value, key}).second) return;
   if (recorded_.size() > 100000) recorded_.clear();  // bound: at worst a decision is recorded again
-  log(LogLevel::info, fmt::format("run_{} run={} reason={} epoch={}", decision, run.value, reason, epoch_.value));
+  // A detail may name a key, which comes from a run's parameters: quoted.
+  log(LogLevel::info, fmt::format("run_{} run={} reason={}{} epoch={}", decision, run.value, reason,
+                                  detail.empty() ? "" : " detail=" + json_quote(detail), epoch_.value));
   const OpId op = next_op();
   awaiting_.create.emplace(op, resume::DecisionRecord{run, key});
-  emit(RecordDecision{op, run, decision, reason});
+  emit(RecordDecision{op, run, decision, reason,
+                      detail.empty() ? std::string("{}") : "{\"detail\":" + json_quote(detail) + "}"});
 }
 
 void RunBook::resumed(resume::DecisionRecord& s, const Result<store::CreateResult>& r) {

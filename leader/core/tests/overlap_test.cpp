@@ -95,3 +95,71 @@ TEST(Overlap, WhileAnExclusiveRunIsActiveNothingIsAdmitted) {
   EXPECT_EQ(a.held.size(), 3u);
   for (const auto& h : a.held) EXPECT_EQ(h.reason, "exclusive_execution");
 }
+
+// Keyed concurrency and rate limits (schemas/0035): slots and permits from
+// what the read found held and taken, plus those granted in the same pass.
+
+namespace {
+
+OverlapCandidate keyed(std::int64_t id, const char* key, int limit, std::vector<int> held = {}) {
+  OverlapCandidate c{id, "sync", std::nullopt, false, false};
+  c.key = key;
+  c.key_limit = limit;
+  c.key_slots_held = std::move(held);
+  return c;
+}
+
+OverlapCandidate rated(std::int64_t id, const char* rate_key, int runs, std::vector<int> busy = {}) {
+  OverlapCandidate c{id, "report", std::nullopt, false, false};
+  c.rate_limit = runs;
+  c.rate_per_ms = 60000;
+  c.rate_key = rate_key;
+  c.rate_slots_busy = std::move(busy);
+  return c;
+}
+
+}  // namespace
+
+TEST(Overlap, AKeyTakesTheSmallestFreeSlotAndHoldsTheRunsOverItsLimit) {
+  auto a = admit_overlapping(
+      {keyed(1, "acme", 2, {1}), keyed(2, "acme", 2, {1}), keyed(3, "acme", 2, {1}), keyed(4, "bolt", 2)}, {});
+  EXPECT_EQ(a.admitted.at(1).key_slot, 2) << "slot 1 is held by an active run";
+  EXPECT_EQ(a.admitted.count(2), 0u) << "the key is at its limit once run 1 is admitted";
+  EXPECT_EQ(a.admitted.at(4).key_slot, 1) << "slots are per key";
+  ASSERT_EQ(a.held.size(), 2u);
+  EXPECT_EQ(a.held[0].run_id, 2);
+  EXPECT_EQ(a.held[0].reason, "concurrency_key");
+  EXPECT_EQ(a.held[0].detail, "waiting: key acme at its limit of 2");
+  EXPECT_EQ(a.held[1].run_id, 3);
+}
+
+TEST(Overlap, ARunHeldByItsKeyTakesNothingElse) {
+  OverlapCandidate c = keyed(1, "acme", 1, {1});
+  c.instance_limit = 1;
+  c.mutually_exclusive = true;
+  auto a = admit_overlapping({c, run(2, "sync", 1, true)}, {});
+  ASSERT_EQ(a.held.size(), 1u);
+  EXPECT_EQ(a.held[0].run_id, 1);
+  EXPECT_EQ(a.admitted.at(2).instance_no, 1) << "run 1 took no instance number";
+  EXPECT_TRUE(a.admitted.at(2).exclusive_lock) << "nor the exclusive lock";
+}
+
+TEST(Overlap, ARateLimitGrantsTheFreePermitsPerJobOrKey) {
+  auto a = admit_overlapping({rated(1, "", 3, {2}), rated(2, "", 3, {2}), rated(3, "", 3, {2})}, {});
+  EXPECT_EQ(a.admitted.at(1).rate_slot, 1);
+  EXPECT_EQ(a.admitted.at(2).rate_slot, 3);
+  ASSERT_EQ(a.held.size(), 1u);
+  EXPECT_EQ(a.held[0].reason, "rate_limit");
+  EXPECT_EQ(a.held[0].detail, "waiting: job report at its rate limit of 3 per 60000 ms");
+  auto b = admit_overlapping({rated(1, "acme", 1), rated(2, "acme", 1), rated(3, "bolt", 1)}, {});
+  EXPECT_EQ(b.admitted.at(1).rate_slot, 1);
+  EXPECT_EQ(b.admitted.at(3).rate_slot, 1) << "another key's permits";
+  ASSERT_EQ(b.held.size(), 1u);
+  EXPECT_EQ(b.held[0].detail, "waiting: key acme at its rate limit of 1 per 60000 ms");
+}
+
+TEST(Overlap, ARunWithoutKeyedLimitsTakesNoSlotOrPermit) {
+  auto a = admit_overlapping({run(1, "a")}, {});
+  EXPECT_FALSE(a.admitted.at(1).key_slot);
+  EXPECT_FALSE(a.admitted.at(1).rate_slot);
+}

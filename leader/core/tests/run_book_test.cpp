@@ -349,6 +349,40 @@ TEST(RunBook, RunsOverTheirJobsLimitAreHeldBackAndRecordedOnce) {
   EXPECT_TRUE(all<RecordDecision>(d.tick(300ms)).empty()) << "recorded once";
 }
 
+// Keyed concurrency at dispatch (schemas/0035): the run within its key's
+// limit is written with its key and slot, the run over it is held and the
+// ledger says why in words ("waiting: key acme at its limit of 1").
+TEST(RunBook, ARunOverItsKeysLimitIsHeldBackWithTheKeyInTheLedger) {
+  Driver d;
+  d.start();
+  d.attach(7, hello("w1"));
+  auto keyed = [](std::int64_t id) {
+    store::DueRun r;
+    r.id = RunId{id};
+    r.version = Version{1};
+    r.job_name = "sync";
+    r.concurrency_key = "acme";
+    r.key_limit = 1;
+    r.rate_limit = 5;
+    r.rate_per_ms = 1000;
+    return r;
+  };
+  d.due = {keyed(5), keyed(6)};
+  auto e = d.tick(100ms);
+  auto assigns = all<WriteAssigns>(e);
+  ASSERT_EQ(assigns.size(), 1u);
+  ASSERT_EQ(assigns[0].rows.size(), 1u);
+  EXPECT_EQ(assigns[0].rows[0].run, RunId{5});
+  EXPECT_EQ(assigns[0].rows[0].concurrency_key, "acme");
+  EXPECT_EQ(assigns[0].rows[0].key_slot, 1);
+  EXPECT_EQ(assigns[0].rows[0].rate_slot, 1);
+  auto held = all<RecordDecision>(e);
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0].run, RunId{6});
+  EXPECT_EQ(held[0].reason, "concurrency_key");
+  EXPECT_EQ(held[0].details_json, R"({"detail":"waiting: key acme at its limit of 1"})");
+}
+
 // After a failover a leader may find many ORPHANED runs: they are handed out
 // at runtime.reassign_rate, not all in one pass.
 TEST(RunBook, ReassignmentsOfOrphanedRunsArePaced) {

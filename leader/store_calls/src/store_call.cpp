@@ -134,7 +134,8 @@ std::optional<Call> call_of(lc::Effect& effect, const Stores& stores, Epoch epoc
                       }};
         } else if constexpr (std::is_same_v<T, lc::RecordDecision>) {
           return Call{"record_decision", Lane::loop, 1, [leader, epoch, e = std::move(e)] {
-                        return returned(e.op, leader->record_decision(epoch, e.run, e.decision, e.reason, "{}"));
+                        return returned(e.op,
+                                        leader->record_decision(epoch, e.run, e.decision, e.reason, e.details_json));
                       }};
         } else if constexpr (std::is_same_v<T, lc::Prune>) {
           return Call{"prune", Lane::loop, 0,

@@ -89,7 +89,8 @@ struct RunRow {
   int attempt = 0, max_attempts = 0;
   std::int64_t slot = 0;  ///< unix seconds, 0 if not time-triggered
   std::int64_t created_us = 0;
-  std::int64_t event_id = 0;  ///< the event it was made from, 0 if none
+  std::int64_t event_id = 0;      ///< the event it was made from, 0 if none
+  std::string concurrency_key{};  ///< its key under keyed concurrency (schemas/0035), "" if none
 };
 
 /// One recorded event (db/events.jsonl).
@@ -139,6 +140,7 @@ struct JobRow {
   bool mutually_exclusive = false;   ///< no two such executions at once
   bool exclusive_execution = false;  ///< no other execution at all while one of it is alive
   std::vector<std::string> on_events;
+  std::optional<std::int64_t> concurrency_limit{};  ///< executions alive at once per key
   /// Active runs allowed at once: max_instances, 1 under forbid/replace.
   std::optional<std::int64_t> limit() const {
     if (concurrency_policy == "forbid" || concurrency_policy == "replace") return 1;

@@ -39,6 +39,19 @@ struct DueRun {
   /// Its job is exclusive (schemas/0033): it may become active only when no
   /// other run is, and no other run while it is.
   bool exclusive_execution = false;
+  /// Keyed concurrency (schemas/0035): its key as the database computes it
+  /// (nullopt: its job has none), the limit per key, and the key's slots
+  /// held by active runs as the read found them.
+  std::optional<std::string> concurrency_key{};
+  std::optional<int> key_limit{};
+  std::vector<int> key_slots_held{};
+  /// Rate limit (schemas/0035): runs per interval, per job ("" key) or per
+  /// key, and the permits taken less than an interval ago as the read found
+  /// them.
+  std::optional<int> rate_limit{};
+  std::int64_t rate_per_ms = 0;
+  std::string rate_key{};
+  std::vector<int> rate_slots_busy{};
   /// The worker it was last assigned to ("" if none): an ORPHANED run goes
   /// to another where one fits (SPEC section 3).
   std::string previous_worker{};
@@ -124,6 +137,15 @@ struct JobDefinition {
   std::string concurrency_policy = "allow";            ///< allow | forbid | replace
   bool mutually_exclusive = false;                     ///< no other mutually exclusive run while it runs
   bool exclusive_execution = false;                    ///< no other run at all while it runs
+  /// Keyed concurrency and rate limits (schemas/0035): a key template over
+  /// the run's parameters ("{{param.customer}}"), at most
+  /// `concurrency_limit` active runs per key, and at most `rate_limit_runs`
+  /// runs made active per `rate_limit_per_ms`, per job or (by_key) per key.
+  std::optional<std::string> concurrency_key{};
+  std::optional<int> concurrency_limit{};
+  std::optional<int> rate_limit_runs{};
+  std::optional<std::int64_t> rate_limit_per_ms{};
+  bool rate_limit_by_key = false;
   /// A job of which one run is made when a run of this one fails for good
   /// (schemas/0034); nullopt: none.
   std::optional<std::string> on_error{};

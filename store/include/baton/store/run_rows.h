@@ -102,6 +102,14 @@ struct AssignRow {
   /// limited or exclusive job's run without them, and a second holder.
   std::optional<int> instance_no{};
   bool exclusive_lock = false;
+  /// Keyed concurrency and rate limits (schemas/0035): the run's key, the
+  /// key's slot it holds while active, and the rate permit it takes; the
+  /// database refuses the assignment of a keyed or rate-limited job's run
+  /// without them, with a key that is not the run's, or with a permit taken
+  /// less than an interval ago.
+  std::optional<std::string> concurrency_key{};
+  std::optional<int> key_slot{};
+  std::optional<int> rate_slot{};
   /// Set: the assignment carries the start grant (SPEC sections 4 and 6 as
   /// amended 2026-11-26; docs/fencing.md): the same write makes the run
   /// RUNNING for this worker, both steps recorded, the version advancing by

@@ -4,7 +4,9 @@
 // each one takes; and exclusive execution (schemas/0033): an exclusive
 // job's run becomes active alone, when no other run is, and no other run
 // while it is. Pure: the leader's view of the active runs and the due
-// runs in dispatch order in, grants and holds out.
+// runs in dispatch order in, grants and holds out. Keyed concurrency and
+// rate limits (schemas/0035) likewise: a key's slot and a rate permit per
+// admitted run, from what the due runs' read found held and taken.
 //
 // The database is what guarantees the limits (schemas/0010: unique instance
 // numbers per job, one exclusive lock, and a trigger that refuses an
@@ -25,6 +27,18 @@ struct OverlapCandidate {
   std::optional<int> instance_limit;  ///< nullopt: no limit
   bool mutually_exclusive = false;
   bool exclusive_execution = false;
+  /// Keyed concurrency: the run's key (nullopt: none), the job's limit per
+  /// key (nullopt: no limit), and the key's slots held when read.
+  std::optional<std::string> key{};
+  std::optional<int> key_limit{};
+  std::vector<int> key_slots_held{};
+  /// Rate limit: permits per interval (nullopt: none), the interval, the
+  /// key they are counted under ("" for the job), and those taken less than
+  /// an interval before the read.
+  std::optional<int> rate_limit{};
+  std::int64_t rate_per_ms = 0;
+  std::string rate_key{};
+  std::vector<int> rate_slots_busy{};
 };
 
 struct ActiveHold {
@@ -37,11 +51,18 @@ struct ActiveHold {
 struct OverlapGrant {
   std::optional<int> instance_no;
   bool exclusive_lock = false;
+  std::optional<int> key_slot;   ///< the smallest slot of its key free
+  std::optional<int> rate_slot;  ///< the smallest permit free
 };
 
 struct OverlapHeld {
   std::int64_t run_id = 0;
-  std::string reason;  ///< max_instances | mutually_exclusive | exclusive_execution
+  /// max_instances | mutually_exclusive | exclusive_execution |
+  /// concurrency_key | rate_limit
+  std::string reason;
+  /// For a person, when the reason alone does not say it: "waiting: key
+  /// acme at its limit of 2".
+  std::string detail{};
 };
 
 struct OverlapAdmission {

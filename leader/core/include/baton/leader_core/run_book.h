@@ -251,6 +251,7 @@ struct RecordDecision {
   std::string decision;  ///< held_back | no_worker_matches | cancel_not_applied
   std::string reason;    ///< max_instances | mutually_exclusive | exclusive_execution | selector | already_<STATE> |
                          ///< conflicts | ...
+  std::string details_json = "{}";
 };
 /// store::LeaderStore::skip_cron_slots: slots the plan gives up, recorded
 /// before any slot after them is created.
@@ -510,7 +511,9 @@ class RunBook {
   /// Retention: a bounded batch every prune_every, again while full.
   void prune();
   /// One decision-ledger entry per (run, decision) while this book lives.
-  void record_once(RunId run, const std::string& decision, const std::string& reason);
+  /// `detail`, when given, is recorded with it ({"detail": ...}): what the
+  /// reason alone does not say ("waiting: key acme at its limit of 2").
+  void record_once(RunId run, const std::string& decision, const std::string& reason, const std::string& detail = "");
   /// Creates the chain's slots one after another, as far as this pass may
   /// (CronCreator::next); the rest wait in its backlog.
   void create_cron_slots(CronChain chain);
