@@ -368,6 +368,50 @@ TEST_F(CtlTest, LimitedAndExclusiveRunsNeverOverlap) {
   }
 }
 
+// Live settings on a running leader (docs/operations.md, "Settings"): a
+// paused selector stops dispatch to the workers it matches, and only those,
+// until it is unset; cron_enabled false stops a schedule's runs until it is
+// true again. No restart.
+TEST_F(CtlTest, LiveGatesTakeEffectOnARunningLeader) {
+  cluster.start_worker("w2", 2, {"n1"}, "", "{pool: gpu}");
+  ASSERT_TRUE(cluster.wait_for_workers("n1", 2));
+  std::filesystem::create_directories(cluster.dir() + "/gates");
+  std::ofstream(cluster.dir() + "/gates/jobs.yaml") << R"(jobs:
+  - name: on-gpu
+    selector: {pool: gpu}
+    tasks:
+      - {kind: BUILTIN, builtin: NOOP}
+  - name: anywhere
+    tasks:
+      - {kind: BUILTIN, builtin: NOOP}
+  - name: ticking
+    schedule: "@every 1s"
+    tasks:
+      - {kind: BUILTIN, builtin: NOOP}
+)";
+  ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/gates"}).code, 0);
+  ASSERT_EQ(ctl({"settings", "set", "dispatch_paused_selectors", R"(["pool=gpu"])"}).code, 0);
+  ASSERT_EQ(ctl({"settings", "set", "cron_enabled", "false"}).code, 0);
+  std::this_thread::sleep_for(1500ms);  // the leader reads settings within controls_every
+  const auto ticks = [&] {
+    return std::stoll(
+        cluster.db().scalar("SELECT count(*) FROM job_runs r JOIN job_definitions j ON j.id ="
+                            " r.job_definition_id WHERE j.name = 'ticking'"));
+  };
+  const auto ticks_off = ticks();
+  const auto gpu = std::stoll(ctl({"jobs", "trigger", "on-gpu"}).output);
+  const auto other = std::stoll(ctl({"jobs", "trigger", "anywhere"}).output);
+  EXPECT_TRUE(cluster.wait_for_state(other, "SUCCEEDED", 10s)) << "the other workers are dispatched to";
+  std::this_thread::sleep_for(2500ms);
+  EXPECT_EQ(cluster.db().run(gpu)->state, "PENDING") << "no worker of the paused pool gets it";
+  EXPECT_LE(ticks(), ticks_off + 1) << "no cron runs while cron_enabled is false (one may have been under way)";
+  ASSERT_EQ(ctl({"settings", "set", "dispatch_paused_selectors", "null"}).code, 0);
+  ASSERT_EQ(ctl({"settings", "set", "cron_enabled", "true"}).code, 0);
+  EXPECT_TRUE(cluster.wait_for_state(gpu, "SUCCEEDED", 10s)) << "unset: dispatched again";
+  EXPECT_TRUE(wait_until([&] { return ticks() >= ticks_off + 3; }, 10s)) << "the schedule runs again";
+  ASSERT_EQ(ctl({"jobs", "delete", "ticking"}).code, 0);
+}
+
 // Keyed concurrency end to end (schemas/0035): a job limited to one run per
 // tenant, two runs for tenant a and one for tenant b, on a worker with room
 // for four. The two runs of a never overlap (their RUNNING intervals, as the
