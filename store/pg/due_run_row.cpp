@@ -101,13 +101,13 @@ DueRun due_run_of(const pqxx::row& row, int first) {
   d.exclusive_execution = at(due_run_clock_column + 1).as<bool>();
   d.previous_worker = at(due_run_clock_column + 2).as<std::string>();
   constexpr int keyed = due_run_clock_column + 3;
-  if (!at(keyed).is_null()) d.concurrency_key = at(keyed).as<std::string>();
-  if (!at(keyed + 1).is_null()) d.key_limit = at(keyed + 1).as<int>();
-  if (!at(keyed + 2).is_null()) d.key_slots_held = int_array(at(keyed + 2).as<std::string>());
-  if (!at(keyed + 3).is_null()) d.rate_limit = at(keyed + 3).as<int>();
-  d.rate_per_ms = at(keyed + 4).as<std::int64_t>();
-  if (!at(keyed + 5).is_null()) d.rate_key = at(keyed + 5).as<std::string>();
-  if (!at(keyed + 6).is_null()) d.rate_slots_busy = int_array(at(keyed + 6).as<std::string>());
+  if (!at(keyed).is_null()) d.keyed.concurrency_key = at(keyed).as<std::string>();
+  if (!at(keyed + 1).is_null()) d.keyed.key_limit = at(keyed + 1).as<int>();
+  if (!at(keyed + 2).is_null()) d.keyed.key_slots_held = int_array(at(keyed + 2).as<std::string>());
+  if (!at(keyed + 3).is_null()) d.keyed.rate_limit = at(keyed + 3).as<int>();
+  d.keyed.rate_per_ms = at(keyed + 4).as<std::int64_t>();
+  if (!at(keyed + 5).is_null()) d.keyed.rate_key = at(keyed + 5).as<std::string>();
+  if (!at(keyed + 6).is_null()) d.keyed.rate_slots_busy = int_array(at(keyed + 6).as<std::string>());
   const boost::json::value params = boost::json::parse(at(15).as<std::string>());
   if (params.is_object())
     for (const auto& kv : params.as_object())

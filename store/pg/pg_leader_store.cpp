@@ -633,6 +633,27 @@ Result<std::vector<DueRun>> PgLeaderStore::waiting_runs(int limit) {
   });
 }
 
+Result<std::vector<DueRun>> PgLeaderStore::key_waiting_runs(int limit) {
+  return session_.with<std::vector<DueRun>>([&](pqxx::connection& c) -> Result<std::vector<DueRun>> {
+    pqxx::nontransaction tx{c};
+    // The keyed jobs first (none: no run is read), then their unfinished
+    // runs through the unfinished runs' job index.
+    auto rows = tx.exec_params(
+        "SELECT " + due_run_columns() + " FROM job_definitions j JOIN job_runs r ON r.job_definition_id = j.id AND " +
+            due("r", "now()") +
+            " WHERE j.deleted_at IS NULL AND (j.concurrency_limit IS NOT NULL OR j.rate_limit_runs IS NOT NULL)"
+            " AND ((j.concurrency_limit IS NOT NULL AND cardinality(baton_key_slots_held(r.job_definition_id, " +
+            run_key_sql() +
+            ")) >= j.concurrency_limit) OR (j.rate_limit_runs IS NOT NULL AND"
+            " cardinality(baton_rate_slots_busy(r.job_definition_id, " +
+            rate_key_sql() + ")) >= j.rate_limit_runs)) ORDER BY r.id LIMIT $1",
+        limit);
+    std::vector<DueRun> out;
+    for (const auto& r : rows) out.push_back(due_run_of(r));
+    return out;
+  });
+}
+
 Result<Controls> PgLeaderStore::read_controls() {
   return session_.with<Controls>([&](pqxx::connection& c) -> Result<Controls> {
     pqxx::nontransaction tx{c};

@@ -86,13 +86,13 @@ TEST_F(KeyedLimitsTest, TheReadGivesEachRunItsKeyAndTheKeysSlotsHeld) {
   std::map<std::int64_t, DueRun> read;
   for (auto& d : due()) read[d.id.value] = d;
   ASSERT_EQ(read.count(a2.value), 1u);
-  EXPECT_EQ(read[a2.value].concurrency_key, "tenant-acme");
-  EXPECT_EQ(read[a2.value].key_limit, 2);
-  EXPECT_EQ(read[a2.value].key_slots_held, std::vector<int>{1});
-  EXPECT_EQ(read[b1.value].concurrency_key, "tenant-bolt");
-  EXPECT_TRUE(read[b1.value].key_slots_held.empty());
-  EXPECT_EQ(read[plain.value].concurrency_key, "tenant-none") << "the job's default parameter";
-  EXPECT_FALSE(read[a2.value].rate_limit);
+  EXPECT_EQ(read[a2.value].keyed.concurrency_key, "tenant-acme");
+  EXPECT_EQ(read[a2.value].keyed.key_limit, 2);
+  EXPECT_EQ(read[a2.value].keyed.key_slots_held, std::vector<int>{1});
+  EXPECT_EQ(read[b1.value].keyed.concurrency_key, "tenant-bolt");
+  EXPECT_TRUE(read[b1.value].keyed.key_slots_held.empty());
+  EXPECT_EQ(read[plain.value].keyed.concurrency_key, "tenant-none") << "the job's default parameter";
+  EXPECT_FALSE(read[a2.value].keyed.rate_limit);
 }
 
 TEST_F(KeyedLimitsTest, ARunOfAKeyedJobNeedsItsOwnKeyAndASlotWithinTheLimit) {
@@ -133,6 +133,28 @@ TEST_F(KeyedLimitsTest, TwoRunsNeverHoldOneSlotOfAKeyAndAnEndedRunGivesItsSlotBa
   ASSERT_TRUE(applied(assign_keyed(a2, "tenant-acme", 1), a2));
 }
 
+// A worker lost: its ASSIGNED run becomes ORPHANED and gives its slot back
+// in the same statement, so the slot is neither leaked nor held twice; the
+// reassignment takes one again, and a second permit.
+TEST_F(KeyedLimitsTest, AnOrphanedRunGivesItsSlotBackAndTakesOneAgainWhenReassigned) {
+  keyed_job("sync", 1, 5, 60000);
+  const RunId a1 = run_for("sync", "acme"), a2 = run_for("sync", "acme");
+  ASSERT_TRUE(applied(assign_keyed(a1, "tenant-acme", 1, 1), a1));
+  auto orphaned = runs.orphan({a1, version_of(a1), epoch});
+  ASSERT_TRUE(orphaned && orphaned->outcome == WriteOutcome::applied);
+  EXPECT_EQ(slot_of(a1), "tenant-acme -");
+  ASSERT_TRUE(applied(assign_keyed(a2, "tenant-acme", 1, 2), a2)) << "the slot is free for another run of the key";
+  AssignRow again{a1, version_of(a1), RunState::orphaned, "w2"};
+  again.concurrency_key = "tenant-acme";
+  again.key_slot = 1;
+  again.rate_slot = 3;
+  EXPECT_FALSE(runs.assign_batch(epoch, {again})) << "held by a2 now";
+  end(a2);
+  again.expected_version = version_of(a1);
+  ASSERT_TRUE(applied(runs.assign_batch(epoch, {again}), a1));
+  EXPECT_EQ(text("SELECT count(*) FROM rate_permits WHERE until > now()"), "3") << "each activation took a permit";
+}
+
 TEST_F(KeyedLimitsTest, TheReadLeavesOutTheRunsOfAKeyAtItsLimit) {
   keyed_job("sync", 1);
   const RunId a1 = run_for("sync", "acme"), a2 = run_for("sync", "acme"), b1 = run_for("sync", "bolt");
@@ -145,6 +167,23 @@ TEST_F(KeyedLimitsTest, TheReadLeavesOutTheRunsOfAKeyAtItsLimit) {
   read.clear();
   for (const auto& d : due()) read.insert(d.id.value);
   EXPECT_TRUE(read.count(a2.value));
+}
+
+// The runs the due read leaves out are found apart, so that the leader can
+// say why they wait.
+TEST_F(KeyedLimitsTest, TheRunsWaitingForTheirKeyAreReadApart) {
+  keyed_job("sync", 1);
+  const RunId a1 = run_for("sync", "acme"), a2 = run_for("sync", "acme"), b1 = run_for("sync", "bolt");
+  auto waits = leader.key_waiting_runs(100);
+  ASSERT_TRUE(waits) << waits.error().message;
+  EXPECT_TRUE(waits->empty()) << "every key has room";
+  ASSERT_TRUE(applied(assign_keyed(a1, "tenant-acme", 1), a1));
+  waits = leader.key_waiting_runs(100);
+  ASSERT_TRUE(waits);
+  ASSERT_EQ(waits->size(), 1u);
+  EXPECT_EQ((*waits)[0].id, a2);
+  EXPECT_EQ((*waits)[0].keyed.key_slots_held, std::vector<int>{1});
+  (void)b1;
 }
 
 TEST_F(KeyedLimitsTest, ARateLimitedRunNeedsAPermitItsLastHolderTookAnIntervalAgo) {
@@ -164,9 +203,9 @@ TEST_F(KeyedLimitsTest, ARateLimitedRunNeedsAPermitItsLastHolderTookAnIntervalAg
   std::this_thread::sleep_for(1600ms);
   auto read = due();
   ASSERT_EQ(read.size(), 1u);
-  EXPECT_EQ(read[0].rate_limit, 1);
-  EXPECT_EQ(read[0].rate_per_ms, 1500);
-  EXPECT_TRUE(read[0].rate_slots_busy.empty());
+  EXPECT_EQ(read[0].keyed.rate_limit, 1);
+  EXPECT_EQ(read[0].keyed.rate_per_ms, 1500);
+  EXPECT_TRUE(read[0].keyed.rate_slots_busy.empty());
   ASSERT_TRUE(applied(assign_keyed(r2, "tenant-bolt", std::nullopt, 1), r2)) << "an interval later";
 }
 

@@ -31,9 +31,7 @@ AssignmentPlan plan_assignments(const AssignmentPlanInput& in) {
   std::vector<OverlapCandidate> overlap;
   for (const auto& c : candidates) {
     const store::DueRun& d = *by_id[c.run_id];
-    overlap.push_back({c.run_id, d.job_name, d.instance_limit, d.mutually_exclusive, d.exclusive_execution,
-                       d.concurrency_key, d.key_limit, d.key_slots_held, d.rate_limit, d.rate_per_ms, d.rate_key,
-                       d.rate_slots_busy});
+    overlap.push_back({c.run_id, d.job_name, d.instance_limit, d.mutually_exclusive, d.exclusive_execution, d.keyed});
   }
   const OverlapAdmission admission = admit_overlapping(overlap, in.holds);
   out.held = admission.held;
@@ -93,7 +91,7 @@ AssignmentPlan plan_assignments(const AssignmentPlanInput& in) {
     PlacedRun p;
     p.due = d;
     p.row = {d.id, d.version, d.state, a.worker_id, in.continuation_timeout, grant.instance_no, grant.exclusive_lock};
-    p.row.concurrency_key = d.concurrency_key;
+    p.row.concurrency_key = d.keyed.concurrency_key;
     p.row.key_slot = grant.key_slot;
     p.row.rate_slot = grant.rate_slot;
     if (d.starts_in_ms > 0) p.start_not_before = in.now + Millis{d.starts_in_ms + 1};

@@ -8,6 +8,38 @@
 
 namespace baton::leader_core {
 
+namespace {
+
+std::string key_wait_text(const store::KeyedLimits& k) {
+  return "waiting: key " + k.concurrency_key.value_or("") + " at its limit of " +
+         std::to_string(k.key_limit.value_or(0));
+}
+
+std::string rate_wait_text(const std::string& job, const store::KeyedLimits& k) {
+  return "waiting: " + (k.rate_key.empty() ? "job " + job : "key " + k.rate_key) + " at its rate limit of " +
+         std::to_string(k.rate_limit.value_or(0)) + " per " + std::to_string(k.rate_per_ms) + " ms";
+}
+
+// The smallest of 1..limit neither found taken by the read nor granted
+// since.
+std::optional<int> first_free(int limit, const std::vector<int>& read, const std::set<int>& granted = {}) {
+  for (int n = 1; n <= limit; ++n)
+    if (!granted.count(n) && std::find(read.begin(), read.end(), n) == read.end()) return n;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> key_wait(const store::KeyedLimits& k) {
+  if (!k.concurrency_key || !k.key_limit || first_free(*k.key_limit, k.key_slots_held)) return std::nullopt;
+  return key_wait_text(k);
+}
+
+std::optional<std::string> rate_wait(const std::string& job, const store::KeyedLimits& k) {
+  if (!k.rate_limit || first_free(*k.rate_limit, k.rate_slots_busy)) return std::nullopt;
+  return rate_wait_text(job, k);
+}
+
 OverlapAdmission admit_overlapping(const std::vector<OverlapCandidate>& candidates,
                                    const std::vector<ActiveHold>& active) {
   std::map<std::string, std::set<int>> taken;  // instance numbers held or granted, per job
@@ -22,11 +54,6 @@ OverlapAdmission admit_overlapping(const std::vector<OverlapCandidate>& candidat
   // Key slots and rate permits granted in this admission, per job and key
   // (held and taken ones come with each candidate, as its read found them).
   std::map<std::pair<std::string, std::string>, std::set<int>> key_granted, rate_granted;
-  auto first_free = [](int limit, const std::vector<int>& read, const std::set<int>& granted) -> std::optional<int> {
-    for (int n = 1; n <= limit; ++n)
-      if (!granted.count(n) && std::find(read.begin(), read.end(), n) == read.end()) return n;
-    return std::nullopt;
-  };
   OverlapAdmission out;
   for (const auto& c : candidates) {
     OverlapGrant grant;
@@ -49,23 +76,20 @@ OverlapAdmission admit_overlapping(const std::vector<OverlapCandidate>& candidat
       }
       grant.instance_no = n;
     }
-    const std::pair<std::string, std::string> key{c.job, c.key.value_or("")};
-    if (c.key && c.key_limit && !weakened("key_slot")) {  // weakened chaos builds only
-      grant.key_slot = first_free(*c.key_limit, c.key_slots_held, key_granted[key]);
+    const store::KeyedLimits& k = c.keyed;
+    const std::pair<std::string, std::string> key{c.job, k.concurrency_key.value_or("")};
+    if (k.concurrency_key && k.key_limit && !weakened("key_slot")) {  // weakened chaos builds only
+      grant.key_slot = first_free(*k.key_limit, k.key_slots_held, key_granted[key]);
       if (!grant.key_slot) {
-        out.held.push_back({c.run_id, "concurrency_key",
-                            "waiting: key " + *c.key + " at its limit of " + std::to_string(*c.key_limit)});
+        out.held.push_back({c.run_id, "concurrency_key", key_wait_text(k)});
         continue;
       }
     }
-    const std::pair<std::string, std::string> rate_key{c.job, c.rate_key};
-    if (c.rate_limit) {
-      grant.rate_slot = first_free(*c.rate_limit, c.rate_slots_busy, rate_granted[rate_key]);
+    const std::pair<std::string, std::string> rate_key{c.job, k.rate_key};
+    if (k.rate_limit) {
+      grant.rate_slot = first_free(*k.rate_limit, k.rate_slots_busy, rate_granted[rate_key]);
       if (!grant.rate_slot) {
-        out.held.push_back({c.run_id, "rate_limit",
-                            "waiting: " + (c.rate_key.empty() ? "job " + c.job : "key " + c.rate_key) +
-                                " at its rate limit of " + std::to_string(*c.rate_limit) + " per " +
-                                std::to_string(c.rate_per_ms) + " ms"});
+        out.held.push_back({c.run_id, "rate_limit", rate_wait_text(c.job, k)});
         continue;
       }
     }

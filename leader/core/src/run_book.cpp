@@ -187,6 +187,7 @@ void RunBook::pump() {
           record_workers_seen();
           find_unmatched();
           if (controls_ && !controls_->dispatch_enabled) find_held_by_operator();
+          find_held_by_keys();
         }
         break;
       case step_cron:

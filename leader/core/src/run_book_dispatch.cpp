@@ -243,6 +243,27 @@ void RunBook::find_held_by_operator() {
   emit(read);
 }
 
+// Runs that wait for their key or their rate permits are not read as due
+// (they would fill the batch): looked for every few seconds, and each one
+// recorded once with what it waits for.
+void RunBook::find_held_by_keys() {
+  ReadWaiting read;
+  read.op = next_op();
+  read.for_keys = true;
+  awaiting_.due.emplace(read.op, resume::HeldByKeyRead{});
+  emit(read);
+}
+
+void RunBook::resumed(resume::HeldByKeyRead&, const Result<std::vector<store::DueRun>>& runs) {
+  if (!runs) return;
+  for (const auto& r : *runs) {
+    if (auto detail = key_wait(r.keyed))
+      record_once(r.id, "held_back", "concurrency_key", *detail);
+    else if (auto rate = rate_wait(r.job_name, r.keyed))
+      record_once(r.id, "held_back", "rate_limit", *rate);
+  }
+}
+
 void RunBook::resumed(resume::HeldByOperatorRead&, const Result<std::vector<store::DueRun>>& runs) {
   if (!runs || !controls_ || controls_->dispatch_enabled) return;
   for (const auto& r : *runs) record_once(r.id, "held_back", "dispatch_disabled");

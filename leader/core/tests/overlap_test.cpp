@@ -103,18 +103,18 @@ namespace {
 
 OverlapCandidate keyed(std::int64_t id, const char* key, int limit, std::vector<int> held = {}) {
   OverlapCandidate c{id, "sync", std::nullopt, false, false};
-  c.key = key;
-  c.key_limit = limit;
-  c.key_slots_held = std::move(held);
+  c.keyed.concurrency_key = key;
+  c.keyed.key_limit = limit;
+  c.keyed.key_slots_held = std::move(held);
   return c;
 }
 
 OverlapCandidate rated(std::int64_t id, const char* rate_key, int runs, std::vector<int> busy = {}) {
   OverlapCandidate c{id, "report", std::nullopt, false, false};
-  c.rate_limit = runs;
-  c.rate_per_ms = 60000;
-  c.rate_key = rate_key;
-  c.rate_slots_busy = std::move(busy);
+  c.keyed.rate_limit = runs;
+  c.keyed.rate_per_ms = 60000;
+  c.keyed.rate_key = rate_key;
+  c.keyed.rate_slots_busy = std::move(busy);
   return c;
 }
 

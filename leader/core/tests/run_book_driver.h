@@ -123,6 +123,7 @@ struct Driver {
   std::vector<store::ScheduledJob> jobs;
   std::vector<store::DueRun> unmatched;  ///< what ReadUnmatched answers
   std::vector<store::DueRun> waiting;    ///< what ReadWaiting answers
+  std::vector<store::DueRun> key_waits;  ///< what ReadWaiting{for_keys} answers
   store::Controls controls;
   bool fail_controls = false;
   bool fail_reads = false;
@@ -149,7 +150,7 @@ struct Driver {
         } else if (auto* u = std::get_if<ReadUnmatched>(&e)) {
           book.result(u->op, Result<std::vector<store::DueRun>>(unmatched), now);
         } else if (auto* wt = std::get_if<ReadWaiting>(&e)) {
-          book.result(wt->op, Result<std::vector<store::DueRun>>(waiting), now);
+          book.result(wt->op, Result<std::vector<store::DueRun>>(wt->for_keys ? key_waits : waiting), now);
         } else if (auto* rd = std::get_if<RecordDecision>(&e)) {
           store::CreateResult written;
           written.outcome = store::WriteOutcome::applied;

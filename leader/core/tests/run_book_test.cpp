@@ -361,10 +361,10 @@ TEST(RunBook, ARunOverItsKeysLimitIsHeldBackWithTheKeyInTheLedger) {
     r.id = RunId{id};
     r.version = Version{1};
     r.job_name = "sync";
-    r.concurrency_key = "acme";
-    r.key_limit = 1;
-    r.rate_limit = 5;
-    r.rate_per_ms = 1000;
+    r.keyed.concurrency_key = "acme";
+    r.keyed.key_limit = 1;
+    r.keyed.rate_limit = 5;
+    r.keyed.rate_per_ms = 1000;
     return r;
   };
   d.due = {keyed(5), keyed(6)};
@@ -427,7 +427,8 @@ TEST(RunBook, WhileDispatchIsDisabledNothingIsDispatchedAndEachWaitingRunIsRecor
   };
   heard_at(4000ms);
   e = d.tick(5000ms);
-  ASSERT_EQ(all<ReadWaiting>(e).size(), 1u);
+  auto waiting_reads = all<ReadWaiting>(e);
+  ASSERT_EQ(std::count_if(waiting_reads.begin(), waiting_reads.end(), [](const auto& r) { return !r.for_keys; }), 1);
   auto recorded = all<RecordDecision>(e);
   ASSERT_EQ(recorded.size(), 1u);
   EXPECT_EQ(recorded[0].run, RunId{5});
@@ -711,6 +712,43 @@ TEST(RunBook, RunsNoWorkerCanTakeAreFoundAndRecordedOnce) {
   ASSERT_EQ(recorded.size(), 1u);
   EXPECT_EQ(recorded[0].run, RunId{77});
   EXPECT_EQ(recorded[0].decision, "no_worker_matches");
+  EXPECT_TRUE(all<RecordDecision>(d.tick(10000ms)).empty()) << "once";
+}
+
+// Runs that wait for their key or their rate permits are not read as due;
+// every few seconds the leader reads them apart and records each once, with
+// what it waits for.
+TEST(RunBook, RunsWaitingForTheirKeyOrPermitsAreFoundAndRecordedOnce) {
+  Driver d;
+  d.start();
+  d.attach(7, hello("w1"));
+  store::DueRun keyed, rated, roomy;
+  keyed.id = RunId{80};
+  keyed.job_name = "sync";
+  keyed.keyed.concurrency_key = "acme";
+  keyed.keyed.key_limit = 2;
+  keyed.keyed.key_slots_held = {1, 2};
+  rated.id = RunId{81};
+  rated.job_name = "report";
+  rated.keyed.rate_limit = 1;
+  rated.keyed.rate_per_ms = 60000;
+  rated.keyed.rate_slots_busy = {1};
+  roomy = keyed;
+  roomy.id = RunId{82};
+  roomy.keyed.key_slots_held = {2};  // a slot came free since the read: nothing to say
+  d.key_waits = {keyed, rated, roomy};
+  auto e = d.tick(5000ms);
+  auto reads = all<ReadWaiting>(e);
+  ASSERT_EQ(reads.size(), 1u);
+  EXPECT_TRUE(reads[0].for_keys);
+  auto recorded = all<RecordDecision>(e);
+  ASSERT_EQ(recorded.size(), 2u);
+  EXPECT_EQ(recorded[0].run, RunId{80});
+  EXPECT_EQ(recorded[0].reason, "concurrency_key");
+  EXPECT_EQ(recorded[0].details_json, R"({"detail":"waiting: key acme at its limit of 2"})");
+  EXPECT_EQ(recorded[1].run, RunId{81});
+  EXPECT_EQ(recorded[1].reason, "rate_limit");
+  EXPECT_EQ(recorded[1].details_json, R"({"detail":"waiting: job report at its rate limit of 1 per 60000 ms"})");
   EXPECT_TRUE(all<RecordDecision>(d.tick(10000ms)).empty()) << "once";
 }
 

@@ -94,6 +94,9 @@ std::optional<Call> call_of(lc::Effect& effect, const Stores& stores, Epoch epoc
         } else if constexpr (std::is_same_v<T, lc::ReadControls>) {
           return Call{"read_controls", Lane::reads, 0, [reads, e] { return returned(e.op, reads->read_controls()); }};
         } else if constexpr (std::is_same_v<T, lc::ReadWaiting>) {
+          if (e.for_keys)
+            return Call{"key_waiting_runs", Lane::reads, 0,
+                        [reads, e] { return returned(e.op, reads->key_waiting_runs(e.limit)); }};
           return Call{"waiting_runs", Lane::reads, 0,
                       [reads, e] { return returned(e.op, reads->waiting_runs(e.limit)); }};
         } else if constexpr (std::is_same_v<T, lc::ReadUnmatched>) {

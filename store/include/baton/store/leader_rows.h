@@ -16,6 +16,23 @@
 
 namespace baton::store {
 
+/// Keyed concurrency and rate limits of a due run (schemas/0035), as the
+/// dispatcher's read found them.
+struct KeyedLimits {
+  /// Its key as the database computes it (nullopt: its job has none), the
+  /// limit per key (nullopt: none), and the key's slots held by active runs.
+  std::optional<std::string> concurrency_key{};
+  std::optional<int> key_limit{};
+  std::vector<int> key_slots_held{};
+  /// Runs made active per `rate_per_ms` (nullopt: no rate limit), counted
+  /// under `rate_key` ("" for the job), and the permits taken less than an
+  /// interval ago.
+  std::optional<int> rate_limit{};
+  std::int64_t rate_per_ms = 0;
+  std::string rate_key{};
+  std::vector<int> rate_slots_busy{};
+};
+
 /// A run the dispatcher may assign: PENDING whose slot has come (cron runs are
 /// created ahead of their slot), due RETRY_WAITING, or ORPHANED.
 struct DueRun {
@@ -39,19 +56,7 @@ struct DueRun {
   /// Its job is exclusive (schemas/0033): it may become active only when no
   /// other run is, and no other run while it is.
   bool exclusive_execution = false;
-  /// Keyed concurrency (schemas/0035): its key as the database computes it
-  /// (nullopt: its job has none), the limit per key, and the key's slots
-  /// held by active runs as the read found them.
-  std::optional<std::string> concurrency_key{};
-  std::optional<int> key_limit{};
-  std::vector<int> key_slots_held{};
-  /// Rate limit (schemas/0035): runs per interval, per job ("" key) or per
-  /// key, and the permits taken less than an interval ago as the read found
-  /// them.
-  std::optional<int> rate_limit{};
-  std::int64_t rate_per_ms = 0;
-  std::string rate_key{};
-  std::vector<int> rate_slots_busy{};
+  KeyedLimits keyed{};
   /// The worker it was last assigned to ("" if none): an ORPHANED run goes
   /// to another where one fits (SPEC section 3).
   std::string previous_worker{};

@@ -88,6 +88,12 @@ class LeaderStore {
   /// limits: what dispatch would consider. At most `limit`, oldest first; id
   /// and job_name filled.
   virtual Result<std::vector<DueRun>> waiting_runs(int limit) = 0;
+  /// Runs due now that wait because their key is at its concurrency limit
+  /// or their rate permits are all taken (schemas/0035), with what the due
+  /// read gives (their KeyedLimits), in id order. The due read leaves them
+  /// out, so the leader looks for them apart to record why they wait.
+  /// Empty where there are no keyed jobs (the fakes).
+  virtual Result<std::vector<DueRun>> key_waiting_runs(int /*limit*/) { return std::vector<DueRun>{}; }
   /// What operators set that the leader applies without a restart.
   virtual Result<Controls> read_controls() = 0;
 };

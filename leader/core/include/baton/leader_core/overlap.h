@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "baton/store/leader_rows.h"
+
 namespace baton::leader_core {
 
 struct OverlapCandidate {
@@ -27,18 +29,7 @@ struct OverlapCandidate {
   std::optional<int> instance_limit;  ///< nullopt: no limit
   bool mutually_exclusive = false;
   bool exclusive_execution = false;
-  /// Keyed concurrency: the run's key (nullopt: none), the job's limit per
-  /// key (nullopt: no limit), and the key's slots held when read.
-  std::optional<std::string> key{};
-  std::optional<int> key_limit{};
-  std::vector<int> key_slots_held{};
-  /// Rate limit: permits per interval (nullopt: none), the interval, the
-  /// key they are counted under ("" for the job), and those taken less than
-  /// an interval before the read.
-  std::optional<int> rate_limit{};
-  std::int64_t rate_per_ms = 0;
-  std::string rate_key{};
-  std::vector<int> rate_slots_busy{};
+  store::KeyedLimits keyed{};  ///< its key's slots and its rate permits, as read
 };
 
 struct ActiveHold {
@@ -69,6 +60,14 @@ struct OverlapAdmission {
   std::map<std::int64_t, OverlapGrant> admitted;
   std::vector<OverlapHeld> held;
 };
+
+/// What a run waits for when its key is at its limit, as the decision
+/// ledger says it ("waiting: key acme at its limit of 2"); nullopt when the
+/// read found a slot of its key free (or it has no key limit).
+std::optional<std::string> key_wait(const store::KeyedLimits& k);
+/// The same for its rate permits ("waiting: key acme at its rate limit of
+/// 10 per 60000 ms"; "job NAME" for a per-job limit).
+std::optional<std::string> rate_wait(const std::string& job, const store::KeyedLimits& k);
 
 /// Candidates in dispatch order; the first ones get the free instance
 /// numbers (smallest first) and the exclusive lock. While an exclusive run

@@ -243,6 +243,9 @@ struct ReadUnmatched {
 struct ReadWaiting {
   OpId op = 0;
   int limit = 100;
+  /// Set: store::LeaderStore::key_waiting_runs instead, the runs that wait
+  /// for their key or their rate permits (schemas/0035).
+  bool for_keys = false;
 };
 /// store::LeaderStore::record_decision: a decision about one run.
 struct RecordDecision {
@@ -505,6 +508,7 @@ class RunBook {
   /// While dispatch is disabled: the runs that wait because of it, each
   /// recorded once (held_back, dispatch_disabled).
   void find_held_by_operator();
+  void find_held_by_keys();
   /// Events (and successes other jobs run after) into runs: one fenced
   /// statement per batch, every cron period.
   void process_events();
@@ -573,6 +577,7 @@ class RunBook {
   void resumed(resume::DueSlice& s, const Result<std::vector<store::DueRun>>& r);
   void resumed(resume::UnmatchedRead& s, const Result<std::vector<store::DueRun>>& r);
   void resumed(resume::HeldByOperatorRead& s, const Result<std::vector<store::DueRun>>& r);
+  void resumed(resume::HeldByKeyRead& s, const Result<std::vector<store::DueRun>>& r);
   void resumed(resume::ScheduledJobsRead& s, const Result<std::vector<store::ScheduledJob>>& r);
   void resumed(resume::ControlsRead& s, const Result<store::Controls>& r);
   void resumed(resume::CancelRequestWrite& s, const Result<store::WriteResult>& r);

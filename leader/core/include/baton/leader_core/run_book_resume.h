@@ -151,7 +151,8 @@ struct DueSlice {
 struct UnmatchedRead {};
 /// Runs held because an operator disabled dispatch.
 struct HeldByOperatorRead {};
-using DueWait = std::variant<DueSlice, UnmatchedRead, HeldByOperatorRead>;
+struct HeldByKeyRead {};
+using DueWait = std::variant<DueSlice, UnmatchedRead, HeldByOperatorRead, HeldByKeyRead>;
 /// The scheduled jobs, for cron.
 struct ScheduledJobsRead {};
 /// The operators' controls.

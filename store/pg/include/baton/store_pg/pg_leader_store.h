@@ -37,6 +37,7 @@ class PgLeaderStore final : public LeaderStore {
   Result<std::vector<DueRun>> unmatched_runs(const std::vector<std::map<std::string, std::string>>& label_sets,
                                              int limit) override;
   Result<std::vector<DueRun>> waiting_runs(int limit) override;
+  Result<std::vector<DueRun>> key_waiting_runs(int limit) override;
   Result<Controls> read_controls() override;
 
  private:
