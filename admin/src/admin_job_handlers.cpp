@@ -211,24 +211,39 @@ HttpResponse AdminApi::trigger(const ApiCall& c) {
       return error(400, "bad_request", "Idempotency-Key must be 1-200 characters");
     key = k->second;
   }
-  // An optional body: {"parameters": {...}}, kept as the run's payload.
+  // An optional body: {"parameters": {...}}, kept as the run's payload, and
+  // "run_at" (ISO 8601; without an offset, UTC): a one-off at that time.
   std::optional<std::string> payload;
+  std::optional<std::int64_t> run_at;
   if (!c.request.body.empty()) {
     auto body = body_object(c.request);
     if (auto* e = std::get_if<HttpResponse>(&body)) return *e;
     auto& o = std::get<json::object>(body);
     for (const auto& kv : o)
-      if (kv.key() != "parameters")
+      if (kv.key() != "parameters" && kv.key() != "run_at")
         return error(400, "bad_request",
                      "unknown key " + json_quote(std::string(kv.key()).substr(0, 64)) +
-                         " (a trigger takes {\"parameters\": {...}})");
+                         " (a trigger takes {\"parameters\": {...}, \"run_at\": \"2026-12-01T09:00:00Z\"})");
+    if (auto* at = o.if_contains("run_at")) {
+      if (!at->is_string())
+        return error(400, "bad_request", "'run_at' must be an ISO 8601 time, e.g. 2026-12-01T09:00:00Z");
+      auto parsed = leader_core::parse_iso8601(std::string(at->as_string()), leader_core::CronZone{});
+      if (auto* e = std::get_if<std::string>(&parsed)) return error(400, "bad_request", "run_at: " + *e);
+      const auto when = std::get<std::chrono::sys_seconds>(parsed).time_since_epoch().count();
+      const auto now =
+          std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+      if (when > now + 366LL * 24 * 3600)
+        return error(400, "bad_request", "run_at: at most a year ahead (a schedule is for what recurs)");
+      run_at = when;
+      o.erase("run_at");  // not a parameter: the payload's keys are
+    }
     if (auto* p = o.if_contains("parameters"); p && !p->is_object())
       return error(400, "bad_request", "'parameters' must be a JSON object of names to values");
     if (auto* p = o.if_contains("parameters"))
       if (auto denied = find_denied(*p, denylist_, "parameters")) return error(400, "bad_request", *denied);
     payload = json::serialize(o);
   }
-  auto created = with_store([&](auto& s) { return s.trigger(c.actor(), job, key, payload); });
+  auto created = with_store([&](auto& s) { return s.trigger(c.actor(), job, key, payload, run_at); });
   if (!created) {
     if (created.error().code == Errc::bad_input) return error(404, "unknown_job", created.error().message);
     return db_error(created.error());
@@ -255,7 +270,11 @@ HttpResponse AdminApi::trigger(const ApiCall& c) {
     if (created->due) due.push_back(std::move(*created->due));
     ports_.runs_created(std::move(due));
   }
-  return ok_json(json::object{{"job", job}, {"run_id", created->run.value}, {"created", true}}, 201);
+  json::object out{{"job", job}, {"run_id", created->run.value}, {"created", true}};
+  if (run_at)
+    out["run_at"] =
+        leader_core::format_iso8601(std::chrono::sys_seconds{std::chrono::seconds{*run_at}}, leader_core::CronZone{});
+  return ok_json(out, 201);
 }
 
 }  // namespace baton::admin

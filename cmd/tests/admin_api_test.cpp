@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <ctime>
 #include <fstream>
 #include <set>
 
@@ -360,6 +361,47 @@ TEST_F(AdminApiTest, ParametersAreMergedAndSecretsRefused) {
   // The denylist is the node's to set.
   api.set_payload_denylist({"region"});
   EXPECT_EQ(send("POST", "/api/v1/jobs/report/trigger", R"({"parameters":{"region":"us"}})").status, 400);
+}
+
+// run_at: a one-off that may not start before its time, kept in the run
+// (start_after) and not among its parameters; a bad time names run_at.
+TEST_F(AdminApiTest, ATriggerWithRunAtWaitsForItsTime) {
+  ASSERT_EQ(
+      send("PUT", "/api/v1/jobs/later", R"({"parameters":{"a":"z"},"tasks":[{"kind":"BUILTIN","builtin":"NOOP"}]})")
+          .status,
+      201);
+  const std::time_t in_an_hour = std::time(nullptr) + 3600;
+  std::tm utc{};
+  gmtime_r(&in_an_hour, &utc);
+  char at_text[32];
+  std::strftime(at_text, sizeof at_text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  const std::string at = at_text;
+  auto created = send("POST", "/api/v1/jobs/later/trigger", R"({"run_at":")" + at + R"(","parameters":{"a":"b"}})");
+  ASSERT_EQ(created.status, 201) << created.body;
+  EXPECT_EQ(body(created).as_object().at("run_at").as_string(), at);
+  const auto run = body(created).as_object().at("run_id").as_int64();
+  auto due_now = leader_store.due_runs(100, {}, Millis{0});
+  ASSERT_TRUE(due_now);
+  for (const auto& d : *due_now) EXPECT_NE(d.id.value, run) << "not due before its time";
+  auto ahead = leader_store.due_runs(100, {}, Millis{2 * 3600 * 1000});
+  ASSERT_TRUE(ahead);
+  bool found = false;
+  for (const auto& d : *ahead) {
+    if (d.id.value != run) continue;
+    found = true;
+    EXPECT_GT(d.starts_in_ms, 3500 * 1000);
+    EXPECT_EQ(d.parameters, (std::map<std::string, std::string>{{"a", "b"}})) << "run_at is not a parameter";
+  }
+  EXPECT_TRUE(found);
+  for (const auto& [bad, why] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"run_at":"tomorrow"})", "run_at: "},
+           {R"({"run_at":1764000000})", "'run_at' must be an ISO 8601 time"},
+           {R"({"run_at":"2099-01-01T00:00:00Z"})", "run_at: at most a year ahead"},
+           {R"({"run_at":"2026-12-01T09:00:00Z","at":1})", "unknown key"}}) {
+    auto refused = send("POST", "/api/v1/jobs/later/trigger", bad);
+    EXPECT_EQ(refused.status, 400) << bad;
+    EXPECT_NE(refused.body.find(why), std::string::npos) << refused.body;
+  }
 }
 
 // A job's declarations (schemas/0027) refuse a trigger with an error that

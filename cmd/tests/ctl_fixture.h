@@ -30,8 +30,9 @@ struct CtlResult {
 
 class CtlTest : public ::testing::Test {
  protected:
+  ChildProcess* n1 = nullptr;  ///< the first leader
   void SetUp() override {
-    cluster.start_node("n1");
+    n1 = &cluster.start_node("n1");
     ASSERT_EQ(cluster.wait_for_leader(), "n1");
     cluster.start_node("n2");
     cluster.start_worker("w1", 4, {"n1"});

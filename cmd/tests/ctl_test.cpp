@@ -412,6 +412,32 @@ TEST_F(CtlTest, LiveGatesTakeEffectOnARunningLeader) {
   ASSERT_EQ(ctl({"jobs", "delete", "ticking"}).code, 0);
 }
 
+// A one-off at a time (`--at`): it does not start before then, and a
+// leader killed in between does not lose it: the next one runs it.
+TEST_F(CtlTest, ARunAtATimeStartsThenAcrossALeaderChange) {
+  cluster.start_worker("w2", 2);  // attached to both nodes
+  ASSERT_TRUE(cluster.wait_for_workers("n1", 2));
+  const std::time_t when = std::time(nullptr) + 4;
+  std::tm utc{};
+  gmtime_r(&when, &utc);
+  char at[32];
+  std::strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  auto triggered = ctl({"jobs", "trigger", "quick", "--at", at});
+  ASSERT_EQ(triggered.code, 0) << triggered.output;
+  const auto run = std::stoll(triggered.output);
+  EXPECT_EQ(cluster.db().run(run)->state, "PENDING");
+  n1->signal(SIGKILL);
+  ASSERT_EQ(cluster.wait_for_leader(10s, 1), "n2");
+  EXPECT_TRUE(cluster.wait_for_state(run, "SUCCEEDED", 20s)) << cluster.db().run(run)->state;
+  EXPECT_EQ(cluster.db().scalar("SELECT started_at >= start_after AND start_after = to_timestamp(" +
+                                std::to_string(when) + ") FROM job_runs WHERE id = " + std::to_string(run)),
+            "t")
+      << "started at its time, not before";
+  auto bad = ctl({"jobs", "trigger", "quick", "--at", "soon"});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.output.find("run_at: "), std::string::npos) << bad.output;
+}
+
 // Keyed concurrency end to end (schemas/0035): a job limited to one run per
 // tenant, two runs for tenant a and one for tenant b, on a worker with room
 // for four. The two runs of a never overlap (their RUNNING intervals, as the

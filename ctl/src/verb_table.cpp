@@ -341,8 +341,9 @@ std::vector<Verb> verbs() {
        }},
       {{"jobs", "trigger"},
        "JOB",
-       "create a run of a job now; prints its id",
+       "create a run of a job now (or one that starts at --at); prints its id",
        {{"--key", true, "an idempotency key: no second active run with it"},
+        {"--at", true, "a one-off at this time (ISO 8601, e.g. 2026-12-01T09:00:00Z; without an offset, UTC)"},
         {"--param", true, "a parameter NAME=VALUE (repeatable; the value is a string)"},
         {"--parameters", true, "the parameters as a JSON object"}},
        1,
@@ -363,8 +364,10 @@ std::vector<Verb> verbs() {
              params[p.substr(0, eq)] = p.substr(eq + 1);
            }
          }
-         const std::string body =
-             params.empty() ? std::string() : json::serialize(json::object{{"parameters", params}});
+         json::object request;
+         if (!params.empty()) request["parameters"] = params;
+         if (auto at = c.flag("--at")) request["run_at"] = *at;
+         const std::string body = request.empty() ? std::string() : json::serialize(request);
          auto reply = c.api.call("POST", "/api/v1/jobs/" + path_segment(c.args[0]) + "/trigger", body,
                                  c.flag("--key").value_or(""));
          if (reply.status != 201 && reply.status != 200) return c.fail(reply);

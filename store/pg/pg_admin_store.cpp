@@ -431,13 +431,14 @@ Result<std::optional<TokenGrant>> PgAdminStore::token_by_hash(const std::string&
 
 Result<Triggered> PgAdminStore::trigger(const Actor& who, const std::string& job,
                                         const std::optional<std::string>& idempotency_key,
-                                        const std::optional<std::string>& payload_json) {
+                                        const std::optional<std::string>& payload_json,
+                                        std::optional<std::int64_t> run_at) {
   return session_.with<Triggered>([&](pqxx::connection& c) -> Result<Triggered> {
     // One statement, its own transaction: the insert and its audit entry
     // commit together, in one round trip.
     pqxx::nontransaction tx{c};
     auto r = tx.exec_prepared1("trigger_run", who.epoch.value, job, idempotency_key, "api",
-                               std::optional<std::int64_t>{}, payload_json, who.name, who.admin);
+                               std::optional<std::int64_t>{}, payload_json, who.name, who.admin, run_at);
     if (!r[2].as<bool>()) return make_error(Errc::bad_input, "unknown job '" + job + "'");
     Triggered out{classify_create(r, who.epoch), std::nullopt, std::nullopt, std::nullopt};
     if (!r[4].is_null()) out.parameters_refused = r[4].as<std::string>();

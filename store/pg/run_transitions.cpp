@@ -626,17 +626,19 @@ const std::string& trigger_run_sql() {
       " AND (finished_at IS NULL OR finished_at > now() - interval '" +
       std::string(idempotency_key_remembered) +
       "') ORDER BY id DESC LIMIT 1),"
+      // $9: run_at, unix seconds (a one-off: it may not start before then)
       " w AS (INSERT INTO job_runs (job_definition_id, idempotency_key, max_attempts, priority, trigger_kind,"
-      " leader_epoch, scheduled_for, payload)"
+      " leader_epoch, scheduled_for, payload, start_after)"
       " SELECT job.id, $3::text, job.max_attempts, job.priority, $4::text, $1::bigint, to_timestamp($5::bigint),"
-      " coalesce($6::jsonb, '{}'::jsonb)"
+      " coalesce($6::jsonb, '{}'::jsonb), to_timestamp($9::bigint)"
       " FROM job WHERE (SELECT epoch FROM fence) = $1::bigint AND NOT EXISTS (SELECT 1 FROM earlier)"
       " AND (SELECT why FROM refusal) IS NULL"
       " ON CONFLICT DO NOTHING RETURNING *),"
       // The parameters' names, not their values: a value may be a secret.
       " audit AS (INSERT INTO audit_log (actor, action, subject, epoch, details)"
       " SELECT $7::text, 'job.trigger', 'job:' || $2, $1::bigint, jsonb_build_object('run_id', w.id,"
-      " 'idempotency_key', $3::text, 'parameters', (SELECT coalesce(jsonb_agg(k ORDER BY k), '[]'::jsonb)"
+      " 'idempotency_key', $3::text, 'run_at', to_timestamp($9::bigint), 'parameters',"
+      " (SELECT coalesce(jsonb_agg(k ORDER BY k), '[]'::jsonb)"
       " FROM jsonb_object_keys(coalesce($6::jsonb -> 'parameters', '{}'::jsonb)) AS k)) FROM w)"
       " SELECT (SELECT epoch FROM fence), (SELECT id FROM w), EXISTS (SELECT 1 FROM job), (SELECT id FROM earlier),"
       " (SELECT why FROM refusal), due.*"

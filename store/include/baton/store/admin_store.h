@@ -220,9 +220,12 @@ class AdminStore {
   /// nothing inserted and `parameters_refused` set when the job's parameter
   /// declarations refuse the payload's "parameters" (who.admin decides
   /// the ones declared `operate: false`).
+  /// `run_at` (unix seconds): a one-off that may not start before then
+  /// (the run's start_after; in the database, so it outlives a leader).
   virtual Result<Triggered> trigger(const Actor& who, const std::string& job,
                                     const std::optional<std::string>& idempotency_key,
-                                    const std::optional<std::string>& payload_json) = 0;
+                                    const std::optional<std::string>& payload_json,
+                                    std::optional<std::int64_t> run_at = std::nullopt) = 0;
   /// Records an event (any node; the leader turns it into runs). With a
   /// dedupe_key already used, nothing is written: {"event_id", "created":
   /// false}. Audited with the kind and key, never the payload.
