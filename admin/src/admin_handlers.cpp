@@ -136,12 +136,13 @@ std::vector<ApiRoute> AdminApi::make_routes() {
        h(&AdminApi::delete_job)},
       {"POST",
        "/api/v1/jobs/{name}/trigger",
-       "Create a run of a job now (optional Idempotency-Key header).",
+       "Create a run of a job now, or a one-off at run_at (optional Idempotency-Key header).",
        {},
        O,
        true,
-       "optional: {\"parameters\": {...}} (kept as the run's payload; only parameters the job declares, "
-       "as its rules allow: else 400 invalid_parameters)",
+       "optional: {\"parameters\": {...}, \"run_at\": \"2026-12-01T09:00:00Z\"} (parameters: kept as the run's "
+       "payload; only parameters the job declares, as its rules allow: else 400 invalid_parameters. run_at: ISO "
+       "8601, UTC without an offset, at most a year ahead: the run does not start before it)",
        h(&AdminApi::trigger)},
       {"POST",
        "/api/v1/jobs/{name}/pause",
