@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "baton/base/weaken.h"
+
 namespace baton::store::pg {
 
 namespace {
@@ -78,6 +80,14 @@ std::string run_key_sql(const std::string& r, const std::string& j) {
 
 std::string rate_key_sql(const std::string& r, const std::string& j) {
   return "CASE WHEN " + j + ".rate_limit_by_key THEN coalesce(" + run_key_sql(r, j) + ", '') ELSE '' END";
+}
+
+std::string keyed_room_sql() {
+  return "(j.concurrency_limit IS NULL OR " + std::string(weakened("key_slot") ? "true" : "false") +  // weakened
+         " OR cardinality(baton_key_slots_held(r.job_definition_id, " + run_key_sql() +
+         ")) < j.concurrency_limit) AND (j.rate_limit_runs IS NULL OR cardinality(baton_rate_slots_busy("
+         "r.job_definition_id, " +
+         rate_key_sql() + ")) < j.rate_limit_runs)";
 }
 
 DueRun due_run_of(const pqxx::row& row, int first) {

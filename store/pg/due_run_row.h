@@ -27,6 +27,10 @@ std::string run_key_sql(const std::string& r = "r", const std::string& j = "j");
 /// The key its rate permits are counted under: its key when the job's
 /// limit is per key, else ''.
 std::string rate_key_sql(const std::string& r = "r", const std::string& j = "j");
+/// True when run `r` of job `j` may be made active as far as its key's
+/// limit and its rate permits go: a slot of its key and a permit free (or
+/// no such limit). The due read keeps these runs; key_waiting_runs the others.
+std::string keyed_room_sql();
 
 /// Time left before `starts_at_us`, counted from `clock_us` (database
 /// clock, microseconds), in whole milliseconds rounded up; 0 when due.

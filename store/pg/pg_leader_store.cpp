@@ -109,14 +109,8 @@ PgLeaderStore::PgLeaderStore(const std::string& url, const std::string& applicat
         // (schemas/0035), is not read: the runs of other keys behind it
         // would otherwise wait behind a batch of runs that cannot start.
         // Computed only for a job that has such limits.
-        " AND (j.concurrency_limit IS NULL OR " +
-        std::string(weakened("key_slot") ? "true" : "false") +  // weakened chaos builds only
-        " OR cardinality(baton_key_slots_held(r.job_definition_id, " + run_key_sql() +
-        ")) < j.concurrency_limit)"
-        " AND (j.rate_limit_runs IS NULL OR cardinality(baton_rate_slots_busy(r.job_definition_id, " +
-        rate_key_sql() +
-        ")) < j.rate_limit_runs)"
-        " ORDER BY r.priority DESC, r.due_at, r.id LIMIT (SELECT $1::int)");
+        " AND " +
+        keyed_room_sql() + " ORDER BY r.priority DESC, r.due_at, r.id LIMIT (SELECT $1::int)");
     prep.commit();
   });
 }
@@ -393,7 +387,13 @@ Result<Pruned> PgLeaderStore::prune(Epoch epoch, int batch) {
       "  WHERE processed_at < (SELECT at FROM cutoff) ORDER BY processed_at LIMIT $2) RETURNING 1),"
       " x AS (DELETE FROM dead_letters WHERE id IN (SELECT id FROM dead_letters, ok"
       "  WHERE triage_status IN ('closed', 'replayed') AND updated_at < (SELECT at FROM cutoff)"
-      "  ORDER BY updated_at LIMIT $2) RETURNING 1)"
+      "  ORDER BY updated_at LIMIT $2) RETURNING 1),"
+      // Rate permits expired a day ago (schemas/0035): the rows of keys no
+      // longer seen. An expired permit limits nothing, so deleting one
+      // frees nothing that was held.
+      " p AS (DELETE FROM rate_permits WHERE (job_definition_id, rate_key, slot) IN (SELECT job_definition_id,"
+      "  rate_key, slot FROM rate_permits, ok WHERE until < now() - interval '1 day' ORDER BY until LIMIT $2)"
+      "  RETURNING 1)"
       " SELECT (SELECT epoch FROM fence), (SELECT count(*) FROM r), (SELECT count(*) FROM d),"
       " (SELECT count(*) FROM e), (SELECT count(*) FROM x)";
   return session_.with<Pruned>([&](pqxx::connection& c) -> Result<Pruned> {
@@ -642,11 +642,8 @@ Result<std::vector<DueRun>> PgLeaderStore::key_waiting_runs(int limit) {
         "SELECT " + due_run_columns() + " FROM job_definitions j JOIN job_runs r ON r.job_definition_id = j.id AND " +
             due("r", "now()") +
             " WHERE j.deleted_at IS NULL AND (j.concurrency_limit IS NOT NULL OR j.rate_limit_runs IS NOT NULL)"
-            " AND ((j.concurrency_limit IS NOT NULL AND cardinality(baton_key_slots_held(r.job_definition_id, " +
-            run_key_sql() +
-            ")) >= j.concurrency_limit) OR (j.rate_limit_runs IS NOT NULL AND"
-            " cardinality(baton_rate_slots_busy(r.job_definition_id, " +
-            rate_key_sql() + ")) >= j.rate_limit_runs)) ORDER BY r.id LIMIT $1",
+            " AND NOT (" +
+            keyed_room_sql() + ") ORDER BY r.id LIMIT $1",
         limit);
     std::vector<DueRun> out;
     for (const auto& r : rows) out.push_back(due_run_of(r));

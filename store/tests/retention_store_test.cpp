@@ -50,6 +50,12 @@ TEST_F(RetentionStoreTest, PrunesWhatIsOlderThanTheRetentionAndKeepsWhatMustStay
   age("INSERT INTO decision_ledger (epoch, decision, at) VALUES (1, 'created', now() - interval '40 days')");
   age("INSERT INTO dead_letters (run_id, final_state, attempts, run_snapshot, triage_status, updated_at)"
       " VALUES (999999, 'FAILED', 1, '{}', 'closed', now() - interval '40 days')");
+  // Rate permits (schemas/0035): one expired two days ago, one expired a
+  // minute ago, one still taken.
+  for (const char* until : {"now() - interval '2 days'", "now() - interval '1 minute'", "now() + interval '1 hour'"})
+    age(std::string("INSERT INTO rate_permits (job_definition_id, rate_key, slot, taken_at, until, run_id, attempt,"
+                    " epoch) SELECT id, '', (SELECT count(*) + 1 FROM rate_permits), now() - interval '3 days', ") +
+        until + ", 1, 1, 1 FROM job_definitions WHERE name = 'old'");
 
   auto p = leader.prune(epoch, 500);
   ASSERT_TRUE(p);
@@ -67,6 +73,7 @@ TEST_F(RetentionStoreTest, PrunesWhatIsOlderThanTheRetentionAndKeepsWhatMustStay
       << "recent and unfinished runs stay";
   EXPECT_EQ(text("SELECT count(*) FROM dead_letters WHERE run_id = " + std::to_string(old_failed.value)), "1")
       << "an untriaged dead letter stays";
+  EXPECT_EQ(text("SELECT count(*) FROM rate_permits"), "2") << "only the permit expired a day ago goes";
   EXPECT_EQ(leader.prune(epoch, 500)->runs, 0);
 
   // A live setting: 1 day keeps nothing older than a day.
