@@ -43,7 +43,8 @@ constexpr const char* usage =
     "commands:\n"
     "  node --config FILE      run a coordinator node\n"
     "  migrate --config FILE   apply schema migrations and exit; --database-url URL instead of the\n"
-    "                          config's (the owner's), --grant-to ROLE then gives ROLE a node's rights\n"
+    "                          config's (the owner's), --grant-to ROLE then gives ROLE a node's rights,\n"
+    "                          --grant-submit-to ROLE an application's (baton.trigger and the like)\n"
     "  worker --config FILE    run a worker agent\n"
     "  ctl VERB ...            the admin API from the command line (baton ctl --help)\n"
     "  cron next EXPR ...      the next fire times of a cron expression (baton cron --help)\n"
@@ -92,7 +93,7 @@ baton::Result<baton::store::pg::MigrateReport> migrate_with_retry(const std::str
 /// role of their own); --grant-to then gives that role a node's rights
 /// (docs/operations.md, "A runtime role apart from the owner").
 int cmd_migrate(const std::vector<std::string>& args) {
-  std::string file, url, grantee;
+  std::string file, url, grantee, submitter;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](const std::string& flag, std::string& into) {
@@ -100,7 +101,8 @@ int cmd_migrate(const std::vector<std::string>& args) {
       if (a.rfind(flag + "=", 0) == 0) return into = a.substr(flag.size() + 1), true;
       return false;
     };
-    if (!value("--config", file) && !value("--database-url", url) && !value("--grant-to", grantee))
+    if (!value("--config", file) && !value("--database-url", url) && !value("--grant-to", grantee) &&
+        !value("--grant-submit-to", submitter))
       return fail("migrate: unexpected argument '" + a + "'\n" + usage);
   }
   if (file.empty() && url.empty())
@@ -118,11 +120,18 @@ int cmd_migrate(const std::vector<std::string>& args) {
   if (!r) return fail("migrate: cannot migrate database " + where + ": " + r.error().message);
   std::cout << "schema at version " << r->current_version << " (applied " << r->applied.size() << " migration"
             << (r->applied.size() == 1 ? "" : "s") << ")\n";
-  if (grantee.empty()) return 0;
-  auto g = baton::store::pg::grant_runtime_role(url, grantee);
-  if (!g) return fail("migrate: cannot grant the runtime role on " + where + ": " + g.error().message);
-  std::cout << "granted " << grantee << " a node's rights on " << g->relations << " tables and views and "
-            << g->sequences << " sequences of schema " << g->schema << "\n";
+  if (!grantee.empty()) {
+    auto g = baton::store::pg::grant_runtime_role(url, grantee);
+    if (!g) return fail("migrate: cannot grant the runtime role on " + where + ": " + g.error().message);
+    std::cout << "granted " << grantee << " a node's rights on " << g->relations << " tables and views and "
+              << g->sequences << " sequences of schema " << g->schema << "\n";
+  }
+  if (!submitter.empty()) {
+    auto g = baton::store::pg::grant_submitter_role(url, submitter);
+    if (!g) return fail("migrate: cannot grant the submitter role on " + where + ": " + g.error().message);
+    std::cout << "granted " << submitter << " EXECUTE on baton.trigger, baton.emit_event and baton.submission"
+              << " (and nothing else)\n";
+  }
   return 0;
 }
 

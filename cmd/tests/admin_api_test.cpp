@@ -2,6 +2,7 @@
 // matches the route table, lists page with cursors and filter, and bad
 // input of each kind gets a JSON error that names what was wrong.
 #include "baton/admin/admin_api.h"
+#include "baton/admin/payload_denylist.h"
 
 #include <gtest/gtest.h>
 
@@ -985,6 +986,34 @@ TEST_F(AdminApiTest, ATriggerCarriesParametersAsThePayloadAndAuditsOnlyTheirName
   EXPECT_EQ(json::serialize(audit).find("hunter2"), std::string::npos) << "values are not audited";
   EXPECT_EQ(send("POST", "/api/v1/jobs/manual/trigger", R"({"parameters":[1]})").status, 400);
   EXPECT_EQ(send("POST", "/api/v1/jobs/manual/trigger", R"({"params":{}})").status, 400);
+}
+
+// The submitting functions (schemas/0036) refuse by the same rule and with
+// the same message as the API: one table of cases through both, and the
+// list a fresh database starts with is the node's default.
+TEST_F(AdminApiTest, TheSqlDenylistRuleAndDefaultAreTheApis) {
+  baton::testing::DbInspector db(url);
+  std::string joined;
+  for (const auto& e : default_payload_denylist()) joined += (joined.empty() ? "" : "|") + e;
+  EXPECT_EQ(db.scalar("SELECT array_to_string(payload_denylist, '|') FROM submission_rules"), joined);
+  const std::vector<std::string> cases{R"({"db_password": "x"})",
+                                       R"({"token": "x"})",
+                                       R"({"Token": 1})",
+                                       R"({"tokens": "x"})",
+                                       R"({"my_token": "x"})",
+                                       R"({"x": "-----BEGIN RSA"})",
+                                       R"({"nested": {"api_key": 1}})",
+                                       R"({"list": ["ok", "my SECRET"]})",
+                                       R"({"fine": "value", "n": 123})",
+                                       R"({"PASSWORD": true})",
+                                       R"({"deep": [[{"apikey": null}]]})",
+                                       R"({})"};
+  for (const auto& c : cases) {
+    const auto api = find_denied(json::parse(c), default_payload_denylist(), "parameters");
+    const auto sql = db.scalar("SELECT baton_payload_denied($j$" + c +
+                               "$j$::jsonb, (SELECT payload_denylist FROM submission_rules), 'parameters')");
+    EXPECT_EQ(api.value_or(""), sql) << c;
+  }
 }
 
 }  // namespace

@@ -438,6 +438,44 @@ TEST_F(CtlTest, ARunAtATimeStartsThenAcrossALeaderChange) {
   EXPECT_NE(bad.output.find("run_at: "), std::string::npos) << bad.output;
 }
 
+// Submission inside the application's transaction (schemas/0036), end to
+// end: an application role granted by `baton migrate --grant-submit-to`
+// submits in its own transactions; a rolled-back one makes nothing, a
+// committed one exactly one run, also when the leader is killed right after
+// the commit (whether or not it took the submission first) and when the
+// submission commits while no node leads.
+TEST_F(CtlTest, ASubmissionCommittedInTheApplicationsTransactionRunsOnceAcrossALeaderKill) {
+  cluster.start_worker("w2", 2);  // attached to both nodes
+  ASSERT_TRUE(cluster.wait_for_workers("n1", 2));
+  cluster.db().scalar("CREATE ROLE ctl_app LOGIN");
+  ChildProcess grant({BATON_BINARY, "migrate", "--database-url", cluster.url(), "--grant-submit-to", "ctl_app"},
+                     cluster.dir() + "/grant.log");
+  ASSERT_EQ(grant.wait_for_exit(30s).value_or(-1), 0) << grant.log();
+  EXPECT_NE(grant.log().find("granted ctl_app EXECUTE"), std::string::npos) << grant.log();
+  const DbInspector app("postgresql://ctl_app@" + cluster.url().substr(cluster.url().find('@') + 1));
+
+  app.scalar("BEGIN; SELECT baton.trigger('quick', NULL, 'rolled-back'); ROLLBACK");
+  const std::string first = app.scalar("SELECT baton.trigger('quick', NULL, 'order-1')");
+  n1->signal(SIGKILL);
+  const std::string second = app.scalar("SELECT baton.trigger('quick', NULL, 'order-2')");
+  ASSERT_EQ(cluster.wait_for_leader(10s, 1), "n2");
+  for (const auto& id : {first, second}) {
+    EXPECT_TRUE(wait_until(
+        [&] {
+          return app.scalar("SELECT status || ' ' || run_state FROM baton.submission(" + id + ")") ==
+                 "created SUCCEEDED";
+        },
+        30s))
+        << id << ": "
+        << app.scalar("SELECT status || ' ' || coalesce(run_state, '-') FROM baton.submission(" + id + ")");
+    EXPECT_EQ(cluster.db().scalar("SELECT count(*) FROM job_runs WHERE submission_id = " + id), "1");
+  }
+  EXPECT_EQ(cluster.db().scalar("SELECT count(*) FROM job_runs WHERE trigger_kind = 'sql'"), "2");
+  EXPECT_EQ(cluster.db().scalar("SELECT count(*) FROM submissions"), "2") << "the rolled-back one left nothing";
+  EXPECT_EQ(cluster.db().scalar("SELECT count(*) FROM job_runs WHERE trigger_kind = 'sql' AND attempt <> 1"), "0")
+      << "each ran once, as its first attempt";
+}
+
 // Keyed concurrency end to end (schemas/0035): a job limited to one run per
 // tenant, two runs for tenant a and one for tenant b, on a worker with room
 // for four. The two runs of a never overlap (their RUNNING intervals, as the

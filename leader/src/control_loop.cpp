@@ -159,6 +159,8 @@ void ControlLoop::feed(const LoopEvent& e) {
           book_.cancel(ev.run, ev.reason, now);
         } else if constexpr (std::is_same_v<T, LaneDone>) {
           ev.deliver();
+        } else if constexpr (std::is_same_v<T, InboxNoticed>) {
+          book_.inbox_noticed();
         } else if (ev.due.empty()) {
           book_.dispatch_now();
         } else {

@@ -47,6 +47,8 @@ constexpr Millis archive_sweep_every{3600 * 1000};
 // the next one within the lookback.
 constexpr Millis revocation_sweep_every{2000};
 constexpr int revoked_lookback_seconds = 120;
+// The inbox waiter's longest wait: how late it notices that its loop stopped.
+constexpr Millis inbox_wait{200};
 static_assert(watchdog_every < Millis{100});
 
 /// One epoch's control loop with its own connections and thread.
@@ -54,6 +56,8 @@ struct LoopHandle {
   Epoch epoch;
   std::unique_ptr<store::RunStore> runs, assign_runs, start_runs, finish_runs;
   std::unique_ptr<store::LeaderStore> store, reads;
+  /// Waits on the inbox channel (a connection of its own that LISTENs).
+  std::unique_ptr<store::LeaderStore> inbox;
   std::unique_ptr<ControlLoop> loop;
   std::atomic<bool> stop{false};
   std::atomic<bool> done{false};
@@ -284,7 +288,10 @@ class NodeRuntime final : public ServerHandlers {
     h->finish_runs = ports_.run_store(app + "-finishes");
     h->store = ports_.leader_store(app + "-q");
     h->reads = ports_.leader_store(app + "-reads");
-    h->loop = std::make_unique<ControlLoop>(epoch, me_, cfg_.runtime,
+    h->inbox = ports_.leader_store(app + "-inbox");
+    RuntimeConfig runtime = cfg_.runtime;
+    runtime.payload_denylist = cfg_.payload_denylist;
+    h->loop = std::make_unique<ControlLoop>(epoch, me_, runtime,
                                             RunLanes{*h->runs, *h->assign_runs, *h->start_runs, *h->finish_runs},
                                             *h->store, *h->reads, clock_, metrics_);
     h->loop->set_archive_writer(archive_writer_.get());
@@ -292,6 +299,21 @@ class NodeRuntime final : public ServerHandlers {
       h->loop->run(h->stop);
       h->done = true;
     });
+    // A committed submission or event wakes the loop at once (the cron
+    // pass takes the inbox anyway, so a lost notification only delays).
+    // Detached: it holds the handle and ends within inbox_wait of the
+    // loop's stop (a database that hangs holds it to its call deadline,
+    // never the node's shutdown).
+    std::thread([h] {
+      while (!h->stop.load() && !h->done.load()) {
+        auto noticed = h->inbox->await_inbox(inbox_wait);
+        if (!noticed) {
+          std::this_thread::sleep_for(inbox_wait);  // the database is away: the cron pass covers it
+          continue;
+        }
+        if (*noticed) h->loop->post(InboxNoticed{});
+      }
+    }).detach();
     return h;
   }
 

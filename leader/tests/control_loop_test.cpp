@@ -78,6 +78,10 @@ class QuietLeaderStore final : public store::LeaderStore {
     return store::EventsProcessed{epoch, 0, 0};
   }
   Result<store::Pruned> prune(Epoch epoch, int) override { return store::Pruned{epoch, 0, 0, 0, 0}; }
+  Result<store::SubmissionsProcessed> process_submissions(Epoch epoch, int, const std::vector<std::string>&) override {
+    return store::SubmissionsProcessed{epoch, 0, 0, 0};
+  }
+  Result<bool> await_inbox(Millis) override { return false; }
   Result<store::CreateResult> record_decision(Epoch, RunId, const std::string&, const std::string&,
                                               const std::string&) override {
     return unused();

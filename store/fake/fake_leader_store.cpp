@@ -49,6 +49,13 @@ Result<void> FakeLeaderStore::record_fenced_out(Epoch, const std::string&, const
 // No fence is judged: with nothing to prune it writes nothing.
 
 Result<Pruned> FakeLeaderStore::prune(Epoch epoch, int) { return Pruned{epoch, 0, 0, 0, 0}; }
+// No SQL submissions in the fake (an application's transaction is a
+// PostgreSQL one; store/tests/sql_submission_test.cpp): none to take, and
+// no inbox to wait on.
+Result<SubmissionsProcessed> FakeLeaderStore::process_submissions(Epoch epoch, int, const std::vector<std::string>&) {
+  return SubmissionsProcessed{epoch, 0, 0, 0};
+}
+Result<bool> FakeLeaderStore::await_inbox(Millis) { return false; }
 // Accepted, not kept; refused while partitioned. No fault drawn.
 Result<void> FakeLeaderStore::accepted() const {
   if (unavailable) return make_error(Errc::db_unavailable, "simulated partition");

@@ -63,37 +63,55 @@ Result<MigrateReport> migrate(const std::string& url, const std::string& applied
   });
 }
 
+namespace {
+
+/// Where Baton's tables are and the database's name.
+struct GrantTarget {
+  std::string schema, database;
+};
+
+/// Checks, under the migration lock, that `role` may be granted something
+/// by the calling role: it exists, is not the caller, not a superuser and
+/// not a member of the owner (whose rights it would hold whatever the grant).
+Result<GrantTarget> grant_target(pqxx::work& tx, pqxx::connection& c, const std::string& role) {
+  tx.exec_params("SELECT pg_advisory_xact_lock($1)", migration_lock_key);
+  if (!tx.exec1("SELECT to_regclass('schema_migrations') IS NOT NULL")[0].as<bool>())
+    return make_error(Errc::bad_input, "this database has no Baton schema yet: migrate it first");
+  const auto who = tx.exec_params(
+      "SELECT r.rolname = current_user, r.rolsuper, "
+      "pg_has_role(r.oid, (SELECT relowner FROM pg_class WHERE oid = 'schema_migrations'::regclass), 'USAGE'), "
+      "(SELECT n.nspname FROM pg_class k JOIN pg_namespace n ON n.oid = k.relnamespace "
+      "WHERE k.oid = 'schema_migrations'::regclass), current_database() "
+      "FROM pg_roles r WHERE r.rolname = $1",
+      role);
+  if (who.empty())
+    return make_error(Errc::bad_input, "the role '" + role + "' does not exist: create it first (CREATE ROLE " +
+                                           c.quote_name(role) + " LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE)");
+  if (who[0][0].as<bool>())
+    return make_error(Errc::bad_input, "the role '" + role +
+                                           "' is the one migrating (it owns the tables): the role granted must be "
+                                           "another one");
+  if (who[0][1].as<bool>())
+    return make_error(Errc::bad_input, "the role '" + role + "' is a superuser: it would bypass every grant");
+  if (who[0][2].as<bool>())
+    return make_error(Errc::bad_input, "the role '" + role +
+                                           "' is a member of the role that owns Baton's tables, whose rights it "
+                                           "holds: REVOKE that membership first");
+  return GrantTarget{who[0][3].as<std::string>(), who[0][4].as<std::string>()};
+}
+
+}  // namespace
+
 Result<GrantReport> grant_runtime_role(const std::string& url, const std::string& role) {
   PgSession session{url, "baton-migrate"};
   return session.with<GrantReport>([&](pqxx::connection& c) -> Result<GrantReport> {
     GrantReport report;
     pqxx::work tx{c};
-    tx.exec_params("SELECT pg_advisory_xact_lock($1)", migration_lock_key);
-    if (!tx.exec1("SELECT to_regclass('schema_migrations') IS NOT NULL")[0].as<bool>())
-      return make_error(Errc::bad_input, "this database has no Baton schema yet: migrate it first");
-    const auto who = tx.exec_params(
-        "SELECT r.rolname = current_user, r.rolsuper, "
-        "pg_has_role(r.oid, (SELECT relowner FROM pg_class WHERE oid = 'schema_migrations'::regclass), 'USAGE'), "
-        "(SELECT n.nspname FROM pg_class k JOIN pg_namespace n ON n.oid = k.relnamespace "
-        "WHERE k.oid = 'schema_migrations'::regclass), current_database() "
-        "FROM pg_roles r WHERE r.rolname = $1",
-        role);
-    if (who.empty())
-      return make_error(Errc::bad_input, "the role '" + role + "' does not exist: create it first (CREATE ROLE " +
-                                             c.quote_name(role) + " LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE)");
-    if (who[0][0].as<bool>())
-      return make_error(Errc::bad_input, "the role '" + role +
-                                             "' is the one migrating (it owns the tables): the nodes' role must be "
-                                             "another one");
-    if (who[0][1].as<bool>())
-      return make_error(Errc::bad_input, "the role '" + role + "' is a superuser: it would bypass every grant");
-    if (who[0][2].as<bool>())
-      return make_error(Errc::bad_input, "the role '" + role +
-                                             "' is a member of the role that owns Baton's tables, whose rights it "
-                                             "holds: REVOKE that membership first");
-    report.schema = who[0][3].as<std::string>();
+    auto target = grant_target(tx, c, role);
+    if (!target) return target.error();
+    report.schema = target->schema;
     const std::string grantee = c.quote_name(role);
-    tx.exec("GRANT CONNECT ON DATABASE " + c.quote_name(who[0][4].as<std::string>()) + " TO " + grantee);
+    tx.exec("GRANT CONNECT ON DATABASE " + c.quote_name(target->database) + " TO " + grantee);
     tx.exec("GRANT USAGE ON SCHEMA " + c.quote_name(report.schema) + " TO " + grantee);
     // The relations the calling role owns in that schema: Baton's, not an
     // application's that may share the schema.
@@ -122,6 +140,23 @@ Result<GrantReport> grant_runtime_role(const std::string& url, const std::string
     spdlog::info("runtime_role_granted role={} schema={} relations={} sequences={}", role, report.schema,
                  report.relations, report.sequences);
     return report;
+  });
+}
+
+Result<void> grant_submitter_role(const std::string& url, const std::string& role) {
+  PgSession session{url, "baton-migrate"};
+  return session.with<void>([&](pqxx::connection& c) -> Result<void> {
+    pqxx::work tx{c};
+    auto target = grant_target(tx, c, role);
+    if (!target) return target.error();
+    const std::string grantee = c.quote_name(role);
+    tx.exec("GRANT CONNECT ON DATABASE " + c.quote_name(target->database) + " TO " + grantee);
+    // The functions' schema only: no right on a table, a view or a sequence.
+    tx.exec("GRANT USAGE ON SCHEMA baton TO " + grantee);
+    for (const char* f : submitter_functions) tx.exec("GRANT EXECUTE ON FUNCTION " + std::string(f) + " TO " + grantee);
+    tx.commit();
+    spdlog::info("submitter_role_granted role={} functions={}", role, std::size(submitter_functions));
+    return {};
   });
 }
 

@@ -52,7 +52,8 @@ std::vector<DueRun> ids_and_job_names(const pqxx::result& rows) {
 PgLeaderStore::PgLeaderStore(const std::string& url, const std::string& application_name)
     : session_(url, application_name) {
   // Prepared once per connection: the dispatcher runs it on every pass.
-  session_.on_connect([](pqxx::connection& c) {
+  session_.on_connect([this](pqxx::connection& c) {
+    listening_ = false;  // a new connection has no LISTEN: await_inbox issues it again
     // One scan of the open index in dispatch order (schemas/0021), cut by
     // the limit after the filters, so that a run no worker of this label
     // set can take never fills the batch and blocks the runs behind it
@@ -367,6 +368,81 @@ Result<EventsProcessed> PgLeaderStore::process_events(Epoch epoch, int limit) {
   });
 }
 
+Result<SubmissionsProcessed> PgLeaderStore::process_submissions(Epoch epoch, int limit,
+                                                                const std::vector<std::string>& payload_denylist) {
+  // Everything in one statement, like process_events: the runs, the ledger
+  // and audit entries and each submission's outcome commit together, and a
+  // run remembers its submission (unique), so a leader that dies before its
+  // commit leaves the submissions for the next one and none makes two runs.
+  // The rules are the API trigger's (trigger_run_sql): the denylist, the
+  // job's parameter declarations as for an operate token, the idempotency
+  // key's earlier run (unfinished, or finished within the remembered
+  // window). The node's denylist is published for baton.trigger to refuse
+  // with in the caller's transaction (schemas/0036).
+  static const std::string sql =
+      "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1 FOR KEY SHARE),"
+      " ok AS (SELECT 1 WHERE (SELECT epoch FROM fence) = $1::bigint),"
+      " rules AS (UPDATE submission_rules SET payload_denylist = $3::text[], updated_at = now()"
+      "  WHERE id = 1 AND payload_denylist IS DISTINCT FROM $3::text[] AND EXISTS (SELECT 1 FROM ok) RETURNING 1),"
+      " sub AS (SELECT s.id, s.job_definition_id, s.job_name, s.parameters, s.idempotency_key, s.run_at,"
+      "  s.submitted_by FROM submissions s, ok WHERE s.processed_at IS NULL ORDER BY s.id LIMIT $2"
+      "  FOR UPDATE OF s SKIP LOCKED),"
+      " judged AS (SELECT sub.*, j.id AS job_id, j.max_attempts, j.priority,"
+      "  CASE WHEN j.id IS NULL THEN 'job ' || quote_literal(sub.job_name) || ' was deleted before the leader took"
+      " the submission'"
+      "  ELSE coalesce(baton_payload_denied(sub.parameters, $3::text[], 'parameters'),"
+      "  baton_parameters_refused(j.parameter_rules, sub.parameters, false)) END AS why,"
+      "  (SELECT r.id FROM job_runs r WHERE sub.idempotency_key IS NOT NULL AND r.idempotency_key = sub.idempotency_key"
+      "  AND (r.finished_at IS NULL OR r.finished_at > now() - interval '" +
+      std::string(idempotency_key_remembered) +
+      "') ORDER BY r.id DESC LIMIT 1) AS earlier"
+      "  FROM sub LEFT JOIN job_definitions j ON j.id = sub.job_definition_id AND j.deleted_at IS NULL),"
+      " w AS (INSERT INTO job_runs (job_definition_id, idempotency_key, max_attempts, priority, trigger_kind,"
+      "  leader_epoch, payload, start_after, submission_id)"
+      "  SELECT g.job_id, g.idempotency_key, g.max_attempts, g.priority, 'sql', $1::bigint,"
+      "  CASE WHEN g.parameters IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('parameters', g.parameters) END,"
+      "  g.run_at, g.id FROM judged g WHERE g.why IS NULL AND g.earlier IS NULL"
+      "  ON CONFLICT DO NOTHING RETURNING id, submission_id, job_definition_id, idempotency_key),"
+      // Two submissions of one key in a batch: the one inserted names the run.
+      " decided AS (SELECT g.id, CASE WHEN g.why IS NOT NULL THEN 'refused' WHEN w.id IS NOT NULL THEN 'created'"
+      "  ELSE 'existing' END AS outcome, CASE WHEN g.why IS NULL THEN coalesce(w.id, g.earlier,"
+      "  (SELECT w2.id FROM w w2 WHERE w2.idempotency_key = g.idempotency_key LIMIT 1)) END AS run_id, g.why"
+      "  FROM judged g LEFT JOIN w ON w.submission_id = g.id),"
+      " done AS (UPDATE submissions s SET processed_at = now(), outcome = d.outcome, run_id = d.run_id,"
+      "  refusal = d.why FROM decided d WHERE s.id = d.id AND (d.outcome <> 'existing' OR d.run_id IS NOT NULL)"
+      "  RETURNING s.outcome),"
+      " led AS (INSERT INTO decision_ledger (epoch, job_definition_id, decision, reason, run_id, details)"
+      "  SELECT $1::bigint, w.job_definition_id, 'created', 'sql', w.id,"
+      "  jsonb_build_object('submission_id', w.submission_id) FROM w RETURNING 1),"
+      // The parameters' names, not their values: a value may be a secret.
+      " audit AS (INSERT INTO audit_log (actor, action, subject, epoch, details)"
+      "  SELECT g.submitted_by, 'job.trigger', 'job:' || g.job_name, $1::bigint, jsonb_build_object('run_id', w.id,"
+      "  'submission_id', g.id, 'idempotency_key', g.idempotency_key, 'run_at', g.run_at, 'parameters',"
+      "  (SELECT coalesce(jsonb_agg(k ORDER BY k), '[]'::jsonb)"
+      "  FROM jsonb_object_keys(coalesce(g.parameters, '{}'::jsonb)) AS k))"
+      "  FROM w JOIN judged g ON g.id = w.submission_id RETURNING 1)"
+      " SELECT (SELECT epoch FROM fence), (SELECT count(*) FROM done), (SELECT count(*) FROM w),"
+      " (SELECT count(*) FROM done WHERE outcome = 'refused')";
+  return session_.with<SubmissionsProcessed>([&](pqxx::connection& c) -> Result<SubmissionsProcessed> {
+    pqxx::nontransaction tx{c};
+    auto r = tx.exec_params1(sql, epoch.value, limit, pg_array(payload_denylist));
+    return SubmissionsProcessed{Epoch{r[0].as<std::int64_t>()}, r[1].as<std::int64_t>(), r[2].as<std::int64_t>(),
+                                r[3].as<std::int64_t>()};
+  });
+}
+
+Result<bool> PgLeaderStore::await_inbox(Millis max) {
+  return session_.with<bool>(max + std::chrono::seconds(2), [&](pqxx::connection& c) -> Result<bool> {
+    if (!listening_) {
+      pqxx::nontransaction tx{c};
+      tx.exec(std::string("LISTEN ") + inbox_channel);
+      listening_ = true;
+    }
+    auto us = std::chrono::duration_cast<std::chrono::microseconds>(max).count();
+    return c.await_notification(static_cast<long>(us / 1'000'000), static_cast<long>(us % 1'000'000)) > 0;
+  });
+}
+
 Result<Pruned> PgLeaderStore::prune(Epoch epoch, int batch) {
   // One statement, a bounded batch of each kind, oldest first; the leader
   // calls it again while batches come back full. A run with a cancel or a
@@ -393,14 +469,16 @@ Result<Pruned> PgLeaderStore::prune(Epoch epoch, int batch) {
       // frees nothing that was held.
       " p AS (DELETE FROM rate_permits WHERE (job_definition_id, rate_key, slot) IN (SELECT job_definition_id,"
       "  rate_key, slot FROM rate_permits, ok WHERE until < now() - interval '1 day' ORDER BY until LIMIT $2)"
-      "  RETURNING 1)"
+      "  RETURNING 1),"
+      " s AS (DELETE FROM submissions WHERE id IN (SELECT id FROM submissions, ok"
+      "  WHERE processed_at < (SELECT at FROM cutoff) ORDER BY processed_at LIMIT $2) RETURNING 1)"
       " SELECT (SELECT epoch FROM fence), (SELECT count(*) FROM r), (SELECT count(*) FROM d),"
-      " (SELECT count(*) FROM e), (SELECT count(*) FROM x)";
+      " (SELECT count(*) FROM e), (SELECT count(*) FROM x), (SELECT count(*) FROM s)";
   return session_.with<Pruned>([&](pqxx::connection& c) -> Result<Pruned> {
     pqxx::nontransaction tx{c};
     auto r = tx.exec_params1(sql, epoch.value, batch);
     return Pruned{Epoch{r[0].as<std::int64_t>()}, r[1].as<std::int64_t>(), r[2].as<std::int64_t>(),
-                  r[3].as<std::int64_t>(), r[4].as<std::int64_t>()};
+                  r[3].as<std::int64_t>(),        r[4].as<std::int64_t>(), r[5].as<std::int64_t>()};
   });
 }
 

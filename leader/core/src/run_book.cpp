@@ -23,7 +23,7 @@ bool is_external(const Effect& e) {
          std::holds_alternative<WriteFinishes>(e) || std::holds_alternative<WriteHeartbeats>(e) ||
          std::holds_alternative<CreateCronRun>(e) || std::holds_alternative<SkipCronSlots>(e) ||
          std::holds_alternative<RecordDecision>(e) || std::holds_alternative<ProcessEvents>(e) ||
-         std::holds_alternative<Prune>(e);
+         std::holds_alternative<ProcessSubmissions>(e) || std::holds_alternative<Prune>(e);
 }
 
 RunBook::RunBook(Epoch epoch, std::string node_id, RuntimeConfig cfg, std::uint64_t seed, MonoTime started)
@@ -65,7 +65,7 @@ std::vector<Effect> RunBook::take_effects() {
 std::size_t RunBook::pass_outstanding() const {
   return awaiting_.active.size() + awaiting_.run.size() + awaiting_.due.size() + awaiting_.jobs.size() +
          awaiting_.write.size() + awaiting_.assigns.size() + awaiting_.heartbeats.size() + awaiting_.create.size() +
-         awaiting_.controls.size() + awaiting_.events.size();
+         awaiting_.controls.size() + awaiting_.events.size() + awaiting_.submissions.size();
 }
 
 std::size_t RunBook::outstanding() const { return pass_outstanding() + awaiting_.lanes.size(); }
@@ -139,6 +139,9 @@ void RunBook::result(OpId op, const Result<store::Pruned>& r, MonoTime now) { re
 void RunBook::result(OpId op, const Result<store::EventsProcessed>& r, MonoTime now) {
   resume(awaiting_.events, op, r, now);
 }
+void RunBook::result(OpId op, const Result<store::SubmissionsProcessed>& r, MonoTime now) {
+  resume(awaiting_.submissions, op, r, now);
+}
 void RunBook::result(OpId op, const Result<store::Controls>& r, MonoTime now) {
   resume(awaiting_.controls, op, r, now);
 }
@@ -197,6 +200,9 @@ void RunBook::pump() {
         // cron_enabled and events_enabled are an operator's gates
         // (live_settings.h), open until the first read of the controls, which
         // comes earlier in the same pass.
+        // A submission or an event committed (NOTIFY): taken now, not at
+        // the cron period.
+        if (pass_.inbox_requested) process_inbox();
         if (live_.cron_enabled && cron_.has_backlog()) {
           resume_cron_backlog();
           break;
@@ -210,7 +216,7 @@ void RunBook::pump() {
             awaiting_.jobs.emplace(op, resume::ScheduledJobsRead{});
             emit(ReadScheduledJobs{op});
           }
-          if (live_.events_enabled) process_events();
+          process_inbox();
           if (now_ - last_.prune >= cfg_.prune_every) prune();
         }
         break;

@@ -17,6 +17,8 @@ using store::WriteOutcome;
 inline constexpr Millis silent_check_every{100};
 /// Events turned into runs per statement; a full batch goes on at the next pass.
 inline constexpr int event_batch = 100;
+/// SQL submissions taken per statement.
+inline constexpr int submission_batch = 200;
 /// Rows of each kind removed per retention statement; likewise.
 inline constexpr int prune_batch = 500;
 /// How long a start written now keeps its run from being stale without a

@@ -58,6 +58,33 @@ void RunBook::tick(MonoTime now) {
 
 // --- the decision ledger ------------------------------------------------------
 
+void RunBook::inbox_noticed() {
+  pass_.inbox_requested = true;
+  after_input();
+}
+
+void RunBook::process_inbox() {
+  pass_.inbox_requested = false;
+  if (live_.events_enabled && awaiting_.events.empty()) process_events();
+  if (!awaiting_.submissions.empty()) return;
+  const OpId op = next_op();
+  awaiting_.submissions.emplace(op, resume::SubmissionsProcessing{});
+  emit(ProcessSubmissions{op, submission_batch, cfg_.payload_denylist});
+}
+
+void RunBook::resumed(resume::SubmissionsProcessing&, const Result<store::SubmissionsProcessed>& r) {
+  if (!r) {
+    log(LogLevel::warn, fmt::format("submissions_error epoch={} error={}", epoch_.value, r.error().message));
+    return;
+  }
+  if (r->current_epoch != epoch_) return fence("process_submissions", "", r->current_epoch);
+  if (r->submissions == 0) return;
+  log(LogLevel::info, fmt::format("submissions_processed submissions={} runs={} refused={} epoch={}", r->submissions,
+                                  r->runs, r->refused, epoch_.value));
+  if (r->runs > 0) pass_.dispatch_requested = true;
+  if (r->submissions >= submission_batch) pass_.inbox_requested = true;  // more waiting: the next pass goes on
+}
+
 void RunBook::process_events() {
   const OpId op = next_op();
   awaiting_.events.emplace(op, resume::EventsProcessing{});

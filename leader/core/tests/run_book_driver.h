@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include "baton/leader_core/run_book.h"
 
@@ -125,6 +126,11 @@ struct Driver {
   std::vector<store::DueRun> waiting;    ///< what ReadWaiting answers
   std::vector<store::DueRun> key_waits;  ///< what ReadWaiting{for_keys} answers
   store::Controls controls;
+  /// What the next ProcessSubmissions answers (then nothing taken again).
+  store::SubmissionsProcessed submitted{kEpoch, 0, 0, 0};
+  std::vector<ProcessSubmissions> submission_takes;  ///< every ProcessSubmissions seen
+  bool hold_submissions = false;                     ///< leave them unanswered (their ops in held_submissions)
+  std::vector<OpId> held_submissions;
   bool fail_controls = false;
   bool fail_reads = false;
   MonoTime now = at(0ms);
@@ -147,6 +153,13 @@ struct Driver {
           book.result(pr->op, Result<store::Pruned>(store::Pruned{kEpoch, 0, 0, 0, 0}), now);
         } else if (auto* ev = std::get_if<ProcessEvents>(&e)) {
           book.result(ev->op, Result<store::EventsProcessed>(store::EventsProcessed{kEpoch, 0, 0}), now);
+        } else if (auto* sp = std::get_if<ProcessSubmissions>(&e)) {
+          submission_takes.push_back(*sp);
+          if (hold_submissions) {
+            held_submissions.push_back(sp->op);
+            continue;
+          }
+          book.result(sp->op, Result<store::SubmissionsProcessed>(std::exchange(submitted, {kEpoch, 0, 0, 0})), now);
         } else if (auto* u = std::get_if<ReadUnmatched>(&e)) {
           book.result(u->op, Result<std::vector<store::DueRun>>(unmatched), now);
         } else if (auto* wt = std::get_if<ReadWaiting>(&e)) {

@@ -143,6 +143,10 @@ std::optional<Call> call_of(lc::Effect& effect, const Stores& stores, Epoch epoc
         } else if constexpr (std::is_same_v<T, lc::Prune>) {
           return Call{"prune", Lane::loop, 0,
                       [leader, epoch, e] { return returned(e.op, leader->prune(epoch, e.batch)); }};
+        } else if constexpr (std::is_same_v<T, lc::ProcessSubmissions>) {
+          return Call{"process_submissions", Lane::loop, 0, [leader, epoch, e] {
+                        return returned(e.op, leader->process_submissions(epoch, e.limit, e.payload_denylist));
+                      }};
         } else if constexpr (std::is_same_v<T, lc::ProcessEvents>) {
           return Call{"process_events", Lane::loop, 0,
                       [leader, epoch, e] { return returned(e.op, leader->process_events(epoch, e.limit)); }};

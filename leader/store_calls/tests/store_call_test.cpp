@@ -46,7 +46,7 @@ TEST(StoreCall, EveryEffectIsAStoreCallOnItsLaneOrTheShellsOwn) {
       {"unmatched_runs", Lane::reads}, {"run_write", Lane::loop},        {"assign_batch", Lane::assigns},
       {"start_batch", Lane::starts},   {"finish_batch", Lane::finishes}, {"heartbeat_batch", Lane::loop},
       {"create_cron_run", Lane::loop}, {"skip_cron_slots", Lane::loop},  {"record_decision", Lane::loop},
-      {"prune", Lane::loop},           {"process_events", Lane::loop},
+      {"prune", Lane::loop},           {"process_events", Lane::loop},   {"process_submissions", Lane::loop},
   };
   std::set<std::string> seen;
   int shells_own = 0;

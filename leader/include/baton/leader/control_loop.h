@@ -65,7 +65,11 @@ struct DispatchNow {
 struct LaneDone {
   std::function<void()> deliver;
 };
-using LoopEvent = std::variant<WorkerAttached, WorkerDetached, WorkerMessage, CancelRun, DispatchNow, LaneDone>;
+/// A submission or an event was committed (the inbox channel's NOTIFY):
+/// take the inbox now instead of at the cron period.
+struct InboxNoticed {};
+using LoopEvent =
+    std::variant<WorkerAttached, WorkerDetached, WorkerMessage, CancelRun, DispatchNow, LaneDone, InboxNoticed>;
 
 /// Worker messages the inbox holds at most. Beyond it, the connection whose
 /// message did not fit is closed (the worker reconnects and sends again:

@@ -186,11 +186,20 @@ struct EventsProcessed {
   std::int64_t runs = 0;    ///< runs created from them
 };
 
+/// What one store::LeaderStore::process_submissions call did.
+struct SubmissionsProcessed {
+  Epoch current_epoch{0};
+  std::int64_t submissions = 0;  ///< marked processed: created, existing or refused
+  std::int64_t runs = 0;         ///< runs created from them
+  std::int64_t refused = 0;      ///< refused: no run (why is on the submission)
+};
+
 /// What one store::LeaderStore::prune call removed.
 struct Pruned {
   Epoch current_epoch{0};
   std::int64_t runs = 0;  ///< finished runs (with their attempts, transitions, logs)
   std::int64_t ledger = 0, events = 0, dead_letters = 0;
+  std::int64_t submissions = 0;  ///< processed SQL submissions
 };
 
 /// Cron slots a plan gives up, recorded as one decision-ledger entry.

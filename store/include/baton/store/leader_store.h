@@ -50,10 +50,28 @@ class LeaderStore {
   /// `job.succeeded:<job>`) that is live and not paused, unique per (job,
   /// event), each with a `created` ledger entry; the events marked processed.
   virtual Result<EventsProcessed> process_events(Epoch epoch, int limit) = 0;
+  /// Up to `limit` pending SQL submissions (schemas/0036, baton.trigger),
+  /// oldest first, in one fenced statement, judged by the API trigger's
+  /// rules: a job deleted since, `payload_denylist` (also published for the
+  /// submitting function to apply) or the job's parameter declarations
+  /// refuse it (no run, why on the submission); an idempotency key that
+  /// names an earlier run gives that run; otherwise one run (trigger_kind
+  /// `sql`, unique per submission) with a `created` ledger entry and an
+  /// audit entry. Each submission is marked with its outcome in the same
+  /// statement. One whose key meets a run this statement cannot see stays
+  /// pending for the next call.
+  virtual Result<SubmissionsProcessed> process_submissions(Epoch epoch, int limit,
+                                                           const std::vector<std::string>& payload_denylist) = 0;
+  /// Waits up to `max` for a NOTIFY on the inbox channel (`baton_inbox`: a
+  /// submission or an event committed); true when one came. The first call
+  /// (and the first after a reconnect) LISTENs, so only a store used for
+  /// waiting queues notifications.
+  virtual Result<bool> await_inbox(Millis max) = 0;
   /// Retention: at most `batch` of each kind older than the `retention_days`
   /// setting, fenced: finished runs (with attempts, transitions and log
   /// chunks), decision-ledger entries, processed events and triaged (closed
-  /// or replayed) dead letters. Untriaged dead letters are kept.
+  /// or replayed) dead letters, processed SQL submissions. Untriaged dead
+  /// letters are kept.
   virtual Result<Pruned> prune(Epoch epoch, int batch) = 0;
   /// A decision about one run (held back by overlap control, no worker
   /// matches its selector), fenced: the decision-ledger entry is written only

@@ -232,6 +232,13 @@ struct ProcessEvents {
   OpId op = 0;
   int limit = 100;
 };
+/// store::LeaderStore::process_submissions: SQL submissions (baton.trigger)
+/// into runs, judged by the node's payload denylist.
+struct ProcessSubmissions {
+  OpId op = 0;
+  int limit = 100;
+  std::vector<std::string> payload_denylist;
+};
 /// store::LeaderStore::unmatched_runs: runs no attached worker can take.
 struct ReadUnmatched {
   OpId op = 0;
@@ -264,10 +271,11 @@ struct SkipCronSlots {
   std::vector<store::SkippedCronSlots> ranges;
   std::string details_json;  ///< {"policy": ..., "gap_cause": ...}
 };
-using Effect = std::variant<Send, Close, Log, Count, ObserveDispatchLatency, RecordWorker, AppendRunLog, ReadActive,
-                            ReadRun, ReadDue, ReadScheduledJobs, WriteRun, WriteAssigns, WriteStarts, WriteFinishes,
-                            WriteHeartbeats, CreateCronRun, SkipCronSlots, RecordDecision, ReadUnmatched, ProcessEvents,
-                            Prune, ReadControls, RecordWorkersSeen, ObserveRunFinished, AppendRunOutput, ReadWaiting>;
+using Effect =
+    std::variant<Send, Close, Log, Count, ObserveDispatchLatency, RecordWorker, AppendRunLog, ReadActive, ReadRun,
+                 ReadDue, ReadScheduledJobs, WriteRun, WriteAssigns, WriteStarts, WriteFinishes, WriteHeartbeats,
+                 CreateCronRun, SkipCronSlots, RecordDecision, ReadUnmatched, ProcessEvents, ProcessSubmissions, Prune,
+                 ReadControls, RecordWorkersSeen, ObserveRunFinished, AppendRunOutput, ReadWaiting>;
 
 /// True for the effects that change the world outside the leader (messages
 /// and writes): none may follow a Fenced answer.
@@ -289,6 +297,9 @@ class RunBook {
   void cancel(RunId run, const std::string& reason, MonoTime now);
   /// A run was just created: dispatch in this pass instead of at the period.
   void dispatch_now();
+  /// A submission or an event was committed (the inbox channel's NOTIFY):
+  /// the inbox is taken in the next pass instead of at the cron period.
+  void inbox_noticed();
   /// Runs just created, as their insert returned them (store::DueRun): they
   /// are placed at once, without a read and without waiting for a pass,
   /// when nothing else is being decided (no read or write of a pass
@@ -313,6 +324,7 @@ class RunBook {
   void result(OpId op, const Result<store::CreateResult>& r, MonoTime now);
   void result(OpId op, const Result<store::Controls>& r, MonoTime now);
   void result(OpId op, const Result<store::EventsProcessed>& r, MonoTime now);
+  void result(OpId op, const Result<store::SubmissionsProcessed>& r, MonoTime now);
   void result(OpId op, const Result<store::Pruned>& r, MonoTime now);
 
   // --- outputs --------------------------------------------------------------
@@ -512,6 +524,9 @@ class RunBook {
   /// Events (and successes other jobs run after) into runs: one fenced
   /// statement per batch, every cron period.
   void process_events();
+  /// The inbox: events (unless an operator turned them off) and SQL
+  /// submissions, each unless its statement is already in flight.
+  void process_inbox();
   /// Retention: a bounded batch every prune_every, again while full.
   void prune();
   /// One decision-ledger entry per (run, decision) while this book lives.
@@ -598,6 +613,7 @@ class RunBook {
   void resumed(resume::CronSlotCreate& s, const Result<store::CreateResult>& r);
   void resumed(resume::DecisionRecord& s, const Result<store::CreateResult>& r);
   void resumed(resume::EventsProcessing& s, const Result<store::EventsProcessed>& r);
+  void resumed(resume::SubmissionsProcessing& s, const Result<store::SubmissionsProcessed>& r);
   void resumed(resume::Pruning& s, const Result<store::Pruned>& r);
   // What waits for the read of the active runs (fresh: it succeeded).
   void viewed(resume::RefreshOnly& s, bool fresh);
@@ -627,6 +643,7 @@ class RunBook {
     std::map<OpId, resume::HeartbeatBatch> heartbeats;
     std::map<OpId, resume::CreateWait> create;
     std::map<OpId, resume::EventsProcessing> events;
+    std::map<OpId, resume::SubmissionsProcessing> submissions;
     std::map<OpId, resume::Pruning> prune;
     std::map<OpId, resume::ControlsRead> controls;
     std::map<OpId, resume::LaneBatch> lanes;  ///< at most one per lane
@@ -652,6 +669,7 @@ class RunBook {
     unsigned steps = 0;               ///< Step flags still to run in this pass
     bool under_way = false;           ///< tick's steps are under way; when they end, so does the view's freshness
     bool dispatch_requested = false;  ///< dispatch in this pass, not at its period
+    bool inbox_requested = false;     ///< take the inbox in this pass, not at the cron period
   };
   Pass pass_;
 

@@ -263,6 +263,8 @@ using CreateWait = std::variant<CronSkip, CronSlotCreate, DecisionRecord>;
 
 /// Events turned into runs.
 struct EventsProcessing {};
+/// SQL submissions turned into runs.
+struct SubmissionsProcessing {};
 /// A retention batch.
 struct Pruning {};
 

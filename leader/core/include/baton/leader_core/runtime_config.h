@@ -3,6 +3,8 @@
 // section, docs/operations.md). Plain data: the pure decisions of
 // leader_core and the control loop that executes them both read it.
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "baton/base/clock.h"
 
@@ -67,6 +69,11 @@ struct RuntimeConfig {
   /// The node has a log archive (node key log_archive_dir): a streamed
   /// attempt's finish records its log_ref.
   bool log_archive = false;
+  /// The node's payload_denylist: the leader judges SQL submissions by it
+  /// when it turns them into runs, and publishes it for baton.trigger to
+  /// refuse with in the submitter's transaction (schemas/0036). The node
+  /// sets it from its configuration.
+  std::vector<std::string> payload_denylist;
 };
 
 }  // namespace baton::leader_core

@@ -36,6 +36,9 @@ class FakeLeaderStore final : public LeaderStore {
                                        const std::string& details_json) override;
   Result<EventsProcessed> process_events(Epoch epoch, int limit) override;
   Result<Pruned> prune(Epoch epoch, int batch) override;
+  Result<SubmissionsProcessed> process_submissions(Epoch epoch, int limit,
+                                                   const std::vector<std::string>& payload_denylist) override;
+  Result<bool> await_inbox(Millis max) override;
   Result<CreateResult> record_decision(Epoch epoch, RunId run, const std::string& decision, const std::string& reason,
                                        const std::string& details_json) override;
   Result<void> record_fenced_out(Epoch epoch, const std::string& node_id,

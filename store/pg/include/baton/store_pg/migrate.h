@@ -56,4 +56,15 @@ struct GrantReport {
 /// tables get no grant of their own.
 Result<GrantReport> grant_runtime_role(const std::string& url, const std::string& role);
 
+/// The application's interface (schemas/0036): what grant_submitter_role
+/// grants, and all it grants.
+inline constexpr const char* submitter_functions[] = {
+    "baton.trigger(text, jsonb, text, timestamptz)", "baton.emit_event(text, jsonb, text)", "baton.submission(bigint)"};
+
+/// Gives `role`, an application's, the right to submit runs and events in
+/// its own transactions and to read what became of its submissions: EXECUTE
+/// on submitter_functions and nothing else (docs/clients.md, "The
+/// baton_submitter role"). The same refusals as grant_runtime_role.
+Result<void> grant_submitter_role(const std::string& url, const std::string& role);
+
 }  // namespace baton::store::pg

@@ -8,6 +8,10 @@
 
 namespace baton::store::pg {
 
+/// The channel baton.trigger and baton.emit_event NOTIFY at commit
+/// (schemas/0036); the leader's inbox waiter LISTENs on it.
+inline constexpr const char* inbox_channel = "baton_inbox";
+
 class PgLeaderStore final : public LeaderStore {
  public:
   PgLeaderStore(const std::string& url, const std::string& application_name);
@@ -22,6 +26,9 @@ class PgLeaderStore final : public LeaderStore {
   Result<CreateResult> skip_cron_slots(Epoch epoch, const std::string& job, const std::vector<SkippedCronSlots>& ranges,
                                        const std::string& details_json) override;
   Result<EventsProcessed> process_events(Epoch epoch, int limit) override;
+  Result<SubmissionsProcessed> process_submissions(Epoch epoch, int limit,
+                                                   const std::vector<std::string>& payload_denylist) override;
+  Result<bool> await_inbox(Millis max) override;
   Result<Pruned> prune(Epoch epoch, int batch) override;
   Result<void> record_fenced_out(Epoch epoch, const std::string& node_id,
                                  const std::vector<FencedOut>& refused) override;
@@ -42,6 +49,7 @@ class PgLeaderStore final : public LeaderStore {
 
  private:
   PgSession session_;
+  bool listening_ = false;  ///< this connection LISTENs on the inbox channel (await_inbox)
 };
 
 }  // namespace baton::store::pg

@@ -1,0 +1,262 @@
+// Submission inside the application's own transaction (schemas/0036)
+// against real PostgreSQL: baton.trigger and baton.emit_event commit or roll
+// back with the caller's transaction, refuse what the API would refuse in
+// that transaction, and the leader turns each committed submission into
+// exactly one run in one fenced statement; the submitter role can do
+// nothing else.
+#include <gtest/gtest.h>
+
+#include "baton/store_pg/migrate.h"
+#include "store_test_support.h"
+
+using namespace baton;
+using namespace baton::store;
+using namespace baton::store::pg;
+using namespace baton::store::pg::test;
+
+namespace {
+
+const std::vector<std::string> default_denylist{"password", "passwd", "secret",      "_token",    "=token",
+                                                "api_key",  "apikey", "private_key", "-----BEGIN"};
+
+class SqlSubmissionTest : public ElectedStoreTest {
+ protected:
+  SqlSubmissionTest() : ElectedStoreTest("sqlsubmit") {
+    app_url = login_role(app_role);
+    EXPECT_TRUE(grant_submitter_role(url, app_role));
+  }
+
+  /// A new login role (roles are the cluster's: named after this test's
+  /// database, so that no two tests share one) and its URL to this database.
+  std::string login_role(const std::string& role) {
+    pqxx::connection c(url);
+    pqxx::nontransaction tx(c);
+    tx.exec("CREATE ROLE " + c.quote_name(role) + " LOGIN");
+    return "postgresql://" + role + "@" + url.substr(url.find('@') + 1);
+  }
+
+  void job(const std::string& name, const std::string& rules_json = "{}") {
+    JobDefinition j;
+    j.name = name;
+    j.parameter_rules_json = rules_json;
+    ASSERT_TRUE(admin.create_job(Actor{"test", epoch}, j));
+  }
+
+  /// Runs `sql` as the application, in a transaction of its own that
+  /// commits (or rolls back), and returns the first column of its first row.
+  std::string as_app(const std::string& sql, bool commit = true) {
+    pqxx::connection c(app_url);
+    pqxx::work tx(c);
+    auto r = tx.exec1(sql);
+    std::string out = r[0].is_null() ? "NULL" : r[0].as<std::string>();
+    if (commit)
+      tx.commit();
+    else
+      tx.abort();
+    return out;
+  }
+  /// The message `sql` raises as the application (empty: none).
+  std::string raised(const std::string& sql) {
+    try {
+      as_app(sql);
+    } catch (const pqxx::sql_error& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  SubmissionsProcessed take(Epoch as) {
+    auto r = leader.process_submissions(as, 100, default_denylist);
+    EXPECT_TRUE(r);
+    return r ? *r : SubmissionsProcessed{};
+  }
+
+  const std::string app_role = url.substr(url.rfind('/') + 1) + "_app";
+  std::string app_url;
+};
+
+}  // namespace
+
+TEST_F(SqlSubmissionTest, ARolledBackTransactionSubmitsNothing) {
+  job("report");
+  const std::string id = as_app("SELECT baton.trigger('report', '{}', 'k-1')", false);
+  EXPECT_NE(id, "NULL");
+  EXPECT_EQ(text("SELECT count(*) FROM submissions"), "0");
+  EXPECT_EQ(take(epoch).submissions, 0);
+  EXPECT_EQ(text("SELECT count(*) FROM job_runs"), "0");
+}
+
+TEST_F(SqlSubmissionTest, ACommittedSubmissionBecomesOneRunWithItsParametersOnce) {
+  job("report", R"({"customer": {"required": true}})");
+  const std::string id =
+      as_app("SELECT baton.trigger('report', '{\"customer\": \"acme\"}', NULL, now() + interval '1 hour')");
+  EXPECT_EQ(as_app("SELECT status FROM baton.submission(" + id + ")"), "pending");
+
+  auto p = take(epoch);
+  EXPECT_EQ(p.submissions, 1);
+  EXPECT_EQ(p.runs, 1);
+  EXPECT_EQ(p.refused, 0);
+  EXPECT_EQ(text("SELECT trigger_kind || ' ' || (payload->'parameters'->>'customer') || ' ' ||"
+                 " (start_after > now() + interval '59 minutes') || ' ' || submission_id FROM job_runs"),
+            "sql acme true " + id);
+  const std::string run = text("SELECT id FROM job_runs");
+  EXPECT_EQ(as_app("SELECT status || ' ' || run_id || ' ' || run_state FROM baton.submission(" + id + ")"),
+            "created " + run + " PENDING");
+  EXPECT_EQ(text("SELECT count(*) FROM decision_ledger WHERE reason = 'sql' AND run_id = " + run), "1");
+  EXPECT_EQ(text("SELECT actor || ' ' || (details->>'submission_id') || ' ' || (details->'parameters')::text"
+                 " FROM audit_log WHERE action = 'job.trigger'"),
+            "sql:" + app_role + " " + id + " [\"customer\"]");
+  // Taken once, however often the leader asks.
+  EXPECT_EQ(take(epoch).submissions, 0);
+  EXPECT_EQ(text("SELECT count(*) FROM job_runs"), "1");
+}
+
+TEST_F(SqlSubmissionTest, BadInputRaisesInTheCallersTransactionNamingWhatWasWrong) {
+  job("report", R"({"customer": {"required": true}, "mode": {"enum": ["full", "delta"]}})");
+  EXPECT_NE(raised("SELECT baton.trigger('nope')").find("baton.trigger: unknown job 'nope'"), std::string::npos);
+  EXPECT_NE(raised("SELECT baton.trigger('report', '[1]')").find("parameters must be a JSON object"),
+            std::string::npos);
+  EXPECT_NE(raised("SELECT baton.trigger('report', '{}')").find("parameter 'customer' is required"), std::string::npos);
+  EXPECT_NE(raised("SELECT baton.trigger('report', '{\"customer\": \"a\", \"mode\": \"half\"}')")
+                .find("parameter 'mode' must be one of 'full', 'delta', got 'half'"),
+            std::string::npos);
+  EXPECT_NE(raised("SELECT baton.trigger('report', '{\"customer\": \"a\", \"db_password\": \"x\"}')")
+                .find("parameters.db_password: the name contains \"password\": secrets do not belong"),
+            std::string::npos);
+  EXPECT_NE(raised("SELECT baton.trigger('report', '{\"customer\": \"a\"}', '')").find("idempotency_key must be 1-200"),
+            std::string::npos);
+  EXPECT_NE(raised("SELECT baton.trigger('report', '{\"customer\": \"a\"}', NULL, now() + interval '2 years')")
+                .find("run_at at most a year ahead"),
+            std::string::npos);
+  EXPECT_NE(raised("SELECT baton.emit_event('job.succeeded:x')").find("reserved for run_after"), std::string::npos);
+  EXPECT_NE(
+      raised("SELECT baton.emit_event('deploy', '{\"token\": \"x\"}')").find("payload.token: the name is \"token\""),
+      std::string::npos);
+  EXPECT_EQ(text("SELECT count(*) FROM submissions"), "0");
+  EXPECT_EQ(text("SELECT count(*) FROM events"), "0");
+}
+
+TEST_F(SqlSubmissionTest, AnIdempotencyKeyNamesOneRunAcrossSubmissionsAndTheApi) {
+  job("report");
+  const std::string a = as_app("SELECT baton.trigger('report', NULL, 'order-7')");
+  const std::string b = as_app("SELECT baton.trigger('report', NULL, 'order-7')");
+  auto p = take(epoch);
+  EXPECT_EQ(p.submissions, 2);
+  EXPECT_EQ(p.runs, 1);
+  const std::string run = text("SELECT id FROM job_runs");
+  EXPECT_EQ(as_app("SELECT status || ' ' || run_id FROM baton.submission(" + a + ")"), "created " + run);
+  EXPECT_EQ(as_app("SELECT status || ' ' || run_id FROM baton.submission(" + b + ")"), "existing " + run);
+
+  // A key the API used first names the API's run.
+  auto api = admin.trigger(Actor{"test", epoch}, "report", std::string("order-8"), std::nullopt);
+  ASSERT_TRUE(api);
+  const std::string c = as_app("SELECT baton.trigger('report', NULL, 'order-8')");
+  EXPECT_EQ(take(epoch).runs, 0);
+  EXPECT_EQ(as_app("SELECT status || ' ' || run_id FROM baton.submission(" + c + ")"),
+            "existing " + std::to_string(api->run.value));
+
+  // A key whose run finished within the remembered window still names it.
+  const RunId done = api->run;
+  auto a2 = runs.assign({done, Version{1}, epoch}, "w1");
+  ASSERT_TRUE(a2);
+  AttemptFence f{"w1", a2->attempt, a2->lease_token};
+  auto started = runs.start({done, a2->new_version, epoch}, f, Millis{1000});
+  Finish fin;
+  fin.final_state = RunState::succeeded;
+  ASSERT_EQ(runs.finish({done, started->new_version, epoch}, f, fin)->outcome, WriteOutcome::applied);
+  const std::string d = as_app("SELECT baton.trigger('report', NULL, 'order-8')");
+  EXPECT_EQ(take(epoch).runs, 0) << "a finished run's key is remembered for a day";
+  EXPECT_EQ(as_app("SELECT status || ' ' || run_id FROM baton.submission(" + d + ")"),
+            "existing " + std::to_string(done.value));
+}
+
+TEST_F(SqlSubmissionTest, AStaleLeaderTakesNothingAndTheNextOneTakesEachSubmissionOnce) {
+  job("report");
+  as_app("SELECT baton.trigger('report')");
+  const Epoch newer = force_election(url, "n2");
+  auto stale = take(epoch);
+  EXPECT_EQ(stale.current_epoch, newer);
+  EXPECT_EQ(stale.submissions, 0);
+  EXPECT_EQ(text("SELECT count(*) FROM job_runs"), "0");
+  EXPECT_EQ(take(newer).runs, 1);
+  EXPECT_EQ(take(newer).runs, 0);
+  EXPECT_EQ(text("SELECT count(*) FROM job_runs WHERE leader_epoch = " + std::to_string(newer.value)), "1");
+}
+
+TEST_F(SqlSubmissionTest, TheLeaderJudgesAgainWhatChangedSinceTheSubmission) {
+  job("report", R"({"customer": {}})");
+  job("gone");
+  const std::string a = as_app("SELECT baton.trigger('gone')");
+  ASSERT_TRUE(admin.delete_job(Actor{"test", epoch}, "gone", std::nullopt));
+  const std::string b = as_app("SELECT baton.trigger('report', '{\"customer\": \"acme\"}')");
+  // This node's denylist refuses the name; it is published for the next
+  // submission to be refused in its own transaction.
+  auto p = leader.process_submissions(epoch, 100, {"customer"});
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->submissions, 2);
+  EXPECT_EQ(p->refused, 2);
+  EXPECT_EQ(p->runs, 0);
+  EXPECT_EQ(as_app("SELECT status || ': ' || refusal FROM baton.submission(" + a + ")"),
+            "refused: job 'gone' was deleted before the leader took the submission");
+  EXPECT_NE(as_app("SELECT refusal FROM baton.submission(" + b + ")").find("parameters.customer: the name contains"),
+            std::string::npos);
+  EXPECT_NE(raised("SELECT baton.trigger('report', '{\"customer\": \"acme\"}')").find("contains \"customer\""),
+            std::string::npos);
+  EXPECT_EQ(text("SELECT count(*) FROM job_runs"), "0");
+}
+
+TEST_F(SqlSubmissionTest, AnEventCommitsWithTheCallerAndIsRecordedOncePerDedupeKey) {
+  JobDefinition j;
+  j.name = "deployer";
+  j.on_events = {"deploy"};
+  ASSERT_TRUE(admin.create_job(Actor{"test", epoch}, j));
+  as_app("SELECT baton.emit_event('deploy', '{\"v\": 1}', 'd-1')", false);
+  EXPECT_EQ(text("SELECT count(*) FROM events"), "0");
+  const std::string first = as_app("SELECT baton.emit_event('deploy', '{\"v\": 1}', 'd-1')");
+  EXPECT_EQ(as_app("SELECT baton.emit_event('deploy', '{\"v\": 2}', 'd-1')"), first);
+  EXPECT_EQ(text("SELECT created_by FROM events"), "sql:" + app_role);
+  EXPECT_EQ(leader.process_events(epoch, 100)->runs, 1);
+}
+
+TEST_F(SqlSubmissionTest, TheSubmitterRoleCanDoNothingElse) {
+  job("report");
+  auto refused = [&](const std::string& sql) { return raised(sql).find("permission denied") != std::string::npos; };
+  EXPECT_TRUE(refused("SELECT count(*) FROM job_runs"));
+  EXPECT_TRUE(refused("SELECT count(*) FROM submissions"));
+  EXPECT_TRUE(refused("INSERT INTO submissions (job_definition_id, job_name, submitted_by) VALUES (1, 'x', 'y')"));
+  EXPECT_TRUE(refused("SELECT count(*) FROM job_definitions"));
+  EXPECT_TRUE(refused("UPDATE settings SET value = '1' WHERE key = 'retention_days'"));
+  // Another application's submissions are not its to read.
+  const std::string mine = as_app("SELECT baton.trigger('report')");
+  {
+    pqxx::connection c(url);
+    pqxx::nontransaction tx(c);
+    tx.exec("UPDATE submissions SET submitted_by = 'sql:someone_else'");
+  }
+  EXPECT_EQ(as_app("SELECT count(*) FROM baton.submission(" + mine + ")"), "0");
+  // Without the grant, not even the functions.
+  const std::string ungranted = login_role(app_role + "_ungranted");
+  bool denied = false;
+  try {
+    pqxx::connection c(ungranted);
+    pqxx::work tx(c);
+    tx.exec("SELECT baton.trigger('report')");
+  } catch (const pqxx::sql_error& e) {
+    denied = std::string(e.what()).find("permission denied") != std::string::npos;
+  }
+  EXPECT_TRUE(denied);
+}
+
+TEST_F(SqlSubmissionTest, ACommitWakesAWaiterAndARollbackDoesNot) {
+  job("report");
+  PgLeaderStore waiter(url, "test-inbox");
+  ASSERT_TRUE(waiter.await_inbox(Millis{1}));  // LISTENs
+  as_app("SELECT baton.trigger('report')", false);
+  auto quiet = waiter.await_inbox(Millis{300});
+  ASSERT_TRUE(quiet);
+  EXPECT_FALSE(*quiet) << "a rolled-back submission notifies no one";
+  as_app("SELECT baton.trigger('report')");
+  auto woken = waiter.await_inbox(Millis{5000});
+  ASSERT_TRUE(woken);
+  EXPECT_TRUE(*woken);
+}
