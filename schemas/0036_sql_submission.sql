@@ -29,6 +29,8 @@ CREATE TABLE submissions (
   parameters        JSONB,
   idempotency_key   TEXT CHECK (idempotency_key IS NULL OR length(idempotency_key) BETWEEN 1 AND 200),
   run_at            TIMESTAMPTZ,
+  priority          INTEGER,
+  timeout_ms        BIGINT,
   submitted_by      TEXT NOT NULL,
   submitted_at      TIMESTAMPTZ NOT NULL DEFAULT now(),
   processed_at      TIMESTAMPTZ,
@@ -133,6 +135,25 @@ BEGIN
   RETURN NULL;
 END $$;
 
+-- Why a trigger's own priority or timeout is outside what its job allows,
+-- or NULL (the API's trigger, its batch and baton.trigger alike). A run
+-- may be given a priority from -1000 up to its job's own (a trigger may
+-- send a run behind the job's others, never ahead of what the operator
+-- set) and a timeout up to its job's (none: any).
+CREATE FUNCTION baton_trigger_options_refused(job_priority INTEGER, job_timeout_ms BIGINT, priority INTEGER,
+                                              timeout_ms BIGINT)
+RETURNS TEXT LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE
+    WHEN priority IS NOT NULL AND (priority < -1000 OR priority > job_priority) THEN
+      format('priority %s is outside what the job allows: from -1000 up to the job''s own priority, %s',
+             priority, job_priority)
+    WHEN timeout_ms IS NOT NULL AND timeout_ms <= 0 THEN
+      format('timeout %s ms: a timeout must be positive', timeout_ms)
+    WHEN timeout_ms IS NOT NULL AND job_timeout_ms IS NOT NULL AND timeout_ms > job_timeout_ms THEN
+      format('timeout %s ms is longer than the job allows (its own timeout, %s ms)', timeout_ms, job_timeout_ms)
+  END
+$$;
+
 -- The application's interface: schema `baton`, three functions that run
 -- with the owner's rights (SECURITY DEFINER, a fixed search_path) and that
 -- nobody may execute until `baton migrate --grant-submit-to ROLE` grants
@@ -143,12 +164,14 @@ CREATE SCHEMA IF NOT EXISTS baton;
 -- tells what became of it). Raises, in the caller's transaction, on an
 -- unknown job or parameters the run would be refused for.
 CREATE FUNCTION baton.trigger(job TEXT, parameters JSONB DEFAULT NULL, idempotency_key TEXT DEFAULT NULL,
-                              run_at TIMESTAMPTZ DEFAULT NULL)
+                              run_at TIMESTAMPTZ DEFAULT NULL, priority INTEGER DEFAULT NULL,
+                              timeout INTERVAL DEFAULT NULL)
 RETURNS BIGINT LANGUAGE plpgsql VOLATILE SECURITY DEFINER AS $$
 DECLARE
   d job_definitions;
   why TEXT;
   new_id BIGINT;
+  timeout_ms BIGINT := (extract(epoch FROM timeout) * 1000)::bigint;
 BEGIN
   SELECT * INTO d FROM job_definitions j WHERE j.name = job AND j.deleted_at IS NULL;
   IF NOT FOUND THEN
@@ -172,12 +195,14 @@ BEGIN
   END IF;
   why := coalesce(baton_payload_denied(parameters, (SELECT payload_denylist FROM submission_rules r WHERE r.id = 1),
                                        'parameters'),
-                  baton_parameters_refused(d.parameter_rules, parameters, false));
+                  baton_parameters_refused(d.parameter_rules, parameters, false),
+                  baton_trigger_options_refused(d.priority, d.timeout_ms, priority, timeout_ms));
   IF why IS NOT NULL THEN
     RAISE EXCEPTION 'baton.trigger: job %: %', quote_literal(d.name), why USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  INSERT INTO submissions (job_definition_id, job_name, parameters, idempotency_key, run_at, submitted_by)
-  VALUES (d.id, d.name, parameters, idempotency_key, run_at, 'sql:' || session_user)
+  INSERT INTO submissions (job_definition_id, job_name, parameters, idempotency_key, run_at, priority, timeout_ms,
+                           submitted_by)
+  VALUES (d.id, d.name, parameters, idempotency_key, run_at, priority, timeout_ms, 'sql:' || session_user)
   RETURNING submissions.id INTO new_id;
   PERFORM pg_notify('baton_inbox', 'submission');
   RETURN new_id;
@@ -238,12 +263,12 @@ $$;
 
 -- Nobody executes these until granted; their search_path is Baton's
 -- schema (where this migration runs), never the caller's.
-REVOKE ALL ON FUNCTION baton.trigger(TEXT, JSONB, TEXT, TIMESTAMPTZ) FROM PUBLIC;
+REVOKE ALL ON FUNCTION baton.trigger(TEXT, JSONB, TEXT, TIMESTAMPTZ, INTEGER, INTERVAL) FROM PUBLIC;
 REVOKE ALL ON FUNCTION baton.emit_event(TEXT, JSONB, TEXT) FROM PUBLIC;
 REVOKE ALL ON FUNCTION baton.submission(BIGINT) FROM PUBLIC;
 DO $$
 BEGIN
-  EXECUTE format('ALTER FUNCTION baton.trigger(TEXT, JSONB, TEXT, TIMESTAMPTZ) SET search_path = %I, pg_temp',
+  EXECUTE format('ALTER FUNCTION baton.trigger(TEXT, JSONB, TEXT, TIMESTAMPTZ, INTEGER, INTERVAL) SET search_path = %I, pg_temp',
                  current_schema());
   EXECUTE format('ALTER FUNCTION baton.emit_event(TEXT, JSONB, TEXT) SET search_path = %I, pg_temp', current_schema());
   EXECUTE format('ALTER FUNCTION baton.submission(BIGINT) SET search_path = %I, pg_temp', current_schema());

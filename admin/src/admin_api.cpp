@@ -88,8 +88,9 @@ std::optional<HttpResponse> AdminApi::over_rate(const ApiRoute& route, const std
   auto ends_with = [&](const std::string& s) {
     return p.size() >= s.size() && p.compare(p.size() - s.size(), s.size(), s) == 0;
   };
-  const bool creates = route.method == "POST" &&
-                       (ends_with("/trigger") || ends_with("/rerun") || ends_with("/replay") || p == "/api/v1/events");
+  const bool creates =
+      route.method == "POST" && (ends_with("/trigger") || ends_with("/rerun") || ends_with("/replay") ||
+                                 p == "/api/v1/events" || p == "/api/v1/triggers");
   const bool lists = route.method == "GET" && p.back() != '}' && p != "/api/v1/openapi.json" && p != "/api/v1/settings";
   if (!creates && !lists) return std::nullopt;
   const double rate = creates ? limits_.trigger_rate : limits_.read_rate;

@@ -140,10 +140,22 @@ std::vector<ApiRoute> AdminApi::make_routes() {
        {},
        O,
        true,
-       "optional: {\"parameters\": {...}, \"run_at\": \"2026-12-01T09:00:00Z\"} (parameters: kept as the run's "
-       "payload; only parameters the job declares, as its rules allow: else 400 invalid_parameters. run_at: ISO "
-       "8601, UTC without an offset, at most a year ahead: the run does not start before it)",
+       "optional: {\"parameters\": {...}, \"run_at\": \"2026-12-01T09:00:00Z\", \"priority\": -5, "
+       "\"timeout_ms\": 60000} (parameters: kept as the run's payload; only parameters the job declares, as its "
+       "rules allow: else 400 invalid_parameters. run_at: ISO 8601, UTC without an offset, at most a year ahead: "
+       "the run does not start before it. priority: the run's own, from -1000 up to the job's priority. "
+       "timeout_ms: the run's own, at most the job's timeout)",
        h(&AdminApi::trigger)},
+      {"POST",
+       "/api/v1/triggers",
+       "Create many runs in one statement: all of them, or (one refused) none.",
+       {},
+       O,
+       true,
+       "{\"runs\": [{\"job\": NAME, \"idempotency_key\": K, \"parameters\": {...}, \"run_at\": ..., "
+       "\"priority\": ..., \"timeout_ms\": ...}, ...]} (1-500 runs; each as the body of a trigger, with its job "
+       "and its own idempotency key; a key that names a run gives that run, created: false)",
+       h(&AdminApi::trigger_batch)},
       {"POST",
        "/api/v1/jobs/{name}/pause",
        "Pause a job: its schedule creates no runs until resumed.",

@@ -202,6 +202,63 @@ HttpResponse AdminApi::set_paused(const ApiCall& c, bool paused) {
   return ok_json(json::parse(r->json));
 }
 
+namespace {
+
+/// A trigger's body as the single trigger and each item of a batch take it:
+/// the run's payload ({"parameters": {...}}, its names and values checked
+/// against the denylist) and its options. Keys in `also` are the caller's
+/// (a batch item's job and idempotency_key) and are left out.
+struct TriggerBody {
+  std::optional<std::string> payload;
+  store::TriggerOptions options;
+};
+std::variant<std::string, TriggerBody> trigger_body(json::object o, const std::vector<std::string>& denylist,
+                                                    std::initializer_list<std::string_view> also) {
+  TriggerBody out;
+  for (const auto& kv : o) {
+    const std::string_view k = kv.key();
+    if (k != "parameters" && k != "run_at" && k != "priority" && k != "timeout_ms" &&
+        std::find(also.begin(), also.end(), k) == also.end())
+      return "unknown key " + json_quote(std::string(k).substr(0, 64)) +
+             " (a trigger takes {\"parameters\": {...}, \"run_at\": \"2026-12-01T09:00:00Z\", \"priority\": -5, "
+             "\"timeout_ms\": 60000})";
+  }
+  for (auto k : also) o.erase(k);
+  if (auto* at = o.if_contains("run_at")) {
+    if (!at->is_string()) return "'run_at' must be an ISO 8601 time, e.g. 2026-12-01T09:00:00Z";
+    auto parsed = leader_core::parse_iso8601(std::string(at->as_string()), leader_core::CronZone{});
+    if (auto* e = std::get_if<std::string>(&parsed)) return "run_at: " + *e;
+    const auto when = std::get<std::chrono::sys_seconds>(parsed).time_since_epoch().count();
+    const auto now =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    if (when > now + 366LL * 24 * 3600) return "run_at: at most a year ahead (a schedule is for what recurs)";
+    out.options.run_at = when;
+    o.erase("run_at");  // not a parameter: the payload's keys are
+  }
+  // The bounds the job sets are the database's to judge (in the statement
+  // that inserts); here only the shape.
+  if (auto* p = o.if_contains("priority")) {
+    if (!p->is_int64() || p->as_int64() < -1000 || p->as_int64() > 1000)
+      return "'priority' must be an integer from -1000 to 1000 (at most the job's own priority)";
+    out.options.priority = static_cast<int>(p->as_int64());
+    o.erase("priority");
+  }
+  if (auto* t = o.if_contains("timeout_ms")) {
+    if (!t->is_int64() || t->as_int64() <= 0)
+      return "'timeout_ms' must be a positive integer of milliseconds (at most the job's own timeout)";
+    out.options.timeout_ms = t->as_int64();
+    o.erase("timeout_ms");
+  }
+  if (auto* p = o.if_contains("parameters")) {
+    if (!p->is_object()) return "'parameters' must be a JSON object of names to values";
+    if (auto denied = find_denied(*p, denylist, "parameters")) return *denied;
+  }
+  out.payload = json::serialize(o);
+  return out;
+}
+
+}  // namespace
+
 HttpResponse AdminApi::trigger(const ApiCall& c) {
   const auto& job = c.param("name");
   if (!valid_name(job)) return bad_name("job name", job);
@@ -211,39 +268,18 @@ HttpResponse AdminApi::trigger(const ApiCall& c) {
       return error(400, "bad_request", "Idempotency-Key must be 1-200 characters");
     key = k->second;
   }
-  // An optional body: {"parameters": {...}}, kept as the run's payload, and
-  // "run_at" (ISO 8601; without an offset, UTC): a one-off at that time.
-  std::optional<std::string> payload;
-  std::optional<std::int64_t> run_at;
+  // An optional body: {"parameters": {...}}, kept as the run's payload,
+  // "run_at" (ISO 8601; without an offset, UTC): a one-off at that time,
+  // and the run's own "priority" and "timeout_ms".
+  TriggerBody parsed;
   if (!c.request.body.empty()) {
     auto body = body_object(c.request);
     if (auto* e = std::get_if<HttpResponse>(&body)) return *e;
-    auto& o = std::get<json::object>(body);
-    for (const auto& kv : o)
-      if (kv.key() != "parameters" && kv.key() != "run_at")
-        return error(400, "bad_request",
-                     "unknown key " + json_quote(std::string(kv.key()).substr(0, 64)) +
-                         " (a trigger takes {\"parameters\": {...}, \"run_at\": \"2026-12-01T09:00:00Z\"})");
-    if (auto* at = o.if_contains("run_at")) {
-      if (!at->is_string())
-        return error(400, "bad_request", "'run_at' must be an ISO 8601 time, e.g. 2026-12-01T09:00:00Z");
-      auto parsed = leader_core::parse_iso8601(std::string(at->as_string()), leader_core::CronZone{});
-      if (auto* e = std::get_if<std::string>(&parsed)) return error(400, "bad_request", "run_at: " + *e);
-      const auto when = std::get<std::chrono::sys_seconds>(parsed).time_since_epoch().count();
-      const auto now =
-          std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-      if (when > now + 366LL * 24 * 3600)
-        return error(400, "bad_request", "run_at: at most a year ahead (a schedule is for what recurs)");
-      run_at = when;
-      o.erase("run_at");  // not a parameter: the payload's keys are
-    }
-    if (auto* p = o.if_contains("parameters"); p && !p->is_object())
-      return error(400, "bad_request", "'parameters' must be a JSON object of names to values");
-    if (auto* p = o.if_contains("parameters"))
-      if (auto denied = find_denied(*p, denylist_, "parameters")) return error(400, "bad_request", *denied);
-    payload = json::serialize(o);
+    auto t = trigger_body(std::get<json::object>(body), denylist_, {});
+    if (auto* why = std::get_if<std::string>(&t)) return error(400, "bad_request", *why);
+    parsed = std::get<TriggerBody>(std::move(t));
   }
-  auto created = with_store([&](auto& s) { return s.trigger(c.actor(), job, key, payload, run_at); });
+  auto created = with_store([&](auto& s) { return s.trigger(c.actor(), job, key, parsed.payload, parsed.options); });
   if (!created) {
     if (created.error().code == Errc::bad_input) return error(404, "unknown_job", created.error().message);
     return db_error(created.error());
@@ -271,10 +307,73 @@ HttpResponse AdminApi::trigger(const ApiCall& c) {
     ports_.runs_created(std::move(due));
   }
   json::object out{{"job", job}, {"run_id", created->run.value}, {"created", true}};
-  if (run_at)
-    out["run_at"] =
-        leader_core::format_iso8601(std::chrono::sys_seconds{std::chrono::seconds{*run_at}}, leader_core::CronZone{});
+  if (parsed.options.run_at)
+    out["run_at"] = leader_core::format_iso8601(std::chrono::sys_seconds{std::chrono::seconds{*parsed.options.run_at}},
+                                                leader_core::CronZone{});
   return ok_json(out, 201);
+}
+
+HttpResponse AdminApi::trigger_batch(const ApiCall& c) {
+  // {"runs": [{"job", "idempotency_key", "parameters", "run_at", "priority",
+  // "timeout_ms"}, ...]}: every run, or (one refused) none.
+  auto body = body_object(c.request);
+  if (auto* e = std::get_if<HttpResponse>(&body)) return *e;
+  auto& o = std::get<json::object>(body);
+  for (const auto& kv : o)
+    if (kv.key() != "runs")
+      return error(
+          400, "bad_request",
+          "unknown key " + json_quote(std::string(kv.key()).substr(0, 64)) + " (a batch is {\"runs\": [...]})");
+  auto* runs = o.if_contains("runs");
+  if (!runs || !runs->is_array() || runs->as_array().empty() || runs->as_array().size() > trigger_batch_max)
+    return error(400, "bad_request",
+                 "'runs' must be an array of 1-" + std::to_string(trigger_batch_max) +
+                     " runs, each {\"job\": NAME, \"idempotency_key\": K, \"parameters\": {...}, ...}");
+  std::vector<store::TriggerItem> items;
+  for (std::size_t i = 0; i < runs->as_array().size(); ++i) {
+    const auto& v = runs->as_array()[i];
+    const std::string where = "runs[" + std::to_string(i) + "]";
+    if (!v.is_object()) return error(400, "bad_request", where + " must be an object");
+    store::TriggerItem item;
+    const auto* job = v.as_object().if_contains("job");
+    if (!job || !job->is_string() || !valid_name(std::string(job->as_string())))
+      return error(400, "bad_request", where + ": 'job' must be a job's name");
+    item.job = std::string(job->as_string());
+    if (const auto* k = v.as_object().if_contains("idempotency_key")) {
+      if (!k->is_string() || k->as_string().empty() || k->as_string().size() > 200)
+        return error(400, "bad_request", where + ": 'idempotency_key' must be 1-200 characters");
+      item.idempotency_key = std::string(k->as_string());
+    }
+    auto t = trigger_body(v.as_object(), denylist_, {"job", "idempotency_key"});
+    if (auto* why = std::get_if<std::string>(&t)) return error(400, "bad_request", where + ": " + *why);
+    auto parsed = std::get<TriggerBody>(std::move(t));
+    item.payload_json = std::move(parsed.payload);
+    item.options = parsed.options;
+    items.push_back(std::move(item));
+  }
+  auto r = with_store([&](auto& s) { return s.trigger_batch(c.actor(), items); });
+  if (!r) return db_error(r.error());
+  if (r->current_epoch != c.actor().epoch) return error(503, "not_leader", "this node was superseded");
+  for (std::size_t i = 0; i < r->items.size(); ++i)
+    if (r->items[i].refused) {
+      const bool unknown = r->items[i].refused->rfind("unknown job ", 0) == 0;
+      return error(unknown ? 404 : 400, unknown ? "unknown_job" : "invalid_parameters",
+                   "runs[" + std::to_string(i) + "] (job " + json_quote(items[i].job) + "): " + *r->items[i].refused +
+                       " (nothing was triggered)");
+    }
+  json::array out;
+  bool any = false;
+  for (std::size_t i = 0; i < r->items.size(); ++i) {
+    const auto& it = r->items[i];
+    json::object one{{"job", items[i].job}, {"created", it.created.has_value()}};
+    if (items[i].idempotency_key) one["idempotency_key"] = *items[i].idempotency_key;
+    if (it.created) one["run_id"] = it.created->value;
+    if (it.existing) one["run_id"] = it.existing->value;
+    any = any || it.created.has_value();
+    out.push_back(std::move(one));
+  }
+  if (any && ports_.runs_created) ports_.runs_created({});
+  return ok_json(json::object{{"runs", out}}, any ? 201 : 200);
 }
 
 }  // namespace baton::admin

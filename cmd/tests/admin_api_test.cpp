@@ -405,6 +405,58 @@ TEST_F(AdminApiTest, ATriggerWithRunAtWaitsForItsTime) {
   }
 }
 
+// More to say when triggering: a run's own priority and timeout within what
+// the job allows, and many runs in one call (all or none).
+TEST_F(AdminApiTest, ATriggerSetsItsRunsPriorityAndTimeoutAndABatchCreatesAllOrNone) {
+  ASSERT_EQ(send("PUT", "/api/v1/jobs/bulk",
+                 R"({"priority":3,"timeout":"1m","parameters":{"n":{}},"tasks":[{"kind":"BUILTIN","builtin":"NOOP"}]})")
+                .status,
+            201);
+  auto one = send("POST", "/api/v1/jobs/bulk/trigger", R"({"priority":-7,"timeout_ms":5000})");
+  ASSERT_EQ(one.status, 201) << one.body;
+  for (const auto& [bad, why] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"priority":4})", "priority 4 is outside what the job allows"},
+           {R"({"timeout_ms":60001})", "longer than the job allows"},
+           {R"({"priority":"high"})", "'priority' must be an integer"},
+           {R"({"timeout_ms":0})", "'timeout_ms' must be a positive integer"}}) {
+    auto refused = send("POST", "/api/v1/jobs/bulk/trigger", bad);
+    EXPECT_EQ(refused.status, 400) << bad;
+    EXPECT_NE(refused.body.find(why), std::string::npos) << refused.body;
+  }
+  auto batch = send("POST", "/api/v1/triggers",
+                    R"({"runs":[{"job":"bulk","idempotency_key":"k1","parameters":{"n":"1"}},)"
+                    R"({"job":"bulk","idempotency_key":"k2","priority":1}]})");
+  ASSERT_EQ(batch.status, 201) << batch.body;
+  const json::array runs = body(batch).as_object().at("runs").as_array();
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_TRUE(runs[0].as_object().at("created").as_bool());
+  const auto first = runs[0].as_object().at("run_id").as_int64();
+  auto again = send("POST", "/api/v1/triggers", R"({"runs":[{"job":"bulk","idempotency_key":"k1"}]})");
+  ASSERT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(body(again).as_object().at("runs").as_array()[0].as_object().at("run_id").as_int64(), first);
+  const std::string count = "SELECT count(*) FROM job_runs";
+  baton::testing::DbInspector db(url);
+  const std::string before = db.scalar(count);
+  auto refused = send("POST", "/api/v1/triggers",
+                      R"({"runs":[{"job":"bulk","idempotency_key":"k3"},{"job":"bulk","parameters":{"m":"x"}}]})");
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_NE(refused.body.find(R"(runs[1] (job \"bulk\"): parameter 'm' is not declared)"), std::string::npos)
+      << refused.body;
+  EXPECT_EQ(db.scalar(count), before) << "nothing was triggered";
+  auto unknown = send("POST", "/api/v1/triggers", R"({"runs":[{"job":"nope"}]})");
+  EXPECT_EQ(unknown.status, 404) << unknown.body;
+  for (const auto& [bad, why] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"runs":[]})", "'runs' must be an array of 1-500"},
+           {R"({"runs":[{"job":"bulk","password":"x"}]})", "runs[0]: unknown key"},
+           {R"({"runs":[{"job":"bulk","parameters":{"api_key":"x"}}]})", "runs[0]: parameters.api_key"},
+           {R"({"runs":[{"parameters":{}}]})", "runs[0]: 'job' must be"},
+           {R"({"runs":[{"job":"bulk","idempotency_key":""}]})", "'idempotency_key' must be 1-200"}}) {
+    auto r = send("POST", "/api/v1/triggers", bad);
+    EXPECT_EQ(r.status, 400) << bad;
+    EXPECT_NE(r.body.find(why), std::string::npos) << r.body;
+  }
+}
+
 // A job's declarations (schemas/0027) refuse a trigger with an error that
 // names the parameter, and nothing is created; a parameter declared
 // `operate: false` takes an admin token.

@@ -476,6 +476,40 @@ TEST_F(CtlTest, ASubmissionCommittedInTheApplicationsTransactionRunsOnceAcrossAL
       << "each ran once, as its first attempt";
 }
 
+// More to say when triggering, from the command line: the run's own
+// priority and timeout, and a batch from a file that creates every run or
+// none.
+TEST_F(CtlTest, ATriggerSaysItsRunsPriorityAndTimeoutAndABatchRunsAllOrNone) {
+  auto one = ctl({"jobs", "trigger", "quick", "--priority", "-4", "--run-timeout", "30s"});
+  ASSERT_EQ(one.code, 0) << one.output;
+  EXPECT_EQ(cluster.db().scalar("SELECT priority || ' ' || timeout_ms FROM job_runs WHERE id = " +
+                                std::to_string(std::stoll(one.output))),
+            "-4 30000");
+  auto above = ctl({"jobs", "trigger", "quick", "--priority", "1"});
+  EXPECT_EQ(above.code, 1);
+  EXPECT_NE(above.output.find("priority 1 is outside what the job allows"), std::string::npos) << above.output;
+  EXPECT_EQ(ctl({"jobs", "trigger", "quick", "--priority", "high"}).code, 2);
+  EXPECT_EQ(ctl({"jobs", "trigger", "quick", "--run-timeout", "soon"}).code, 2);
+
+  const std::string file = cluster.dir() + "/batch.json";
+  std::ofstream(file) << R"([{"job": "quick", "idempotency_key": "b1"}, {"job": "breaks", "priority": -1}])";
+  auto batch = ctl({"jobs", "trigger-batch", file});
+  ASSERT_EQ(batch.code, 0) << batch.output;
+  std::istringstream ids(batch.output);
+  std::vector<std::int64_t> runs;
+  for (std::string line; std::getline(ids, line);)
+    if (!line.empty()) runs.push_back(std::stoll(line));
+  ASSERT_EQ(runs.size(), 2u) << batch.output;
+  EXPECT_TRUE(cluster.wait_for_state(runs[0], "SUCCEEDED", 20s));
+  EXPECT_TRUE(cluster.wait_for_state(runs[1], "FAILED", 20s));
+  const std::string before = cluster.db().scalar("SELECT count(*) FROM job_runs");
+  std::ofstream(file) << R"([{"job": "quick", "idempotency_key": "b2"}, {"job": "nope"}])";
+  auto refused = ctl({"jobs", "trigger-batch", file});
+  EXPECT_EQ(refused.code, 4) << "an unknown job: not found";
+  EXPECT_NE(refused.output.find("runs[1] (job \"nope\"): unknown job 'nope'"), std::string::npos) << refused.output;
+  EXPECT_EQ(cluster.db().scalar("SELECT count(*) FROM job_runs"), before) << "none of the batch";
+}
+
 // Keyed concurrency end to end (schemas/0035): a job limited to one run per
 // tenant, two runs for tenant a and one for tenant b, on a worker with room
 // for four. The two runs of a never overlap (their RUNNING intervals, as the

@@ -345,7 +345,9 @@ std::vector<Verb> verbs() {
        {{"--key", true, "an idempotency key: no second active run with it"},
         {"--at", true, "a one-off at this time (ISO 8601, e.g. 2026-12-01T09:00:00Z; without an offset, UTC)"},
         {"--param", true, "a parameter NAME=VALUE (repeatable; the value is a string)"},
-        {"--parameters", true, "the parameters as a JSON object"}},
+        {"--parameters", true, "the parameters as a JSON object"},
+        {"--priority", true, "the run's own priority, from -1000 up to the job's"},
+        {"--run-timeout", true, "the run's own timeout (90s, 5m; at most the job's timeout)"}},
        1,
        1,
        [](Call& c) -> int {
@@ -367,12 +369,55 @@ std::vector<Verb> verbs() {
          json::object request;
          if (!params.empty()) request["parameters"] = params;
          if (auto at = c.flag("--at")) request["run_at"] = *at;
+         if (auto p = c.flag("--priority")) {
+           try {
+             std::size_t used = 0;
+             request["priority"] = std::stoi(*p, &used);
+             if (used != p->size()) throw std::invalid_argument(*p);
+           } catch (const std::exception&) {
+             return c.usage("--priority takes an integer, got '" + *p + "'");
+           }
+         }
+         if (auto t = c.flag("--run-timeout")) {
+           auto d = parse_duration(*t);
+           if (!d) return c.usage("--run-timeout takes a duration such as 90s or 5m, got '" + *t + "'");
+           request["timeout_ms"] = d->count();
+         }
          const std::string body = request.empty() ? std::string() : json::serialize(request);
          auto reply = c.api.call("POST", "/api/v1/jobs/" + path_segment(c.args[0]) + "/trigger", body,
                                  c.flag("--key").value_or(""));
          if (reply.status != 201 && reply.status != 200) return c.fail(reply);
          c.out << (c.json_output() ? reply.body : std::string(field(json::parse(reply.body).as_object(), "run_id")))
                << '\n';
+         return exit_ok;
+       }},
+      {{"jobs", "trigger-batch"},
+       "FILE",
+       "create many runs in one call: FILE (- for stdin) holds a JSON array of {job, idempotency_key, parameters, "
+       "run_at, priority, timeout_ms}; all are created or (one refused) none; prints each run's id",
+       {},
+       1,
+       1,
+       [](Call& c) -> int {
+         std::string text;
+         if (c.args[0] == "-") {
+           text.assign(std::istreambuf_iterator<char>(std::cin), {});
+         } else {
+           std::ifstream in(c.args[0]);
+           if (!in) return c.usage("cannot read " + c.args[0]);
+           text.assign(std::istreambuf_iterator<char>(in), {});
+         }
+         boost::system::error_code ec;
+         auto v = json::parse(text, ec);
+         if (ec || !v.is_array()) return c.usage(c.args[0] + " must hold a JSON array of runs");
+         auto reply = c.api.call("POST", "/api/v1/triggers", json::serialize(json::object{{"runs", v}}));
+         if (reply.status != 201 && reply.status != 200) return c.fail(reply);
+         if (c.json_output()) {
+           c.out << reply.body << '\n';
+           return exit_ok;
+         }
+         const json::value answer = json::parse(reply.body);
+         for (const auto& r : answer.as_object().at("runs").as_array()) c.out << field(r.as_object(), "run_id") << '\n';
          return exit_ok;
        }},
       {{"jobs", "pause"},

@@ -44,7 +44,8 @@ std::vector<int> int_array(const std::string& text) {
 const std::string& due_run_columns() {
   static const std::string sql =
       "r.id, r.version, r.state, r.attempt, r.max_attempts, r.priority, coalesce(j.name, ''),"
-      " coalesce(j.tasks::text, '[]'), coalesce(j.timeout_ms, 0), coalesce(j.worker_selector::text, '{}'),"
+      " coalesce(j.tasks::text, '[]'), coalesce(r.timeout_ms, j.timeout_ms, 0), coalesce(j.worker_selector::text, "
+      "'{}'),"
       " coalesce(j.retry_base_ms, 1000), coalesce(j.retry_cap_ms, 3600000), r.unstarted_assignments,"
       " baton_instance_limit(j), coalesce(j.mutually_exclusive, false),"
       " (coalesce(j.parameters, '{}'::jsonb) || coalesce(r.payload->'parameters', '{}'::jsonb)"

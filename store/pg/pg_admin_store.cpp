@@ -57,7 +57,10 @@ PgAdminStore::PgAdminStore(const std::string& url, const std::string& applicatio
     : session_(url, application_name) {
   // Prepared once per connection: a trigger is on the trigger-to-start path,
   // and planning its statement took longer than running it.
-  session_.on_connect([](pqxx::connection& c) { c.prepare("trigger_run", trigger_run_sql()); });
+  session_.on_connect([](pqxx::connection& c) {
+    c.prepare("trigger_run", trigger_run_sql());
+    c.prepare("trigger_batch", trigger_batch_sql());
+  });
 }
 
 Result<RunCounts> PgAdminStore::run_counts() {
@@ -154,6 +157,8 @@ Result<std::optional<std::string>> PgAdminStore::run_json(RunId id) {
         " 'assigned_worker_id', r.assigned_worker_id, 'continuation_state', r.continuation_state,"
         " 'continuation_deadline_at', r.continuation_deadline_at,"
         " 'scheduled_for', r.scheduled_for, 'next_attempt_at', r.next_attempt_at, 'priority', r.priority,"
+        " 'timeout_ms', coalesce(r.timeout_ms, j.timeout_ms), 'start_after', r.start_after,"
+        " 'submission_id', r.submission_id,"
         " 'idempotency_key', r.idempotency_key, 'trigger_kind', r.trigger_kind, 'rerun_of', r.rerun_of,"
         " 'payload', r.payload, 'created_at', r.created_at,"
         " 'started_at', r.started_at, 'finished_at', r.finished_at, 'result', r.result,"
@@ -431,19 +436,55 @@ Result<std::optional<TokenGrant>> PgAdminStore::token_by_hash(const std::string&
 
 Result<Triggered> PgAdminStore::trigger(const Actor& who, const std::string& job,
                                         const std::optional<std::string>& idempotency_key,
-                                        const std::optional<std::string>& payload_json,
-                                        std::optional<std::int64_t> run_at) {
+                                        const std::optional<std::string>& payload_json, const TriggerOptions& options) {
   return session_.with<Triggered>([&](pqxx::connection& c) -> Result<Triggered> {
     // One statement, its own transaction: the insert and its audit entry
     // commit together, in one round trip.
     pqxx::nontransaction tx{c};
-    auto r = tx.exec_prepared1("trigger_run", who.epoch.value, job, idempotency_key, "api",
-                               std::optional<std::int64_t>{}, payload_json, who.name, who.admin, run_at);
+    auto r =
+        tx.exec_prepared1("trigger_run", who.epoch.value, job, idempotency_key, "api", std::optional<std::int64_t>{},
+                          payload_json, who.name, who.admin, options.run_at, options.priority, options.timeout_ms);
     if (!r[2].as<bool>()) return make_error(Errc::bad_input, "unknown job '" + job + "'");
     Triggered out{classify_create(r, who.epoch), std::nullopt, std::nullopt, std::nullopt};
     if (!r[4].is_null()) out.parameters_refused = r[4].as<std::string>();
     if (out.outcome == WriteOutcome::conflict && !r[3].is_null()) out.earlier = RunId{r[3].as<std::int64_t>()};
     if (out.outcome == WriteOutcome::applied && !r[5].is_null()) out.due = due_run_of(r, 5);
+    return out;
+  });
+}
+
+Result<BatchTriggered> PgAdminStore::trigger_batch(const Actor& who, const std::vector<TriggerItem>& items) {
+  std::vector<std::string> jobs;
+  std::vector<std::optional<std::string>> keys, payloads;
+  std::vector<std::optional<std::int64_t>> run_at, timeouts;
+  std::vector<std::optional<int>> priorities;
+  for (const auto& i : items) {
+    jobs.push_back(i.job);
+    keys.push_back(i.idempotency_key);
+    payloads.push_back(i.payload_json);
+    run_at.push_back(i.options.run_at);
+    priorities.push_back(i.options.priority);
+    timeouts.push_back(i.options.timeout_ms);
+  }
+  return session_.with<BatchTriggered>([&](pqxx::connection& c) -> Result<BatchTriggered> {
+    // One autocommit statement: every run and its audit entry, or nothing.
+    pqxx::nontransaction tx{c};
+    auto rows = tx.exec_prepared("trigger_batch", who.epoch.value, pg_array(jobs), pg_array(keys), pg_array(payloads),
+                                 pg_array(run_at), pg_array(priorities), pg_array(timeouts), who.name, who.admin);
+    BatchTriggered out;
+    out.items.resize(items.size());
+    bool refused = false;
+    for (const auto& r : rows) {
+      out.current_epoch = Epoch{r[0].as<std::int64_t>()};
+      auto& item = out.items.at(r[1].as<std::size_t>() - 1);
+      if (!r[2].is_null()) item.created = RunId{r[2].as<std::int64_t>()};
+      if (!r[3].is_null()) item.existing = RunId{r[3].as<std::int64_t>()};
+      if (!r[4].is_null()) {
+        item.refused = r[4].as<std::string>();
+        refused = true;
+      }
+    }
+    out.applied = out.current_epoch == who.epoch && !refused;
     return out;
   });
 }

@@ -620,17 +620,19 @@ const std::string& trigger_run_sql() {
       " job AS (SELECT * FROM job_definitions WHERE name = $2 AND deleted_at IS NULL),"
       // The job's parameter declarations judge the trigger's parameters
       // here, in the statement that inserts (schemas/0027): refused, no run.
-      " refusal AS (SELECT baton_parameters_refused(job.parameter_rules, $6::jsonb -> 'parameters', $8::boolean)"
+      " refusal AS (SELECT coalesce(baton_parameters_refused(job.parameter_rules, $6::jsonb -> 'parameters',"
+      " $8::boolean), baton_trigger_options_refused(job.priority, job.timeout_ms, $10::int, $11::bigint))"
       " AS why FROM job),"
       " earlier AS (SELECT id FROM job_runs WHERE $3::text IS NOT NULL AND idempotency_key = $3::text"
       " AND (finished_at IS NULL OR finished_at > now() - interval '" +
       std::string(idempotency_key_remembered) +
       "') ORDER BY id DESC LIMIT 1),"
-      // $9: run_at, unix seconds (a one-off: it may not start before then)
+      // $9: run_at, unix seconds (a one-off: it may not start before then);
+      // $10, $11: the run's own priority and timeout
       " w AS (INSERT INTO job_runs (job_definition_id, idempotency_key, max_attempts, priority, trigger_kind,"
-      " leader_epoch, scheduled_for, payload, start_after)"
-      " SELECT job.id, $3::text, job.max_attempts, job.priority, $4::text, $1::bigint, to_timestamp($5::bigint),"
-      " coalesce($6::jsonb, '{}'::jsonb), to_timestamp($9::bigint)"
+      " leader_epoch, scheduled_for, payload, start_after, timeout_ms)"
+      " SELECT job.id, $3::text, job.max_attempts, coalesce($10::int, job.priority), $4::text, $1::bigint,"
+      " to_timestamp($5::bigint), coalesce($6::jsonb, '{}'::jsonb), to_timestamp($9::bigint), $11::bigint"
       " FROM job WHERE (SELECT epoch FROM fence) = $1::bigint AND NOT EXISTS (SELECT 1 FROM earlier)"
       " AND (SELECT why FROM refusal) IS NULL"
       " ON CONFLICT DO NOTHING RETURNING *),"
@@ -654,6 +656,48 @@ const std::string& trigger_run_sql() {
       // read, which holds them back while an exclusive run is active or due
       " AND NOT EXISTS (SELECT 1 FROM job_definitions g WHERE g.exclusive_execution AND g.deleted_at IS NULL))"
       " AS due ON true";
+  return sql;
+}
+
+const std::string& trigger_batch_sql() {
+  // The items as arrays, one element each ($2..$7), numbered. Each is
+  // judged as trigger_run_sql judges one; a run's id is drawn before the
+  // insert, so that each item finds its run whatever order the insert
+  // returns them in. Nothing is inserted unless every item is acceptable
+  // and the epoch is current; an item whose key names a run (earlier, or
+  // an item before it in this batch) gives that run.
+  static const std::string sql =
+      "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1 FOR KEY SHARE),"
+      " items AS (SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::int[], $7::bigint[])"
+      "  WITH ORDINALITY AS i(job, key, payload, run_at, priority, timeout_ms, n)),"
+      " judged AS (SELECT i.*, j.id AS job_id, j.max_attempts, j.priority AS job_priority,"
+      "  CASE WHEN j.id IS NULL THEN 'unknown job ' || quote_literal(left(i.job, 200))"
+      "  ELSE coalesce(baton_parameters_refused(j.parameter_rules, i.payload::jsonb -> 'parameters', $9::boolean),"
+      "  baton_trigger_options_refused(j.priority, j.timeout_ms, i.priority, i.timeout_ms)) END AS why,"
+      "  (SELECT r.id FROM job_runs r WHERE i.key IS NOT NULL AND r.idempotency_key = i.key"
+      "  AND (r.finished_at IS NULL OR r.finished_at > now() - interval '" +
+      std::string(idempotency_key_remembered) +
+      "') ORDER BY r.id DESC LIMIT 1) AS earlier,"
+      "  nextval(pg_get_serial_sequence('job_runs', 'id')) AS new_id"
+      "  FROM items i LEFT JOIN job_definitions j ON j.name = i.job AND j.deleted_at IS NULL),"
+      " ok AS (SELECT 1 WHERE (SELECT epoch FROM fence) = $1::bigint"
+      "  AND NOT EXISTS (SELECT 1 FROM judged WHERE why IS NOT NULL)),"
+      " w AS (INSERT INTO job_runs (id, job_definition_id, idempotency_key, max_attempts, priority, trigger_kind,"
+      "  leader_epoch, payload, start_after, timeout_ms)"
+      "  SELECT g.new_id, g.job_id, g.key, g.max_attempts, coalesce(g.priority, g.job_priority), 'api', $1::bigint,"
+      "  coalesce(g.payload::jsonb, '{}'::jsonb), to_timestamp(g.run_at), g.timeout_ms FROM judged g, ok"
+      "  WHERE g.earlier IS NULL ORDER BY g.n ON CONFLICT DO NOTHING RETURNING id),"
+      // The parameters' names, not their values (as trigger_run_sql).
+      " audit AS (INSERT INTO audit_log (actor, action, subject, epoch, details)"
+      "  SELECT $8::text, 'job.trigger', 'job:' || g.job, $1::bigint, jsonb_build_object('run_id', w.id,"
+      "  'idempotency_key', g.key, 'run_at', to_timestamp(g.run_at), 'batch', true, 'parameters',"
+      "  (SELECT coalesce(jsonb_agg(k ORDER BY k), '[]'::jsonb)"
+      "  FROM jsonb_object_keys(coalesce(g.payload::jsonb -> 'parameters', '{}'::jsonb)) AS k))"
+      "  FROM w JOIN judged g ON g.new_id = w.id RETURNING 1)"
+      " SELECT (SELECT epoch FROM fence), g.n, w.id, CASE WHEN w.id IS NULL AND EXISTS (SELECT 1 FROM ok) THEN"
+      "  coalesce(g.earlier, (SELECT w2.id FROM w w2 JOIN judged g2 ON g2.new_id = w2.id WHERE g.key IS NOT NULL"
+      "  AND g2.key = g.key)) END, g.why"
+      " FROM judged g LEFT JOIN w ON w.id = g.new_id ORDER BY g.n";
   return sql;
 }
 

@@ -19,6 +19,8 @@ const std::string& heartbeat_batch_sql();
 /// idempotency key names or NULL) followed by the new run's
 /// due_run_columns, NULL unless it may be assigned now.
 const std::string& trigger_run_sql();
+/// The batch of PgAdminStore::trigger_batch: one statement.
+const std::string& trigger_batch_sql();
 /// How long an API submission's idempotency key is remembered after its run
 /// finished (an SQL interval).
 inline constexpr const char* idempotency_key_remembered = "24 hours";

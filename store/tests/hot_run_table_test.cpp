@@ -217,11 +217,11 @@ TEST(RunTableMigration, EveryRunAttemptAndTransitionSurvivesTheUpgrade) {
   move(confirming, "continuation_state = 'CONFIRMING', continuation_deadline_at = now() + interval '1 hour'");
 
   // Every column 0020 had (the later ones are new: the history, the final
-  // attempt's outcome, progress, the gate, the key, the submission), every
-  // attempt, every transition.
+  // attempt's outcome, progress, the gate, the key, the submission, the
+  // run's own timeout), every attempt, every transition.
   const std::string runs_sql =
       "SELECT json_agg(to_jsonb(r) - 'due_at' - 'history' - 'outcome' - 'exit_code' - 'progress' - 'progress_at' - "
-      "'gate' - 'concurrency_key' - 'key_slot' - 'submission_id'"
+      "'gate' - 'concurrency_key' - 'key_slot' - 'submission_id' - 'timeout_ms'"
       " ORDER BY r.id)::text FROM job_runs r";
   const std::string attempts_sql =
       "SELECT json_agg(to_jsonb(a) ORDER BY a.run_id, a.attempt)::text FROM job_run_attempts a";

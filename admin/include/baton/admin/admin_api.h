@@ -45,6 +45,10 @@ struct ApiCall {
   const std::string& param(const std::string& name) const { return params.at(name); }
 };
 
+/// Runs one batch trigger (POST /api/v1/triggers) may create: one statement,
+/// and one request against the trigger rate.
+inline constexpr std::size_t trigger_batch_max = 500;
+
 /// Per-token rates (docs/security.md, "Denial of service"): what creates
 /// runs (trigger, rerun, replay, events) and what reads lists (a scan each)
 /// may not be called faster than this on average, in bursts of at most
@@ -144,6 +148,7 @@ class AdminApi {
   HttpResponse delete_job(const ApiCall& c);
   HttpResponse set_paused(const ApiCall& c, bool paused);
   HttpResponse trigger(const ApiCall& c);
+  HttpResponse trigger_batch(const ApiCall& c);
   HttpResponse list_workers(const ApiCall& c, bool one);
   HttpResponse hold_worker(const ApiCall& c, const std::string& state);
   HttpResponse list_dead_letters(const ApiCall& c, bool one);

@@ -90,6 +90,39 @@ struct Triggered : CreateResult {
   std::optional<std::string> parameters_refused;
 };
 
+/// What a trigger may say beyond its parameters (each within what the job
+/// allows: baton_trigger_options_refused, schemas/0036).
+struct TriggerOptions {
+  /// Unix seconds: a one-off that may not start before then (the run's
+  /// start_after; in the database, so it outlives a leader).
+  std::optional<std::int64_t> run_at{};
+  /// The run's own priority: from -1000 up to the job's (nullopt: the job's).
+  std::optional<int> priority{};
+  /// The run's own timeout: positive, at most the job's (nullopt: the job's).
+  std::optional<std::int64_t> timeout_ms{};
+};
+
+/// One run of a batch trigger.
+struct TriggerItem {
+  std::string job;
+  std::optional<std::string> idempotency_key;
+  std::optional<std::string> payload_json;  ///< {"parameters": {...}} or nullopt
+  TriggerOptions options;
+};
+
+/// What a batch trigger did: nothing at all (fenced, or some item refused:
+/// each refused item says why), or every item's run.
+struct BatchTriggered {
+  Epoch current_epoch{0};
+  struct Item {
+    std::optional<RunId> created;   ///< the new run
+    std::optional<RunId> existing;  ///< the run its idempotency key already names
+    std::optional<std::string> refused;
+  };
+  std::vector<Item> items;  ///< in the order given
+  bool applied = false;     ///< the runs were inserted (not fenced, nothing refused)
+};
+
 /// An API token as the database knows it (never the token itself).
 struct TokenGrant {
   std::int64_t id = 0;
@@ -220,12 +253,16 @@ class AdminStore {
   /// nothing inserted and `parameters_refused` set when the job's parameter
   /// declarations refuse the payload's "parameters" (who.admin decides
   /// the ones declared `operate: false`).
-  /// `run_at` (unix seconds): a one-off that may not start before then
-  /// (the run's start_after; in the database, so it outlives a leader).
+  /// `options`: run_at, priority, timeout; one outside what the job
+  /// allows is refused like parameters (`parameters_refused`).
   virtual Result<Triggered> trigger(const Actor& who, const std::string& job,
                                     const std::optional<std::string>& idempotency_key,
                                     const std::optional<std::string>& payload_json,
-                                    std::optional<std::int64_t> run_at = std::nullopt) = 0;
+                                    const TriggerOptions& options = {}) = 0;
+  /// Many runs in one statement, each judged as `trigger` judges one: all
+  /// are inserted, or (an unknown job, parameters or options refused) none.
+  /// An item whose idempotency key names a run gives that run.
+  virtual Result<BatchTriggered> trigger_batch(const Actor& who, const std::vector<TriggerItem>& items) = 0;
   /// Records an event (any node; the leader turns it into runs). With a
   /// dedupe_key already used, nothing is written: {"event_id", "created":
   /// false}. Audited with the kind and key, never the payload.

@@ -59,7 +59,8 @@ Result<GrantReport> grant_runtime_role(const std::string& url, const std::string
 /// The application's interface (schemas/0036): what grant_submitter_role
 /// grants, and all it grants.
 inline constexpr const char* submitter_functions[] = {
-    "baton.trigger(text, jsonb, text, timestamptz)", "baton.emit_event(text, jsonb, text)", "baton.submission(bigint)"};
+    "baton.trigger(text, jsonb, text, timestamptz, integer, interval)", "baton.emit_event(text, jsonb, text)",
+    "baton.submission(bigint)"};
 
 /// Gives `role`, an application's, the right to submit runs and events in
 /// its own transactions and to read what became of its submissions: EXECUTE

@@ -53,7 +53,8 @@ class PgAdminStore final : public AdminStore {
 
   Result<Triggered> trigger(const Actor& who, const std::string& job, const std::optional<std::string>& idempotency_key,
                             const std::optional<std::string>& payload_json,
-                            std::optional<std::int64_t> run_at = std::nullopt) override;
+                            const TriggerOptions& options = {}) override;
+  Result<BatchTriggered> trigger_batch(const Actor& who, const std::vector<TriggerItem>& items) override;
   Result<AdminResult> rerun(const Actor& who, RunId of) override;
   Result<std::vector<AdminResult>> replay(const Actor& who, const std::vector<std::int64_t>& ids) override;
   Result<AdminResult> triage(const Actor& who, std::int64_t dead_letter, const std::string& status,
