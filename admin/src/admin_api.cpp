@@ -1,5 +1,7 @@
 #include "baton/admin/admin_api.h"
 
+#include "api_contract.h"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -194,42 +196,107 @@ HttpResponse AdminApi::route(const HttpRequest& r, const std::string& path) {
   return error(404, "not_found", "no route " + r.method + " " + path);
 }
 
+namespace {
+
+const json::object& contract() {
+  static const json::object c = json::parse(api_contract_json()).as_object();
+  return c;
+}
+
+const char* status_text(std::string_view code) {
+  if (code == "200") return "OK";
+  if (code == "201") return "Created";
+  if (code == "202") return "Accepted";
+  return "Answer";
+}
+
+json::object json_content(const json::value& schema) {
+  return json::object{{"application/json", json::object{{"schema", schema}}}};
+}
+
+const json::object* contract_of(const ApiRoute& route) {
+  const auto* found = contract().at("routes").as_object().if_contains(route.method + " " + route.pattern);
+  return found ? &found->as_object() : nullptr;
+}
+
+}  // namespace
+
+std::vector<std::string> AdminApi::contract_drift() const {
+  std::vector<std::string> out;
+  std::set<std::string> known;
+  for (const auto& route : routes_) {
+    const std::string key = route.method + " " + route.pattern;
+    known.insert(key);
+    const json::object* typed = contract_of(route);
+    if (!typed) {
+      out.push_back(key + ": no entry in admin/api/contract.json");
+      continue;
+    }
+    if (!typed->contains("responses") || typed->at("responses").as_object().empty())
+      out.push_back(key + ": no response schema");
+    std::set<std::string> documented(route.query.begin(), route.query.end()), typed_query;
+    if (const auto* q = typed->if_contains("query"))
+      for (const auto& kv : q->as_object()) typed_query.insert(std::string(kv.key()));
+    if (documented != typed_query) out.push_back(key + ": the contract's query parameters are not the route's");
+    if (route.body.empty() == typed->contains("body"))
+      out.push_back(key + (route.body.empty() ? ": a body schema for a route without a body" : ": no body schema"));
+  }
+  for (const auto& kv : contract().at("routes").as_object())
+    if (!known.contains(std::string(kv.key()))) out.push_back(std::string(kv.key()) + ": no such route");
+  return out;
+}
+
 HttpResponse AdminApi::openapi() const {
+  // The route table, typed by the contract (api_contract.h): what a route
+  // takes and answers, each answer's schema, and every error's.
+  const json::object error_answer{{"description", "an error: its code and a message naming what was wrong"},
+                                  {"content", json_content(json::object{{"$ref", "#/components/schemas/Error"}})}};
   json::object paths;
   for (const auto& route : routes_) {
+    const json::object* typed = contract_of(route);
+    const json::object* query =
+        typed ? typed->if_contains("query") ? &typed->at("query").as_object() : nullptr : nullptr;
     json::array parameters;
     for (std::size_t at = route.pattern.find('{'); at != std::string::npos; at = route.pattern.find('{', at + 1)) {
       const std::string name = route.pattern.substr(at + 1, route.pattern.find('}', at) - at - 1);
-      parameters.push_back(json::object{
-          {"name", name}, {"in", "path"}, {"required", true}, {"schema", json::object{{"type", "string"}}}});
+      json::object schema{{"type", "string"}};
+      if (name == "id") schema = json::object{{"type", "integer"}, {"minimum", 1}};
+      parameters.push_back(json::object{{"name", name}, {"in", "path"}, {"required", true}, {"schema", schema}});
     }
-    for (const auto& q : route.query)
-      parameters.push_back(json::object{
-          {"name", q}, {"in", "query"}, {"required", false}, {"schema", json::object{{"type", "string"}}}});
-    json::object op{
-        {"summary", route.summary},
-        {"parameters", parameters},
-        {"security", json::array{json::object{{"bearer", json::array{}}}}},
-        {"x-baton-role", to_string(route.need)},
-        {"responses", json::object{{"200", json::object{{"description", "OK"}}},
-                                   {"default", json::object{{"description", "an error: {\"code\", \"message\"}"}}}}}};
+    for (const auto& q : route.query) {
+      json::value schema = json::object{{"type", "string"}};
+      if (query && query->contains(q)) schema = query->at(q);
+      parameters.push_back(json::object{{"name", q}, {"in", "query"}, {"required", false}, {"schema", schema}});
+    }
+    json::object responses;
+    if (typed)
+      for (const auto& [code, schema] : typed->at("responses").as_object())
+        responses[code] = json::object{{"description", status_text(code)}, {"content", json_content(schema)}};
+    responses["default"] = error_answer;
+    json::object op{{"summary", route.summary},
+                    {"parameters", parameters},
+                    {"x-baton-role", to_string(route.need)},
+                    {"responses", responses}};
+    if (route.need != Role::anyone) op["security"] = json::array{json::object{{"bearer", json::array{}}}};
     if (route.leader_only) op["x-baton-leader-only"] = true;
-    if (!route.body.empty())
-      op["requestBody"] = json::object{
-          {"required", true},
-          {"description", route.body},
-          {"content", json::object{{"application/json", json::object{{"schema", json::object{{"type", "object"}}}}}}}};
+    if (!route.body.empty()) {
+      json::value schema = json::object{{"type", "object"}};
+      if (typed && typed->contains("body")) schema = typed->at("body");
+      op["requestBody"] = json::object{{"required", route.body.rfind("optional", 0) != 0},
+                                       {"description", route.body},
+                                       {"content", json_content(schema)}};
+    }
     std::string method = route.method;
     for (auto& ch : method) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     if (!paths.contains(route.pattern)) paths[route.pattern] = json::object{};
     paths[route.pattern].as_object()[method] = op;
   }
-  return ok_json(json::object{
-      {"openapi", "3.0.3"},
-      {"info", json::object{{"title", "Baton admin API"}, {"version", "1"}}},
-      {"paths", paths},
-      {"components", json::object{{"securitySchemes",
-                                   json::object{{"bearer", json::object{{"type", "http"}, {"scheme", "bearer"}}}}}}}});
+  json::object components = contract().at("components").as_object();
+  components["securitySchemes"] = json::object{{"bearer", json::object{{"type", "http"}, {"scheme", "bearer"}}}};
+  return ok_json(json::object{{"openapi", "3.1.0"},
+                              {"info", json::object{{"title", "Baton admin API"}, {"version", "1"}}},
+                              {"paths", paths},
+                              {"components", components}});
 }
 
 HttpResponse AdminApi::metrics() {

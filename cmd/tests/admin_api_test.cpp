@@ -10,6 +10,7 @@
 #include <ctime>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include "baton/store_pg/pg_admin_store.h"
 #include "baton/store_pg/pg_leader_store.h"
@@ -403,6 +404,43 @@ TEST_F(AdminApiTest, ATriggerWithRunAtWaitsForItsTime) {
     EXPECT_EQ(refused.status, 400) << bad;
     EXPECT_NE(refused.body.find(why), std::string::npos) << refused.body;
   }
+}
+
+// The typed contract (admin/api/contract.json): it covers every route of
+// the table and no other; the document is served without a token, typed
+// (every operation answers with a schema, parameters included); and
+// docs/api/openapi.json is what a node serves (BATON_WRITE_OPENAPI=1 writes
+// it, compact: `python3 -m json.tool` makes it readable, which the
+// comparison ignores).
+TEST_F(AdminApiTest, TheTypedContractCoversEveryRouteAndDocsHoldWhatANodeServes) {
+  for (const auto& drift : api.contract_drift()) ADD_FAILURE() << drift;
+  auto served = api.handle({"GET", "/api/v1/openapi.json", {}, ""});
+  ASSERT_EQ(served.status, 200) << served.body;
+  const json::value doc = json::parse(served.body);
+  EXPECT_EQ(doc.at("openapi").as_string(), "3.1.0");
+  EXPECT_TRUE(doc.at("components").at("schemas").as_object().contains("Error"));
+  for (const auto& [path, ops] : doc.at("paths").as_object())
+    for (const auto& [method, op] : ops.as_object()) {
+      const auto& responses = op.at("responses").as_object();
+      EXPECT_GE(responses.size(), 2u) << method << " " << path << ": a typed answer beside the error";
+      for (const auto& p : op.at("parameters").as_array())
+        EXPECT_TRUE(p.at("schema").as_object().size() >= 1) << method << " " << path;
+    }
+  EXPECT_EQ(doc.at("paths").at("/api/v1/runs").at("get").at("parameters").as_array()[6].at("schema").at("type"),
+            "integer")
+      << "limit is typed";
+  const std::string file = std::string(BATON_SOURCE_DIR) + "/docs/api/openapi.json";
+  if (std::getenv("BATON_WRITE_OPENAPI")) std::ofstream(file) << served.body << '\n';
+  std::ifstream in(file);
+  std::stringstream committed;
+  committed << in.rdbuf();
+  boost::system::error_code ec;
+  const json::value on_disk = json::parse(committed.str(), ec);
+  ASSERT_FALSE(ec) << file << " is not JSON";
+  EXPECT_TRUE(on_disk == doc) << file
+                              << " is not what a node serves: regenerate it with BATON_WRITE_OPENAPI=1 "
+                                 "build/cmd/baton_admin_api_test --gtest_filter=*TheTypedContract* and python3 -m "
+                                 "json.tool";
 }
 
 // More to say when triggering: a run's own priority and timeout within what
@@ -949,7 +987,13 @@ TEST_F(AdminApiTest, BadInputOnEveryRouteGetsAJsonErrorAndChangesNothing) {
                                    : route.pattern.find("triage") != std::string::npos   ? R"({"status":"closed"})"
                                    : route.pattern.find("settings") != std::string::npos ? R"({"value":false})"
                                                                                          : "";
-    // No token, an unknown token, a role too low.
+    // No token, an unknown token, a role too low (the typed contract is
+    // open to all: a client generator needs it before any token).
+    if (route.pattern == "/api/v1/openapi.json") {
+      EXPECT_EQ(api.handle({route.method, path, {}, ""}).status, 200) << where << " without a token";
+      ++checked;
+      continue;
+    }
     json_error(api.handle({route.method, path, {}, valid_body}), 401, where + " without a token");
     json_error(send(route.method, path, valid_body, "baton_" + std::string(64, 'f')), 401, where + " unknown token");
     if (route.need > Role::read) json_error(send(route.method, path, valid_body, reader), 403, where + " as read");

@@ -95,6 +95,10 @@ class AdminApi {
 
   HttpResponse handle(const HttpRequest& r);
   const std::vector<ApiRoute>& routes() const { return routes_; }
+  /// Where the route table and the typed contract (admin/api/contract.json)
+  /// do not cover each other: a route without schemas, a schema of no
+  /// route, query parameters or a body that differ. Empty when they agree.
+  std::vector<std::string> contract_drift() const;
   /// Names and text refused in run parameters and event payloads.
   void set_payload_denylist(std::vector<std::string> denylist) { denylist_ = std::move(denylist); }
   /// The node's log archive (GET /api/v1/runs/{id}/output); null: none.
