@@ -370,8 +370,8 @@ Result<EventsProcessed> PgLeaderStore::process_events(Epoch epoch, int limit) {
 
 Result<SubmissionsProcessed> PgLeaderStore::process_submissions(Epoch epoch, int limit,
                                                                 const std::vector<std::string>& payload_denylist) {
-  // Everything in one statement, like process_events: the runs, the ledger
-  // and audit entries and each submission's outcome commit together, and a
+  // Everything in one statement, like process_events: the runs, their
+  // ledger entries and each submission's outcome commit together, and a
   // run remembers its submission (unique), so a leader that dies before its
   // commit leaves the submissions for the next one and none makes two runs.
   // The rules are the API trigger's (trigger_run_sql): the denylist, the
@@ -413,16 +413,15 @@ Result<SubmissionsProcessed> PgLeaderStore::process_submissions(Epoch epoch, int
       " done AS (UPDATE submissions s SET processed_at = now(), outcome = d.outcome, run_id = d.run_id,"
       "  refusal = d.why FROM decided d WHERE s.id = d.id AND (d.outcome <> 'existing' OR d.run_id IS NOT NULL)"
       "  RETURNING s.outcome),"
+      // No audit entry: the submission row is the record of who asked
+      // (submitted_by, submitted_at) and the ledger of what the leader
+      // made of it. This statement runs on the leader's loop at every cron
+      // pass, and one that named audit_log would hold the loop whenever
+      // that table is locked (an operator's export, a long audit query).
       " led AS (INSERT INTO decision_ledger (epoch, job_definition_id, decision, reason, run_id, details)"
       "  SELECT $1::bigint, w.job_definition_id, 'created', 'sql', w.id,"
-      "  jsonb_build_object('submission_id', w.submission_id) FROM w RETURNING 1),"
-      // The parameters' names, not their values: a value may be a secret.
-      " audit AS (INSERT INTO audit_log (actor, action, subject, epoch, details)"
-      "  SELECT g.submitted_by, 'job.trigger', 'job:' || g.job_name, $1::bigint, jsonb_build_object('run_id', w.id,"
-      "  'submission_id', g.id, 'idempotency_key', g.idempotency_key, 'run_at', g.run_at, 'parameters',"
-      "  (SELECT coalesce(jsonb_agg(k ORDER BY k), '[]'::jsonb)"
-      "  FROM jsonb_object_keys(coalesce(g.parameters, '{}'::jsonb)) AS k))"
-      "  FROM w JOIN judged g ON g.id = w.submission_id RETURNING 1)"
+      "  jsonb_build_object('submission_id', w.submission_id, 'submitted_by', g.submitted_by) FROM w"
+      "  JOIN judged g ON g.id = w.submission_id RETURNING 1)"
       " SELECT (SELECT epoch FROM fence), (SELECT count(*) FROM done), (SELECT count(*) FROM w),"
       " (SELECT count(*) FROM done WHERE outcome = 'refused')";
   return session_.with<SubmissionsProcessed>([&](pqxx::connection& c) -> Result<SubmissionsProcessed> {

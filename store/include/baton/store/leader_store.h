@@ -56,10 +56,12 @@ class LeaderStore {
   /// submitting function to apply) or the job's parameter declarations
   /// refuse it (no run, why on the submission); an idempotency key that
   /// names an earlier run gives that run; otherwise one run (trigger_kind
-  /// `sql`, unique per submission) with a `created` ledger entry and an
-  /// audit entry. Each submission is marked with its outcome in the same
-  /// statement. One whose key meets a run this statement cannot see stays
-  /// pending for the next call.
+  /// `sql`, unique per submission) with a `created` ledger entry naming the
+  /// submission and who submitted it (no audit entry: the statement runs
+  /// on the leader's loop, which must not wait on the audit log). Each
+  /// submission is marked with its outcome in the same statement. One whose
+  /// key meets a run this statement cannot see stays pending for the next
+  /// call.
   virtual Result<SubmissionsProcessed> process_submissions(Epoch epoch, int limit,
                                                            const std::vector<std::string>& payload_denylist) = 0;
   /// Waits up to `max` for a NOTIFY on the inbox channel (`baton_inbox`: a
