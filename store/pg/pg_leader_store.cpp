@@ -394,10 +394,9 @@ Result<SubmissionsProcessed> PgLeaderStore::process_submissions(Epoch epoch, int
       "  ELSE coalesce(baton_payload_denied(sub.parameters, $3::text[], 'parameters'),"
       "  baton_parameters_refused(j.parameter_rules, sub.parameters, false),"
       "  baton_trigger_options_refused(j.priority, j.timeout_ms, sub.asked_priority, sub.asked_timeout_ms)) END AS why,"
-      "  (SELECT r.id FROM job_runs r WHERE sub.idempotency_key IS NOT NULL AND r.idempotency_key = sub.idempotency_key"
-      "  AND (r.finished_at IS NULL OR r.finished_at > now() - interval '" +
-      std::string(idempotency_key_remembered) +
-      "') ORDER BY r.id DESC LIMIT 1) AS earlier"
+      "  " +
+      run_named_by_key("sub.idempotency_key") +
+      " AS earlier"
       "  FROM sub LEFT JOIN job_definitions j ON j.id = sub.job_definition_id AND j.deleted_at IS NULL),"
       " w AS (INSERT INTO job_runs (job_definition_id, idempotency_key, max_attempts, priority, trigger_kind,"
       "  leader_epoch, payload, start_after, submission_id, timeout_ms)"

@@ -602,6 +602,17 @@ const std::string& heartbeat_batch_sql() {
   return sql;
 }
 
+std::string run_named_by_key(const std::string& key) {
+  return "(SELECT k.id FROM job_runs k WHERE " + key + " IS NOT NULL AND k.idempotency_key = " + key +
+         " AND (k.finished_at IS NULL OR k.finished_at > now() - interval '" + idempotency_key_remembered +
+         "') ORDER BY k.id DESC LIMIT 1)";
+}
+
+std::string parameter_names(const std::string& payload) {
+  return "(SELECT coalesce(jsonb_agg(n ORDER BY n), '[]'::jsonb) FROM jsonb_object_keys(coalesce(" + payload +
+         " -> 'parameters', '{}'::jsonb)) AS n)";
+}
+
 const std::string& trigger_run_sql() {
   // One autocommit statement: the fenced insert, its audit entry, and the
   // new run as the dispatcher would read it (due_run_columns), so that the
@@ -623,25 +634,24 @@ const std::string& trigger_run_sql() {
       " refusal AS (SELECT coalesce(baton_parameters_refused(job.parameter_rules, $6::jsonb -> 'parameters',"
       " $8::boolean), baton_trigger_options_refused(job.priority, job.timeout_ms, $10::int, $11::bigint))"
       " AS why FROM job),"
-      " earlier AS (SELECT id FROM job_runs WHERE $3::text IS NOT NULL AND idempotency_key = $3::text"
-      " AND (finished_at IS NULL OR finished_at > now() - interval '" +
-      std::string(idempotency_key_remembered) +
-      "') ORDER BY id DESC LIMIT 1),"
+      " earlier AS (SELECT " +
+      run_named_by_key("$3::text") +
+      " AS id),"
       // $9: run_at, unix seconds (a one-off: it may not start before then);
       // $10, $11: the run's own priority and timeout
       " w AS (INSERT INTO job_runs (job_definition_id, idempotency_key, max_attempts, priority, trigger_kind,"
       " leader_epoch, scheduled_for, payload, start_after, timeout_ms)"
       " SELECT job.id, $3::text, job.max_attempts, coalesce($10::int, job.priority), $4::text, $1::bigint,"
       " to_timestamp($5::bigint), coalesce($6::jsonb, '{}'::jsonb), to_timestamp($9::bigint), $11::bigint"
-      " FROM job WHERE (SELECT epoch FROM fence) = $1::bigint AND NOT EXISTS (SELECT 1 FROM earlier)"
+      " FROM job WHERE (SELECT epoch FROM fence) = $1::bigint AND (SELECT id FROM earlier) IS NULL"
       " AND (SELECT why FROM refusal) IS NULL"
       " ON CONFLICT DO NOTHING RETURNING *),"
       // The parameters' names, not their values: a value may be a secret.
       " audit AS (INSERT INTO audit_log (actor, action, subject, epoch, details)"
       " SELECT $7::text, 'job.trigger', 'job:' || $2, $1::bigint, jsonb_build_object('run_id', w.id,"
-      " 'idempotency_key', $3::text, 'run_at', to_timestamp($9::bigint), 'parameters',"
-      " (SELECT coalesce(jsonb_agg(k ORDER BY k), '[]'::jsonb)"
-      " FROM jsonb_object_keys(coalesce($6::jsonb -> 'parameters', '{}'::jsonb)) AS k)) FROM w)"
+      " 'idempotency_key', $3::text, 'run_at', to_timestamp($9::bigint), 'parameters', " +
+      parameter_names("$6::jsonb") +
+      ") FROM w)"
       " SELECT (SELECT epoch FROM fence), (SELECT id FROM w), EXISTS (SELECT 1 FROM job), (SELECT id FROM earlier),"
       " (SELECT why FROM refusal), due.*"
       " FROM (VALUES (1)) AS one(x) LEFT JOIN (SELECT " +
@@ -674,10 +684,9 @@ const std::string& trigger_batch_sql() {
       "  CASE WHEN j.id IS NULL THEN 'unknown job ' || quote_literal(left(i.job, 200))"
       "  ELSE coalesce(baton_parameters_refused(j.parameter_rules, i.payload::jsonb -> 'parameters', $9::boolean),"
       "  baton_trigger_options_refused(j.priority, j.timeout_ms, i.priority, i.timeout_ms)) END AS why,"
-      "  (SELECT r.id FROM job_runs r WHERE i.key IS NOT NULL AND r.idempotency_key = i.key"
-      "  AND (r.finished_at IS NULL OR r.finished_at > now() - interval '" +
-      std::string(idempotency_key_remembered) +
-      "') ORDER BY r.id DESC LIMIT 1) AS earlier,"
+      "  " +
+      run_named_by_key("i.key") +
+      " AS earlier,"
       "  nextval(pg_get_serial_sequence('job_runs', 'id')) AS new_id"
       "  FROM items i LEFT JOIN job_definitions j ON j.name = i.job AND j.deleted_at IS NULL),"
       " ok AS (SELECT 1 WHERE (SELECT epoch FROM fence) = $1::bigint"
@@ -690,10 +699,9 @@ const std::string& trigger_batch_sql() {
       // The parameters' names, not their values (as trigger_run_sql).
       " audit AS (INSERT INTO audit_log (actor, action, subject, epoch, details)"
       "  SELECT $8::text, 'job.trigger', 'job:' || g.job, $1::bigint, jsonb_build_object('run_id', w.id,"
-      "  'idempotency_key', g.key, 'run_at', to_timestamp(g.run_at), 'batch', true, 'parameters',"
-      "  (SELECT coalesce(jsonb_agg(k ORDER BY k), '[]'::jsonb)"
-      "  FROM jsonb_object_keys(coalesce(g.payload::jsonb -> 'parameters', '{}'::jsonb)) AS k))"
-      "  FROM w JOIN judged g ON g.new_id = w.id RETURNING 1)"
+      "  'idempotency_key', g.key, 'run_at', to_timestamp(g.run_at), 'batch', true, 'parameters', " +
+      parameter_names("g.payload::jsonb") +
+      ") FROM w JOIN judged g ON g.new_id = w.id RETURNING 1)"
       " SELECT (SELECT epoch FROM fence), g.n, w.id, CASE WHEN w.id IS NULL AND EXISTS (SELECT 1 FROM ok) THEN"
       "  coalesce(g.earlier, (SELECT w2.id FROM w w2 JOIN judged g2 ON g2.new_id = w2.id WHERE g.key IS NOT NULL"
       "  AND g2.key = g.key)) END, g.why"

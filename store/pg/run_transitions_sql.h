@@ -24,6 +24,14 @@ const std::string& trigger_batch_sql();
 /// How long an API submission's idempotency key is remembered after its run
 /// finished (an SQL interval).
 inline constexpr const char* idempotency_key_remembered = "24 hours";
+/// A subquery: the run the idempotency key `key` (SQL) names, unfinished
+/// or finished within idempotency_key_remembered, or NULL. The API's
+/// trigger, its batch and the leader's SQL submissions judge keys alike.
+std::string run_named_by_key(const std::string& key);
+/// A subquery: the sorted names (never the values: a value may be a
+/// secret) of the parameters in the payload `payload` (SQL jsonb), for the
+/// audit log.
+std::string parameter_names(const std::string& payload);
 
 /// Classifies the (current_epoch, new run id or NULL) row of a fenced insert.
 CreateResult classify_create(const pqxx::row& r, Epoch writer);

@@ -64,6 +64,8 @@ void RunBook::inbox_noticed() {
 }
 
 void RunBook::process_inbox() {
+  // A notice and the cron period may both ask in one step: one take of
+  // each in flight at a time.
   pass_.inbox_requested = false;
   if (live_.events_enabled && awaiting_.events.empty()) process_events();
   if (!awaiting_.submissions.empty()) return;
