@@ -321,6 +321,34 @@ async function deadLetters() {
     page.items, 'id')];
 }
 
+let webhookShown = '';
+async function webhooks() {
+  const page = await api('GET', '/api/v1/webhooks?limit=200');
+  const names = page.items.map(w => w.name);
+  if (!names.includes(webhookShown)) webhookShown = names[0] || '';
+  const out = [el('h2', { text: 'Webhooks' }),
+    el('p', { class: 'hint', text: 'Defined with baton ctl apply (a webhooks: list). A delivery is retried with backoff until its receiver answers 2xx; each event keeps one id.' }),
+    table('webhooks-table', [['Name', w => w.name], ['URL', w => w.url], ['Events', w => w.events.join(', ')],
+      ['Jobs', w => w.jobs.length ? w.jobs.join(', ') : 'all'], ['Enabled', w => w.enabled ? 'yes' : 'no'],
+      ['Pending', w => w.deliveries.pending], ['Delivered', w => w.deliveries.delivered], ['Failed', w => w.deliveries.failed],
+      ['Last delivered', w => when(w.deliveries.last_delivered_at)], ['Last error', w => w.deliveries.last_error],
+      ['', w => el('span', {}, button('Deliveries', 'show', () => { webhookShown = w.name; render(false); }), ' ',
+        button('Ping', 'ping', () => act('ping ' + w.name, () => api('POST', '/api/v1/webhooks/' + encodeURIComponent(w.name) + '/ping'))))]],
+    page.items, 'name')];
+  if (webhookShown) {
+    const d = await api('GET', '/api/v1/webhooks/' + encodeURIComponent(webhookShown) + '/deliveries?limit=100');
+    out.push(el('h3', { text: 'Deliveries of ' + webhookShown }),
+      table('deliveries-table', [['Id', x => x.id], ['Kind', x => x.kind], ['Event id', x => x.event_id],
+        ['State', x => stateCell(x.state)], ['Attempts', x => x.attempts + ' of ' + x.max_attempts],
+        ['Next attempt', x => when(x.next_attempt_at)], ['Status', x => x.last_status], ['Error', x => x.last_error],
+        ['Created', x => when(x.created_at)],
+        ['', x => button('Redeliver', 'redeliver', () => act('redeliver ' + x.id, () => api('POST', '/api/v1/webhook-deliveries/' + x.id + '/redeliver')))]],
+      d.items, 'id'));
+  }
+  timer = setTimeout(() => render(false), 5000);
+  return out;
+}
+
 async function audit() {
   const page = await api('GET', '/api/v1/audit?limit=100');
   return [el('h2', { text: 'Audit log' }),
@@ -349,6 +377,7 @@ async function render(clear = true) {
     else if (page === 'runs') content = await runs();
     else if (page === 'workers') content = await workers();
     else if (page === 'dead-letters') content = await deadLetters();
+    else if (page === 'webhooks') content = await webhooks();
     else if (page === 'audit') content = await audit();
     else content = [el('p', { text: 'No such page.' })];
     view.replaceChildren(...content.filter(x => x));

@@ -23,6 +23,7 @@
 #include "baton/store_pg/pg_lease_store.h"
 #include "baton/store_pg/pg_run_store.h"
 #include "baton/store_pg/pg_session.h"
+#include "baton/store_pg/pg_webhook_outbox.h"
 #include "baton/worker/agent.h"
 #include "baton/worker/worker_config.h"
 #include "doctor.h"
@@ -194,6 +195,9 @@ int cmd_node(const std::vector<std::string>& args) {
     // not: its calls give up after 2 s and the page shows what it knows.
     store->set_call_deadline(std::chrono::seconds(2));
     return store;
+  };
+  ports.webhook_outbox = [url = cfg->database_url](const std::string& app) {
+    return std::make_unique<baton::store::pg::PgWebhookOutbox>(url, app);
   };
   return baton::leader::run_node(*cfg, ports, stop_requested);
 }

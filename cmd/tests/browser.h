@@ -90,7 +90,11 @@ class Browser {
 
   void navigate(const std::string& url) {
     call("Page.navigate", {{"url", url}});
-    wait_for("document.readyState === 'complete'");
+    // The page being left is 'complete' too until the navigation commits:
+    // wait for the new document (a script on the old one, about:blank,
+    // may not touch the new origin's storage).
+    wait_for("location.href.startsWith(" + boost::json::serialize(boost::json::value(url)) +
+             ") && document.readyState === 'complete'");
   }
 
   void reload() {

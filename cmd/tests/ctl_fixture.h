@@ -59,6 +59,8 @@ class CtlTest : public ::testing::Test {
     ClusterOptions o;
     o.log_archive = true;  // one directory shared by both nodes
     o.runtime_extra = ", output_db_bytes: 65536, prune_every: 1s";
+    // Webhook receivers of the tests serve a certificate of the cluster's CA.
+    o.node_extra = "webhooks: {ca_file: " + ThrowawayCa::shared().ca() + ", timeout: 5s}\n";
     return o;
   }
   Cluster cluster{"ctl", ctl_test_jobs, options()};

@@ -4,7 +4,9 @@
 // docs/ctl.md walks through the same steps.
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
 #include <ctime>
+#include <fstream>
 #include <regex>
 #include <thread>
 
@@ -865,3 +867,126 @@ TEST_F(CtlTest, ChainsRecordEachTaskAndASelfDestructJobRetires) {
   auto audit = ctl({"audit", "--subject", "job:once"});
   EXPECT_NE(audit.output.find("job.self_destruct"), std::string::npos) << audit.output;
 }
+
+namespace baton::testing {
+namespace {
+
+/// The receiver's log (webhook_receiver.py): one JSON object per request.
+std::vector<boost::json::object> received(const std::string& log) {
+  std::vector<boost::json::object> out;
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.push_back(boost::json::parse(line).as_object());
+  return out;
+}
+
+std::size_t count_of(const std::vector<boost::json::object>& log, const std::string& kind, int status) {
+  return static_cast<std::size_t>(std::count_if(log.begin(), log.end(), [&](const boost::json::object& r) {
+    return r.at("kind").as_string() == kind && r.at("status").as_int64() == status;
+  }));
+}
+
+// Outgoing notifications end to end (docs/webhooks.md): a webhook applied
+// from a file with its secret in another, a local HTTPS receiver of the
+// cluster's CA that refuses each event's first attempt. Two final failures
+// (each a dead letter and a run_failed, and together two failures in a
+// row) and a leader change (the leader SIGKILLed while the first attempts
+// wait for their retry) all reach it signed, and each event id is
+// processed once; the deliveries say so in ctl.
+TEST_F(CtlTest, WebhooksReachAnHttpsReceiverSignedOncePerEventAcrossRetriesAndALeaderKill) {
+  const std::string dir = cluster.dir() + "/hooks";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/secret") << "receiver-secret-0123456789\n";
+  const std::string port_file = dir + "/port", log = dir + "/received.jsonl";
+  ChildProcess receiver(
+      {"/usr/bin/python3", std::string(BATON_SOURCE_DIR) + "/cmd/tests/webhook_receiver.py", port_file,
+       ThrowawayCa::shared().node_cert(), ThrowawayCa::shared().node_key(), "receiver-secret-0123456789", log},
+      dir + "/receiver.log");
+  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(port_file); }, 10s)) << receiver.log();
+  std::string port;
+  std::ifstream(port_file) >> port;
+
+  // A webhook that is not https is refused, naming where.
+  std::ofstream(dir + "/bad.yaml") << "webhooks:\n  - {name: plain, url: 'http://127.0.0.1:9/x', events: [run_failed],"
+                                      " secret: 'xxxxxxxxxxxxxxxx'}\n";
+  auto bad = ctl({"apply", "-f", dir + "/bad.yaml"});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.output.find("bad.yaml: webhooks[0].url: must be https://"), std::string::npos) << bad.output;
+  std::filesystem::remove(dir + "/bad.yaml");
+
+  std::ofstream(dir + "/hooks.yaml") << "webhooks:\n  - name: pager\n    url: https://127.0.0.1:" << port
+                                     << "/baton\n    events: [dead_letter, run_failed, failures_in_a_row, "
+                                        "leader_changed]\n    jobs: [breaks]\n    failures_in_a_row: 2\n"
+                                        "    secret_file: secret\n";
+  auto applied = ctl({"apply", "-f", dir + "/hooks.yaml"});
+  ASSERT_EQ(applied.code, 0) << applied.output;
+  EXPECT_NE(applied.output.find("+ webhook pager"), std::string::npos) << applied.output;
+  EXPECT_NE(ctl({"apply", "-f", dir + "/hooks.yaml"}).output.find("unchanged 1"), std::string::npos)
+      << "the same file again changes nothing (the secret compared by its hash)";
+  const auto shown = ctl({"webhooks", "show", "pager", "-o", "json"}).output;
+  EXPECT_EQ(shown.find("receiver-secret"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("\"secret_sha256\""), std::string::npos) << shown;
+
+  std::vector<std::int64_t> failed;
+  for (int i = 0; i < 2; ++i) {
+    auto t = ctl({"jobs", "trigger", "breaks"});
+    ASSERT_EQ(t.code, 0) << t.output;
+    failed.push_back(std::stoll(t.output));
+    ASSERT_TRUE(cluster.wait_for_state(failed.back(), "FAILED", 20s));
+  }
+  // Every first attempt refused (503): 5 events wait for their retry...
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto r = received(log);
+        return count_of(r, "dead_letter", 503) == 2 && count_of(r, "run_failed", 503) == 2 &&
+               count_of(r, "failures_in_a_row", 503) == 1;
+      },
+      20s))
+      << receiver.log();
+  // ...when their leader dies. The next one sends them, and its own election.
+  n1->signal(SIGKILL);
+  ASSERT_EQ(cluster.wait_for_leader(10s, 1), "n2");
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto r = received(log);
+        return count_of(r, "dead_letter", 200) >= 2 && count_of(r, "run_failed", 200) >= 2 &&
+               count_of(r, "failures_in_a_row", 200) >= 1 && count_of(r, "leader_changed", 200) >= 1;
+      },
+      40s))
+      << receiver.log() << ctl({"webhooks", "deliveries", "pager"}).output;
+
+  const auto requests = received(log);
+  std::map<std::string, int> processed;
+  for (const auto& r : requests) {
+    EXPECT_TRUE(r.at("signature_ok").as_bool()) << boost::json::serialize(r);
+    EXPECT_EQ(r.at("payload_id"), r.at("event")) << "the event id is in the payload and its header alike";
+    if (r.at("processed").as_bool()) ++processed[std::string(r.at("event").as_string())];
+  }
+  EXPECT_EQ(processed.size(), 6u) << "2 dead letters, 2 final failures, 1 streak, 1 leader change";
+  for (const auto& [event, times] : processed) EXPECT_EQ(times, 1) << event;
+  for (const auto& r : requests) {
+    if (r.at("kind").as_string() == "leader_changed" && r.at("status").as_int64() == 200) {
+      EXPECT_EQ(r.at("data").at("leader_id").as_string(), "n2");
+    }
+    if (r.at("kind").as_string() == "failures_in_a_row") {
+      EXPECT_EQ(r.at("data").at("failures").as_int64(), 2);
+    }
+  }
+
+  // The deliveries as ctl shows them: each delivered, each at its second
+  // attempt or later (the first was refused), none pending.
+  auto listed = ctl({"webhooks", "deliveries", "pager", "-o", "json"});
+  ASSERT_EQ(listed.code, 0) << listed.output;
+  auto items = boost::json::parse(listed.output).at("items").as_array();
+  EXPECT_EQ(items.size(), 6u) << listed.output;
+  for (const auto& d : items) {
+    EXPECT_EQ(d.at("state").as_string(), "delivered") << boost::json::serialize(d);
+    EXPECT_GE(d.at("attempts").as_int64(), 2) << boost::json::serialize(d);
+  }
+  auto table = ctl({"webhooks", "list"});
+  EXPECT_TRUE(std::regex_search(table.output, std::regex(R"(pager\s+https://127\.0\.0\.1)"))) << table.output;
+  EXPECT_NE(ctl({"webhooks", "ping", "pager"}).code, 2);
+}
+
+}  // namespace
+}  // namespace baton::testing

@@ -192,6 +192,31 @@ TEST_F(DashboardTest, EveryPageShowsWhatTheApiSaysAndTheOperatorsActionsWork) {
   browser.wait_for("document.querySelector('#workers-table tr[data-key=\"w1\"] button[data-action=\"drain\"]')");
   EXPECT_EQ(get("/api/v1/workers/w1").at("admin_state").as_string(), "active");
 
+  // Webhooks and their deliveries (docs/webhooks.md): one whose receiver
+  // never answers, so its ping waits for a retry with the error shown.
+  auto put = http_request(cluster.port("n1"), "PUT", "/api/v1/webhooks/ops-hooks",
+                          {{"Authorization", "Bearer " + admin_token}, {"Content-Type", "application/json"}},
+                          R"({"url": "https://127.0.0.1:9/hook", "events": ["run_failed", "leader_changed"],)"
+                          R"( "secret": "dashboard-secret-0123"})");
+  ASSERT_EQ(put.status, 201) << put.body;
+  open("#/webhooks", "document.querySelector('#webhooks-table tr[data-key=\"ops-hooks\"]')");
+  EXPECT_NE(text_of("#webhooks-table").find("https://127.0.0.1:9/hook"), std::string::npos)
+      << text_of("#webhooks-table");
+  EXPECT_EQ(text_of("#webhooks-table").find("dashboard-secret"), std::string::npos);
+  click("#webhooks-table tr[data-key=\"ops-hooks\"] button[data-action=\"ping\"]");
+  browser.wait_for("document.getElementById('message').textContent.includes('ping ops-hooks: done')");
+  browser.wait_for("document.querySelector('#deliveries-table tbody tr')");
+  EXPECT_NE(text_of("#deliveries-table").find("ping"), std::string::npos) << text_of("#deliveries-table");
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return get("/api/v1/webhooks/ops-hooks/deliveries").at("items").as_array().at(0).at("last_error").is_string();
+      },
+      15s));
+  open("#/webhooks",
+       "document.querySelector('#deliveries-table tbody tr') && "
+       "document.getElementById('deliveries-table').textContent.includes('connect')");
+  shot("webhooks");
+
   // Every action above was done as the token's principal.
   open("#/audit", "document.querySelectorAll('#audit-table tbody tr').length >= 7");
   EXPECT_NE(text_of("#audit-table").find("worker.drain"), std::string::npos);

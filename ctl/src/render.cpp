@@ -177,6 +177,33 @@ const std::vector<Column>& token_columns() {
   return c;
 }
 
+const std::vector<Column>& webhook_columns() {
+  static const std::vector<Column> c{
+      COL("NAME", "name"),
+      COL("URL", "url"),
+      COL("EVENTS", "events"),
+      COL("JOBS", "jobs"),
+      COL("ENABLED", "enabled"),
+      {"PENDING", [](const json::object& o) { return field(o.at("deliveries").as_object(), "pending"); }},
+      {"DELIVERED", [](const json::object& o) { return field(o.at("deliveries").as_object(), "delivered"); }},
+      {"FAILED", [](const json::object& o) { return field(o.at("deliveries").as_object(), "failed"); }},
+      {"LAST ERROR", [](const json::object& o) { return field(o.at("deliveries").as_object(), "last_error"); }}};
+  return c;
+}
+
+const std::vector<Column>& delivery_columns() {
+  static const std::vector<Column> c{COL("ID", "id"),
+                                     COL("EVENT", "event_id"),
+                                     COL("KIND", "kind"),
+                                     COL("STATE", "state"),
+                                     COL("ATTEMPTS", "attempts"),
+                                     COL("NEXT ATTEMPT", "next_attempt_at"),
+                                     COL("STATUS", "last_status"),
+                                     COL("ERROR", "last_error"),
+                                     COL("CREATED", "created_at")};
+  return c;
+}
+
 const std::vector<Column>& credential_columns() {
   static const std::vector<Column> c{COL("KIND", "kind"),
                                      COL("ID", "id"),

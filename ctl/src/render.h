@@ -42,6 +42,8 @@ const std::vector<Column>& event_columns();
 const std::vector<Column>& decision_columns();
 const std::vector<Column>& token_columns();
 const std::vector<Column>& credential_columns();
+const std::vector<Column>& webhook_columns();
+const std::vector<Column>& delivery_columns();
 
 /// A run in detail: its fields, attempts, transitions and (with `logs`) output.
 void print_run(std::ostream& out, const boost::json::object& run, bool logs);

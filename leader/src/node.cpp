@@ -18,6 +18,8 @@
 #include "baton/leader/control_loop.h"
 #include "baton/leader/node_server.h"
 #include "baton/leader_core/worker_reception.h"
+#include "baton/notify/https_post.h"
+#include "baton/notify/webhook_sender.h"
 
 namespace baton::leader {
 
@@ -49,6 +51,9 @@ constexpr Millis revocation_sweep_every{2000};
 constexpr int revoked_lookback_seconds = 120;
 // The inbox waiter's longest wait: how late it notices that its loop stopped.
 constexpr Millis inbox_wait{200};
+// The webhook sender's longest wait between passes: a retry comes due
+// without a notification, so it looks this often.
+constexpr Millis webhook_wait{1000};
 static_assert(watchdog_every < Millis{100});
 
 /// One epoch's control loop with its own connections and thread.
@@ -58,6 +63,9 @@ struct LoopHandle {
   std::unique_ptr<store::LeaderStore> store, reads;
   /// Waits on the inbox channel (a connection of its own that LISTENs).
   std::unique_ptr<store::LeaderStore> inbox;
+  /// The webhook sender's queue (a connection of its own); null: no sender.
+  std::unique_ptr<store::WebhookOutbox> outbox;
+  std::unique_ptr<notify::WebhookSender> sender;
   std::unique_ptr<ControlLoop> loop;
   std::atomic<bool> stop{false};
   std::atomic<bool> done{false};
@@ -67,7 +75,8 @@ struct LoopHandle {
 class NodeRuntime final : public ServerHandlers {
  public:
   NodeRuntime(const NodeConfig& cfg, const NodePorts& ports, NodeIdentity me, consensus::Elector& elector,
-              Metrics& metrics, store::AdminStore& admin_store, store::AdminStore& identity_store)
+              Metrics& metrics, store::AdminStore& admin_store, store::AdminStore& identity_store,
+              const notify::HttpsPoster& poster)
       : cfg_(cfg),
         ports_(ports),
         me_(std::move(me)),
@@ -86,7 +95,8 @@ class NodeRuntime final : public ServerHandlers {
                              [this](std::vector<store::DueRun> due) { wake_dispatcher(std::move(due)); }},
                admin_store, metrics, clock_, cfg.admin_token, cfg.metrics_require_token),
         reception_(leader_core::reception_limits(cfg.election.poll_every, cfg.runtime.continuation_timeout,
-                                                 cfg.runtime.continuation_margin)) {
+                                                 cfg.runtime.continuation_margin)),
+        poster_(poster) {
     admin_.set_payload_denylist(cfg.payload_denylist);
     admin_.set_limits(cfg.api_limits);
     admin_.set_runtime_defaults(cfg.runtime);
@@ -314,7 +324,36 @@ class NodeRuntime final : public ServerHandlers {
         if (*noticed) h->loop->post(InboxNoticed{});
       }
     }).detach();
+    if (ports_.webhook_outbox) start_webhook_sender(h, app);
     return h;
+  }
+
+  /// The epoch's webhook sender (notify/webhook_sender.h): beside the loop,
+  /// never on it; detached like the inbox waiter (it holds the handle and
+  /// ends within a POST's timeout and webhook_wait of the loop's stop).
+  void start_webhook_sender(const std::shared_ptr<LoopHandle>& h, const std::string& app) {
+    h->outbox = ports_.webhook_outbox(app + "-webhooks");
+    notify::SenderSettings settings;
+    settings.timeout = cfg_.webhooks.timeout;
+    const notify::HttpsPoster* poster = &poster_;
+    h->sender = std::make_unique<notify::WebhookSender>(
+        *h->outbox, [poster](const notify::OutgoingPost& p) { return poster->post(p); },
+        [] {
+          return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+              .count();
+        },
+        settings);
+    std::thread([h] {
+      while (!h->stop.load() && !h->done.load()) {
+        auto pass = h->sender->pass(h->epoch);
+        if (pass.fenced) return;
+        if (pass.error) {
+          std::this_thread::sleep_for(webhook_wait);  // the database is away; the queue keeps
+          continue;
+        }
+        if (pass.attempted < h->sender->settings().batch) (void)h->outbox->await_deliveries(webhook_wait);
+      }
+    }).detach();
   }
 
   void wake_dispatcher(std::vector<store::DueRun> due) {
@@ -381,6 +420,7 @@ class NodeRuntime final : public ServerHandlers {
     Epoch skip_epoch{0};  ///< do not redirect to the leader of this epoch (the worker could not reach it)
   };
   const leader_core::ReceptionLimits reception_;
+  const notify::HttpsPoster& poster_;       ///< the webhook sender's HTTPS client (run_node owns it)
   std::map<std::uint64_t, Parked> parked_;  ///< link id -> a worker waiting for a leader to be known
   bool stopping_ = false;                   ///< stop_loops() has begun: hold no more workers
 };
@@ -415,7 +455,16 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
       },
       [](Millis d) { std::this_thread::sleep_for(d); });
 
-  NodeRuntime runtime(cfg, ports, me, elector, metrics, *admin_store, *identity_store);
+  // The webhook sender's trust (docs/webhooks.md): a CA file that cannot be
+  // read stops the node here, naming the key.
+  auto poster = notify::HttpsPoster::make(tls::ClientFiles{cfg.webhooks.ca_file, "", ""}, cfg.webhooks.timeout);
+  if (!poster) {
+    spdlog::error("node_config_invalid node={} key=webhooks.ca_file error={}", me.node_id,
+                  json_quote(poster.error().message));
+    std::fprintf(stderr, "baton: node %s: webhooks.ca_file: %s\n", me.node_id.c_str(), poster.error().message.c_str());
+    return 2;
+  }
+  NodeRuntime runtime(cfg, ports, me, elector, metrics, *admin_store, *identity_store, **poster);
   {
     std::vector<store::AdminStore*> lanes;
     for (auto& s : token_stores) lanes.push_back(s.get());

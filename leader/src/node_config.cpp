@@ -221,6 +221,16 @@ Result<NodeConfig> load_node_config(const std::string& file) {
                "is required (cert_file and key_file), or `insecure: true` to serve plaintext HTTP and "
                "WebSocket; tokens then cross the network in the clear (docs/security.md, \"TLS\")");
 
+  ConfigMap wh = top.map("webhooks");
+  if (auto v = wh.string("ca_file")) cfg.webhooks.ca_file = resolve(*v);
+  if (auto v = wh.duration("timeout")) {
+    if (v->count() < 100 || v->count() > 60000)
+      errors.add("webhooks.timeout", "must be from 100ms to 60s");
+    else
+      cfg.webhooks.timeout = *v;
+  }
+  wh.reject_unknown_keys();
+
   ConfigMap db = top.map("database");
   if (auto v = db.string("url", /*required=*/true)) {
     if (v->rfind("postgresql://", 0) == 0 || v->rfind("postgres://", 0) == 0)

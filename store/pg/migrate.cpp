@@ -45,6 +45,13 @@ Result<MigrateReport> migrate(const std::string& url, const std::string& applied
         "CREATE TABLE IF NOT EXISTS schema_migrations ("
         " version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
         " applied_at TIMESTAMPTZ NOT NULL DEFAULT now(), applied_by TEXT NOT NULL)");
+    // Every migration creates its objects beside schema_migrations, whatever
+    // the role's search_path says: "$user" comes first in the default one,
+    // and once 0036 made the schema `baton`, an owner role named baton
+    // would have created every later table in it, out of its nodes' sight.
+    tx.exec(
+        "SELECT set_config('search_path', quote_ident(n.nspname), true) FROM pg_class k"
+        " JOIN pg_namespace n ON n.oid = k.relnamespace WHERE k.oid = 'schema_migrations'::regclass");
     // Read again under the lock: another migrator may have applied some
     // since the read above.
     const std::vector<int> done = applied_versions(tx);

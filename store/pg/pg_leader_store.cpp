@@ -471,14 +471,18 @@ Result<Pruned> PgLeaderStore::prune(Epoch epoch, int batch) {
       "  rate_key, slot FROM rate_permits, ok WHERE until < now() - interval '1 day' ORDER BY until LIMIT $2)"
       "  RETURNING 1),"
       " s AS (DELETE FROM submissions WHERE id IN (SELECT id FROM submissions, ok"
-      "  WHERE processed_at < (SELECT at FROM cutoff) ORDER BY processed_at LIMIT $2) RETURNING 1)"
+      "  WHERE processed_at < (SELECT at FROM cutoff) ORDER BY processed_at LIMIT $2) RETURNING 1),"
+      // Webhook deliveries that ended (delivered or given up, schemas/0038).
+      " wd AS (DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries, ok"
+      "  WHERE finished_at < (SELECT at FROM cutoff) ORDER BY finished_at LIMIT $2) RETURNING 1)"
       " SELECT (SELECT epoch FROM fence), (SELECT count(*) FROM r), (SELECT count(*) FROM d),"
-      " (SELECT count(*) FROM e), (SELECT count(*) FROM x), (SELECT count(*) FROM s)";
+      " (SELECT count(*) FROM e), (SELECT count(*) FROM x), (SELECT count(*) FROM s), (SELECT count(*) FROM wd)";
   return session_.with<Pruned>([&](pqxx::connection& c) -> Result<Pruned> {
     pqxx::nontransaction tx{c};
     auto r = tx.exec_params1(sql, epoch.value, batch);
     return Pruned{Epoch{r[0].as<std::int64_t>()}, r[1].as<std::int64_t>(), r[2].as<std::int64_t>(),
-                  r[3].as<std::int64_t>(),        r[4].as<std::int64_t>(), r[5].as<std::int64_t>()};
+                  r[3].as<std::int64_t>(),        r[4].as<std::int64_t>(), r[5].as<std::int64_t>(),
+                  r[6].as<std::int64_t>()};
   });
 }
 

@@ -278,7 +278,14 @@ const std::string success_ctes =
     "  RETURNING d.name, f.id AS run_id, f.leader_epoch),"
     " retired_audit AS (INSERT INTO audit_log (actor, action, subject, epoch, details)"
     "  SELECT 'system', 'job.self_destruct', 'job:' || name, leader_epoch, jsonb_build_object('run_id', run_id)"
-    "  FROM retired)";
+    "  FROM retired),"
+    // A success ends its job's streak of failures (schemas/0038): the row is
+    // deleted if it exists and no failure holds it now. Never waiting here
+    // keeps the success side out of every lock cycle; a failure recorded at
+    // the same instant keeps its streak.
+    " streak_reset AS (DELETE FROM job_failure_streaks WHERE job_definition_id IN (SELECT f.job_definition_id"
+    "  FROM job_failure_streaks f WHERE f.job_definition_id IN (SELECT job_definition_id FROM succeeded)"
+    "  FOR UPDATE SKIP LOCKED))";
 
 // A cancel records itself in the audit log in the statement that makes it
 // (an operator's request is recorded by the API before it reaches the

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <pqxx/pqxx>
 #include <thread>
 #include <vector>
 
@@ -39,4 +40,38 @@ TEST(Migrate, UnreachableDatabaseIsAClearError) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, Errc::db_unavailable);
   EXPECT_NE(r.error().message.find("127.0.0.1:1/nope"), std::string::npos) << r.error().message;
+}
+
+// An owner role named `baton` (the name the guides use) has "$user" first in
+// its search_path, and 0036 creates a schema of that name: every migration
+// after it must still create its objects beside schema_migrations, where
+// the nodes look (a role named baton saw 0038's tables land in `baton`).
+TEST(Migrate, AnOwnerRoleNamedBatonMigratesEverythingBesideSchemaMigrations) {
+  const std::string url = baton::testing::PgInstance::shared().fresh_database("migrate_baton", /*migrated=*/false);
+  const std::string database = url.substr(url.rfind('/') + 1);
+  {
+    pqxx::connection c(url);
+    pqxx::nontransaction tx(c);
+    tx.exec("DO $$ BEGIN CREATE ROLE baton LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$");
+    tx.exec("ALTER DATABASE " + c.quote_name(database) + " OWNER TO baton");
+  }
+  const auto at = url.find("://") + 3;
+  const std::string as_baton = url.substr(0, at) + "baton" + url.substr(url.find('@', at));
+  auto r = store::pg::migrate(as_baton, "t");
+  ASSERT_TRUE(r) << r.error().message;
+  pqxx::connection c(as_baton);
+  pqxx::nontransaction tx(c);
+  EXPECT_EQ(tx.exec1("SELECT count(*) FROM pg_class k JOIN pg_namespace n ON n.oid = k.relnamespace"
+                     " WHERE n.nspname = 'baton' AND k.relkind IN ('r', 'v', 'S')")[0]
+                .as<int>(),
+            0);
+  EXPECT_EQ(tx.exec1("SELECT to_regclass('public.webhooks') IS NOT NULL AND"
+                     " to_regclass('public.job_failure_streaks') IS NOT NULL")[0]
+                .as<bool>(),
+            true);
+  EXPECT_EQ(tx.exec1("SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+                     " WHERE n.nspname = 'baton' AND p.proname NOT IN ('trigger', 'emit_event', 'submission')")[0]
+                .as<int>(),
+            0)
+      << "only the SQL API for applications lives in schema baton";
 }

@@ -174,6 +174,20 @@ def test_every_routes_real_answer_matches_its_schema(api):
     token = a.call("POST", "/api/v1/tokens", body={"name": "contract", "role": "read"}, expect=201)
     a.call("GET", "/api/v1/tokens", expect=200)
     a.call("POST", "/api/v1/tokens/{id}/revoke", f"/api/v1/tokens/{token['id']}/revoke", {}, expect=200)
+    hook = {"url": "https://127.0.0.1:9/contract", "events": ["run_failed"], "secret": "contract-secret-0123"}
+    a.call("PUT", "/api/v1/webhooks/{name}", "/api/v1/webhooks/contract?dry_run=true", hook, expect=200)
+    a.call("PUT", "/api/v1/webhooks/{name}", "/api/v1/webhooks/contract", hook, expect=201)
+    a.call("PUT", "/api/v1/webhooks/{name}", "/api/v1/webhooks/contract", {"url": "http://x", "events": []},
+           expect=400)
+    a.call("GET", "/api/v1/webhooks", expect=200)
+    a.call("GET", "/api/v1/webhooks/{name}", "/api/v1/webhooks/contract", expect=200)
+    a.call("GET", "/api/v1/webhooks/{name}", "/api/v1/webhooks/nope", expect=404)
+    ping = a.call("POST", "/api/v1/webhooks/{name}/ping", "/api/v1/webhooks/contract/ping", {}, expect=201)
+    a.call("GET", "/api/v1/webhooks/{name}/deliveries", "/api/v1/webhooks/contract/deliveries?state=pending",
+           expect=200)
+    a.call("POST", "/api/v1/webhook-deliveries/{id}/redeliver", f"/api/v1/webhook-deliveries/{ping['id']}/redeliver",
+           {}, expect=200)
+    a.call("DELETE", "/api/v1/webhooks/{name}", "/api/v1/webhooks/contract", expect=200)
     a.call("GET", "/api/v1/openapi.json", expect=200)
     a.call("POST", "/api/v1/workers/{worker}/evict", "/api/v1/workers/wc/evict", {})
     routes = {f"{m.upper()} {p}" for p, ops in a.doc["paths"].items() for m in ops}

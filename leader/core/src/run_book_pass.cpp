@@ -118,11 +118,13 @@ void RunBook::resumed(resume::Pruning&, const Result<store::Pruned>& r) {
     return;
   }
   if (r->current_epoch != epoch_) return fence("prune", "", r->current_epoch);
-  if (r->runs + r->ledger + r->events + r->dead_letters == 0) return;
-  log(LogLevel::info, fmt::format("pruned runs={} ledger={} events={} dead_letters={} epoch={}", r->runs, r->ledger,
-                                  r->events, r->dead_letters, epoch_.value));
+  if (r->runs + r->ledger + r->events + r->dead_letters + r->submissions + r->webhook_deliveries == 0) return;
+  log(LogLevel::info,
+      fmt::format("pruned runs={} ledger={} events={} dead_letters={} submissions={} webhook_deliveries={} epoch={}",
+                  r->runs, r->ledger, r->events, r->dead_letters, r->submissions, r->webhook_deliveries, epoch_.value));
   // A full batch: more is waiting; go on at the next pass rather than wait.
-  if (r->runs >= prune_batch || r->ledger >= prune_batch || r->events >= prune_batch || r->dead_letters >= prune_batch)
+  if (r->runs >= prune_batch || r->ledger >= prune_batch || r->events >= prune_batch ||
+      r->dead_letters >= prune_batch || r->submissions >= prune_batch || r->webhook_deliveries >= prune_batch)
     last_.prune = MonoTime{};
 }
 

@@ -168,6 +168,13 @@ class AdminApi {
   HttpResponse list_tokens(const ApiCall& c);
   HttpResponse create_token(const ApiCall& c);
   HttpResponse revoke_token(const ApiCall& c);
+  // Webhooks (webhook_handlers.cpp).
+  HttpResponse list_webhooks(const ApiCall& c, bool one);
+  HttpResponse put_webhook(const ApiCall& c);
+  HttpResponse delete_webhook(const ApiCall& c);
+  HttpResponse list_webhook_deliveries(const ApiCall& c);
+  HttpResponse ping_webhook(const ApiCall& c);
+  HttpResponse redeliver(const ApiCall& c);
   // Worker identity (worker_identity_handlers.cpp).
   HttpResponse create_worker_enrollment(const ApiCall& c);
   HttpResponse rotate_worker_credential(const ApiCall& c);

@@ -12,6 +12,7 @@
 #include "baton/store/leader_store.h"
 #include "baton/store/lease_store.h"
 #include "baton/store/run_store.h"
+#include "baton/store/webhooks.h"
 
 namespace baton::leader {
 
@@ -24,6 +25,8 @@ struct NodePorts {
   /// The admin API's store: its calls give up quickly (/status must answer
   /// while the database does not).
   std::function<std::unique_ptr<store::AdminStore>(const std::string& application_name)> admin_store;
+  /// The queue of webhook deliveries, for the leader's sender.
+  std::function<std::unique_ptr<store::WebhookOutbox>(const std::string& application_name)> webhook_outbox;
 };
 
 /// Runs until `stop` becomes true (SIGTERM/SIGINT), then releases the lease.

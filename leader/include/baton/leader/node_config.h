@@ -42,6 +42,12 @@ struct NodeConfig {
   /// which needs `insecure: true`.
   tls::ServerFiles tls;
   bool insecure = false;  ///< plaintext HTTP and WebSocket, said so in a warning at start
+  /// The `webhooks` map (docs/webhooks.md): whom the leader's sender trusts
+  /// (a CA file; "" = the system's roots) and how long one POST may take.
+  struct Webhooks {
+    std::string ca_file;
+    Millis timeout{10000};
+  } webhooks;
 };
 
 /// Reads and validates FILE. The error lists every problem, each naming the

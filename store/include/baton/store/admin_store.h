@@ -13,6 +13,7 @@
 #include "baton/base/ids.h"
 #include "baton/base/result.h"
 #include "baton/store/leader_store.h"
+#include "baton/store/webhooks.h"
 
 namespace baton::store {
 
@@ -305,6 +306,23 @@ class AdminStore {
                                                        std::int64_t ttl_seconds, const std::string& sha256_hex) = 0;
   /// Revokes the worker's live credential and its unused bootstrap tokens.
   virtual Result<AdminResult> revoke_worker_credentials(const Actor& who, const std::string& worker_id) = 0;
+  // Webhooks (schemas/0038, docs/webhooks.md). Lists never hold a secret.
+  virtual Result<Page> list_webhooks(int limit, std::optional<std::string> after_name,
+                                     std::optional<std::string> only) = 0;
+  virtual Result<std::optional<StoredWebhook>> webhook_definition(const std::string& name) = 0;
+  /// Creates or replaces the webhook of that name (an empty secret keeps the
+  /// stored one); json: it as listed.
+  virtual Result<AdminResult> put_webhook(const Actor& who, const WebhookDefinition& w) = 0;
+  /// Deletes it with its deliveries.
+  virtual Result<AdminResult> delete_webhook(const Actor& who, const std::string& name) = 0;
+  /// A webhook's deliveries, newest first; nullopt when no such webhook.
+  virtual Result<std::optional<Page>> list_webhook_deliveries(const std::string& webhook,
+                                                              std::optional<std::string> state, int limit,
+                                                              std::optional<std::int64_t> before_id) = 0;
+  /// A delivery (of any state) pending again at once, its attempts from 0.
+  virtual Result<AdminResult> redeliver(const Actor& who, std::int64_t delivery) = 0;
+  /// Queues a `ping` event for the webhook (enabled or not).
+  virtual Result<AdminResult> ping_webhook(const Actor& who, const std::string& name) = 0;
   /// Records an action whose change is made elsewhere (a cancel goes through
   /// the leader's control loop).
   virtual Result<void> audit(const Actor& who, const std::string& action, const std::string& subject,

@@ -199,7 +199,8 @@ struct Pruned {
   Epoch current_epoch{0};
   std::int64_t runs = 0;  ///< finished runs (with their attempts, transitions, logs)
   std::int64_t ledger = 0, events = 0, dead_letters = 0;
-  std::int64_t submissions = 0;  ///< processed SQL submissions
+  std::int64_t submissions = 0;         ///< processed SQL submissions
+  std::int64_t webhook_deliveries = 0;  ///< delivered or given up (schemas/0038)
 };
 
 /// Cron slots a plan gives up, recorded as one decision-ledger entry.

@@ -74,6 +74,17 @@ class PgAdminStore final : public AdminStore {
   Result<void> audit(const Actor& who, const std::string& action, const std::string& subject,
                      const std::string& details_json) override;
 
+  // Webhooks (pg_webhooks.cpp).
+  Result<Page> list_webhooks(int limit, std::optional<std::string> after_name,
+                             std::optional<std::string> only) override;
+  Result<std::optional<StoredWebhook>> webhook_definition(const std::string& name) override;
+  Result<AdminResult> put_webhook(const Actor& who, const WebhookDefinition& w) override;
+  Result<AdminResult> delete_webhook(const Actor& who, const std::string& name) override;
+  Result<std::optional<Page>> list_webhook_deliveries(const std::string& webhook, std::optional<std::string> state,
+                                                      int limit, std::optional<std::int64_t> before_id) override;
+  Result<AdminResult> redeliver(const Actor& who, std::int64_t delivery) override;
+  Result<AdminResult> ping_webhook(const Actor& who, const std::string& name) override;
+
  private:
   PgSession session_;
 };

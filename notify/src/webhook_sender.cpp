@@ -1,0 +1,56 @@
+#include "baton/notify/webhook_sender.h"
+
+#include <spdlog/spdlog.h>
+
+#include "baton/base/json_text.h"
+
+namespace baton::notify {
+
+namespace {
+const char* outcome_name(store::DeliveryRecord::Outcome o) {
+  switch (o) {
+    case store::DeliveryRecord::Outcome::delivered: return "delivered";
+    case store::DeliveryRecord::Outcome::failed: return "failed";
+    case store::DeliveryRecord::Outcome::retry: break;
+  }
+  return "retry";
+}
+}  // namespace
+
+WebhookSender::WebhookSender(store::WebhookOutbox& outbox, Post post, std::function<std::int64_t()> unix_now,
+                             SenderSettings settings)
+    : outbox_(outbox), post_(std::move(post)), unix_now_(std::move(unix_now)), settings_(std::move(settings)) {}
+
+WebhookSender::Pass WebhookSender::pass(Epoch epoch) {
+  Pass out;
+  auto claimed = outbox_.claim_deliveries(epoch, settings_.batch, settings_.lease());
+  if (!claimed) {
+    out.error = claimed.error().message;
+    return out;
+  }
+  if (claimed->current_epoch != epoch) {
+    out.fenced = true;
+    return out;
+  }
+  for (const auto& d : claimed->deliveries) {
+    ++out.attempted;
+    const HttpAnswer answer = post_(delivery_request(d, unix_now_(), settings_.user_agent));
+    const store::DeliveryRecord record = judge(d, answer);
+    if (record.outcome == store::DeliveryRecord::Outcome::delivered) ++out.delivered;
+    auto recorded = outbox_.record_delivery(record);
+    const auto level =
+        record.outcome == store::DeliveryRecord::Outcome::delivered ? spdlog::level::info : spdlog::level::warn;
+    spdlog::log(level,
+                "webhook_delivery webhook={} delivery={} event={} kind={} attempt={} of={} outcome={} status={} "
+                "retry_in_ms={} epoch={} error={}{}",
+                json_quote(d.webhook), d.id, d.event_id, json_quote(d.kind), d.attempt, d.max_attempts,
+                outcome_name(record.outcome), record.status ? std::to_string(*record.status) : "none",
+                record.retry_in.count(), epoch.value, json_quote(record.error),
+                !recorded    ? " not_recorded=" + json_quote(recorded.error().message)
+                : !*recorded ? " not_recorded=\"claimed again or redelivered meanwhile\""
+                             : std::string());
+  }
+  return out;
+}
+
+}  // namespace baton::notify

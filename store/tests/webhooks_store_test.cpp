@@ -1,0 +1,235 @@
+// Webhooks in the database (schemas/0038), against real PostgreSQL: the
+// deliveries queued in the transaction of the event they tell of (a run's
+// final failure and its dead letter, a job's Nth failure in a row, a new
+// epoch), and the queue as the leader's sender takes it (claimed only under
+// the current epoch, once per lease, each outcome recorded for its attempt).
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include "baton/store_pg/pg_webhook_outbox.h"
+#include "overlap_fixture.h"
+#include "store_test_support.h"
+
+using namespace baton;
+using namespace baton::store;
+using namespace baton::store::pg;
+using namespace baton::store::pg::test;
+
+namespace {
+
+namespace json = boost::json;
+
+class WebhooksStoreTest : public OverlapStoreTest {
+ protected:
+  void SetUp() override {
+    for (const char* name : {"etl", "other"}) {
+      JobDefinition j;
+      j.name = name;
+      ASSERT_TRUE(admin.create_job(Actor{"test", epoch}, j));
+    }
+  }
+  void hook(const std::string& name, std::vector<std::string> events, std::vector<std::string> jobs = {},
+            int failures_in_a_row = 3, bool enabled = true) {
+    WebhookDefinition w;
+    w.name = name;
+    w.url = "https://127.0.0.1:9/" + name;
+    w.events = std::move(events);
+    w.jobs = std::move(jobs);
+    w.failures_in_a_row = failures_in_a_row;
+    w.enabled = enabled;
+    w.secret = "secret-of-" + name + "-0123456789";
+    auto r = admin.put_webhook(Actor{"test", epoch}, w);
+    ASSERT_TRUE(r && r->outcome == AdminOutcome::applied) << (r ? r->message : r.error().message);
+  }
+  /// Assigns, starts and finishes each of `ids` in one statement: FAILED
+  /// for good, retried (`retry`), or SUCCEEDED (`ok`).
+  void end(const std::vector<RunId>& ids, bool ok, bool retry = false) {
+    std::vector<FinishRow> rows;
+    for (RunId id : ids) {
+      auto a = assign(id, std::nullopt);
+      ASSERT_TRUE(applied(a, id));
+      const WriteResult& w = a->applied.at(id.value);
+      auto s = runs.start_batch(epoch, {{id, w.new_version, {"w1", w.attempt, w.lease_token}, "i1"}}, Millis{5000});
+      ASSERT_TRUE(s && s->applied.count(id.value) == 1);
+      FinishRow fin{id,
+                    s->applied.at(id.value).new_version,
+                    {"w1", w.attempt, w.lease_token},
+                    {},
+                    retry ? std::optional<Millis>(Millis{60000}) : std::nullopt};
+      if (!ok) fin.finish.final_state = RunState::failed;
+      fin.finish.error_code = ok ? "" : "exit_3";
+      rows.push_back(fin);
+    }
+    auto f = runs.finish_batch(epoch, rows);
+    ASSERT_TRUE(f && f->applied.size() == ids.size());
+  }
+  void end(RunId id, bool ok, bool retry = false) { end(std::vector<RunId>{id}, ok, retry); }
+  /// "kind:job" of a webhook's deliveries, oldest first.
+  std::string queued(const std::string& webhook) {
+    return text(
+        "SELECT coalesce(string_agg(d.kind || ':' || coalesce(d.body::jsonb #>> '{data,job}', '-'), ' ' ORDER BY d.id),"
+        " '-') FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE w.name = '" +
+        webhook + "'");
+  }
+  json::object body(const std::string& webhook, const std::string& kind, int nth = 0) {
+    return json::parse(text("SELECT d.body FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id"
+                            " WHERE w.name = '" +
+                            webhook + "' AND d.kind = '" + kind + "' ORDER BY d.id OFFSET " + std::to_string(nth) +
+                            " LIMIT 1"))
+        .as_object();
+  }
+  PgWebhookOutbox outbox{url, "test-webhooks"};
+};
+
+TEST_F(WebhooksStoreTest, ARunsFinalFailureIsQueuedForEachWebhookThatListsItInItsOwnStatement) {
+  hook("all", {"dead_letter", "run_failed"});
+  hook("etl-only", {"run_failed"}, {"etl"});
+  hook("other-only", {"run_failed"}, {"other"});
+  hook("off", {"dead_letter", "run_failed"}, {}, 3, /*enabled=*/false);
+  const RunId retried = run_of("etl"), failed = run_of("etl"), ok = run_of("etl");
+  end(retried, false, /*retry=*/true);
+  EXPECT_EQ(queued("all"), "-") << "a failure that is retried is not the end";
+  end(failed, false);
+  end(ok, true);
+  EXPECT_EQ(queued("all"), "dead_letter:etl run_failed:etl");
+  EXPECT_EQ(queued("etl-only"), "run_failed:etl");
+  EXPECT_EQ(queued("other-only"), "-");
+  EXPECT_EQ(queued("off"), "-") << "a disabled webhook is told nothing";
+
+  const auto dl = body("all", "dead_letter"), rf = body("all", "run_failed");
+  EXPECT_EQ(dl.at("webhook").as_string(), "all");
+  EXPECT_EQ(dl.at("data").at("run_id").as_int64(), failed.value);
+  EXPECT_EQ(dl.at("data").at("final_state").as_string(), "FAILED");
+  EXPECT_EQ(dl.at("data").at("error_code").as_string(), "exit_3");
+  EXPECT_EQ(rf.at("data").at("state").as_string(), "FAILED");
+  // One event, one id, whichever webhook is told of it; two events, two ids.
+  EXPECT_EQ(rf.at("id"), body("etl-only", "run_failed").at("id"));
+  EXPECT_NE(rf.at("id"), dl.at("id"));
+  EXPECT_EQ(text("SELECT count(DISTINCT event_id) FROM webhook_deliveries"), "2");
+}
+
+TEST_F(WebhooksStoreTest, FailuresInARowAreToldOnceAtTheThresholdAndASuccessStartsTheCountOver) {
+  hook("streak", {"failures_in_a_row"}, {}, 2);
+  end(run_of("etl"), false);
+  EXPECT_EQ(queued("streak"), "-");
+  end(run_of("etl"), false);
+  EXPECT_EQ(queued("streak"), "failures_in_a_row:etl");
+  EXPECT_EQ(body("streak", "failures_in_a_row").at("data").at("failures").as_int64(), 2);
+  end(run_of("etl"), false);
+  EXPECT_EQ(queued("streak"), "failures_in_a_row:etl") << "told once per streak, not at every failure after";
+  end(run_of("other"), false);
+  EXPECT_EQ(text("SELECT failures FROM job_failure_streaks s JOIN job_definitions j ON j.id = s.job_definition_id"
+                 " WHERE j.name = 'etl'"),
+            "3");
+
+  end(run_of("etl"), true);
+  EXPECT_EQ(text("SELECT count(*) FROM job_failure_streaks s JOIN job_definitions j ON j.id = s.job_definition_id"
+                 " WHERE j.name = 'etl'"),
+            "0")
+      << "a success ends the streak";
+  // Two failures of one job in one statement (a batch) cross the threshold
+  // together: told once, at the count they reached.
+  end(std::vector<RunId>{run_of("etl"), run_of("etl")}, false);
+  EXPECT_EQ(queued("streak"), "failures_in_a_row:etl failures_in_a_row:etl");
+  EXPECT_EQ(body("streak", "failures_in_a_row", 1).at("data").at("failures").as_int64(), 2);
+  end(run_of("other"), false);
+  EXPECT_EQ(queued("streak"), "failures_in_a_row:etl failures_in_a_row:etl failures_in_a_row:other");
+}
+
+TEST_F(WebhooksStoreTest, ALeaderChangeIsQueuedWithTheEpochBeforeIt) {
+  hook("leaders", {"leader_changed"});
+  hook("failures", {"run_failed"});
+  const Epoch before = epoch;
+  const Epoch after = force_election(url, "n2");
+  EXPECT_EQ(queued("leaders"), "leader_changed:-");
+  EXPECT_EQ(queued("failures"), "-");
+  const auto b = body("leaders", "leader_changed");
+  EXPECT_EQ(b.at("data").at("epoch").as_int64(), after.value);
+  EXPECT_EQ(b.at("data").at("leader_id").as_string(), "n2");
+  EXPECT_EQ(b.at("data").at("previous_epoch").as_int64(), before.value);
+  EXPECT_EQ(b.at("data").at("previous_leader_id").as_string(), "n1");
+}
+
+TEST_F(WebhooksStoreTest, TheSenderClaimsUnderTheCurrentEpochOncePerLeaseAndRecordsEachAttempt) {
+  hook("ops", {"run_failed"});
+  auto ping = admin.ping_webhook(Actor{"test", epoch}, "ops");
+  ASSERT_TRUE(ping && ping->outcome == AdminOutcome::applied);
+
+  auto stale = outbox.claim_deliveries(Epoch{epoch.value - 1}, 10, Millis{60000});
+  ASSERT_TRUE(stale);
+  EXPECT_EQ(stale->current_epoch, epoch);
+  EXPECT_TRUE(stale->deliveries.empty()) << "a node that no longer leads claims nothing";
+
+  auto first = outbox.claim_deliveries(epoch, 10, Millis{60000});
+  ASSERT_TRUE(first && first->deliveries.size() == 1u);
+  const ClaimedDelivery d = first->deliveries[0];
+  EXPECT_EQ(d.webhook, "ops");
+  EXPECT_EQ(d.kind, "ping");
+  EXPECT_EQ(d.attempt, 1);
+  EXPECT_EQ(d.secret, "secret-of-ops-0123456789");
+  EXPECT_EQ(json::parse(d.body).at("id").as_string(), d.event_id);
+  EXPECT_TRUE(outbox.claim_deliveries(epoch, 10, Millis{60000})->deliveries.empty()) << "claimed for its lease";
+
+  DeliveryRecord retry{d.id, 1, DeliveryRecord::Outcome::retry, 503, "HTTP 503", Millis{0}};
+  ASSERT_TRUE(*outbox.record_delivery(retry));
+  auto second = outbox.claim_deliveries(epoch, 10, Millis{60000});
+  ASSERT_TRUE(second && second->deliveries.size() == 1u);
+  EXPECT_EQ(second->deliveries[0].attempt, 2);
+  EXPECT_EQ(second->deliveries[0].event_id, d.event_id) << "the same event id on every attempt";
+  EXPECT_EQ(second->deliveries[0].body, d.body) << "the same bytes on every attempt";
+  EXPECT_FALSE(*outbox.record_delivery(retry)) << "attempt 1 ended long ago: its record comes too late";
+
+  ASSERT_TRUE(*outbox.record_delivery({d.id, 2, DeliveryRecord::Outcome::delivered, 204, "", Millis{0}}));
+  EXPECT_EQ(text("SELECT state || ' ' || attempts || ' ' || last_status || ' ' || (finished_at IS NOT NULL)"
+                 " FROM webhook_deliveries"),
+            "delivered 2 204 true");
+  EXPECT_TRUE(outbox.claim_deliveries(epoch, 10, Millis{60000})->deliveries.empty());
+
+  // An operator sends it again: pending at once, attempts from 0.
+  auto again = admin.redeliver(Actor{"test", epoch}, d.id);
+  ASSERT_TRUE(again && again->outcome == AdminOutcome::applied);
+  auto third = outbox.claim_deliveries(epoch, 10, Millis{60000});
+  ASSERT_TRUE(third && third->deliveries.size() == 1u);
+  EXPECT_EQ(third->deliveries[0].attempt, 1);
+  ASSERT_TRUE(*outbox.record_delivery({d.id, 1, DeliveryRecord::Outcome::failed, 410, "HTTP 410 Gone", Millis{0}}));
+  EXPECT_EQ(text("SELECT state || ' ' || last_error FROM webhook_deliveries"), "failed HTTP 410 Gone");
+
+  // A disabled webhook's pending deliveries wait.
+  ASSERT_TRUE(admin.ping_webhook(Actor{"test", epoch}, "ops"));
+  hook("ops", {"run_failed"}, {}, 3, /*enabled=*/false);
+  EXPECT_TRUE(outbox.claim_deliveries(epoch, 10, Millis{60000})->deliveries.empty());
+}
+
+TEST_F(WebhooksStoreTest, TheApiSeesNoSecretAndEveryChangeIsAudited) {
+  hook("ops", {"run_failed"});
+  hook("ops", {"run_failed", "dead_letter"});
+  auto page = admin.list_webhooks(10, std::nullopt, std::nullopt);
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->items_json.find("secret-of"), std::string::npos) << page->items_json;
+  const auto items = json::parse(page->items_json).as_array();
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_EQ(items[0].at("version").as_int64(), 2);
+  EXPECT_EQ(items[0].at("secret_sha256").as_string(),
+            text("SELECT encode(sha256('secret-of-ops-0123456789'::bytea), 'hex')"));
+  auto stored = admin.webhook_definition("ops");
+  ASSERT_TRUE(stored && *stored);
+  EXPECT_EQ((*stored)->definition.events, (std::vector<std::string>{"run_failed", "dead_letter"}));
+  EXPECT_EQ((*stored)->definition.secret, "");
+
+  ASSERT_TRUE(admin.ping_webhook(Actor{"test", epoch}, "ops"));
+  auto deliveries = admin.list_webhook_deliveries("ops", std::string("pending"), 10, std::nullopt);
+  ASSERT_TRUE(deliveries && *deliveries);
+  EXPECT_EQ(json::parse((*deliveries)->items_json).as_array().size(), 1u);
+  EXPECT_FALSE(*admin.list_webhook_deliveries("nope", std::nullopt, 10, std::nullopt));
+
+  auto del = admin.delete_webhook(Actor{"test", epoch}, "ops");
+  ASSERT_TRUE(del && del->outcome == AdminOutcome::applied);
+  EXPECT_EQ(text("SELECT count(*) FROM webhook_deliveries"), "0") << "its deliveries go with it";
+  EXPECT_EQ(admin.delete_webhook(Actor{"test", epoch}, "ops")->outcome, AdminOutcome::not_found);
+  EXPECT_EQ(text("SELECT string_agg(action, ' ' ORDER BY id) FROM audit_log WHERE subject = 'webhook:ops'"),
+            "webhook.create webhook.update webhook.ping webhook.delete");
+  EXPECT_EQ(text("SELECT count(*) FROM audit_log WHERE details::text LIKE '%secret-of%'"), "0");
+}
+
+}  // namespace
