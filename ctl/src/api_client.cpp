@@ -8,6 +8,7 @@
 #include <boost/beast/ssl.hpp>
 #include <boost/url/url.hpp>
 
+#include "baton/tls/await_operation.h"
 #include "baton/tls/tls_context.h"
 
 namespace baton::ctl {
@@ -36,17 +37,12 @@ struct Request {
   const std::string& idempotency_key;
 };
 
-/// Runs one asynchronous operation to its end. Every operation here is
-/// asynchronous because the stream's deadline (expires_after, set once for
-/// the whole call) applies only to asynchronous operations: a node that
-/// accepts and then says nothing cannot hang `ctl` past --timeout.
+/// Every operation here is asynchronous: the stream's deadline then bounds
+/// it, and a node that accepts and says nothing cannot hang `ctl` past
+/// --timeout.
 template <class Start>
 beast::error_code await(asio::io_context& ioc, Start start) {
-  beast::error_code result = asio::error::operation_aborted;
-  start([&result](beast::error_code ec, auto&&...) { result = ec; });
-  ioc.restart();
-  ioc.run();
-  return result;
+  return tls::await_operation(ioc, start);
 }
 
 /// One request and its answer over a connected stream (plain or TLS).

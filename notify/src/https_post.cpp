@@ -8,6 +8,7 @@
 #include <boost/beast/ssl.hpp>
 #include <boost/url/parse.hpp>
 
+#include "baton/tls/await_operation.h"
 #include "baton/tls/tls_context.h"
 
 namespace baton::notify {
@@ -22,16 +23,12 @@ struct HttpsPoster::Trust {
 
 namespace {
 
-/// Runs one asynchronous operation to its end (the stream's deadline applies
-/// to asynchronous operations only: a receiver that accepts and then says
-/// nothing cannot hold the sender past its timeout).
+/// Every operation is asynchronous: the stream's deadline then bounds it, and
+/// a receiver that accepts and says nothing cannot hold the sender past its
+/// timeout.
 template <class Start>
 beast::error_code await(asio::io_context& ioc, Start start) {
-  beast::error_code result = asio::error::operation_aborted;
-  start([&result](beast::error_code ec, auto&&...) { result = ec; });
-  ioc.restart();
-  ioc.run();
-  return result;
+  return tls::await_operation(ioc, start);
 }
 
 HttpAnswer no_answer(std::string why) { return HttpAnswer{std::nullopt, std::move(why)}; }

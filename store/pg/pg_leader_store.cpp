@@ -53,7 +53,6 @@ PgLeaderStore::PgLeaderStore(const std::string& url, const std::string& applicat
     : session_(url, application_name) {
   // Prepared once per connection: the dispatcher runs it on every pass.
   session_.on_connect([this](pqxx::connection& c) {
-    listening_ = false;  // a new connection has no LISTEN: await_inbox issues it again
     // One scan of the open index in dispatch order (schemas/0021), cut by
     // the limit after the filters, so that a run no worker of this label
     // set can take never fills the batch and blocks the runs behind it
@@ -431,17 +430,7 @@ Result<SubmissionsProcessed> PgLeaderStore::process_submissions(Epoch epoch, int
   });
 }
 
-Result<bool> PgLeaderStore::await_inbox(Millis max) {
-  return session_.with<bool>(max + std::chrono::seconds(2), [&](pqxx::connection& c) -> Result<bool> {
-    if (!listening_) {
-      pqxx::nontransaction tx{c};
-      tx.exec(std::string("LISTEN ") + inbox_channel);
-      listening_ = true;
-    }
-    auto us = std::chrono::duration_cast<std::chrono::microseconds>(max).count();
-    return c.await_notification(static_cast<long>(us / 1'000'000), static_cast<long>(us % 1'000'000)) > 0;
-  });
-}
+Result<bool> PgLeaderStore::await_inbox(Millis max) { return session_.await_notification(inbox_channel, max); }
 
 Result<Pruned> PgLeaderStore::prune(Epoch epoch, int batch) {
   // One statement, a bounded batch of each kind, oldest first; the leader

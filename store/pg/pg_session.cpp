@@ -142,6 +142,7 @@ Result<void> PgSession::ensure_connected() {
       return make_error(Errc::db_is_standby,
                         describe_url(url_) + " is a standby (pg_is_in_recovery); refusing to write to it");
     }
+    listening_.clear();
     if (on_connect_) on_connect_(*c);
     conn_ = std::move(c);
     return {};
@@ -190,6 +191,18 @@ Error PgSession::map_current_exception() {
     if (conn_ && !conn_->is_open()) conn_.reset();
     return make_error(Errc::db_error, e.what());
   }
+}
+
+Result<bool> PgSession::await_notification(const std::string& channel, std::chrono::milliseconds max) {
+  return with<bool>(max + std::chrono::seconds(2), [&](pqxx::connection& c) -> Result<bool> {
+    if (listening_ != channel) {
+      pqxx::nontransaction tx{c};
+      tx.exec("LISTEN " + c.quote_name(channel));
+      listening_ = channel;
+    }
+    auto us = std::chrono::duration_cast<std::chrono::microseconds>(max).count();
+    return c.await_notification(static_cast<long>(us / 1'000'000), static_cast<long>(us % 1'000'000)) > 0;
+  });
 }
 
 }  // namespace baton::store::pg

@@ -191,18 +191,21 @@ Result<AdminResult> PgAdminStore::ping_webhook(const Actor& who, const std::stri
 }
 
 PgWebhookOutbox::PgWebhookOutbox(const std::string& url, const std::string& application_name)
-    : session_(url, application_name) {
-  session_.on_connect([this](pqxx::connection&) { listening_ = false; });
-}
+    : session_(url, application_name) {}
 
 Result<ClaimedDeliveries> PgWebhookOutbox::claim_deliveries(Epoch epoch, int limit, Millis lease) {
   // Claimed for a lease, not locked for the attempt: the attempt is an HTTP
-  // call of up to its timeout, and no transaction stays open across it.
+  // call of up to its timeout, and no transaction stays open across it. A
+  // claim of an earlier epoch is void: the leader that made it may be dead
+  // with its attempt unrecorded, and the next one sends it again at once
+  // (the same event id; should the old one still be sending, the receiver
+  // sees it twice and keeps it once, and its record no longer applies).
   static const std::string sql =
       "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1),"
       " picked AS (SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id"
       "  WHERE d.state = 'pending' AND d.next_attempt_at <= now() AND w.enabled"
-      "  AND (d.claimed_until IS NULL OR d.claimed_until <= now()) AND (SELECT epoch FROM fence) = $1"
+      "  AND (d.claimed_until IS NULL OR d.claimed_until <= now() OR d.claimed_epoch < $1)"
+      "  AND (SELECT epoch FROM fence) = $1"
       "  ORDER BY d.next_attempt_at, d.id LIMIT $2 FOR UPDATE OF d SKIP LOCKED),"
       " claimed AS (UPDATE webhook_deliveries d SET attempts = d.attempts + 1, last_attempt_at = now(),"
       "  claimed_until = now() + $3 * interval '1 millisecond', claimed_epoch = $1"
@@ -248,15 +251,7 @@ Result<bool> PgWebhookOutbox::record_delivery(const DeliveryRecord& d) {
 }
 
 Result<bool> PgWebhookOutbox::await_deliveries(Millis max) {
-  return session_.with<bool>(max + std::chrono::seconds(2), [&](pqxx::connection& c) -> Result<bool> {
-    if (!listening_) {
-      pqxx::nontransaction tx{c};
-      tx.exec(std::string("LISTEN ") + webhooks_channel);
-      listening_ = true;
-    }
-    auto us = std::chrono::duration_cast<std::chrono::microseconds>(max).count();
-    return c.await_notification(static_cast<long>(us / 1'000'000), static_cast<long>(us % 1'000'000)) > 0;
-  });
+  return session_.await_notification(webhooks_channel, max);
 }
 
 }  // namespace baton::store::pg

@@ -22,24 +22,6 @@ class OnErrorStoreTest : public OverlapStoreTest {
     j.on_error = on_error;
     ASSERT_TRUE(admin.create_job(Actor{"test", epoch}, j));
   }
-  /// Assigns, starts and finishes `id`: FAILED for good, or retried when
-  /// `retry` is set, or SUCCEEDED when `ok`.
-  void end(RunId id, bool ok, bool retry = false) {
-    auto a = assign(id, std::nullopt);
-    ASSERT_TRUE(applied(a, id));
-    const WriteResult& w = a->applied.at(id.value);
-    auto s = runs.start_batch(epoch, {{id, w.new_version, {"w1", w.attempt, w.lease_token}, "i1"}}, Millis{5000});
-    ASSERT_TRUE(s && s->applied.count(id.value) == 1);
-    FinishRow fin{id,
-                  s->applied.at(id.value).new_version,
-                  {"w1", w.attempt, w.lease_token},
-                  {},
-                  retry ? std::optional<Millis>(Millis{60000}) : std::nullopt};
-    if (!ok) fin.finish.final_state = RunState::failed;
-    fin.finish.error_code = ok ? "" : "exit_3";
-    auto f = runs.finish_batch(epoch, {fin});
-    ASSERT_TRUE(f && f->applied.size() == 1u);
-  }
   std::string handler_runs() {
     return text(
         "SELECT coalesce(string_agg(r.trigger_kind || ' ' || coalesce(r.payload->>'failed_run', '-') || ' ' ||"

@@ -38,6 +38,29 @@ class OverlapStoreTest : public ElectedStoreTest {
     return runs.assign_batch(epoch, {row});
   }
   bool applied(const Result<BatchWriteResult>& r, RunId id) { return r && r->applied.count(id.value) == 1; }
+  /// Assigns, starts and finishes each of `ids` in one statement: FAILED
+  /// for good, retried (`retry`), or SUCCEEDED (`ok`).
+  void end(const std::vector<RunId>& ids, bool ok, bool retry = false) {
+    std::vector<FinishRow> rows;
+    for (RunId id : ids) {
+      auto a = assign(id, std::nullopt);
+      ASSERT_TRUE(applied(a, id));
+      const WriteResult& w = a->applied.at(id.value);
+      auto s = runs.start_batch(epoch, {{id, w.new_version, {"w1", w.attempt, w.lease_token}, "i1"}}, Millis{5000});
+      ASSERT_TRUE(s && s->applied.count(id.value) == 1);
+      FinishRow fin{id,
+                    s->applied.at(id.value).new_version,
+                    {"w1", w.attempt, w.lease_token},
+                    {},
+                    retry ? std::optional<Millis>(Millis{60000}) : std::nullopt};
+      if (!ok) fin.finish.final_state = RunState::failed;
+      fin.finish.error_code = ok ? "" : "exit_3";
+      rows.push_back(fin);
+    }
+    auto f = runs.finish_batch(epoch, rows);
+    ASSERT_TRUE(f && f->applied.size() == ids.size());
+  }
+  void end(RunId id, bool ok, bool retry = false) { end(std::vector<RunId>{id}, ok, retry); }
 };
 
 }  // namespace baton::store::pg::test

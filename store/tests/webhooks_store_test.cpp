@@ -42,29 +42,6 @@ class WebhooksStoreTest : public OverlapStoreTest {
     auto r = admin.put_webhook(Actor{"test", epoch}, w);
     ASSERT_TRUE(r && r->outcome == AdminOutcome::applied) << (r ? r->message : r.error().message);
   }
-  /// Assigns, starts and finishes each of `ids` in one statement: FAILED
-  /// for good, retried (`retry`), or SUCCEEDED (`ok`).
-  void end(const std::vector<RunId>& ids, bool ok, bool retry = false) {
-    std::vector<FinishRow> rows;
-    for (RunId id : ids) {
-      auto a = assign(id, std::nullopt);
-      ASSERT_TRUE(applied(a, id));
-      const WriteResult& w = a->applied.at(id.value);
-      auto s = runs.start_batch(epoch, {{id, w.new_version, {"w1", w.attempt, w.lease_token}, "i1"}}, Millis{5000});
-      ASSERT_TRUE(s && s->applied.count(id.value) == 1);
-      FinishRow fin{id,
-                    s->applied.at(id.value).new_version,
-                    {"w1", w.attempt, w.lease_token},
-                    {},
-                    retry ? std::optional<Millis>(Millis{60000}) : std::nullopt};
-      if (!ok) fin.finish.final_state = RunState::failed;
-      fin.finish.error_code = ok ? "" : "exit_3";
-      rows.push_back(fin);
-    }
-    auto f = runs.finish_batch(epoch, rows);
-    ASSERT_TRUE(f && f->applied.size() == ids.size());
-  }
-  void end(RunId id, bool ok, bool retry = false) { end(std::vector<RunId>{id}, ok, retry); }
   /// "kind:job" of a webhook's deliveries, oldest first.
   std::string queued(const std::string& webhook) {
     return text(
@@ -199,6 +176,27 @@ TEST_F(WebhooksStoreTest, TheSenderClaimsUnderTheCurrentEpochOncePerLeaseAndReco
   ASSERT_TRUE(admin.ping_webhook(Actor{"test", epoch}, "ops"));
   hook("ops", {"run_failed"}, {}, 3, /*enabled=*/false);
   EXPECT_TRUE(outbox.claim_deliveries(epoch, 10, Millis{60000})->deliveries.empty());
+}
+
+// A leader killed between its POST and the record of the answer leaves a
+// claim behind: the next leader takes it over at once instead of waiting
+// for its lease, and a late record of the old attempt no longer applies.
+TEST_F(WebhooksStoreTest, TheNextLeaderTakesOverAClaimOfAnEarlierEpochAtOnce) {
+  hook("ops", {"run_failed"});
+  ASSERT_TRUE(admin.ping_webhook(Actor{"test", epoch}, "ops"));
+  auto first = outbox.claim_deliveries(epoch, 10, Millis{600000});
+  ASSERT_TRUE(first && first->deliveries.size() == 1u);
+  EXPECT_TRUE(outbox.claim_deliveries(epoch, 10, Millis{600000})->deliveries.empty());
+  const Epoch next = force_election(url, "n2");
+  auto taken = outbox.claim_deliveries(next, 10, Millis{600000});
+  ASSERT_TRUE(taken && taken->deliveries.size() == 1u);
+  EXPECT_EQ(taken->deliveries[0].attempt, 2);
+  EXPECT_EQ(taken->deliveries[0].event_id, first->deliveries[0].event_id);
+  EXPECT_FALSE(
+      *outbox.record_delivery({first->deliveries[0].id, 1, DeliveryRecord::Outcome::delivered, 200, "", Millis{0}}))
+      << "the old leader's record of its attempt comes too late";
+  EXPECT_TRUE(outbox.claim_deliveries(next, 10, Millis{600000})->deliveries.empty())
+      << "the new leader's own claim holds";
 }
 
 TEST_F(WebhooksStoreTest, TheApiSeesNoSecretAndEveryChangeIsAudited) {

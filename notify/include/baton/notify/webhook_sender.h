@@ -3,8 +3,8 @@
 // control loop, never on it, that takes queued deliveries from the
 // database, POSTs each and records how it went. It claims only while its
 // epoch is the current one, so a node that no longer leads sends nothing
-// new; an attempt cut off with its node is claimed again when its lease
-// runs out, with the same event id.
+// new; the next leader claims again at once what an earlier epoch claimed
+// (its attempt may have died unrecorded), with the same event id.
 #include <cstdint>
 #include <functional>
 #include <optional>

@@ -49,7 +49,6 @@ class PgLeaderStore final : public LeaderStore {
 
  private:
   PgSession session_;
-  bool listening_ = false;  ///< this connection LISTENs on the inbox channel (await_inbox)
 };
 
 }  // namespace baton::store::pg

@@ -54,6 +54,10 @@ class PgSession {
   /// Connects now (if not connected) and checks the server is a primary.
   Result<void> ensure_connected();
   void disconnect();
+  /// Waits up to `max` for a notification on `channel` (true) or none
+  /// (false), LISTENing first on a connection that does not yet (a new one
+  /// after a reconnect never does).
+  Result<bool> await_notification(const std::string& channel, std::chrono::milliseconds max);
   /// Called after each (re)connect, e.g. to LISTEN or prepare statements.
   void on_connect(std::function<void(pqxx::connection&)> hook) { on_connect_ = std::move(hook); }
   const std::string& url() const { return url_; }
@@ -73,6 +77,7 @@ class PgSession {
 
   std::unique_ptr<pqxx::connection> conn_;
   std::function<void(pqxx::connection&)> on_connect_;
+  std::string listening_;  ///< the channel conn_ LISTENs on ("" none): reset with each connection
   std::chrono::milliseconds call_deadline_{10000};
   std::mutex call_mutex_;                           ///< guards the two below against the watchdog
   int call_fd_ = -1;                                ///< socket of the call in progress, -1 if none

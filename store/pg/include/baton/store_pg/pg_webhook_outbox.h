@@ -21,7 +21,6 @@ class PgWebhookOutbox final : public WebhookOutbox {
 
  private:
   PgSession session_;
-  bool listening_ = false;
 };
 
 }  // namespace baton::store::pg
