@@ -9,7 +9,9 @@
 #include <set>
 
 #include "admin_http.h"
+#include "baton/admin/process_metrics.h"
 #include "baton/base/json_text.h"
+#include "baton/protocol/messages.h"
 #include "dashboard_assets.h"
 
 namespace baton::admin {
@@ -112,7 +114,20 @@ std::optional<HttpResponse> AdminApi::over_rate(const ApiRoute& route, const std
 }
 
 HttpResponse AdminApi::handle(const HttpRequest& r) {
+  const MonoTime began = clock_.mono();
+  std::string route_name = "other";
+  HttpResponse res = answer(r, route_name);
+  // Methods outside the API's few are one name: a bounded set of series.
+  static const std::set<std::string> methods{"GET", "POST", "PUT", "DELETE", "OPTIONS", "HEAD"};
+  metrics_.observe_http_request(methods.count(r.method) ? r.method : "other", route_name, res.status,
+                                std::chrono::duration_cast<std::chrono::microseconds>(clock_.mono() - began).count());
+  return res;
+}
+
+HttpResponse AdminApi::answer(const HttpRequest& r, std::string& route_name) {
   std::string path = r.target.substr(0, r.target.find('?'));
+  if (path == "/healthz" || path == "/status" || path == "/metrics") route_name = path;
+  if (path == "/" || path == "/index.html" || path.rfind("/dashboard/", 0) == 0) route_name = "/dashboard";
   if (r.method == "GET" && path == "/healthz") return {200, "text/plain", "ok\n", {}};
   if (r.method == "GET" && path == "/status") return status_json();
   if (r.method == "GET" && path == "/metrics") {
@@ -139,20 +154,21 @@ HttpResponse AdminApi::handle(const HttpRequest& r) {
       pre.headers["Access-Control-Max-Age"] = "600";
       return pre;
     }
-    HttpResponse res = route(r, path);
+    HttpResponse res = route(r, path, route_name);
     res.headers["Access-Control-Allow-Origin"] = "*";
     return res;
   }
   return error(404, "not_found", "no route " + r.method + " " + path);
 }
 
-HttpResponse AdminApi::route(const HttpRequest& r, const std::string& path) {
+HttpResponse AdminApi::route(const HttpRequest& r, const std::string& path, std::string& route_name) {
   auto segments = path_segments(r.target);
   if (auto* bad = std::get_if<std::string>(&segments)) return error(400, "bad_request", *bad);
   std::set<std::string> allowed;  // methods of a route whose pattern matches
   for (const auto& route : routes_) {
     auto matched = match_pattern(route.pattern, std::get<std::vector<std::string>>(segments));
     if (!matched) continue;
+    route_name = route.pattern;
     std::map<std::string, std::string> params = std::move(*matched);
     if (route.method != r.method) {
       allowed.insert(route.method);
@@ -300,7 +316,9 @@ HttpResponse AdminApi::openapi() const {
 }
 
 HttpResponse AdminApi::metrics() {
-  std::string body = metrics_.render();
+  std::string body = render_build_info(BATON_VERSION, protocol::protocol_version_min, protocol::protocol_version_max) +
+                     metrics_.render();
+  if (auto p = read_process_stats()) body += render_process_metrics(*p);
   // The cluster's state from the database (the same on every node; absent
   // while the database does not answer, and baton_database_up says so).
   auto g = recent(gauges_, [](auto& s) { return s.cluster_gauges(); });
@@ -308,10 +326,15 @@ HttpResponse AdminApi::metrics() {
       "# HELP baton_database_up 1 if this node read the cluster's state from the database for this scrape.\n"
       "# TYPE baton_database_up gauge\nbaton_database_up " +
       std::string(g ? "1" : "0") + "\n";
-  if (!g) return {200, "text/plain; version=0.0.4", body, {}};
+  if (!g) return {200, "text/plain; version=0.0.4; charset=utf-8", body, {}};
   body += "# HELP baton_runs Runs by state (all runs in the database).\n# TYPE baton_runs gauge\n";
   for (const auto& [state, n] : g->runs_by_state)
     body += "baton_runs{state=\"" + state + "\"} " + std::to_string(n) + "\n";
+  body +=
+      "# HELP baton_oldest_pending_run_age_seconds How long the oldest run that could start (PENDING, ORPHANED or "
+      "RETRY_WAITING, due) has waited since it became due; 0 when none waits.\n"
+      "# TYPE baton_oldest_pending_run_age_seconds gauge\nbaton_oldest_pending_run_age_seconds " +
+      std::to_string(g->oldest_pending_age_s) + "\n";
   body +=
       "# HELP baton_runs_unmatched Unfinished runs whose selector no attached, active worker satisfies.\n"
       "# TYPE baton_runs_unmatched gauge\nbaton_runs_unmatched " +
@@ -352,7 +375,7 @@ HttpResponse AdminApi::metrics() {
     if (w.heartbeat_age_s)
       body += "baton_worker_heartbeat_age_seconds{worker=\"" + label(w.id) + "\"} " +
               std::to_string(*w.heartbeat_age_s) + "\n";
-  return {200, "text/plain; version=0.0.4", body, {}};
+  return {200, "text/plain; version=0.0.4; charset=utf-8", body, {}};
 }
 
 HttpResponse AdminApi::status_json() {

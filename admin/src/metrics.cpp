@@ -24,6 +24,19 @@ void Metrics::observe_attempt_finished(const std::string& job, const std::string
   j.duration_sum_s += s;
 }
 
+void Metrics::observe_http_request(const std::string& method, const std::string& route, int code,
+                                   std::int64_t duration_us) {
+  const double s = static_cast<double>(duration_us) / 1e6;
+  std::lock_guard lock(http_mutex_);
+  auto& h = http_[{method, route}];
+  h.by_code[code]++;
+  std::size_t i = 0;
+  while (i < http_buckets_s.size() && s > http_buckets_s[i]) ++i;
+  h.duration_bucket[i]++;
+  h.duration_count++;
+  h.duration_sum_s += s;
+}
+
 std::string Metrics::render() const {
   std::ostringstream o;
   auto gauge = [&](const char* name, const char* help, std::int64_t v, const char* type = "gauge") {
@@ -87,6 +100,32 @@ std::string Metrics::render() const {
   o << "baton_dispatch_latency_seconds_sum " << static_cast<double>(dispatch_latency_sum_us.load()) / 1e6 << '\n';
   o << "baton_dispatch_latency_seconds_count " << dispatch_latency_count.load() << '\n';
 
+  {
+    // Methods and routes come from the route table or a fixed list, never
+    // from the request: no escaping, and a bounded set of series.
+    std::lock_guard lock(http_mutex_);
+    o << "# HELP baton_http_requests_total HTTP requests this node answered, by method, route and status code.\n"
+         "# TYPE baton_http_requests_total counter\n";
+    for (const auto& [key, h] : http_)
+      for (const auto& [code, n] : h.by_code)
+        o << "baton_http_requests_total{method=\"" << key.first << "\",route=\"" << key.second << "\",code=\"" << code
+          << "\"} " << n << '\n';
+    o << "# HELP baton_http_request_duration_seconds How long this node took to answer, by method and route.\n"
+         "# TYPE baton_http_request_duration_seconds histogram\n";
+    for (const auto& [key, h] : http_) {
+      const std::string labels = "method=\"" + key.first + "\",route=\"" + key.second + "\"";
+      std::int64_t cumulative = 0;
+      for (std::size_t i = 0; i < http_buckets_s.size(); ++i) {
+        cumulative += h.duration_bucket[i];
+        o << "baton_http_request_duration_seconds_bucket{" << labels << ",le=\"" << http_buckets_s[i] << "\"} "
+          << cumulative << '\n';
+      }
+      cumulative += h.duration_bucket.back();
+      o << "baton_http_request_duration_seconds_bucket{" << labels << ",le=\"+Inf\"} " << cumulative << '\n';
+      o << "baton_http_request_duration_seconds_sum{" << labels << "} " << h.duration_sum_s << '\n';
+      o << "baton_http_request_duration_seconds_count{" << labels << "} " << h.duration_count << '\n';
+    }
+  }
   // Job names are [A-Za-z0-9._-] (validated when defined): no label escaping needed.
   std::lock_guard lock(jobs_mutex_);
   o << "# HELP baton_job_attempts_total Attempts whose finish this node recorded, by job and outcome.\n"

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include "baton/admin/process_metrics.h"
+#include "baton/testing/prometheus_conventions.h"
+
 #include <map>
 #include <regex>
 #include <sstream>
@@ -30,6 +33,42 @@ TEST(Metrics, EverySeriesFollowsThePrometheusConventions) {
     }
     EXPECT_EQ(name.find("_ms"), std::string::npos) << name << ": seconds, not milliseconds";
   }
+}
+
+// Everything a node adds to its own series: what it is, its process, and the
+// requests it answered (the cluster's gauges are checked on a real scrape:
+// cmd/tests/admin_api_test.cpp).
+TEST(Metrics, BuildProcessAndRequestSeriesAreThereByTheirConventionalNames) {
+  Metrics m;
+  m.observe_http_request("GET", "/api/v1/runs/{id}", 200, 1200);
+  m.observe_http_request("GET", "/api/v1/runs/{id}", 404, 300);
+  m.observe_http_request("POST", "/api/v1/jobs/{name}/trigger", 201, 40000);
+  auto process = read_process_stats();
+  ASSERT_TRUE(process);
+  EXPECT_GT(process->cpu_seconds, 0);
+  EXPECT_GT(process->resident_bytes, 1 << 20);
+  EXPECT_GE(process->open_fds, 3);
+  EXPECT_GT(process->start_time_seconds, 1.7e9);
+  const std::string text = render_build_info("0.14.0", 1, 6) + m.render() + render_process_metrics(*process);
+  EXPECT_EQ(baton::testing::exposition_problems(text), std::vector<std::string>{}) << text;
+  for (const char* family : {"baton_build_info", "process_cpu_seconds_total", "process_resident_memory_bytes",
+                             "process_open_fds", "process_max_fds", "process_start_time_seconds",
+                             "baton_http_requests_total", "baton_http_request_duration_seconds"})
+    EXPECT_NE(text.find("# TYPE " + std::string(family) + " "), std::string::npos) << family;
+  EXPECT_NE(text.find("baton_build_info{version=\"0.14.0\",protocol=\"1-6\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("baton_http_requests_total{method=\"GET\",route=\"/api/v1/runs/{id}\",code=\"404\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("baton_http_request_duration_seconds_bucket{method=\"POST\",route=\"/api/v1/jobs/{name}/"
+                      "trigger\",le=\"0.025\"} 0\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("baton_http_request_duration_seconds_count{method=\"GET\",route=\"/api/v1/runs/{id}\"} 2\n"),
+            std::string::npos);
+  // The checker itself catches what it is for.
+  EXPECT_FALSE(
+      baton::testing::exposition_problems("# HELP baton_x_ms y\n# TYPE baton_x_ms gauge\nbaton_x_ms 1\n").empty());
+  EXPECT_FALSE(baton::testing::exposition_problems("# HELP baton_x y\n# TYPE baton_x counter\nbaton_x 1\n").empty());
+  EXPECT_FALSE(baton::testing::exposition_problems("baton_y 1\n").empty());
 }
 
 TEST(Metrics, FinishedAttemptsAreCountedAndTimedPerJob) {

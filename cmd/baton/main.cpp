@@ -2,11 +2,13 @@
 // real implementations (PostgreSQL) for the ports the libraries define.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -52,6 +54,46 @@ constexpr const char* usage =
     "  doctor --config FILE    check a node's or a worker's config, files, certificates and database,\n"
     "                          each problem with how to fix it (exit 1 if anything fails)\n"
     "  --version               the version of this binary and the worker protocol versions it speaks\n";
+
+/// Each command's own usage, for `baton COMMAND --help` (exit 0).
+const std::map<std::string, std::string>& command_usage() {
+  static const std::map<std::string, std::string> usage_of{
+      {"node",
+       "usage: baton node --config FILE\n"
+       "\n"
+       "Runs a coordinator node: leader election, the worker WebSocket endpoint and the\n"
+       "HTTP admin API on one port, and while leading, the control loop. FILE is a node\n"
+       "config (configs/node.yaml documents every key; docs/operations.md, \"Configuration\").\n"
+       "SIGTERM or SIGINT hands leadership over and stops.\n"},
+      {"worker",
+       "usage: baton worker --config FILE\n"
+       "\n"
+       "Runs a worker agent: attaches to the coordinators FILE names and runs the tasks\n"
+       "it is given (configs/worker.yaml; docs/operations.md, \"Worker configuration\").\n"
+       "The first SIGTERM or SIGINT drains it (no new runs, the running ones finish);\n"
+       "a second one stops it now.\n"},
+      {"migrate",
+       "usage: baton migrate --config FILE\n"
+       "       baton migrate --database-url URL [--grant-to ROLE] [--grant-submit-to ROLE]\n"
+       "\n"
+       "Applies the schema migrations the binary carries and exits. --database-url: as\n"
+       "the database's owner instead of the config's URL; --grant-to ROLE gives ROLE a\n"
+       "node's row rights only; --grant-submit-to ROLE gives ROLE EXECUTE on baton.trigger,\n"
+       "baton.emit_event and baton.submission and nothing else (docs/operations.md,\n"
+       "docs/clients.md).\n"},
+      {"doctor",
+       "usage: baton doctor --config FILE\n"
+       "\n"
+       "Checks a node's or a worker's config, the files it names, its certificates and its\n"
+       "database, each problem with how to fix it; exit 1 if anything fails.\n"},
+  };
+  return usage_of;
+}
+
+/// `--help` or `-h` among a command's arguments.
+bool asks_for_help(const std::vector<std::string>& args) {
+  return std::any_of(args.begin(), args.end(), [](const std::string& a) { return a == "--help" || a == "-h"; });
+}
 
 int fail(const std::string& message, int code = 2) {
   std::cerr << "baton: " << message;
@@ -216,6 +258,10 @@ int main(int argc, char** argv) {
     if (command == "--version" || command == "version") {
       std::cout << "baton " << BATON_VERSION << " (worker protocol " << baton::protocol::protocol_version_min << "-"
                 << baton::protocol::protocol_version_max << ")\n";
+      return 0;
+    }
+    if (auto u = command_usage().find(command); u != command_usage().end() && asks_for_help(args)) {
+      std::cout << u->second;
       return 0;
     }
     if (command == "doctor") {

@@ -18,6 +18,7 @@
 #include "baton/store_pg/pg_run_store.h"
 #include "baton/store_testing/pg_instance.h"
 #include "baton/testing/fake_clock.h"
+#include "baton/testing/prometheus_conventions.h"
 
 namespace baton::admin {
 namespace {
@@ -313,6 +314,15 @@ TEST_F(AdminApiTest, RunsNoWorkerCanTakeAreCountedAndFound) {
   auto status = body(api.handle({"GET", "/status", {}, ""})).as_object();
   EXPECT_EQ(status.at("unmatched_runs").as_int64(), 1) << "w1 carries zone=a, nobody gpu=yes";
   EXPECT_NE(api.handle({"GET", "/metrics", {}, ""}).body.find("baton_runs_unmatched 1\n"), std::string::npos);
+  // The whole scrape, the cluster's gauges with the node's own, keeps the
+  // exposition's conventions, and says its charset.
+  const auto scrape = api.handle({"GET", "/metrics", {}, ""});
+  EXPECT_EQ(scrape.content_type, "text/plain; version=0.0.4; charset=utf-8");
+  EXPECT_EQ(baton::testing::exposition_problems(scrape.body), std::vector<std::string>{}) << scrape.body;
+  EXPECT_NE(scrape.body.find("# TYPE baton_oldest_pending_run_age_seconds gauge\n"), std::string::npos);
+  EXPECT_NE(scrape.body.find("baton_http_requests_total{method=\"GET\",route=\"/metrics\",code=\"200\"}"),
+            std::string::npos)
+      << scrape.body;
   auto found = leader_store.unmatched_runs({{{"zone", "a"}}}, 10);
   ASSERT_TRUE(found);
   ASSERT_EQ(found->size(), 1u);

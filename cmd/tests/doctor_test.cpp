@@ -203,3 +203,19 @@ TEST(Doctor, VersionNamesTheBinaryAndItsProtocol) {
   EXPECT_EQ(p.log(), "baton 0.14.0 (worker protocol 1-6)\n");
   fs::remove_all(dir);
 }
+
+// Every command answers --help with its own usage on stdout and exit 0
+// (before: `baton doctor --help` was "unexpected argument", exit 2).
+TEST(Doctor, EveryCommandAnswersHelpWithItsOwnUsage) {
+  char tmpl[] = "/tmp/baton-help-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  for (const std::string command : {"node", "worker", "migrate", "doctor", "ctl", "cron"}) {
+    for (const std::string flag : {"--help", "-h"}) {
+      ChildProcess p({BATON_BINARY, command, flag}, dir + "/" + command + flag + ".log");
+      EXPECT_EQ(p.wait_for_exit(10s), 0) << command << ' ' << flag << ": " << p.log();
+      EXPECT_NE(p.log().find("usage: baton " + command), std::string::npos)
+          << command << ' ' << flag << ": " << p.log();
+    }
+  }
+  fs::remove_all(dir);
+}

@@ -76,6 +76,12 @@ Result<ClusterGauges> PgAdminStore::cluster_gauges() {
     ClusterGauges g;
     g.runs_by_state = runs_by_state(tx);
     g.unmatched_runs = unmatched_runs(tx);
+    // The open runs only (job_runs_open_idx), as baton_job_backlog reads them.
+    g.oldest_pending_age_s =
+        tx.exec1(
+              "SELECT coalesce(extract(epoch FROM now() - min(due_at)), 0)::float8 FROM job_runs"
+              " WHERE finished_at IS NULL AND state IN ('PENDING', 'ORPHANED', 'RETRY_WAITING') AND due_at <= now()")[0]
+            .as<double>();
     for (const char* s : {"pending", "acknowledged", "replayed", "closed"}) g.dead_letters_by_status[s] = 0;
     for (const auto& r : tx.exec("SELECT triage_status, count(*) FROM dead_letters GROUP BY triage_status"))
       g.dead_letters_by_status[r[0].as<std::string>()] = r[1].as<std::int64_t>();

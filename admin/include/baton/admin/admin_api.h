@@ -125,7 +125,11 @@ class AdminApi {
   void credential_missing() { auth_failed(AuthFailure::missing); }
 
  private:
-  HttpResponse route(const HttpRequest& r, const std::string& path);
+  /// handle() without its measurement; `route_name` is set to the route
+  /// table's pattern of the request (or /healthz, /status, /metrics,
+  /// /dashboard), left as it is for anything else.
+  HttpResponse answer(const HttpRequest& r, std::string& route_name);
+  HttpResponse route(const HttpRequest& r, const std::string& path, std::string& route_name);
   HttpResponse openapi() const;
   HttpResponse metrics();
   HttpResponse status_json();

@@ -47,6 +47,10 @@ struct Metrics {
   /// (definitions, not runs), so the label set stays small.
   static constexpr std::array<double, 10> duration_buckets_s{0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600};
   void observe_attempt_finished(const std::string& job, const std::string& outcome, std::int64_t duration_ms);
+  /// API and page requests, by method, route (the route table's pattern,
+  /// or a fixed name: bounded whatever is asked) and status code.
+  static constexpr std::array<double, 10> http_buckets_s{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 2.5, 10};
+  void observe_http_request(const std::string& method, const std::string& route, int code, std::int64_t duration_us);
   /// Prometheus exposition text; `runs_by_state` lines are added by the caller.
   std::string render() const;
 
@@ -59,6 +63,14 @@ struct Metrics {
   };
   mutable std::mutex jobs_mutex_;
   std::map<std::string, JobSeries> jobs_;
+  struct HttpSeries {
+    std::map<int, std::int64_t> by_code;
+    std::array<std::int64_t, 11> duration_bucket{};  ///< last = +Inf
+    std::int64_t duration_count = 0;
+    double duration_sum_s = 0;
+  };
+  mutable std::mutex http_mutex_;
+  std::map<std::pair<std::string, std::string>, HttpSeries> http_;  ///< by (method, route)
 };
 
 }  // namespace baton::admin

@@ -35,6 +35,9 @@ struct ClusterGauges {
   };
   std::vector<Worker> workers;
   std::int64_t unmatched_runs = 0;  ///< see RunCounts::unmatched
+  /// How long the oldest run that could start has waited since it became
+  /// due (as baton_job_backlog counts it); 0 when none waits.
+  double oldest_pending_age_s = 0;
   /// Per scheduled job: the cron slots given up, as the decision ledger
   /// records them (within retention); 0 for a job that missed none.
   std::map<std::string, std::int64_t> cron_slots_skipped_by_job;
