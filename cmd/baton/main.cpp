@@ -157,7 +157,7 @@ int cmd_migrate(const std::vector<std::string>& args) {
     defaults = *cfg;
   }
   if (url.empty()) url = defaults.database_url;
-  baton::init_logging("migrate", defaults.log_level);
+  baton::init_logging("migrate", defaults.log_level, defaults.log_format);
   const std::string where = baton::store::pg::describe_url(url);
   auto r = migrate_with_retry(url, "baton migrate", defaults.database_start_timeout);
   if (!r) return fail("migrate: cannot migrate database " + where + ": " + r.error().message);
@@ -183,7 +183,7 @@ int cmd_worker(const std::vector<std::string>& args) {
   if (!parse_config_flag(args, file, error)) return fail("worker: " + error + "\n" + usage);
   auto cfg = baton::worker::load_worker_config(file);
   if (!cfg) return fail("invalid config:\n" + cfg.error().message);
-  baton::init_logging(cfg->worker_id, cfg->log_level);
+  baton::init_logging(cfg->worker_id, cfg->log_level, cfg->log_format);
   std::signal(SIGTERM, on_worker_signal);
   std::signal(SIGINT, on_worker_signal);
   std::signal(SIGPIPE, SIG_IGN);
@@ -195,7 +195,7 @@ int cmd_node(const std::vector<std::string>& args) {
   if (!parse_config_flag(args, file, error)) return fail("node: " + error + "\n" + usage);
   auto cfg = baton::leader::load_node_config(file);
   if (!cfg) return fail("invalid config:\n" + cfg.error().message);
-  baton::init_logging(cfg->node_id, cfg->log_level);
+  baton::init_logging(cfg->node_id, cfg->log_level, cfg->log_format);
   std::signal(SIGTERM, on_signal);
   std::signal(SIGINT, on_signal);
   std::signal(SIGPIPE, SIG_IGN);

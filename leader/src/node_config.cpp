@@ -89,6 +89,12 @@ Result<NodeConfig> load_node_config(const std::string& file) {
     else
       errors.add("log_level", "must be one of trace, debug, info, warn, error, critical, off; got '" + *v + "'");
   }
+  if (auto v = top.string("log_format")) {
+    if (auto f = parse_log_format(*v))
+      cfg.log_format = *f;
+    else
+      errors.add("log_format", "must be text or json; got '" + *v + "'");
+  }
 
   // Optional: without it, only workers with a credential of their own
   // (enrollment, docs/security.md "Worker identity") can attach.

@@ -57,6 +57,12 @@ Result<WorkerConfig> load_worker_config(const std::string& file) {
   }
   if (auto v = top.string("spool_dir", true)) cfg.spool_dir = resolve(*v);
   if (auto v = top.string("log_level")) cfg.log_level = *v;
+  if (auto v = top.string("log_format")) {
+    if (auto f = parse_log_format(*v))
+      cfg.log_format = *f;
+    else
+      errors.add("log_format", "must be text or json; got '" + *v + "'");
+  }
   if (auto v = top.string("task_cgroup")) {
     if (v->empty() || (*v != "auto" && *v != "off" && v->front() != '/'))
       errors.add("task_cgroup", "must be auto, off or an absolute path to a cgroup v2 directory, not '" + *v + "'");

@@ -5,6 +5,7 @@
 
 #include "baton/admin/admin_api.h"
 #include "baton/admin/payload_denylist.h"
+#include "baton/base/log.h"
 #include "baton/base/result.h"
 #include "baton/consensus/election.h"
 #include "baton/leader/node_server.h"
@@ -21,6 +22,7 @@ struct NodeConfig {
   Millis database_start_timeout{5000};  ///< give up at start if the database stays unreachable this long
   bool auto_migrate = true;
   std::string log_level = "info";
+  LogFormat log_format = LogFormat::text;  ///< text (logfmt) or json lines (base/log.h)
   consensus::ElectionConfig election;
   leader_core::RuntimeConfig runtime;
   std::string worker_token;  ///< read from worker_token_file

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "baton/base/clock.h"
+#include "baton/base/log.h"
 #include "baton/base/result.h"
 #include "baton/tls/tls_files.h"
 #include "baton/worker_core/task_environment.h"
@@ -41,6 +42,7 @@ struct WorkerConfig {
   Millis reconnect_base{200};
   Millis reconnect_max{5000};
   std::string log_level = "info";
+  LogFormat log_format = LogFormat::text;  ///< text (logfmt) or json lines (base/log.h)
   /// "auto", "off" or a cgroup v2 directory: where each PROGRAM task's tree
   /// gets a group of its own (task_cgroup.h).
   std::string task_cgroup = "auto";

@@ -1,0 +1,56 @@
+// Log lines a shipper can read (base/log.h): logfmt text with the event as a
+// key, JSON lines with the fields named, UTC timestamps with their zone,
+// journald priorities under systemd.
+#include "baton/base/log.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+namespace baton {
+namespace {
+
+namespace json = boost::json;
+
+const auto at = std::chrono::system_clock::time_point(std::chrono::microseconds(1795923612123456));
+
+TEST(LogLine, TextIsLogfmtWithTheEventAsAKeyAndAZonedTimestamp) {
+  EXPECT_EQ(format_log_line(LogFormat::text, "n1", spdlog::level::info, at, "role_change node=n1 epoch=7"),
+            "ts=2026-11-29T03:40:12.123456Z level=info process=n1 event=role_change node=n1 epoch=7");
+  EXPECT_EQ(format_log_line(LogFormat::text, "w 1", spdlog::level::warn, at, "k=v"),
+            "ts=2026-11-29T03:40:12.123456Z level=warning process=\"w 1\" k=v");
+}
+
+TEST(LogLine, JsonNamesTheEventAndEveryFieldAndKeepsQuotedValuesWhole) {
+  const std::string line =
+      format_log_line(LogFormat::json, "n1", spdlog::level::err, at,
+                      R"(webhook_delivery webhook="pager \"a\"" attempt=2 error="HTTP 503" (the rest, in words))");
+  auto v = json::parse(line).as_object();
+  EXPECT_EQ(v.at("ts").as_string(), "2026-11-29T03:40:12.123456Z");
+  EXPECT_EQ(v.at("level").as_string(), "error");
+  EXPECT_EQ(v.at("process").as_string(), "n1");
+  EXPECT_EQ(v.at("event").as_string(), "webhook_delivery");
+  EXPECT_EQ(v.at("webhook").as_string(), "pager \"a\"");
+  EXPECT_EQ(v.at("attempt").as_string(), "2");
+  EXPECT_EQ(v.at("error").as_string(), "HTTP 503");
+  EXPECT_EQ(v.at("text").as_string(), "(the rest, in words)");
+  // Whatever a message holds, the line is JSON.
+  for (const char* m : {"", "=", "a=\"unterminated", "x=\x01\x02 y", "(only text)", "\"quoted\" first", "k=v=w"})
+    EXPECT_NO_THROW(json::parse(format_log_line(LogFormat::json, "n1", spdlog::level::info, at, m))) << m;
+}
+
+TEST(LogLine, UnderSystemdEachLineStartsWithItsSyslogPriority) {
+  EXPECT_EQ(format_log_line(LogFormat::text, "n1", spdlog::level::err, at, "x", true).substr(0, 3), "<3>");
+  EXPECT_EQ(format_log_line(LogFormat::json, "n1", spdlog::level::warn, at, "x", true).substr(0, 4), "<4>{");
+  EXPECT_EQ(format_log_line(LogFormat::text, "n1", spdlog::level::info, at, "x", true).substr(0, 3), "<6>");
+  EXPECT_EQ(format_log_line(LogFormat::text, "n1", spdlog::level::debug, at, "x", true).substr(0, 3), "<7>");
+}
+
+TEST(LogLine, TheFormatIsTextOrJson) {
+  EXPECT_EQ(parse_log_format("text"), LogFormat::text);
+  EXPECT_EQ(parse_log_format("json"), LogFormat::json);
+  EXPECT_FALSE(parse_log_format("JSON"));
+}
+
+}  // namespace
+}  // namespace baton
