@@ -72,7 +72,8 @@ CREATE TABLE job_failure_streaks (
 
 -- Queues one event for every enabled webhook that lists its kind (and its
 -- job, when the webhook names jobs), with one event id for all of them.
--- `streak`: a failures_in_a_row event, for the webhooks whose threshold it is.
+-- `streak`: a failures_in_a_row event, for the webhooks whose threshold it
+-- is (each failure adds one, so a streak meets a threshold once).
 CREATE FUNCTION baton_webhook_enqueue(event_kind TEXT, job TEXT, data JSONB, streak INTEGER DEFAULT NULL)
 RETURNS INTEGER LANGUAGE plpgsql AS $$
 DECLARE
@@ -98,64 +99,45 @@ END $$;
 
 -- A dead letter is made in the statement that ends a run FAILED or
 -- TIMED_OUT for good (run_transitions.cpp): the run's final failure. Per
--- statement, so the streaks of a batch are counted in one upsert taken in
--- job order (two batches never lock two jobs' rows in opposite orders).
+-- row, so that a statement that makes none (every finish of a success)
+-- pays nothing. The streak rows of several jobs are counted under one
+-- transaction-level advisory lock, so two statements never lock two jobs'
+-- rows in opposite orders; a success's reset takes no lock it could wait
+-- for (SKIP LOCKED).
 CREATE FUNCTION baton_dead_letters_notify() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
-  hooks BOOLEAN := EXISTS (SELECT 1 FROM webhooks WHERE enabled);
-  d RECORD;
-  s RECORD;
+  job TEXT;
+  streak INTEGER;
+  began TIMESTAMPTZ;
 BEGIN
-  IF hooks THEN
-    FOR d IN SELECT l.*, j.name AS job FROM new_letters l LEFT JOIN job_definitions j ON j.id = l.job_definition_id
-             ORDER BY l.id LOOP
-      PERFORM baton_webhook_enqueue('dead_letter', d.job, jsonb_build_object(
-        'dead_letter_id', d.id, 'run_id', d.run_id, 'job', d.job, 'final_state', d.final_state,
-        'attempts', d.attempts, 'error_code', d.error_code, 'error_msg', d.error_msg));
-      PERFORM baton_webhook_enqueue('run_failed', d.job, jsonb_build_object(
-        'run_id', d.run_id, 'job', d.job, 'state', d.final_state, 'attempts', d.attempts,
-        'error_code', d.error_code, 'error_msg', d.error_msg, 'exit_code', d.run_snapshot -> 'exit_code',
-        'finished_at', d.run_snapshot -> 'finished_at'));
-    END LOOP;
+  IF NEW.job_definition_id IS NOT NULL THEN
+    -- The streaks' lock (a key of this migration's own), held to commit.
+    PERFORM pg_advisory_xact_lock(200926003800038);
+    INSERT INTO job_failure_streaks AS f (job_definition_id, failures, last_run_id)
+    VALUES (NEW.job_definition_id, 1, NEW.run_id)
+    ON CONFLICT (job_definition_id) DO UPDATE SET failures = f.failures + 1, last_run_id = excluded.last_run_id
+    RETURNING f.failures, f.since INTO streak, began;
+    SELECT name INTO job FROM job_definitions WHERE id = NEW.job_definition_id;
   END IF;
-  -- The streaks, counted whether or not a webhook listens (a webhook
-  -- defined later starts from the true count).
-  FOR s IN
-    WITH counted AS (
-      SELECT job_definition_id, count(*)::int AS n, max(run_id) AS last_run
-      FROM new_letters WHERE job_definition_id IS NOT NULL GROUP BY job_definition_id),
-    upserted AS (
-      INSERT INTO job_failure_streaks AS f (job_definition_id, failures, last_run_id)
-      SELECT job_definition_id, n, last_run FROM counted ORDER BY job_definition_id
-      ON CONFLICT (job_definition_id) DO UPDATE SET failures = f.failures + excluded.failures,
-        last_run_id = excluded.last_run_id
-      RETURNING f.job_definition_id, f.failures, f.since, f.last_run_id)
-    SELECT u.*, c.n AS added, j.name AS job FROM upserted u JOIN counted c USING (job_definition_id)
-    JOIN job_definitions j ON j.id = u.job_definition_id
-  LOOP
-    CONTINUE WHEN NOT hooks;
-    -- A streak that reached a webhook's threshold in this statement (a
-    -- batch may add several failures of one job at once): told once.
-    INSERT INTO webhook_deliveries (webhook_id, event_id, kind, body)
-    SELECT w.id, e.ev, 'failures_in_a_row',
-           jsonb_build_object('id', e.ev, 'kind', 'failures_in_a_row',
-                              'occurred_at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-                              'webhook', w.name,
-                              'data', jsonb_build_object('job', s.job, 'failures', s.failures,
-                                                         'threshold', w.failures_in_a_row,
-                                                         'since', s.since, 'last_run_id', s.last_run_id))::text
-    FROM webhooks w CROSS JOIN LATERAL (SELECT gen_random_uuid() AS ev) e
-    WHERE w.enabled AND 'failures_in_a_row' = ANY (w.events)
-      AND (cardinality(w.jobs) = 0 OR s.job = ANY (w.jobs))
-      AND w.failures_in_a_row > s.failures - s.added AND w.failures_in_a_row <= s.failures;
-    IF FOUND THEN
-      PERFORM pg_notify('baton_webhooks', '');
-    END IF;
-  END LOOP;
+  IF NOT EXISTS (SELECT 1 FROM webhooks WHERE enabled) THEN
+    RETURN NULL;
+  END IF;
+  PERFORM baton_webhook_enqueue('dead_letter', job, jsonb_build_object(
+    'dead_letter_id', NEW.id, 'run_id', NEW.run_id, 'job', job, 'final_state', NEW.final_state,
+    'attempts', NEW.attempts, 'error_code', NEW.error_code, 'error_msg', NEW.error_msg));
+  PERFORM baton_webhook_enqueue('run_failed', job, jsonb_build_object(
+    'run_id', NEW.run_id, 'job', job, 'state', NEW.final_state, 'attempts', NEW.attempts,
+    'error_code', NEW.error_code, 'error_msg', NEW.error_msg, 'exit_code', NEW.run_snapshot -> 'exit_code',
+    'finished_at', NEW.run_snapshot -> 'finished_at'));
+  -- Told once per streak: when it reaches a webhook's threshold.
+  IF streak IS NOT NULL THEN
+    PERFORM baton_webhook_enqueue('failures_in_a_row', job, jsonb_build_object(
+      'job', job, 'failures', streak, 'threshold', streak, 'since', began, 'last_run_id', NEW.run_id), streak);
+  END IF;
   RETURN NULL;
 END $$;
 CREATE TRIGGER dead_letters_notify AFTER INSERT ON dead_letters
-  REFERENCING NEW TABLE AS new_letters FOR EACH STATEMENT EXECUTE FUNCTION baton_dead_letters_notify();
+  FOR EACH ROW EXECUTE FUNCTION baton_dead_letters_notify();
 
 -- A new epoch: a leader change, told with the epoch before it.
 CREATE FUNCTION baton_epoch_notify() RETURNS trigger LANGUAGE plpgsql AS $$

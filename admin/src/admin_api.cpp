@@ -126,9 +126,10 @@ HttpResponse AdminApi::handle(const HttpRequest& r) {
 
 HttpResponse AdminApi::answer(const HttpRequest& r, std::string& route_name) {
   std::string path = r.target.substr(0, r.target.find('?'));
-  if (path == "/healthz" || path == "/status" || path == "/metrics") route_name = path;
+  if (path == "/healthz" || path == "/readyz" || path == "/status" || path == "/metrics") route_name = path;
   if (path == "/" || path == "/index.html" || path.rfind("/dashboard/", 0) == 0) route_name = "/dashboard";
   if (r.method == "GET" && path == "/healthz") return {200, "text/plain", "ok\n", {}};
+  if (r.method == "GET" && path == "/readyz") return readyz();
   if (r.method == "GET" && path == "/status") return status_json();
   if (r.method == "GET" && path == "/metrics") {
     if (metrics_need_token_) {
@@ -378,6 +379,33 @@ HttpResponse AdminApi::metrics() {
   return {200, "text/plain; version=0.0.4; charset=utf-8", body, {}};
 }
 
+HttpResponse AdminApi::readyz() {
+  // Liveness is /healthz (the process answers); readiness is whether this
+  // node can do its work now: its database answers, and a leader is known
+  // (this node, or one whose endpoint it can send workers and calls to).
+  const NodeStatus s = ports_.status();
+  json::object checks;
+  bool ready = true;
+  auto db = with_store([](auto& st) { return st.database_epoch(); });
+  if (db) {
+    checks["database"] = "ok";
+  } else {
+    ready = false;
+    checks["database"] = "unavailable: " + db.error().message;
+  }
+  if (s.role == "leader") {
+    checks["leader"] = "this node";
+  } else if (!s.leader_id.empty() && !s.leader_endpoint.empty()) {
+    checks["leader"] = s.leader_id;
+  } else {
+    ready = false;
+    checks["leader"] = "none known";
+  }
+  return ok_json(
+      json::object{{"ready", ready}, {"node_id", s.node_id}, {"role", s.role}, {"epoch", s.epoch}, {"checks", checks}},
+      ready ? 200 : 503);
+}
+
 HttpResponse AdminApi::status_json() {
   NodeStatus s = ports_.status();
   json::object counts;
@@ -387,6 +415,7 @@ HttpResponse AdminApi::status_json() {
     unmatched = c->unmatched;
   }
   return ok_json(json::object{{"node_id", s.node_id},
+                              {"version", BATON_VERSION},
                               {"incarnation", s.incarnation},
                               {"role", s.role},
                               {"epoch", s.epoch},

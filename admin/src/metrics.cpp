@@ -4,6 +4,23 @@
 
 namespace baton::admin {
 
+namespace {
+/// One labelled series of a histogram: cumulative buckets (the last one
+/// +Inf), sum and count.
+void histogram_series(std::ostream& o, const char* name, const std::string& labels, const double* bounds,
+                      std::size_t n_bounds, const std::int64_t* buckets, double sum, std::int64_t count) {
+  std::int64_t cumulative = 0;
+  for (std::size_t i = 0; i < n_bounds; ++i) {
+    cumulative += buckets[i];
+    o << name << "_bucket{" << labels << ",le=\"" << bounds[i] << "\"} " << cumulative << '\n';
+  }
+  cumulative += buckets[n_bounds];
+  o << name << "_bucket{" << labels << ",le=\"+Inf\"} " << cumulative << '\n';
+  o << name << "_sum{" << labels << "} " << sum << '\n';
+  o << name << "_count{" << labels << "} " << count << '\n';
+}
+}  // namespace
+
 void Metrics::observe_dispatch_latency_us(std::int64_t us) {
   std::size_t i = 0;
   while (i < latency_buckets_ms.size() && static_cast<double>(us) / 1000.0 > latency_buckets_ms[i]) ++i;
@@ -112,19 +129,10 @@ std::string Metrics::render() const {
           << "\"} " << n << '\n';
     o << "# HELP baton_http_request_duration_seconds How long this node took to answer, by method and route.\n"
          "# TYPE baton_http_request_duration_seconds histogram\n";
-    for (const auto& [key, h] : http_) {
-      const std::string labels = "method=\"" + key.first + "\",route=\"" + key.second + "\"";
-      std::int64_t cumulative = 0;
-      for (std::size_t i = 0; i < http_buckets_s.size(); ++i) {
-        cumulative += h.duration_bucket[i];
-        o << "baton_http_request_duration_seconds_bucket{" << labels << ",le=\"" << http_buckets_s[i] << "\"} "
-          << cumulative << '\n';
-      }
-      cumulative += h.duration_bucket.back();
-      o << "baton_http_request_duration_seconds_bucket{" << labels << ",le=\"+Inf\"} " << cumulative << '\n';
-      o << "baton_http_request_duration_seconds_sum{" << labels << "} " << h.duration_sum_s << '\n';
-      o << "baton_http_request_duration_seconds_count{" << labels << "} " << h.duration_count << '\n';
-    }
+    for (const auto& [key, h] : http_)
+      histogram_series(o, "baton_http_request_duration_seconds",
+                       "method=\"" + key.first + "\",route=\"" + key.second + "\"", http_buckets_s.data(),
+                       http_buckets_s.size(), h.duration_bucket.data(), h.duration_sum_s, h.duration_count);
   }
   // Job names are [A-Za-z0-9._-] (validated when defined): no label escaping needed.
   std::lock_guard lock(jobs_mutex_);
@@ -135,18 +143,9 @@ std::string Metrics::render() const {
       o << "baton_job_attempts_total{job=\"" << job << "\",outcome=\"" << outcome << "\"} " << n << '\n';
   o << "# HELP baton_job_attempt_duration_seconds How long finished attempts ran, by job (as the worker measured).\n"
        "# TYPE baton_job_attempt_duration_seconds histogram\n";
-  for (const auto& [job, j] : jobs_) {
-    std::int64_t cumulative = 0;
-    for (std::size_t i = 0; i < duration_buckets_s.size(); ++i) {
-      cumulative += j.duration_bucket[i];
-      o << "baton_job_attempt_duration_seconds_bucket{job=\"" << job << "\",le=\"" << duration_buckets_s[i] << "\"} "
-        << cumulative << '\n';
-    }
-    cumulative += j.duration_bucket.back();
-    o << "baton_job_attempt_duration_seconds_bucket{job=\"" << job << "\",le=\"+Inf\"} " << cumulative << '\n';
-    o << "baton_job_attempt_duration_seconds_sum{job=\"" << job << "\"} " << j.duration_sum_s << '\n';
-    o << "baton_job_attempt_duration_seconds_count{job=\"" << job << "\"} " << j.duration_count << '\n';
-  }
+  for (const auto& [job, j] : jobs_)
+    histogram_series(o, "baton_job_attempt_duration_seconds", "job=\"" + job + "\"", duration_buckets_s.data(),
+                     duration_buckets_s.size(), j.duration_bucket.data(), j.duration_sum_s, j.duration_count);
   return o.str();
 }
 

@@ -1122,5 +1122,36 @@ TEST_F(AdminApiTest, TheSqlDenylistRuleAndDefaultAreTheApis) {
   }
 }
 
+// /readyz: ready while the database answers and a leader is known (this
+// node, or one with an endpoint); otherwise 503 naming what is not. /healthz
+// stays liveness: it answers either way.
+TEST_F(AdminApiTest, ReadyzIsTheDatabaseAndAKnownLeader) {
+  auto ok = api.handle({"GET", "/readyz", {}, ""});
+  EXPECT_EQ(ok.status, 200) << ok.body;
+  EXPECT_TRUE(body(ok).at("ready").as_bool());
+  EXPECT_EQ(body(ok).at("checks").at("database").as_string(), "ok");
+  EXPECT_EQ(body(ok).at("checks").at("leader").as_string(), "this node");
+  role = "follower";
+  EXPECT_EQ(api.handle({"GET", "/readyz", {}, ""}).status, 200) << "a follower that knows the leader serves";
+
+  NodeStatus lost{"n2", "n2-i1", "follower", 0, "", "", 0};
+  AdminApi no_leader{AdminApiPorts{[&] { return lost; }, {}, {}}, admin_store, metrics, clock, "secret"};
+  auto r = no_leader.handle({"GET", "/readyz", {}, ""});
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_FALSE(body(r).at("ready").as_bool());
+  EXPECT_EQ(body(r).at("checks").at("leader").as_string(), "none known");
+
+  store::pg::PgAdminStore away("postgresql://nobody@127.0.0.1:1/none", "readyz-test");
+  away.set_call_deadline(500ms);
+  AdminApi no_database{
+      AdminApiPorts{[this] { return NodeStatus{"n1", "n1-i1", "leader", epoch.value, "n1", "x", 0}; }, {}, {}}, away,
+      metrics, clock, "secret"};
+  r = no_database.handle({"GET", "/readyz", {}, ""});
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_NE(std::string(body(r).at("checks").at("database").as_string()).find("unavailable"), std::string::npos)
+      << r.body;
+  EXPECT_EQ(no_database.handle({"GET", "/healthz", {}, ""}).status, 200) << "liveness is not readiness";
+}
+
 }  // namespace
 }  // namespace baton::admin

@@ -8,6 +8,8 @@
 #include <ctime>
 #include <fstream>
 #include <regex>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include "cluster.h"
@@ -986,6 +988,40 @@ TEST_F(CtlTest, WebhooksReachAnHttpsReceiverSignedOncePerEventAcrossRetriesAndAL
   auto table = ctl({"webhooks", "list"});
   EXPECT_TRUE(std::regex_search(table.output, std::regex(R"(pager\s+https://127\.0\.0\.1)"))) << table.output;
   EXPECT_NE(ctl({"webhooks", "ping", "pager"}).code, 2);
+}
+
+}  // namespace
+}  // namespace baton::testing
+
+namespace baton::testing {
+namespace {
+
+// The command line for people and tools: ctl's version with the node's,
+// and one list in every output format.
+TEST_F(CtlTest, VersionSaysBothSidesAndAListPrintsInEveryFormat) {
+  auto version = ctl({"version"});
+  ASSERT_EQ(version.code, 0) << version.output;
+  EXPECT_TRUE(
+      std::regex_search(version.output, std::regex(R"(client: baton ctl \d+\.\d+\.\d+\nserver: \d+\.\d+\.\d+)")))
+      << version.output;
+
+  auto jsonl = ctl({"jobs", "list", "-o", "jsonl"});
+  ASSERT_EQ(jsonl.code, 0) << jsonl.output;
+  std::istringstream lines(jsonl.output);
+  std::set<std::string> names;
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) names.insert(std::string(boost::json::parse(line).at("name").as_string()));
+  EXPECT_EQ(names, (std::set<std::string>{"breaks", "nightly", "quick"}));
+
+  auto yaml = ctl({"jobs", "show", "quick", "-o", "yaml"});
+  ASSERT_EQ(yaml.code, 0) << yaml.output;
+  EXPECT_NE(yaml.output.find("name: \"quick\""), std::string::npos) << yaml.output;
+
+  auto bare = ctl({"jobs", "list", "--no-headers"});
+  ASSERT_EQ(bare.code, 0) << bare.output;
+  EXPECT_EQ(bare.output.find("NAME"), std::string::npos) << bare.output;
+  EXPECT_NE(bare.output.find("quick"), std::string::npos) << bare.output;
+  EXPECT_EQ(ctl({"jobs", "list", "-o", "xml"}).code, 2);
 }
 
 }  // namespace

@@ -87,7 +87,7 @@ int run_ctl(const std::vector<std::string>& raw, const Env& env, std::ostream& o
   std::vector<std::string> rest;
   static const std::set<std::string> globals{"--addr",   "--token",   "--token-file", "--config",
                                              "--output", "--timeout", "--ca"};
-  bool insecure_flag = false;
+  bool insecure_flag = false, no_headers = false;
   for (std::size_t i = 0; i < raw.size(); ++i) {
     std::string a = raw[i], value;
     if (a == "-o") a = "--output";
@@ -96,6 +96,8 @@ int run_ctl(const std::vector<std::string>& raw, const Env& env, std::ostream& o
     std::string name = a.rfind("--", 0) == 0 && eq != std::string::npos ? a.substr(0, eq) : a;
     if (name == "--insecure") {
       insecure_flag = true;
+    } else if (name == "--no-headers") {
+      no_headers = true;
     } else if (globals.count(name)) {
       if (eq != std::string::npos)
         value = a.substr(eq + 1);
@@ -133,7 +135,7 @@ int run_ctl(const std::vector<std::string>& raw, const Env& env, std::ostream& o
           << std::string(f.name.size() < 20 ? 20 - f.name.size() : 1, ' ') << f.help << '\n';
     out << "\nglobal: --addr HOST:PORT (BATON_ADDR), --token T (BATON_TOKEN), --token-file F (BATON_TOKEN_FILE),\n"
            "        --ca FILE (BATON_CA_FILE), --insecure (BATON_INSECURE=1), --config FILE (BATON_CONFIG),\n"
-           "        -o table|json, --timeout 10s\n";
+           "        -o table|wide|json|jsonl|yaml, --no-headers, --timeout 10s\n";
     return exit_ok;
   }
   Call call(ApiClient("", ""), out, err);
@@ -214,7 +216,9 @@ int run_ctl(const std::vector<std::string>& raw, const Env& env, std::ostream& o
     if (!token) return call.error(exit_usage, "cannot read token file " + *token_file);
   }
   call.output = global.count("--output") ? global["--output"] : fc.output.value_or("table");
-  if (call.output != "table" && call.output != "json") return call.usage("-o must be table or json");
+  static const std::set<std::string> formats{"table", "wide", "json", "jsonl", "yaml"};
+  if (!formats.count(call.output)) return call.usage("-o must be table, wide, json, jsonl or yaml");
+  set_table_style(!no_headers, call.output == "wide");
   auto timeout = parse_duration(global.count("--timeout") ? global["--timeout"] : "10s");
   if (!timeout) return call.usage("--timeout must be a duration like 500ms, 2s or 1m");
   // HTTPS unless told otherwise: the CA from --ca, BATON_CA_FILE or the
@@ -235,6 +239,20 @@ int run_ctl(const std::vector<std::string>& raw, const Env& env, std::ostream& o
              << "\n";
   call.api = ApiClient(addr, token.value_or(""), *timeout, tls_files);
   try {
+    if (call.output == "jsonl" || call.output == "yaml") {
+      // The verb prints JSON; it is printed again in the asked format once
+      // the verb is done (a streaming verb's output comes at its end).
+      std::ostringstream printed;
+      Call machine(call.api, printed, call.err);
+      machine.verb = call.verb;
+      machine.args = call.args;
+      machine.flags = call.flags;
+      machine.output = call.output;
+      machine.terminal = call.terminal;
+      const int code = verb->run(machine);
+      print_as(out, printed.str(), call.output);
+      return code;
+    }
     return verb->run(call);
   } catch (const std::exception& e) {
     // An answer that is not the JSON the API documents.

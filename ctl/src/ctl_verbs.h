@@ -26,7 +26,8 @@ struct Call {
   /// (terminal_safe) before it is shown.
   bool terminal = false;
 
-  bool json_output() const { return output == "json"; }
+  /// A machine format: verbs print JSON (jsonl and yaml are made from it).
+  bool json_output() const { return output == "json" || output == "jsonl" || output == "yaml"; }
   bool has(const std::string& name) const { return flags.count(name) > 0; }
   std::optional<std::string> flag(const std::string& name) const;
   /// Prints the API's error and returns its exit code (ctl.h).
@@ -65,6 +66,9 @@ std::string completion_script(const std::vector<Verb>& verbs);
 std::optional<std::chrono::milliseconds> parse_duration(const std::string& s);
 
 int runs_list(Call& c);
+/// A --since/--until value as unix seconds: unix seconds, a duration back
+/// from `now_unix` (90s, 15m, 2h, 7d), or an RFC 3339 time with its zone.
+std::optional<std::int64_t> time_filter(const std::string& v, std::int64_t now_unix);
 /// `baton ctl apply -f PATH [--prune] [--dry-run]` (apply.cpp).
 int apply(Call& c);
 

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <ctime>
 #include <ostream>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
 
 namespace baton::ctl {
 
@@ -31,6 +34,67 @@ std::string iso_utc(std::int64_t unix_seconds) {
   return buf;
 }
 
+namespace {
+bool table_headers = true;
+bool table_wide = false;
+
+void emit_yaml(YAML::Emitter& y, const json::value& v) {
+  switch (v.kind()) {
+    case json::kind::object:
+      y << YAML::BeginMap;
+      for (const auto& kv : v.as_object()) {
+        y << YAML::Key << std::string(kv.key()) << YAML::Value;
+        emit_yaml(y, kv.value());
+      }
+      y << YAML::EndMap;
+      break;
+    case json::kind::array:
+      y << YAML::BeginSeq;
+      for (const auto& e : v.as_array()) emit_yaml(y, e);
+      y << YAML::EndSeq;
+      break;
+    case json::kind::string: {
+      // Quoted when YAML would read it as something else (a number, true, null).
+      const std::string s(v.as_string());
+      y << YAML::DoubleQuoted << s;
+      break;
+    }
+    case json::kind::null: y << YAML::Null; break;
+    default: y << json::serialize(v);
+  }
+}
+}  // namespace
+
+void set_table_style(bool headers, bool wide) {
+  table_headers = headers;
+  table_wide = wide;
+}
+
+void print_as(std::ostream& out, const std::string& printed, const std::string& format) {
+  std::istringstream lines(printed);
+  bool first = true;
+  for (std::string line; std::getline(lines, line);) {
+    boost::system::error_code ec;
+    json::value v = json::parse(line, ec);
+    if (ec || line.empty()) {
+      out << line << '\n';
+      continue;
+    }
+    if (format == "jsonl") {
+      const auto* items = v.is_object() ? v.as_object().if_contains("items") : nullptr;
+      if (items && items->is_array())
+        for (const auto& item : items->as_array()) out << json::serialize(item) << '\n';
+      else
+        out << json::serialize(v) << '\n';
+      continue;
+    }
+    YAML::Emitter y;
+    emit_yaml(y, v);
+    out << (first ? "" : "---\n") << y.c_str() << '\n';
+    first = false;
+  }
+}
+
 void print_table(std::ostream& out, const std::vector<Column>& columns, const json::array& items) {
   std::vector<std::vector<std::string>> rows;
   std::vector<std::size_t> width;
@@ -43,7 +107,7 @@ void print_table(std::ostream& out, const std::vector<Column>& columns, const js
       // One line per row, whatever a worker or a client put in a field.
       std::replace_if(
           cell.begin(), cell.end(), [](char ch) { return ch == '\n' || ch == '\r' || ch == '\t'; }, ' ');
-      if (cell.size() > 60) cell = cell.substr(0, 57) + "...";
+      if (cell.size() > 60 && !table_wide) cell = cell.substr(0, 57) + "...";
       width[i] = std::max(width[i], cell.size());
       row.push_back(std::move(cell));
     }
@@ -59,7 +123,7 @@ void print_table(std::ostream& out, const std::vector<Column>& columns, const js
   };
   std::vector<std::string> headers;
   for (const auto& c : columns) headers.push_back(c.header);
-  line(headers);
+  if (table_headers) line(headers);
   for (const auto& r : rows) line(r);
 }
 

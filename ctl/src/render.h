@@ -28,6 +28,13 @@ std::string iso_utc(std::int64_t unix_seconds);
 std::string terminal_safe(std::string_view text);
 
 void print_table(std::ostream& out, const std::vector<Column>& columns, const boost::json::array& items);
+/// How tables print in this invocation: with a header line (unless
+/// --no-headers), and cells cut at 60 characters (not with -o wide).
+void set_table_style(bool headers, bool wide);
+/// What a verb printed as JSON documents, one per line, printed again as
+/// `format`: jsonl (a list's items one per line, anything else on one line)
+/// or yaml (documents separated by ---). A line that is not JSON is passed on.
+void print_as(std::ostream& out, const std::string& printed, const std::string& format);
 
 /// The columns of each resource's list.
 const std::vector<Column>& run_columns();

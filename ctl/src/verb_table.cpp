@@ -2,9 +2,11 @@
 // help, and how it calls the API and prints its answer. One verb per admin
 // API operation; `apply` is in apply.cpp, the invocation in ctl.cpp.
 #include <unistd.h>
+#include <algorithm>
 #include <boost/json.hpp>
 #include <boost/url/url.hpp>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -231,13 +233,15 @@ int watch(Call& c) {
 }  // namespace
 
 std::vector<Verb> verbs() {
-  const std::string runs_filters_help = "filters: --job --state --worker --key --since --until (unix seconds)";
-  const std::vector<Flag> run_filters{{"--job", true, "only runs of this job"},
-                                      {"--state", true, "only runs in this state (PENDING, RUNNING, FAILED, ...)"},
-                                      {"--worker", true, "only runs assigned to this worker"},
-                                      {"--key", true, "only runs with this idempotency key"},
-                                      {"--since", true, "created at or after (unix seconds)"},
-                                      {"--until", true, "created before (unix seconds)"}};
+  const std::string runs_filters_help =
+      "filters: --job --state --worker --key --since --until (unix seconds, 2h back, or RFC 3339)";
+  const std::vector<Flag> run_filters{
+      {"--job", true, "only runs of this job"},
+      {"--state", true, "only runs in this state (PENDING, RUNNING, FAILED, ...)"},
+      {"--worker", true, "only runs assigned to this worker"},
+      {"--key", true, "only runs with this idempotency key"},
+      {"--since", true, "created at or after: unix seconds, a duration back (2h, 7d) or RFC 3339"},
+      {"--until", true, "created before: the same forms"}};
   auto with = [](std::vector<Flag> a, const std::vector<Flag>& b) {
     a.insert(a.end(), b.begin(), b.end());
     return a;
@@ -705,6 +709,24 @@ std::vector<Verb> verbs() {
          if (auto s = c.flag("--subject")) q.emplace_back("subject", *s);
          return list(c, "/api/v1/audit", q, audit_columns());
        }},
+      {{"version"},
+       "",
+       "this ctl's version and the answering node's",
+       {},
+       0,
+       0,
+       [](Call& c) -> int {
+         auto reply = c.api.call("GET", "/status");
+         const std::string node =
+             reply.status == 200 ? field(json::parse(reply.body).as_object(), "version") : std::string("-");
+         if (c.json_output()) {
+           c.out << json::serialize(json::object{{"client", BATON_VERSION}, {"server", node}}) << '\n';
+         } else {
+           c.out << "client: baton ctl " << BATON_VERSION << "\nserver: " << node
+                 << (reply.status == 200 ? " (" + reply.answered_by + ")" : "") << '\n';
+         }
+         return reply.status == 200 ? exit_ok : c.fail(reply);
+       }},
       // webhooks (docs/webhooks.md; defined with `apply`)
       {{"webhooks", "list"},
        "",
@@ -867,15 +889,57 @@ std::vector<std::string> verb_names() {
   return out;
 }
 
+std::optional<std::int64_t> time_filter(const std::string& v, std::int64_t now_unix) {
+  if (v.empty()) return std::nullopt;
+  if (std::all_of(v.begin(), v.end(), [](char ch) { return ch >= '0' && ch <= '9'; }) && v.size() <= 12)
+    return std::stoll(v);  // unix seconds
+  // A duration back from now: 90s, 15m, 2h, 7d.
+  if (v.back() == 'd' && v.size() > 1 &&
+      std::all_of(v.begin(), v.end() - 1, [](char ch) { return ch >= '0' && ch <= '9'; }) && v.size() <= 6)
+    return now_unix - std::stoll(v.substr(0, v.size() - 1)) * 86400;
+  if (auto d = parse_duration(v)) return now_unix - std::chrono::duration_cast<std::chrono::seconds>(*d).count();
+  // RFC 3339: 2026-11-29T03:00:00Z, with fractions and an offset allowed.
+  int y, mo, da, h, mi, s, n = 0;
+  if (std::sscanf(v.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &da, &h, &mi, &s, &n) != 6 || n != 19)
+    return std::nullopt;
+  std::size_t at = 19;
+  if (at < v.size() && v[at] == '.')
+    for (++at; at < v.size() && v[at] >= '0' && v[at] <= '9';) ++at;
+  std::int64_t offset = 0;
+  if (at < v.size() && (v[at] == 'Z' || v[at] == 'z')) {
+    ++at;
+  } else if (at + 6 == v.size() && (v[at] == '+' || v[at] == '-') && v[at + 3] == ':') {
+    int oh = 0, om = 0;
+    if (std::sscanf(v.c_str() + at + 1, "%2d:%2d", &oh, &om) != 2) return std::nullopt;
+    offset = (v[at] == '+' ? 1 : -1) * (oh * 3600 + om * 60);
+    at += 6;
+  } else {
+    return std::nullopt;  // a time without its zone is ambiguous
+  }
+  if (at != v.size() || mo < 1 || mo > 12 || da < 1 || da > 31 || h > 23 || mi > 59 || s > 60) return std::nullopt;
+  const auto day = std::chrono::sys_days(std::chrono::year(y) / mo / da);
+  return day.time_since_epoch().count() * 86400LL + h * 3600 + mi * 60 + s - offset;
+}
+
 int runs_list(Call& c) {
   std::vector<std::pair<std::string, std::string>> q;
-  for (auto [flag, param] : std::vector<std::pair<std::string, std::string>>{{"--job", "job"},
-                                                                             {"--state", "state"},
-                                                                             {"--worker", "worker"},
-                                                                             {"--key", "idempotency_key"},
-                                                                             {"--since", "created_after"},
-                                                                             {"--until", "created_before"}})
+  for (auto [flag, param] : std::vector<std::pair<std::string, std::string>>{
+           {"--job", "job"}, {"--state", "state"}, {"--worker", "worker"}, {"--key", "idempotency_key"}})
     if (auto v = c.flag(flag)) q.emplace_back(param, *v);
+  const std::int64_t now =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  for (auto [flag, param] :
+       std::vector<std::pair<std::string, std::string>>{{"--since", "created_after"}, {"--until", "created_before"}}) {
+    auto v = c.flag(flag);
+    if (!v) continue;
+    auto t = time_filter(*v, now);
+    if (!t)
+      return c.usage(flag +
+                     " must be unix seconds, a duration back from now (90s, 15m, 2h, 7d) or an RFC 3339 time "
+                     "(2026-11-29T03:00:00Z), got '" +
+                     *v + "'");
+    q.emplace_back(param, std::to_string(*t));
+  }
   return list(c, "/api/v1/runs", q, run_columns());
 }
 

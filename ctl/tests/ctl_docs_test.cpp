@@ -48,7 +48,7 @@ TEST(CtlDocs, UsageErrorsExitTwoWithoutCallingAnyone) {
   EXPECT_EQ(run_ctl({"frobnicate"}, env, out, err), exit_usage);
   EXPECT_EQ(run_ctl({"runs", "show"}, env, out, err), exit_usage) << "a missing argument";
   EXPECT_EQ(run_ctl({"runs", "list", "--limit"}, env, out, err), exit_usage) << "a flag without its value";
-  EXPECT_EQ(run_ctl({"-o", "yaml", "runs", "list"}, env, out, err), exit_usage);
+  EXPECT_EQ(run_ctl({"-o", "xml", "runs", "list"}, env, out, err), exit_usage);
   EXPECT_EQ(run_ctl({"--config", "/nonexistent/ctl.yaml", "runs", "list"}, env, out, err), exit_usage);
 }
 

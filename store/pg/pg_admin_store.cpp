@@ -70,6 +70,13 @@ Result<RunCounts> PgAdminStore::run_counts() {
   });
 }
 
+Result<std::int64_t> PgAdminStore::database_epoch() {
+  return session_.with<std::int64_t>([&](pqxx::connection& c) -> Result<std::int64_t> {
+    pqxx::nontransaction tx{c};
+    return tx.exec1("SELECT coalesce((SELECT epoch FROM leader_lease WHERE id = 1), 0)")[0].as<std::int64_t>();
+  });
+}
+
 Result<ClusterGauges> PgAdminStore::cluster_gauges() {
   return session_.with<ClusterGauges>([&](pqxx::connection& c) -> Result<ClusterGauges> {
     pqxx::nontransaction tx{c};

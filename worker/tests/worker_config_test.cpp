@@ -94,6 +94,7 @@ TEST(WorkerConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
       {"reconnect.base", duration(cfg->reconnect_base)},
       {"reconnect.max", duration(cfg->reconnect_max)},
       {"log_level", cfg->log_level},
+      {"log_format", cfg->log_format == baton::LogFormat::json ? "json" : "text"},
       {"tls.ca_file", "(required unless insecure)"},
       {"tls.cert_file", "(none)"},
       {"tls.key_file", "(none)"},

@@ -133,6 +133,9 @@ class AdminApi {
   HttpResponse openapi() const;
   HttpResponse metrics();
   HttpResponse status_json();
+  /// GET /readyz: 200 when the database answers and a leader is known, else
+  /// 503; the JSON names each check.
+  HttpResponse readyz();
   /// A file of the dashboard (admin/dashboard/, embedded at build time).
   HttpResponse dashboard(const std::string& file);
   /// Runs `f` with the store: one connection, shared by the admin threads.

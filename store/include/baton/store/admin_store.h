@@ -188,6 +188,9 @@ class AdminStore {
 
   // --- reads ----------------------------------------------------------------
   virtual Result<RunCounts> run_counts() = 0;
+  /// The lease's epoch: one cheap read, to tell that the database answers
+  /// (GET /readyz).
+  virtual Result<std::int64_t> database_epoch() = 0;
   virtual Result<ClusterGauges> cluster_gauges() = 0;
   /// The run with its attempts, transitions (with epochs), log chunks and
   /// dead letter, as JSON; nullopt if absent.

@@ -16,6 +16,7 @@ class PgAdminStore final : public AdminStore {
   void set_call_deadline(Millis d) { session_.set_call_deadline(d); }
 
   Result<RunCounts> run_counts() override;
+  Result<std::int64_t> database_epoch() override;
   Result<ClusterGauges> cluster_gauges() override;
   Result<std::optional<std::string>> run_json(RunId id) override;
   Result<std::optional<std::string>> slot_decisions(const std::string& job, std::int64_t slot_unix) override;

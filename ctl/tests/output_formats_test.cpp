@@ -1,0 +1,86 @@
+// `baton ctl -o table|wide|json|jsonl|yaml` and `--no-headers` (docs/ctl.md,
+// "Connecting"): the same answer in each format a person or a tool reads.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <boost/json.hpp>
+#include <sstream>
+
+#include "../src/ctl_verbs.h"
+#include "../src/render.h"
+
+namespace baton::ctl {
+namespace {
+
+namespace json = boost::json;
+
+const char* page =
+    R"({"items":[{"id":1,"job":"etl","state":"FAILED"},{"id":2,"job":"true","state":"SUCCEEDED"}],"next_cursor":null})";
+
+TEST(OutputFormats, JsonlPrintsAListsItemsOneObjectPerLine) {
+  std::ostringstream out;
+  print_as(out, std::string(page) + "\n" + R"({"run_id":7})" + "\n", "jsonl");
+  std::istringstream lines(out.str());
+  std::vector<json::value> docs;
+  for (std::string line; std::getline(lines, line);) docs.push_back(json::parse(line));
+  ASSERT_EQ(docs.size(), 3u) << out.str();
+  EXPECT_EQ(docs[0].at("job").as_string(), "etl");
+  EXPECT_EQ(docs[1].at("id").as_int64(), 2);
+  EXPECT_EQ(docs[2].at("run_id").as_int64(), 7) << "a single answer on one line";
+}
+
+TEST(OutputFormats, YamlReadsBackAsTheSameDataWithStringsKeptStrings) {
+  std::ostringstream out;
+  print_as(out, std::string(page) + "\n" + R"({"run_id":7})" + "\n", "yaml");
+  auto docs = YAML::LoadAll(out.str());
+  ASSERT_EQ(docs.size(), 2u) << out.str();
+  EXPECT_EQ(docs[0]["items"][0]["job"].as<std::string>(), "etl");
+  EXPECT_EQ(docs[0]["items"][1]["job"].Tag(), "!") << "the job named true stays a string: " << out.str();
+  EXPECT_TRUE(docs[0]["next_cursor"].IsNull());
+  EXPECT_EQ(docs[1]["run_id"].as<int>(), 7);
+  std::ostringstream passed;
+  print_as(passed, "not json\n", "yaml");
+  EXPECT_EQ(passed.str(), "not json\n") << "a line that is not JSON is passed on";
+}
+
+TEST(OutputFormats, NoHeadersAndWideShapeTheTable) {
+  const std::vector<Column> columns{{"ID", [](const json::object& o) { return field(o, "id"); }},
+                                    {"JOB", [](const json::object& o) { return field(o, "job"); }}};
+  json::array items{json::object{{"id", 1}, {"job", std::string(80, 'x')}}};
+  std::ostringstream table, bare, wide;
+  set_table_style(true, false);
+  print_table(table, columns, items);
+  EXPECT_EQ(table.str().rfind("ID", 0), 0u);
+  EXPECT_NE(table.str().find(std::string(57, 'x') + "..."), std::string::npos);
+  set_table_style(false, false);
+  print_table(bare, columns, items);
+  EXPECT_EQ(bare.str().find("ID"), std::string::npos) << bare.str();
+  EXPECT_EQ(bare.str().rfind("1", 0), 0u);
+  set_table_style(true, true);
+  print_table(wide, columns, items);
+  EXPECT_NE(wide.str().find(std::string(80, 'x')), std::string::npos) << "wide cuts nothing";
+  set_table_style(true, false);
+}
+
+}  // namespace
+}  // namespace baton::ctl
+
+namespace baton::ctl {
+namespace {
+
+TEST(TimeFilters, UnixSecondsADurationBackOrRfc3339) {
+  const std::int64_t now = 1795923612;  // 2026-11-29T03:40:12Z
+  EXPECT_EQ(time_filter("1700000000", now), 1700000000);
+  EXPECT_EQ(time_filter("2h", now), now - 7200);
+  EXPECT_EQ(time_filter("90s", now), now - 90);
+  EXPECT_EQ(time_filter("7d", now), now - 7 * 86400);
+  EXPECT_EQ(time_filter("2026-11-29T03:40:12Z", now), now);
+  EXPECT_EQ(time_filter("2026-11-29T04:40:12.5+01:00", now), now);
+  EXPECT_EQ(time_filter("2026-11-28T22:40:12-05:00", now), now);
+  EXPECT_FALSE(time_filter("2026-11-29T03:40:12", now)) << "no zone: ambiguous";
+  EXPECT_FALSE(time_filter("yesterday", now));
+  EXPECT_FALSE(time_filter("2026-13-01T00:00:00Z", now));
+}
+
+}  // namespace
+}  // namespace baton::ctl
