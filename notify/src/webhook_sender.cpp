@@ -6,17 +6,6 @@
 
 namespace baton::notify {
 
-namespace {
-const char* outcome_name(store::DeliveryRecord::Outcome o) {
-  switch (o) {
-    case store::DeliveryRecord::Outcome::delivered: return "delivered";
-    case store::DeliveryRecord::Outcome::failed: return "failed";
-    case store::DeliveryRecord::Outcome::retry: break;
-  }
-  return "retry";
-}
-}  // namespace
-
 WebhookSender::WebhookSender(store::WebhookOutbox& outbox, Post post, std::function<std::int64_t()> unix_now,
                              SenderSettings settings)
     : outbox_(outbox), post_(std::move(post)), unix_now_(std::move(unix_now)), settings_(std::move(settings)) {}
@@ -44,7 +33,7 @@ WebhookSender::Pass WebhookSender::pass(Epoch epoch) {
                 "webhook_delivery webhook={} delivery={} event={} kind={} attempt={} of={} outcome={} status={} "
                 "retry_in_ms={} epoch={} error={}{}",
                 json_quote(d.webhook), d.id, d.event_id, json_quote(d.kind), d.attempt, d.max_attempts,
-                outcome_name(record.outcome), record.status ? std::to_string(*record.status) : "none",
+                store::to_string(record.outcome), record.status ? std::to_string(*record.status) : "none",
                 record.retry_in.count(), epoch.value, json_quote(record.error),
                 !recorded    ? " not_recorded=" + json_quote(recorded.error().message)
                 : !*recorded ? " not_recorded=\"claimed again or redelivered meanwhile\""

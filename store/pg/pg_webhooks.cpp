@@ -43,15 +43,6 @@ std::vector<std::string> strings_of(const std::string& json_array) {
   return out;
 }
 
-const char* outcome_name(DeliveryRecord::Outcome o) {
-  switch (o) {
-    case DeliveryRecord::Outcome::delivered: return "delivered";
-    case DeliveryRecord::Outcome::failed: return "failed";
-    case DeliveryRecord::Outcome::retry: break;
-  }
-  return "retry";
-}
-
 }  // namespace
 
 Result<Page> PgAdminStore::list_webhooks(int limit, std::optional<std::string> after_name,
@@ -244,7 +235,7 @@ Result<bool> PgWebhookOutbox::record_delivery(const DeliveryRecord& d) {
       " WHERE id = $1 AND attempts = $2 AND state = 'pending'";
   return session_.with<bool>([&](pqxx::connection& c) -> Result<bool> {
     pqxx::nontransaction tx{c};
-    auto r = tx.exec_params(sql, d.id, d.attempt, std::string(outcome_name(d.outcome)), d.status, d.error,
+    auto r = tx.exec_params(sql, d.id, d.attempt, std::string(to_string(d.outcome)), d.status, d.error,
                             static_cast<std::int64_t>(d.retry_in.count()));
     return r.affected_rows() == 1;
   });

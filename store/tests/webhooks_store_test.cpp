@@ -199,6 +199,21 @@ TEST_F(WebhooksStoreTest, TheNextLeaderTakesOverAClaimOfAnEarlierEpochAtOnce) {
       << "the new leader's own claim holds";
 }
 
+// Deliveries that ended (delivered or given up) go with the retention
+// window; a pending one stays whatever its age.
+TEST_F(WebhooksStoreTest, EndedDeliveriesArePrunedWithRetentionAndPendingOnesKept) {
+  hook("ops", {"run_failed"});
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(admin.ping_webhook(Actor{"test", epoch}, "ops"));
+  age("UPDATE webhook_deliveries SET state = 'delivered', finished_at = now() - interval '40 days',"
+      " created_at = now() - interval '40 days' WHERE id = (SELECT min(id) FROM webhook_deliveries)");
+  age("UPDATE webhook_deliveries SET created_at = now() - interval '40 days'"
+      " WHERE id = (SELECT max(id) FROM webhook_deliveries)");  // old, but still pending
+  auto p = leader.prune(epoch, 100);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->webhook_deliveries, 1);
+  EXPECT_EQ(text("SELECT string_agg(state, ' ' ORDER BY id) FROM webhook_deliveries"), "pending pending");
+}
+
 TEST_F(WebhooksStoreTest, TheApiSeesNoSecretAndEveryChangeIsAudited) {
   hook("ops", {"run_failed"});
   hook("ops", {"run_failed", "dead_letter"});

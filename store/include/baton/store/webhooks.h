@@ -71,6 +71,16 @@ struct DeliveryRecord {
   Millis retry_in{0};         ///< retry: when the next attempt may be made
 };
 
+/// "delivered", "retry" or "failed": the word the queue and the log use.
+inline const char* to_string(DeliveryRecord::Outcome o) {
+  switch (o) {
+    case DeliveryRecord::Outcome::delivered: return "delivered";
+    case DeliveryRecord::Outcome::failed: return "failed";
+    case DeliveryRecord::Outcome::retry: break;
+  }
+  return "retry";
+}
+
 /// The leader's side of the delivery queue: one connection of its own, off
 /// the control loop.
 class WebhookOutbox {
