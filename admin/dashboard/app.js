@@ -8,8 +8,25 @@ const view = document.getElementById('view');
 const message = document.getElementById('message');
 // The token lives for this browser tab's session only (sessionStorage):
 // closing the tab forgets it, and no other tab or later visit finds it.
+// A sign-in link (the demo prints one; docs/operations.md, "Dashboard") carries
+// it in the URL's fragment, which a browser never sends to a server: it is
+// moved to session storage and wiped from the address bar and history.
+if (location.hash.startsWith('#token=')) {
+  sessionStorage.setItem('baton_token', decodeURIComponent(location.hash.slice('#token='.length)));
+  history.replaceState(null, '', location.pathname + location.search + '#/');
+}
 let token = sessionStorage.getItem('baton_token') || '';
 let timer = null;
+
+// Shown in the browser's zone (with its offset) or in UTC, as chosen; the
+// theme follows the system's unless chosen. Both kept in this browser.
+let zoneUtc = localStorage.getItem('baton_zone') === 'utc';
+function applyTheme() {
+  const chosen = localStorage.getItem('baton_theme');
+  const dark = chosen ? chosen === 'dark' : window.matchMedia('(prefers-color-scheme: dark)').matches;
+  document.documentElement.dataset.theme = dark ? 'dark' : 'light';
+}
+applyTheme();
 
 // --- helpers ------------------------------------------------------------------
 
@@ -31,8 +48,30 @@ function show(text, ok) {
 }
 function clearMessage() { message.className = 'message hidden'; }
 
-function when(ts) { return ts ? String(ts).replace('T', ' ').slice(0, 19) : '-'; }
-function iso(unix) { return unix === null || unix === undefined ? '-' : new Date(unix * 1000).toISOString().slice(0, 19).replace('T', ' '); }
+function pad(n) { return String(n).padStart(2, '0'); }
+/// A time as people read it: the browser's zone with its offset
+/// ("2026-11-29 14:02:07 +01:00") or UTC ("2026-11-29 13:02:07Z").
+function timeText(ms, short) {
+  const d = new Date(ms);
+  if (isNaN(d)) return '-';
+  if (zoneUtc) {
+    const s = d.toISOString();
+    return (short ? s.slice(5, 16) : s.slice(0, 19)).replace('T', ' ') + 'Z';
+  }
+  const off = -d.getTimezoneOffset();
+  const zone = (off >= 0 ? '+' : '-') + pad(Math.floor(Math.abs(off) / 60)) + ':' + pad(Math.abs(off) % 60);
+  const day = d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate());
+  const clock = pad(d.getHours()) + ':' + pad(d.getMinutes());
+  return short ? day.slice(5) + ' ' + clock : day + ' ' + clock + ':' + pad(d.getSeconds()) + ' ' + zone;
+}
+function when(ts) { return ts ? timeText(Date.parse(ts)) : '-'; }
+function iso(unix) { return unix === null || unix === undefined ? '-' : timeText(unix * 1000); }
+/// How long ago, kubectl's AGE: 45s, 12m, 3h, 5d.
+function age(ts) {
+  if (!ts) return '-';
+  const s = Math.max(0, Math.round((Date.now() - Date.parse(ts)) / 1000));
+  return s < 120 ? s + 's' : s < 7200 ? Math.floor(s / 60) + 'm' : s < 172800 ? Math.floor(s / 3600) + 'h' : Math.floor(s / 86400) + 'd';
+}
 function text(v) { return v === null || v === undefined ? '-' : (typeof v === 'object' ? JSON.stringify(v) : String(v)); }
 
 class ApiError extends Error {
@@ -50,7 +89,7 @@ async function nodeStatus(fresh) {
 // on a redirect to another origin: such calls go to the leader directly.
 const leaderOnly = /\/(trigger|cancel|rerun|replay)$/;
 
-async function api(method, path, body) {
+async function api(method, path, body, extraHeaders) {
   let base = '';
   if (method !== 'GET' && leaderOnly.test(path)) {
     const s = await nodeStatus(true);
@@ -59,7 +98,7 @@ async function api(method, path, body) {
       base = location.protocol + '//' + s.leader_endpoint;  // the scheme this page came by
     }
   }
-  const headers = { Authorization: 'Bearer ' + token };
+  const headers = Object.assign({ Authorization: 'Bearer ' + token }, extraHeaders || {});
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   const res = await fetch(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const raw = await res.text();
@@ -72,8 +111,25 @@ async function api(method, path, body) {
   return data;
 }
 
-function table(id, columns, items, rowKey) {
-  const head = el('tr', {}, ...columns.map(c => el('th', { text: c[0] })));
+/// A table; with `sortable`, a click on a column's head sorts the rows
+/// shown by it (again: the other way).
+const sortBy = {};
+function table(id, columns, items, rowKey, sortable) {
+  const order = sortBy[id];
+  if (sortable && order && columns[order.col]) {
+    const key = columns[order.col][2] || columns[order.col][1];
+    const val = (item) => { const v = key(item); return v instanceof Node ? v.textContent : v; };
+    items = [...items].sort((a, b) => {
+      const x = val(a), y = val(b);
+      const c = (typeof x === 'number' && typeof y === 'number') ? x - y : String(x ?? '').localeCompare(String(y ?? ''), undefined, { numeric: true });
+      return order.desc ? -c : c;
+    });
+  }
+  const head = el('tr', {}, ...columns.map((c, i) => sortable && c[0]
+    ? el('th', { class: 'sortable', 'data-col': c[0], onclick: () => {
+        sortBy[id] = { col: i, desc: order && order.col === i ? !order.desc : false }; render(false); } },
+      c[0] + (order && order.col === i ? (order.desc ? ' \u25be' : ' \u25b4') : ''))
+    : el('th', { text: c[0] })));
   const rows = items.map(item => {
     const tr = el('tr', rowKey ? { 'data-key': String(item[rowKey]) } : {});
     for (const c of columns) {
@@ -109,6 +165,50 @@ async function act(what, fn, ask) {
   await render(false);
 }
 
+// --- charts --------------------------------------------------------------------
+
+let chartWindow = localStorage.getItem('baton_chart_window') || '1h';
+function windowPicker() {
+  return el('span', { class: 'window-picker', id: 'chart-window' }, 'Window: ',
+    ...['1h', '24h', '7d'].map(w => el('button', { type: 'button', class: 'small' + (w === chartWindow ? ' chosen' : ''),
+      'data-window': w, onclick: () => { chartWindow = w; localStorage.setItem('baton_chart_window', w); render(false); } }, w)));
+}
+const outcomes = [{ key: 'succeeded', label: 'succeeded', cls: 'ok' }, { key: 'failed', label: 'failed', cls: 'bad' },
+  { key: 'timed_out', label: 'timed out', cls: 'late' }, { key: 'canceled', label: 'canceled', cls: 'off' }];
+const short = t => timeText(t, true);
+function seriesCaption(data) {
+  const before = data.epochs.filter(e => Date.parse(e.elected_at) < Date.parse(data.from));
+  const inside = data.epochs.length - before.length;
+  return el('p', { class: 'hint', id: 'chart-caption', text: (before.length ? 'Leader at the window\'s start: ' + before[0].leader_id +
+    ' (epoch ' + before[0].epoch + '). ' : '') + inside + ' leader change' + (inside === 1 ? '' : 's') +
+    ' in the window, drawn as markers. Buckets of ' + (data.bucket_seconds >= 3600 ? data.bucket_seconds / 3600 + ' h' :
+    data.bucket_seconds / 60 + ' min') + '.' });
+}
+function clusterCharts(data) {
+  return [el('div', { class: 'charts' },
+    drawChart({ id: 'chart-finished', title: 'Runs finished, by outcome', kind: 'bars', series: outcomes, data, timeText: short }),
+    drawChart({ id: 'chart-backlog', title: 'Backlog (runs due and waiting)', kind: 'lines',
+      series: [{ key: 'pending', label: 'waiting', cls: 'wait' }], data, timeText: short }),
+    drawChart({ id: 'chart-oldest', title: 'Oldest waiting run\'s age', unit: ' s', kind: 'lines',
+      series: [{ key: 'oldest_pending_age_s', label: 'age (s)', cls: 'late' }], data, timeText: short }),
+    drawChart({ id: 'chart-latency', title: 'Trigger-to-start latency', unit: ' ms', kind: 'lines',
+      series: [{ key: 'start_latency_p50_ms', label: 'p50', cls: 'p50' }, { key: 'start_latency_p95_ms', label: 'p95', cls: 'p95' }],
+      data, timeText: short })), seriesCaption(data)];
+}
+function jobCharts(data) {
+  const rate = b => { const n = b.succeeded + b.failed + b.timed_out + b.canceled; return n ? Math.round(1000 * b.succeeded / n) / 10 : null; };
+  return [el('div', { class: 'charts' },
+    drawChart({ id: 'chart-finished', title: 'Runs finished, by outcome', kind: 'bars', series: outcomes, data, timeText: short }),
+    drawChart({ id: 'chart-success', title: 'Success rate', unit: ' %', kind: 'lines',
+      series: [{ key: 'rate', label: 'succeeded (%)', cls: 'ok', value: rate }], data, timeText: short }),
+    drawChart({ id: 'chart-duration', title: 'Duration', unit: ' ms', kind: 'lines',
+      series: [{ key: 'duration_p50_ms', label: 'p50', cls: 'p50' }, { key: 'duration_p95_ms', label: 'p95', cls: 'p95' }],
+      data, timeText: short }),
+    drawChart({ id: 'chart-latency', title: 'Trigger-to-start latency', unit: ' ms', kind: 'lines',
+      series: [{ key: 'start_latency_p50_ms', label: 'p50', cls: 'p50' }, { key: 'start_latency_p95_ms', label: 'p95', cls: 'p95' }],
+      data, timeText: short })), seriesCaption(data)];
+}
+
 // --- pages ----------------------------------------------------------------------
 
 async function overview() {
@@ -124,9 +224,11 @@ async function overview() {
     el('div', { class: s.unmatched_runs ? 'card warn' : 'card', title: 'unfinished runs whose selector no attached worker satisfies' },
       'No worker matches', el('div', { class: 'big', id: 'unmatched', text: String(s.unmatched_runs || 0) })));
   timer = setTimeout(() => render(false), 5000);
-  const [epochs, nodes, failed] = await Promise.all([
-    api('GET', '/api/v1/epochs?limit=20'), api('GET', '/api/v1/nodes'), api('GET', '/api/v1/runs?state=FAILED&limit=10')]);
+  const [epochs, nodes, failed, series] = await Promise.all([
+    api('GET', '/api/v1/epochs?limit=20'), api('GET', '/api/v1/nodes'), api('GET', '/api/v1/runs?state=FAILED&limit=10'),
+    api('GET', '/api/v1/stats/series?window=' + chartWindow)]);
   return [cards,
+    el('h2', {}, 'Trends ', windowPicker()), ...clusterCharts(series),
     el('h2', { text: 'Recent failures' }),
     table('failures-table', [['Run', r => runLink(r.id)], ['Job', r => r.job], ['Worker', r => r.worker_id],
       ['Finished', r => when(r.finished_at)], ['Error', r => r.error_code],
@@ -146,7 +248,7 @@ async function jobs() {
   return [el('h2', { text: 'Jobs' }),
     table('jobs-table', [['Name', j => el('a', { href: '#/jobs/' + encodeURIComponent(j.name), text: j.name })],
       ['Schedule', j => j.schedule], ['Zone', j => j.time_zone],
-      ['Next fire (UTC)', j => iso(j.next_fire_unix)],
+      ['Next fire', j => iso(j.next_fire_unix)],
       ['Last run', j => j.last_run ? el('span', {}, runLink(j.last_run.id), ' ', stateCell(j.last_run.state)) : '-'],
       ['Paused', j => j.paused ? 'yes' : 'no'],
       ['', j => el('span', {},
@@ -162,13 +264,15 @@ async function jobs() {
 const whyAt = {};
 async function job(name) {
   const path = '/api/v1/jobs/' + encodeURIComponent(name);
-  const [j, recent, stats] = await Promise.all([api('GET', path),
-    api('GET', '/api/v1/runs?limit=20&job=' + encodeURIComponent(name)), api('GET', path + '/stats')]);
+  const [j, recent, stats, series] = await Promise.all([api('GET', path),
+    api('GET', '/api/v1/runs?limit=20&job=' + encodeURIComponent(name)), api('GET', path + '/stats'),
+    api('GET', '/api/v1/stats/series?window=' + chartWindow + '&job=' + encodeURIComponent(name))]);
   const windows = ['1h', '24h'].map(w => Object.assign({ window: w }, stats.windows[w]));
   const b = stats.backlog;
   const fields = ['name', 'schedule', 'time_zone', 'misfire_policy', 'catch_up_limit', 'starting_deadline',
     'max_instances', 'concurrency_policy', 'exclusive_execution', 'mutually_exclusive', 'on_error', 'jitter', 'on_events', 'run_after', 'worker_selector',
-    'concurrency_key', 'concurrency_limit', 'keys_in_use', 'rate_limit', 'rate_permits_taken', 'paused', 'live'];
+    'concurrency_key', 'concurrency_limit', 'keys_in_use', 'rate_limit', 'rate_permits_taken', 'timeout_ms', 'max_attempts',
+    'priority', 'paused', 'live', 'version'];
   const at = el('input', { id: 'why-at', name: 'at', size: 28, value: whyAt[name] || new Date().toISOString().slice(0, 19) + 'Z',
     placeholder: '2026-03-29T01:30:00Z' });
   const form = el('form', { id: 'why-form', class: 'filters', onsubmit: (e) => { e.preventDefault(); whyAt[name] = at.value.trim(); render(false); } },
@@ -190,7 +294,14 @@ async function job(name) {
     answer = [el('p', { class: 'explanation', text: 'This job has no schedule: it runs when triggered, on events or after another job.' })];
   }
   return [el('h2', { text: 'Job ' + name }),
+    el('h2', {}, 'Trends ', windowPicker()), ...jobCharts(series),
     table('job-fields', [['Field', f => f], ['Value', f => text(j[f])]], fields.filter(f => j[f] !== undefined)),
+    el('h2', { text: 'Tasks' }),
+    table('job-tasks', [['#', t => t.n], ['Kind', t => t.kind], ['Name', t => t.name], ['What it runs', t => t.what],
+      ['Timeout', t => t.timeout], ['Other', t => t.rest]], (j.tasks || []).map(taskRow)),
+    el('h2', { text: 'Parameters' }),
+    table('job-parameters', [['Parameter', p => p.name], ['Declared', p => p.rule], ['Default', p => p.value]], parameterRows(j)),
+    el('h2', { text: 'Trigger' }), triggerForm(j),
     el('h2', { text: 'Statistics' }),
     table('job-stats-table', [['Window', w => w.window], ['Runs', w => w.runs], ['Succeeded', w => w.succeeded],
       ['Failed', w => w.failed], ['Timed out', w => w.timed_out], ['Canceled', w => w.canceled],
@@ -205,30 +316,114 @@ async function job(name) {
       recent.items, 'id')];
 }
 
-const runFilters = { job: '', state: '', worker: '' };
+/// A task of a job's definition, as one row: what it runs up front.
+function taskRow(t, i) {
+  const what = t.command ? t.command.join(' ') : t.sql || t.url || t.script || '';
+  const rest = Object.assign({}, t);
+  for (const k of ['kind', 'name', 'command', 'sql', 'timeout', 'timeout_ms']) delete rest[k];
+  return { n: i + 1, kind: t.kind, name: t.name, what, timeout: t.timeout || t.timeout_ms,
+    rest: Object.keys(rest).length ? JSON.stringify(rest) : '' };
+}
+/// Every parameter the job declares (parameter_rules) or gives a default
+/// (parameters).
+function parameterRows(j) {
+  const rules = j.parameter_rules || {}, values = j.parameters || {};
+  const names = [...new Set([...Object.keys(rules), ...Object.keys(values)])].sort();
+  return names.map(n => ({ name: n, rule: rules[n] === undefined ? '-' : JSON.stringify(rules[n]),
+    value: values[n] === undefined ? '-' : JSON.stringify(values[n]) }));
+}
+
+/// Trigger with parameters, a time to run at and an idempotency key (POST
+/// /api/v1/jobs/{name}/trigger): what `baton ctl jobs trigger` takes.
+function triggerForm(j) {
+  const params = el('textarea', { id: 'trigger-parameters', rows: 4, cols: 60, spellcheck: 'false' });
+  params.value = JSON.stringify(j.parameters || {}, null, 1);
+  const at = el('input', { id: 'trigger-run-at', type: 'datetime-local', step: 1 });
+  const key = el('input', { id: 'trigger-key', size: 24, placeholder: 'optional' });
+  const prio = el('input', { id: 'trigger-priority', type: 'number', size: 6, placeholder: 'job\'s' });
+  const go = async (e) => {
+    e.preventDefault();
+    let parameters;
+    try { parameters = JSON.parse(params.value || '{}'); } catch (err) { return show('parameters: not JSON: ' + err.message, false); }
+    const body = { parameters };
+    if (at.value) body.run_at = new Date(at.value).toISOString();  // the browser's zone, sent as UTC
+    if (prio.value !== '') body.priority = Number(prio.value);
+    const headers = key.value.trim() ? { 'Idempotency-Key': key.value.trim() } : undefined;
+    act('trigger ' + j.name, async () => {
+      const r = await api('POST', '/api/v1/jobs/' + encodeURIComponent(j.name) + '/trigger', body, headers);
+      if (r && r.created === false) throw new ApiError(200, 'exists', 'the idempotency key names run ' + r.run_id);
+      return r;
+    });
+  };
+  return el('form', { id: 'trigger-form', class: 'filters', onsubmit: go },
+    el('label', {}, 'Parameters (JSON)', params), el('label', {}, 'Run at (your time; empty: now)', at),
+    el('label', {}, 'Idempotency key', key), el('label', {}, 'Priority', prio),
+    el('button', { type: 'submit', 'data-action': 'trigger-with' }, 'Trigger'));
+}
+
+const runFilters = { job: '', state: '', worker: '', idempotency_key: '', error: '', created_after: '', created_before: '' };
+let runCursors = [];   // the cursors of the pages before this one (Newer goes back)
+let runCursor = null;  // this page's
+let runLimit = 100;
 let refreshEvery = 5;
 let refreshPaused = false;
 
 async function runs() {
-  const q = new URLSearchParams({ limit: '100' });
-  for (const [k, v] of Object.entries(runFilters)) if (v) q.set(k, v);
+  const q = new URLSearchParams({ limit: String(runLimit) });
+  for (const [k, v] of Object.entries(runFilters)) {
+    if (!v) continue;
+    // Times typed in the browser's zone; the API takes unix seconds.
+    q.set(k, k.startsWith('created_') ? String(Math.floor(new Date(v).getTime() / 1000)) : v);
+  }
+  if (runCursor) q.set('cursor', runCursor);
   const page = await api('GET', '/api/v1/runs?' + q.toString());
-  const input = (name) => el('label', {}, name, el('input', { name, value: runFilters[name], size: 14,
-    onchange: (e) => { runFilters[name] = e.target.value.trim(); render(false); } }));
+  const refilter = () => { runCursors = []; runCursor = null; render(false); };
+  const input = (name, label, attrs = {}) => el('label', {}, label || name, el('input', Object.assign({ name, value: runFilters[name], size: 14,
+    onchange: (e) => { runFilters[name] = e.target.value.trim(); refilter(); } }, attrs)));
   const states = ['', 'PENDING', 'ASSIGNED', 'RUNNING', 'RETRY_WAITING', 'ORPHANED', 'SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELED'];
-  const stateSel = el('select', { name: 'state', onchange: (e) => { runFilters.state = e.target.value; render(false); } },
+  const stateSel = el('select', { name: 'state', onchange: (e) => { runFilters.state = e.target.value; refilter(); } },
     ...states.map(s => el('option', s === runFilters.state ? { value: s, selected: '' } : { value: s }, s || 'any')));
   const every = el('select', { id: 'refresh-every', onchange: (e) => { refreshEvery = Number(e.target.value); render(false); } },
     ...[0, 2, 5, 10, 30].map(n => el('option', n === refreshEvery ? { value: n, selected: '' } : { value: n }, n ? n + ' s' : 'off')));
   const pause = button(refreshPaused ? 'Resume refresh' : 'Pause refresh', 'refresh-pause',
     () => { refreshPaused = !refreshPaused; render(false); });
-  if (refreshEvery && !refreshPaused) timer = setTimeout(() => render(false), refreshEvery * 1000);
+  const sizeSel = el('select', { id: 'page-size', onchange: (e) => { runLimit = Number(e.target.value); refilter(); } },
+    ...[50, 100, 500].map(n => el('option', n === runLimit ? { value: n, selected: '' } : { value: n }, String(n))));
+  // Only the first page refreshes by itself: a page further back stays put
+  // while it is read.
+  if (refreshEvery && !refreshPaused && !runCursor) timer = setTimeout(() => render(false), refreshEvery * 1000);
+  const selected = () => [...document.querySelectorAll('#runs-table input[type=checkbox]:checked')].map(c => Number(c.value));
+  const bulk = (verb, ask) => button(verb === 'cancel' ? 'Cancel selected' : 'Re-run selected', verb + '-selected', async () => {
+    const ids = selected();
+    if (!ids.length) return show('select runs first', false);
+    act(verb + ' ' + ids.length + ' run(s)', async () => {
+      const failed = [];
+      for (const id of ids) {
+        try { await api('POST', '/api/v1/runs/' + id + '/' + verb); } catch (e) { failed.push(id + ' (' + (e.code || e.message) + ')'); }
+      }
+      if (failed.length) throw new ApiError(0, 'partly', (ids.length - failed.length) + ' done; not done: ' + failed.join(', '));
+    }, ask && ask(ids));
+  }, verb === 'cancel' ? 'small danger' : 'small');
+  const pager = el('div', { class: 'pager', id: 'runs-pager' },
+    el('button', { type: 'button', class: 'small', 'data-action': 'newer', disabled: runCursors.length || runCursor ? null : '',
+      onclick: () => { runCursor = runCursors.pop() || null; render(false); } }, '\u2190 Newer'),
+    el('span', { id: 'runs-page-info', text: page.items.length ? 'runs ' + page.items[0].id + ' to ' + page.items[page.items.length - 1].id +
+      ' (page ' + (runCursors.length + 1) + ')' : 'no runs' }),
+    el('button', { type: 'button', class: 'small', 'data-action': 'older', disabled: page.next_cursor ? null : '',
+      onclick: () => { runCursors.push(runCursor); runCursor = page.next_cursor; render(false); } }, 'Older \u2192'));
   return [el('div', { class: 'filters' }, input('job'), el('label', {}, 'state', stateSel), input('worker'),
-    el('label', {}, 'refresh every', every), pause),
-    table('runs-table', [['Run', r => runLink(r.id)], ['Job', r => r.job], ['State', r => stateCell(r.state)],
-      ['Attempt', r => r.attempt + '/' + r.max_attempts], ['Worker', r => r.worker_id], ['Epoch', r => r.leader_epoch],
-      ['Trigger', r => r.trigger_kind], ['Created', r => when(r.created_at)], ['Finished', r => when(r.finished_at)],
-      ['Error', r => r.error_code]], page.items, 'id')];
+    input('idempotency_key', 'idempotency key'), input('error', 'error text'),
+    input('created_after', 'created after', { type: 'datetime-local', step: 1 }),
+    input('created_before', 'created before', { type: 'datetime-local', step: 1 }),
+    el('label', {}, 'page size', sizeSel), el('label', {}, 'refresh every', every), pause),
+    el('div', { class: 'filters' }, bulk('cancel', ids => 'Cancel ' + ids.length + ' run(s)? Running tasks are killed.'), bulk('rerun')),
+    table('runs-table', [['', r => el('input', { type: 'checkbox', value: String(r.id), 'aria-label': 'select run ' + r.id })],
+      ['Run', r => runLink(r.id), r => r.id], ['Job', r => r.job], ['State', r => stateCell(r.state), r => r.state],
+      ['Attempt', r => r.attempt + '/' + r.max_attempts, r => r.attempt], ['Worker', r => r.worker_id], ['Epoch', r => r.leader_epoch],
+      ['Trigger', r => r.trigger_kind], ['Key', r => r.idempotency_key], ['Created', r => when(r.created_at), r => r.created_at],
+      ['Age', r => age(r.created_at), r => -Date.parse(r.created_at)], ['Finished', r => when(r.finished_at), r => r.finished_at || ''],
+      ['Error', r => r.error_msg ? (r.error_code || '') + ': ' + r.error_msg : r.error_code]], page.items, 'id', true),
+    pager];
 }
 
 const terminal = new Set(['SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELED']);
@@ -349,6 +544,107 @@ async function webhooks() {
   return out;
 }
 
+let eventKind = '';
+async function events() {
+  const page = await api('GET', '/api/v1/events?limit=100' + (eventKind ? '&kind=' + encodeURIComponent(eventKind) : ''));
+  const kind = el('input', { id: 'event-kind', size: 20, placeholder: 'invoice.paid' });
+  const payload = el('textarea', { id: 'event-payload', rows: 2, cols: 50, spellcheck: 'false' });
+  payload.value = '{}';
+  const dedupe = el('input', { id: 'event-dedupe', size: 20, placeholder: 'optional' });
+  const post = (e) => {
+    e.preventDefault();
+    let body;
+    try { body = { kind: kind.value.trim(), payload: JSON.parse(payload.value || '{}') }; } catch (err) { return show('payload: not JSON: ' + err.message, false); }
+    if (dedupe.value.trim()) body.dedupe_key = dedupe.value.trim();
+    act('post event ' + body.kind, async () => {
+      const r = await api('POST', '/api/v1/events', body);
+      show('event ' + r.event_id + (r.created ? ' posted' : ' already posted with this dedupe key'), true);
+      return r;
+    });
+  };
+  return [el('h2', { text: 'Events' }),
+    el('p', { class: 'hint', text: 'An event starts every job whose on_events lists its kind; its runs are listed beside it.' }),
+    el('form', { id: 'event-form', class: 'filters', onsubmit: post }, el('label', {}, 'Kind', kind), el('label', {}, 'Payload (JSON)', payload),
+      el('label', {}, 'Dedupe key', dedupe), el('button', { type: 'submit', 'data-action': 'post-event' }, 'Post event')),
+    el('div', { class: 'filters' }, el('label', {}, 'kind', el('input', { name: 'kind', value: eventKind, size: 20,
+      onchange: (e) => { eventKind = e.target.value.trim(); render(false); } }))),
+    table('events-table', [['Id', e => e.id], ['Kind', e => e.kind], ['Payload', e => e.payload], ['Dedupe key', e => e.dedupe_key],
+      ['By', e => e.created_by], ['Posted', e => when(e.created_at)],
+      ['Runs', e => el('span', {}, ...(e.runs || []).map(r => el('span', {}, runLink(r.id), ' ', stateCell(r.state), ' ')))]],
+    page.items, 'id', true)];
+}
+
+async function settings() {
+  const all = await api('GET', '/api/v1/settings');
+  const rows = Object.entries(all).map(([key, v]) => Object.assign({ key }, v));
+  return [el('h2', { text: 'Settings' }),
+    el('p', { class: 'hint', text: 'Live settings: a change applies to the whole cluster within seconds and is audited (admin role).' }),
+    table('settings-table', [['Setting', r => r.key], ['Value', r => {
+      const input = el('input', { 'data-setting': r.key, size: 24, value: JSON.stringify(r.value) });
+      return el('span', {}, input, ' ', button('Save', 'save-setting', () => {
+        let value;
+        try { value = JSON.parse(input.value); } catch (err) { return show(r.key + ': not JSON: ' + err.message, false); }
+        act('set ' + r.key, () => api('PUT', '/api/v1/settings/' + encodeURIComponent(r.key), { value }));
+      }));
+    }], ['Default', r => r.default], ['Type', r => r.type], ['What it does', r => r.effect],
+      ['Changed', r => when(r.updated_at)], ['By', r => r.updated_by]], rows, 'key')];
+}
+
+/// API tokens and worker enrollment (the admin role): a secret is shown
+/// once, when it is made, and never again.
+async function access() {
+  const [tokens, creds] = await Promise.all([api('GET', '/api/v1/tokens?limit=200'), api('GET', '/api/v1/worker-credentials?limit=200')]);
+  const secretBox = el('pre', { id: 'new-secret', class: 'secret hidden' });
+  const reveal = (what, secret) => { secretBox.textContent = what + ' (shown once, copy it now):\n' + secret; secretBox.classList.remove('hidden'); };
+  const tName = el('input', { id: 'token-name', size: 16, placeholder: 'ci-deploy' });
+  const tRole = el('select', { id: 'token-role' }, ...['read', 'operate', 'admin'].map(r => el('option', { value: r }, r)));
+  const tTtl = el('input', { id: 'token-ttl', type: 'number', size: 8, placeholder: 'never expires' });
+  const makeToken = async (e) => {
+    e.preventDefault();
+    const body = { name: tName.value.trim(), role: tRole.value };
+    if (tTtl.value) body.ttl_seconds = Number(tTtl.value);
+    try {
+      const r = await api('POST', '/api/v1/tokens', body);
+      await render(false);
+      show('token ' + r.name + ' made', true);
+      document.getElementById('view').prepend(secretBox);
+      reveal('API token ' + r.name + ' (' + r.role + ')', r.token);
+    } catch (err) { show('make token: ' + (err.code ? err.code + ': ' : '') + err.message, false); }
+  };
+  const wId = el('input', { id: 'enroll-worker', size: 16, placeholder: 'w7' });
+  const wCap = el('input', { id: 'enroll-capacity', type: 'number', size: 5, value: '4' });
+  const wLabels = el('input', { id: 'enroll-labels', size: 24, placeholder: '{"zone": "a"}' });
+  const enroll = async (e) => {
+    e.preventDefault();
+    let labels = {};
+    try { if (wLabels.value.trim()) labels = JSON.parse(wLabels.value); } catch (err) { return show('labels: not JSON: ' + err.message, false); }
+    try {
+      const r = await api('POST', '/api/v1/workers/' + encodeURIComponent(wId.value.trim()) + '/enrollments', { capacity: Number(wCap.value), labels });
+      await render(false);
+      show('enrollment for ' + r.worker_id + ' made', true);
+      document.getElementById('view').prepend(secretBox);
+      reveal('Bootstrap token of ' + r.worker_id + ' (its worker.yaml: enrollment_token_file)', r.token);
+    } catch (err) { show('enroll: ' + (err.code ? err.code + ': ' : '') + err.message, false); }
+  };
+  return [el('h2', { text: 'API tokens' }),
+    el('form', { id: 'token-make-form', class: 'filters', onsubmit: makeToken }, el('label', {}, 'Name', tName), el('label', {}, 'Role', tRole),
+      el('label', {}, 'Expires after (s)', tTtl), el('button', { type: 'submit', 'data-action': 'make-token' }, 'Make token')),
+    table('tokens-table', [['Id', t => t.id], ['Name', t => t.name], ['Role', t => t.role], ['Created', t => when(t.created_at)],
+      ['Expires', t => when(t.expires_at)], ['Last used', t => when(t.last_used_at)], ['Revoked', t => when(t.revoked_at)],
+      ['', t => t.revoked_at ? '' : button('Revoke', 'revoke-token', () => act('revoke token ' + t.name,
+        () => api('POST', '/api/v1/tokens/' + t.id + '/revoke'), 'Revoke token ' + t.name + '? Whoever holds it loses access at once.'), 'small danger')]],
+    tokens.items, 'id', true),
+    el('h2', { text: 'Worker enrollment' }),
+    el('form', { id: 'enroll-form', class: 'filters', onsubmit: enroll }, el('label', {}, 'Worker id', wId), el('label', {}, 'Capacity', wCap),
+      el('label', {}, 'Labels (JSON)', wLabels), el('button', { type: 'submit', 'data-action': 'enroll' }, 'Enroll')),
+    table('credentials-table', [['Id', c => c.id], ['Kind', c => c.kind], ['Worker', c => c.worker_id], ['Capacity', c => c.capacity],
+      ['Labels', c => c.labels], ['Created', c => when(c.created_at)], ['Expires', c => when(c.expires_at)], ['Revoked', c => when(c.revoked_at)],
+      ['', c => c.revoked_at || !c.worker_id ? '' : button('Revoke', 'revoke-credential', () => act('revoke ' + c.worker_id,
+        () => api('POST', '/api/v1/workers/' + encodeURIComponent(c.worker_id) + '/revoke'),
+        'Revoke the credentials of worker ' + c.worker_id + '? It is detached at once.'), 'small danger')]],
+    creds.items, 'id', true)];
+}
+
 async function audit() {
   const page = await api('GET', '/api/v1/audit?limit=100');
   return [el('h2', { text: 'Audit log' }),
@@ -379,6 +675,9 @@ async function render(clear = true) {
     else if (page === 'dead-letters') content = await deadLetters();
     else if (page === 'webhooks') content = await webhooks();
     else if (page === 'audit') content = await audit();
+    else if (page === 'events') content = await events();
+    else if (page === 'settings') content = await settings();
+    else if (page === 'access') content = await access();
     else content = [el('p', { text: 'No such page.' })];
     view.replaceChildren(...content.filter(x => x));
     view.dataset.page = page;
@@ -398,6 +697,18 @@ document.getElementById('token-form').addEventListener('submit', (e) => {
   sessionStorage.setItem('baton_token', token);
   document.getElementById('token-panel').classList.add('hidden');
   render();
+});
+document.getElementById('theme-button').addEventListener('click', () => {
+  localStorage.setItem('baton_theme', document.documentElement.dataset.theme === 'dark' ? 'light' : 'dark');
+  applyTheme();
+});
+const zoneButton = document.getElementById('zone-button');
+zoneButton.textContent = zoneUtc ? 'UTC' : 'Local time';
+zoneButton.addEventListener('click', () => {
+  zoneUtc = !zoneUtc;
+  localStorage.setItem('baton_zone', zoneUtc ? 'utc' : 'local');
+  zoneButton.textContent = zoneUtc ? 'UTC' : 'Local time';
+  render(false);
 });
 document.getElementById('token-forget').addEventListener('click', () => {
   token = '';

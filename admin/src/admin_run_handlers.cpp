@@ -29,6 +29,9 @@ HttpResponse AdminApi::list_runs(const ApiCall& c) {
   query.job = text_param(q, "job");
   query.worker = text_param(q, "worker");
   query.idempotency_key = text_param(q, "idempotency_key");
+  query.error_text = text_param(q, "error");
+  if (query.error_text && query.error_text->size() > 200)
+    return error(400, "bad_request", "query parameter 'error' must be at most 200 characters");
   if (auto state = text_param(q, "state")) {
     if (!parse_run_state(*state))
       return error(400, "bad_request",
@@ -45,6 +48,28 @@ HttpResponse AdminApi::list_runs(const ApiCall& c) {
   query.limit = page.limit;
   query.before_id = page.before_id;
   return page_or_error(with_store([&](auto& s) { return s.list_runs(query); }));
+}
+
+HttpResponse AdminApi::run_series(const ApiCall& c) {
+  // The dashboard's three windows, each in about a hundred buckets.
+  struct Window {
+    const char* name;
+    int seconds, bucket;
+  };
+  static constexpr Window windows[] = {{"1h", 3600, 60}, {"24h", 86400, 900}, {"7d", 7 * 86400, 7200}};
+  const std::string name = text_param(c.params, "window").value_or("1h");
+  const Window* w = nullptr;
+  for (const auto& x : windows)
+    if (name == x.name) w = &x;
+  if (!w)
+    return error(400, "bad_request",
+                 "query parameter 'window' must be 1h, 24h or 7d, got " + json_quote(name.substr(0, 64)));
+  store::SeriesQuery query{w->name, w->seconds, w->bucket, text_param(c.params, "job")};
+  if (query.job && !valid_name(*query.job)) return bad_name("job name", *query.job);
+  auto series = with_store([&](auto& s) { return s.run_series(query); });
+  if (!series) return db_error(series.error());
+  if (!*series) return error(404, "not_found", "no job " + json_quote(*query.job));
+  return {200, "application/json", **series, {}};
 }
 
 HttpResponse AdminApi::show_run(const ApiCall& c) {

@@ -6,6 +6,9 @@
 // (docs/dashboard/ holds the committed ones).
 #include <gtest/gtest.h>
 
+#include <csignal>
+#include <set>
+
 #include <boost/json.hpp>
 
 #include "browser.h"
@@ -25,6 +28,10 @@ const char* jobs = R"(jobs:
       - {kind: PROGRAM, command: [/bin/sleep, '30']}
   - name: nightly
     schedule: '0 0 3 * * *'
+    tasks:
+      - {kind: BUILTIN, builtin: NOOP}
+  - name: quick
+    parameters: {region: eu}
     tasks:
       - {kind: BUILTIN, builtin: NOOP}
 )";
@@ -48,7 +55,7 @@ class DashboardTest : public ::testing::Test {
   }
 
   json::value get(const std::string& target) {
-    auto r = http_request(cluster.port("n1"), "GET", target, {{"Authorization", "Bearer " + admin_token}});
+    auto r = http_request(cluster.port(api_node), "GET", target, {{"Authorization", "Bearer " + admin_token}});
     return json::parse(r.body);
   }
   /// Opens a page and waits until it has rendered.
@@ -78,6 +85,7 @@ class DashboardTest : public ::testing::Test {
   }
 
   Cluster cluster{"dashboard", jobs};
+  std::string api_node = "n1";  ///< the node get() asks
   Browser browser{cluster.dir()};
   std::string base;
 };
@@ -92,7 +100,7 @@ TEST_F(DashboardTest, EveryPageShowsWhatTheApiSaysAndTheOperatorsActionsWork) {
 
   // Jobs: next fire as the API computes it; pause and resume by clicking.
   open("#/jobs", "document.querySelector('#jobs-table tr[data-key=\"nightly\"]')");
-  EXPECT_EQ(rows("jobs-table"), 3);
+  EXPECT_EQ(rows("jobs-table"), 4);
   const auto next = get("/api/v1/jobs/nightly").at("next_fire_unix").as_int64();
   const auto shown =
       browser.eval("new Date(" + std::to_string(next) + " * 1000).toISOString().slice(0, 19).replace('T', ' ')");
@@ -220,6 +228,198 @@ TEST_F(DashboardTest, EveryPageShowsWhatTheApiSaysAndTheOperatorsActionsWork) {
   // Every action above was done as the token's principal.
   open("#/audit", "document.querySelectorAll('#audit-table tbody tr').length >= 7");
   EXPECT_NE(text_of("#audit-table").find("worker.drain"), std::string::npos);
+}
+
+TEST_F(DashboardTest, ChartsMarkAFailoverListsPageAndSearchAndATriggerTakesParameters) {
+  // A thousand runs, in two batches of 500 (POST /api/v1/triggers).
+  std::string batch = R"({"runs": [)";
+  for (int i = 0; i < 500; ++i) batch += std::string(i ? "," : "") + R"({"job": "quick"})";
+  batch += "]}";
+  for (int b = 0; b < 2; ++b) {
+    auto r = http_request(cluster.port("n1"), "POST", "/api/v1/triggers",
+                          {{"Authorization", "Bearer " + admin_token}, {"Content-Type", "application/json"}}, batch);
+    ASSERT_EQ(r.status, 201) << r.body.substr(0, 300);
+  }
+
+  // Trigger with parameters and an idempotency key from the job's page,
+  // which shows what the job runs and the parameters it takes.
+  open("#/jobs/quick", "document.getElementById('trigger-form') && document.getElementById('chart-finished')");
+  EXPECT_NE(text_of("#job-tasks").find("BUILTIN"), std::string::npos) << text_of("#job-tasks");
+  EXPECT_NE(text_of("#job-parameters").find("region"), std::string::npos) << text_of("#job-parameters");
+  EXPECT_NE(browser.eval("document.getElementById('trigger-parameters').value").as_string().find("eu"),
+            json::string::npos);
+  browser.eval(R"(document.getElementById('trigger-parameters').value = '{"region": "us"}')");
+  browser.eval("document.getElementById('trigger-key').value = 'dash-key-1'");
+  click("button[data-action=\"trigger-with\"]");
+  browser.wait_for("document.getElementById('message').textContent.includes('(run ')");
+  auto keyed = get("/api/v1/runs?idempotency_key=dash-key-1").at("items").as_array();
+  ASSERT_EQ(keyed.size(), 1u) << text_of("#message");
+  const auto keyed_id = keyed[0].at("id").as_int64();
+  const auto payload = get("/api/v1/runs/" + std::to_string(keyed_id)).at("payload");
+  EXPECT_EQ(json::serialize(payload), R"({"parameters":{"region":"us"}})");
+  // The same key again: no second run, and the page says which run has it.
+  open("#/jobs/quick", "document.getElementById('trigger-form')");
+  browser.eval("document.getElementById('trigger-key').value = 'dash-key-1'");
+  click("button[data-action=\"trigger-with\"]");
+  browser.wait_for("document.getElementById('message').textContent.includes('names run " + std::to_string(keyed_id) +
+                   "')");
+  EXPECT_EQ(get("/api/v1/runs?idempotency_key=dash-key-1").at("items").as_array().size(), 1u);
+
+  // Page through every run, 100 at a time, newest first, and back.
+  const auto failed = cluster.trigger("n1", "breaks");
+  ASSERT_TRUE(cluster.wait_for_state(failed, "FAILED", 15s));
+  open("#/runs", "document.querySelector('#runs-table tbody tr')");
+  std::set<std::int64_t> seen;
+  std::int64_t last = INT64_MAX;
+  bool ordered = true;
+  for (int page = 0; page < 20; ++page) {
+    auto ids = browser.eval("[...document.querySelectorAll('#runs-table tbody tr')].map(r => Number(r.dataset.key))");
+    for (const auto& v : ids.as_array()) {
+      ordered = ordered && v.as_int64() < last;
+      last = v.as_int64();
+      seen.insert(v.as_int64());
+    }
+    if (browser.eval("document.querySelector('button[data-action=\"older\"]').disabled").as_bool()) break;
+    const auto before = text_of("#runs-page-info");
+    click("button[data-action=\"older\"]");
+    browser.wait_for(
+        "document.getElementById('runs-page-info') && document.getElementById('runs-page-info').textContent"
+        " !== " +
+        json::serialize(json::value(before)));
+  }
+  EXPECT_TRUE(ordered) << "newest first, no run twice";
+  EXPECT_GE(seen.size(), 1002u) << "1,000 batched, one keyed, one failed";
+  EXPECT_TRUE(seen.count(keyed_id) && seen.count(failed));
+  EXPECT_NE(text_of("#runs-page-info").find("page 11"), std::string::npos) << text_of("#runs-page-info");
+  click("button[data-action=\"newer\"]");
+  browser.wait_for("document.getElementById('runs-page-info').textContent.includes('page 10')");
+  // Search: by text of the error, by idempotency key.
+  auto set_filter = [&](const std::string& name, const std::string& value) {
+    browser.eval("(() => { const i = document.querySelector('input[name=" + name + "]'); i.value = " +
+                 json::serialize(json::value(value)) + "; i.dispatchEvent(new Event('change')); })()");
+  };
+  set_filter("error", "EXIT");
+  browser.wait_for("document.querySelectorAll('#runs-table tbody tr').length === 1");
+  EXPECT_NE(text_of("#runs-table tbody").find(std::to_string(failed)), std::string::npos);
+  set_filter("error", "");
+  set_filter("idempotency_key", "dash-key-1");
+  browser.wait_for(
+      "document.querySelectorAll('#runs-table tbody tr').length === 1 && "
+      "document.querySelector('#runs-table tbody tr').dataset.key === '" +
+      std::to_string(keyed_id) + "'");
+  set_filter("idempotency_key", "");
+  // Sorting the page by a column's head.
+  browser.wait_for("document.querySelectorAll('#runs-table tbody tr').length === 100");
+  click("#runs-table th[data-col=\"Run\"]");
+  browser.wait_for(
+      "Number(document.querySelector('#runs-table tbody tr').dataset.key) < "
+      "Number(document.querySelector('#runs-table tbody tr:last-child').dataset.key)");
+
+  // Bulk: two sleeping runs canceled together.
+  const auto s1 = cluster.trigger("n1", "sleepy"), s2 = cluster.trigger("n1", "sleepy");
+  ASSERT_TRUE(cluster.wait_for_state(s1, "RUNNING", 10s) && cluster.wait_for_state(s2, "RUNNING", 10s));
+  set_filter("job", "sleepy");
+  browser.wait_for("document.querySelectorAll('#runs-table tbody tr').length === 2");
+  browser.eval("document.querySelectorAll('#runs-table input[type=checkbox]').forEach(c => c.checked = true)");
+  click("button[data-action=\"cancel-selected\"]");
+  EXPECT_TRUE(cluster.wait_for_state(s1, "CANCELED", 15s) && cluster.wait_for_state(s2, "CANCELED", 15s))
+      << text_of("#message");
+  EXPECT_NE(asked().find("Cancel 2 run(s)?"), std::string::npos) << asked();
+  set_filter("job", "");
+
+  // Every run done: the chart counts them as the API does.
+  ASSERT_TRUE(
+      wait_until([&] { return get("/api/v1/runs?state=PENDING&limit=1").at("items").as_array().empty(); }, 60s));
+  ASSERT_TRUE(
+      wait_until([&] { return get("/api/v1/runs?state=RUNNING&limit=1").at("items").as_array().empty(); }, 30s));
+
+  // A failover: n1 is killed, n2 (serving this page) leads under a new
+  // epoch, and every chart marks it.
+  const auto before = get("/api/v1/epochs?limit=1").at("items").as_array().at(0).at("epoch").as_int64();
+  cluster.proc("n1").signal(SIGKILL);
+  ASSERT_EQ(cluster.wait_for_leader(15s, before), "n2");
+  api_node = "n2";
+  const auto epoch = before + 1;
+  open("#/", "document.getElementById('leader-id') && document.getElementById('leader-id').textContent === 'n2'");
+  for (const char* chart : {"chart-finished", "chart-backlog", "chart-oldest", "chart-latency"})
+    browser.wait_for(std::string("document.querySelector('#") + chart + " .epoch-marker[data-epoch=\"" +
+                     std::to_string(epoch) + "\"]')");
+  EXPECT_NE(text_of("#chart-finished .epoch-marker[data-epoch=\"" + std::to_string(epoch) + "\"]").find("n2"),
+            std::string::npos);
+  const auto drawn = browser.eval(
+      "[...document.querySelectorAll('#chart-finished rect.series')].reduce((n, r) => n + "
+      "Number(r.querySelector('title').textContent.split(': ')[1].split(' ')[0]), 0)");
+  const auto series = http_request(cluster.port("n2"), "GET", "/api/v1/stats/series?window=1h",
+                                   {{"Authorization", "Bearer " + admin_token}});
+  std::int64_t finished = 0;
+  const auto answer = json::parse(series.body);
+  for (const auto& b : answer.at("buckets").as_array())
+    for (const char* k : {"succeeded", "failed", "timed_out", "canceled"}) finished += b.at(k).as_int64();
+  EXPECT_GE(finished, 1004) << "1,001 quick, one failed, two canceled";
+  EXPECT_EQ(drawn.to_number<std::int64_t>(), finished) << "the bars add up to the API's series";
+  for (const char* w : {"24h", "7d"}) {
+    click(std::string("#chart-window button[data-window=\"") + w + "\"]");
+    browser.wait_for(std::string("document.querySelector('#chart-window button.chosen').dataset.window === '") + w +
+                     "' && document.querySelector('#chart-finished .epoch-marker[data-epoch=\"" +
+                     std::to_string(epoch) + "\"]')");
+  }
+  click("#chart-window button[data-window=\"1h\"]");
+  browser.wait_for("document.querySelector('#chart-window button.chosen').dataset.window === '1h'");
+  shot("overview-charts");
+  // The dark theme, kept in this browser.
+  click("#theme-button");
+  EXPECT_EQ(browser.eval("document.documentElement.dataset.theme").as_string(),
+            browser.eval("localStorage.getItem('baton_theme')").as_string());
+  if (browser.eval("document.documentElement.dataset.theme").as_string() != "dark") click("#theme-button");
+  EXPECT_EQ(browser.eval("document.documentElement.dataset.theme").as_string(), "dark");
+  browser.wait_for("getComputedStyle(document.body).backgroundColor === 'rgb(18, 22, 29)'");
+  shot("overview-dark");
+  click("#theme-button");
+
+  // Times in UTC or the browser's zone, with the zone said.
+  open("#/jobs/quick", "document.getElementById('job-runs-table')");
+  EXPECT_NE(text_of("#chart-caption").find("leader change"), std::string::npos);
+  if (text_of("#zone-button") != "UTC") click("#zone-button");
+  browser.wait_for(
+      "document.querySelector('#job-runs-table tbody tr') && "
+      "document.querySelector('#job-runs-table tbody').textContent.includes('Z')");
+
+  // Events, settings, and the admin's tokens and enrollments.
+  open("#/events", "document.getElementById('event-form')");
+  browser.eval("document.getElementById('event-kind').value = 'invoice.paid'");
+  browser.eval(R"(document.getElementById('event-payload').value = '{"amount": 12}')");
+  click("button[data-action=\"post-event\"]");
+  browser.wait_for(
+      "document.querySelector('#events-table tbody tr') && "
+      "document.getElementById('events-table').textContent.includes('invoice.paid')");
+  EXPECT_EQ(get("/api/v1/events").at("items").as_array().size(), 1u);
+  shot("events");
+  open("#/settings", "document.querySelector('#settings-table tbody tr')");
+  EXPECT_EQ(rows("settings-table"), static_cast<std::int64_t>(get("/api/v1/settings").as_object().size()));
+  shot("settings");
+  open("#/access", "document.getElementById('token-make-form')");
+  browser.eval("document.getElementById('token-name').value = 'from-the-dashboard'");
+  click("button[data-action=\"make-token\"]");
+  browser.wait_for("!document.getElementById('new-secret').classList.contains('hidden')");
+  EXPECT_NE(text_of("#new-secret").find("baton_"), std::string::npos) << text_of("#new-secret");
+  browser.eval("document.getElementById('enroll-worker').value = 'w9'");
+  click("button[data-action=\"enroll\"]");
+  browser.wait_for("document.getElementById('new-secret').textContent.includes('w9')");
+  EXPECT_EQ(rows("tokens-table"), static_cast<std::int64_t>(get("/api/v1/tokens").at("items").as_array().size()));
+  EXPECT_EQ(rows("credentials-table"),
+            static_cast<std::int64_t>(get("/api/v1/worker-credentials").at("items").as_array().size()));
+  shot("access");
+}
+
+TEST_F(DashboardTest, ASignInLinkCarriesTheTokenInTheFragmentAndLeavesItNowhereElse) {
+  browser.eval("sessionStorage.clear()");
+  // A new document (the query makes it one): the link as a newcomer opens it.
+  browser.call("Page.navigate", {{"url", base + "?signed-in#token=" + admin_token}});
+  browser.wait_for("location.search === '?signed-in' && document.querySelector('#epochs-table tbody tr')");
+  EXPECT_EQ(browser.eval("sessionStorage.getItem('baton_token')").as_string(), admin_token);
+  EXPECT_EQ(browser.eval("location.hash").as_string(), "#/") << "wiped from the address bar";
+  EXPECT_EQ(browser.eval("location.href.includes('" + admin_token + "')").as_bool(), false);
+  EXPECT_TRUE(browser.eval("localStorage.getItem('baton_token') === null").as_bool());
 }
 
 TEST_F(DashboardTest, WithoutATokenThePageSaysSoAndShowsNoData) {

@@ -54,6 +54,12 @@ constexpr Millis inbox_wait{200};
 // The webhook sender's longest wait between passes: a retry comes due
 // without a notification, so it looks this often.
 constexpr Millis webhook_wait{1000};
+// The run statistics' roll-up (schemas/0039): each node tries once a
+// minute, one at a time under the database's advisory lock, a bounded
+// number of minutes per statement (a node far behind calls it again).
+constexpr Millis stats_rollup_every{60000};
+constexpr int stats_rollup_minutes = 240;
+constexpr int stats_rollup_steps_max = 60;
 static_assert(watchdog_every < Millis{100});
 
 /// One epoch's control loop with its own connections and thread.
@@ -540,6 +546,29 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
     }
   });
 
+  // The charts' statistics, on a connection of their own: a slow roll-up
+  // never holds the admin API's or the loop's.
+  auto stats_store = ports.admin_store("baton-node-" + me.node_id + "-stats");
+  std::atomic<bool> stats_done{false};
+  std::thread stats_rollup([&] {
+    MonoTime next = clock.mono();
+    while (!stop.load()) {
+      if (clock.mono() >= next) {
+        for (int step = 0; step < stats_rollup_steps_max && !stop.load(); ++step) {
+          auto left = stats_store->roll_up_run_stats(stats_rollup_minutes);
+          if (!left) {
+            spdlog::warn("run_stats_rollup_failed node={} error={}", me.node_id, json_quote(left.error().message));
+            break;
+          }
+          if (*left == 0) break;
+        }
+        next = clock.mono() + stats_rollup_every;
+      }
+      std::this_thread::sleep_for(Millis{200});
+    }
+    stats_done.store(true);
+  });
+
   std::atomic<bool> election_done{false};
   std::thread election([&] {
     auto last_registry = clock.mono();
@@ -574,13 +603,15 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
   revocations.join();
   server.stop();
   auto deadline = clock.mono() + shutdown_join_max;
-  while (!election_done.load() && clock.mono() < deadline) std::this_thread::sleep_for(Millis{10});
-  if (!election_done.load()) {
+  while (!(election_done.load() && stats_done.load()) && clock.mono() < deadline)
+    std::this_thread::sleep_for(Millis{10});
+  if (!election_done.load() || !stats_done.load()) {
     spdlog::warn("node_exit_without_join node={} reason=database_unresponsive", me.node_id);
     std::fflush(nullptr);
     std::quick_exit(0);
   }
   election.join();
+  stats_rollup.join();
   // A campaign may have won between shutdown() and the thread's exit.
   elector.shutdown(*shutdown_store);
   (void)shutdown_store->record_node(me, "stopped");

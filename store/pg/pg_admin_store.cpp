@@ -220,15 +220,19 @@ Result<Page> PgAdminStore::list_runs(const RunQuery& q) {
       " 'max_attempts', r.max_attempts, 'worker_id', r.assigned_worker_id, 'leader_epoch', r.leader_epoch,"
       " 'continuation_state', r.continuation_state, 'idempotency_key', r.idempotency_key,"
       " 'trigger_kind', r.trigger_kind, 'scheduled_for', r.scheduled_for, 'created_at', r.created_at,"
-      " 'started_at', r.started_at, 'finished_at', r.finished_at, 'error_code', r.error_code)::text"
+      " 'started_at', r.started_at, 'finished_at', r.finished_at, 'error_code', r.error_code,"
+      " 'error_msg', left(r.error_msg, 200))::text"
       " FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id"
       " WHERE ($1::text IS NULL OR j.name = $1) AND ($2::text IS NULL OR r.state = $2)"
       "   AND ($3::text IS NULL OR r.assigned_worker_id = $3) AND ($4::text IS NULL OR r.idempotency_key = $4)"
       "   AND ($5::bigint IS NULL OR r.created_at >= to_timestamp($5))"
       "   AND ($6::bigint IS NULL OR r.created_at < to_timestamp($6))"
       "   AND ($7::bigint IS NULL OR r.id < $7)"
-      " ORDER BY r.id DESC LIMIT $8",
-      q.limit, q.job, q.state, q.worker, q.idempotency_key, q.created_after_unix, q.created_before_unix, q.before_id);
+      "   AND ($8::text IS NULL OR strpos(lower(coalesce(r.error_code, '') || ' ' || coalesce(r.error_msg, '')),"
+      "     lower($8)) > 0)"
+      " ORDER BY r.id DESC LIMIT $9",
+      q.limit, q.job, q.state, q.worker, q.idempotency_key, q.created_after_unix, q.created_before_unix, q.before_id,
+      q.error_text);
 }
 
 Result<Page> PgAdminStore::list_epochs(int limit, std::optional<std::int64_t> before_epoch) {

@@ -148,6 +148,7 @@ class AdminApi {
   // Handlers (admin_handlers.cpp).
   std::vector<ApiRoute> make_routes();
   HttpResponse list_runs(const ApiCall& c);
+  HttpResponse run_series(const ApiCall& c);
   HttpResponse show_run(const ApiCall& c);
   HttpResponse run_output(const ApiCall& c);
   HttpResponse cancel(const ApiCall& c);

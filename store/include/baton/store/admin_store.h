@@ -68,9 +68,21 @@ struct JobPage {
 /// Filters of GET /api/v1/runs (each optional); newest first.
 struct RunQuery {
   std::optional<std::string> job, state, worker, idempotency_key;
+  /// Runs whose error code or message contains this text (any case).
+  std::optional<std::string> error_text;
   std::optional<std::int64_t> created_after_unix, created_before_unix;
   int limit = 50;
   std::optional<std::int64_t> before_id;  ///< the cursor: runs with a smaller id
+};
+
+/// A window of GET /api/v1/stats/series: `window_seconds` back from now in
+/// buckets of `bucket_seconds` (aligned to the bucket's size), for every job
+/// or one.
+struct SeriesQuery {
+  std::string window_name;  ///< "1h", "24h", "7d": echoed in the answer
+  int window_seconds = 3600;
+  int bucket_seconds = 60;
+  std::optional<std::string> job;
 };
 
 /// Who asked, for audit_log and for the fence of run-creating writes.
@@ -205,6 +217,15 @@ class AdminStore {
   /// `backlog`: its unfinished runs by state and the oldest waiting age.
   /// nullopt: no such job.
   virtual Result<std::optional<std::string>> job_stats(const std::string& job) = 0;
+  /// The cluster's (or one job's) runs over a window, bucketed, as JSON
+  /// (schemas/0039): per bucket the runs finished by outcome, duration and
+  /// trigger-to-start latency p50 / p95, the backlog and its oldest age
+  /// (cluster-wide only); and the epochs elected in the window, for the
+  /// dashboard's leader-change markers. nullopt: no such job.
+  virtual Result<std::optional<std::string>> run_series(const SeriesQuery& q) = 0;
+  /// One step of the statistics roll-up (any node, once a minute; another
+  /// node holding it makes this a no-op): returns the minutes still to roll.
+  virtual Result<int> roll_up_run_stats(int max_minutes) = 0;
   virtual Result<Page> list_runs(const RunQuery& q) = 0;
   /// The run's state ("RUNNING", ...), nullopt if there is no such run.
   virtual Result<std::optional<std::string>> run_state(RunId id) = 0;

@@ -25,6 +25,9 @@ class PgAdminStore final : public AdminStore {
   Result<AdminResult> post_event(const Actor& who, const std::string& kind, const std::string& payload_json,
                                  const std::optional<std::string>& dedupe_key) override;
   Result<Page> list_runs(const RunQuery& q) override;
+  // Run statistics over time (pg_run_stats.cpp, schemas/0039).
+  Result<std::optional<std::string>> run_series(const SeriesQuery& q) override;
+  Result<int> roll_up_run_stats(int max_minutes) override;
   Result<std::optional<std::string>> run_state(RunId id) override;
   Result<Page> list_epochs(int limit, std::optional<std::int64_t> before_epoch) override;
   Result<Page> list_nodes(int limit, std::optional<std::string> after_id) override;
