@@ -9,6 +9,9 @@ install(TARGETS baton RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES packaging/systemd/baton-node.service packaging/systemd/baton-worker.service
         DESTINATION lib/systemd/system)
 install(FILES configs/node.yaml configs/worker.yaml DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
+# The skeletons postinst copies to /etc when absent (outside /usr/share/doc,
+# which minimal images leave out).
+install(FILES configs/node.yaml configs/worker.yaml DESTINATION ${CMAKE_INSTALL_DATADIR}/baton/skeleton)
 install(DIRECTORY configs/jobs DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs FILES_MATCHING PATTERN "*.md")

@@ -20,6 +20,7 @@
 #include "baton/leader_core/worker_reception.h"
 #include "baton/notify/https_post.h"
 #include "baton/notify/webhook_sender.h"
+#include "baton/service/service_manager.h"
 
 namespace baton::leader {
 
@@ -451,6 +452,9 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
   RealClock clock;
   Metrics metrics;
   std::atomic<int> role_for_registry{0};
+  // systemd (Type=notify): ready once the node serves, its role as the
+  // unit's status, a watchdog ping from the loop that steps it down on time.
+  auto service = service::ServiceManager::from_environment();
   consensus::Elector elector(
       *store, clock, me, cfg.election,
       [&](const consensus::RoleChange& c) {
@@ -458,6 +462,8 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
                      consensus::to_string(c.from), consensus::to_string(c.to), c.epoch.value, c.reason);
         role_for_registry.store(c.to == consensus::Role::leader ? 1 : 0);
         metrics.role_changes++;
+        service.status("node " + me.node_id + ": " + std::string(consensus::to_string(c.to)) + ", epoch " +
+                       std::to_string(c.epoch.value) + " (" + c.reason + "), serving on " + cfg.listen);
       },
       [](Millis d) { std::this_thread::sleep_for(d); });
 
@@ -512,6 +518,9 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
   spdlog::info("node_listening node={} endpoint=http{}://{}/ websocket=ws{}://{}/ws worker_certificates={}", me.node_id,
                tls_on, cfg.listen, tls_on, cfg.listen,
                cfg.insecure ? "off" : tls::to_string(cfg.tls.worker_certificates));
+  service.ready("node " + me.node_id + ": serving on " + cfg.listen + ", electing");
+  if (auto every = service.watchdog_every())
+    spdlog::info("service_watchdog node={} ping_every={}ms", me.node_id, every->count());
 
   // The log archive's retention, on every node (a directory per node or a
   // shared one: removing an expired run twice is harmless). Its own thread:
@@ -590,10 +599,12 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
   while (!stop.load()) {
     elector.enforce_deadline();
     runtime.reconcile(server);
+    service.watchdog(clock.mono());
     std::this_thread::sleep_for(watchdog_every);
   }
 
   spdlog::info("node_stopping node={} incarnation={}", me.node_id, me.incarnation);
+  service.stopping("node " + me.node_id + ": stopping, releasing the lease");
   // Hand leadership over first: the helper threads below notice `stop` only
   // at their next sleep (100-200 ms), and joining them before releasing the
   // lease made a SIGTERM failover that much slower.

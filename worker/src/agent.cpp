@@ -22,6 +22,7 @@
 #include "baton/base/weaken.h"
 #include "baton/protocol/codec.h"
 #include "baton/protocol/vocabulary.h"
+#include "baton/service/service_manager.h"
 #include "baton/tls/tls_context.h"
 #include "baton/worker/backoff.h"
 #include "baton/worker/enrollment.h"
@@ -269,6 +270,7 @@ class Agent {
     }
     spdlog::info("worker_connect_failed worker={} endpoint={} error={}", json_quote(cfg_.worker_id), ep,
                  json_quote(why));
+    service_.status("worker " + cfg_.worker_id + ": cannot reach " + ep + ": " + why);
     disconnected(true);
   }
 
@@ -281,7 +283,11 @@ class Agent {
     heartbeat_timer_.cancel();
     table_.detached(clock_.mono());  // live attempts start counting their continuation deadline
     delivery_.detached();
-    if (was_attached) spdlog::warn("worker_detached worker={} running={}", cfg_.worker_id, running_count());
+    if (was_attached) {
+      spdlog::warn("worker_detached worker={} running={}", cfg_.worker_id, running_count());
+      service_.status("worker " + cfg_.worker_id + ": detached, reconnecting (" + std::to_string(running_count()) +
+                      " running)");
+    }
     ++generation_;
     close_socket();
     if (stop_) return;
@@ -423,6 +429,9 @@ class Agent {
                                                         std::chrono::milliseconds(heartbeat_timeout_ms_)));
     spdlog::info("worker_attached worker={} node={} epoch={} running={} adopted={} protocol={}", cfg_.worker_id,
                  w.node_id, w.epoch, running_count(), w.adopted.size(), protocol_);
+    // systemd (Type=notify): a worker is ready once attached.
+    service_.ready("worker " + cfg_.worker_id + ": attached to " + w.node_id + ", epoch " + std::to_string(w.epoch) +
+                   ", " + std::to_string(running_count()) + " running");
     // Each leader is told again: its book of this worker is new.
     if (table_.draining()) send(protocol::Drain{});
     // The end of each stream again (a leader that died may not have written
@@ -692,6 +701,7 @@ class Agent {
     apply_effects();
     for (auto& [k, out] : outputs_) send_output(*out, false);
     const MonoTime now = clock_.mono();
+    service_.watchdog(now);
     // Outbox retries and resends (FinishDelivery).
     delivery_.tick(now);
     apply_delivery();
@@ -724,6 +734,7 @@ class Agent {
 
   void shutdown() {
     spdlog::info("worker_stopping worker={} running={}", cfg_.worker_id, running_count());
+    service_.stopping("worker " + cfg_.worker_id + ": stopping (" + std::to_string(running_count()) + " running)");
     table_.stop_all("worker stopping");
     apply_effects();
     for (auto& [k, p] : processes_)
@@ -746,6 +757,7 @@ class Agent {
   const std::atomic<bool>& drain_;  ///< finish what runs (within drain_timeout), start nothing, then stop
   const Clock& clock_;
   MonoTime drain_deadline_{};
+  service::ServiceManager service_ = service::ServiceManager::from_environment();
   Enrollment enrollment_{cfg_};
   std::string token_ = cfg_.token;  ///< what the hello carries: the shared token or this worker's credential
   int protocol_ = protocol::protocol_version_min;  ///< this connection's version: 1 until the welcome names one
