@@ -118,6 +118,15 @@ std::vector<ApiRoute> AdminApi::make_routes() {
        "",
        h(&AdminApi::why)},
       {"GET",
+       "/api/v1/jobs/{name}/document",
+       "The job as an entry of a job file (the keys `baton ctl apply` reads, those at their defaults left out): "
+       "applied again, it changes nothing. `baton ctl jobs export`.",
+       {},
+       R,
+       false,
+       "",
+       h(&AdminApi::job_document)},
+      {"GET",
        "/api/v1/jobs/{name}/stats",
        "The job's runs finished in the last hour and day by outcome, their duration's p50 and p95, and its backlog "
        "(unfinished runs by state, the oldest waiting age); from the database, so it outlives leader changes.",

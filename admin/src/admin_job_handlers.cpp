@@ -137,6 +137,15 @@ HttpResponse AdminApi::job_stats(const ApiCall& c) {
   return ok_json(json::parse(**stats));
 }
 
+HttpResponse AdminApi::job_document(const ApiCall& c) {
+  const std::string& name = c.param("name");
+  if (!valid_name(name)) return bad_name("job name", name);
+  auto stored = with_store([&](auto& s) { return s.job_definition(name); });
+  if (!stored) return db_error(stored.error());
+  if (!*stored) return error(404, "not_found", "no job " + json_quote(name));
+  return ok_json(admin::job_document((*stored)->job));
+}
+
 HttpResponse AdminApi::put_job(const ApiCall& c, bool create_only) {
   std::string name;
   if (!create_only) {

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <boost/json.hpp>
+
 #include "baton/admin/job_files.h"
 #include "baton/protocol/codec.h"
 
@@ -301,4 +303,64 @@ TEST(JobDocument, ReadsATasksOwnKnobsAndTheJobsOnError) {
   EXPECT_NE(m.find("body: tasks[1].timeout: must be a duration of at least 1ms"), std::string::npos) << m;
   EXPECT_NE(m.find("body: tasks[2].parameters.1st: a parameter name is"), std::string::npos) << m;
   EXPECT_NE(m.find("body: tasks[2].parameters.ok: must be a value"), std::string::npos) << m;
+}
+
+namespace {
+
+/// The definition `doc` makes, written back (job_document) and read again:
+/// the same definition, so an export applied changes nothing.
+void expect_round_trip(const std::string& doc, const std::string& what) {
+  auto job = admin::parse_job_document(doc, what);
+  ASSERT_TRUE(job) << job.error().message;
+  const auto exported = boost::json::serialize(admin::job_document(*job));
+  auto again = admin::parse_job_document(exported, what + " (exported)");
+  ASSERT_TRUE(again) << again.error().message << "\n" << exported;
+  EXPECT_EQ(admin::job_changes(*job, *again), std::vector<std::string>{}) << exported;
+  EXPECT_EQ(job->tasks_json, again->tasks_json) << exported;
+}
+
+}  // namespace
+
+TEST(JobExport, EveryShippedSampleJobRoundTrips) {
+  YAML::Node file = YAML::LoadFile(std::string(BATON_SOURCE_DIR) + "/configs/jobs/samples.yaml");
+  for (const auto& entry : file["jobs"]) {
+    YAML::Emitter out;
+    out << entry;
+    expect_round_trip(out.c_str(), "samples.yaml");
+  }
+}
+
+TEST(JobExport, EveryKeyRoundTripsAndDefaultsAreLeftOut) {
+  const std::string every_key =
+      "name: all-keys\nschedule: '0 */5 * * * *'\ntime_zone: Europe/Paris\nlive: false\nmax_attempts: 4\n"
+      "priority: -7\ntimeout: 90s\nretry: {base: 1500ms, cap: 2h}\nselector: {zone: a, gpu: 'yes'}\n"
+      "misfire_policy: run_all\ncatch_up_limit: 12\nstarting_deadline: 45s\nmax_instances: 3\n"
+      "concurrency_policy: forbid\nexclusive_execution: true\nself_destruct: true\n"
+      "concurrency: {key: '{{param.customer}}', limit: 2}\nrate_limit: {runs: 10, per: 1m, by_key: true}\n"
+      "on_error: cleanup\njitter: 20s\n"
+      "parameters:\n  customer: acme\n  region: {type: string, enum: [eu, us], default: eu}\n"
+      "  count: {type: integer, operate: false, default: '3'}\n"
+      "resources: {memory: 512M, cpu: '1.25'}\n"
+      "tasks:\n"
+      "  - kind: PROGRAM\n    name: fetch\n    command: [/bin/sh, -c, 'echo {{param.customer}}']\n    shell_quote: "
+      "true\n"
+      "    env: {A: '1', B: two}\n    cwd: /srv\n    timeout: 5s\n    on_error: continue\n"
+      "    parameters: {region: us}\n"
+      "  - {kind: PROGRAM, command: [/bin/true], resources: {pids: 64, memory: 2G}}\n"
+      "  - {kind: SQL, connection: warehouse, sql: 'select 1', run_as: reporter, on_error: ignore}\n"
+      "  - {kind: BUILTIN, builtin: SLEEP, argument: 1s, ignore_error: true}\n";
+  expect_round_trip(every_key, "every key");
+  expect_round_trip(
+      "name: events\non_events: [invoice.paid, order.made]\nrun_after: [nightly]\n"
+      "tasks: [{kind: BUILTIN, builtin: NOOP}]\n",
+      "events");
+  expect_round_trip(
+      "name: required\nparameters: {who: {required: true, pattern: '^[a-z]+$'}}\n"
+      "tasks: [{kind: BUILTIN, builtin: LOG, argument: hi}]\n",
+      "required");
+  auto minimal = admin::parse_job_document("name: small\ntasks: [{kind: BUILTIN, builtin: NOOP}]\n", "small");
+  ASSERT_TRUE(minimal);
+  EXPECT_EQ(boost::json::serialize(admin::job_document(*minimal)),
+            R"({"name":"small","tasks":[{"kind":"BUILTIN","builtin":"NOOP"}]})")
+      << "keys at their defaults are left out";
 }

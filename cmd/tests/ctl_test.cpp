@@ -1026,3 +1026,117 @@ TEST_F(CtlTest, VersionSaysBothSidesAndAListPrintsInEveryFormat) {
 
 }  // namespace
 }  // namespace baton::testing
+
+// `jobs export` writes the jobs as a job file that `apply` reads back into
+// the same definitions: a dry run of it changes nothing, and a job deleted
+// and applied again from it is the job it was.
+TEST_F(CtlTest, JobsExportedAndAppliedAgainChangeNothing) {
+  auto get_json = [&](const std::string& target) {
+    return boost::json::parse(
+        http_request(cluster.port("n1"), "GET", target, {{"Authorization", "Bearer " + admin_token}}).body);
+  };
+  std::filesystem::create_directories(cluster.dir() + "/export-src");
+  std::ofstream(cluster.dir() + "/export-src/jobs.yaml") << R"(jobs:
+  - name: rich
+    schedule: '0 */5 * * * *'
+    time_zone: Europe/Paris
+    max_attempts: 3
+    priority: 5
+    timeout: 90s
+    retry: {base: 1500ms, cap: 2h}
+    selector: {zone: a}
+    misfire_policy: run_all
+    starting_deadline: 45s
+    max_instances: 2
+    concurrency_policy: forbid
+    concurrency: {key: '{{param.customer}}', limit: 1}
+    rate_limit: {runs: 10, per: 1m}
+    jitter: 5s
+    parameters:
+      customer: acme
+      region: {type: string, enum: [eu, us], default: eu}
+    resources: {memory: 512M, cpu: '0.5'}
+    tasks:
+      - kind: PROGRAM
+        name: fetch
+        command: [/bin/sh, -c, 'echo {{param.customer}}']
+        shell_quote: true
+        env: {A: '1'}
+        timeout: 5s
+        on_error: continue
+      - {kind: SQL, connection: warehouse, sql: 'select 1', run_as: reporter}
+      - {kind: BUILTIN, builtin: SLEEP, argument: 1s, ignore_error: true}
+  - name: on-invoice
+    on_events: [invoice.paid]
+    tasks: [{kind: BUILTIN, builtin: NOOP}]
+)";
+  ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/export-src"}).code, 0);
+  auto exported = ctl({"jobs", "export"});
+  ASSERT_EQ(exported.code, 0) << exported.output;
+  EXPECT_NE(exported.output.find("name: \"rich\""), std::string::npos) << exported.output;
+  std::filesystem::create_directories(cluster.dir() + "/exported");
+  std::ofstream(cluster.dir() + "/exported/all.yaml") << exported.output;
+  const auto jobs = get_json("/api/v1/jobs?limit=500").at("items").as_array().size();
+  auto plan = ctl({"apply", "-f", cluster.dir() + "/exported", "--prune", "--dry-run"});
+  ASSERT_EQ(plan.code, 0) << plan.output;
+  EXPECT_NE(plan.output.find("dry run: would create 0, update 0, delete 0, unchanged " + std::to_string(jobs)),
+            std::string::npos)
+      << plan.output << "\n"
+      << exported.output;
+  // Deleted, then applied from the export: the same definition.
+  const auto before = get_json("/api/v1/jobs/rich/document");
+  ASSERT_EQ(ctl({"jobs", "delete", "rich"}).code, 0);
+  auto back = ctl({"apply", "-f", cluster.dir() + "/exported"});
+  ASSERT_EQ(back.code, 0) << back.output;
+  EXPECT_NE(back.output.find("+ rich"), std::string::npos) << back.output;
+  EXPECT_EQ(get_json("/api/v1/jobs/rich/document"), before);
+  // One job by name, as JSON.
+  auto one = ctl({"jobs", "export", "on-invoice", "-o", "json"});
+  ASSERT_EQ(one.code, 0) << one.output;
+  EXPECT_EQ(
+      one.output,
+      R"({"jobs":[{"name":"on-invoice","on_events":["invoice.paid"],"tasks":[{"kind":"BUILTIN","builtin":"NOOP"}]}]})"
+      "\n");
+  EXPECT_EQ(ctl({"jobs", "export", "no-such-job"}).code, 4);
+}
+
+namespace {
+
+/// What `command` (run by /bin/sh) prints, and its exit status.
+std::pair<int, std::string> shell_output(const std::string& command) {
+  std::string out;
+  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
+  if (!p) return {-1, "popen failed"};
+  char buf[4096];
+  while (auto n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int status = ::pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+}  // namespace
+
+// Completion for bash, zsh and fish: each shell parses its script, and each
+// completes `baton ctl runs <TAB>` with the verb's words.
+TEST(CtlCompletion, EachShellParsesItsScriptAndCompletesAVerbsWords) {
+  const std::string dir = ::testing::TempDir();
+  const std::string lines = " | tr ' ' '\\n' | grep -x -e list -e show -e cancel | sort | tr '\\n' ' '";
+  for (const std::string shell : {"bash", "zsh", "fish"}) {
+    const std::string script = dir + "/baton-completion." + shell;
+    auto made = shell_output(std::string(BATON_BINARY) + " ctl completion " + shell + " > " + script);
+    ASSERT_EQ(made.first, 0) << made.second;
+    auto parsed = shell_output(shell + (shell == "fish" ? " --no-execute " : " -n ") + script);
+    EXPECT_EQ(parsed.first, 0) << shell << " does not parse its script: " << parsed.second;
+    std::string complete;
+    if (shell == "bash")
+      complete = "bash -c 'source " + script +
+                 "; COMP_WORDS=(baton ctl runs \"\"); COMP_CWORD=3; _baton_ctl; echo ${COMPREPLY[@]}'";
+    else if (shell == "zsh")
+      complete = "zsh -c 'compadd() { shift; print -- \"$@\"; }; _files() {}; source " + script +
+                 "; words=(baton ctl runs \"\"); CURRENT=4; _baton_ctl'";
+    else
+      complete = "fish -c 'source " + script + "; complete -C \"baton ctl runs \"'";
+    auto words = shell_output(complete + lines);
+    EXPECT_EQ(words.second, "cancel list show ") << shell;
+  }
+  EXPECT_EQ(shell_output(std::string(BATON_BINARY) + " ctl completion tcsh").first, 2);
+}

@@ -60,12 +60,14 @@ std::vector<Verb> verbs();
 std::string joined(const std::vector<std::string>& words);
 /// The usage and the verbs, one line each (help.cpp).
 int print_help(std::ostream& out, const std::vector<Verb>& all);
-/// A bash completion script for `verbs` (help.cpp).
-std::string completion_script(const std::vector<Verb>& verbs);
+/// A completion script for `verbs` in `shell`: bash, zsh or fish (help.cpp).
+std::string completion_script(const std::vector<Verb>& verbs, const std::string& shell);
 /// "500ms", "10s", "5m", "1h" (a bare number: seconds); nothing when not one.
 std::optional<std::chrono::milliseconds> parse_duration(const std::string& s);
 
 int runs_list(Call& c);
+/// `baton ctl jobs export [JOB...]` (export.cpp).
+int jobs_export(Call& c);
 /// A --since/--until value as unix seconds: unix seconds, a duration back
 /// from `now_unix` (90s, 15m, 2h, 7d), or an RFC 3339 time with its zone.
 std::optional<std::int64_t> time_filter(const std::string& v, std::int64_t now_unix);

@@ -1,6 +1,8 @@
 #include "render.h"
 
 #include <algorithm>
+#include <cctype>
+#include <chrono>
 #include <ctime>
 #include <ostream>
 #include <sstream>
@@ -18,11 +20,53 @@ std::string field(const json::object& item, const char* key) {
   // message, a label, a key) is shown, never obeyed by the terminal.
   if (v->is_string()) {
     std::string s(v->as_string());
-    // PostgreSQL timestamps ("2026-11-23T20:14:00.123456+00:00"): to the second.
-    if (s.size() > 19 && s[4] == '-' && s[10] == 'T' && s[13] == ':') return terminal_safe(s.substr(0, 19));
+    // PostgreSQL timestamps ("2026-11-23T20:14:00.123456+00:00"): to the
+    // second, with their zone ("Z" for UTC).
+    if (s.size() > 19 && s[4] == '-' && s[10] == 'T' && s[13] == ':') return terminal_safe(timestamp_text(s));
     return terminal_safe(s);
   }
   return terminal_safe(json::serialize(*v));
+}
+
+std::string timestamp_text(const std::string& ts) {
+  const auto zone = ts.find_first_of("+-Z", 19);
+  if (zone == std::string::npos) return ts.substr(0, 19);
+  const std::string offset = ts.substr(zone);
+  return ts.substr(0, 19) + (offset == "+00:00" || offset == "+00" || offset == "Z" ? "Z" : offset);
+}
+
+std::optional<std::int64_t> unix_of_timestamp(const std::string& ts) {
+  std::tm tm{};
+  if (ts.size() < 19 || !strptime(ts.substr(0, 19).c_str(), "%Y-%m-%dT%H:%M:%S", &tm)) return std::nullopt;
+  std::int64_t t = static_cast<std::int64_t>(timegm(&tm));
+  const auto zone = ts.find_first_of("+-Z", 19);
+  if (zone != std::string::npos && ts[zone] != 'Z') {
+    const std::string off = ts.substr(zone + 1);  // HH, HH:MM or HHMM
+    if (off.size() < 2 || !std::isdigit(static_cast<unsigned char>(off[0]))) return std::nullopt;
+    const int hours = std::stoi(off.substr(0, 2));
+    const std::size_t m = off.size() >= 5 ? 3 : 2;
+    const int minutes = off.size() >= m + 2 ? std::stoi(off.substr(m, 2)) : 0;
+    t -= (ts[zone] == '+' ? 1 : -1) * (hours * 3600 + minutes * 60);
+  }
+  return t;
+}
+
+std::string age_text(std::int64_t seconds) {
+  if (seconds < 0) seconds = 0;
+  if (seconds < 120) return std::to_string(seconds) + "s";
+  if (seconds < 7200) return std::to_string(seconds / 60) + "m";
+  if (seconds < 172800) return std::to_string(seconds / 3600) + "h";
+  return std::to_string(seconds / 86400) + "d";
+}
+
+std::string age_of(const json::object& item, const char* key) {
+  auto* v = item.if_contains(key);
+  if (!v || !v->is_string()) return "-";
+  auto t = unix_of_timestamp(std::string(v->as_string()));
+  if (!t) return "-";
+  const auto now =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return age_text(now - *t);
 }
 
 std::string iso_utc(std::int64_t unix_seconds) {
@@ -142,6 +186,7 @@ const std::vector<Column>& run_columns() {
       COL("EPOCH", "leader_epoch"),
       COL("TRIGGER", "trigger_kind"),
       COL("CREATED", "created_at"),
+      {"AGE", [](const json::object& o) { return age_of(o, "created_at"); }},
       COL("FINISHED", "finished_at"),
       COL("ERROR", "error_code")};
   return c;
@@ -168,10 +213,15 @@ const std::vector<Column>& job_columns() {
 }
 
 const std::vector<Column>& worker_columns() {
-  static const std::vector<Column> c{COL("ID", "worker_id"),          COL("STATE", "state"),
-                                     COL("HOLD", "admin_state"),      COL("CAPACITY", "capacity"),
-                                     COL("IN FLIGHT", "in_flight"),   COL("LAST HEARTBEAT", "last_heartbeat_at"),
-                                     COL("NODE", "attached_node_id"), COL("LABELS", "labels")};
+  static const std::vector<Column> c{COL("ID", "worker_id"),
+                                     COL("STATE", "state"),
+                                     COL("HOLD", "admin_state"),
+                                     COL("CAPACITY", "capacity"),
+                                     COL("IN FLIGHT", "in_flight"),
+                                     COL("LAST HEARTBEAT", "last_heartbeat_at"),
+                                     {"AGE", [](const json::object& o) { return age_of(o, "last_heartbeat_at"); }},
+                                     COL("NODE", "attached_node_id"),
+                                     COL("LABELS", "labels")};
   return c;
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 // Internal to ctl: how answers of the admin API are printed as tables.
 #include <boost/json.hpp>
+#include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +29,15 @@ std::string iso_utc(std::int64_t unix_seconds);
 /// task printed cannot drive the terminal that shows it.
 std::string terminal_safe(std::string_view text);
 
+/// A database timestamp as shown: to the second with its zone, "Z" for
+/// UTC ("2026-11-23T20:14:00Z", "2026-11-23T21:14:00+01:00").
+std::string timestamp_text(const std::string& ts);
+/// A database or RFC 3339 timestamp as unix seconds; nothing if not one.
+std::optional<std::int64_t> unix_of_timestamp(const std::string& ts);
+/// kubectl's AGE: 45s, 12m, 3h, 5d.
+std::string age_text(std::int64_t seconds);
+/// The age of an item's timestamp field from now, "-" without one.
+std::string age_of(const boost::json::object& item, const char* key);
 void print_table(std::ostream& out, const std::vector<Column>& columns, const boost::json::array& items);
 /// How tables print in this invocation: with a header line (unless
 /// --no-headers), and cells cut at 60 characters (not with -o wide).

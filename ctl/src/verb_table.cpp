@@ -327,6 +327,13 @@ std::vector<Verb> verbs() {
        1,
        1,
        [](Call& c) -> int { return simple(c, "GET", "/api/v1/jobs/" + path_segment(c.args[0])); }},
+      {{"jobs", "export"},
+       "[JOB...]",
+       "the jobs (all, or those named) as a job file: `apply -f` of it changes nothing",
+       {},
+       0,
+       -1,
+       [](Call& c) -> int { return jobs_export(c); }},
       {{"jobs", "stats"},
        "JOB",
        "a job's runs finished in the last hour and day (by outcome, duration p50 / p95) and its backlog",
@@ -871,13 +878,14 @@ std::vector<Verb> verbs() {
        [](Call& c) -> int { return simple(c, "POST", "/api/v1/tokens/" + path_segment(c.args[0]) + "/revoke"); }},
       {{"completion"},
        "SHELL",
-       "print a completion script (SHELL: bash): source <(baton ctl completion bash)",
+       "print a completion script (SHELL: bash, zsh or fish): source <(baton ctl completion bash)",
        {},
        1,
        1,
        [](Call& c) -> int {
-         if (c.args[0] != "bash") return c.usage("only bash completion is provided");
-         c.out << completion_script(verbs());
+         if (c.args[0] != "bash" && c.args[0] != "zsh" && c.args[0] != "fish")
+           return c.usage("SHELL must be bash, zsh or fish, got '" + c.args[0] + "'");
+         c.out << completion_script(verbs(), c.args[0]);
          return exit_ok;
        }},
   };

@@ -84,3 +84,30 @@ TEST(TimeFilters, UnixSecondsADurationBackOrRfc3339) {
 
 }  // namespace
 }  // namespace baton::ctl
+
+TEST(Timestamps, ShownWithTheirZoneAndAgedAsKubectlDoes) {
+  EXPECT_EQ(baton::ctl::timestamp_text("2026-11-23T20:14:00.123456+00:00"), "2026-11-23T20:14:00Z");
+  EXPECT_EQ(baton::ctl::timestamp_text("2026-11-23T21:14:00+01:00"), "2026-11-23T21:14:00+01:00");
+  EXPECT_EQ(baton::ctl::unix_of_timestamp("1970-01-01T00:01:00Z"), 60);
+  EXPECT_EQ(baton::ctl::unix_of_timestamp("1970-01-01T01:01:00.5+01:00"), 60);
+  EXPECT_EQ(baton::ctl::unix_of_timestamp("1970-01-01T00:00:00-00:30"), 1800);
+  EXPECT_FALSE(baton::ctl::unix_of_timestamp("yesterday"));
+  EXPECT_EQ(baton::ctl::age_text(45), "45s");
+  EXPECT_EQ(baton::ctl::age_text(12 * 60), "12m");
+  EXPECT_EQ(baton::ctl::age_text(3 * 3600), "3h");
+  EXPECT_EQ(baton::ctl::age_text(5 * 86400), "5d");
+  // A run's AGE from its creation, beside CREATED with its zone.
+  std::ostringstream out;
+  const auto minute_ago = std::chrono::system_clock::now() - std::chrono::seconds(61);
+  std::time_t t = std::chrono::system_clock::to_time_t(minute_ago);
+  char created[40];
+  std::strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%S.000+00:00", std::gmtime(&t));
+  auto items = boost::json::parse(std::string(R"([{"id": 1, "job": "j", "state": "PENDING", "created_at": ")") +
+                                  created + "\"}]")
+                   .as_array();
+  baton::ctl::print_table(out, baton::ctl::run_columns(), items);
+  EXPECT_NE(out.str().find("AGE"), std::string::npos) << out.str();
+  EXPECT_TRUE(out.str().find(" 61s ") != std::string::npos || out.str().find(" 62s ") != std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find(std::string(created).substr(0, 19) + "Z"), std::string::npos) << out.str();
+}

@@ -139,6 +139,7 @@ def test_every_routes_real_answer_matches_its_schema(api):
     a.call("GET", "/api/v1/jobs/{name}/why", "/api/v1/jobs/every-second-noop/why?at=2026-12-01T09:00:00Z",
            expect=200)
     a.call("GET", "/api/v1/jobs/{name}/stats", "/api/v1/jobs/py-echo/stats", expect=200)
+    a.call("GET", "/api/v1/jobs/{name}/document", "/api/v1/jobs/py-echo/document", expect=200)
     a.call("GET", "/api/v1/stats/series", "/api/v1/stats/series?window=24h", expect=200)
     a.call("GET", "/api/v1/stats/series", "/api/v1/stats/series?window=1h&job=py-echo", expect=200)
     a.call("PUT", "/api/v1/jobs/{name}", "/api/v1/jobs/contract-made",

@@ -157,6 +157,7 @@ class AdminApi {
   HttpResponse put_job(const ApiCall& c, bool create_only);
   HttpResponse why(const ApiCall& c);
   HttpResponse job_stats(const ApiCall& c);
+  HttpResponse job_document(const ApiCall& c);
   HttpResponse delete_job(const ApiCall& c);
   HttpResponse set_paused(const ApiCall& c, bool paused);
   HttpResponse trigger(const ApiCall& c);

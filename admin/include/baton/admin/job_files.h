@@ -2,6 +2,7 @@
 // A job definition as the admin API receives it: one entry of a job file
 // (configs/jobs/*.yaml, a `jobs:` list that `baton ctl apply` sends entry by
 // entry), parsed and validated here, cron expression included.
+#include <boost/json/object.hpp>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,11 @@ namespace baton::admin {
 /// `name`, when given, fills a missing `name` and must agree with one given.
 Result<store::JobDefinition> parse_job_document(const std::string& text, const std::string& source,
                                                 const std::string& name = "");
+
+/// A stored definition as a job file's entry (job_document.cpp): what
+/// parse_job_document reads back into the same definition (no change for
+/// job_changes), keys at their defaults left out. `ctl jobs export`.
+boost::json::object job_document(const store::JobDefinition& job);
 
 /// The fields in which two definitions of one job differ ("schedule",
 /// "tasks", ...); tasks and selectors are compared as JSON values.
