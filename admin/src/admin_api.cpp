@@ -9,9 +9,10 @@
 #include <set>
 
 #include "admin_http.h"
-#include "baton/admin/process_metrics.h"
 #include "baton/base/json_text.h"
+#include "baton/base/prometheus_label.h"
 #include "baton/protocol/messages.h"
+#include "baton/service/process_metrics.h"
 #include "dashboard_assets.h"
 
 namespace baton::admin {
@@ -317,9 +318,10 @@ HttpResponse AdminApi::openapi() const {
 }
 
 HttpResponse AdminApi::metrics() {
-  std::string body = render_build_info(BATON_VERSION, protocol::protocol_version_min, protocol::protocol_version_max) +
-                     metrics_.render();
-  if (auto p = read_process_stats()) body += render_process_metrics(*p);
+  std::string body =
+      service::render_build_info(BATON_VERSION, protocol::protocol_version_min, protocol::protocol_version_max) +
+      metrics_.render();
+  if (auto p = service::read_process_stats()) body += service::render_process_metrics(*p);
   // The cluster's state from the database (the same on every node; absent
   // while the database does not answer, and baton_database_up says so).
   auto g = recent(gauges_, [](auto& s) { return s.cluster_gauges(); });
@@ -344,18 +346,7 @@ HttpResponse AdminApi::metrics() {
   for (const auto& [status, n] : g->dead_letters_by_status)
     body += "baton_dead_letters{triage_status=\"" + status + "\"} " + std::to_string(n) + "\n";
   // Worker ids are free text from the worker's config: escaped as label values.
-  auto label = [](const std::string& v) {
-    std::string out;
-    for (char c : v) {
-      if (c == '\\' || c == '"') out += '\\';
-      if (c == '\n') {
-        out += "\\n";
-        continue;
-      }
-      out += c;
-    }
-    return out;
-  };
+  auto label = [](const std::string& v) { return prometheus_label_value(v); };
   body +=
       "# HELP baton_cron_slots_skipped Cron slots of each scheduled job given up (misfire policy, catch-up limit, "
       "starting deadline, concurrency forbid), from the decision ledger within retention.\n"

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "baton/admin/process_metrics.h"
+#include "baton/service/process_metrics.h"
 #include "baton/testing/prometheus_conventions.h"
 
 #include <map>
@@ -43,13 +43,14 @@ TEST(Metrics, BuildProcessAndRequestSeriesAreThereByTheirConventionalNames) {
   m.observe_http_request("GET", "/api/v1/runs/{id}", 200, 1200);
   m.observe_http_request("GET", "/api/v1/runs/{id}", 404, 300);
   m.observe_http_request("POST", "/api/v1/jobs/{name}/trigger", 201, 40000);
-  auto process = read_process_stats();
+  auto process = service::read_process_stats();
   ASSERT_TRUE(process);
   EXPECT_GT(process->cpu_seconds, 0);
   EXPECT_GT(process->resident_bytes, 1 << 20);
   EXPECT_GE(process->open_fds, 3);
   EXPECT_GT(process->start_time_seconds, 1.7e9);
-  const std::string text = render_build_info("0.14.0", 1, 6) + m.render() + render_process_metrics(*process);
+  const std::string text =
+      service::render_build_info("0.14.0", 1, 6) + m.render() + service::render_process_metrics(*process);
   EXPECT_EQ(baton::testing::exposition_problems(text), std::vector<std::string>{}) << text;
   for (const char* family : {"baton_build_info", "process_cpu_seconds_total", "process_resident_memory_bytes",
                              "process_open_fds", "process_max_fds", "process_start_time_seconds",

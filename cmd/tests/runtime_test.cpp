@@ -5,6 +5,7 @@
 
 #include <sstream>
 
+#include "baton/testing/prometheus_conventions.h"
 #include "cluster.h"
 
 using namespace baton::testing;
@@ -39,6 +40,9 @@ const char* jobs = R"(jobs:
     timeout: 500ms
     tasks:
       - {kind: PROGRAM, command: [/bin/sleep, '30']}
+  - name: no-such-program
+    tasks:
+      - {kind: PROGRAM, command: [/nonexistent/baton-test-program]}
   - name: every-second
     schedule: '* * * * * *'
     tasks:
@@ -81,6 +85,52 @@ TEST(Runtime, EveryTaskKindEndToEndWithOutputAndExitCodes) {
                           {{"Authorization", "Bearer " + admin_token}});
   EXPECT_EQ(api.status, 200);
   EXPECT_NE(api.body.find("\"exit_code\": 3"), std::string::npos) << api.body;
+}
+
+// A worker's own metrics (worker.yaml metrics_listen): scraped over HTTP,
+// every family conventional, the numbers what the worker did: attempts
+// finished, a program that could not be started, its connections.
+TEST(Runtime, AWorkerServesItsOwnMetricsOnItsMetricsAddress) {
+  Cluster c("worker-metrics", quiet_jobs());
+  c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(), "n1");
+  const int port = free_loopback_port();
+  c.worker_auth_override["w1"] = std::string("token_file: ") + BATON_SOURCE_DIR +
+                                 "/cmd/tests/tokens/worker.token\nmetrics_listen: 127.0.0.1:" + std::to_string(port) +
+                                 "\n";
+  c.start_worker("w1", 3);
+  ASSERT_TRUE(c.wait_for_workers("n1", 1));
+  const auto ok = c.trigger("n1", "kinds"), missing = c.trigger("n1", "no-such-program");
+  ASSERT_TRUE(c.wait_for_state(ok, "SUCCEEDED", 15s));
+  ASSERT_TRUE(c.wait_for_state(missing, "FAILED", 15s));
+  std::string text;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto r = http_request_plain(port, "GET", "/metrics");
+        text = r.body;
+        return r.status == 200 && text.find("baton_worker_attempts_finished_total 2\n") != std::string::npos;
+      },
+      10s))
+      << text;
+  EXPECT_EQ(baton::testing::exposition_problems(text), std::vector<std::string>{}) << text;
+  for (const char* line :
+       {"baton_worker_info{worker_id=\"w1\"} 1\n", "baton_worker_capacity 3\n", "baton_worker_attached 1\n",
+        "baton_worker_attaches_total 1\n", "baton_worker_spawn_failures_total 1\n", "baton_worker_running_attempts 0\n",
+        "baton_worker_outbox_unacknowledged 0\n", "# TYPE process_cpu_seconds_total counter\n",
+        "# TYPE baton_worker_reconnects_total counter\n"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+  EXPECT_NE(text.find("baton_build_info{version=\""), std::string::npos) << text;
+  EXPECT_EQ(http_request_plain(port, "GET", "/").status, 404);
+  // The leader gone: the worker reconnects, and says so.
+  c.proc("n1").signal(SIGKILL);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        text = http_request_plain(port, "GET", "/metrics").body;
+        return text.find("baton_worker_attached 0\n") != std::string::npos &&
+               text.find("baton_worker_reconnects_total 0\n") == std::string::npos;
+      },
+      15s))
+      << text;
 }
 
 // An assignment that never started is not an attempt (H7): the run is

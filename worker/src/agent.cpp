@@ -22,6 +22,7 @@
 #include "baton/base/weaken.h"
 #include "baton/protocol/codec.h"
 #include "baton/protocol/vocabulary.h"
+#include "baton/service/process_metrics.h"
 #include "baton/service/service_manager.h"
 #include "baton/tls/tls_context.h"
 #include "baton/worker/backoff.h"
@@ -33,6 +34,8 @@
 #include "baton/worker_core/finish_delivery.h"
 #include "baton/worker_core/output_stream.h"
 #include "baton/worker_core/stall_guard.h"
+#include "baton/worker_core/worker_metrics.h"
+#include "metrics_listener.h"
 #include "started_attempt.h"
 
 namespace baton::worker {
@@ -96,6 +99,17 @@ class Agent {
       std::fprintf(stderr, "baton: worker %s: %s\n", cfg_.worker_id.c_str(), ctx.error().message.c_str());
       return 2;
     }
+    // Its own metrics, when asked for: an address that cannot be bound is a
+    // configuration error.
+    if (!cfg_.metrics_listen.empty()) {
+      metrics_ = std::make_unique<MetricsListener>(ioc_, [this] { return render_metrics(); });
+      if (auto r = metrics_->start(cfg_.metrics_listen); !r) {
+        std::fprintf(stderr, "baton: worker %s: %s\n", cfg_.worker_id.c_str(), r.error().message.c_str());
+        return 2;
+      }
+      spdlog::info("worker_metrics_listening worker={} address={} port={}", json_quote(cfg_.worker_id),
+                   cfg_.metrics_listen, metrics_->port());
+    }
     // Finishes left by a previous incarnation are held until acknowledged:
     // listed in hello and heartbeats, so no leader takes them for lost.
     delivery_.loaded(outbox_.pending(), clock_.mono());
@@ -145,6 +159,8 @@ class Agent {
 
   void connect() {
     if (stop_) return;
+    if (ever_connected_) ++reconnects_;
+    ever_connected_ = true;
     if (enrollment_.enabled()) {
       // Enrolls first when there is no credential yet or a new bootstrap
       // token was given (blocking, bounded: nothing is attached meanwhile).
@@ -429,6 +445,7 @@ class Agent {
                                                         std::chrono::milliseconds(heartbeat_timeout_ms_)));
     spdlog::info("worker_attached worker={} node={} epoch={} running={} adopted={} protocol={}", cfg_.worker_id,
                  w.node_id, w.epoch, running_count(), w.adopted.size(), protocol_);
+    ++attaches_;
     // systemd (Type=notify): a worker is ready once attached.
     service_.ready("worker " + cfg_.worker_id + ": attached to " + w.node_id + ", epoch " + std::to_string(w.epoch) +
                    ", " + std::to_string(running_count()) + " running");
@@ -588,6 +605,11 @@ class Agent {
       }
     }
     table_.finished(fin.ref, clock_.mono());
+    ++attempts_finished_;
+    // A program that could not be started: fork failed, or the supervisor's
+    // child could not chdir or exec (exit 126 or 127, as a shell says).
+    if (fin.error.rfind("fork failed", 0) == 0 || (fin.exit_code && (*fin.exit_code == 126 || *fin.exit_code == 127)))
+      ++spawn_failures_;
     spdlog::info("attempt_finished worker={} run={} attempt={} outcome={} exit_code={}", cfg_.worker_id, fin.ref.run_id,
                  fin.ref.attempt, protocol::to_string(fin.outcome), fin.exit_code.value_or(0));
     // Durable before it is sent (a crash from then on still delivers it):
@@ -735,6 +757,7 @@ class Agent {
   void shutdown() {
     spdlog::info("worker_stopping worker={} running={}", cfg_.worker_id, running_count());
     service_.stopping("worker " + cfg_.worker_id + ": stopping (" + std::to_string(running_count()) + " running)");
+    if (metrics_) metrics_->stop();
     table_.stop_all("worker stopping");
     apply_effects();
     for (auto& [k, p] : processes_)
@@ -751,6 +774,27 @@ class Agent {
   }
 
   std::size_t running_count() const { return table_.running().size(); }
+
+  /// GET /metrics on metrics_listen: read on the io thread, like all of
+  /// this state.
+  std::string render_metrics() const {
+    worker_core::WorkerMetrics m;
+    m.worker_id = cfg_.worker_id;
+    m.capacity = cfg_.capacity;
+    m.running = static_cast<int>(running_count());
+    m.held = static_cast<int>(running_count() + table_.assigned().size());
+    m.outbox_unacknowledged = static_cast<std::int64_t>(delivery_.size());
+    m.attached = attached_;
+    m.attaches = attaches_;
+    m.reconnects = reconnects_;
+    m.spawn_failures = spawn_failures_;
+    m.attempts_finished = attempts_finished_;
+    std::string out =
+        service::render_build_info(BATON_VERSION, protocol::protocol_version_min, protocol::protocol_version_max) +
+        worker_core::render_worker_metrics(m);
+    if (auto p = service::read_process_stats()) out += service::render_process_metrics(*p);
+    return out;
+  }
 
   const WorkerConfig& cfg_;
   const std::atomic<bool>& stop_;   ///< stop now: running attempts are killed
@@ -769,6 +813,9 @@ class Agent {
   Journal journal_;
   TaskCgroups cgroups_;
   asio::io_context ioc_;
+  std::unique_ptr<MetricsListener> metrics_;  ///< after ioc_: closed before it goes
+  bool ever_connected_ = false;
+  std::int64_t attaches_ = 0, reconnects_ = 0, spawn_failures_ = 0, attempts_finished_ = 0;
   // After ioc_: it posts to ioc_, so it must stop first.
   OutboxWriter outbox_writer_{outbox_,
                               [this](std::vector<protocol::Finish> g, Result<void> w) { on_durable(std::move(g), w); }};

@@ -43,6 +43,9 @@ struct WorkerConfig {
   Millis reconnect_max{5000};
   std::string log_level = "info";
   LogFormat log_format = LogFormat::text;  ///< text (logfmt) or json lines (base/log.h)
+  /// HOST:PORT where the worker serves GET /metrics (plain HTTP); empty:
+  /// none (metrics_listener.h).
+  std::string metrics_listen;
   /// "auto", "off" or a cgroup v2 directory: where each PROGRAM task's tree
   /// gets a group of its own (task_cgroup.h).
   std::string task_cgroup = "auto";

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-namespace baton::admin {
+namespace baton::service {
 
 struct ProcessStats {
   double cpu_seconds = 0;           ///< user + system
@@ -28,4 +28,4 @@ std::string render_process_metrics(const ProcessStats& s);
 /// baton_build_info{version, protocol} 1.
 std::string render_build_info(const std::string& version, int protocol_min, int protocol_max);
 
-}  // namespace baton::admin
+}  // namespace baton::service

@@ -1,4 +1,4 @@
-#include "baton/admin/process_metrics.h"
+#include "baton/service/process_metrics.h"
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <sstream>
 #include <vector>
 
-namespace baton::admin {
+namespace baton::service {
 
 std::optional<ProcessStats> read_process_stats() {
   ProcessStats s;
@@ -62,4 +62,4 @@ std::string render_build_info(const std::string& version, int protocol_min, int 
          version + "\",protocol=\"" + std::to_string(protocol_min) + "-" + std::to_string(protocol_max) + "\"} 1\n";
 }
 
-}  // namespace baton::admin
+}  // namespace baton::service
