@@ -141,6 +141,23 @@ function table(id, columns, items, rowKey, sortable) {
   return el('table', { id }, el('thead', {}, head), el('tbody', {}, ...rows));
 }
 
+/// Paging with the API's cursor for a list page: its state survives the
+/// page's redraws; `reset` goes back to the first page (a filter changed).
+const pagers = {};
+async function pagedGet(key, path) {
+  const p = pagers[key] || (pagers[key] = { cursors: [], cursor: null, limit: 100 });
+  const sep = path.includes('?') ? '&' : '?';
+  const page = await api('GET', path + sep + 'limit=' + p.limit + (p.cursor ? '&cursor=' + encodeURIComponent(p.cursor) : ''));
+  const info = page.items.length ? page.items.length + ' shown (page ' + (p.cursors.length + 1) + ')' : 'none';
+  const pager = el('div', { class: 'pager', id: key + '-pager' },
+    el('button', { type: 'button', class: 'small', 'data-action': 'newer', disabled: p.cursors.length ? null : '',
+      onclick: () => { p.cursor = p.cursors.pop() || null; render(false); } }, '\u2190 Newer'),
+    el('span', { id: key + '-page-info', text: info }),
+    el('button', { type: 'button', class: 'small', 'data-action': 'older', disabled: page.next_cursor ? null : '',
+      onclick: () => { p.cursors.push(p.cursor); p.cursor = page.next_cursor; render(false); } }, 'Older \u2192'));
+  return { page, pager, reset: () => { p.cursors = []; p.cursor = null; } };
+}
+
 function runLink(id) { return id ? el('a', { href: '#/runs/' + id, text: String(id) }) : '-'; }
 function stateCell(s) { return el('span', { class: 'state-' + s, text: s || '-' }); }
 
@@ -244,7 +261,7 @@ async function overview() {
 }
 
 async function jobs() {
-  const page = await api('GET', '/api/v1/jobs?limit=500');
+  const { page, pager } = await pagedGet('jobs', '/api/v1/jobs');
   return [el('h2', { text: 'Jobs' }),
     table('jobs-table', [['Name', j => el('a', { href: '#/jobs/' + encodeURIComponent(j.name), text: j.name })],
       ['Schedule', j => j.schedule], ['Zone', j => j.time_zone],
@@ -255,7 +272,7 @@ async function jobs() {
         j.paused ? button('Resume', 'resume', () => act('resume ' + j.name, () => api('POST', '/api/v1/jobs/' + encodeURIComponent(j.name) + '/resume')))
                  : button('Pause', 'pause', () => act('pause ' + j.name, () => api('POST', '/api/v1/jobs/' + encodeURIComponent(j.name) + '/pause'))),
         ' ', button('Trigger', 'trigger', () => act('trigger ' + j.name, () => api('POST', '/api/v1/jobs/' + encodeURIComponent(j.name) + '/trigger'))))]],
-    page.items, 'name')];
+    page.items, 'name', true), pager];
 }
 
 // One job: its definition, its statistics and backlog (GET
@@ -471,7 +488,7 @@ async function run(id) {
 }
 
 async function workers() {
-  const page = await api('GET', '/api/v1/workers?limit=500');
+  const { page, pager } = await pagedGet('workers', '/api/v1/workers');
   const ask = {
     drain: w => 'Drain worker ' + w.worker_id + '? It finishes what it runs and takes no new run.',
     evict: w => 'Evict worker ' + w.worker_id + '? Its runs are taken back and it cannot attach until resumed.',
@@ -487,14 +504,14 @@ async function workers() {
         ? button('Drain', 'drain', () => post(w, 'drain'))
         : button('Resume', 'resume', () => post(w, 'resume')),
         ' ', w.admin_state === 'evicted' ? null : button('Evict', 'evict', () => post(w, 'evict'), 'small danger'))]],
-    page.items, 'worker_id')];
+    page.items, 'worker_id', true), pager];
 }
 
 let letterStatus = '';
 async function deadLetters() {
-  const page = await api('GET', '/api/v1/dead-letters?limit=200' + (letterStatus ? '&status=' + letterStatus : ''));
+  const { page, pager, reset } = await pagedGet('letters', '/api/v1/dead-letters' + (letterStatus ? '?status=' + letterStatus : ''));
   const statuses = ['pending', 'acknowledged', 'replayed', 'closed'];
-  const filter = el('select', { name: 'status', onchange: (e) => { letterStatus = e.target.value; render(false); } },
+  const filter = el('select', { name: 'status', onchange: (e) => { letterStatus = e.target.value; reset(); render(false); } },
     ...['', ...statuses].map(s => el('option', s === letterStatus ? { value: s, selected: '' } : { value: s }, s || 'any')));
   const replaySelected = button('Replay selected', 'replay-selected', () => {
     const ids = [...document.querySelectorAll('#letters-table input[type=checkbox]:checked')].map(c => Number(c.value));
@@ -513,7 +530,7 @@ async function deadLetters() {
       }],
       ['Replayed as', d => el('span', {}, ...d.replayed_run_ids.map(id => el('span', {}, runLink(id), ' ')))],
       ['', d => button('Replay', 'replay', () => act('replay ' + d.id, () => api('POST', '/api/v1/dead-letters/' + d.id + '/replay')))]],
-    page.items, 'id')];
+    page.items, 'id', true), pager];
 }
 
 let webhookShown = '';
@@ -546,7 +563,7 @@ async function webhooks() {
 
 let eventKind = '';
 async function events() {
-  const page = await api('GET', '/api/v1/events?limit=100' + (eventKind ? '&kind=' + encodeURIComponent(eventKind) : ''));
+  const { page, pager, reset } = await pagedGet('events', '/api/v1/events' + (eventKind ? '?kind=' + encodeURIComponent(eventKind) : ''));
   const kind = el('input', { id: 'event-kind', size: 20, placeholder: 'invoice.paid' });
   const payload = el('textarea', { id: 'event-payload', rows: 2, cols: 50, spellcheck: 'false' });
   payload.value = '{}';
@@ -567,11 +584,11 @@ async function events() {
     el('form', { id: 'event-form', class: 'filters', onsubmit: post }, el('label', {}, 'Kind', kind), el('label', {}, 'Payload (JSON)', payload),
       el('label', {}, 'Dedupe key', dedupe), el('button', { type: 'submit', 'data-action': 'post-event' }, 'Post event')),
     el('div', { class: 'filters' }, el('label', {}, 'kind', el('input', { name: 'kind', value: eventKind, size: 20,
-      onchange: (e) => { eventKind = e.target.value.trim(); render(false); } }))),
+      onchange: (e) => { eventKind = e.target.value.trim(); reset(); render(false); } }))),
     table('events-table', [['Id', e => e.id], ['Kind', e => e.kind], ['Payload', e => e.payload], ['Dedupe key', e => e.dedupe_key],
       ['By', e => e.created_by], ['Posted', e => when(e.created_at)],
       ['Runs', e => el('span', {}, ...(e.runs || []).map(r => el('span', {}, runLink(r.id), ' ', stateCell(r.state), ' ')))]],
-    page.items, 'id', true)];
+    page.items, 'id', true), pager];
 }
 
 async function settings() {
@@ -646,10 +663,10 @@ async function access() {
 }
 
 async function audit() {
-  const page = await api('GET', '/api/v1/audit?limit=100');
+  const { page, pager } = await pagedGet('audit', '/api/v1/audit');
   return [el('h2', { text: 'Audit log' }),
-    table('audit-table', [['At', a => when(a.at)], ['Actor', a => a.actor], ['Action', a => a.action], ['Subject', a => a.subject],
-      ['Epoch', a => a.epoch], ['Details', a => a.details]], page.items, 'id')];
+    table('audit-table', [['At', a => when(a.at), a => a.at], ['Actor', a => a.actor], ['Action', a => a.action], ['Subject', a => a.subject],
+      ['Epoch', a => a.epoch], ['Details', a => a.details]], page.items, 'id', true), pager];
 }
 
 // --- routing ----------------------------------------------------------------------

@@ -196,6 +196,7 @@ int cmd_node(const std::vector<std::string>& args) {
   auto cfg = baton::leader::load_node_config(file);
   if (!cfg) return fail("invalid config:\n" + cfg.error().message);
   baton::init_logging(cfg->node_id, cfg->log_level, cfg->log_format);
+  for (const auto& o : cfg->env_overrides) spdlog::info("config_from_environment node={} {}", cfg->node_id, o);
   std::signal(SIGTERM, on_signal);
   std::signal(SIGINT, on_signal);
   std::signal(SIGPIPE, SIG_IGN);

@@ -4,6 +4,8 @@
 // docs/ctl.md walks through the same steps.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <boost/json.hpp>
 #include <ctime>
 #include <fstream>
@@ -160,8 +162,10 @@ TEST_F(CtlTest, TokensWithRolesAndJobsAppliedFromFiles) {
   auto created = ctl({"token", "create", "viewer", "--role", "read"});
   ASSERT_EQ(created.code, 0) << created.output;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(created.output, m, std::regex("baton_[0-9a-f]{64}"))) << created.output;
-  const std::string viewer = m[0];
+  // The token alone on its line, unquoted: `token create > file` makes a
+  // token file (it was printed as a JSON string once, quotes and all).
+  ASSERT_TRUE(std::regex_search(created.output, m, std::regex("(^|\n)(baton_[0-9a-f]{64})\n"))) << created.output;
+  const std::string viewer = m[2];
   EXPECT_EQ(ctl({"runs", "list"}, viewer).code, 0);
   // A token on the command line works, with a warning (the process list,
   // the shell's history); from the environment, none.
@@ -1139,4 +1143,48 @@ TEST(CtlCompletion, EachShellParsesItsScriptAndCompletesAVerbsWords) {
     EXPECT_EQ(words.second, "cancel list show ") << shell;
   }
   EXPECT_EQ(shell_output(std::string(BATON_BINARY) + " ctl completion tcsh").first, 2);
+}
+
+// Bulk cancel and re-run by filter: listed first (--dry-run), refused
+// without --yes, then every matching run acted on, one audited call each.
+TEST_F(CtlTest, RunsAreCancelledAndReRunInBulkByFilter) {
+  std::filesystem::create_directories(cluster.dir() + "/bulk");
+  std::ofstream(cluster.dir() + "/bulk/jobs.yaml")
+      << "jobs:\n  - name: sleeps\n    tasks: [{kind: PROGRAM, command: [/bin/sleep, '30']}]\n";
+  ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/bulk"}).code, 0);
+  const auto a = cluster.trigger("n1", "sleeps"), b = cluster.trigger("n1", "sleeps"),
+             other = cluster.trigger("n1", "quick");
+  ASSERT_TRUE(cluster.wait_for_state(a, "RUNNING", 15s) && cluster.wait_for_state(b, "RUNNING", 15s));
+  ASSERT_TRUE(cluster.wait_for_state(other, "SUCCEEDED", 15s));
+  auto none = ctl({"runs", "cancel"});
+  EXPECT_EQ(none.code, 2) << none.output;
+  EXPECT_NE(none.output.find("give RUN, or filters"), std::string::npos) << none.output;
+  auto plan = ctl({"runs", "cancel", "--job", "sleeps", "--state", "RUNNING", "--dry-run"});
+  EXPECT_EQ(plan.code, 0) << plan.output;
+  EXPECT_NE(plan.output.find("2 run(s) match: " + std::to_string(b) + " " + std::to_string(a)), std::string::npos)
+      << plan.output;
+  auto unconfirmed = ctl({"runs", "cancel", "--job", "sleeps"});
+  EXPECT_EQ(unconfirmed.code, 2) << unconfirmed.output;
+  EXPECT_NE(unconfirmed.output.find("add --yes to cancel them"), std::string::npos) << unconfirmed.output;
+  EXPECT_EQ(cluster.db().run(a)->state, "RUNNING") << "nothing cancelled without --yes";
+  auto cancel = ctl({"runs", "cancel", "--job", "sleeps", "--state", "RUNNING", "--yes"});
+  EXPECT_EQ(cancel.code, 0) << cancel.output;
+  EXPECT_NE(cancel.output.find("cancel: 2 done, 0 not done, of 2 matched"), std::string::npos) << cancel.output;
+  EXPECT_TRUE(cluster.wait_for_state(a, "CANCELED", 15s) && cluster.wait_for_state(b, "CANCELED", 15s));
+  EXPECT_EQ(cluster.db().run(other)->state, "SUCCEEDED") << "another job's run untouched";
+  // Re-run what was cancelled: two new runs of the job; a cancel of
+  // finished runs is refused run by run, and says so.
+  auto rerun = ctl({"runs", "rerun", "--job", "sleeps", "--state", "CANCELED", "--yes", "-o", "json"});
+  EXPECT_EQ(rerun.code, 0) << rerun.output;
+  EXPECT_NE(rerun.output.find("\"refused\":[]"), std::string::npos) << rerun.output;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto listed = ctl({"runs", "list", "--job", "sleeps", "--state", "RUNNING", "-o", "json"});
+        return std::count(listed.output.begin(), listed.output.end(), '{') >= 3;  // the page and two runs
+      },
+      15s));
+  auto finished = ctl({"runs", "cancel", "--job", "quick", "--yes"});
+  EXPECT_EQ(finished.code, 1) << finished.output;
+  EXPECT_NE(finished.output.find("run " + std::to_string(other) + ": not done"), std::string::npos) << finished.output;
+  ASSERT_EQ(ctl({"runs", "cancel", "--job", "sleeps", "--state", "RUNNING", "--yes"}).code, 0);
 }

@@ -34,11 +34,36 @@ static bool loopback_address(const std::string& addr) {
 namespace {
 
 /// ~/.config/baton/ctl.yaml and friends: addr, token, token_file, output,
-/// ca_file, insecure.
+/// ca_file, insecure; at the top, and in named contexts (`contexts:`, one
+/// chosen by --context, BATON_CONTEXT or `current_context:`), whose keys
+/// win over the top's.
 struct FileConfig {
   std::optional<std::string> addr, token, token_file, output, ca_file;
-  bool insecure = false;
+  std::optional<bool> insecure;
 };
+
+/// Reads the keys of one level into `fc`; an unknown key is an error.
+std::optional<std::string> read_keys(const YAML::Node& y, FileConfig& fc, const std::string& where, bool top_level) {
+  for (const auto& kv : y) {
+    const auto key = kv.first.as<std::string>();
+    if (key == "addr")
+      fc.addr = kv.second.as<std::string>();
+    else if (key == "token")
+      fc.token = kv.second.as<std::string>();
+    else if (key == "token_file")
+      fc.token_file = kv.second.as<std::string>();
+    else if (key == "output")
+      fc.output = kv.second.as<std::string>();
+    else if (key == "ca_file")
+      fc.ca_file = kv.second.as<std::string>();
+    else if (key == "insecure")
+      fc.insecure = kv.second.as<bool>();
+    else if (!(top_level && (key == "contexts" || key == "current_context")))
+      return where + ": unknown key '" + key + "' (known: addr, token, token_file, output, ca_file, insecure" +
+             (top_level ? ", contexts, current_context)" : ")");
+  }
+  return std::nullopt;
+}
 
 std::optional<std::string> read_file_trimmed(const std::string& path) {
   std::ifstream in(path);
@@ -86,7 +111,7 @@ int run_ctl(const std::vector<std::string>& raw, const Env& env, std::ostream& o
   std::map<std::string, std::string> global;
   std::vector<std::string> rest;
   static const std::set<std::string> globals{"--addr",   "--token",   "--token-file", "--config",
-                                             "--output", "--timeout", "--ca"};
+                                             "--output", "--timeout", "--ca",         "--context"};
   bool insecure_flag = false, no_headers = false;
   for (std::size_t i = 0; i < raw.size(); ++i) {
     std::string a = raw[i], value;
@@ -135,7 +160,7 @@ int run_ctl(const std::vector<std::string>& raw, const Env& env, std::ostream& o
           << std::string(f.name.size() < 20 ? 20 - f.name.size() : 1, ' ') << f.help << '\n';
     out << "\nglobal: --addr HOST:PORT (BATON_ADDR), --token T (BATON_TOKEN), --token-file F (BATON_TOKEN_FILE),\n"
            "        --ca FILE (BATON_CA_FILE), --insecure (BATON_INSECURE=1), --config FILE (BATON_CONFIG),\n"
-           "        -o table|wide|json|jsonl|yaml, --no-headers, --timeout 10s\n";
+           "        --context NAME (BATON_CONTEXT), -o table|wide|json|jsonl|yaml, --no-headers, --timeout 10s\n";
     return exit_ok;
   }
   Call call(ApiClient("", ""), out, err);
@@ -174,28 +199,34 @@ int run_ctl(const std::vector<std::string>& raw, const Env& env, std::ostream& o
   const bool config_named = !config_path.empty();
   if (!config_named)
     if (auto home = env("HOME")) config_path = *home + "/.config/baton/ctl.yaml";
+  call.config_path = config_path;
+  std::optional<std::string> context =
+      global.count("--context") ? std::optional(global["--context"]) : env("BATON_CONTEXT");
   if (!config_path.empty()) {
     try {
       std::ifstream probe(config_path);
       if (probe) {
         YAML::Node y = YAML::LoadFile(config_path);
-        for (const auto& kv : y) {
-          const auto key = kv.first.as<std::string>();
-          if (key == "addr")
-            fc.addr = kv.second.as<std::string>();
-          else if (key == "token")
-            fc.token = kv.second.as<std::string>();
-          else if (key == "token_file")
-            fc.token_file = kv.second.as<std::string>();
-          else if (key == "output")
-            fc.output = kv.second.as<std::string>();
-          else if (key == "ca_file")
-            fc.ca_file = kv.second.as<std::string>();
-          else if (key == "insecure")
-            fc.insecure = kv.second.as<bool>();
-          else
-            return call.error(exit_usage, config_path + ": unknown key '" + key +
-                                              "' (known: addr, token, token_file, output, ca_file, insecure)");
+        if (!y.IsMap() && !y.IsNull()) return call.error(exit_usage, config_path + ": must be a mapping of keys");
+        if (y.IsMap()) {
+          if (auto bad = read_keys(y, fc, config_path, true)) return call.error(exit_usage, *bad);
+          if (!context && y["current_context"]) context = y["current_context"].as<std::string>();
+          const YAML::Node contexts = y["contexts"];
+          if (contexts && !contexts.IsMap())
+            return call.error(exit_usage, config_path + ": contexts: must be a mapping of names to settings");
+          for (const auto& kv : contexts) call.contexts.push_back(kv.first.as<std::string>());
+          // A `config` verb must work with a current context that is gone
+          // (to choose another).
+          if (context && name.rfind("config ", 0) != 0) {
+            if (!contexts || !contexts[*context]) {
+              std::string known;
+              for (const auto& n : call.contexts) known += (known.empty() ? "" : ", ") + n;
+              return call.error(exit_usage, config_path + ": no context '" + *context +
+                                                "' (contexts: " + (known.empty() ? "none" : known) + ")");
+            }
+            if (auto bad = read_keys(contexts[*context], fc, config_path + ": contexts." + *context, false))
+              return call.error(exit_usage, *bad);
+          }
         }
       } else if (config_named) {
         return call.error(exit_usage, "cannot read config file " + config_path);
@@ -203,7 +234,10 @@ int run_ctl(const std::vector<std::string>& raw, const Env& env, std::ostream& o
     } catch (const YAML::Exception& e) {
       return call.error(exit_usage, config_path + ": " + e.what());
     }
+  } else if (context) {
+    return call.error(exit_usage, "--context " + *context + ": no config file (HOME is not set; give --config FILE)");
   }
+  call.context = context.value_or("");
   std::string addr = global.count("--addr") ? global["--addr"]
                      : env("BATON_ADDR")    ? *env("BATON_ADDR")
                                             : fc.addr.value_or(default_addr);
@@ -224,7 +258,7 @@ int run_ctl(const std::vector<std::string>& raw, const Env& env, std::ostream& o
   // HTTPS unless told otherwise: the CA from --ca, BATON_CA_FILE or the
   // config file (else the system's roots); plaintext with --insecure,
   // BATON_INSECURE=1 or `insecure: true`.
-  const bool insecure = insecure_flag || env("BATON_INSECURE").value_or("") == "1" || fc.insecure;
+  const bool insecure = insecure_flag || env("BATON_INSECURE").value_or("") == "1" || fc.insecure.value_or(false);
   const std::string ca = global.count("--ca") ? global["--ca"] : env("BATON_CA_FILE").value_or(fc.ca_file.value_or(""));
   if (insecure && global.count("--ca")) return call.usage("--ca and --insecure: give one");
   std::optional<tls::ClientFiles> tls_files;

@@ -22,6 +22,11 @@ struct Call {
   std::vector<std::string> args;             ///< positional arguments
   std::map<std::string, std::string> flags;  ///< "--job" -> value ("true" for switches; repeated: joined by \n)
   std::string output = "table";
+  /// The config file in use (it may not exist), its contexts and the one
+  /// chosen ("" none): the `config` verbs read and change them.
+  std::string config_path;
+  std::vector<std::string> contexts;
+  std::string context;
   /// `out` is a terminal: what a task printed is made harmless to it
   /// (terminal_safe) before it is shown.
   bool terminal = false;
@@ -66,8 +71,18 @@ std::string completion_script(const std::vector<Verb>& verbs, const std::string&
 std::optional<std::chrono::milliseconds> parse_duration(const std::string& s);
 
 int runs_list(Call& c);
+/// The run filters of `runs list` (--job, --state, --worker, --key,
+/// --error, --since, --until) as query parameters; a usage error's code.
+std::optional<int> run_filters(Call& c, std::vector<std::pair<std::string, std::string>>& q);
+/// `runs cancel|rerun` without RUN: every run the filters match (bulk.cpp).
+int runs_bulk(Call& c, const std::string& verb);
 /// `baton ctl jobs export [JOB...]` (export.cpp).
 int jobs_export(Call& c);
+/// `baton ctl config get-contexts | current-context | use-context NAME`
+/// (contexts.cpp).
+int config_get_contexts(Call& c);
+int config_current_context(Call& c);
+int config_use_context(Call& c);
 /// A --since/--until value as unix seconds: unix seconds, a duration back
 /// from `now_unix` (90s, 15m, 2h, 7d), or an RFC 3339 time with its zone.
 std::optional<std::int64_t> time_filter(const std::string& v, std::int64_t now_unix);

@@ -111,7 +111,7 @@ int print_bootstrap(Call& c, const ApiReply& reply) {
   if (c.json_output())
     c.out << reply.body << '\n';
   else
-    c.out << o["token"].as_string() << '\n';
+    c.out << std::string(o["token"].as_string()) << '\n';
   c.err << "bootstrap token for worker '" << field(o, "worker_id") << "' (capacity " << field(o, "capacity")
         << ", labels " << json::serialize(o["labels"]) << "), expires " << field(o, "expires_at")
         << ": put it in the worker's enrollment_token_file; it is not shown again\n";
@@ -240,8 +240,15 @@ std::vector<Verb> verbs() {
       {"--state", true, "only runs in this state (PENDING, RUNNING, FAILED, ...)"},
       {"--worker", true, "only runs assigned to this worker"},
       {"--key", true, "only runs with this idempotency key"},
+      {"--error", true, "only runs whose error code or message contains this text (any case)"},
       {"--since", true, "created at or after: unix seconds, a duration back (2h, 7d) or RFC 3339"},
       {"--until", true, "created before: the same forms"}};
+  auto bulk_flags = [&](const char* what) {
+    std::vector<Flag> f = run_filters;
+    f.push_back({"--dry-run", false, std::string("list the runs it would ") + what + ", " + what + " none"});
+    f.push_back({"--yes", false, std::string(what) + " every run the filter matches (without RUN)"});
+    return f;
+  };
   auto with = [](std::vector<Flag> a, const std::vector<Flag>& b) {
     a.insert(a.end(), b.begin(), b.end());
     return a;
@@ -287,19 +294,27 @@ std::vector<Verb> verbs() {
          return exit_ok;
        }},
       {{"runs", "cancel"},
-       "RUN",
-       "cancel a run (a running one through its worker)",
-       {},
+       "[RUN]",
+       "cancel a run (a running one through its worker); without RUN, every run a filter matches (--yes, or "
+       "--dry-run to list them)",
+       bulk_flags("cancel"),
+       0,
        1,
-       1,
-       [](Call& c) -> int { return simple(c, "POST", "/api/v1/runs/" + path_segment(c.args[0]) + "/cancel"); }},
+       [](Call& c) -> int {
+         if (c.args.empty()) return runs_bulk(c, "cancel");
+         return simple(c, "POST", "/api/v1/runs/" + path_segment(c.args[0]) + "/cancel");
+       }},
       {{"runs", "rerun"},
-       "RUN",
-       "a new run of the same job and payload as a finished run",
-       {},
+       "[RUN]",
+       "a new run of the same job and payload as a finished run; without RUN, of every run a filter matches "
+       "(--yes, or --dry-run to list them)",
+       bulk_flags("rerun"),
+       0,
        1,
-       1,
-       [](Call& c) -> int { return simple(c, "POST", "/api/v1/runs/" + path_segment(c.args[0]) + "/rerun"); }},
+       [](Call& c) -> int {
+         if (c.args.empty()) return runs_bulk(c, "rerun");
+         return simple(c, "POST", "/api/v1/runs/" + path_segment(c.args[0]) + "/rerun");
+       }},
       {{"logs"},
        "RUN",
        "a run's output as the database keeps it (streamed while it runs); -f follows it until the run ends (exit 0 "
@@ -857,7 +872,7 @@ std::vector<Verb> verbs() {
          if (c.json_output())
            c.out << reply.body << '\n';
          else
-           c.out << o["token"].as_string() << '\n';
+           c.out << std::string(o["token"].as_string()) << '\n';
          c.err << "token " << field(o, "id") << " '" << field(o, "name") << "' (" << field(o, "role")
                << "): keep it now, it is not shown again\n";
          return exit_ok;
@@ -876,6 +891,27 @@ std::vector<Verb> verbs() {
        1,
        1,
        [](Call& c) -> int { return simple(c, "POST", "/api/v1/tokens/" + path_segment(c.args[0]) + "/revoke"); }},
+      {{"config", "get-contexts"},
+       "",
+       "the contexts of the config file, the current one marked *",
+       {},
+       0,
+       0,
+       [](Call& c) -> int { return config_get_contexts(c); }},
+      {{"config", "current-context"},
+       "",
+       "the context in use (--context, BATON_CONTEXT or the file's current_context)",
+       {},
+       0,
+       0,
+       [](Call& c) -> int { return config_current_context(c); }},
+      {{"config", "use-context"},
+       "NAME",
+       "make NAME the config file's current context (only its current_context line is rewritten)",
+       {},
+       1,
+       1,
+       [](Call& c) -> int { return config_use_context(c); }},
       {{"completion"},
        "SHELL",
        "print a completion script (SHELL: bash, zsh or fish): source <(baton ctl completion bash)",
@@ -929,10 +965,12 @@ std::optional<std::int64_t> time_filter(const std::string& v, std::int64_t now_u
   return day.time_since_epoch().count() * 86400LL + h * 3600 + mi * 60 + s - offset;
 }
 
-int runs_list(Call& c) {
-  std::vector<std::pair<std::string, std::string>> q;
-  for (auto [flag, param] : std::vector<std::pair<std::string, std::string>>{
-           {"--job", "job"}, {"--state", "state"}, {"--worker", "worker"}, {"--key", "idempotency_key"}})
+std::optional<int> run_filters(Call& c, std::vector<std::pair<std::string, std::string>>& q) {
+  for (auto [flag, param] : std::vector<std::pair<std::string, std::string>>{{"--job", "job"},
+                                                                             {"--state", "state"},
+                                                                             {"--worker", "worker"},
+                                                                             {"--key", "idempotency_key"},
+                                                                             {"--error", "error"}})
     if (auto v = c.flag(flag)) q.emplace_back(param, *v);
   const std::int64_t now =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -948,6 +986,12 @@ int runs_list(Call& c) {
                      *v + "'");
     q.emplace_back(param, std::to_string(*t));
   }
+  return std::nullopt;
+}
+
+int runs_list(Call& c) {
+  std::vector<std::pair<std::string, std::string>> q;
+  if (auto bad = run_filters(c, q)) return *bad;
   return list(c, "/api/v1/runs", q, run_columns());
 }
 

@@ -1,5 +1,6 @@
 #include "baton/leader/node_config.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -98,13 +99,28 @@ Result<NodeConfig> load_node_config(const std::string& file) {
 
   // Optional: without it, only workers with a credential of their own
   // (enrollment, docs/security.md "Worker identity") can attach.
-  if (auto v = top.string("worker_token_file")) {
-    cfg.worker_token_path = resolve(*v);
-    if (auto t = read_secret(cfg.worker_token_path, "worker_token_file", errors)) cfg.worker_token = *t;
+  // The environment overrides the file for the database URL and the secret
+  // files (docs/operations.md, "Environment overrides"): a unit's
+  // Environment= or a container's variables, without editing the file.
+  auto env = [&](const char* name, const char* key) -> std::optional<std::string> {
+    const char* v = std::getenv(name);
+    if (!v || !*v) return std::nullopt;
+    cfg.env_overrides.push_back(std::string(key) + "=" + name);
+    return std::string(v);
+  };
+  const auto worker_token_env = env("BATON_WORKER_TOKEN_FILE", "worker_token_file");
+  if (auto v = top.string("worker_token_file"); v || worker_token_env) {
+    cfg.worker_token_path = worker_token_env ? resolve_config_path(file, *worker_token_env) : resolve(*v);
+    if (auto t = read_secret(cfg.worker_token_path, worker_token_env ? "BATON_WORKER_TOKEN_FILE" : "worker_token_file",
+                             errors))
+      cfg.worker_token = *t;
   }
-  if (auto v = top.string("admin_token_file", /*required=*/true)) {
-    cfg.admin_token_path = resolve(*v);
-    if (auto t = read_secret(cfg.admin_token_path, "admin_token_file", errors)) cfg.admin_token = *t;
+  const auto admin_token_env = env("BATON_ADMIN_TOKEN_FILE", "admin_token_file");
+  if (auto v = top.string("admin_token_file", /*required=*/!admin_token_env); v || admin_token_env) {
+    cfg.admin_token_path = admin_token_env ? resolve_config_path(file, *admin_token_env) : resolve(*v);
+    if (auto t =
+            read_secret(cfg.admin_token_path, admin_token_env ? "BATON_ADMIN_TOKEN_FILE" : "admin_token_file", errors))
+      cfg.admin_token = *t;
   }
   if (top.string("jobs_dir"))
     errors.add("jobs_dir",
@@ -238,11 +254,14 @@ Result<NodeConfig> load_node_config(const std::string& file) {
   wh.reject_unknown_keys();
 
   ConfigMap db = top.map("database");
-  if (auto v = db.string("url", /*required=*/true)) {
-    if (v->rfind("postgresql://", 0) == 0 || v->rfind("postgres://", 0) == 0)
-      cfg.database_url = *v;
+  const auto url_env = env("BATON_DATABASE_URL", "database.url");
+  if (auto v = db.string("url", /*required=*/!url_env); v || url_env) {
+    const std::string url = url_env ? *url_env : *v;
+    if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0)
+      cfg.database_url = url;
     else
-      errors.add("database.url", "must be a postgresql:// URL, got '" + redact_url(*v) + "'");
+      errors.add(url_env ? "BATON_DATABASE_URL" : "database.url",
+                 "must be a postgresql:// URL, got '" + redact_url(url) + "'");
   }
   if (auto v = db.duration("start_timeout")) cfg.database_start_timeout = *v;
   db.reject_unknown_keys();

@@ -202,43 +202,28 @@ std::string duration(Millis m) {
 
 }  // namespace
 
-// docs/operations.md lists every key of a node's config with its default;
-// the defaults are the code's, and every key listed is one the parser reads.
-TEST(NodeConfig, AnErrorAboutTheDatabaseUrlNeverEchoesItsPassword) {
-  auto cfg =
-      leader::load_node_config(write_config("node_id: n1\ndatabase: {url: 'postgres:/baton:s3cr3t@db1/baton'}\n"));
-  ASSERT_FALSE(cfg);
-  EXPECT_NE(cfg.error().message.find("database.url: must be a postgresql:// URL, got 'postgres:/baton:***@db1/baton'"),
-            std::string::npos)
-      << cfg.error().message;
-  EXPECT_EQ(cfg.error().message.find("s3cr3t"), std::string::npos);
-}
-
-TEST(NodeConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
-  const std::string required = "worker_token_file: " + std::string(BATON_SOURCE_DIR) +
-                               "/cmd/tests/tokens/worker.token\nadmin_token_file: " + std::string(BATON_SOURCE_DIR) +
-                               "/cmd/tests/tokens/admin.token\nnode_id: n1\ninsecure: true\n";
-  auto cfg = leader::load_node_config(write_config(required + "database: {url: 'postgresql://u@127.0.0.1/db'}\n"));
-  ASSERT_TRUE(cfg) << cfg.error().message;
-  const auto& r = cfg->runtime;
-  const std::map<std::string, std::string> code{
+/// Every key of a node's config with its value in `cfg` (or, for keys
+/// without one, what the docs say instead).
+std::map<std::string, std::string> key_values(const leader::NodeConfig& cfg) {
+  const auto& r = cfg.runtime;
+  return {
       {"node_id", "(required)"},
-      {"listen", cfg->listen},
+      {"listen", cfg.listen},
       {"advertise", "listen"},
-      {"auto_migrate", cfg->auto_migrate ? "true" : "false"},
-      {"log_level", cfg->log_level},
-      {"log_format", cfg->log_format == baton::LogFormat::json ? "json" : "text"},
+      {"auto_migrate", cfg.auto_migrate ? "true" : "false"},
+      {"log_level", cfg.log_level},
+      {"log_format", cfg.log_format == baton::LogFormat::json ? "json" : "text"},
       {"webhooks.ca_file", "(the system's roots)"},
-      {"webhooks.timeout", duration(cfg->webhooks.timeout)},
+      {"webhooks.timeout", duration(cfg.webhooks.timeout)},
       {"database.url", "(required)"},
-      {"database.start_timeout", duration(cfg->database_start_timeout)},
-      {"election.lease", duration(cfg->election.lease)},
-      {"election.renew_every", duration(cfg->election.renew_every)},
-      {"election.safety_margin", duration(cfg->election.safety_margin)},
-      {"election.poll_every", duration(cfg->election.poll_every)},
+      {"database.start_timeout", duration(cfg.database_start_timeout)},
+      {"election.lease", duration(cfg.election.lease)},
+      {"election.renew_every", duration(cfg.election.renew_every)},
+      {"election.safety_margin", duration(cfg.election.safety_margin)},
+      {"election.poll_every", duration(cfg.election.poll_every)},
       {"worker_token_file", "(none)"},
       {"admin_token_file", "(required)"},
-      {"metrics_require_token", cfg->metrics_require_token ? "true" : "false"},
+      {"metrics_require_token", cfg.metrics_require_token ? "true" : "false"},
       {"payload_denylist", "(see docs/scheduling.md)"},
       {"jobs_dir", "(refused)"},
       {"runtime.heartbeat_interval", duration(r.heartbeat_interval)},
@@ -259,27 +244,48 @@ TEST(NodeConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
       {"runtime.output_db_bytes", std::to_string(r.output_db_bytes)},
       {"runtime.max_heartbeats_per_second", std::to_string(r.max_heartbeats_per_second)},
       {"runtime.workers_seen_rows_per_second", std::to_string(r.workers_seen_rows_per_second)},
-      {"log_archive_dir", cfg->log_archive_dir.empty() ? "(none)" : cfg->log_archive_dir},
-      {"log_archive_retention_days", std::to_string(cfg->log_archive_retention_days)},
-      {"limits.max_connections", std::to_string(cfg->server_limits.max_connections)},
-      {"limits.max_connections_per_address", std::to_string(cfg->server_limits.max_connections_per_address)},
-      {"limits.request_deadline", duration(cfg->server_limits.request_deadline)},
-      {"limits.hello_deadline", duration(cfg->server_limits.hello_deadline)},
-      {"limits.trigger_rate", std::to_string(static_cast<int>(cfg->api_limits.trigger_rate))},
-      {"limits.trigger_burst", std::to_string(static_cast<int>(cfg->api_limits.trigger_burst))},
-      {"limits.read_rate", std::to_string(static_cast<int>(cfg->api_limits.read_rate))},
-      {"limits.read_burst", std::to_string(static_cast<int>(cfg->api_limits.read_burst))},
-      {"limits.auth_failure_rate", std::to_string(static_cast<int>(cfg->server_limits.auth_failure_rate))},
-      {"limits.auth_failure_burst", std::to_string(static_cast<int>(cfg->server_limits.auth_failure_burst))},
-      {"limits.auth_throttle_hold", duration(cfg->server_limits.auth_throttle_hold)},
-      {"limits.admin_queue_max", std::to_string(cfg->server_limits.admin_queue_max)},
-      {"limits.pre_auth_body_bytes", std::to_string(cfg->server_limits.pre_auth_body_bytes_max)},
+      {"log_archive_dir", cfg.log_archive_dir.empty() ? "(none)" : cfg.log_archive_dir},
+      {"log_archive_retention_days", std::to_string(cfg.log_archive_retention_days)},
+      {"limits.max_connections", std::to_string(cfg.server_limits.max_connections)},
+      {"limits.max_connections_per_address", std::to_string(cfg.server_limits.max_connections_per_address)},
+      {"limits.request_deadline", duration(cfg.server_limits.request_deadline)},
+      {"limits.hello_deadline", duration(cfg.server_limits.hello_deadline)},
+      {"limits.trigger_rate", std::to_string(static_cast<int>(cfg.api_limits.trigger_rate))},
+      {"limits.trigger_burst", std::to_string(static_cast<int>(cfg.api_limits.trigger_burst))},
+      {"limits.read_rate", std::to_string(static_cast<int>(cfg.api_limits.read_rate))},
+      {"limits.read_burst", std::to_string(static_cast<int>(cfg.api_limits.read_burst))},
+      {"limits.auth_failure_rate", std::to_string(static_cast<int>(cfg.server_limits.auth_failure_rate))},
+      {"limits.auth_failure_burst", std::to_string(static_cast<int>(cfg.server_limits.auth_failure_burst))},
+      {"limits.auth_throttle_hold", duration(cfg.server_limits.auth_throttle_hold)},
+      {"limits.admin_queue_max", std::to_string(cfg.server_limits.admin_queue_max)},
+      {"limits.pre_auth_body_bytes", std::to_string(cfg.server_limits.pre_auth_body_bytes_max)},
       {"tls.cert_file", "(required unless insecure)"},
       {"tls.key_file", "(required unless insecure)"},
       {"tls.client_ca_file", "(none)"},
       {"tls.worker_certificates", "off, or optional with tls.client_ca_file"},
       {"insecure", "false"},
   };
+}
+
+// docs/operations.md lists every key of a node's config with its default;
+// the defaults are the code's, and every key listed is one the parser reads.
+TEST(NodeConfig, AnErrorAboutTheDatabaseUrlNeverEchoesItsPassword) {
+  auto cfg =
+      leader::load_node_config(write_config("node_id: n1\ndatabase: {url: 'postgres:/baton:s3cr3t@db1/baton'}\n"));
+  ASSERT_FALSE(cfg);
+  EXPECT_NE(cfg.error().message.find("database.url: must be a postgresql:// URL, got 'postgres:/baton:***@db1/baton'"),
+            std::string::npos)
+      << cfg.error().message;
+  EXPECT_EQ(cfg.error().message.find("s3cr3t"), std::string::npos);
+}
+
+TEST(NodeConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
+  const std::string required = "worker_token_file: " + std::string(BATON_SOURCE_DIR) +
+                               "/cmd/tests/tokens/worker.token\nadmin_token_file: " + std::string(BATON_SOURCE_DIR) +
+                               "/cmd/tests/tokens/admin.token\nnode_id: n1\ninsecure: true\n";
+  auto cfg = leader::load_node_config(write_config(required + "database: {url: 'postgresql://u@127.0.0.1/db'}\n"));
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  const auto code = key_values(*cfg);
   EXPECT_EQ(documented_defaults("## Configuration (`configs/node.yaml`)"), code);
   // Each key with a default is read: set to its default, the config loads.
   for (const auto& [key, value] : code) {
@@ -294,4 +300,60 @@ TEST(NodeConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
         leader::load_node_config(write_config(required + "database: {url: 'postgresql://u@127.0.0.1/db'}\n" + line));
     EXPECT_TRUE(loaded) << key << ": " << loaded.error().message;
   }
+}
+
+// The environment sets the database URL and the secret files instead of
+// the file (a unit's Environment=, a container's variables); a bad value
+// is named by its variable.
+TEST(NodeConfig, TheEnvironmentOverridesTheDatabaseUrlAndTheSecretFiles) {
+  const std::string dir = "/tmp/baton-node-config-env-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/admin.token") << "0123456789abcdef0123456789abcdef\n";
+  std::ofstream(dir + "/file-admin.token") << "fedcba9876543210fedcba9876543210\n";
+  const std::string file = write_config("node_id: n1\ninsecure: true\nadmin_token_file: " + dir +
+                                        "/file-admin.token\ndatabase: {url: 'postgresql://from-the-file/baton'}\n");
+  ::setenv("BATON_DATABASE_URL", "postgresql://baton_node@db1,db2/baton", 1);
+  ::setenv("BATON_ADMIN_TOKEN_FILE", (dir + "/admin.token").c_str(), 1);
+  auto cfg = leader::load_node_config(file);
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  EXPECT_EQ(cfg->database_url, "postgresql://baton_node@db1,db2/baton");
+  EXPECT_EQ(cfg->admin_token, "0123456789abcdef0123456789abcdef");
+  EXPECT_EQ(cfg->env_overrides,
+            (std::vector<std::string>{"admin_token_file=BATON_ADMIN_TOKEN_FILE", "database.url=BATON_DATABASE_URL"}));
+  // Neither key in the file at all: the environment is enough.
+  auto bare = leader::load_node_config(write_config("node_id: n1\ninsecure: true\n"));
+  EXPECT_TRUE(bare) << bare.error().message;
+  ::setenv("BATON_DATABASE_URL", "mysql://nope", 1);
+  auto bad = leader::load_node_config(file);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("BATON_DATABASE_URL: must be a postgresql:// URL"), std::string::npos)
+      << bad.error().message;
+  ::unsetenv("BATON_DATABASE_URL");
+  ::unsetenv("BATON_ADMIN_TOKEN_FILE");
+  auto from_file = leader::load_node_config(file);
+  ASSERT_TRUE(from_file) << from_file.error().message;
+  EXPECT_EQ(from_file->database_url, "postgresql://from-the-file/baton");
+  EXPECT_EQ(from_file->admin_token, "fedcba9876543210fedcba9876543210");
+  EXPECT_TRUE(from_file->env_overrides.empty());
+  std::filesystem::remove_all(dir);
+}
+
+// configs/node.yaml says it lists every key with its default: it does. A
+// key it sets otherwise on purpose is named here with why.
+TEST(NodeConfig, TheExampleConfigHoldsTheCodesDefaults) {
+  const std::string creds = "/tmp/baton-node-config-example-" + std::to_string(::getpid());
+  std::filesystem::create_directories(creds);
+  std::ofstream(creds + "/admin-token") << "0123456789abcdef0123456789abcdef\n";
+  ::setenv("CREDENTIALS_DIRECTORY", creds.c_str(), 1);
+  auto example = leader::load_node_config(std::string(BATON_SOURCE_DIR) + "/configs/node.yaml");
+  ::unsetenv("CREDENTIALS_DIRECTORY");
+  std::filesystem::remove_all(creds);
+  ASSERT_TRUE(example) << example.error().message;
+  auto dflt = leader::load_node_config(write_config(
+      "admin_token_file: " + std::string(BATON_SOURCE_DIR) +
+      "/cmd/tests/tokens/admin.token\nnode_id: n1\ninsecure: true\ndatabase: {url: 'postgresql://u@h/d'}\n"));
+  ASSERT_TRUE(dflt) << dflt.error().message;
+  auto in_example = key_values(*example), by_default = key_values(*dflt);
+  for (const auto& [key, value] : by_default)
+    EXPECT_EQ(in_example.at(key), value) << "configs/node.yaml sets " << key << " to another value than the default";
 }

@@ -1,5 +1,6 @@
 #include "baton/worker/worker_config.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -33,7 +34,15 @@ Result<WorkerConfig> load_worker_config(const std::string& file) {
     cfg.coordinators = *v;
   }
   if (cfg.coordinators.empty()) errors.add("coordinators", "must list at least one HOST:PORT");
-  if (auto v = top.string("token_file")) {
+  // The environment overrides the file for the secret files (docs/
+  // operations.md, "Environment overrides").
+  auto env = [](const char* name) -> std::optional<std::string> {
+    const char* v = std::getenv(name);
+    return v && *v ? std::optional<std::string>(v) : std::nullopt;
+  };
+  std::optional<std::string> token_file = top.string("token_file");
+  if (auto e = env("BATON_WORKER_TOKEN_FILE")) token_file = e;
+  if (const auto& v = token_file) {
     cfg.token_path = resolve(*v);
     std::ifstream in(resolve(*v));
     if (!in) {
@@ -47,6 +56,7 @@ Result<WorkerConfig> load_worker_config(const std::string& file) {
     }
   }
   if (auto v = top.string("enrollment_token_file")) cfg.enrollment_token_path = resolve(*v);
+  if (auto e = env("BATON_ENROLLMENT_TOKEN_FILE")) cfg.enrollment_token_path = resolve(*e);
   if (auto v = top.string("credential_file")) cfg.credential_path = resolve(*v);
   if (auto v = top.integer("capacity", 0, 10000)) cfg.capacity = static_cast<int>(*v);
   cfg.prefetch = cfg.capacity;
@@ -62,6 +72,11 @@ Result<WorkerConfig> load_worker_config(const std::string& file) {
       cfg.log_format = *f;
     else
       errors.add("log_format", "must be text or json; got '" + *v + "'");
+  }
+  if (auto v = top.string("metrics_listen")) {
+    if (v->rfind(':') == std::string::npos || v->rfind(':') == 0)
+      errors.add("metrics_listen", "must be HOST:PORT (an IP address and a port), got '" + *v + "'");
+    cfg.metrics_listen = *v;
   }
   if (auto v = top.string("task_cgroup")) {
     if (v->empty() || (*v != "auto" && *v != "off" && v->front() != '/'))

@@ -49,28 +49,31 @@ TEST(WorkerConfig, RelativeTaskCgroupIsRefusedByName) {
   EXPECT_NE(cfg.error().message.find("'baton'"), std::string::npos) << cfg.error().message;
 }
 
-// docs/operations.md lists every worker config key with its default; the
-// defaults are the code's, and every key listed is one the parser reads.
-TEST(WorkerConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
-  std::ifstream in(std::string(BATON_SOURCE_DIR) + "/docs/operations.md");
-  std::map<std::string, std::string> documented;
-  bool inside = false;
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("## ", 0) == 0) inside = line == "## Worker configuration (`configs/worker.yaml`)";
-    if (!inside || line.rfind("| `", 0) != 0) continue;
-    auto key_end = line.find("` | ");
-    auto def_end = line.find(" | ", key_end + 4);
-    std::string def = line.substr(key_end + 4, def_end - key_end - 4);
-    def.erase(std::remove(def.begin(), def.end(), '`'), def.end());
-    documented[line.substr(3, key_end - 3)] = def;
-  }
-  auto cfg = load_worker_config(write_config(""));
-  ASSERT_TRUE(cfg) << cfg.error().message;
+/// configs/worker.yaml loaded with its two host paths (the bootstrap token,
+/// the spool) moved into `dir`.
+baton::Result<WorkerConfig> load_shipped_example(const std::string& dir) {
+  std::ifstream in(std::string(BATON_SOURCE_DIR) + "/configs/worker.yaml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/w1.bootstrap") << "bootstrap-token-0123456789abcdef\n";
+  auto replace = [&](const std::string& from, const std::string& to) {
+    if (auto at = text.find(from); at != std::string::npos) text.replace(at, from.size(), to);
+  };
+  replace("/etc/baton-worker/w1.bootstrap", dir + "/w1.bootstrap");
+  replace("spool_dir: /var/lib/baton-worker", "spool_dir: " + dir + "/spool");
+  std::ofstream(dir + "/worker.yaml") << text;
+  return load_worker_config(dir + "/worker.yaml");
+}
+
+/// Every key of a worker's config with its value in `cfg` (or, for keys
+/// without one, what the docs say instead).
+std::map<std::string, std::string> key_values(const WorkerConfig& c) {
+  const auto* cfg = &c;
   auto duration = [](baton::Millis m) {
     return m.count() % 1000 == 0 ? std::to_string(m.count() / 1000) + "s" : std::to_string(m.count()) + "ms";
   };
   auto empty_map = [](const std::map<std::string, std::string>& m) { return m.empty() ? "{}" : "(set)"; };
-  const std::map<std::string, std::string> code{
+  return {
       {"worker_id", "(required)"},
       {"coordinators", "(required)"},
       {"token_file", "(or enrollment_token_file)"},
@@ -95,11 +98,32 @@ TEST(WorkerConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
       {"reconnect.max", duration(cfg->reconnect_max)},
       {"log_level", cfg->log_level},
       {"log_format", cfg->log_format == baton::LogFormat::json ? "json" : "text"},
+      {"metrics_listen", cfg->metrics_listen.empty() ? "(none)" : cfg->metrics_listen},
       {"tls.ca_file", "(required unless insecure)"},
       {"tls.cert_file", "(none)"},
       {"tls.key_file", "(none)"},
       {"insecure", "false"},
   };
+}
+
+// docs/operations.md lists every worker config key with its default; the
+// defaults are the code's, and every key listed is one the parser reads.
+TEST(WorkerConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
+  std::ifstream in(std::string(BATON_SOURCE_DIR) + "/docs/operations.md");
+  std::map<std::string, std::string> documented;
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("## ", 0) == 0) inside = line == "## Worker configuration (`configs/worker.yaml`)";
+    if (!inside || line.rfind("| `", 0) != 0) continue;
+    auto key_end = line.find("` | ");
+    auto def_end = line.find(" | ", key_end + 4);
+    std::string def = line.substr(key_end + 4, def_end - key_end - 4);
+    def.erase(std::remove(def.begin(), def.end(), '`'), def.end());
+    documented[line.substr(3, key_end - 3)] = def;
+  }
+  auto cfg = load_worker_config(write_config(""));
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  const auto code = key_values(*cfg);
   EXPECT_EQ(documented, code);
   for (const auto& [key, value] : code) {
     if (value.front() == '(' || key == "insecure") continue;
@@ -224,19 +248,29 @@ TEST(WorkerConfig, ShippedExampleIsValidAndEnrolls) {
        {"\nenrollment_token_file: /etc/baton-worker/w1.bootstrap\n", "\nspool_dir: /var/lib/baton-worker\n"})
     EXPECT_NE(text.find(line), std::string::npos) << line;
   EXPECT_EQ(text.find("\ntoken_file:"), std::string::npos);
-  // Loaded here with those two paths moved to a scratch directory.
   const std::string dir = "/tmp/baton-worker-example-" + std::to_string(::getpid());
-  std::filesystem::create_directories(dir);
-  std::ofstream(dir + "/w1.bootstrap") << "bootstrap-token-0123456789abcdef\n";
-  auto replace = [&](const std::string& from, const std::string& to) {
-    text.replace(text.find(from), from.size(), to);
-  };
-  replace("/etc/baton-worker/w1.bootstrap", dir + "/w1.bootstrap");
-  replace("spool_dir: /var/lib/baton-worker", "spool_dir: " + dir + "/spool");
-  std::ofstream(dir + "/worker.yaml") << text;
-  auto cfg = load_worker_config(dir + "/worker.yaml");
+  auto cfg = load_shipped_example(dir);
   ASSERT_TRUE(cfg) << cfg.error().message;
   EXPECT_EQ(cfg->enrollment_token_path, dir + "/w1.bootstrap");
   EXPECT_EQ(cfg->token, "");
+  std::filesystem::remove_all(dir);
+}
+
+// configs/worker.yaml says it lists every key with its default: it does,
+// but for what a worker must be told (who it is, where the nodes are, its
+// credential and spool, and its TLS files).
+TEST(WorkerConfig, TheExampleConfigHoldsTheCodesDefaults) {
+  const std::string dir = "/tmp/baton-worker-example-defaults-" + std::to_string(::getpid());
+  auto example = load_shipped_example(dir);
+  ASSERT_TRUE(example) << example.error().message;
+  auto dflt = load_worker_config(write_config(""));
+  ASSERT_TRUE(dflt) << dflt.error().message;
+  auto in_example = key_values(*example), by_default = key_values(*dflt);
+  for (const auto& [key, value] : by_default) {
+    // Labels are this worker's own, like its id: the example's zone: local
+    // is what the sample jobs' selectors ask for.
+    if (key == "labels") continue;
+    EXPECT_EQ(in_example.at(key), value) << "configs/worker.yaml sets " << key << " to another value than the default";
+  }
   std::filesystem::remove_all(dir);
 }

@@ -2,6 +2,7 @@
 // The typed configuration of `baton node`, parsed from YAML in one place.
 // Every key is documented in configs/node.yaml.
 #include <string>
+#include <vector>
 
 #include "baton/admin/admin_api.h"
 #include "baton/admin/payload_denylist.h"
@@ -28,7 +29,9 @@ struct NodeConfig {
   std::string worker_token;  ///< read from worker_token_file
   std::string admin_token;   ///< read from admin_token_file: the bootstrap admin credential ("" = none)
   std::string worker_token_path, admin_token_path;  ///< the files they were read from (`baton doctor`)
-  bool metrics_require_token = false;               ///< /metrics needs a token of any role
+  /// Keys the environment set instead of the file ("database.url=BATON_DATABASE_URL").
+  std::vector<std::string> env_overrides;
+  bool metrics_require_token = false;  ///< /metrics needs a token of any role
   /// Names and text refused in run parameters and event payloads (secrets);
   /// case-insensitive substrings (payload_denylist.h).
   std::vector<std::string> payload_denylist = admin::default_payload_denylist();
