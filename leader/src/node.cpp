@@ -561,14 +561,21 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
   std::atomic<bool> stats_done{false};
   std::thread stats_rollup([&] {
     MonoTime next = clock.mono();
+    // Minutes per statement: a statement cut by the admin calls' deadline
+    // (a busy cluster's minutes hold many runs) is retried with fewer, down
+    // to one; each success allows twice as many again.
+    int minutes = stats_rollup_minutes;
     while (!stop.load()) {
       if (clock.mono() >= next) {
         for (int step = 0; step < stats_rollup_steps_max && !stop.load(); ++step) {
-          auto left = stats_store->roll_up_run_stats(stats_rollup_minutes);
+          auto left = stats_store->roll_up_run_stats(minutes);
           if (!left) {
-            spdlog::warn("run_stats_rollup_failed node={} error={}", me.node_id, json_quote(left.error().message));
+            spdlog::warn("run_stats_rollup_failed node={} minutes={} error={}", me.node_id, minutes,
+                         json_quote(left.error().message));
+            minutes = std::max(1, minutes / 4);
             break;
           }
+          minutes = std::min(stats_rollup_minutes, minutes * 2);
           if (*left == 0) break;
         }
         next = clock.mono() + stats_rollup_every;
