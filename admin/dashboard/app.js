@@ -193,6 +193,17 @@ function windowPicker() {
 const outcomes = [{ key: 'succeeded', label: 'succeeded', cls: 'ok' }, { key: 'failed', label: 'failed', cls: 'bad' },
   { key: 'timed_out', label: 'timed out', cls: 'late' }, { key: 'canceled', label: 'canceled', cls: 'off' }];
 const short = t => timeText(t, true);
+/// The series change by the minute, the overview redraws every 5 s: one
+/// fetch per 30 s per window and job, and at once after a leader change
+/// (its marker must not wait).
+const seriesCache = {};
+async function seriesOf(query, epoch) {
+  const c = seriesCache[query];
+  if (c && c.epoch === epoch && Date.now() - c.at < 30000) return c.data;
+  const data = await api('GET', '/api/v1/stats/series?' + query);
+  seriesCache[query] = { epoch, at: Date.now(), data };
+  return data;
+}
 function seriesCaption(data) {
   const before = data.epochs.filter(e => Date.parse(e.elected_at) < Date.parse(data.from));
   const inside = data.epochs.length - before.length;
@@ -243,7 +254,7 @@ async function overview() {
   timer = setTimeout(() => render(false), 5000);
   const [epochs, nodes, failed, series] = await Promise.all([
     api('GET', '/api/v1/epochs?limit=20'), api('GET', '/api/v1/nodes'), api('GET', '/api/v1/runs?state=FAILED&limit=10'),
-    api('GET', '/api/v1/stats/series?window=' + chartWindow)]);
+    seriesOf('window=' + chartWindow, s.epoch)]);
   return [cards,
     el('h2', {}, 'Trends ', windowPicker()), ...clusterCharts(series),
     el('h2', { text: 'Recent failures' }),
@@ -283,7 +294,7 @@ async function job(name) {
   const path = '/api/v1/jobs/' + encodeURIComponent(name);
   const [j, recent, stats, series] = await Promise.all([api('GET', path),
     api('GET', '/api/v1/runs?limit=20&job=' + encodeURIComponent(name)), api('GET', path + '/stats'),
-    api('GET', '/api/v1/stats/series?window=' + chartWindow + '&job=' + encodeURIComponent(name))]);
+    seriesOf('window=' + chartWindow + '&job=' + encodeURIComponent(name), (await nodeStatus(false)).epoch)]);
   const windows = ['1h', '24h'].map(w => Object.assign({ window: w }, stats.windows[w]));
   const b = stats.backlog;
   const fields = ['name', 'schedule', 'time_zone', 'misfire_policy', 'catch_up_limit', 'starting_deadline',

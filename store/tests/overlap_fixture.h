@@ -26,6 +26,15 @@ class OverlapStoreTest : public ElectedStoreTest {
     j.parameter_rules_json = R"({"a": {}})";
     ASSERT_TRUE(admin.create_job(Actor{"test", epoch}, j));
   }
+  /// Jobs with nothing but a name (a BUILTIN NOOP), for tests about what
+  /// happens to their runs.
+  void plain_jobs(std::initializer_list<const char*> names) {
+    for (const char* name : names) {
+      JobDefinition j;
+      j.name = name;
+      ASSERT_TRUE(admin.create_job(Actor{"test", epoch}, j));
+    }
+  }
   RunId run_of(const std::string& name) {
     auto r = admin.trigger(Actor{"test", epoch}, name, std::nullopt, std::nullopt);
     EXPECT_TRUE(r && r->outcome == WriteOutcome::applied);

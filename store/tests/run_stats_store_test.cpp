@@ -20,13 +20,7 @@ namespace json = boost::json;
 
 class RunStatsStoreTest : public OverlapStoreTest {
  protected:
-  void SetUp() override {
-    for (const char* name : {"etl", "other"}) {
-      JobDefinition j;
-      j.name = name;
-      ASSERT_TRUE(admin.create_job(Actor{"test", epoch}, j));
-    }
-  }
+  void SetUp() override { plain_jobs({"etl", "other"}); }
   json::object series(std::optional<std::string> job = std::nullopt, const std::string& window = "1h") {
     SeriesQuery q{window, window == "1h" ? 3600 : 86400, window == "1h" ? 60 : 900, job};
     auto r = admin.run_series(q);

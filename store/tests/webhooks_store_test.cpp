@@ -22,13 +22,7 @@ namespace json = boost::json;
 
 class WebhooksStoreTest : public OverlapStoreTest {
  protected:
-  void SetUp() override {
-    for (const char* name : {"etl", "other"}) {
-      JobDefinition j;
-      j.name = name;
-      ASSERT_TRUE(admin.create_job(Actor{"test", epoch}, j));
-    }
-  }
+  void SetUp() override { plain_jobs({"etl", "other"}); }
   void hook(const std::string& name, std::vector<std::string> events, std::vector<std::string> jobs = {},
             int failures_in_a_row = 3, bool enabled = true) {
     WebhookDefinition w;
