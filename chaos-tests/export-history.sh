@@ -52,6 +52,11 @@ export)
       'run', d.run_id, 'epoch', d.epoch)
       FROM decision_ledger d LEFT JOIN job_definitions j ON j.id = d.job_definition_id
       WHERE d.slot IS NOT NULL ORDER BY d.id"
+  # The production checker's sweep during the run (docs/assurance.md).
+  j invariant_violations.jsonl "SELECT json_build_object('id', id, 'invariant', invariant, 'evidence', evidence,
+      'run_ids', run_ids, 'found_by', found_by, 'epoch', epoch) FROM invariant_violations ORDER BY id"
+  j verify_cursor.jsonl "SELECT json_build_object('runs_checked', runs_checked, 'sweeps', sweeps, 'node', node_id,
+      'epoch', epoch) FROM verify_cursor"
   j audit_log.jsonl "SELECT json_build_object('id', id, 'at', at, 'actor', actor, 'action', action, 'subject', subject,
       'epoch', epoch) FROM audit_log ORDER BY id"
   ;;

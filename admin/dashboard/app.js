@@ -680,6 +680,33 @@ async function audit() {
       ['Epoch', a => a.epoch], ['Details', a => a.details]], page.items, 'id', true), pager];
 }
 
+// --- the history checker's banner ---------------------------------------------------
+
+/// Violations the history checker found in the database's records and no
+/// operator acknowledged yet (GET /api/v1/verify?open=true;
+/// docs/assurance.md), on every page until acknowledged: each names its
+/// invariant, its runs (links) and its evidence.
+const banner = document.getElementById('violations');
+async function violationBanner() {
+  let v;
+  try { v = await api('GET', '/api/v1/verify?open=true&limit=5'); } catch (e) { banner.className = 'violations hidden'; return; }
+  if (!v.violations_open) { banner.className = 'violations hidden'; banner.replaceChildren(); return; }
+  const items = v.violations.map(x => el('li', { 'data-violation': x.id },
+    el('strong', { text: x.invariant }), ' ',
+    ...x.run_ids.flatMap(r => [el('a', { href: '#/runs/' + r, text: 'run ' + r }), ' ']),
+    '- ' + x.evidence + ' (found ' + when(x.found_at) + ' by ' + x.found_by + ', epoch ' + text(x.epoch) + ')'));
+  const newest = v.violations.length ? v.violations[0].id : 0;
+  banner.replaceChildren(
+    el('span', { text: v.violations_open + ' invariant violation' + (v.violations_open === 1 ? '' : 's') +
+      ' found by the history checker in the database\'s records, not acknowledged' +
+      (v.violations_open > v.violations.length ? ' (the newest ' + v.violations.length + ' below)' : '') + ':' }),
+    el('ul', {}, ...items),
+    button('Acknowledge', 'acknowledge-violations', () => act('acknowledge violations',
+      () => api('POST', '/api/v1/verify/acknowledge', { through_id: newest }),
+      'Acknowledge these violations? The banner hides them; /api/v1/verify and the audit log keep them.').then(() => render(false)), 'small danger'));
+  banner.className = 'violations';
+}
+
 // --- routing ----------------------------------------------------------------------
 
 async function render(clear = true) {
@@ -693,6 +720,7 @@ async function render(clear = true) {
     const s = await nodeStatus(true);
     document.getElementById('node-status').textContent =
       'node ' + s.node_id + ' (' + s.role + ') - leader ' + (s.leader_id || 'none') + ' - epoch ' + s.epoch;
+    await violationBanner();
     let content;
     if (page === 'overview') content = await overview();
     else if (page === 'jobs' && parts[1]) content = await job(decodeURIComponent(parts[1]));

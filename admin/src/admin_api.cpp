@@ -353,6 +353,27 @@ HttpResponse AdminApi::metrics() {
       "# TYPE baton_cron_slots_skipped gauge\n";
   for (const auto& [job, n] : g->cron_slots_skipped_by_job)
     body += "baton_cron_slots_skipped{job=\"" + label(job) + "\"} " + std::to_string(n) + "\n";
+  body +=
+      "# HELP baton_invariant_violations_total Violations of an invariant found by the history checker's sweep in "
+      "the database's records (docs/assurance.md), each recorded once.\n"
+      "# TYPE baton_invariant_violations_total counter\n";
+  for (const auto& [name, n] : g->invariant_violations)
+    body += "baton_invariant_violations_total{invariant=\"" + label(name) + "\"} " + std::to_string(n) + "\n";
+  body +=
+      "# HELP baton_verify_runs_checked_total Finished runs the history checker's sweep has checked.\n"
+      "# TYPE baton_verify_runs_checked_total counter\nbaton_verify_runs_checked_total " +
+      std::to_string(g->verify_runs_checked) + "\n";
+  body +=
+      "# HELP baton_verify_lag_seconds How long ago the oldest finished run the history checker has not checked "
+      "yet finished (0: none waits; it includes verify.settle).\n"
+      "# TYPE baton_verify_lag_seconds gauge\nbaton_verify_lag_seconds " +
+      std::to_string(g->verify_lag_s) + "\n";
+  if (g->verify_swept_age_s)
+    body +=
+        "# HELP baton_verify_last_sweep_age_seconds Time since the history checker's last sweep was recorded (the "
+        "leader sweeps every verify.every).\n"
+        "# TYPE baton_verify_last_sweep_age_seconds gauge\nbaton_verify_last_sweep_age_seconds " +
+        std::to_string(*g->verify_swept_age_s) + "\n";
   std::map<std::pair<std::string, std::string>, int> by_state;
   for (const auto& w : g->workers) by_state[{w.state, w.admin_state}]++;
   body +=

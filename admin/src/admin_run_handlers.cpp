@@ -72,6 +72,36 @@ HttpResponse AdminApi::run_series(const ApiCall& c) {
   return {200, "application/json", **series, {}};
 }
 
+HttpResponse AdminApi::verify_status(const ApiCall& c) {
+  std::optional<std::int64_t> limit;
+  if (auto bad = int_param(c.params, "limit", 1, 1000, limit)) return error(400, "bad_request", *bad);
+  const std::string open = text_param(c.params, "open").value_or("false");
+  if (open != "true" && open != "false")
+    return error(400, "bad_request",
+                 "query parameter 'open' must be true or false, got " + json_quote(open.substr(0, 64)));
+  auto r =
+      with_store([&](auto& s) { return s.verify_status_json(static_cast<int>(limit.value_or(50)), open == "true"); });
+  if (!r) return db_error(r.error());
+  return {200, "application/json", *r, {}};
+}
+
+HttpResponse AdminApi::acknowledge_violations(const ApiCall& c) {
+  auto body = body_object(c.request);
+  if (auto* e = std::get_if<HttpResponse>(&body)) return *e;
+  auto& o = std::get<json::object>(body);
+  for (const auto& kv : o)
+    if (kv.key() != "through_id")
+      return error(400, "bad_request",
+                   "unknown key " + json_quote(std::string(kv.key()).substr(0, 64)) + " (the body has through_id)");
+  auto* through = o.if_contains("through_id");
+  if (!through || !through->is_int64() || through->as_int64() < 1)
+    return error(400, "bad_request", "'through_id' must be a positive integer (the newest violation acknowledged)");
+  const std::int64_t id = through->as_int64();
+  auto r = with_store([&](auto& s) { return s.acknowledge_violations(c.actor(), id); });
+  if (!r) return db_error(r.error());
+  return {200, "application/json", json::serialize(json::object{{"acknowledged", *r}, {"through_id", id}}), {}};
+}
+
 HttpResponse AdminApi::show_run(const ApiCall& c) {
   auto id = parse_id(c.param("id"));
   if (!id) return bad_id("run id", c.param("id"));

@@ -111,6 +111,8 @@ int Harness::run() {
             "/db/activity_at_timeout.csv");
   stop_all();
   run_cmd(std::string(BATON_SOURCE_DIR) + "/chaos-tests/export-history.sh export '" + url_ + "' " + o_.out + "/db");
+  // The production checker over the whole history, as an operator runs it.
+  run_cmd(binary() + " verify --json --database-url '" + url_ + "' > " + o_.out + "/verify.json");
   if (continuation_skew_logged_) {
     // Took effect if runs carry the skewed node's timeout.
     std::ifstream in(o_.out + "/db/transitions.jsonl");
@@ -133,6 +135,7 @@ int Harness::run() {
 
 int Harness::check(const std::string& dir) {
   auto report = baton::checker::check_history(dir);
+  report.invariants.push_back(production_checker(dir));
   std::ofstream(dir + "/report.md") << report.markdown();
   std::ofstream(dir + "/report.json") << report.json();
   std::cout << report.markdown();
@@ -294,6 +297,10 @@ void Harness::start_node(const std::string& id) {
                      << (long_continuation ? continuation_skewed : continuation).count()
                      << "ms, continuation_margin: " << continuation_margin.count()
                      << "ms, timeout_grace: 2s, assign_with_start: true}\n"
+                     // The production checker sweeps beside the run
+                     // (docs/assurance.md); the harness's report counts
+                     // what it found.
+                     << "verify: {every: 2s, settle: 2s}\n"
                      // TLS as in production: the checker's evidence comes
                      // through the same verified links an operator's does.
                      << "tls: {cert_file: " << ThrowawayCa::shared().node_cert()

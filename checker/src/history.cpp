@@ -327,3 +327,43 @@ History load_history(const std::string& dir) {
 }
 
 }  // namespace baton::checker
+
+namespace baton::checker {
+
+void executions_from_attempts(History& h) {
+  h.executions.clear();
+  for (const AttemptRow& a : h.attempts) {
+    if (!a.started_us) continue;  // assigned, never started: nothing ran
+    Execution x;
+    x.run = a.run;
+    x.attempt = a.attempt;
+    x.token = a.token;
+    x.worker = a.worker;
+    x.from_ns = *a.started_us * 1000;
+    x.to_ns = std::max(x.from_ns, a.finished_us.value_or(h.taken_us) * 1000);
+    ProcessLife main;
+    main.run = a.run;
+    main.attempt = a.attempt;
+    main.token = a.token;
+    main.worker = a.worker;
+    main.role = "main";
+    main.start_ns = x.from_ns;
+    main.last_ns = x.to_ns;
+    main.start_wall_us = *a.started_us;
+    // What the database recorded is all there is: a success is an attempt
+    // recorded SUCCEEDED; any other ending is not one, whatever its code.
+    if (a.outcome == "SUCCEEDED")
+      main.exit_status = 0;
+    else if (a.finished_us)
+      main.exit_status = a.exit_code && *a.exit_code != 0 ? *a.exit_code : -1;
+    x.processes.push_back(main);
+    x.main = main;
+    h.executions[a.run].push_back(std::move(x));
+  }
+  for (auto& [run, xs] : h.executions)
+    std::sort(xs.begin(), xs.end(), [](const Execution& a, const Execution& b) {
+      return std::tie(a.from_ns, a.attempt) < std::tie(b.from_ns, b.attempt);
+    });
+}
+
+}  // namespace baton::checker

@@ -43,6 +43,9 @@ inline bool legal(const std::string& from, const std::string& to) {
   return allowed.count({from, to}) > 0;
 }
 
+/// Whether a run is judged here, or only context for others (History::context_runs).
+inline bool judged(const History& h, std::int64_t run) { return !h.context_runs.count(run); }
+
 inline bool terminal(const std::string& s) {
   return s == "SUCCEEDED" || s == "FAILED" || s == "TIMED_OUT" || s == "CANCELED";
 }
@@ -67,6 +70,11 @@ inline std::string ms(std::int64_t ns) { return std::to_string(ns / ms_ns) + " m
 
 inline std::string describe(const Execution& x) {
   std::ostringstream o;
+  if (x.root_pid == 0) {  // an attempt as the database recorded it (executions_from_attempts)
+    o << "run " << x.run << " attempt " << x.attempt << " on " << (x.worker.empty() ? "?" : x.worker)
+      << " (as recorded)";
+    return o.str();
+  }
   o << "attempt " << x.attempt << " on " << (x.worker.empty() ? "?" : x.worker) << " (pid " << x.root_pid << ", "
     << x.processes.size() << " process" << (x.processes.size() == 1 ? "" : "es") << ")";
   return o.str();

@@ -31,6 +31,7 @@ InvariantResult check_no_overlapping_executions(const History& h, const Report& 
                 "no two executions of one run (every descendant process counted; a duplicate start of one "
                 "attempt is a second execution) were alive at the same time");
   for (const auto& [run, xs] : h.executions) {
+    if (!judged(h, run)) continue;
     inv.examined++;
     for (std::size_t i = 0; i < xs.size(); ++i)
       for (std::size_t j = i + 1; j < xs.size(); ++j) {
@@ -52,17 +53,28 @@ InvariantResult check_one_successful_execution(const History& h, const Report& /
                 "per run, cron slot and idempotency key: at most one execution ended successfully and "
                 "nothing started after it (except the documented at-least-once window)");
   // Group executions by run, by (job, slot) and by key.
+  // A group is judged when it holds a run judged here (context runs only
+  // complete the slot and key groups of the runs judged).
   std::map<std::string, std::vector<const Execution*>> groups;
+  std::set<std::string> judged_groups;
   for (const auto& [run, xs] : h.executions) {
     auto r = h.runs.find(run);
+    const bool here = judged(h, run);
+    if (here) {
+      judged_groups.insert("run " + std::to_string(run));
+      if (r != h.runs.end() && r->second.slot > 0)
+        judged_groups.insert("slot " + r->second.job + "@" + std::to_string(r->second.slot));
+      if (r != h.runs.end() && !r->second.key.empty()) judged_groups.insert("key " + r->second.key);
+    }
     for (const auto& x : xs) {
-      groups["run " + std::to_string(run)].push_back(&x);
+      if (here) groups["run " + std::to_string(run)].push_back(&x);
       if (r == h.runs.end()) continue;
       if (r->second.slot > 0) groups["slot " + r->second.job + "@" + std::to_string(r->second.slot)].push_back(&x);
       if (!r->second.key.empty()) groups["key " + r->second.key].push_back(&x);
     }
   }
   for (auto& [name, xs] : groups) {
+    if (!judged_groups.count(name)) continue;
     inv.examined++;
     std::sort(xs.begin(), xs.end(), [](const auto* a, const auto* b) { return a->from_ns < b->from_ns; });
     const Execution* success = nullptr;
@@ -235,7 +247,7 @@ InvariantResult check_dead_letter_iff_failed(const History& h, const Report& /*s
   std::set<std::int64_t> dead;
   for (const auto& d : h.dead_letters) dead.insert(d.run);
   for (const auto& [id, r] : h.runs) {
-    if (!terminal(r.state)) continue;
+    if (!terminal(r.state) || !judged(h, id)) continue;
     inv.examined++;
     const bool failed = r.state == "FAILED" || r.state == "TIMED_OUT";
     if (failed && !dead.count(id)) add(inv, "run " + std::to_string(id) + " ended " + r.state + " with no dead letter");
@@ -326,10 +338,12 @@ InvariantResult check_cron_slots_accounted(const History& h, const Report& /*so_
   };
   for (const auto& [key, ids] : runs_by_slot) {
     const auto& [job, slot] = key;
+    if (std::none_of(ids.begin(), ids.end(), [&](std::int64_t id) { return judged(h, id); })) continue;
     inv.examined++;
     if (ids.size() > 1)
       add(inv, "job " + job + " slot " + std::to_string(slot) + " has " + std::to_string(ids.size()) + " runs");
     for (std::int64_t id : ids) {
+      if (!judged(h, id)) continue;  // its ledger entries were not read
       // Only cron runs have a slot and a `created` entry (retries keep the run).
       if (!created_runs.count(id))
         add(inv, "run " + std::to_string(id) + " (job " + job + " slot " + std::to_string(slot) +
@@ -452,14 +466,18 @@ InvariantResult check_events_once(const History& h, const Report& /*so_far*/) {
   std::map<std::string, std::vector<const EventRow*>> by_key;
   for (const auto& e : h.events)
     if (!e.dedupe_key.empty()) by_key[e.dedupe_key].push_back(&e);
-  for (const auto& [key, es] : by_key)
+  for (const auto& [key, es] : by_key) {
+    inv.examined++;
     if (es.size() > 1) add(inv, "dedupe key " + key + " has " + std::to_string(es.size()) + " events");
+  }
   std::map<std::pair<std::string, std::int64_t>, std::vector<std::int64_t>> runs_of;  // (job, event) -> runs
   for (const auto& [id, r] : h.runs)
     if (r.event_id > 0) runs_of[{r.job, r.event_id}].push_back(id);
-  for (const auto& [k, ids] : runs_of)
+  for (const auto& [k, ids] : runs_of) {
+    inv.examined++;
     if (ids.size() > 1)
       add(inv, "event " + std::to_string(k.second) + " has " + std::to_string(ids.size()) + " runs of job " + k.first);
+  }
   for (const auto& key : std::set<std::string>(h.accepted_events.begin(), h.accepted_events.end())) {
     inv.examined++;
     auto it = by_key.find(key);
@@ -524,7 +542,53 @@ InvariantResult check_quiescent(const History& h, const Report& /*so_far*/) {
   return inv;
 }
 
+/// A RUNNING run has an owner: its worker attached, or a CONFIRMING
+/// deadline the leader still keeps.
+// The state when the history was taken (a live database's; a chaos export
+// is taken after every run finished, so it has none to examine). A worker
+// that detached moments ago, or a deadline that passed moments ago, is the
+// leader's to notice within `owner_grace_ms`; after that the run is stuck:
+// nothing will finish it, retry it or give it up.
+InvariantResult check_running_has_owner(const History& h, const Report& /*so_far*/) {
+  InvariantResult inv =
+      invariant("running_has_owner",
+                "every RUNNING run is on an attached worker, or CONFIRMING within its deadline (+ margin); a worker "
+                "detached or a deadline passed longer ago than the leader's grace is a run nothing will finish");
+  const std::int64_t grace_us =
+      (h.window.owner_grace_ms > 0 ? h.window.owner_grace_ms : 2 * (h.window.lease_ms + h.window.poll_ms)) * 1000;
+  const std::int64_t margin_us = h.window.continuation_margin_ms * 1000;
+  for (const auto& [id, r] : h.runs) {
+    if (r.state != "RUNNING") continue;
+    inv.examined++;
+    const std::string what = "run " + std::to_string(id) + " (" + r.job + ") attempt " + std::to_string(r.attempt);
+    if (r.continuation == "CONFIRMING") {
+      if (!r.continuation_deadline_us) {
+        add(inv, what + " is CONFIRMING without a deadline");
+        continue;
+      }
+      const std::int64_t late = h.taken_us - (*r.continuation_deadline_us + margin_us);
+      if (late > grace_us)
+        add(inv, what + " on " + r.worker + " is CONFIRMING " + std::to_string(late / 1000) +
+                     " ms past its deadline and margin: nobody gave it up");
+      continue;
+    }
+    auto w = h.workers.find(r.worker);
+    if (w == h.workers.end()) {
+      add(inv, what + " is RUNNING on " + (r.worker.empty() ? "no worker" : "unknown worker " + r.worker));
+      continue;
+    }
+    if (w->second.attached) continue;
+    const std::int64_t gone = w->second.detached_us ? h.taken_us - *w->second.detached_us : grace_us + 1;
+    if (gone > grace_us)
+      add(inv, what + " is RUNNING on " + r.worker + ", detached " +
+                   (w->second.detached_us ? std::to_string(gone / 1000) + " ms ago" : std::string("(no time)")) +
+                   ", and not CONFIRMING: nothing will finish it");
+  }
+  return inv;
+}
+
 /// The run did what was asked: every requested fault took effect.
+
 InvariantResult check_fault_coverage(const History& h, const Report& report) {
   InvariantResult inv = invariant("fault_coverage",
                                   "every requested fault kind took effect at least once (observed, not only "
@@ -558,6 +622,11 @@ void fail_unexamined(const History& h, Report& report) {
       continue;  // nothing detaches a worker with a run in flight
     if (inv.name == "dead_letter_iff_failed" && h.runs.empty()) continue;
     if (inv.name == "no_stale_epoch_writes" && h.epochs.size() < 2) continue;  // no election to be stale against
+    // The state at export: a chaos history is exported once every run
+    // finished, so there is nothing RUNNING to examine.
+    if (inv.name == "running_has_owner" &&
+        std::none_of(h.runs.begin(), h.runs.end(), [](const auto& r) { return r.second.state == "RUNNING"; }))
+      continue;
     add(inv, "nothing was examined: the run was too short or the history is missing");
   }
 }
@@ -586,9 +655,48 @@ std::span<const InvariantCheck> invariant_checks() {
       check_idempotency_keys_once,
       check_legal_transitions,
       check_quiescent,
+      check_running_has_owner,
       check_fault_coverage,
   };
   return all;
+}
+
+std::span<const InvariantCheck> recorded_invariant_checks() {
+  // The database's records alone: the recorded writes, attempts, epochs,
+  // dead letters, ledger, events and keys, and the state when taken.
+  static constexpr InvariantCheck recorded[] = {
+      check_no_overlapping_executions,
+      check_one_successful_execution,
+      check_attempts_and_tokens,
+      check_confirming_not_cut_short,
+      check_dead_letter_iff_failed,
+      check_transition_history_continuous,
+      check_no_stale_epoch_writes,
+      check_one_leader_per_epoch,
+      check_cron_slots_accounted,
+      check_overlap_respected,
+      check_events_once,
+      check_idempotency_keys_once,
+      check_legal_transitions,
+      check_running_has_owner,
+  };
+  return recorded;
+}
+
+const std::map<std::string, std::string>& evidence_only_invariants() {
+  static const std::map<std::string, std::string> needs = {
+      {"history_complete", "the harness's files"},
+      {"success_recorded", "the tasks' own exit statuses"},
+      {"outcome_matches_process", "the tasks' own exit statuses"},
+      {"elections_kept", "what each node said while it happened (the harness's probes)"},
+      {"paused_leader_superseded", "the harness's fault log"},
+      {"leaderless_bounded", "the harness's fault log and probes"},
+      {"election_progress", "the harness's probes"},
+      {"cron_slots_complete", "a cron job firing every second for the whole window"},
+      {"quiescent", "a window after which nothing new is submitted"},
+      {"fault_coverage", "the harness's fault log"},
+  };
+  return needs;
 }
 
 }  // namespace baton::checker

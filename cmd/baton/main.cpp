@@ -25,10 +25,13 @@
 #include "baton/store_pg/pg_lease_store.h"
 #include "baton/store_pg/pg_run_store.h"
 #include "baton/store_pg/pg_session.h"
+#include "baton/store_pg/pg_verify_store.h"
 #include "baton/store_pg/pg_webhook_outbox.h"
 #include "baton/worker/agent.h"
 #include "baton/worker/worker_config.h"
 #include "doctor.h"
+#include "flag_value.h"
+#include "verify_command.h"
 
 namespace {
 
@@ -53,6 +56,8 @@ constexpr const char* usage =
     "  cron next EXPR ...      the next fire times of a cron expression (baton cron --help)\n"
     "  doctor --config FILE    check a node's or a worker's config, files, certificates and database,\n"
     "                          each problem with how to fix it (exit 1 if anything fails)\n"
+    "  verify --config FILE    check the runs that finished against the history checker's invariants\n"
+    "                          (exit 1 on a violation; baton verify --help)\n"
     "  --version               the version of this binary and the worker protocol versions it speaks\n";
 
 /// Each command's own usage, for `baton COMMAND --help` (exit 0).
@@ -86,6 +91,7 @@ const std::map<std::string, std::string>& command_usage() {
        "\n"
        "Checks a node's or a worker's config, the files it names, its certificates and its\n"
        "database, each problem with how to fix it; exit 1 if anything fails.\n"},
+      {"verify", baton::verify_command::usage},
   };
   return usage_of;
 }
@@ -140,9 +146,7 @@ int cmd_migrate(const std::vector<std::string>& args) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](const std::string& flag, std::string& into) {
-      if (a == flag && i + 1 < args.size()) return into = args[++i], true;
-      if (a.rfind(flag + "=", 0) == 0) return into = a.substr(flag.size() + 1), true;
-      return false;
+      return baton::cmd::flag_value(args, i, flag, into);
     };
     if (!value("--config", file) && !value("--database-url", url) && !value("--grant-to", grantee) &&
         !value("--grant-submit-to", submitter))
@@ -242,6 +246,9 @@ int cmd_node(const std::vector<std::string>& args) {
   ports.webhook_outbox = [url = cfg->database_url](const std::string& app) {
     return std::make_unique<baton::store::pg::PgWebhookOutbox>(url, app);
   };
+  ports.verify_store = [url = cfg->database_url](const std::string& app) {
+    return std::make_unique<baton::store::pg::PgVerifyStore>(url, app);
+  };
   return baton::leader::run_node(*cfg, ports, stop_requested);
 }
 
@@ -270,6 +277,10 @@ int main(int argc, char** argv) {
       if (!parse_config_flag(args, file, error)) return fail("doctor: " + error + "\n" + usage);
       spdlog::set_level(spdlog::level::off);  // findings only, not the libraries' log lines
       return baton::doctor::report(file, baton::doctor::examine(file), std::cout);
+    }
+    if (command == "verify") {
+      spdlog::set_level(spdlog::level::warn);
+      return baton::verify_command::run(args);
     }
     if (command == "node") return cmd_node(args);
     if (command == "migrate") return cmd_migrate(args);

@@ -422,6 +422,34 @@ TEST_F(DashboardTest, ASignInLinkCarriesTheTokenInTheFragmentAndLeavesItNowhereE
   EXPECT_TRUE(browser.eval("localStorage.getItem('baton_token') === null").as_bool());
 }
 
+// The history checker's banner (docs/assurance.md): a violation recorded
+// (as the leader's sweep records one) shows on every page, naming its
+// invariant and linking its run, until an operator acknowledges it.
+TEST_F(DashboardTest, AnInvariantViolationShowsAsABannerOnEveryPageUntilAcknowledged) {
+  open("#/jobs", "document.querySelector('#jobs-table')");
+  EXPECT_TRUE(browser.eval("document.getElementById('violations').classList.contains('hidden')").as_bool());
+  cluster.db().scalar(
+      "INSERT INTO invariant_violations (invariant, finding, evidence, run_ids, found_by, epoch) VALUES"
+      " ('one_successful_execution', 'runs 42', 'run 42: run 42 attempt 2 on w1 (as recorded) started 1 ms after"
+      " run 42 attempt 1 on w1 (as recorded) had ended successfully', '{42}', 'n1', 1) RETURNING id");
+  browser.reload();
+  answer_confirmations(true);  // a reload forgets the stand-in for window.confirm
+  browser.wait_for("!document.getElementById('violations').classList.contains('hidden')");
+  const std::string said = text_of("#violations");
+  EXPECT_NE(said.find("1 invariant violation found by the history checker"), std::string::npos) << said;
+  EXPECT_NE(said.find("one_successful_execution"), std::string::npos) << said;
+  EXPECT_EQ(browser.eval("document.querySelector('#violations a').getAttribute('href')").as_string(), "#/runs/42");
+  open("#/workers", "document.querySelector('#workers-table')");
+  EXPECT_FALSE(browser.eval("document.getElementById('violations').classList.contains('hidden')").as_bool())
+      << "on every page";
+  shot("violation-banner");
+  click("[data-action=acknowledge-violations]");
+  browser.wait_for("document.getElementById('violations').classList.contains('hidden')");
+  EXPECT_NE(asked().find("Acknowledge these violations?"), std::string::npos) << asked();
+  EXPECT_EQ(cluster.db().scalar("SELECT acknowledged_by FROM invariant_violations"), "config");
+  EXPECT_EQ(get("/api/v1/verify").at("violations_open").as_int64(), 0);
+}
+
 TEST_F(DashboardTest, WithoutATokenThePageSaysSoAndShowsNoData) {
   // The token is kept for the tab's session only, never in local storage.
   EXPECT_TRUE(browser.eval("localStorage.getItem('baton_token') === null").as_bool());

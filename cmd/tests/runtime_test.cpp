@@ -578,3 +578,81 @@ TEST(Runtime, AWorkerStoppedWithAGrantedAssignmentInItsSocketDoesNotRunItWhenItC
   EXPECT_EQ(starts_of(c.journal("w2"), run), 1u);
   EXPECT_NE(c.proc("w1").log().find("worker_stalled"), std::string::npos) << c.proc("w1").log();
 }
+
+namespace {
+
+/// Runs `command` (a shell line) and returns its stdout and exit status.
+std::pair<std::string, int> shell(const std::string& command) {
+  std::string out;
+  FILE* p = ::popen(command.c_str(), "r");
+  if (!p) return {"", -1};
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  const int status = ::pclose(p);
+  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
+}
+
+}  // namespace
+
+// The history checker in production (docs/assurance.md): the leader's sweep
+// checks the runs that finished since its cursor; a second success of a
+// run, inserted with SQL as a coordinator that ran it twice would leave
+// it, is found within one sweep: in /api/v1/verify, the audit log and
+// baton_invariant_violations_total. `baton verify` over the same database
+// finds it too (exit 1, the run named); a clean history verifies (exit 0).
+TEST(Runtime, TheLeadersSweepFindsASecondSuccessInsertedWithSqlAndBatonVerifyToo) {
+  Cluster::Options o;
+  o.node_extra = "verify: {every: 1s, settle: 0s}\n";
+  Cluster c("verify", quiet_jobs(), o);
+  c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(), "n1");
+  c.start_worker("w1");
+  ASSERT_TRUE(c.wait_for_workers("n1", 1));
+  std::vector<std::int64_t> runs;
+  for (int i = 0; i < 3; ++i) runs.push_back(c.trigger("n1", "kinds"));
+  runs.push_back(c.trigger("n1", "exit3"));
+  for (auto r : runs) ASSERT_TRUE(c.wait_for_state(r, r == runs.back() ? "FAILED" : "SUCCEEDED", 20s));
+  const auto auth = std::vector<std::pair<std::string, std::string>>{{"Authorization", "Bearer " + admin_token}};
+  auto status = [&] { return c.http(c.port("n1"), "GET", "/api/v1/verify", auth).body; };
+  ASSERT_TRUE(wait_until([&] { return status().find("\"runs_checked\": 4") != std::string::npos; }, 15s)) << status();
+  EXPECT_NE(status().find("\"violations_total\": 0"), std::string::npos) << status();
+  const std::string db = "'" + PgInstance::shared().runtime_url(c.url()) + "'";
+  auto clean = shell(std::string(BATON_BINARY) + " verify --database-url " + db);
+  EXPECT_EQ(clean.second, 0) << clean.first;
+  EXPECT_NE(clean.first.find("OK: 4 runs checked, 0 violations"), std::string::npos) << clean.first;
+
+  // A run that succeeded, and a second attempt of it recorded SUCCEEDED.
+  const auto twice = c.trigger("n1", "kinds");
+  ASSERT_TRUE(c.wait_for_state(twice, "SUCCEEDED", 20s));
+  c.db().scalar(
+      "INSERT INTO job_run_attempt_rows (run_id, attempt, worker_id, leader_epoch, lease_token, started_at,"
+      " finished_at, outcome, exit_code) SELECT id, attempt + 1, 'w1', leader_epoch, gen_random_uuid(),"
+      " finished_at + interval '1 millisecond', finished_at + interval '2 milliseconds', 'SUCCEEDED', 0"
+      " FROM job_runs WHERE id = " +
+      std::to_string(twice) + " RETURNING run_id");
+  ASSERT_TRUE(wait_until([&] { return status().find("\"violations_total\": 1") != std::string::npos; }, 15s))
+      << status();
+  const std::string s = status();
+  EXPECT_NE(s.find("\"run_ids\": [" + std::to_string(twice) + "]"), std::string::npos) << s;
+  EXPECT_NE(s.find("\"invariant\": \"one_successful_execution\""), std::string::npos) << s;
+  EXPECT_EQ(c.db().scalar("SELECT count(*) FROM audit_log WHERE action = 'invariant.violated'"), "1");
+  auto metrics = c.http(c.port("n1"), "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("baton_invariant_violations_total{invariant=\"one_successful_execution\"} 1"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("baton_invariant_violations_total{invariant=\"legal_transitions\"} 0"), std::string::npos);
+  EXPECT_TRUE(exposition_problems(metrics).empty());
+  auto found = shell(std::string(BATON_BINARY) + " verify --database-url " + db);
+  EXPECT_EQ(found.second, 1) << found.first;
+  EXPECT_NE(found.first.find("one_successful_execution: run " + std::to_string(twice) + ": run " +
+                             std::to_string(twice) + " attempt 2 on w1 (as recorded) started"),
+            std::string::npos)
+      << found.first;
+  EXPECT_NE(found.first.find("success_recorded: needs the tasks' own exit statuses"), std::string::npos)
+      << "what it cannot see is said";
+  // Acknowledged: the banner's list empties, the count stays.
+  auto acked = c.http(c.port("n1"), "POST", "/api/v1/verify/acknowledge", auth, R"({"through_id": 1000})");
+  EXPECT_EQ(acked.status, 200) << acked.body;
+  EXPECT_NE(c.http(c.port("n1"), "GET", "/api/v1/verify?open=true", auth).body.find("\"violations\": []"),
+            std::string::npos);
+}

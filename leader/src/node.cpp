@@ -21,6 +21,7 @@
 #include "baton/notify/https_post.h"
 #include "baton/notify/webhook_sender.h"
 #include "baton/service/service_manager.h"
+#include "baton/verify/history_sweep.h"
 
 namespace baton::leader {
 
@@ -452,6 +453,7 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
   RealClock clock;
   Metrics metrics;
   std::atomic<int> role_for_registry{0};
+  std::atomic<std::int64_t> leading_epoch{0};  ///< this node's epoch while it leads, else 0
   // systemd (Type=notify): ready once the node serves, its role as the
   // unit's status, a watchdog ping from the loop that steps it down on time.
   auto service = service::ServiceManager::from_environment();
@@ -461,6 +463,7 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
         spdlog::info("role_change node={} incarnation={} from={} to={} epoch={} reason={}", me.node_id, me.incarnation,
                      consensus::to_string(c.from), consensus::to_string(c.to), c.epoch.value, c.reason);
         role_for_registry.store(c.to == consensus::Role::leader ? 1 : 0);
+        leading_epoch.store(c.to == consensus::Role::leader ? c.epoch.value : 0);
         metrics.role_changes++;
         service.status("node " + me.node_id + ": " + std::string(consensus::to_string(c.to)) + ", epoch " +
                        std::to_string(c.epoch.value) + " (" + c.reason + "), serving on " + cfg.listen);
@@ -585,6 +588,52 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
     stats_done.store(true);
   });
 
+  // The history checker's sweep (docs/assurance.md), while this node leads,
+  // on a connection of its own: the runs that finished since the recorded
+  // cursor, judged by the chaos checker's invariants, findings recorded
+  // (audit log, webhooks) with the cursor in one transaction.
+  std::unique_ptr<store::VerifyStore> verify_store;
+  if (cfg.verify.enabled && ports.verify_store)
+    verify_store = ports.verify_store("baton-node-" + me.node_id + "-verify");
+  std::atomic<bool> verify_done{!verify_store};
+  std::thread verifier;
+  if (verify_store)
+    verifier = std::thread([&] {
+      verify::SweepSettings settings;
+      settings.settle = cfg.verify.settle;
+      settings.slice_runs = cfg.verify.slice_runs;
+      settings.slices_max = cfg.verify.slices_per_sweep;
+      settings.check.continuation_margin_ms = cfg.runtime.continuation_margin.count();
+      settings.check.owner_grace_ms = cfg.verify.owner_grace.count();
+      MonoTime next = clock.mono();
+      while (!stop.load()) {
+        const std::int64_t epoch = leading_epoch.load();
+        if (epoch > 0 && clock.mono() >= next) {
+          auto swept = verify::sweep_once(*verify_store, settings, me.node_id, epoch, clock);
+          if (!swept) {
+            spdlog::warn("verify_sweep_failed node={} epoch={} error={}", me.node_id, epoch,
+                         json_quote(swept.error().message));
+          } else {
+            for (const auto& v : swept->tally.violations) {
+              std::string runs;
+              for (auto r : v.runs) runs += (runs.empty() ? "" : ",") + std::to_string(r);
+              spdlog::error("invariant_violation node={} epoch={} invariant={} runs={} evidence={}", me.node_id, epoch,
+                            v.invariant, runs.empty() ? "-" : runs, json_quote(v.evidence));
+            }
+            if (swept->tally.runs > 0 || swept->refused)
+              spdlog::info(
+                  "verify_swept node={} epoch={} runs={} slices={} violations={} new_violations={} "
+                  "database_ms={} refused={}",
+                  me.node_id, epoch, swept->tally.runs, swept->slices, swept->tally.violations_total,
+                  swept->new_violations, std::chrono::duration_cast<Millis>(swept->database).count(), swept->refused);
+          }
+          next = clock.mono() + cfg.verify.every;
+        }
+        std::this_thread::sleep_for(Millis{200});
+      }
+      verify_done.store(true);
+    });
+
   std::atomic<bool> election_done{false};
   std::thread election([&] {
     auto last_registry = clock.mono();
@@ -621,15 +670,16 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
   revocations.join();
   server.stop();
   auto deadline = clock.mono() + shutdown_join_max;
-  while (!(election_done.load() && stats_done.load()) && clock.mono() < deadline)
+  while (!(election_done.load() && stats_done.load() && verify_done.load()) && clock.mono() < deadline)
     std::this_thread::sleep_for(Millis{10});
-  if (!election_done.load() || !stats_done.load()) {
+  if (!election_done.load() || !stats_done.load() || !verify_done.load()) {
     spdlog::warn("node_exit_without_join node={} reason=database_unresponsive", me.node_id);
     std::fflush(nullptr);
     std::quick_exit(0);
   }
   election.join();
   stats_rollup.join();
+  if (verifier.joinable()) verifier.join();
   // A campaign may have won between shutdown() and the thread's exit.
   elector.shutdown(*shutdown_store);
   (void)shutdown_store->record_node(me, "stopped");

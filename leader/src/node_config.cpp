@@ -253,6 +253,23 @@ Result<NodeConfig> load_node_config(const std::string& file) {
   }
   wh.reject_unknown_keys();
 
+  ConfigMap vf = top.map("verify");
+  if (auto v = vf.boolean("enabled")) cfg.verify.enabled = *v;
+  auto verify_dur = [&](const char* key, Millis& out, Millis lo, Millis hi, const char* range) {
+    if (auto v = vf.duration(key)) {
+      if (*v < lo || *v > hi)
+        errors.add(vf.key_path(key), std::string("must be from ") + range);
+      else
+        out = *v;
+    }
+  };
+  verify_dur("every", cfg.verify.every, Millis{1000}, Millis{3600000}, "1s to 1h");
+  verify_dur("settle", cfg.verify.settle, Millis{0}, Millis{600000}, "0s to 10m");
+  verify_dur("owner_grace", cfg.verify.owner_grace, Millis{1000}, Millis{86400000}, "1s to 24h");
+  if (auto v = vf.integer("slice_runs", 1, 100000)) cfg.verify.slice_runs = static_cast<int>(*v);
+  if (auto v = vf.integer("slices_per_sweep", 1, 1000)) cfg.verify.slices_per_sweep = static_cast<int>(*v);
+  vf.reject_unknown_keys();
+
   ConfigMap db = top.map("database");
   const auto url_env = env("BATON_DATABASE_URL", "database.url");
   if (auto v = db.string("url", /*required=*/!url_env); v || url_env) {

@@ -106,6 +106,21 @@ Result<ClusterGauges> PgAdminStore::cluster_gauges() {
                  " FROM job_definitions j LEFT JOIN decision_ledger d ON d.job_definition_id = j.id"
                  " AND d.decision = 'skipped' WHERE j.deleted_at IS NULL AND j.schedule IS NOT NULL GROUP BY j.name"))
       g.cron_slots_skipped_by_job[r[0].as<std::string>()] = r[1].as<std::int64_t>();
+    // Every invariant the last sweep examined, so a series exists (at 0)
+    // before its first violation, and those recorded.
+    for (const auto& r :
+         tx.exec("SELECT n, coalesce((SELECT count(*) FROM invariant_violations v WHERE v.invariant = n), 0) FROM"
+                 " (SELECT jsonb_object_keys(last_sweep -> 'invariants') AS n FROM verify_cursor"
+                 "  UNION SELECT invariant FROM invariant_violations) x"))
+      g.invariant_violations[r[0].as<std::string>()] = r[1].as<std::int64_t>();
+    // The lag: the oldest finished run past the cursor (job_runs_finished_idx).
+    auto v = tx.exec1(
+        "SELECT c.runs_checked, extract(epoch FROM now() - c.swept_at)::float8, coalesce(extract(epoch FROM now() -"
+        " (SELECT r.finished_at FROM job_runs r WHERE r.finished_at > c.finished_at ORDER BY r.finished_at LIMIT 1))"
+        "::float8, 0) FROM verify_cursor c");
+    g.verify_runs_checked = v[0].as<std::int64_t>();
+    if (!v[1].is_null()) g.verify_swept_age_s = v[1].as<double>();
+    g.verify_lag_s = v[2].as<double>();
     return g;
   });
 }

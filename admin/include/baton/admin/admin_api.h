@@ -149,6 +149,8 @@ class AdminApi {
   std::vector<ApiRoute> make_routes();
   HttpResponse list_runs(const ApiCall& c);
   HttpResponse run_series(const ApiCall& c);
+  HttpResponse verify_status(const ApiCall& c);
+  HttpResponse acknowledge_violations(const ApiCall& c);
   HttpResponse show_run(const ApiCall& c);
   HttpResponse run_output(const ApiCall& c);
   HttpResponse cancel(const ApiCall& c);

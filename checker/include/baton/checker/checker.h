@@ -30,6 +30,9 @@ struct Report {
   std::map<std::string, int> faults;            ///< fault kind -> injections
   std::map<std::string, int> faults_effective;  ///< fault kind -> injections seen to take effect
   std::map<std::string, std::int64_t> totals;
+  /// Invariants this report could not judge, each with why (a history read
+  /// from the database alone has no task evidence and no harness logs).
+  std::map<std::string, std::string> not_examinable;
   bool ok() const;
   std::string markdown() const;
   std::string json() const;
@@ -42,5 +45,13 @@ Report check_history(const History& h);
 /// Reads the history directory written by `baton-chaos run` (layout in
 /// docs/chaos.md) and checks it.
 Report check_history(const std::string& dir);
+
+/// Checks the invariants that the database's records alone support, on a
+/// history read from a live database (`baton verify`, the leader's sweep):
+/// the same functions check_history runs, over executions made from the
+/// recorded attempts (executions_from_attempts). The others are listed in
+/// Report::not_examinable with the evidence they would need. A check that
+/// examined nothing is not failed here: a sweep may find nothing new.
+Report check_recorded_history(const History& h);
 
 }  // namespace baton::checker

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,10 @@ struct WindowInfo {
   std::vector<std::string> faults;  ///< requested kinds
   std::int64_t continuation_ms = 0, continuation_margin_ms = 0;
   std::int64_t lease_ms = 0, poll_ms = 0;
+  /// How long a run may stay RUNNING on a worker that detached, or past
+  /// its CONFIRMING deadline, before the leader is late in giving it up
+  /// (running_has_owner; 0: the leader's own timings, lease + poll, twice).
+  std::int64_t owner_grace_ms = 0;
 };
 
 /// One line of task evidence.
@@ -91,6 +96,18 @@ struct RunRow {
   std::int64_t created_us = 0;
   std::int64_t event_id = 0;      ///< the event it was made from, 0 if none
   std::string concurrency_key{};  ///< its key under keyed concurrency (schemas/0035), "" if none
+  // Its state when the history was taken (running_has_owner): the worker
+  // it is assigned to and its continuation. Empty in a chaos export, which
+  // is taken after every run finished.
+  std::string worker{}, continuation{};
+  std::optional<std::int64_t> continuation_deadline_us{};
+};
+
+/// A worker as the database recorded it when the history was taken.
+struct WorkerRow {
+  std::string id;
+  bool attached = false;
+  std::optional<std::int64_t> detached_us;  ///< when it last detached
 };
 
 /// One recorded event (db/events.jsonl).
@@ -124,6 +141,9 @@ struct AttemptRow {
   int attempt = 0;
   std::string worker, outcome, token;
   std::optional<int> exit_code;
+  /// When the database recorded it started and ended (unix us); none for an
+  /// attempt that never started, or has not ended.
+  std::optional<std::int64_t> started_us{}, finished_us{};
 };
 
 struct DeadLetterRow {
@@ -184,11 +204,27 @@ struct History {
   std::vector<DurableFinish> durable_finishes;
   std::vector<std::string> accepted_keys;
   std::vector<std::string> read_errors;  ///< missing or unreadable inputs
+  /// The database's records as they stood at `taken_us` (unix us): the
+  /// workers, for running_has_owner. Empty in a chaos export.
+  std::map<std::string, WorkerRow> workers;
+  std::int64_t taken_us = 0;
+  /// Runs present only for what they tell of the others (a slice of a live
+  /// database: a run of the same slot, key or event, a run of the same job
+  /// that ran beside one): their rows and attempts, never judged
+  /// themselves. Empty in a chaos export, which holds every run whole.
+  std::set<std::int64_t> context_runs;
 };
 
 /// Reads a history directory. Missing files are reported in read_errors
 /// (the checker turns them into violations), never silently empty.
 History load_history(const std::string& dir);
+
+/// A history read from the database alone (production: `baton verify`, the
+/// leader's sweep) has no task evidence: its executions are the attempts
+/// as the database recorded them, each from its start to its end (or to
+/// `taken_us` while it runs), a success being an attempt recorded
+/// SUCCEEDED. Replaces h.executions.
+void executions_from_attempts(History& h);
 
 /// Groups task evidence into processes and executions (exposed for tests).
 std::map<std::int64_t, std::vector<Execution>> build_executions(const std::vector<TaskEvent>& events);

@@ -12,6 +12,7 @@
 #include "baton/store/leader_store.h"
 #include "baton/store/lease_store.h"
 #include "baton/store/run_store.h"
+#include "baton/store/verify_store.h"
 #include "baton/store/webhooks.h"
 
 namespace baton::leader {
@@ -27,6 +28,9 @@ struct NodePorts {
   std::function<std::unique_ptr<store::AdminStore>(const std::string& application_name)> admin_store;
   /// The queue of webhook deliveries, for the leader's sender.
   std::function<std::unique_ptr<store::WebhookOutbox>(const std::string& application_name)> webhook_outbox;
+  /// The history checker's reads and records (the leader's sweep, and the
+  /// admin API's /api/v1/verify; docs/assurance.md).
+  std::function<std::unique_ptr<store::VerifyStore>(const std::string& application_name)> verify_store;
 };
 
 /// Runs until `stop` becomes true (SIGTERM/SIGINT), then releases the lease.

@@ -53,6 +53,18 @@ struct NodeConfig {
     std::string ca_file;
     Millis timeout{10000};
   } webhooks;
+  /// The `verify` map (docs/assurance.md): the leader's sweep of the
+  /// history checker over the runs that finished since its cursor.
+  struct Verify {
+    bool enabled = true;
+    Millis every{30000};    ///< between sweeps
+    Millis settle{10000};   ///< a run is checked once it finished at least this long ago
+    int slice_runs = 2000;  ///< runs read and judged together
+    int slices_per_sweep = 10;
+    /// A RUNNING run on a worker detached this long, or CONFIRMING this long
+    /// past its deadline and margin, is reported (running_has_owner).
+    Millis owner_grace{60000};
+  } verify;
 };
 
 /// Reads and validates FILE. The error lists every problem, each naming the

@@ -41,6 +41,15 @@ struct ClusterGauges {
   /// Per scheduled job: the cron slots given up, as the decision ledger
   /// records them (within retention); 0 for a job that missed none.
   std::map<std::string, std::int64_t> cron_slots_skipped_by_job;
+  /// The history checker in production (schemas/0040): violations recorded
+  /// per invariant (every invariant it checks, 0 for none), runs checked,
+  /// and how long ago the last sweep was recorded (none: never).
+  std::map<std::string, std::int64_t> invariant_violations;
+  std::int64_t verify_runs_checked = 0;
+  std::optional<double> verify_swept_age_s;
+  /// How long ago the oldest finished run the sweep has not checked yet
+  /// finished (0: none waits).
+  double verify_lag_s = 0;
 };
 
 /// One page of an admin list: its items as a JSON array (built by the
@@ -226,6 +235,13 @@ class AdminStore {
   /// One step of the statistics roll-up (any node, once a minute; another
   /// node holding it makes this a no-op): returns the minutes still to roll.
   virtual Result<int> roll_up_run_stats(int max_minutes) = 0;
+  /// The history checker's state (GET /api/v1/verify, schemas/0040): the
+  /// cursor, the last sweep, violations per invariant, and the violations
+  /// themselves (newest first, at most `limit`; only those not
+  /// acknowledged when `open_only`), as JSON.
+  virtual Result<std::string> verify_status_json(int limit, bool open_only) = 0;
+  /// Acknowledges every violation up to `through_id` (audited); how many.
+  virtual Result<std::int64_t> acknowledge_violations(const Actor& who, std::int64_t through_id) = 0;
   virtual Result<Page> list_runs(const RunQuery& q) = 0;
   /// The run's state ("RUNNING", ...), nullopt if there is no such run.
   virtual Result<std::optional<std::string>> run_state(RunId id) = 0;

@@ -18,7 +18,8 @@ namespace baton::store {
 /// The kinds of event a webhook may list (a `ping` is sent on request to
 /// any webhook).
 inline const std::vector<std::string>& webhook_event_kinds() {
-  static const std::vector<std::string> kinds{"dead_letter", "run_failed", "failures_in_a_row", "leader_changed"};
+  static const std::vector<std::string> kinds{"dead_letter", "run_failed", "failures_in_a_row", "leader_changed",
+                                              "invariant_violated"};
   return kinds;
 }
 

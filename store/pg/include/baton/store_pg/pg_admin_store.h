@@ -28,6 +28,9 @@ class PgAdminStore final : public AdminStore {
   // Run statistics over time (pg_run_stats.cpp, schemas/0039).
   Result<std::optional<std::string>> run_series(const SeriesQuery& q) override;
   Result<int> roll_up_run_stats(int max_minutes) override;
+  // The history checker's state and its acknowledgement (pg_verify_store.cpp).
+  Result<std::string> verify_status_json(int limit, bool open_only) override;
+  Result<std::int64_t> acknowledge_violations(const Actor& who, std::int64_t through_id) override;
   Result<std::optional<std::string>> run_state(RunId id) override;
   Result<Page> list_epochs(int limit, std::optional<std::int64_t> before_epoch) override;
   Result<Page> list_nodes(int limit, std::optional<std::string> after_id) override;

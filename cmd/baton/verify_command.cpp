@@ -1,0 +1,137 @@
+// `baton verify`: every invariant of the chaos checker that the database's
+// records support, over the runs that finished since a time (or all), read
+// and judged in slices by the same code as the leader's sweep
+// (verify::verify_all, verify::judge_slice). Read-only: it records nothing
+// (the leader's sweep records what it finds; docs/assurance.md).
+#include "verify_command.h"
+
+#include <chrono>
+#include <ctime>
+#include <iostream>
+
+#include "baton/leader/node_config.h"
+#include "baton/store_pg/pg_session.h"
+#include "baton/store_pg/pg_verify_store.h"
+#include "baton/verify/history_sweep.h"
+#include "flag_value.h"
+
+namespace baton::verify_command {
+
+const char* const usage =
+    "usage: baton verify --config FILE | --database-url URL [--since WHEN] [--json] [--slice N]\n"
+    "                    [--owner-grace DURATION]\n"
+    "\n"
+    "Checks the runs that finished since WHEN (all of them without it) against every invariant\n"
+    "of the chaos checker that the database's records support: one successful execution per\n"
+    "run, one run per cron slot, no overlap where the job forbids it, forward-only transitions,\n"
+    "every write's epoch the leader's at its commit, no RUNNING run without a live worker or a\n"
+    "CONFIRMING deadline, events and idempotency keys once (docs/assurance.md). Read-only.\n"
+    "WHEN: an ISO 8601 UTC time (2026-11-29T08:00:00Z), unix seconds, or an age (90m, 24h, 7d).\n"
+    "--config: a node's config (its database URL, continuation margin and verify.owner_grace).\n"
+    "Exit 0: no violation; 1: violations (each printed with its evidence); 2: bad arguments or\n"
+    "the database.\n";
+
+namespace {
+
+/// "24h", "90m", "7d", "30s" in milliseconds; nullopt otherwise.
+std::optional<std::int64_t> age_ms(const std::string& s) {
+  if (s.size() < 2) return std::nullopt;
+  const char unit = s.back();
+  const std::string digits = s.substr(0, s.size() - 1);
+  if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) return std::nullopt;
+  const std::int64_t n = std::stoll(digits);
+  switch (unit) {
+    case 's': return n * 1000;
+    case 'm': return n * 60'000;
+    case 'h': return n * 3'600'000;
+    case 'd': return n * 86'400'000;
+    default: return std::nullopt;
+  }
+}
+
+/// WHEN as unix microseconds, or an error naming what was wrong.
+std::optional<std::int64_t> since_us(const std::string& when, std::string& error) {
+  const std::int64_t now_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  if (auto ms = age_ms(when)) return now_us - *ms * 1000;
+  if (!when.empty() && when.find_first_not_of("0123456789") == std::string::npos && when.size() <= 12)
+    return std::stoll(when) * 1'000'000;
+  std::tm tm{};
+  const char* end = strptime(when.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (end && (std::string(end) == "Z" || std::string(end) == "+00:00")) return std::int64_t{timegm(&tm)} * 1'000'000;
+  error = "--since must be an ISO 8601 UTC time (2026-11-29T08:00:00Z), unix seconds or an age (24h), got '" +
+          when.substr(0, 64) + "'";
+  return std::nullopt;
+}
+
+}  // namespace
+
+int run(const std::vector<std::string>& args) {
+  std::string file, url, since, slice = "2000", grace;
+  bool as_json = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&](const std::string& flag, std::string& into) { return cmd::flag_value(args, i, flag, into); };
+    if (a == "--json") {
+      as_json = true;
+      continue;
+    }
+    if (!value("--config", file) && !value("--database-url", url) && !value("--since", since) &&
+        !value("--slice", slice) && !value("--owner-grace", grace)) {
+      std::cerr << "baton: verify: unexpected argument '" << a.substr(0, 64) << "'\n" << usage;
+      return 2;
+    }
+  }
+  if (file.empty() == url.empty()) {
+    std::cerr << "baton: verify: give one of --config FILE and --database-url URL\n" << usage;
+    return 2;
+  }
+  verify::CheckSettings check;
+  check.continuation_margin_ms = leader::NodeConfig{}.runtime.continuation_margin.count();
+  check.owner_grace_ms = leader::NodeConfig{}.verify.owner_grace.count();
+  if (!file.empty()) {
+    auto cfg = leader::load_node_config(file);
+    if (!cfg) {
+      std::cerr << "baton: verify: invalid config:\n" << cfg.error().message << "\n";
+      return 2;
+    }
+    url = cfg->database_url;
+    check.continuation_margin_ms = cfg->runtime.continuation_margin.count();
+    check.owner_grace_ms = cfg->verify.owner_grace.count();
+  }
+  if (!grace.empty()) {
+    auto ms = age_ms(grace);
+    if (!ms || *ms <= 0) {
+      std::cerr << "baton: verify: --owner-grace must be a duration (60s, 5m), got '" << grace.substr(0, 64) << "'\n";
+      return 2;
+    }
+    check.owner_grace_ms = *ms;
+  }
+  if (slice.find_first_not_of("0123456789") != std::string::npos || slice.empty() || slice.size() > 6 ||
+      std::stoi(slice) < 1) {
+    std::cerr << "baton: verify: --slice must be a number of runs from 1 to 999999, got '" << slice.substr(0, 64)
+              << "'\n";
+    return 2;
+  }
+  store::VerifyCursor from;
+  if (!since.empty()) {
+    std::string error;
+    auto us = since_us(since, error);
+    if (!us) {
+      std::cerr << "baton: verify: " << error << "\n";
+      return 2;
+    }
+    from.finished_us = *us;
+  }
+  store::pg::PgVerifyStore store(url, "baton-verify");
+  auto tally = verify::verify_all(store, from, std::stoi(slice), check);
+  if (!tally) {
+    std::cerr << "baton: verify: database " << store::pg::describe_url(url) << ": " << tally.error().message << "\n";
+    return 2;
+  }
+  std::cout << (as_json ? tally->json() : tally->text());
+  return tally->ok() ? 0 : 1;
+}
+
+}  // namespace baton::verify_command

@@ -1,0 +1,83 @@
+#pragma once
+// Port for the history checker in production (schemas/0040,
+// docs/assurance.md): the database's records of the runs that finished
+// since a cursor, read as the chaos checker's History, and the record of a
+// sweep (its findings, each told in the audit log and to webhooks, and the
+// cursor moved) in one transaction.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "baton/base/clock.h"
+#include "baton/base/result.h"
+#include "baton/checker/history.h"
+
+namespace baton::store {
+
+/// Where a sweep has got to: runs are taken in (finished_at, id) order.
+struct VerifyCursor {
+  std::int64_t finished_us = 0;  ///< 0: from the first run that finished
+  std::int64_t run = 0;
+  bool operator==(const VerifyCursor&) const = default;
+};
+
+/// The runs that finished after a cursor, with what the checks need.
+struct RecordedSlice {
+  /// Every run of the slice in full (row, writes, attempts, dead letter,
+  /// ledger entries, event); beside them, as context only
+  /// (History::context_runs: their rows and attempts, not judged
+  /// themselves), the runs that share a slot, key or event with one of
+  /// them, the runs of their jobs that ended while one of them ran, and
+  /// the runs assigned to a worker now. Epochs, jobs and workers whole.
+  checker::History history;
+  std::int64_t runs = 0;  ///< runs of the slice (those the cursor passes)
+  VerifyCursor next;      ///< after the last of them; the cursor given when none
+  bool full = false;      ///< the limit was reached: more may be waiting
+  /// track_commit_timestamp is on: each write's commit time is known.
+  /// Off: a write's own clock reading stands in, and no_stale_epoch_writes
+  /// cannot be judged.
+  bool commit_timestamps = true;
+  std::int64_t context_truncated = 0;  ///< context runs left out at the bound
+};
+
+/// One violation, as recorded: `finding` is what it is about (recorded
+/// once however often it is found again).
+struct InvariantViolation {
+  std::string invariant, finding, evidence;
+  std::vector<std::int64_t> runs;
+};
+
+/// What a sweep examined and found, to be recorded.
+struct SweepRecord {
+  std::string node;
+  std::int64_t epoch = 0;
+  VerifyCursor from, to;  ///< the cursor it started from, and where it got to
+  std::int64_t runs = 0;
+  std::int64_t database_us = 0;                                               ///< time spent in the database reading
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>> by_invariant;  ///< examined, violations
+  std::vector<std::string> not_examinable;
+  std::vector<InvariantViolation> violations;
+};
+
+/// Recorded: how many of the violations were new; or not, because the
+/// cursor was no longer where the sweep started (another node recorded
+/// these runs first).
+struct SweepRecorded {
+  bool recorded = false;
+  std::int64_t new_violations = 0;
+};
+
+class VerifyStore {
+ public:
+  virtual ~VerifyStore() = default;
+  virtual Result<VerifyCursor> verify_cursor() = 0;
+  /// At most `limit` runs that finished after `after` and at least
+  /// `settle` ago (a finish whose transaction is still open is not
+  /// skipped: it commits within `settle` of its finished_at). `owner_grace`
+  /// and the continuation margin go to History::window unchanged.
+  virtual Result<RecordedSlice> recorded_slice(const VerifyCursor& after, Millis settle, int limit) = 0;
+  virtual Result<SweepRecorded> record_sweep(const SweepRecord& sweep) = 0;
+};
+
+}  // namespace baton::store

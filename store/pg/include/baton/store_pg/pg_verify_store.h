@@ -1,0 +1,23 @@
+#pragma once
+// VerifyStore on PostgreSQL (schemas/0040, docs/assurance.md): a slice of
+// the database's records read in one repeatable-read snapshot, and a
+// sweep's record in one transaction.
+#include <string>
+
+#include "baton/store/verify_store.h"
+#include "baton/store_pg/pg_session.h"
+
+namespace baton::store::pg {
+
+class PgVerifyStore final : public VerifyStore {
+ public:
+  PgVerifyStore(const std::string& url, const std::string& application_name);
+  Result<VerifyCursor> verify_cursor() override;
+  Result<RecordedSlice> recorded_slice(const VerifyCursor& after, Millis settle, int limit) override;
+  Result<SweepRecorded> record_sweep(const SweepRecord& sweep) override;
+
+ private:
+  PgSession session_;
+};
+
+}  // namespace baton::store::pg

@@ -1,0 +1,50 @@
+#pragma once
+// The sweeps of the history checker over a live database, through the
+// VerifyStore port: the leader's periodic one (judged and recorded, from
+// the recorded cursor) and `baton verify`'s pass (judged only, from any
+// cursor to the end). Both read in slices and judge each with judge_slice:
+// the same code, whoever runs it.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "baton/base/clock.h"
+#include "baton/base/result.h"
+#include "baton/store/verify_store.h"
+#include "baton/verify/slice_verdict.h"
+#include "baton/verify/verify_tally.h"
+
+namespace baton::verify {
+
+struct SweepSettings {
+  Millis settle{10000};
+  int slice_runs = 2000;
+  int slices_max = 10;
+  CheckSettings check;
+};
+
+struct SweepOutcome {
+  std::int64_t slices = 0;
+  std::int64_t new_violations = 0;
+  /// A slice another node recorded first (a leader change mid-sweep): the
+  /// sweep stopped there, and its runs are that node's.
+  bool refused = false;
+  /// The time the sweep spent waiting for the database (reads and records).
+  std::chrono::nanoseconds database{0};
+  VerifyTally tally;
+};
+
+/// One sweep from the recorded cursor: up to `slices_max` slices, each
+/// judged and recorded with the cursor moved past it. Stops early at a
+/// slice that is not full (caught up) or refused.
+Result<SweepOutcome> sweep_once(store::VerifyStore& store, const SweepSettings& settings, const std::string& node,
+                                std::int64_t epoch, const Clock& clock);
+
+/// `baton verify`: every run that finished after `from` (0: all), judged,
+/// nothing recorded; `progress` is called after each slice.
+Result<VerifyTally> verify_all(store::VerifyStore& store, const store::VerifyCursor& from, int slice_runs,
+                               const CheckSettings& check,
+                               const std::function<void(const VerifyTally&)>& progress = nullptr);
+
+}  // namespace baton::verify

@@ -1,0 +1,62 @@
+#include "baton/verify/history_sweep.h"
+
+namespace baton::verify {
+
+Result<SweepOutcome> sweep_once(store::VerifyStore& store, const SweepSettings& settings, const std::string& node,
+                                std::int64_t epoch, const Clock& clock) {
+  SweepOutcome out;
+  for (int i = 0; i < settings.slices_max; ++i) {
+    const MonoTime read_from = clock.mono();
+    auto from = store.verify_cursor();
+    if (!from) return from.error();
+    auto slice = store.recorded_slice(*from, settings.settle, settings.slice_runs);
+    if (!slice) return slice.error();
+    const MonoTime read_to = clock.mono();
+    const std::int64_t runs = slice->runs;
+    const bool full = slice->full;
+    const store::VerifyCursor to = slice->next;
+    SliceVerdict verdict = judge_slice(std::move(*slice), settings.check);
+
+    store::SweepRecord record;
+    record.node = node;
+    record.epoch = epoch;
+    record.from = *from;
+    record.to = to;
+    record.runs = runs;
+    record.database_us = std::chrono::duration_cast<std::chrono::microseconds>(read_to - read_from).count();
+    for (const auto& inv : verdict.report.invariants) record.by_invariant[inv.name] = {inv.examined, inv.violations};
+    for (const auto& [name, why] : verdict.report.not_examinable) record.not_examinable.push_back(name);
+    record.violations = verdict.violations;
+    auto recorded = store.record_sweep(record);
+    if (!recorded) return recorded.error();
+    out.database += (read_to - read_from) + (clock.mono() - read_to);
+    ++out.slices;
+    if (!recorded->recorded) {
+      out.refused = true;
+      break;
+    }
+    out.new_violations += recorded->new_violations;
+    out.tally.add(verdict, runs);
+    if (!full) break;
+  }
+  return out;
+}
+
+Result<VerifyTally> verify_all(store::VerifyStore& store, const store::VerifyCursor& from, int slice_runs,
+                               const CheckSettings& check, const std::function<void(const VerifyTally&)>& progress) {
+  VerifyTally tally;
+  store::VerifyCursor at = from;
+  for (;;) {
+    auto slice = store.recorded_slice(at, Millis{0}, slice_runs);
+    if (!slice) return slice.error();
+    const std::int64_t runs = slice->runs;
+    const bool full = slice->full;
+    at = slice->next;
+    tally.add(judge_slice(std::move(*slice), check), runs);
+    if (progress) progress(tally);
+    if (!full) break;
+  }
+  return tally;
+}
+
+}  // namespace baton::verify

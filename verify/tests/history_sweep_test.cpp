@@ -1,0 +1,109 @@
+// The sweep over a fake VerifyStore: slices taken from the recorded cursor
+// until one is not full, each recorded with its verdict; a slice another
+// node recorded first ends the sweep; `baton verify`'s pass records nothing.
+#include "baton/verify/history_sweep.h"
+
+#include <gtest/gtest.h>
+
+using namespace baton;
+using namespace baton::verify;
+
+namespace {
+
+struct FixedClock final : Clock {
+  MonoTime mono() const override { return MonoTime{}; }
+};
+
+/// Runs 1..n finished, each succeeded once; run `twice` succeeded twice.
+class FakeVerifyStore final : public store::VerifyStore {
+ public:
+  std::int64_t n = 5, twice = 0;
+  bool refuse = false;
+  store::VerifyCursor cursor;
+  std::vector<store::SweepRecord> records;
+
+  Result<store::VerifyCursor> verify_cursor() override { return cursor; }
+  Result<store::RecordedSlice> recorded_slice(const store::VerifyCursor& after, Millis, int limit) override {
+    store::RecordedSlice s;
+    s.next = after;
+    for (std::int64_t id = after.run + 1; id <= n && s.runs < limit; ++id) {
+      checker::RunRow r;
+      r.id = id;
+      r.job = "j";
+      r.state = "SUCCEEDED";
+      r.attempt = 1;
+      r.max_attempts = 3;
+      s.history.runs[id] = r;
+      for (int a = 1; a <= (id == twice ? 2 : 1); ++a) {
+        checker::AttemptRow row;
+        row.run = id;
+        row.attempt = a;
+        row.worker = "w1";
+        row.outcome = "SUCCEEDED";
+        row.started_us = id * 10'000'000 + a * 1'000'000;
+        row.finished_us = *row.started_us + 1000;
+        s.history.attempts.push_back(row);
+      }
+      s.runs++;
+      s.next = {id * 1000, id};
+    }
+    s.full = s.runs == limit;
+    return s;
+  }
+  Result<store::SweepRecorded> record_sweep(const store::SweepRecord& r) override {
+    if (refuse || !(r.from == cursor)) return store::SweepRecorded{false, 0};
+    records.push_back(r);
+    cursor = r.to;
+    return store::SweepRecorded{true, static_cast<std::int64_t>(r.violations.size())};
+  }
+};
+
+TEST(HistorySweep, SlicesAreTakenUntilOneIsNotFullAndEachIsRecordedWithItsVerdict) {
+  FakeVerifyStore store;
+  store.twice = 4;
+  SweepSettings settings;
+  settings.slice_runs = 2;
+  FixedClock clock;
+  auto out = sweep_once(store, settings, "n1", 7, clock);
+  ASSERT_TRUE(out);
+  EXPECT_EQ(out->slices, 3);  // 2 + 2 + 1
+  EXPECT_EQ(out->tally.runs, 5);
+  EXPECT_EQ(out->new_violations, 1);
+  ASSERT_EQ(store.records.size(), 3u);
+  EXPECT_EQ(store.records[1].violations.size(), 1u) << "run 4 is in the second slice";
+  EXPECT_EQ(store.records[1].epoch, 7);
+  EXPECT_EQ(store.records[1].by_invariant.at("one_successful_execution").second, 1);
+  EXPECT_EQ(store.cursor.run, 5);
+  // Caught up: the next sweep reads one empty slice.
+  out = sweep_once(store, settings, "n1", 7, clock);
+  ASSERT_TRUE(out);
+  EXPECT_EQ(out->slices, 1);
+  EXPECT_EQ(out->tally.runs, 0);
+}
+
+TEST(HistorySweep, ASliceRecordedByAnotherNodeEndsTheSweep) {
+  FakeVerifyStore store;
+  store.refuse = true;
+  SweepSettings settings;
+  settings.slice_runs = 2;
+  FixedClock clock;
+  auto out = sweep_once(store, settings, "n1", 7, clock);
+  ASSERT_TRUE(out);
+  EXPECT_TRUE(out->refused);
+  EXPECT_EQ(out->slices, 1);
+  EXPECT_EQ(out->tally.runs, 0) << "the refused slice's runs are the other node's";
+}
+
+TEST(HistorySweep, AFullPassJudgesEverythingAndRecordsNothing) {
+  FakeVerifyStore store;
+  store.twice = 2;
+  int calls = 0;
+  auto tally = verify_all(store, {}, 2, {}, [&](const VerifyTally&) { ++calls; });
+  ASSERT_TRUE(tally);
+  EXPECT_EQ(tally->runs, 5);
+  EXPECT_EQ(tally->violations_total, 1);
+  EXPECT_EQ(calls, 3);
+  EXPECT_TRUE(store.records.empty());
+}
+
+}  // namespace
