@@ -8,6 +8,9 @@
 // to a worker now). Every read is by primary key or an existing index: the
 // sweep adds no index to the run table, so no write pays for it.
 #include <boost/json.hpp>
+#include <map>
+#include <set>
+#include <tuple>
 
 #include "baton/store_pg/pg_admin_store.h"
 #include "baton/store_pg/pg_verify_store.h"
@@ -52,7 +55,38 @@ Result<VerifyCursor> PgVerifyStore::verify_cursor() {
   });
 }
 
-Result<RecordedSlice> PgVerifyStore::recorded_slice(const VerifyCursor& after, Millis settle, int limit) {
+namespace {
+
+/// The columns of a run read for the checks (`history`: its writes, for a
+/// run of the slice only; schemas/0022 documents the format).
+std::string run_columns(bool with_history) {
+  return "SELECT r.id, '', r.state, coalesce(r.idempotency_key, ''), coalesce(r.error_code, ''),"
+         " r.attempt, r.max_attempts, coalesce(floor(extract(epoch FROM r.scheduled_for))::bigint, 0), " +
+         us_of("r.created_at") +
+         ", coalesce(r.event_id, 0), coalesce(r.concurrency_key, ''), coalesce(r.assigned_worker_id, ''),"
+         " r.continuation_state, " +
+         us_of("r.continuation_deadline_at") + ", r.job_definition_id, " + us_of("r.scheduled_for") +
+         ", r.outcome, r.exit_code, r.lease_token::text, " + us_of("r.started_at") + ", " + us_of("r.finished_at") +
+         (with_history ? ", array_to_string(r.history, ',', 'n')" : ", NULL") + " FROM job_runs r";
+}
+
+/// What a run row tells beyond checker::RunRow: where its siblings are.
+struct RunKeys {
+  std::optional<std::int64_t> job_id, slot_us;
+};
+
+/// The state a history entry's code names (schemas/0022: baton_run_state_no).
+const char* state_of_code(std::int64_t code) {
+  static const char* names[] = {"PENDING",   "ASSIGNED", "RUNNING",   "RETRY_WAITING", "ORPHANED",
+                                "SUCCEEDED", "FAILED",   "TIMED_OUT", "CANCELED"};
+  const std::int64_t n = code & 15;
+  return n >= 1 && n <= 9 ? names[n - 1] : "?";
+}
+
+}  // namespace
+
+Result<RecordedSlice> PgVerifyStore::recorded_slice(const VerifyCursor& after, Millis settle, int limit,
+                                                    bool running_now) {
   return session_.with<RecordedSlice>([&](pqxx::connection& c) -> Result<RecordedSlice> {
     pqxx::transaction<pqxx::repeatable_read, pqxx::read_only> tx{c};
     RecordedSlice out;
@@ -62,158 +96,258 @@ Result<RecordedSlice> PgVerifyStore::recorded_slice(const VerifyCursor& after, M
     out.commit_timestamps = head[1].as<bool>();
     out.next = after;
 
-    // The slice: finished after the cursor, and at least `settle` ago.
+    // The slice: finished after the cursor, and at least `settle` ago. Its
+    // upper bound first, the `limit`-th finish time, read in the order of
+    // job_runs_finished_idx (the scan stops there); then the runs up to it
+    // through the same index, whole: the runs one statement finished share
+    // a finish time and are never split between slices.
+    auto bound = tx.exec_params(
+        "SELECT " + us_of("finished_at") + " FROM job_runs WHERE finished_at > " + at_us("$1") +
+            " AND finished_at <= now() - $2::bigint * interval '1 millisecond' ORDER BY finished_at OFFSET $3 LIMIT 1",
+        after.finished_us, static_cast<std::int64_t>(settle.count()), limit - 1);
+    out.full = !bound.empty();
+    // $2: the bound's unix microseconds when the slice is full, else the
+    // settle time in milliseconds.
+    const std::string upto = out.full ? "'epoch'::timestamptz + $2::bigint * interval '1 microsecond'"
+                                      : "now() - $2::bigint * interval '1 millisecond'";
+    const std::int64_t upto_value =
+        out.full ? bound[0][0].as<std::int64_t>() : static_cast<std::int64_t>(settle.count());
+
     std::vector<std::int64_t> slice;
+    std::map<std::int64_t, RunKeys> keys;
+    std::map<std::int64_t, std::string> histories;
+    std::set<std::int64_t> event_ids;
     std::int64_t min_start_us = 0;
-    for (const auto& r :
-         tx.exec_params("SELECT id, " + us_of("finished_at") + ", " + us_of("started_at") +
-                            " FROM job_runs WHERE finished_at IS NOT NULL AND finished_at >= " + at_us("$1") +
-                            " AND (finished_at > " + at_us("$1") + " OR id > $2)" +
-                            " AND finished_at <= now() - $3::bigint * interval '1 millisecond'"
-                            " ORDER BY finished_at, id LIMIT $4",
-                        after.finished_us, after.run, static_cast<std::int64_t>(settle.count()), limit)) {
-      slice.push_back(r[0].as<std::int64_t>());
-      out.next = VerifyCursor{r[1].as<std::int64_t>(), r[0].as<std::int64_t>()};
-      if (!r[2].is_null()) {
-        const auto s = r[2].as<std::int64_t>();
-        min_start_us = min_start_us == 0 ? s : std::min(min_start_us, s);
+    std::map<std::int64_t, std::int64_t> job_of;  // run -> job id, for its name
+    auto read_runs = [&](const pqxx::result& rows, bool judged) {
+      for (const auto& r : rows) {
+        checker::RunRow run;
+        run.id = r[0].as<std::int64_t>();
+        run.job = r[1].as<std::string>();
+        run.state = r[2].as<std::string>();
+        run.key = r[3].as<std::string>();
+        run.error_code = r[4].as<std::string>();
+        run.attempt = r[5].as<int>();
+        run.max_attempts = r[6].as<int>();
+        run.slot = r[7].as<std::int64_t>();
+        run.created_us = r[8].as<std::int64_t>();
+        run.event_id = r[9].as<std::int64_t>();
+        run.concurrency_key = r[10].as<std::string>();
+        run.worker = r[11].as<std::string>();
+        run.continuation = r[12].as<std::string>();
+        run.continuation_deadline_us = opt<std::int64_t>(r[13]);
+        keys[run.id] = {opt<std::int64_t>(r[14]), opt<std::int64_t>(r[15])};
+        if (!r[14].is_null()) job_of[run.id] = r[14].as<std::int64_t>();
+        if (judged) {
+          slice.push_back(run.id);
+          out.next = VerifyCursor{r[20].as<std::int64_t>(), run.id};
+        }
+        // Its final attempt lives in its row (schemas/0022); a RUNNING run's
+        // current one too, not ended yet.
+        if (!r[16].is_null() || run.state == "RUNNING") {
+          checker::AttemptRow a;
+          a.run = run.id;
+          a.attempt = run.attempt;
+          a.worker = run.worker;
+          a.outcome = r[16].is_null() ? "" : r[16].as<std::string>();
+          if (!r[17].is_null()) a.exit_code = r[17].as<int>();
+          a.token = r[18].is_null() ? "" : r[18].as<std::string>();
+          a.started_us = opt<std::int64_t>(r[19]);
+          if (!r[16].is_null()) a.finished_us = opt<std::int64_t>(r[20]);
+          if (judged && a.started_us)
+            min_start_us = min_start_us == 0 ? *a.started_us : std::min(min_start_us, *a.started_us);
+          h.attempts.push_back(std::move(a));
+        }
+        if (!r[21].is_null()) histories[run.id] = r[21].as<std::string>();
+        if (run.event_id > 0) event_ids.insert(run.event_id);
+        if (judged && !run.key.empty()) h.accepted_keys.push_back(run.key);
+        h.runs[run.id] = std::move(run);
       }
-    }
+    };
+    read_runs(tx.exec_params(run_columns(true) + " WHERE r.finished_at > " + at_us("$1") +
+                                 " AND r.finished_at <= " + upto + " ORDER BY r.finished_at, r.id",
+                             after.finished_us, upto_value),
+              true);
     out.runs = static_cast<std::int64_t>(slice.size());
-    out.full = out.runs == limit;
-    const std::string ids = pg_array(slice);
 
     // Context: the runs that share a slot, an idempotency key (within the
-    // window it is remembered) or an event with a run of the slice; the
-    // runs assigned to a worker now.
+    // window it is remembered) or an event with a run of the slice, each
+    // looked up through its own index from the slice's values; the runs
+    // assigned to a worker now.
+    std::vector<std::int64_t> slot_jobs, slot_us, key_created, event_jobs, events;
+    std::vector<std::string> idem;
+    for (std::int64_t id : slice) {
+      const auto& k = keys[id];
+      const auto& run = h.runs[id];
+      if (k.job_id && k.slot_us) slot_jobs.push_back(*k.job_id), slot_us.push_back(*k.slot_us);
+      if (!run.key.empty()) idem.push_back(run.key), key_created.push_back(run.created_us);
+      if (k.job_id && run.event_id > 0) event_jobs.push_back(*k.job_id), events.push_back(run.event_id);
+    }
     std::set<std::int64_t> context;
-    for (const auto& r : tx.exec_params(
-             "WITH s AS (SELECT * FROM job_runs WHERE id = ANY($1::bigint[]))"
-             " SELECT r.id FROM s JOIN job_runs r ON r.job_definition_id = s.job_definition_id"
-             "  AND r.scheduled_for = s.scheduled_for WHERE s.scheduled_for IS NOT NULL"
-             " UNION SELECT r.id FROM s JOIN job_runs r ON r.idempotency_key = s.idempotency_key"
-             "  WHERE s.idempotency_key IS NOT NULL AND r.created_at BETWEEN s.created_at - interval '24 hours'"
-             "  AND s.created_at + interval '24 hours'"
-             " UNION SELECT r.id FROM s JOIN job_runs r ON r.job_definition_id = s.job_definition_id"
-             "  AND r.event_id = s.event_id WHERE s.event_id IS NOT NULL"
-             " UNION SELECT r.id FROM workers w JOIN job_runs r ON r.assigned_worker_id = w.worker_id"
-             "  AND r.state IN ('ASSIGNED', 'RUNNING')",
-             ids))
-      context.insert(r[0].as<std::int64_t>());
+    auto add_context = [&](const pqxx::result& rows) {
+      for (const auto& r : rows) context.insert(r[0].as<std::int64_t>());
+    };
+    if (!slot_jobs.empty())
+      add_context(tx.exec_params(
+          "SELECT r.id FROM unnest($1::bigint[], $2::bigint[]) AS s(job, at) JOIN job_runs r ON r.job_definition_id ="
+          " s.job AND r.scheduled_for = 'epoch'::timestamptz + s.at * interval '1 microsecond'",
+          pg_array(slot_jobs), pg_array(slot_us)));
+    if (!idem.empty())
+      add_context(tx.exec_params(
+          "SELECT r.id FROM unnest($1::text[], $2::bigint[]) AS s(k, at) JOIN job_runs r ON r.idempotency_key = s.k"
+          " AND r.idempotency_key IS NOT NULL AND r.created_at BETWEEN 'epoch'::timestamptz + s.at * interval '1"
+          " microsecond' - interval '24 hours' AND 'epoch'::timestamptz + s.at * interval '1 microsecond' + interval"
+          " '24 hours'",
+          pg_array(idem), pg_array(key_created)));
+    if (!events.empty())
+      add_context(tx.exec_params(
+          "SELECT r.id FROM unnest($1::bigint[], $2::bigint[]) AS s(job, ev) JOIN job_runs r ON r.job_definition_id ="
+          " s.job AND r.event_id = s.ev AND r.event_id IS NOT NULL",
+          pg_array(event_jobs), pg_array(events)));
+    // The runs RUNNING now, once a sweep (job_runs_open_idx: the open runs;
+    // the run table has no index by state or worker, on purpose).
+    if (running_now)
+      add_context(tx.exec("SELECT id FROM job_runs WHERE finished_at IS NULL AND state = 'RUNNING' LIMIT 100000"));
     // The runs that ended while one of the slice ran, before the slice
     // (the slice's own and later ones are judged with it or later): of its
     // jobs, and of every job whose executions exclude others'. Two runs
     // that overlapped are so seen together in the slice of the later one.
     if (!slice.empty() && min_start_us > 0) {
+      std::set<std::int64_t> jobs;
+      for (std::int64_t id : slice)
+        if (keys[id].job_id) jobs.insert(*keys[id].job_id);
       auto rows = tx.exec_params(
           "SELECT r.id FROM job_runs r WHERE r.finished_at >= 'epoch'::timestamptz + $2::bigint * interval '1 "
           "microsecond' AND r.finished_at <= " +
               at_us("$3") +
-              " AND r.started_at IS NOT NULL AND (r.job_definition_id IN (SELECT job_definition_id FROM job_runs"
-              "  WHERE id = ANY($1::bigint[])) OR r.job_definition_id IN (SELECT id FROM job_definitions"
-              "  WHERE exclusive_execution OR mutually_exclusive) OR EXISTS (SELECT 1 FROM job_runs s"
-              "  JOIN job_definitions j ON j.id = s.job_definition_id WHERE s.id = ANY($1::bigint[])"
-              "  AND j.exclusive_execution)) ORDER BY r.finished_at DESC LIMIT $4",
-          ids, min_start_us, after.finished_us, context_lookback_max + 1);
+              " AND r.started_at IS NOT NULL AND (r.job_definition_id = ANY($1::bigint[]) OR r.job_definition_id IN"
+              " (SELECT id FROM job_definitions WHERE exclusive_execution OR mutually_exclusive) OR EXISTS (SELECT 1"
+              " FROM job_definitions j WHERE j.id = ANY($1::bigint[]) AND j.exclusive_execution))"
+              " ORDER BY r.finished_at DESC LIMIT $4",
+          pg_array(std::vector<std::int64_t>(jobs.begin(), jobs.end())), min_start_us, after.finished_us,
+          context_lookback_max + 1);
       for (std::size_t i = 0; i < rows.size() && i < static_cast<std::size_t>(context_lookback_max); ++i)
         context.insert(rows[i][0].as<std::int64_t>());
       if (rows.size() > static_cast<std::size_t>(context_lookback_max)) out.context_truncated = 1;
     }
     for (std::int64_t id : slice) context.erase(id);
     h.context_runs = context;
+    if (!context.empty())
+      read_runs(tx.exec_params(run_columns(false) + " WHERE r.id = ANY($1::bigint[])",
+                               pg_array(std::vector<std::int64_t>(context.begin(), context.end()))),
+                false);
     std::vector<std::int64_t> all = slice;
     all.insert(all.end(), context.begin(), context.end());
     const std::string all_ids = pg_array(all);
+    const std::string ids = pg_array(slice);
 
-    // The runs, as the chaos export reads them (chaos-tests/export-history.sh),
-    // and their state now (running_has_owner).
-    std::set<std::int64_t> event_ids;
-    for (const auto& r : tx.exec_params(
-             "SELECT r.id, coalesce(j.name, ''), r.state, coalesce(r.idempotency_key, ''), coalesce(r.error_code, ''),"
-             " r.attempt, r.max_attempts, coalesce(floor(extract(epoch FROM r.scheduled_for))::bigint, 0), " +
-                 us_of("r.created_at") +
-                 ", coalesce(r.event_id, 0), coalesce(r.concurrency_key, ''),"
-                 " coalesce(r.assigned_worker_id, ''), r.continuation_state, " +
-                 us_of("r.continuation_deadline_at") +
-                 " FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id"
-                 " WHERE r.id = ANY($1::bigint[])",
-             all_ids)) {
-      checker::RunRow run;
-      run.id = r[0].as<std::int64_t>();
-      run.job = r[1].as<std::string>();
-      run.state = r[2].as<std::string>();
-      run.key = r[3].as<std::string>();
-      run.error_code = r[4].as<std::string>();
-      run.attempt = r[5].as<int>();
-      run.max_attempts = r[6].as<int>();
-      run.slot = r[7].as<std::int64_t>();
-      run.created_us = r[8].as<std::int64_t>();
-      run.event_id = r[9].as<std::int64_t>();
-      run.concurrency_key = r[10].as<std::string>();
-      run.worker = r[11].as<std::string>();
-      run.continuation = r[12].as<std::string>();
-      run.continuation_deadline_us = opt<std::int64_t>(r[13]);
-      if (run.event_id > 0) event_ids.insert(run.event_id);
-      if (!h.context_runs.count(run.id) && !run.key.empty()) h.accepted_keys.push_back(run.key);
-      h.runs[run.id] = std::move(run);
+    // The attempts that did not end their run, of every run read.
+    if (!all.empty())
+      for (const auto& r : tx.exec_params("SELECT run_id, attempt, coalesce(worker_id, ''), coalesce(outcome, ''),"
+                                          " coalesce(lease_token::text, ''), exit_code, " +
+                                              us_of("started_at") + ", " + us_of("finished_at") +
+                                              " FROM job_run_attempt_rows WHERE run_id = ANY($1::bigint[])",
+                                          all_ids)) {
+        checker::AttemptRow a;
+        a.run = r[0].as<std::int64_t>();
+        a.attempt = r[1].as<int>();
+        a.worker = r[2].as<std::string>();
+        a.outcome = r[3].as<std::string>();
+        a.token = r[4].as<std::string>();
+        if (!r[5].is_null()) a.exit_code = r[5].as<int>();
+        a.started_us = opt<std::int64_t>(r[6]);
+        a.finished_us = opt<std::int64_t>(r[7]);
+        h.attempts.push_back(std::move(a));
+      }
+    std::sort(h.attempts.begin(), h.attempts.end(),
+              [](const auto& a, const auto& b) { return std::tie(a.run, a.attempt) < std::tie(b.run, b.attempt); });
+
+    // The slice's writes: the rows of the log kept from before schema 0022,
+    // then each run's history array, decoded as the job_run_transitions
+    // view does (7 bigints an entry: to_version, from_version, code, epoch,
+    // xid, at_us, continuation_ms). Commit times once per transaction.
+    std::map<std::int64_t, std::string> last_logged_state;
+    std::vector<std::pair<checker::TransitionRow, std::int64_t>> writes;  // with its xid
+    if (!slice.empty())
+      for (const auto& r : tx.exec_params(
+               "SELECT id, run_id, coalesce(from_state, ''), to_state, from_version, to_version, attempt, leader_epoch,"
+               " continuation_state, xid, " +
+                   us_of("at") +
+                   ", continuation_timeout_ms FROM job_run_transitions_log WHERE run_id = ANY($1::bigint[])"
+                   " ORDER BY run_id, to_version",
+               ids)) {
+        checker::TransitionRow t;
+        t.id = r[0].as<std::int64_t>();
+        t.run = r[1].as<std::int64_t>();
+        t.from = r[2].as<std::string>();
+        t.to = r[3].as<std::string>();
+        t.from_version = opt<std::int64_t>(r[4]);
+        t.to_version = r[5].as<std::int64_t>();
+        t.attempt = r[6].as<int>();
+        t.epoch = r[7].as<std::int64_t>();
+        t.continuation = r[8].as<std::string>();
+        t.commit_us = r[10].as<std::int64_t>();  // the write's own time until its commit time is read
+        t.continuation_ms = opt<std::int64_t>(r[11]);
+        last_logged_state[t.run] = t.to;
+        writes.push_back({std::move(t), r[9].as<std::int64_t>()});
+      }
+    for (const auto& [run, text] : histories) {
+      std::vector<std::optional<std::int64_t>> v;
+      std::size_t from = 0;
+      for (;;) {
+        const std::size_t comma = text.find(',', from);
+        const std::string item = text.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+        if (item == "n" || item.empty())
+          v.push_back(std::nullopt);
+        else
+          v.push_back(std::stoll(item));
+        if (comma == std::string::npos) break;
+        from = comma + 1;
+      }
+      std::string previous;
+      for (std::size_t k = 0; k + 7 <= v.size(); k += 7) {
+        checker::TransitionRow t;
+        t.run = run;
+        t.to_version = v[k].value_or(0);
+        t.from_version = v[k + 1];
+        const std::int64_t code = v[k + 2].value_or(0);
+        t.to = state_of_code(code);
+        t.continuation = (code & 16) ? "CONFIRMING" : "NONE";
+        t.attempt = static_cast<int>(code >> 8);
+        t.epoch = v[k + 3].value_or(0);
+        t.commit_us = v[k + 5];
+        t.continuation_ms = v[k + 6];
+        if (k > 0)
+          t.from = previous;
+        else if (t.from_version)
+          t.from = last_logged_state.count(run) ? last_logged_state[run] : "";
+        previous = t.to;
+        writes.push_back({std::move(t), v[k + 4].value_or(0)});
+      }
     }
-
-    // The slice's writes (the history in each run's row, schemas/0022). A
-    // write's commit time from its transaction id when the database keeps
-    // them (track_commit_timestamp), else its own clock reading.
-    const std::string commit =
-        out.commit_timestamps
-            ? "coalesce(" + us_of("pg_xact_commit_timestamp((xid % 4294967296)::text::xid)") + ", " + us_of("at") + ")"
-            : us_of("at");
     std::int64_t approximated = 0;
-    for (const auto& r : tx.exec_params(
-             "SELECT coalesce(id, 0), run_id, coalesce(from_state, ''), to_state, from_version, to_version, attempt,"
-             " leader_epoch, continuation_state, " +
-                 commit + ", continuation_timeout_ms, " +
-                 (out.commit_timestamps ? "pg_xact_commit_timestamp((xid % 4294967296)::text::xid) IS NULL" : "false") +
-                 " FROM job_run_transitions WHERE run_id = ANY($1::bigint[]) ORDER BY run_id, to_version, id",
-             ids)) {
-      checker::TransitionRow t;
-      t.id = r[0].as<std::int64_t>();
-      t.run = r[1].as<std::int64_t>();
-      t.from = r[2].as<std::string>();
-      t.to = r[3].as<std::string>();
-      t.from_version = opt<std::int64_t>(r[4]);
-      t.to_version = r[5].as<std::int64_t>();
-      t.attempt = r[6].as<int>();
-      t.epoch = r[7].as<std::int64_t>();
-      t.continuation = r[8].as<std::string>();
-      t.commit_us = opt<std::int64_t>(r[9]);
-      t.continuation_ms = opt<std::int64_t>(r[10]);
-      if (r[11].as<bool>()) ++approximated;
-      h.transitions.push_back(std::move(t));
+    if (out.commit_timestamps && !writes.empty()) {
+      std::set<std::int64_t> xids;
+      for (const auto& w : writes) xids.insert(w.second);
+      std::map<std::int64_t, std::int64_t> committed;
+      for (const auto& r :
+           tx.exec_params("SELECT x, " + us_of("pg_xact_commit_timestamp((x % 4294967296)::text::xid)") +
+                              " FROM unnest($1::bigint[]) AS x",
+                          pg_array(std::vector<std::int64_t>(xids.begin(), xids.end()))))
+        if (!r[1].is_null()) committed[r[0].as<std::int64_t>()] = r[1].as<std::int64_t>();
+      for (auto& [t, xid] : writes) {
+        auto it = committed.find(xid);
+        if (it != committed.end())
+          t.commit_us = it->second;
+        else
+          ++approximated;  // older than the commit times PostgreSQL keeps: the write's own time
+      }
     }
     if (approximated > 0) h.read_errors.push_back(std::to_string(approximated) + " commit times approximated");
-
-    // Every attempt of every run read: the ended ones (job_run_attempts),
-    // and the one a RUNNING run is in now.
-    for (const auto& r : tx.exec_params(
-             "SELECT run_id, attempt, coalesce(worker_id, ''), coalesce(outcome, ''), coalesce(lease_token::text, ''),"
-             " exit_code, " +
-                 us_of("started_at") + ", " + us_of("finished_at") +
-                 " FROM job_run_attempts WHERE run_id = ANY($1::bigint[])"
-                 " UNION ALL SELECT id, attempt, coalesce(assigned_worker_id, ''), '', coalesce(lease_token::text, ''),"
-                 " NULL, " +
-                 us_of("started_at") +
-                 ", NULL FROM job_runs WHERE id = ANY($1::bigint[]) AND state = 'RUNNING' AND outcome IS NULL"
-                 " ORDER BY 1, 2",
-             all_ids)) {
-      checker::AttemptRow a;
-      a.run = r[0].as<std::int64_t>();
-      a.attempt = r[1].as<int>();
-      a.worker = r[2].as<std::string>();
-      a.outcome = r[3].as<std::string>();
-      a.token = r[4].as<std::string>();
-      if (!r[5].is_null()) a.exit_code = r[5].as<int>();
-      a.started_us = opt<std::int64_t>(r[6]);
-      a.finished_us = opt<std::int64_t>(r[7]);
-      h.attempts.push_back(std::move(a));
-    }
+    for (auto& w : writes) h.transitions.push_back(std::move(w.first));
+    std::sort(h.transitions.begin(), h.transitions.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.run, a.to_version, a.id) < std::tie(b.run, b.to_version, b.id);
+    });
 
     for (const auto& r :
          tx.exec_params("SELECT run_id, final_state, attempts FROM dead_letters WHERE run_id = ANY($1::bigint[])", ids))
@@ -257,12 +391,15 @@ Result<RecordedSlice> PgVerifyStore::recorded_slice(const VerifyCursor& after, M
           {r[0].as<std::int64_t>(), r[1].as<std::string>(), r[2].as<std::string>(), opt<std::int64_t>(r[3])});
 
     // The jobs of the runs read, and every job whose executions exclude others'.
+    std::set<std::int64_t> job_ids;
+    for (const auto& [run, job] : job_of) job_ids.insert(job);
+    std::map<std::int64_t, std::string> job_names;
     for (const auto& r :
          tx.exec_params("SELECT name, max_instances, concurrency_policy, exclusive_execution, mutually_exclusive,"
-                        " to_json(on_events)::text, concurrency_limit FROM job_definitions"
-                        " WHERE id IN (SELECT job_definition_id FROM job_runs WHERE id = ANY($1::bigint[]))"
-                        " OR exclusive_execution OR mutually_exclusive",
-                        all_ids)) {
+                        " to_json(on_events)::text, concurrency_limit, id FROM job_definitions"
+                        " WHERE id = ANY($1::bigint[]) OR exclusive_execution OR mutually_exclusive",
+                        pg_array(std::vector<std::int64_t>(job_ids.begin(), job_ids.end())))) {
+      job_names[r[7].as<std::int64_t>()] = r[0].as<std::string>();
       checker::JobRow j{r[0].as<std::string>(), opt<std::int64_t>(r[1]), r[2].as<std::string>(),
                         r[4].as<bool>(),        r[3].as<bool>(),         {}};
       j.concurrency_limit = opt<std::int64_t>(r[6]);
@@ -275,6 +412,8 @@ Result<RecordedSlice> PgVerifyStore::recorded_slice(const VerifyCursor& after, M
       h.jobs[j.name] = std::move(j);
     }
 
+    for (const auto& [run, job] : job_of)
+      if (auto n = job_names.find(job); n != job_names.end()) h.runs[run].job = n->second;
     for (const auto& r : tx.exec("SELECT worker_id, state = 'ATTACHED', " + us_of("detached_at") + " FROM workers"))
       h.workers[r[0].as<std::string>()] = {r[0].as<std::string>(), r[1].as<bool>(), opt<std::int64_t>(r[2])};
     tx.commit();

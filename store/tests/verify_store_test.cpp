@@ -33,7 +33,7 @@ class VerifyStoreTest : public OverlapStoreTest {
   Swept sweep(Millis settle = Millis{0}) {
     auto from = verifier.verify_cursor();
     EXPECT_TRUE(from) << from.error().message;
-    auto slice = verifier.recorded_slice(*from, settle, 1000);
+    auto slice = verifier.recorded_slice(*from, settle, 1000, true);
     EXPECT_TRUE(slice) << slice.error().message;
     Swept s{verify::judge_slice(*slice, verify::CheckSettings{10'000, 60'000}), *slice, {}};
     SweepRecord record{"n1", epoch.value, *from, slice->next, slice->runs, 0, {}, {}, s.verdict.violations};
@@ -73,6 +73,22 @@ TEST_F(VerifyStoreTest, ACleanHistoryVerifiesAndASecondSuccessInsertedWithSqlIsF
                            "attempts_and_tokens", "dead_letter_iff_failed", "no_overlapping_executions"})
     EXPECT_GT(examined(first, name), 0) << name;
   EXPECT_EQ(examined(first, "dead_letter_iff_failed"), 4);
+  // The writes decoded from each run's history array are the rows of the
+  // job_run_transitions view (schemas/0022), one for one.
+  std::string decoded, viewed;
+  for (const auto& t : first.slice.history.transitions)
+    decoded += std::to_string(t.run) + ":" + (t.from.empty() ? "-" : t.from) + ">" + t.to + "@" +
+               std::to_string(t.to_version) + "/" + (t.from_version ? std::to_string(*t.from_version) : "-") + "a" +
+               std::to_string(t.attempt) + "e" + std::to_string(t.epoch) + t.continuation + ";";
+  pqxx::connection conn(url);
+  pqxx::nontransaction view(conn);
+  for (const auto& r : view.exec(
+           "SELECT run_id || ':' || coalesce(from_state, '-') || '>' || to_state || '@' || to_version || '/' ||"
+           " coalesce(from_version::text, '-') || 'a' || attempt || 'e' || leader_epoch || continuation_state || ';'"
+           " FROM job_run_transitions ORDER BY run_id, to_version"))
+    viewed += r[0].as<std::string>();
+  EXPECT_EQ(decoded, viewed);
+  EXPECT_GE(first.slice.history.transitions.size(), 16u);
   EXPECT_EQ(text("SELECT runs_checked || '/' || sweeps FROM verify_cursor"), "4/1");
 
   // A webhook told of violations.
@@ -123,7 +139,7 @@ TEST_F(VerifyStoreTest, ASweepMovesTheCursorOnlyFromWhereItStartedAndWaitsForThe
   EXPECT_EQ(sweep(Millis{60'000}).slice.runs, 0) << "finished less than a minute ago";
   auto from = verifier.verify_cursor();
   ASSERT_TRUE(from);
-  auto slice = verifier.recorded_slice(*from, Millis{0}, 10);
+  auto slice = verifier.recorded_slice(*from, Millis{0}, 10, true);
   ASSERT_TRUE(slice);
   EXPECT_EQ(slice->runs, 1);
   SweepRecord record{"n1", epoch.value, *from, slice->next, slice->runs, 0, {}, {}, {}};
@@ -165,8 +181,8 @@ TEST_F(VerifyStoreTest, ARunRunningOnAWorkerGoneLongAgoIsFoundAndADuplicateOfAnO
   second_success(old);
   verify::VerifyTally all;
   VerifyCursor at{};
-  for (;;) {
-    auto slice = verifier.recorded_slice(at, Millis{0}, 1);
+  for (bool first = true;; first = false) {
+    auto slice = verifier.recorded_slice(at, Millis{0}, 1, first);
     ASSERT_TRUE(slice);
     if (slice->runs == 0) break;
     all.add(verify::judge_slice(*slice, verify::CheckSettings{10'000, 60'000}), slice->runs);

@@ -9,7 +9,7 @@ Result<SweepOutcome> sweep_once(store::VerifyStore& store, const SweepSettings& 
     const MonoTime read_from = clock.mono();
     auto from = store.verify_cursor();
     if (!from) return from.error();
-    auto slice = store.recorded_slice(*from, settings.settle, settings.slice_runs);
+    auto slice = store.recorded_slice(*from, settings.settle, settings.slice_runs, i == 0);
     if (!slice) return slice.error();
     const MonoTime read_to = clock.mono();
     const std::int64_t runs = slice->runs;
@@ -46,8 +46,8 @@ Result<VerifyTally> verify_all(store::VerifyStore& store, const store::VerifyCur
                                const CheckSettings& check, const std::function<void(const VerifyTally&)>& progress) {
   VerifyTally tally;
   store::VerifyCursor at = from;
-  for (;;) {
-    auto slice = store.recorded_slice(at, Millis{0}, slice_runs);
+  for (bool first = true;; first = false) {
+    auto slice = store.recorded_slice(at, Millis{0}, slice_runs, first);
     if (!slice) return slice.error();
     const std::int64_t runs = slice->runs;
     const bool full = slice->full;

@@ -23,7 +23,7 @@ class FakeVerifyStore final : public store::VerifyStore {
   std::vector<store::SweepRecord> records;
 
   Result<store::VerifyCursor> verify_cursor() override { return cursor; }
-  Result<store::RecordedSlice> recorded_slice(const store::VerifyCursor& after, Millis, int limit) override {
+  Result<store::RecordedSlice> recorded_slice(const store::VerifyCursor& after, Millis, int limit, bool) override {
     store::RecordedSlice s;
     s.next = after;
     for (std::int64_t id = after.run + 1; id <= n && s.runs < limit; ++id) {

@@ -13,7 +13,7 @@ class PgVerifyStore final : public VerifyStore {
  public:
   PgVerifyStore(const std::string& url, const std::string& application_name);
   Result<VerifyCursor> verify_cursor() override;
-  Result<RecordedSlice> recorded_slice(const VerifyCursor& after, Millis settle, int limit) override;
+  Result<RecordedSlice> recorded_slice(const VerifyCursor& after, Millis settle, int limit, bool running_now) override;
   Result<SweepRecorded> record_sweep(const SweepRecord& sweep) override;
 
  private:
