@@ -650,9 +650,19 @@ TEST(Runtime, TheLeadersSweepFindsASecondSuccessInsertedWithSqlAndBatonVerifyToo
       << found.first;
   EXPECT_NE(found.first.find("success_recorded: needs the tasks' own exit statuses"), std::string::npos)
       << "what it cannot see is said";
-  // Acknowledged: the banner's list empties, the count stays.
-  auto acked = c.http(c.port("n1"), "POST", "/api/v1/verify/acknowledge", auth, R"({"through_id": 1000})");
-  EXPECT_EQ(acked.status, 200) << acked.body;
+  // `baton ctl verify`: exit 1 while it is open; acknowledged, the
+  // banner's list empties, the count stays.
+  const std::string ctl = std::string(BATON_BINARY) + " ctl --addr 127.0.0.1:" + std::to_string(c.port("n1")) +
+                          " --token-file " + BATON_SOURCE_DIR + "/cmd/tests/tokens/admin.token verify ";
+  auto open = shell(ctl + "status --open");
+  EXPECT_EQ(open.second, 1) << open.first;
+  EXPECT_NE(open.first.find("1 not acknowledged"), std::string::npos) << open.first;
+  EXPECT_NE(open.first.find("one_successful_execution"), std::string::npos) << open.first;
+  EXPECT_EQ(shell(ctl + "acknowledge x").second, 2) << "a usage error";
+  auto acked = shell(ctl + "acknowledge 1000");
+  EXPECT_EQ(acked.second, 0) << acked.first;
   EXPECT_NE(c.http(c.port("n1"), "GET", "/api/v1/verify?open=true", auth).body.find("\"violations\": []"),
             std::string::npos);
+  EXPECT_EQ(shell(ctl + "status --open").second, 0);
+  EXPECT_EQ(c.db().scalar("SELECT count(*) FROM audit_log WHERE action = 'invariant.acknowledged'"), "1");
 }

@@ -254,6 +254,18 @@ const std::vector<Column>& epoch_columns() {
   return c;
 }
 
+const std::vector<Column>& violation_columns() {
+  static const std::vector<Column> c{COL("ID", "id"),
+                                     COL("FOUND", "found_at"),
+                                     COL("INVARIANT", "invariant"),
+                                     COL("RUNS", "run_ids"),
+                                     COL("BY", "found_by"),
+                                     COL("EPOCH", "epoch"),
+                                     COL("ACKNOWLEDGED", "acknowledged_at"),
+                                     COL("EVIDENCE", "evidence")};
+  return c;
+}
+
 const std::vector<Column>& audit_columns() {
   static const std::vector<Column> c{COL("ID", "id"),          COL("AT", "at"),           COL("ACTOR", "actor"),
                                      COL("ACTION", "action"),  COL("SUBJECT", "subject"), COL("EPOCH", "epoch"),

@@ -55,6 +55,8 @@ const std::vector<Column>& dead_letter_columns();
 const std::vector<Column>& node_columns();
 const std::vector<Column>& epoch_columns();
 const std::vector<Column>& audit_columns();
+/// The history checker's violations (GET /api/v1/verify).
+const std::vector<Column>& violation_columns();
 const std::vector<Column>& event_columns();
 /// Decision-ledger entries (baton ctl why).
 const std::vector<Column>& decision_columns();

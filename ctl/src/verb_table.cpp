@@ -749,6 +749,58 @@ std::vector<Verb> verbs() {
          }
          return reply.status == 200 ? exit_ok : c.fail(reply);
        }},
+      // the history checker in production (docs/assurance.md)
+      {{"verify", "status"},
+       "",
+       "the history checker's sweep: runs checked, the last sweep, violations per invariant, and the violations "
+       "(newest first); exit 1 while one is not acknowledged",
+       {{"--open", false, "only the violations not acknowledged"},
+        {"--limit", true, "violations shown (default 50, at most 1000)"}},
+       0,
+       0,
+       [](Call& c) -> int {
+         boost::urls::url u("/api/v1/verify");
+         if (c.has("--open")) u.params().append({"open", "true"});
+         if (auto l = c.flag("--limit")) u.params().append({"limit", *l});
+         auto reply = c.api.call("GET", std::string(u.buffer()));
+         if (reply.status != 200) return c.fail(reply);
+         const auto o = json::parse(reply.body).as_object();
+         const bool open = o.at("violations_open").to_number<std::int64_t>() > 0;
+         if (c.json_output()) {
+           c.out << reply.body << '\n';
+           return open ? exit_refused : exit_ok;
+         }
+         c.out << "runs checked: " << field(o, "runs_checked") << " in " << field(o, "sweeps") << " sweeps; last sweep "
+               << field(o, "swept_at") << " by " << field(o, "node_id") << " (epoch " << field(o, "epoch")
+               << ")\nviolations: " << field(o, "violations_total") << " recorded, " << field(o, "violations_open")
+               << " not acknowledged\n";
+         for (const auto& [name, n] : o.at("by_invariant").as_object())
+           c.out << "  " << std::string(name) << ": " << json::serialize(n) << '\n';
+         const auto& list = o.at("violations").as_array();
+         if (!list.empty()) {
+           c.out << '\n';
+           print_table(c.out, violation_columns(), list);
+         }
+         return open ? exit_refused : exit_ok;
+       }},
+      {{"verify", "acknowledge"},
+       "ID",
+       "acknowledge every violation up to ID (audited): the dashboard's banner no longer shows them",
+       {},
+       1,
+       1,
+       [](Call& c) -> int {
+         std::int64_t id = 0;
+         try {
+           std::size_t used = 0;
+           id = std::stoll(c.args[0], &used);
+           if (used != c.args[0].size() || id < 1) id = 0;
+         } catch (const std::exception&) {
+           id = 0;
+         }
+         if (id == 0) return c.usage("ID must be a violation id (a positive integer), got '" + c.args[0] + "'");
+         return simple(c, "POST", "/api/v1/verify/acknowledge", json::serialize(json::object{{"through_id", id}}));
+       }},
       // webhooks (docs/webhooks.md; defined with `apply`)
       {{"webhooks", "list"},
        "",

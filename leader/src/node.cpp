@@ -606,9 +606,12 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
       settings.check.continuation_margin_ms = cfg.runtime.continuation_margin.count();
       settings.check.owner_grace_ms = cfg.verify.owner_grace.count();
       MonoTime next = clock.mono();
+      std::int64_t sweeping_epoch = 0;
+      settings.keep_going = [&] { return !stop.load() && leading_epoch.load() == sweeping_epoch; };
       while (!stop.load()) {
         const std::int64_t epoch = leading_epoch.load();
         if (epoch > 0 && clock.mono() >= next) {
+          sweeping_epoch = epoch;
           auto swept = verify::sweep_once(*verify_store, settings, me.node_id, epoch, clock);
           if (!swept) {
             spdlog::warn("verify_sweep_failed node={} epoch={} error={}", me.node_id, epoch,

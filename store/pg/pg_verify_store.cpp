@@ -170,6 +170,32 @@ Result<RecordedSlice> PgVerifyStore::recorded_slice(const VerifyCursor& after, M
               true);
     out.runs = static_cast<std::int64_t>(slice.size());
 
+    // The attempts that did not end their run (job_run_attempt_rows).
+    auto read_attempt_rows = [&](const std::vector<std::int64_t>& runs, bool judged) {
+      if (runs.empty()) return;
+      for (const auto& r : tx.exec_params("SELECT run_id, attempt, coalesce(worker_id, ''), coalesce(outcome, ''),"
+                                          " coalesce(lease_token::text, ''), exit_code, " +
+                                              us_of("started_at") + ", " + us_of("finished_at") +
+                                              " FROM job_run_attempt_rows WHERE run_id = ANY($1::bigint[])",
+                                          pg_array(runs))) {
+        checker::AttemptRow a;
+        a.run = r[0].as<std::int64_t>();
+        a.attempt = r[1].as<int>();
+        a.worker = r[2].as<std::string>();
+        a.outcome = r[3].as<std::string>();
+        a.token = r[4].as<std::string>();
+        if (!r[5].is_null()) a.exit_code = r[5].as<int>();
+        a.started_us = opt<std::int64_t>(r[6]);
+        a.finished_us = opt<std::int64_t>(r[7]);
+        if (judged && a.started_us)
+          min_start_us = min_start_us == 0 ? *a.started_us : std::min(min_start_us, *a.started_us);
+        h.attempts.push_back(std::move(a));
+      }
+    };
+    // The slice's earlier attempts count for the look-back below: an
+    // attempt that was retried may have overlapped a run long finished.
+    read_attempt_rows(slice, true);
+
     // Context: the runs that share a slot, an idempotency key (within the
     // window it is remembered) or an event with a run of the slice, each
     // looked up through its own index from the slice's values; the runs
@@ -236,29 +262,9 @@ Result<RecordedSlice> PgVerifyStore::recorded_slice(const VerifyCursor& after, M
       read_runs(tx.exec_params(run_columns(false) + " WHERE r.id = ANY($1::bigint[])",
                                pg_array(std::vector<std::int64_t>(context.begin(), context.end()))),
                 false);
-    std::vector<std::int64_t> all = slice;
-    all.insert(all.end(), context.begin(), context.end());
-    const std::string all_ids = pg_array(all);
+    read_attempt_rows(std::vector<std::int64_t>(context.begin(), context.end()), false);
     const std::string ids = pg_array(slice);
 
-    // The attempts that did not end their run, of every run read.
-    if (!all.empty())
-      for (const auto& r : tx.exec_params("SELECT run_id, attempt, coalesce(worker_id, ''), coalesce(outcome, ''),"
-                                          " coalesce(lease_token::text, ''), exit_code, " +
-                                              us_of("started_at") + ", " + us_of("finished_at") +
-                                              " FROM job_run_attempt_rows WHERE run_id = ANY($1::bigint[])",
-                                          all_ids)) {
-        checker::AttemptRow a;
-        a.run = r[0].as<std::int64_t>();
-        a.attempt = r[1].as<int>();
-        a.worker = r[2].as<std::string>();
-        a.outcome = r[3].as<std::string>();
-        a.token = r[4].as<std::string>();
-        if (!r[5].is_null()) a.exit_code = r[5].as<int>();
-        a.started_us = opt<std::int64_t>(r[6]);
-        a.finished_us = opt<std::int64_t>(r[7]);
-        h.attempts.push_back(std::move(a));
-      }
     std::sort(h.attempts.begin(), h.attempts.end(),
               [](const auto& a, const auto& b) { return std::tie(a.run, a.attempt) < std::tie(b.run, b.attempt); });
 

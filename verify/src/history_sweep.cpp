@@ -6,6 +6,7 @@ Result<SweepOutcome> sweep_once(store::VerifyStore& store, const SweepSettings& 
                                 std::int64_t epoch, const Clock& clock) {
   SweepOutcome out;
   for (int i = 0; i < settings.slices_max; ++i) {
+    if (i > 0 && settings.keep_going && !settings.keep_going()) break;
     const MonoTime read_from = clock.mono();
     auto from = store.verify_cursor();
     if (!from) return from.error();

@@ -81,6 +81,19 @@ TEST(HistorySweep, SlicesAreTakenUntilOneIsNotFullAndEachIsRecordedWithItsVerdic
   EXPECT_EQ(out->tally.runs, 0);
 }
 
+TEST(HistorySweep, ASweepStopsBetweenSlicesWhenToldTo) {
+  FakeVerifyStore store;
+  SweepSettings settings;
+  settings.slice_runs = 2;
+  int asked = 0;
+  settings.keep_going = [&] { return ++asked < 2; };  // one more slice, then the node stops
+  FixedClock clock;
+  auto out = sweep_once(store, settings, "n1", 7, clock);
+  ASSERT_TRUE(out);
+  EXPECT_EQ(out->slices, 2);
+  EXPECT_EQ(store.cursor.run, 4) << "the runs of the slices taken are recorded";
+}
+
 TEST(HistorySweep, ASliceRecordedByAnotherNodeEndsTheSweep) {
   FakeVerifyStore store;
   store.refuse = true;

@@ -57,10 +57,10 @@ struct NodeConfig {
   /// history checker over the runs that finished since its cursor.
   struct Verify {
     bool enabled = true;
-    Millis every{30000};    ///< between sweeps
-    Millis settle{10000};   ///< a run is checked once it finished at least this long ago
-    int slice_runs = 2000;  ///< runs read and judged together
-    int slices_per_sweep = 10;
+    Millis every{30000};         ///< between sweeps
+    Millis settle{10000};        ///< a run is checked once it finished at least this long ago
+    int slice_runs = 2000;       ///< runs read and judged together
+    int slices_per_sweep = 100;  ///< at most; a sweep stops at the first slice that is not full
     /// A RUNNING run on a worker detached this long, or CONFIRMING this long
     /// past its deadline and margin, is reported (running_has_owner).
     Millis owner_grace{60000};

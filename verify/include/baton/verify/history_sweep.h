@@ -20,8 +20,11 @@ namespace baton::verify {
 struct SweepSettings {
   Millis settle{10000};
   int slice_runs = 2000;
-  int slices_max = 10;
+  int slices_max = 100;
   CheckSettings check;
+  /// Asked before each slice after the first: false ends the sweep there
+  /// (the node stops, or no longer leads).
+  std::function<bool()> keep_going;
 };
 
 struct SweepOutcome {
