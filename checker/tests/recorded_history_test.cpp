@@ -6,6 +6,8 @@
 // examining something.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "baton/checker/checker.h"
 #include "baton/checker/history.h"
 
@@ -150,6 +152,28 @@ TEST(RecordedHistory, AnAttemptThatNeverStartedIsNoExecution) {
   EXPECT_EQ(h.executions.at(2).size(), 1u);
   EXPECT_FALSE(h.executions.at(2).front().succeeded());  // recorded FAILED
   EXPECT_TRUE(h.executions.at(3).front().succeeded());
+}
+
+}  // namespace
+
+namespace {
+
+// The two tables of checks (checker/src/invariants.cpp) stay one list: every
+// invariant of the chaos checker either runs in production or is named, with
+// what it needs, as not examinable there; nothing runs in production that
+// the chaos checker does not.
+TEST(RecordedHistory, EveryInvariantRunsInProductionOrIsNamedAsNotExaminable) {
+  const Report full = check_history(History{});
+  const Report recorded = check_recorded_history(History{});
+  std::set<std::string> in_production;
+  for (const auto& i : recorded.invariants) in_production.insert(i.name);
+  std::set<std::string> all;
+  for (const auto& i : full.invariants) {
+    all.insert(i.name);
+    EXPECT_TRUE(in_production.count(i.name) + recorded.not_examinable.count(i.name) == 1) << i.name;
+  }
+  for (const auto& name : in_production) EXPECT_TRUE(all.count(name)) << name;
+  for (const auto& [name, why] : recorded.not_examinable) EXPECT_TRUE(all.count(name)) << name;
 }
 
 }  // namespace

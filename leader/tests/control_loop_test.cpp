@@ -92,7 +92,7 @@ class QuietLeaderStore final : public store::LeaderStore {
   Result<void> worker_attached(const std::string&, const std::string&, int, const std::string&, Epoch) override {
     return {};
   }
-  Result<void> worker_detached(const std::string&) override { return {}; }
+  Result<void> worker_detached(const std::string&, const std::string&, Epoch) override { return {}; }
   Result<void> workers_seen(const std::vector<std::string>&) override { return {}; }
   Result<void> append_run_log(RunId, int, const std::string&, const std::string&) override { return {}; }
   Result<void> append_run_output(const std::vector<store::OutputChunk>&, std::int64_t) override { return {}; }

@@ -64,7 +64,7 @@ Result<void> FakeLeaderStore::accepted() const {
 Result<void> FakeLeaderStore::worker_attached(const std::string&, const std::string&, int, const std::string&, Epoch) {
   return accepted();
 }
-Result<void> FakeLeaderStore::worker_detached(const std::string&) { return accepted(); }
+Result<void> FakeLeaderStore::worker_detached(const std::string&, const std::string&, Epoch) { return accepted(); }
 Result<void> FakeLeaderStore::workers_seen(const std::vector<std::string>&) { return accepted(); }
 Result<void> FakeLeaderStore::append_run_log(RunId, int, const std::string&, const std::string&) { return accepted(); }
 Result<void> FakeLeaderStore::append_run_output(const std::vector<OutputChunk>&, std::int64_t) { return accepted(); }

@@ -544,10 +544,13 @@ Result<void> PgLeaderStore::worker_attached(const std::string& worker_id, const 
   });
 }
 
-Result<void> PgLeaderStore::worker_detached(const std::string& worker_id) {
+Result<void> PgLeaderStore::worker_detached(const std::string& worker_id, const std::string& node_id, Epoch epoch) {
   return session_.with<void>([&](pqxx::connection& c) -> Result<void> {
     pqxx::work tx{c};
-    tx.exec_params("UPDATE workers SET state = 'DETACHED', detached_at = now() WHERE worker_id = $1", worker_id);
+    tx.exec_params(
+        "UPDATE workers SET state = 'DETACHED', detached_at = now() WHERE worker_id = $1 AND attached_node_id = $2"
+        " AND attached_epoch = $3",
+        worker_id, node_id, epoch.value);
     tx.commit();
     return {};
   });

@@ -197,3 +197,21 @@ TEST_F(VerifyStoreTest, ARunRunningOnAWorkerGoneLongAgoIsFoundAndADuplicateOfAnO
 }
 
 }  // namespace
+
+namespace {
+
+// What the checker's running_has_owner found in its first chaos run in CI:
+// an old leader's session with a worker closed after the worker had
+// attached to the new leader, and its detach overwrote the new attachment
+// (the row said DETACHED while the worker ran the new leader's runs). A
+// detach now changes only the attachment it ends.
+TEST_F(VerifyStoreTest, AnOldLeadersLateDetachLeavesAWorkerAttachedToTheNewLeader) {
+  ASSERT_TRUE(leader.worker_attached("w5", "{}", 2, "n1", Epoch{epoch.value}));
+  ASSERT_TRUE(leader.worker_attached("w5", "{}", 2, "n2", Epoch{epoch.value + 1}));
+  ASSERT_TRUE(leader.worker_detached("w5", "n1", Epoch{epoch.value}));
+  EXPECT_EQ(text("SELECT state || ' ' || attached_node_id FROM workers WHERE worker_id = 'w5'"), "ATTACHED n2");
+  ASSERT_TRUE(leader.worker_detached("w5", "n2", Epoch{epoch.value + 1}));
+  EXPECT_EQ(text("SELECT state FROM workers WHERE worker_id = 'w5'"), "DETACHED");
+}
+
+}  // namespace

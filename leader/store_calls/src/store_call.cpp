@@ -63,7 +63,7 @@ std::optional<Call> call_of(lc::Effect& effect, const Stores& stores, Epoch epoc
           return Call{"worker_registry", Lane::loop, 1, [leader, e = std::move(e), epoch, node_id] {
                         auto r = e.attached
                                      ? leader->worker_attached(e.worker_id, e.labels_json, e.capacity, node_id, epoch)
-                                     : leader->worker_detached(e.worker_id);
+                                     : leader->worker_detached(e.worker_id, node_id, epoch);
                         return best_effort(r, "worker_registry_error worker=" + json_quote(e.worker_id));
                       }};
         } else if constexpr (std::is_same_v<T, lc::RecordWorkersSeen>) {

@@ -88,7 +88,12 @@ class LeaderStore {
                                          const std::vector<FencedOut>& refused) = 0;
   virtual Result<void> worker_attached(const std::string& worker_id, const std::string& labels_json, int capacity,
                                        const std::string& node_id, Epoch epoch) = 0;
-  virtual Result<void> worker_detached(const std::string& worker_id) = 0;
+  /// The worker's session with `node_id` under `epoch` ended: recorded only
+  /// while its row still holds that attachment. An old leader's session
+  /// closing after the worker attached to a newer one changes nothing (the
+  /// row said DETACHED while the worker ran runs for the new leader: found
+  /// by the history checker's running_has_owner, docs/assurance.md).
+  virtual Result<void> worker_detached(const std::string& worker_id, const std::string& node_id, Epoch epoch) = 0;
   /// These attached workers were heard from: their last heartbeat is now.
   virtual Result<void> workers_seen(const std::vector<std::string>& worker_ids) = 0;
   virtual Result<void> append_run_log(RunId run, int attempt, const std::string& stream, const std::string& chunk) = 0;

@@ -36,7 +36,7 @@ class PgLeaderStore final : public LeaderStore {
                                        const std::string& details_json) override;
   Result<void> worker_attached(const std::string& worker_id, const std::string& labels_json, int capacity,
                                const std::string& node_id, Epoch epoch) override;
-  Result<void> worker_detached(const std::string& worker_id) override;
+  Result<void> worker_detached(const std::string& worker_id, const std::string& node_id, Epoch epoch) override;
   Result<void> workers_seen(const std::vector<std::string>& worker_ids) override;
   Result<void> append_run_log(RunId run, int attempt, const std::string& stream, const std::string& chunk) override;
   Result<void> append_run_output(const std::vector<OutputChunk>& chunks, std::int64_t db_bytes_per_stream) override;
