@@ -1,6 +1,6 @@
 // A rolling upgrade, at the process level (docs/protocol.md, "Versions"): a
-// node that speaks protocol versions 1 to 6 serves, side by side, a real
-// `baton worker` (which negotiates version 6: its runs start with their
+// node that speaks protocol versions 1 to 7 serves, side by side, a real
+// `baton worker` (which negotiates version 7: its runs start with their
 // assignment, and its heartbeats carry progress) and a version-1 worker (this
 // test speaking exactly the frames a version-1 binary sends, through a whole
 // run); a worker that speaks only a later version is refused with both
@@ -133,7 +133,7 @@ TEST(ProtocolVersions, AVersionOneWorkerAndAVersionFourWorkerShareANode) {
   ASSERT_EQ(c.wait_for_leader(), "n1");
   auto& modern = c.start_worker("w-new", 2, {}, "", "{gen: new}");
   ASSERT_TRUE(c.wait_for_workers("n1", 1));
-  EXPECT_TRUE(wait_until([&] { return modern.log().find("protocol=6") != std::string::npos; }, 5s)) << modern.log();
+  EXPECT_TRUE(wait_until([&] { return modern.log().find("protocol=7") != std::string::npos; }, 5s)) << modern.log();
 
   // A version-1 worker, frame for frame as version-1 binaries wrote them:
   // no range in the hello.
@@ -193,11 +193,11 @@ TEST(ProtocolVersions, AVersionOneWorkerAndAVersionFourWorkerShareANode) {
   // version-1 frame every worker reads, and the node goes on.
   RawWorker future(c.port("n1"));
   future.send(R"({"type":"hello","version":1,"worker_id":"w-future","token":")" + worker_token +
-              R"(","capacity":1,"labels":{},"running":[],"protocol":{"min":7,"max":8}})");
+              R"(","capacity":1,"labels":{},"running":[],"protocol":{"min":8,"max":9}})");
   auto refused = future.next_of("error");
   ASSERT_TRUE(refused);
   EXPECT_EQ(field(*refused, "code"), "bad_version");
-  EXPECT_NE(refused->find("this node speaks protocol versions 1 to 6, the worker 7 to 8"), std::string::npos)
+  EXPECT_NE(refused->find("this node speaks protocol versions 1 to 7, the worker 8 to 9"), std::string::npos)
       << *refused;
   EXPECT_EQ(c.http(c.port("n1"), "GET", "/healthz").status, 200);
 }

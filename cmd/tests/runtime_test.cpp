@@ -666,3 +666,167 @@ TEST(Runtime, TheLeadersSweepFindsASecondSuccessInsertedWithSqlAndBatonVerifyToo
   EXPECT_EQ(shell(ctl + "status --open").second, 0);
   EXPECT_EQ(c.db().scalar("SELECT count(*) FROM audit_log WHERE action = 'invariant.acknowledged'"), "1");
 }
+
+namespace {
+
+// A job with an external side effect: a line appended to a file named by
+// the run (the "ledger"), then `work` seconds of work after it. Its task
+// follows the recipe of docs/scheduling.md ("A task that must not repeat
+// its side effect"): told that an earlier attempt may have run, it looks
+// the effect up before applying it.
+std::string side_effect_jobs(const std::string& ledger, const std::string& work) {
+  return R"(jobs:
+  - name: charge
+    max_attempts: 3
+    retry: {base: 100ms, cap: 1s}
+    tasks:
+      - kind: PROGRAM
+        command:
+          - /bin/sh
+          - -c
+          - |
+            echo "previous=$BATON_PREVIOUS_OUTCOME attempt=$BATON_PREVIOUS_ATTEMPT worker=$BATON_PREVIOUS_WORKER"
+            f=)" +
+         ledger +
+         R"(/charge-$BATON_RUN_ID
+            if [ "$BATON_PREVIOUS_OUTCOME" != none ] && [ -e "$f" ]; then echo "already applied"; exit 0; fi
+            echo "$BATON_ATTEMPT" >> "$f"
+            sleep )" +
+         work + "\n";
+}
+
+std::string temp_dir() {
+  char tmpl[] = "/tmp/baton-ledger-XXXXXX";
+  if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp");
+  return tmpl;
+}
+
+std::vector<std::string> lines_of(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> out;
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+}  // namespace
+
+// Issue 37, item 3: the worker running attempt 1 is killed right after its
+// task applied its side effect, and so is the leader. The new leader ends
+// the attempt as lost once its continuation deadline has passed, and
+// attempt 2 is told so (BATON_PREVIOUS_OUTCOME=lost_contact, from the
+// database: the old leader is gone): its task finds the effect and does
+// not apply it again.
+TEST(Runtime, ATaskToldItsPreviousAttemptWasLostAppliesItsSideEffectOnceAcrossAWorkerKillAndALeaderKill) {
+  const std::string ledger = temp_dir();
+  Cluster c("provenance_kill", side_effect_jobs(ledger, "30"));
+  c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(), "n1");
+  c.start_node("n2");
+  auto& w1 = c.start_worker("w1");
+  ASSERT_TRUE(c.wait_for_workers("n1", 1));
+  const auto run = c.trigger("n1", "charge");
+  const std::string effect = ledger + "/charge-" + std::to_string(run);
+  ASSERT_TRUE(wait_until([&] { return lines_of(effect).size() == 1; }, 10s));
+  w1.signal(SIGKILL);
+  c.proc("n1").signal(SIGKILL);
+  ASSERT_EQ(c.wait_for_leader(10s, 1), "n2");
+  c.start_worker("w2", 4, {"n2"});
+  ASSERT_TRUE(c.wait_for_state(run, "SUCCEEDED", 40s)) << c.db().run(run)->state;
+  EXPECT_EQ(lines_of(effect), std::vector<std::string>{"1"}) << "the side effect was applied once, by attempt 1";
+  EXPECT_EQ(c.db().run(run)->attempt, 2);
+  const std::string out = c.db().run_logs(run);
+  EXPECT_NE(out.find("previous=lost_contact attempt=1 worker=w1"), std::string::npos) << out;
+  EXPECT_NE(out.find("already applied"), std::string::npos) << out;
+  std::filesystem::remove_all(ledger);
+}
+
+// Issue 37, item 3: a worker paused while its task ends with exit 0. The
+// leader, past the continuation deadline, ends the attempt as lost and
+// attempt 2 runs elsewhere (told lost_contact, it does not repeat the
+// effect). When the paused worker comes back and reports its success, the
+// attempt's record keeps what really happened -- succeeded, exit 0, after
+// it was declared lost -- and the run is not changed.
+TEST(Runtime, ASuccessReportedAfterTheAttemptWasDeclaredLostIsRecordedAndTheRunIsUnchanged) {
+  const std::string ledger = temp_dir();
+  Cluster::Options o;
+  o.continuation_margin = "6s";  // the task's dead-man's switch: 3 s, longer than its 1 s of work
+  Cluster c("late_report", side_effect_jobs(ledger, "1"), o);
+  auto& n1 = c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(), "n1");
+  auto& w1 = c.start_worker("w1");
+  ASSERT_TRUE(c.wait_for_workers("n1", 1));
+  const auto run = c.trigger("n1", "charge");
+  const std::string effect = ledger + "/charge-" + std::to_string(run);
+  ASSERT_TRUE(wait_until([&] { return lines_of(effect).size() == 1; }, 10s));
+  w1.signal(SIGSTOP);
+  c.start_worker("w2");
+  ASSERT_TRUE(c.wait_for_state(run, "SUCCEEDED", 40s)) << c.db().run(run)->state;
+  EXPECT_EQ(c.db().run(run)->attempt, 2);
+  EXPECT_EQ(c.db().run(run)->worker_id, "w2");
+  const std::string id = std::to_string(run);
+  const auto version = c.db().scalar("SELECT version FROM job_runs WHERE id = " + id);
+  w1.signal(SIGCONT);
+  ASSERT_TRUE(
+      wait_until([&] { return c.db().scalar("SELECT count(*) FROM late_reports WHERE run_id = " + id) == "1"; }, 20s))
+      << n1.log();
+  EXPECT_EQ(c.db().scalar("SELECT outcome || ' ' || exit_code || ' ' || worker_id || ' ' || attempt FROM late_reports"
+                          " WHERE run_id = " +
+                          id),
+            "SUCCEEDED 0 w1 1");
+  EXPECT_NE(n1.log().find("late_report_recorded run=" + id + " attempt=1 worker=\"w1\" outcome=SUCCEEDED exit_code=0"),
+            std::string::npos);
+  auto r = c.db().run(run);
+  EXPECT_EQ(r->state, "SUCCEEDED");
+  EXPECT_EQ(r->attempt, 2) << "the run is not changed";
+  EXPECT_EQ(c.db().scalar("SELECT version FROM job_runs WHERE id = " + id), version);
+  EXPECT_EQ(lines_of(effect), std::vector<std::string>{"1"});
+  // The API shows the attempt's record: ended as lost, reported succeeded.
+  auto detail = c.http(c.port("n1"), "GET", "/api/v1/runs/" + id, {{"Authorization", "Bearer " + admin_token}});
+  EXPECT_TRUE(
+      std::regex_search(detail.body, std::regex(R"("late_report": ?\{"outcome": ?"SUCCEEDED", ?"exit_code": ?0)")))
+      << detail.body;
+  EXPECT_TRUE(std::regex_search(detail.body, std::regex(R"("error_code": ?"attempt_lost")"))) << detail.body;
+  EXPECT_TRUE(wait_until([&] { return c.outbox_pending("w1") == 0; }, 5s)) << "the report was acknowledged";
+  std::filesystem::remove_all(ledger);
+}
+
+// Issue 37, item 3: the at-least-once window narrowed. A worker killed after
+// its task ended on its own, before that end reached its outbox (here: the
+// worker is stopped, the task exits, the worker is killed), used to throw
+// the success away, and the run ran again. The task's supervisor recorded
+// the end first (exit_record.h); the worker's next incarnation reports it,
+// and the run succeeds with the attempt that did the work.
+TEST(Runtime, ATaskThatEndedJustBeforeItsWorkerWasKilledIsReportedByTheNextIncarnationNotRunAgain) {
+  const std::string ledger = temp_dir();
+  Cluster::Options o;
+  o.continuation_timeout = "20s";
+  o.continuation_margin = "6s";  // the task's dead-man's switch: 3 s, longer than its 1 s of work
+  Cluster c("exit_recovered", side_effect_jobs(ledger, "1"), o);
+  c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(), "n1");
+  auto& w1 = c.start_worker("w1");
+  ASSERT_TRUE(c.wait_for_workers("n1", 1));
+  const auto run = c.trigger("n1", "charge");
+  const std::string id = std::to_string(run);
+  const std::string effect = ledger + "/charge-" + id;
+  ASSERT_TRUE(wait_until([&] { return lines_of(effect).size() == 1; }, 10s));
+  w1.signal(SIGSTOP);
+  // The task ends while its worker is stopped: only its supervisor sees it.
+  const std::string record = c.dir() + "/spool-w1/exits/" + id + "-1";
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto l = lines_of(record);
+        return l.size() == 2 && l[1] == "exit_status=0";
+      },
+      5s));
+  w1.signal(SIGKILL);
+  auto& again = c.start_worker("w1");
+  ASSERT_TRUE(c.wait_for_state(run, "SUCCEEDED", 15s)) << c.db().run(run)->state;
+  EXPECT_EQ(c.db().run(run)->attempt, 1) << "not run again";
+  EXPECT_EQ(lines_of(effect), std::vector<std::string>{"1"});
+  EXPECT_NE(again.log().find("exit_recovered worker=w1 run=" + id + " attempt=1 outcome=SUCCEEDED exit_code=0"),
+            std::string::npos)
+      << again.log();
+  EXPECT_TRUE(wait_until([&] { return !std::filesystem::exists(record); }, 5s)) << "forgotten once durable";
+  std::filesystem::remove_all(ledger);
+}

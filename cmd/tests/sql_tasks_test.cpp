@@ -38,7 +38,11 @@ TEST_F(CtlTest, SqlTasksQuoteTheirParametersHaveNoShellAndAreCanceledOnTheServer
          "    tasks:\n"
          "      - {kind: SQL, connection: local, sql: \"SELECT count(*) AS sleeping FROM pg_stat_activity WHERE "
          "application_name LIKE 'baton-run-%' AND query LIKE '%pg_sleep(60)%' AND state = 'active' AND pid <> "
-         "pg_backend_pid()\"}\n";
+         "pg_backend_pid()\"}\n"
+         "  - name: sql-facts\n"
+         "    tasks:\n"
+         "      - {kind: SQL, connection: local, sql: \"SELECT current_setting('baton.previous_outcome') || ' ' || "
+         "current_setting('baton.attempt') || ' ' || current_setting('baton.run_id') AS facts\"}\n";
   ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/sql"}).code, 0);
   auto run_of = [&](const std::string& job) {
     return std::to_string(std::stoll(ctl({"jobs", "trigger", job}).output));
@@ -61,6 +65,14 @@ TEST_F(CtlTest, SqlTasksQuoteTheirParametersHaveNoShellAndAreCanceledOnTheServer
   const std::string check = run_of("sql-check");
   logs = ctl({"logs", "-f", check, "--interval", "200ms"});
   EXPECT_NE(logs.output.find("sleeping\n0\n(1 row)"), std::string::npos) << logs.output;
+
+  // What a PROGRAM task gets as BATON_* variables, a SQL task's session has
+  // as baton.* settings (docs/scheduling.md, "What became of the previous
+  // attempt").
+  const std::string facts = run_of("sql-facts");
+  logs = ctl({"logs", "-f", facts, "--interval", "200ms"});
+  EXPECT_EQ(logs.code, 0) << logs.output;
+  EXPECT_NE(logs.output.find("facts\nnone 1 " + facts + "\n(1 row)"), std::string::npos) << logs.output;
 }
 
 // A task's own role, timeout and parameters, and the job's on_error: the

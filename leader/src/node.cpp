@@ -617,7 +617,9 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
             spdlog::warn("verify_sweep_failed node={} epoch={} error={}", me.node_id, epoch,
                          json_quote(swept.error().message));
           } else {
-            for (const auto& v : swept->tally.violations) {
+            // Only what is new: a finding seen again (a run left RUNNING on
+            // a gone worker is found by every sweep) was told already.
+            for (const auto& v : swept->new_findings) {
               std::string runs;
               for (auto r : v.runs) runs += (runs.empty() ? "" : ",") + std::to_string(r);
               spdlog::error("invariant_violation node={} epoch={} invariant={} runs={} evidence={}", me.node_id, epoch,

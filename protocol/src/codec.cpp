@@ -242,6 +242,17 @@ Message read_message(const std::string& type, const Fields& f, int frame_version
       f.fail("start_granted", "needs protocol version " + std::to_string(start_grant_version_min) + " or later, got " +
                                   std::to_string(frame_version));
     m.start_granted = f.boolean("start_granted", false);
+    if (f.has("previous")) {
+      if (frame_version < provenance_version_min)
+        f.fail("previous", "needs protocol version " + std::to_string(provenance_version_min) + " or later, got " +
+                               std::to_string(frame_version));
+      Fields p(f.object_of("previous"), f.where() + ".previous");
+      m.previous.fate = p.str("fate", true, 32);
+      if (!is_attempt_fate(m.previous.fate))
+        p.fail("fate", "must be one of succeeded_unacknowledged, fenced_out, lost_contact, timed_out, failed");
+      m.previous.attempt = static_cast<int>(p.integer("attempt", 1, 1000000, 1));
+      m.previous.worker = p.str("worker", false, 256);
+    }
     return m;
   }
   if (type == "start") return Start{read_ref(f)};
@@ -402,6 +413,16 @@ struct Encoder {
     // the field such a worker asks for the start, which a leader grants
     // again for a run already RUNNING with its token: slower, still safe.
     if (m.start_granted && version >= start_grant_version_min) o["start_granted"] = true;
+    // Never to an older peer: it would not know the field (and a reader of
+    // version 7 refuses it in an older frame). Such a worker's tasks are
+    // told nothing of the previous attempt.
+    if (!m.previous.fate.empty() && version >= provenance_version_min) {
+      json::object p;
+      p["fate"] = m.previous.fate;
+      p["attempt"] = m.previous.attempt;
+      p["worker"] = m.previous.worker;
+      o["previous"] = std::move(p);
+    }
   }
   void operator()(const Start& m) { put_ref(o, m.ref); }
   void operator()(const StartGranted& m) { put_ref(o, m.ref); }

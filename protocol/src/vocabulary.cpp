@@ -1,4 +1,5 @@
 #include "baton/protocol/vocabulary.h"
+#include "baton/protocol/messages.h"
 
 namespace baton::protocol {
 
@@ -32,6 +33,15 @@ std::optional<Builtin> parse_builtin(std::string_view s) {
   for (Builtin b : {Builtin::noop, Builtin::sleep, Builtin::log, Builtin::fail})
     if (s == to_string(b)) return b;
   return std::nullopt;
+}
+
+}  // namespace baton::protocol
+
+namespace baton::protocol {
+
+bool is_attempt_fate(const std::string& fate) {
+  return fate == "succeeded_unacknowledged" || fate == "fenced_out" || fate == "lost_contact" || fate == "timed_out" ||
+         fate == "failed";
 }
 
 }  // namespace baton::protocol

@@ -91,8 +91,8 @@ TEST(Codec, BadFramesAreNamedErrors) {
            {"{", "bad_frame: invalid JSON"},
            {"[1,2]", "must be a JSON object"},
            {R"({"type":"hello"})", "frame.version: is required"},
-           {R"({"type":"hello","version":7})",
-            "bad_version: protocol version 7 is not supported (this binary speaks 1 to 6)"},
+           {R"({"type":"hello","version":8})",
+            "bad_version: protocol version 8 is not supported (this binary speaks 1 to 7)"},
            {R"({"type":"hello","version":2,"worker_id":"w","token":"t","capacity":1})", "hello.protocol: is required"},
            {R"({"type":"hello","version":1,"worker_id":"w","token":"t","capacity":1,"protocol":{"min":2,"max":1}})",
             "hello.protocol.min: must not be more than max"},
@@ -281,6 +281,28 @@ TEST(Codec, ATaskCarriesItsOwnKnobs) {
   EXPECT_EQ(std::get<DecodeError>(bad).message, "tasks[0].run_as: applies to a SQL task only");
 }
 
+// Version 7: an assignment names what became of the run's previous
+// attempt; it round-trips, never goes to an older peer, is refused in an
+// older frame and with a fate the reader does not know.
+TEST(Codec, AnAssignmentCarriesWhatBecameOfThePreviousAttempt) {
+  Task noop{TaskKind::builtin, "", {}, {}, "", "", "", Builtin::noop, "", false, TaskOnError::stop, {}};
+  Assign a{ref(), {noop}, 0, 0, {}};
+  a.previous = {"lost_contact", 1, "w1"};
+  const std::string frame = encode(a, 7);
+  EXPECT_NE(frame.find(R"("previous":{"fate":"lost_contact","attempt":1,"worker":"w1"})"), std::string::npos) << frame;
+  EXPECT_EQ(std::get<Message>(decode(frame)), Message{a});
+  EXPECT_EQ(encode(a, 6).find("previous"), std::string::npos) << "never to an older peer";
+  Assign first{ref(), {noop}, 0, 0, {}};
+  EXPECT_EQ(encode(first, 7).find("previous"), std::string::npos) << "a first attempt has none";
+  std::string forged = frame;
+  forged.replace(forged.find(R"("version":7)"), 11, R"("version":6)");
+  EXPECT_EQ(decode_error(forged), "bad_frame: assign.previous: needs protocol version 7 or later, got 6");
+  std::string unknown = frame;
+  unknown.replace(unknown.find("lost_contact"), 12, "vanished");
+  EXPECT_NE(decode_error(unknown).find("assign.previous.fate: must be one of"), std::string::npos)
+      << decode_error(unknown);
+}
+
 // Version 3: frames queued together leave as one batch frame and are read
 // back as the same messages in the same order.
 TEST(Codec, FramesQueuedTogetherLeaveAsOneBatchAndComeBackInOrder) {
@@ -360,7 +382,7 @@ TEST(Codec, BadBatchesAreNamedErrors) {
   for (const auto& c : std::vector<Case>{
            {R"({"type":"batch","version":2,"messages":[)" + start + "]}",
             "bad_frame: batch.version: a batch needs protocol version 3 or later, got 2"},
-           {R"({"type":"batch","version":7,"messages":[]})", "bad_version: protocol version 7 is not supported"},
+           {R"({"type":"batch","version":8,"messages":[]})", "bad_version: protocol version 8 is not supported"},
            {R"({"type":"batch","version":3})", "bad_frame: batch.messages: is required"},
            {R"({"type":"batch","version":3,"messages":[]})", "bad_frame: batch.messages: must not be empty"},
            {R"({"type":"batch","version":3,"messages":{}})", "bad_frame: batch.messages: must be an array"},

@@ -86,8 +86,8 @@ WriteResult FakeRunDb::update(const RunFence& f, const std::function<bool(const 
 }
 
 void FakeRunDb::record_attempt(const FakeRun& r, RunState outcome, std::optional<int> exit_code) {
-  attempts_.push_back(
-      {r.id, r.attempt, r.worker.value_or(""), r.leader_epoch, r.lease_token.value_or(""), outcome, exit_code});
+  attempts_.push_back({r.id, r.attempt, r.worker.value_or(""), r.leader_epoch, r.lease_token.value_or(""), outcome,
+                       exit_code, r.error_code});
 }
 
 void FakeRunDb::dead_letter_if_failed(const FakeRun& r) {
@@ -279,6 +279,45 @@ WriteResult FakeRunDb::late_success(const RunFence& f, const AttemptFence& a, co
       });
 }
 
+WriteResult FakeRunDb::record_late_report(const RunFence& f, const AttemptFence& a, const Finish& fin) {
+  WriteResult out;
+  out.current_epoch = lease().epoch();
+  out.outcome = WriteOutcome::conflict;
+  if (f.epoch != lease().epoch()) {
+    out.outcome = WriteOutcome::fenced;
+    return out;
+  }
+  for (auto& at : attempts_)
+    if (at.run == f.run && at.attempt == a.attempt && at.worker == a.worker_id && at.lease_token == a.lease_token &&
+        (at.error_code == "attempt_lost" || at.error_code == "timeout") && !at.late_outcome) {
+      at.late_outcome = fin.final_state;
+      at.late_exit_code = fin.exit_code;
+      out.outcome = WriteOutcome::applied;
+      out.attempt = a.attempt;
+    }
+  return out;
+}
+
+PreviousAttempt FakeRunDb::previous_attempt(const FakeRun& r) const {
+  const int next = r.attempt + (r.state == RunState::retry_waiting ? 1 : 0);
+  const FakeAttempt* chosen = nullptr;
+  for (const auto& at : attempts_) {
+    if (at.run != r.id || at.attempt >= next) continue;
+    const bool late_success = at.late_outcome == RunState::succeeded;
+    const bool chosen_late_success = chosen && chosen->late_outcome == RunState::succeeded;
+    if (!chosen || (late_success && !chosen_late_success) ||
+        (late_success == chosen_late_success && at.attempt > chosen->attempt))
+      chosen = &at;
+  }
+  if (!chosen) return {};
+  std::string fate = chosen->late_outcome == RunState::succeeded                    ? "succeeded_unacknowledged"
+                     : chosen->error_code == "attempt_lost" && chosen->late_outcome ? "fenced_out"
+                     : chosen->error_code == "attempt_lost"                         ? "lost_contact"
+                     : chosen->outcome == RunState::timed_out                       ? "timed_out"
+                                                                                    : "failed";
+  return {std::move(fate), chosen->attempt, chosen->worker};
+}
+
 namespace {
 void make_canceled(FakeRun& r, const std::string& reason) {
   r.state = RunState::canceled;
@@ -378,6 +417,7 @@ std::vector<DueRun> FakeRunDb::due_runs(int limit, Millis ahead) const {
   for (const FakeRun* r : due) {
     if (static_cast<int>(out.size()) >= limit) break;
     DueRun d = due_run_of(*r);
+    d.previous = previous_attempt(*r);
     if (r->state == RunState::pending && r->starts_at_unix_ms) {
       d.starts_in_ms = std::max<std::int64_t>(0, *r->starts_at_unix_ms - now_ms);
       d.starts_at_us = *r->starts_at_unix_ms * 1000;
@@ -551,6 +591,9 @@ Result<WriteResult> FakeRunStore::fail_unrunnable(const RunFence& f, RunState fr
 }
 Result<WriteResult> FakeRunStore::late_success(const RunFence& f, const AttemptFence& a, const Finish& fin) {
   return call<WriteResult>([&] { return db_.late_success(f, a, fin); }, true);
+}
+Result<WriteResult> FakeRunStore::record_late_report(const RunFence& f, const AttemptFence& a, const Finish& fin) {
+  return call<WriteResult>([&] { return db_.record_late_report(f, a, fin); }, true);
 }
 Result<WriteResult> FakeRunStore::cancel(const RunFence& f, RunState from, const std::string& reason) {
   return call<WriteResult>([&] { return db_.cancel(f, from, reason); }, true);

@@ -41,6 +41,20 @@ std::vector<int> int_array(const std::string& text) {
 
 }  // namespace
 
+PreviousAttempt previous_attempt_of(const std::string& text) {
+  // 'fate|attempt|worker' (baton_previous_attempt): the worker id last, so
+  // that whatever it holds stays its own.
+  PreviousAttempt p;
+  const auto a = text.find('|');
+  const auto b = a == std::string::npos ? std::string::npos : text.find('|', a + 1);
+  if (b == std::string::npos) return p;
+  p.fate = text.substr(0, a);
+  for (std::size_t i = a + 1; i < b; ++i)
+    if (text[i] >= '0' && text[i] <= '9') p.attempt = p.attempt * 10 + (text[i] - '0');
+  p.worker = text.substr(b + 1);
+  return p;
+}
+
 const std::string& due_run_columns() {
   static const std::string sql =
       "r.id, r.version, r.state, r.attempt, r.max_attempts, r.priority, coalesce(j.name, ''),"
@@ -70,7 +84,14 @@ const std::string& due_run_columns() {
       "THEN " +
       rate_key_sql() +
       " END, CASE WHEN j.rate_limit_runs IS NOT NULL THEN baton_rate_slots_busy(r.job_definition_id, " +
-      rate_key_sql() + ")::text END";
+      rate_key_sql() +
+      ")::text END,"
+      // What became of the attempt before the one an assignment starts
+      // (schemas/0041): read only for a retry or a retry's reassignment,
+      // one primary-key probe of the attempt rows; a first attempt pays
+      // nothing.
+      " CASE WHEN r.attempt > 1 OR r.state = 'RETRY_WAITING' THEN baton_previous_attempt(r.id,"
+      " r.attempt + CASE WHEN r.state = 'RETRY_WAITING' THEN 1 ELSE 0 END) END";
   return sql;
 }
 
@@ -124,6 +145,7 @@ DueRun due_run_of(const pqxx::row& row, int first) {
     for (const auto& kv : params.as_object())
       d.parameters[std::string(kv.key())] =
           kv.value().is_string() ? std::string(kv.value().as_string()) : boost::json::serialize(kv.value());
+  if (!at(keyed + 7).is_null()) d.previous = previous_attempt_of(at(keyed + 7).as<std::string>());
   d.starts_at_us = at(16).as<std::int64_t>();
   d.starts_in_ms = starts_in_ms(d.starts_at_us, at(due_run_clock_column).as<std::int64_t>());
   return d;

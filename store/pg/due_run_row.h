@@ -13,7 +13,7 @@ namespace baton::store::pg {
 /// The select list over a job_runs row `r` LEFT JOINed to its job_definitions
 /// row `j` (due_run_width columns).
 const std::string& due_run_columns();
-inline constexpr int due_run_width = 27;
+inline constexpr int due_run_width = 28;
 /// The column (from the first) of the database's clock as the row was made.
 inline constexpr int due_run_clock_column = 17;
 
@@ -31,6 +31,9 @@ std::string rate_key_sql(const std::string& r = "r", const std::string& j = "j")
 /// limit and its rate permits go: a slot of its key and a permit free (or
 /// no such limit). The due read keeps these runs; key_waiting_runs the others.
 std::string keyed_room_sql();
+
+/// baton_previous_attempt's 'fate|attempt|worker' (schemas/0041).
+PreviousAttempt previous_attempt_of(const std::string& text);
 
 /// Time left before `starts_at_us`, counted from `clock_us` (database
 /// clock, microseconds), in whole milliseconds rounded up; 0 when due.

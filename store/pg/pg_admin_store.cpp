@@ -195,7 +195,11 @@ Result<std::optional<std::string>> PgAdminStore::run_json(RunId id) {
         " 'attempts', coalesce((SELECT jsonb_agg(jsonb_build_object('attempt', a.attempt, 'worker_id',"
         "   a.worker_id, 'leader_epoch', a.leader_epoch, 'outcome', a.outcome, 'exit_code', a.exit_code,"
         "   'duration_ms', a.duration_ms, 'started_at', a.started_at, 'finished_at', a.finished_at,"
-        "   'task_results', a.task_results)"
+        "   'task_results', a.task_results, 'error_code', a.error_code,"
+        // What its worker reported after the leader had given up on it
+        // (schemas/0041): what really happened.
+        "   'late_report', CASE WHEN a.late_outcome IS NOT NULL THEN jsonb_build_object('outcome', a.late_outcome,"
+        "   'exit_code', a.late_exit_code, 'reported_at', a.late_reported_at) END)"
         "   ORDER BY a.attempt) FROM job_run_attempts a WHERE a.run_id = r.id), '[]'::jsonb),"
         " 'transitions', coalesce((SELECT jsonb_agg(jsonb_build_object('at', t.at, 'from', t.from_state,"
         "   'to', t.to_state, 'attempt', t.attempt, 'leader_epoch', t.leader_epoch,"

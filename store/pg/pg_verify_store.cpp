@@ -464,13 +464,14 @@ Result<SweepRecorded> PgVerifyStore::record_sweep(const SweepRecord& s) {
       }
       // Recorded once per finding; the trigger tells each new one (audit
       // log, webhooks) in this transaction.
-      out.new_violations =
-          tx.exec_params(
-                "INSERT INTO invariant_violations (invariant, finding, evidence, run_ids, found_by,"
-                " epoch) SELECT n, f, e, r::bigint[], $5, $6 FROM unnest($1::text[], $2::text[],"
-                " $3::text[], $4::text[]) AS v(n, f, e, r) ON CONFLICT (invariant, finding) DO NOTHING",
-                pg_array(names), pg_array(findings), pg_array(evidence), pg_array(runs), s.node, s.epoch)
-              .affected_rows();
+      const auto inserted = tx.exec_params(
+          "INSERT INTO invariant_violations (invariant, finding, evidence, run_ids, found_by,"
+          " epoch) SELECT n, f, e, r::bigint[], $5, $6 FROM unnest($1::text[], $2::text[],"
+          " $3::text[], $4::text[]) AS v(n, f, e, r) ON CONFLICT (invariant, finding) DO NOTHING"
+          " RETURNING invariant, finding",
+          pg_array(names), pg_array(findings), pg_array(evidence), pg_array(runs), s.node, s.epoch);
+      out.new_violations = static_cast<std::int64_t>(inserted.size());
+      for (const auto& row : inserted) out.new_findings.emplace(row[0].as<std::string>(), row[1].as<std::string>());
     }
     tx.commit();
     return out;

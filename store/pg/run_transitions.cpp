@@ -144,9 +144,10 @@ const std::string attempt_predicates =
 // schemas/0022), read through the job_run_attempts view.
 const std::string attempt_row_cte =
     ", att AS (INSERT INTO job_run_attempt_rows (run_id, attempt, worker_id, leader_epoch, lease_token, started_at,"
-    " finished_at, outcome, exit_code, duration_ms, task_results)"
+    " finished_at, outcome, exit_code, duration_ms, task_results, error_code)"
     " SELECT id, attempt, assigned_worker_id, leader_epoch, lease_token, started_at, now(), $7, $11,"
-    " greatest(0, floor(extract(epoch FROM (now() - started_at)) * 1000))::bigint, result->'tasks' FROM w)";
+    " greatest(0, floor(extract(epoch FROM (now() - started_at)) * 1000))::bigint, result->'tasks', error_code"
+    " FROM w)";
 
 const std::string dead_letter_cte_only =
     ", dl AS (INSERT INTO dead_letters (run_id, job_definition_id, final_state, attempts, error_code, error_msg,"
@@ -423,6 +424,23 @@ const std::vector<Statement>& statements() {
                      ", att AS (UPDATE job_run_attempt_rows a SET outcome = $7, exit_code = $11, finished_at = now()"
                      " FROM w WHERE a.run_id = w.id AND a.attempt = w.attempt)" +
                          success_ctes)},
+      // A worker's report of an attempt the leader had already ended
+      // without it (declared lost, or timed out): recorded as what happened
+      // (schemas/0041), the run unchanged. Only such an attempt, of this
+      // worker and lease token, and only under this leader's epoch; the
+      // first report wins. The answer is classify()'s: a version (the
+      // caller's, unused) when it was recorded.
+      {"run_late_report",
+       "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1 FOR KEY SHARE),"
+       " given_up AS (SELECT 1 FROM job_run_attempt_rows a WHERE a.run_id = $1 AND a.attempt = $5"
+       "  AND a.worker_id = $4 AND a.lease_token = $6::uuid AND a.error_code IN ('attempt_lost', 'timeout')"
+       "  UNION ALL SELECT 1 FROM job_runs r WHERE r.id = $1 AND r.attempt = $5 AND r.assigned_worker_id = $4"
+       "  AND r.lease_token = $6::uuid AND r.outcome IS NOT NULL AND r.error_code IN ('attempt_lost', 'timeout')),"
+       " w AS (INSERT INTO late_reports (run_id, attempt, worker_id, lease_token, outcome, exit_code, leader_epoch)"
+       "  SELECT $1, $5, $4, $6::uuid, $7, $8, $3 WHERE (SELECT epoch FROM fence) = $3"
+       "  AND EXISTS (SELECT 1 FROM given_up) ON CONFLICT (run_id, attempt) DO NOTHING RETURNING attempt)"
+       " SELECT (SELECT epoch FROM fence), CASE WHEN w.attempt IS NOT NULL THEN $2::bigint END, $6::text, w.attempt"
+       " FROM (VALUES (1)) AS one(x) LEFT JOIN w ON true"},
       {"run_fail_orphaned",
        fenced_update({.state = "'FAILED'"},
                      "state = 'FAILED', finished_at = now(), error_code = 'orphaned', error_msg = $4",
@@ -533,10 +551,10 @@ const std::vector<Statement>& statements() {
            " AND b.next_state IN ('SUCCEEDED', 'FAILED', 'TIMED_OUT', 'RETRY_WAITING')",
            "r.*, b.outcome AS attempt_outcome, b.exit_code AS attempt_exit_code",
            ", att AS (INSERT INTO job_run_attempt_rows (run_id, attempt, worker_id, leader_epoch, lease_token,"
-           " started_at, finished_at, outcome, exit_code, duration_ms, task_results)"
+           " started_at, finished_at, outcome, exit_code, duration_ms, task_results, error_code)"
            " SELECT id, attempt, assigned_worker_id, leader_epoch, lease_token, started_at, now(), attempt_outcome,"
            " attempt_exit_code, greatest(0, floor(extract(epoch FROM (now() - started_at)) * 1000))::bigint,"
-           " result->'tasks' FROM w WHERE state = 'RETRY_WAITING')"
+           " result->'tasks', error_code FROM w WHERE state = 'RETRY_WAITING')"
            ", dl AS (INSERT INTO dead_letters (run_id, job_definition_id, final_state, attempts, error_code,"
            " error_msg, run_snapshot) SELECT id, job_definition_id, state, attempt, error_code, error_msg,"
            " to_jsonb(w) - 'attempt_outcome' - 'attempt_exit_code' FROM w WHERE state IN ('FAILED', 'TIMED_OUT'))" +
@@ -801,6 +819,11 @@ Result<WriteResult> PgRunStore::orphan(const RunFence& f) { return fenced("run_o
 Result<WriteResult> PgRunStore::late_success(const RunFence& f, const AttemptFence& a, const Finish& fin) {
   return fenced("run_late_success", f, a.worker_id, a.attempt, a.lease_token, std::string("SUCCEEDED"), fin.result_json,
                 std::string(), std::string(), fin.exit_code);
+}
+
+Result<WriteResult> PgRunStore::record_late_report(const RunFence& f, const AttemptFence& a, const Finish& fin) {
+  return fenced("run_late_report", f, a.worker_id, a.attempt, a.lease_token, std::string(to_string(fin.final_state)),
+                fin.exit_code);
 }
 
 Result<WriteResult> PgRunStore::requeue(const RunFence& f) { return fenced("run_requeue", f); }

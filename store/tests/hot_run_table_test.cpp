@@ -223,8 +223,10 @@ TEST(RunTableMigration, EveryRunAttemptAndTransitionSurvivesTheUpgrade) {
       "SELECT json_agg(to_jsonb(r) - 'due_at' - 'history' - 'outcome' - 'exit_code' - 'progress' - 'progress_at' - "
       "'gate' - 'concurrency_key' - 'key_slot' - 'submission_id' - 'timeout_ms'"
       " ORDER BY r.id)::text FROM job_runs r";
+  // (schemas/0041 adds why an attempt ended and its late report: new.)
   const std::string attempts_sql =
-      "SELECT json_agg(to_jsonb(a) ORDER BY a.run_id, a.attempt)::text FROM job_run_attempts a";
+      "SELECT json_agg(to_jsonb(a) - 'error_code' - 'late_outcome' - 'late_exit_code' - 'late_reported_at'"
+      " ORDER BY a.run_id, a.attempt)::text FROM job_run_attempts a";
   const std::string transitions_sql =
       "SELECT json_agg(to_jsonb(t) ORDER BY t.run_id, t.to_version)::text FROM job_run_transitions t";
   const std::string runs_before = scalar_text(url, runs_sql);

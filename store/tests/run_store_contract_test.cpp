@@ -342,6 +342,88 @@ TYPED_TEST(RunStoreContract, LateSuccessOnlyWhileTheSameAttemptWaitsToRetry) {
   EXPECT_EQ(this->env.attempt_rows(id), 1) << "the attempt's row is corrected, not duplicated";
 }
 
+// Issue 37, item 3 (schemas/0041): a worker's report of an attempt a leader
+// gave up on is kept as what happened, the run unchanged, and the next
+// attempt is told what became of the one before it.
+TYPED_TEST(RunStoreContract, ALateReportIsKeptOnlyForAnAttemptALeaderGaveUpOnAndTheNextAttemptLearnsOfIt) {
+  RunId id = this->create(/*max_attempts=*/3);
+  auto [att, v] = this->running(id);
+  const RunFence any{id, Version{0}, this->epoch};
+  Finish ok;
+  ok.exit_code = 0;
+  EXPECT_EQ(this->outcome(this->runs.record_late_report(any, att, ok)), WriteOutcome::conflict)
+      << "the running attempt's report is not late";
+  Finish lost;
+  lost.final_state = RunState::failed;
+  lost.error_code = "attempt_lost";
+  auto r = this->runs.retry_later({id, v, this->epoch}, att, lost, Millis{0});
+  ASSERT_EQ(this->outcome(r), WriteOutcome::applied);
+  auto previous_of = [&] {
+    for (const auto& d : this->env.due(10))
+      if (d.id == id) return d.previous;
+    return PreviousAttempt{"not due", 0, ""};
+  };
+  EXPECT_EQ(previous_of(), (PreviousAttempt{"lost_contact", 1, "w1"}));
+  EXPECT_EQ(this->outcome(this->runs.record_late_report(any, {"w1", 1, other_token}, ok)), WriteOutcome::conflict);
+  EXPECT_EQ(this->outcome(this->runs.record_late_report(any, {"w2", 1, att.lease_token}, ok)), WriteOutcome::conflict);
+  EXPECT_EQ(this->outcome(this->runs.record_late_report(any, {"w1", 2, att.lease_token}, ok)), WriteOutcome::conflict);
+  ASSERT_EQ(this->outcome(this->runs.record_late_report(any, att, ok)), WriteOutcome::applied);
+  EXPECT_EQ(this->read(id).state, RunState::retry_waiting) << "the run is not changed";
+  EXPECT_EQ(this->read(id).version, r->new_version);
+  EXPECT_EQ(previous_of(), (PreviousAttempt{"succeeded_unacknowledged", 1, "w1"}));
+  Finish failed;
+  failed.final_state = RunState::failed;
+  failed.exit_code = 1;
+  EXPECT_EQ(this->outcome(this->runs.record_late_report(any, att, failed)), WriteOutcome::conflict)
+      << "the first report wins";
+
+  // Attempt 2 fails by its own report: the next attempt learns of that
+  // one, but an earlier unacknowledged success is named first.
+  auto a2 = this->runs.reassign({id, this->read(id).version, this->epoch}, RunState::retry_waiting, "w1");
+  ASSERT_EQ(this->outcome(a2), WriteOutcome::applied);
+  const AttemptFence att2{"w1", a2->attempt, a2->lease_token};
+  ASSERT_EQ(att2.attempt, 2);
+  auto s2 = this->runs.start({id, a2->new_version, this->epoch}, att2, Millis{1000});
+  ASSERT_EQ(this->outcome(s2), WriteOutcome::applied);
+  const Version v2 = s2->new_version;
+  Finish own;
+  own.final_state = RunState::failed;
+  own.error_code = "failed";
+  own.exit_code = 3;
+  ASSERT_EQ(this->outcome(this->runs.retry_later({id, v2, this->epoch}, att2, own, Millis{0})), WriteOutcome::applied);
+  EXPECT_EQ(previous_of(), (PreviousAttempt{"succeeded_unacknowledged", 1, "w1"}));
+  EXPECT_EQ(this->outcome(this->runs.record_late_report(any, att2, ok)), WriteOutcome::conflict)
+      << "an attempt that ended by its own report has nothing late to keep";
+
+  // Another run: lost, then its worker says it did not succeed.
+  RunId other = this->create(/*max_attempts=*/2);
+  auto [oatt, ov] = this->running(other);
+  ASSERT_EQ(this->outcome(this->runs.retry_later({other, ov, this->epoch}, oatt, lost, Millis{0})),
+            WriteOutcome::applied);
+  ASSERT_EQ(this->outcome(this->runs.record_late_report({other, Version{0}, this->epoch}, oatt, failed)),
+            WriteOutcome::applied);
+  for (const auto& d : this->env.due(10)) {
+    if (d.id == other) {
+      EXPECT_EQ(d.previous, (PreviousAttempt{"fenced_out", 1, "w1"}));
+    }
+  }
+  RunId first = this->create();
+  for (const auto& d : this->env.due(10)) {
+    if (d.id == first) {
+      EXPECT_EQ(d.previous, PreviousAttempt{}) << "a first attempt has none";
+    }
+  }
+
+  // An old leader's report is fenced.
+  RunId third = this->create(/*max_attempts=*/2);
+  auto [tatt, tv] = this->running(third);
+  ASSERT_EQ(this->outcome(this->runs.retry_later({third, tv, this->epoch}, tatt, lost, Millis{0})),
+            WriteOutcome::applied);
+  const Epoch old = this->epoch;
+  this->env.elect("n2");
+  EXPECT_EQ(this->outcome(this->runs.record_late_report({third, Version{0}, old}, tatt, ok)), WriteOutcome::fenced);
+}
+
 TYPED_TEST(RunStoreContract, CancelRequestNeedsARunningRun) {
   RunId id = this->create();
   EXPECT_EQ(this->outcome(this->runs.request_cancel({id, Version{1}, this->epoch}, "early")), WriteOutcome::conflict);

@@ -37,6 +37,8 @@ Result<SweepOutcome> sweep_once(store::VerifyStore& store, const SweepSettings& 
       break;
     }
     out.new_violations += recorded->new_violations;
+    for (const auto& v : verdict.violations)
+      if (recorded->new_findings.count({v.invariant, v.finding})) out.new_findings.push_back(v);
     out.tally.add(verdict, runs);
     if (!full) break;
   }

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 using namespace baton;
 using namespace baton::verify;
 
@@ -21,6 +23,7 @@ class FakeVerifyStore final : public store::VerifyStore {
   bool refuse = false;
   store::VerifyCursor cursor;
   std::vector<store::SweepRecord> records;
+  std::set<std::pair<std::string, std::string>> known;
 
   Result<store::VerifyCursor> verify_cursor() override { return cursor; }
   Result<store::RecordedSlice> recorded_slice(const store::VerifyCursor& after, Millis, int limit, bool) override {
@@ -54,7 +57,11 @@ class FakeVerifyStore final : public store::VerifyStore {
     if (refuse || !(r.from == cursor)) return store::SweepRecorded{false, 0};
     records.push_back(r);
     cursor = r.to;
-    return store::SweepRecorded{true, static_cast<std::int64_t>(r.violations.size())};
+    store::SweepRecorded out{true, 0};
+    for (const auto& v : r.violations)
+      if (known.emplace(v.invariant, v.finding).second) out.new_findings.emplace(v.invariant, v.finding);
+    out.new_violations = static_cast<std::int64_t>(out.new_findings.size());
+    return out;
   }
 };
 
@@ -79,6 +86,27 @@ TEST(HistorySweep, SlicesAreTakenUntilOneIsNotFullAndEachIsRecordedWithItsVerdic
   ASSERT_TRUE(out);
   EXPECT_EQ(out->slices, 1);
   EXPECT_EQ(out->tally.runs, 0);
+}
+
+// A node logs what a sweep found for the first time only: a finding seen
+// again (the same runs judged again after a cursor reset, or a run still
+// RUNNING on a gone worker) is in the tally, not among the new.
+TEST(HistorySweep, AFindingSeenAgainIsNotNew) {
+  FakeVerifyStore store;
+  store.twice = 2;
+  SweepSettings settings;
+  FixedClock clock;
+  auto out = sweep_once(store, settings, "n1", 7, clock);
+  ASSERT_TRUE(out);
+  ASSERT_EQ(out->new_findings.size(), 1u);
+  EXPECT_EQ(out->new_findings[0].invariant, "one_successful_execution");
+  EXPECT_EQ(out->new_findings[0].runs, std::vector<std::int64_t>{2});
+  store.cursor = {};
+  out = sweep_once(store, settings, "n1", 8, clock);
+  ASSERT_TRUE(out);
+  EXPECT_EQ(out->tally.violations.size(), 1u) << "found again";
+  EXPECT_TRUE(out->new_findings.empty()) << "but not new";
+  EXPECT_EQ(out->new_violations, 0);
 }
 
 TEST(HistorySweep, ASweepStopsBetweenSlicesWhenToldTo) {

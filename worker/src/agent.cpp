@@ -1,5 +1,6 @@
 // The only translation unit of the worker that includes Boost.Beast.
 #include "baton/worker/agent.h"
+#include "baton/worker/exit_records.h"
 
 #include <spdlog/spdlog.h>
 
@@ -15,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "baton/base/assert.h"
@@ -110,9 +112,6 @@ class Agent {
       spdlog::info("worker_metrics_listening worker={} address={} port={}", json_quote(cfg_.worker_id),
                    cfg_.metrics_listen, metrics_->port());
     }
-    // Finishes left by a previous incarnation are held until acknowledged:
-    // listed in hello and heartbeats, so no leader takes them for lost.
-    delivery_.loaded(outbox_.pending(), clock_.mono());
     // Task trees a previous incarnation left alive die before this one
     // attaches: nothing of an attempt this worker no longer knows may run on
     // next to whatever it is assigned next.
@@ -128,6 +127,15 @@ class Agent {
       spdlog::warn("task_cgroup_unavailable worker={} reason='{}' (task trees are contained by their supervisor alone)",
                    cfg_.worker_id, cgroups_.unavailable_reason());
     }
+    // Tasks that ended on their own while the previous incarnation died
+    // before their finish was durable: their exit records say how they
+    // ended, and become the finishes that incarnation would have written
+    // (exit_record.h). Read only now, when no supervisor of it is left to
+    // append to one.
+    recover_exit_records();
+    // Finishes left by a previous incarnation are held until acknowledged:
+    // listed in hello and heartbeats, so no leader takes them for lost.
+    delivery_.loaded(outbox_.pending(), clock_.mono());
     // Only now may this process vouch for its predecessor's attempts.
     std::ifstream(cfg_.spool_dir + "/instance") >> succeeds_;
     std::ofstream(cfg_.spool_dir + "/instance") << instance_ << '\n';
@@ -143,6 +151,26 @@ class Agent {
 
  private:
   std::string trees_dir() const { return cfg_.spool_dir + "/trees"; }
+  std::string exits_dir() const { return cfg_.spool_dir + "/exits"; }
+
+  void recover_exit_records() {
+    std::set<protocol::AttemptRef> pending;
+    for (const auto& f : outbox_.pending()) pending.insert(f.ref);
+    for (const auto& record : read_exit_records(exits_dir())) {
+      auto fin = worker_core::finish_of(record);
+      if (fin && !pending.count(record.ref)) {
+        if (auto put = outbox_.put(*fin); !put) {
+          spdlog::error("exit_record_not_recovered worker={} run={} attempt={} error={}", cfg_.worker_id,
+                        record.ref.run_id, record.ref.attempt, json_quote(put.error().message));
+          continue;  // kept: the next incarnation tries again
+        }
+        spdlog::warn("exit_recovered worker={} run={} attempt={} outcome={} exit_code={}", cfg_.worker_id,
+                     record.ref.run_id, record.ref.attempt, protocol::to_string(fin->outcome),
+                     fin->exit_code.value_or(0));
+      }
+      forget_exit_record(exits_dir(), record.ref);
+    }
+  }
 
   // ---- connection -------------------------------------------------------
   /// The endpoint as the leader lease names it (endpoint_map maps advertised
@@ -185,13 +213,13 @@ class Agent {
     plain_.reset();
     tls_.reset();
     if (cfg_.insecure) {
-      plain_ = std::make_unique<PlainWs>(ioc_);
+      plain_ = std::make_shared<PlainWs>(ioc_);
     } else {
       // Read at every connection: renewed files are used at the next one.
       auto ctx = tls::make_client_context(cfg_.tls);
       if (!ctx) return connection_failed(ep, ctx.error().message);
       tls_context_ = *ctx;
-      tls_ = std::make_unique<TlsWs>(ioc_, *tls_context_);
+      tls_ = std::make_shared<TlsWs>(ioc_, *tls_context_);
       // The node's certificate must name the address dialed: one of the
       // cluster CA issued for another host is refused too. A redirect is
       // followed the same way, so it reaches only a node that verifies.
@@ -206,27 +234,27 @@ class Agent {
       if (gen != generation_) return;
       if (ec) return connection_failed(ep, "resolve: " + ec.message());
       with_ws([&](auto& ws) {
-        beast::get_lowest_layer(ws).async_connect(
-            results, [this, gen, ep, &ws](beast::error_code ec2, tcp::resolver::results_type::endpoint_type) {
+        beast::get_lowest_layer(ws).async_connect(results, [this, gen, ep, &ws, keep = stream_ref()](
+                                                               beast::error_code ec2,
+                                                               tcp::resolver::results_type::endpoint_type) {
+          if (gen != generation_) return;
+          if (ec2) return connection_failed(ep, "connect: " + ec2.message());
+          beast::error_code nodelay_ec;  // small frames: no Nagle delay
+          beast::get_lowest_layer(ws).socket().set_option(tcp::no_delay(true), nodelay_ec);
+          if constexpr (std::is_same_v<std::decay_t<decltype(ws)>, TlsWs>) {
+            ws.next_layer().async_handshake(asio::ssl::stream_base::client, [this, gen, ep, &ws,
+                                                                             keep](beast::error_code ec3) {
               if (gen != generation_) return;
-              if (ec2) return connection_failed(ep, "connect: " + ec2.message());
-              beast::error_code nodelay_ec;  // small frames: no Nagle delay
-              beast::get_lowest_layer(ws).socket().set_option(tcp::no_delay(true), nodelay_ec);
-              if constexpr (std::is_same_v<std::decay_t<decltype(ws)>, TlsWs>) {
-                ws.next_layer().async_handshake(
-                    asio::ssl::stream_base::client, [this, gen, ep, &ws](beast::error_code ec3) {
-                      if (gen != generation_) return;
-                      // Nothing was sent: the token never reaches a node that
-                      // does not verify.
-                      if (ec3)
-                        return connection_failed(
-                            ep, "tls: " + tls::handshake_failure(ec3, ws.next_layer().native_handle()));
-                      websocket_handshake(ws, gen, ep);
-                    });
-              } else {
-                websocket_handshake(ws, gen, ep);
-              }
+              // Nothing was sent: the token never reaches a node that
+              // does not verify.
+              if (ec3)
+                return connection_failed(ep, "tls: " + tls::handshake_failure(ec3, ws.next_layer().native_handle()));
+              websocket_handshake(ws, gen, ep);
             });
+          } else {
+            websocket_handshake(ws, gen, ep);
+          }
+        });
       });
     });
   }
@@ -239,13 +267,20 @@ class Agent {
     t.idle_timeout = std::chrono::milliseconds(heartbeat_timeout_ms_);
     t.keep_alive_pings = true;  // a leader that stops answering is noticed within idle_timeout
     ws.set_option(t);
-    ws.async_handshake(host_, "/ws", [this, gen, ep](beast::error_code ec) {
+    ws.async_handshake(host_, "/ws", [this, gen, ep, keep = stream_ref()](beast::error_code ec) {
       if (gen != generation_) return;
       if (ec) return connection_failed(ep, "handshake: " + ec.message());
       connected_ = true;
       send(hello());
       read(gen);
     });
+  }
+
+  /// The connection's stream, for an operation on it to hold until it
+  /// completes.
+  std::shared_ptr<void> stream_ref() const {
+    if (tls_) return tls_;
+    return plain_;
   }
 
   /// Calls f with the connection's WebSocket stream (TLS or, with
@@ -328,7 +363,7 @@ class Agent {
 
   void read(std::uint64_t gen) {
     with_ws([&](auto& ws) {
-      ws.async_read(buffer_, [this, gen](beast::error_code ec, std::size_t) { on_read(gen, ec); });
+      ws.async_read(buffer_, [this, gen, keep = stream_ref()](beast::error_code ec, std::size_t) { on_read(gen, ec); });
     });
   }
   void on_read(std::uint64_t gen, beast::error_code ec) {
@@ -388,7 +423,7 @@ class Agent {
     auto frame = std::make_shared<std::string>(protocol::next_frame(queue_, protocol_));
     with_ws([&](auto& ws) {
       ws.text(true);
-      ws.async_write(asio::buffer(*frame), [this, gen, frame](beast::error_code ec, std::size_t) {
+      ws.async_write(asio::buffer(*frame), [this, gen, frame, keep = stream_ref()](beast::error_code ec, std::size_t) {
         if (gen != generation_) return;
         writing_ = false;
         if (ec) return disconnected(true);
@@ -543,6 +578,8 @@ class Agent {
     ctx.timeout = std::chrono::milliseconds(assign.timeout_ms);
     ctx.sql_connections = cfg_.sql_connections;
     ctx.parameters = assign.parameters;
+    ctx.previous = assign.previous;
+    ctx.exit_record_dir = exits_dir();
     ctx.env_allowlist = cfg_.task_env_allowlist;
     // The tree must be dead before a leader may retry the run: the leader
     // waits continuation timeout + margin after it lost this worker, and the
@@ -564,7 +601,8 @@ class Agent {
         forget_supervisor(trees_dir(), pid);
       journal_.record(started ? "start" : "exit", ref, pid);
     };
-    spdlog::info("attempt_started worker={} run={} attempt={}", cfg_.worker_id, assign.ref.run_id, assign.ref.attempt);
+    spdlog::info("attempt_started worker={} run={} attempt={} previous={}", cfg_.worker_id, assign.ref.run_id,
+                 assign.ref.attempt, assign.previous.fate.empty() ? "none" : assign.previous.fate);
     const bool only_noops = std::all_of(assign.tasks.begin(), assign.tasks.end(), [](const protocol::Task& t) {
       return t.kind == protocol::TaskKind::builtin && t.builtin == protocol::Builtin::noop;
     });
@@ -627,6 +665,9 @@ class Agent {
       spdlog::error("outbox_write_failed worker={} finishes={} error={}", cfg_.worker_id, group.size(),
                     written.error().message);
     }
+    // Durable now: the exit records they were made from are not needed.
+    if (written)
+      for (const auto& f : group) forget_exit_record(exits_dir(), f.ref);
     asio::post(ioc_, [this, group = std::move(group), durable = written.has_value()] {
       delivery_.written(group, durable, clock_.mono());
       apply_delivery();
@@ -821,8 +862,12 @@ class Agent {
                               [this](std::vector<protocol::Finish> g, Result<void> w) { on_durable(std::move(g), w); }};
   tcp::resolver resolver_;
   asio::steady_timer reconnect_timer_, heartbeat_timer_, tick_timer_;
-  std::unique_ptr<PlainWs> plain_;  ///< the connection, with `insecure`
-  std::unique_ptr<TlsWs> tls_;      ///< the connection, verified
+  // Shared with every operation in flight on it (stream_ref): a new
+  // connection replaces these at once, while the old one's cancelled
+  // operations still run their completions -- a WebSocket read that fails
+  // tears its stream down first -- on a stream that must still be there.
+  std::shared_ptr<PlainWs> plain_;  ///< the connection, with `insecure`
+  std::shared_ptr<TlsWs> tls_;      ///< the connection, verified
   std::shared_ptr<tls::Context> tls_context_;
   beast::flat_buffer buffer_;
   std::deque<std::string> queue_;

@@ -4,6 +4,7 @@
 #include <poll.h>
 
 #include <memory>
+#include <vector>
 
 namespace baton::worker {
 
@@ -52,7 +53,8 @@ std::string trimmed(std::string s) {
 
 SqlTaskOutcome run_sql_task(const std::string& url, const std::string& sql, const std::string& application_name,
                             Clock::time_point deadline, const std::atomic<bool>& cancel,
-                            const std::function<void(int, const std::string&)>& output) {
+                            const std::function<void(int, const std::string&)>& output,
+                            const std::map<std::string, std::string>& settings) {
   SqlTaskOutcome o;
   Output out{output};
   const char* keys[] = {"dbname", "application_name", "connect_timeout", nullptr};
@@ -68,6 +70,32 @@ SqlTaskOutcome run_sql_task(const std::string& url, const std::string& sql, cons
   PQsetNoticeReceiver(conn.get(), on_notice, &out);
   // Literals made by sql_variables.h assume it; PostgreSQL's default since 9.1.
   PQclear(PQexec(conn.get(), "SET standard_conforming_strings = on"));
+  if (!settings.empty()) {
+    // One statement, every name and value a parameter: nothing a run or a
+    // worker supplied becomes SQL text. current_setting('baton.run_id')
+    // then answers in the task's SQL.
+    std::string text = "SELECT ";
+    std::vector<const char*> values;
+    int n = 0;
+    for (const auto& [name, value] : settings) {
+      if (n > 0) text += ", ";
+      text += "set_config($" + std::to_string(n + 1) + ", $" + std::to_string(n + 2) + ", false)";
+      values.push_back(name.c_str());
+      values.push_back(value.c_str());
+      n += 2;
+    }
+    PGresult* r = PQexecParams(conn.get(), text.c_str(), n, nullptr, values.data(), nullptr, nullptr, 0);
+    const bool set = PQresultStatus(r) == PGRES_TUPLES_OK;
+    if (!set) {
+      o.exit_code = 2;
+      o.error = "SQL: cannot set the attempt's session settings: " + trimmed(PQresultErrorMessage(r));
+    }
+    PQclear(r);
+    if (!set) {
+      output(1, o.error + "\n");
+      return o;
+    }
+  }
   if (!PQsendQuery(conn.get(), sql.c_str())) {
     o.exit_code = 2;
     o.error = "SQL: " + trimmed(PQerrorMessage(conn.get()));

@@ -1,5 +1,7 @@
 #include "baton/worker/task_runner.h"
 
+#include "baton/worker/exit_records.h"
+
 #include "baton/worker/sql_task.h"
 #include "baton/worker_core/sql_variables.h"
 #include "baton/worker_core/task_parameters.h"
@@ -60,7 +62,7 @@ TaskRunner::TaskOutcome TaskRunner::run_program(const AttemptContext& ctx, const
   std::vector<std::string> worker_env;
   for (char** e = environ; *e; ++e) worker_env.emplace_back(*e);
   std::vector<std::string> env_strings =
-      worker_core::task_environment(worker_env, ctx.env_allowlist, ctx.ref, ctx.parameters, env);
+      worker_core::task_environment(worker_env, ctx.env_allowlist, ctx.ref, ctx.previous, ctx.parameters, env);
   if (ctx.task_user) {
     // The task user's own identity, not the worker's: a program that
     // writes under $HOME must not aim at the worker's home.
@@ -128,7 +130,7 @@ TaskRunner::TaskOutcome TaskRunner::run_program(const AttemptContext& ctx, const
   // whole tree when it ends, when it is cancelled, when this worker dies,
   // and when this worker stops renewing the dead-man's switch.
   const SupervisedTask sup = start_supervised(args.data(), envp.data(), cwd.empty() ? nullptr : cwd.c_str(), out[1],
-                                              err[1], ctx.switch_timeout, procs_fd, limits);
+                                              err[1], ctx.switch_timeout, procs_fd, limits, exit_record_fd_);
   const int fork_errno = errno;
   ::close(out[1]);
   ::close(err[1]);
@@ -225,11 +227,25 @@ TaskRunner::TaskOutcome TaskRunner::run_program(const AttemptContext& ctx, const
   return result;
 }
 
+namespace {
+// What a PROGRAM task gets as BATON_* variables, as baton.* settings.
+std::map<std::string, std::string> sql_settings(const AttemptContext& ctx) {
+  std::map<std::string, std::string> out;
+  for (const auto& [k, v] : worker_core::attempt_facts(ctx.ref, ctx.previous)) {
+    std::string name = "baton.";
+    for (char ch : k) name += static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+    out[name] = v;
+  }
+  return out;
+}
+}  // namespace
+
 TaskRunner::TaskOutcome TaskRunner::run_sql(const AttemptContext& ctx, const std::string& url, const std::string& sql,
                                             Clock::time_point deadline) {
   const auto r = run_sql_task(
       url, sql, "baton-run-" + std::to_string(ctx.ref.run_id) + "-attempt-" + std::to_string(ctx.ref.attempt), deadline,
-      cancel_, [this](int stream, const std::string& text) { append(stream, text.data(), text.size()); });
+      cancel_, [this](int stream, const std::string& text) { append(stream, text.data(), text.size()); },
+      sql_settings(ctx));
   if (r.canceled) return {false, -1, false, true, cancel_reason_};
   return {r.ok, r.exit_code, r.timed_out, false, r.error};
 }
@@ -315,7 +331,16 @@ protocol::Finish TaskRunner::run(const AttemptContext& ctx, const std::vector<pr
     } else if (bad_reference) {
       o = {false, 2, false, false, "parameters: " + *bad_reference};
     } else if (t.kind == protocol::TaskKind::program) {
+      // The chain's last task, with nothing failed before it: its end is
+      // the attempt's, and its supervisor records it (exit_record.h) before
+      // anything else can happen to this worker.
+      const bool last = i + 1 == tasks.size() && !failed_on && !ctx.exit_record_dir.empty();
+      if (last)
+        exit_record_fd_ = open_exit_record(ctx.exit_record_dir, ctx.ref,
+                                           t.ignore_error || t.on_error == protocol::TaskOnError::ignore);
       o = run_program(*task_ctx, expanded.command, expanded.env, expanded.cwd, t.resources, task_deadline);
+      if (exit_record_fd_ >= 0) ::close(exit_record_fd_);
+      exit_record_fd_ = -1;
     } else if (t.kind == protocol::TaskKind::sql) {
       auto c = ctx.sql_connections.find(t.connection);
       if (c == ctx.sql_connections.end()) {

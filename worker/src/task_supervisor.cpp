@@ -117,9 +117,9 @@ void kill_everything(pid_t self, pid_t task, bool& task_reaped, int& task_status
   }
 }
 
-/// Closes every descriptor above stderr but the three given (by listing
+/// Closes every descriptor above stderr but the four given (by listing
 /// /proc/self/fd: no allocation).
-void close_all_except(int a, int b, int c) {
+void close_all_except(int a, int b, int c, int d4) {
   int dir = ::open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir < 0) return;
   int to_close[1024];
@@ -134,7 +134,7 @@ void close_all_except(int a, int b, int c) {
       if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
       int fd = 0;
       for (const char* p = d->d_name; *p; ++p) fd = fd * 10 + (*p - '0');
-      if (fd > 2 && fd != a && fd != b && fd != c && fd != dir) to_close[count++] = fd;
+      if (fd > 2 && fd != a && fd != b && fd != c && fd != d4 && fd != dir) to_close[count++] = fd;
     }
   }
   ::close(dir);
@@ -153,6 +153,27 @@ void report_status(int control, int status) {
   msg[0] = 'x';
   __builtin_memcpy(msg + 1, &status, sizeof status);
   (void)!::send(control, msg, sizeof msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+// The task's wait status appended to its attempt's exit record
+// (exit_record.h) as "exit_status=N\n", and on disk (fdatasync) before it
+// is reported to the worker: a worker killed from now on does not take the
+// task's end with it. Async-signal-safe: no allocation, no stdio.
+void record_exit(int record, int status) {
+  if (record < 0) return;
+  char msg[32] = "exit_status=";
+  std::size_t n = 12;
+  char digits[12];
+  std::size_t k = 0;
+  unsigned v = static_cast<unsigned>(status);
+  do {
+    digits[k++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v > 0 && k < sizeof digits);
+  while (k > 0) msg[n++] = digits[--k];
+  msg[n++] = '\n';
+  (void)!::write(record, msg, n);
+  ::fdatasync(record);
 }
 
 volatile sig_atomic_t terminate_requested = 0;
@@ -194,7 +215,7 @@ void become_task(const TaskProcessLimits& l) {
 }
 
 [[noreturn]] void supervise(int control, char* const* argv, char* const* envp, const char* cwd, int out_fd, int err_fd,
-                            long switch_ms, bool contain, const TaskProcessLimits& limits) {
+                            long switch_ms, bool contain, const TaskProcessLimits& limits, int exit_record) {
   const pid_t self = ::getpid();
   if (contain) ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   // SIGTERM (a new incarnation of the worker cleaning up after the old one,
@@ -262,6 +283,10 @@ void become_task(const TaskProcessLimits& l) {
       if (r == task) {
         reaped = true;
         status = st;
+        // The task ended on its own: its end is recorded before anything
+        // else (a kill of the tree below records nothing: that end was
+        // the worker's decision, not the task's).
+        record_exit(exit_record, status);
         report_status(control, status);
       }
     if (kill || reaped) {
@@ -281,7 +306,7 @@ void become_task(const TaskProcessLimits& l) {
 
 SupervisedTask start_supervised(char* const* argv, char* const* envp, const char* cwd, int out_fd, int err_fd,
                                 std::chrono::milliseconds switch_timeout, int cgroup_procs_fd,
-                                const TaskProcessLimits& limits) {
+                                const TaskProcessLimits& limits, int exit_record_fd) {
   // A socket pair, not a pipe: writes use MSG_NOSIGNAL, so a supervisor
   // that already exited never raises SIGPIPE in the worker.
   int control[2];
@@ -303,9 +328,10 @@ SupervisedTask start_supervised(char* const* argv, char* const* envp, const char
     // Keep only what the supervisor needs: the control pipe's read end and
     // the task's stdout/stderr; everything else of the worker's (its
     // WebSocket, log files) must not be held open by a task tree.
-    close_all_except(control[0], out_fd, err_fd);
+    close_all_except(control[0], out_fd, err_fd, exit_record_fd);
     if (::getppid() != parent) ::_exit(126);
-    supervise(control[0], argv, envp, cwd, out_fd, err_fd, static_cast<long>(switch_timeout.count()), contain, limits);
+    supervise(control[0], argv, envp, cwd, out_fd, err_fd, static_cast<long>(switch_timeout.count()), contain, limits,
+              exit_record_fd);
   }
   ::setpgid(pid, pid);
   ::close(control[0]);

@@ -1,5 +1,6 @@
 #include "baton/worker/task_runner.h"
 #include "baton/protocol/vocabulary.h"
+#include "baton/worker/exit_records.h"
 #include "baton/worker/task_supervisor.h"
 #include "task_test_support.h"
 
@@ -524,4 +525,65 @@ TEST(TaskTree, TheSupervisorReportsItsTasksStatusBeforeItExits) {
   ::close(sup.control_fd);
   ::close(out[0]);
   ::close(err[0]);
+}
+
+// Issue 37, item 3: the last task's supervisor records how the task ended in
+// the attempt's exit record, before the worker hears of it; a task killed
+// by its worker (here: cancelled) ends with no status recorded; an earlier
+// task of a chain gets no record.
+TEST(TaskRunner, TheLastTasksSupervisorRecordsItsEndInTheExitRecord) {
+  const auto dir = std::filesystem::temp_directory_path() / ("baton-exits-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  AttemptContext c = ctx();
+  c.exit_record_dir = dir.string();
+  auto read = [&] { return read_exit_records(dir.string()); };
+  {
+    TaskRunner r;
+    auto f = r.run(c, {program({"/bin/sh", "-c", "exit 3"})});
+    EXPECT_EQ(f.exit_code, 3);
+    auto records = read();
+    ASSERT_EQ(records.size(), 1u);
+    EXPECT_EQ(records[0].ref, c.ref);
+    ASSERT_TRUE(records[0].wait_status.has_value());
+    EXPECT_TRUE(WIFEXITED(*records[0].wait_status));
+    EXPECT_EQ(WEXITSTATUS(*records[0].wait_status), 3);
+    auto fin = worker_core::finish_of(records[0]);
+    ASSERT_TRUE(fin);
+    EXPECT_EQ(fin->outcome, protocol::Outcome::failed);
+    EXPECT_EQ(fin->exit_code, 3);
+    forget_exit_record(dir.string(), c.ref);
+    EXPECT_TRUE(read().empty());
+  }
+  {
+    TaskRunner r;
+    std::thread canceller([&] {
+      std::this_thread::sleep_for(300ms);
+      r.cancel("operator", false);
+    });
+    r.run(c, {program({"/bin/sleep", "30"})});
+    canceller.join();
+    auto records = read();
+    ASSERT_EQ(records.size(), 1u);
+    EXPECT_FALSE(records[0].wait_status.has_value()) << "the worker ended it: no end of its own to report";
+    forget_exit_record(dir.string(), c.ref);
+  }
+  {
+    TaskRunner r;
+    // The first task's end is not the attempt's; the last one is a builtin.
+    auto f = r.run(c, {program({"/bin/true"}), protocol::Task{protocol::TaskKind::builtin,
+                                                              "",
+                                                              {},
+                                                              {},
+                                                              "",
+                                                              "",
+                                                              "",
+                                                              protocol::Builtin::noop,
+                                                              "",
+                                                              false,
+                                                              protocol::TaskOnError::stop,
+                                                              {}}});
+    EXPECT_EQ(f.outcome, protocol::Outcome::succeeded);
+    EXPECT_TRUE(read().empty());
+  }
+  std::filesystem::remove_all(dir);
 }

@@ -45,6 +45,11 @@ class Attempt:
     started_at: Optional[str] = None
     finished_at: Optional[str] = None
     task_results: Any = None
+    #: Why it ended ("failed", "timeout", "attempt_lost", ...).
+    error_code: Optional[str] = None
+    #: What its worker reported after the leader had given up on it
+    #: ({"outcome", "exit_code", "reported_at"}), or None.
+    late_report: Optional[Dict[str, Any]] = None
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod

@@ -205,8 +205,14 @@ void RunBook::resumed(resume::AssignBatch& s, const Result<store::BatchWriteResu
     }
     log(LogLevel::info, fmt::format("run_assigned run={} attempt={} worker={} started={} epoch={}", row.id.value,
                                     row.attempt, json_quote(a.worker_id), p.granted, epoch_.value));
-    send(a.worker_id, protocol::Assign{ref_of(row), p.tasks, p.due.timeout_ms, row.continuation_timeout_ms,
-                                       p.due.parameters, p.granted});
+    const store::PreviousAttempt& before = p.due.previous;
+    send(a.worker_id, protocol::Assign{ref_of(row),
+                                       p.tasks,
+                                       p.due.timeout_ms,
+                                       row.continuation_timeout_ms,
+                                       p.due.parameters,
+                                       p.granted,
+                                       {before.fate, before.attempt, before.worker}});
     Tracked t{row, std::move(p.tasks), 0, 0, {}, {}, p.start_not_before};
     t.assigned_at = now_;
     if (a.start) t.started_at = now_;

@@ -176,10 +176,9 @@ void RunBook::on_finish(const std::string& worker, const protocol::Finish& m, bo
   }
   if (current) return finish_current(worker, m);
   if (m.outcome == protocol::Outcome::succeeded) return late_success(worker, m);
-  // A replay, or an attempt that was superseded: nothing to write.
-  log(LogLevel::info, fmt::format("finish_ack_without_write run={} attempt={} worker={} epoch={}", m.ref.run_id,
-                                  m.ref.attempt, json_quote(worker), epoch_.value));
-  send(worker, protocol::FinishAck{m.ref});
+  // A replay, or an attempt that was superseded: its report is recorded if
+  // a leader had given up on it.
+  record_late_report(worker, m);
 }
 
 void RunBook::viewed(resume::FinishAfterRead& s, bool fresh) {
@@ -284,12 +283,7 @@ void RunBook::resumed(resume::LateSuccessRead& s, const Result<std::optional<sto
   const protocol::Finish& m = s.finish;
   const bool waiting_on_it = *row && (*row)->state == RunState::retry_waiting && (*row)->attempt == m.ref.attempt &&
                              (*row)->assigned_worker_id == worker && (*row)->lease_token == m.ref.lease_token;
-  if (!waiting_on_it) {
-    // A replay, or an attempt that was superseded: nothing to write.
-    log(LogLevel::info, fmt::format("finish_ack_without_write run={} attempt={} worker={} epoch={}", m.ref.run_id,
-                                    m.ref.attempt, json_quote(worker), epoch_.value));
-    return send(worker, protocol::FinishAck{m.ref});
-  }
+  if (!waiting_on_it) return record_late_report(worker, m);  // a replay, or superseded
   // The attempt was ended as lost, yet it succeeded, and nothing has run
   // since: keep the success rather than run the work again.
   const store::RunRow& r = **row;
@@ -309,6 +303,47 @@ void RunBook::resumed(resume::LateSuccessWrite& s, const Result<store::WriteResu
   log(LogLevel::info,
       fmt::format("run_finished run={} attempt={} worker={} outcome=SUCCEEDED state=SUCCEEDED late=true epoch={}",
                   m.ref.run_id, m.ref.attempt, json_quote(s.worker), epoch_.value));
+  send(s.worker, protocol::FinishAck{m.ref});
+}
+
+void RunBook::record_late_report(const std::string& worker, const protocol::Finish& m) {
+  // The attempt is no longer the run's to end: a replay of a finish already
+  // written, or the report of an attempt superseded since. If a leader had
+  // given up on it (declared it lost, or timed it out), what it reports is
+  // what really happened, and is kept (schemas/0041): "succeeded after it
+  // was declared lost". The run is not changed; the database decides
+  // whether there is anything to record, and the ack waits for its answer
+  // (without one the worker sends the finish again).
+  WriteRun w;
+  w.kind = RunWriteKind::record_late_report;
+  w.fence = {RunId{m.ref.run_id}, Version{0}, epoch_};
+  w.attempt = {worker, m.ref.attempt, m.ref.lease_token};
+  w.finish.final_state = m.outcome == protocol::Outcome::succeeded   ? RunState::succeeded
+                         : m.outcome == protocol::Outcome::timed_out ? RunState::timed_out
+                         : m.outcome == protocol::Outcome::canceled  ? RunState::canceled
+                                                                     : RunState::failed;
+  w.finish.exit_code = m.exit_code;
+  write(std::move(w), resume::LateReportWrite{worker, m});
+}
+
+void RunBook::resumed(resume::LateReportWrite& s, const Result<store::WriteResult>& res) {
+  const protocol::Finish& m = s.finish;
+  if (!res) {
+    log(LogLevel::warn, fmt::format("late_report_error run={} attempt={} worker={} epoch={} error={}", m.ref.run_id,
+                                    m.ref.attempt, json_quote(s.worker), epoch_.value, res.error().message));
+    return;  // no ack: the worker sends it again
+  }
+  if (res->outcome == WriteOutcome::fenced) {
+    fence("late_report", "run=" + std::to_string(m.ref.run_id), res->current_epoch, {RunId{m.ref.run_id}});
+    return;
+  }
+  if (res->outcome == WriteOutcome::applied)
+    log(LogLevel::warn, fmt::format("late_report_recorded run={} attempt={} worker={} outcome={} exit_code={} epoch={}",
+                                    m.ref.run_id, m.ref.attempt, json_quote(s.worker), protocol::to_string(m.outcome),
+                                    m.exit_code ? std::to_string(*m.exit_code) : "none", epoch_.value));
+  else
+    log(LogLevel::info, fmt::format("finish_ack_without_write run={} attempt={} worker={} epoch={}", m.ref.run_id,
+                                    m.ref.attempt, json_quote(s.worker), epoch_.value));
   send(s.worker, protocol::FinishAck{m.ref});
 }
 

@@ -65,16 +65,73 @@ TEST(RunBook, StartOfAnotherWorkersAssignmentIsDenied) {
   EXPECT_TRUE(all<WriteStarts>(d.tick(10ms)).empty());
 }
 
-TEST(RunBook, FinishOfASupersededAttemptIsAcknowledgedWithoutAWrite) {
+// Issue 37, item 3: the report of an attempt that is no longer current is
+// handed to the database as a late report (kept if a leader had given up
+// on the attempt), never as a write of the run, and acknowledged only once
+// the database answered: without an answer the worker must send it again.
+TEST(RunBook, ASupersededAttemptsReportIsRecordedAsALateReportNotWrittenToTheRun) {
   Driver d;
   auto old = active(1, RunState::running, "w1", 1);
   auto now = active(1, RunState::running, "w2", 2);
   d.begin({now}, hello("w1"));
-  auto e = d.msg(7, "w1", finish(old, protocol::Outcome::failed));
-  EXPECT_EQ(sent<protocol::FinishAck>(e).size(), 1u);
-  e = d.tick(10ms);
-  EXPECT_TRUE(all<WriteFinishes>(e).empty());
-  EXPECT_TRUE(all<WriteRun>(e).empty());
+  auto report = finish(old, protocol::Outcome::failed);
+  report.exit_code = 7;
+  auto e = d.msg(7, "w1", report);
+  auto writes = all<WriteRun>(e);
+  ASSERT_EQ(writes.size(), 1u);
+  EXPECT_EQ(writes[0].kind, RunWriteKind::record_late_report);
+  EXPECT_EQ(writes[0].fence.run, RunId{1});
+  EXPECT_EQ(writes[0].fence.epoch, kEpoch);
+  EXPECT_EQ(writes[0].attempt.worker_id, "w1");
+  EXPECT_EQ(writes[0].attempt.attempt, 1);
+  EXPECT_EQ(writes[0].attempt.lease_token, old.lease_token);
+  EXPECT_EQ(writes[0].finish.final_state, RunState::failed);
+  EXPECT_EQ(writes[0].finish.exit_code, 7);
+  EXPECT_TRUE(sent<protocol::FinishAck>(e).empty()) << "acknowledged only once the database answered";
+  EXPECT_TRUE(all<WriteFinishes>(d.tick(10ms)).empty()) << "the run is not written";
+  EXPECT_EQ(sent<protocol::FinishAck>(d.answer(writes[0].op, applied())).size(), 1u);
+}
+
+TEST(RunBook, AReplayWithNothingToRecordIsAcknowledgedAndAFailedRecordIsNot) {
+  Driver d;
+  auto old = active(1, RunState::running, "w1", 1);
+  auto now = active(1, RunState::running, "w2", 2);
+  d.begin({now}, hello("w1"));
+  auto writes = all<WriteRun>(d.msg(7, "w1", finish(old, protocol::Outcome::failed)));
+  ASSERT_EQ(writes.size(), 1u);
+  store::WriteResult nothing;
+  nothing.outcome = store::WriteOutcome::conflict;
+  nothing.current_epoch = kEpoch;
+  EXPECT_EQ(sent<protocol::FinishAck>(d.answer(writes[0].op, nothing)).size(), 1u)
+      << "a replay, or an attempt no leader gave up on: nothing to keep";
+  writes = all<WriteRun>(d.msg(7, "w1", finish(old, protocol::Outcome::failed)));
+  ASSERT_EQ(writes.size(), 1u);
+  d.book.result(writes[0].op, Result<store::WriteResult>(make_error(Errc::db_unavailable, "connection lost")), d.now);
+  EXPECT_TRUE(sent<protocol::FinishAck>(d.run()).empty()) << "no answer: the worker sends it again";
+}
+
+// A success of an attempt superseded since: the run is read first (a run
+// still waiting to retry that very attempt takes the success instead).
+TEST(RunBook, ASupersededAttemptsLateSuccessIsRecordedWhenARetryAlreadyTookTheRun) {
+  Driver d;
+  auto old = active(1, RunState::running, "w1", 1);
+  auto now = active(1, RunState::running, "w2", 2);
+  d.begin({now}, hello("w1"));
+  auto report = finish(old, protocol::Outcome::succeeded);
+  report.exit_code = 0;
+  auto reads = all<ReadRun>(d.msg(7, "w1", report));
+  ASSERT_EQ(reads.size(), 1u);
+  store::RunRow row;
+  row.id = RunId{1};
+  row.state = RunState::running;
+  row.attempt = 2;
+  row.assigned_worker_id = "w2";
+  auto writes = all<WriteRun>(d.answer(reads[0].op, std::optional<store::RunRow>{row}));
+  ASSERT_EQ(writes.size(), 1u);
+  EXPECT_EQ(writes[0].kind, RunWriteKind::record_late_report);
+  EXPECT_EQ(writes[0].finish.final_state, RunState::succeeded);
+  EXPECT_EQ(writes[0].finish.exit_code, 0);
+  EXPECT_EQ(sent<protocol::FinishAck>(d.answer(writes[0].op, applied())).size(), 1u);
 }
 
 TEST(RunBook, FinishOfAnotherEpochsAttemptIsAdoptedBeforeItIsWritten) {

@@ -45,6 +45,7 @@ Result<store::WriteResult> write_run(store::RunStore& runs, const lc::WriteRun& 
     case lc::RunWriteKind::request_cancel: return runs.request_cancel(w.fence, w.reason);
     case lc::RunWriteKind::fail_unrunnable: return runs.fail_unrunnable(w.fence, w.from, w.error_code, w.reason);
     case lc::RunWriteKind::late_success: return runs.late_success(w.fence, w.attempt, w.finish);
+    case lc::RunWriteKind::record_late_report: return runs.record_late_report(w.fence, w.attempt, w.finish);
   }
   BATON_ASSERT(false);
   return runs.orphan(w.fence);

@@ -25,8 +25,10 @@ namespace baton::protocol {
 /// Version 6 adds a task's own knobs (`timeout_ms`, `parameters`, `run_as`;
 /// docs/scheduling.md, "Chains"), which an older worker would ignore: a
 /// leader places a run whose tasks use them on version-6 workers only.
+/// Version 7 adds `assign.previous`: what became of the run's previous
+/// attempt (docs/scheduling.md, "What became of the previous attempt").
 inline constexpr int protocol_version_min = 1;
-inline constexpr int protocol_version_max = 6;
+inline constexpr int protocol_version_max = 7;
 inline constexpr int protocol_version = protocol_version_max;  ///< the newest (`baton --version`)
 
 /// The version a node and a worker speak, or nullopt when their ranges do
@@ -47,6 +49,8 @@ inline constexpr int progress_version_min = 5;
 /// From this version on, a task may carry its own timeout, parameters and
 /// role (Task::needs_knobs).
 inline constexpr int task_knobs_version_min = 6;
+/// From this version on, an `assign` may carry the previous attempt's fate.
+inline constexpr int provenance_version_min = 7;
 /// A progress text is at most this many bytes (a reader refuses more).
 inline constexpr std::size_t progress_text_bytes_max = 256;
 /// At most this many messages in one batch frame (a reader refuses more).
@@ -201,6 +205,18 @@ struct Error {
   std::int64_t retry_after_ms = 0;
   friend bool operator==(const Error&, const Error&) = default;
 };
+/// What became of the attempt before this one (schemas/0041): its fate --
+/// succeeded_unacknowledged, fenced_out, lost_contact, timed_out or failed
+/// -- its number and its worker. Empty fate: this is the run's first.
+struct PreviousAttempt {
+  std::string fate;
+  int attempt = 0;
+  std::string worker;
+  friend bool operator==(const PreviousAttempt&, const PreviousAttempt&) = default;
+};
+/// The fates a previous attempt may have, as the reader accepts them.
+bool is_attempt_fate(const std::string& fate);
+
 struct Assign {
   AttemptRef ref;
   std::vector<Task> tasks;
@@ -220,6 +236,9 @@ struct Assign {
   /// had a free slot): the worker starts it without asking, as if a
   /// `start_granted` had followed.
   bool start_granted = false;
+  /// Version 7: what became of the run's previous attempt; a task sees it
+  /// as BATON_PREVIOUS_* (docs/scheduling.md). Empty fate: none.
+  PreviousAttempt previous{};
   friend bool operator==(const Assign&, const Assign&) = default;
 };
 struct Start {

@@ -35,6 +35,17 @@ struct KeyedLimits {
 
 /// A run the dispatcher may assign: PENDING whose slot has come (cron runs are
 /// created ahead of their slot), due RETRY_WAITING, or ORPHANED.
+/// What became of the attempt before the one an assignment starts
+/// (schemas/0041, baton_attempt_fate; docs/scheduling.md): "" for a first
+/// attempt, else succeeded_unacknowledged, fenced_out, lost_contact,
+/// timed_out or failed, with that attempt's number and worker.
+struct PreviousAttempt {
+  std::string fate;
+  int attempt = 0;
+  std::string worker;
+  friend bool operator==(const PreviousAttempt&, const PreviousAttempt&) = default;
+};
+
 struct DueRun {
   RunId id{0};
   Version version{0};
@@ -72,6 +83,8 @@ struct DueRun {
   std::int64_t starts_in_ms = 0;
   /// When it may start, database clock, microseconds since the epoch.
   std::int64_t starts_at_us = 0;
+  /// What became of the attempt before the one it would start now.
+  PreviousAttempt previous{};
 };
 
 /// An ASSIGNED or RUNNING run, with the facts the reaper decides on. Ages and

@@ -56,6 +56,14 @@ class RunStore {
   /// reassigned since: same worker, attempt and lease token. Its attempt row
   /// becomes SUCCEEDED. Conflict if anything moved on.
   virtual Result<WriteResult> late_success(const RunFence& f, const AttemptFence& a, const Finish& fin) = 0;
+  /// A worker's report (fin.final_state, fin.exit_code) of an attempt this
+  /// leader or an earlier one ended without it -- declared lost, or timed
+  /// out -- and that is no longer the run's to end: recorded as what really
+  /// happened (schemas/0041, late_reports), the run unchanged. Only the
+  /// run's id and the writer's epoch of `f` count. Applied when recorded;
+  /// Conflict when there is nothing to record (another kind of attempt, or
+  /// a report already recorded: a replay); Fenced under a newer epoch.
+  virtual Result<WriteResult> record_late_report(const RunFence& f, const AttemptFence& a, const Finish& fin) = 0;
   /// PENDING, ASSIGNED, ORPHANED or RETRY_WAITING -> CANCELED (no attempt
   /// runs), with an audit entry in the same statement.
   virtual Result<WriteResult> cancel(const RunFence& f, RunState from, const std::string& reason) = 0;

@@ -6,6 +6,7 @@
 // cursor moved) in one transaction.
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,9 @@ struct SweepRecord {
 struct SweepRecorded {
   bool recorded = false;
   std::int64_t new_violations = 0;
+  /// The (invariant, finding) of each violation recorded now for the first
+  /// time: the ones to tell (a finding seen again is recorded once).
+  std::set<std::pair<std::string, std::string>> new_findings{};
 };
 
 class VerifyStore {

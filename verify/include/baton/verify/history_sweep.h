@@ -30,6 +30,9 @@ struct SweepSettings {
 struct SweepOutcome {
   std::int64_t slices = 0;
   std::int64_t new_violations = 0;
+  /// The violations recorded by this sweep for the first time: the ones a
+  /// node tells in its log (tally.violations also holds those found again).
+  std::vector<store::InvariantViolation> new_findings;
   /// A slice another node recorded first (a leader change mid-sweep): the
   /// sweep stopped there, and its runs are that node's.
   bool refused = false;

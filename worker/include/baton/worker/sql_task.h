@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <string>
 
 namespace baton::worker {
@@ -27,8 +28,11 @@ struct SqlTaskOutcome {
   std::string error;
 };
 
+/// `settings`: session settings made before the task's SQL runs (name ->
+/// value, e.g. baton.run_id; set_config, so a value is never SQL text).
 SqlTaskOutcome run_sql_task(const std::string& url, const std::string& sql, const std::string& application_name,
                             std::chrono::steady_clock::time_point deadline, const std::atomic<bool>& cancel,
-                            const std::function<void(int stream, const std::string& text)>& output);
+                            const std::function<void(int stream, const std::string& text)>& output,
+                            const std::map<std::string, std::string>& settings = {});
 
 }  // namespace baton::worker

@@ -25,6 +25,8 @@ struct AttemptContext {
   /// The run's parameters (task_parameters.h: environment, {{param.NAME}},
   /// psql variables).
   std::map<std::string, std::string> parameters;
+  /// What became of the run's previous attempt (protocol::Assign::previous).
+  protocol::PreviousAttempt previous;
   /// Called with (pid, started) when a task's supervisor starts and exits
   /// (a record for operators; the chaos checker keeps its own evidence).
   std::function<void(int pid, bool started)> on_process;
@@ -37,6 +39,9 @@ struct AttemptContext {
   const TaskCgroups* cgroups = nullptr;
   /// The user PROGRAM tasks run as (null: the worker's own; task_user.h).
   const TaskUser* task_user = nullptr;
+  /// Where the attempt's exit record is made (exit_records.h) before its
+  /// last task starts, if that is a PROGRAM task ("": none).
+  std::string exit_record_dir;
   /// Called on the runner's thread with every piece of output a task
   /// prints (stream 0: stdout, 1: stderr), as it is read: the agent streams
   /// it to the leader (worker_core/output_stream.h).
@@ -75,7 +80,8 @@ class TaskRunner {
   std::atomic<bool> cancel_as_failure_{false};
   std::string cancel_reason_;
   std::mutex control_mutex_;
-  int control_fd_ = -1;  ///< the running task's supervisor, -1 if none (under control_mutex_)
+  int control_fd_ = -1;      ///< the running task's supervisor, -1 if none (under control_mutex_)
+  int exit_record_fd_ = -1;  ///< the exit record the next PROGRAM task's supervisor appends to (-1: none)
   std::string stdout_tail_, stderr_tail_;
   const AttemptContext* ctx_ = nullptr;  ///< the attempt being run (for on_output)
 };

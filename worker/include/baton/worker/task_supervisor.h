@@ -57,11 +57,15 @@ struct SupervisedTask {
 /// if not null, stdout/stderr on `out_fd`/`err_fd`, in its own process
 /// group). If `cgroup_procs_fd` is an open cgroup.procs file (task_cgroup.h),
 /// the supervisor joins that group before it forks the task, so the whole
-/// tree lives in it. All arrays must be built before the call. supervisor =
-/// -1 if the fork failed.
+/// tree lives in it. If `exit_record_fd` is an open exit record
+/// (exit_record.h), the supervisor appends the task's wait status to it and
+/// syncs it the moment it reaps a task that ended on its own, before it
+/// reports the status: the end outlives a worker killed in that instant.
+/// All arrays must be built before the call. supervisor = -1 if the fork
+/// failed.
 SupervisedTask start_supervised(char* const* argv, char* const* envp, const char* cwd, int out_fd, int err_fd,
                                 std::chrono::milliseconds switch_timeout, int cgroup_procs_fd = -1,
-                                const TaskProcessLimits& limits = {});
+                                const TaskProcessLimits& limits = {}, int exit_record_fd = -1);
 
 /// The task's wait status as the supervisor reported it on `control_fd`
 /// (non-blocking; read it once the supervisor has exited). Empty if it

@@ -181,7 +181,8 @@ enum class RunWriteKind {
   cancel_attempt,  ///< RUNNING: the attempt's end, under its predicates
   request_cancel,
   fail_unrunnable,
-  late_success
+  late_success,
+  record_late_report  ///< a superseded attempt's report, kept (the run unchanged)
 };
 /// One fenced single-run transition of store::RunStore; which fields it
 /// uses depends on `kind` (the shell's switch is the reference).
@@ -492,6 +493,7 @@ class RunBook {
   std::string log_ref_of(const protocol::Finish& m) const;
   void finish_current(const std::string& worker, const protocol::Finish& m);
   void late_success(const std::string& worker, const protocol::Finish& m);
+  void record_late_report(const std::string& worker, const protocol::Finish& m);
   void on_cancel(RunId run, const std::string& reason, int tries);
   /// Writes the adoption of `run` by this epoch when it is needed, then
   /// resumes `then` (adopted()) with true when the run is this epoch's
@@ -601,6 +603,7 @@ class RunBook {
   void resumed(resume::FailInvalidWrite& s, const Result<store::WriteResult>& r);
   void resumed(resume::CanceledFinishWrite& s, const Result<store::WriteResult>& r);
   void resumed(resume::LateSuccessWrite& s, const Result<store::WriteResult>& r);
+  void resumed(resume::LateReportWrite& s, const Result<store::WriteResult>& r);
   void resumed(resume::OrphanWrite& s, const Result<store::WriteResult>& r);
   void resumed(resume::ConfirmingWrite& s, const Result<store::WriteResult>& r);
   void resumed(resume::AttemptEndWrite& s, const Result<store::WriteResult>& r);

@@ -194,6 +194,12 @@ struct LateSuccessWrite {
   protocol::Finish finish;
   std::string job;
 };
+/// The report of an attempt no longer current, recorded if a leader had
+/// given up on it; acknowledged once the database answered.
+struct LateReportWrite {
+  std::string worker;
+  protocol::Finish finish;
+};
 /// ASSIGNED -> ORPHANED (reassign) or a requeue of a run held queued.
 struct OrphanWrite {
   store::ActiveRun row;
@@ -219,7 +225,7 @@ struct AdoptWrite {
 };
 using WriteWait =
     std::variant<CancelRequestWrite, CancelWrite, FailUnstartedWrite, FailInvalidWrite, CanceledFinishWrite,
-                 LateSuccessWrite, OrphanWrite, ConfirmingWrite, AttemptEndWrite, AdoptWrite>;
+                 LateSuccessWrite, LateReportWrite, OrphanWrite, ConfirmingWrite, AttemptEndWrite, AdoptWrite>;
 /// The heartbeats written in one batch.
 struct HeartbeatBatch {
   std::vector<store::HeartbeatRow> rows;

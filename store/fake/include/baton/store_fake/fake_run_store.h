@@ -107,6 +107,10 @@ struct FakeAttempt {
   std::string lease_token;
   RunState outcome = RunState::failed;
   std::optional<int> exit_code;
+  std::string error_code;  ///< why it ended (the run's error_code then)
+  /// Its worker's report after the leader had ended it (record_late_report).
+  std::optional<RunState> late_outcome{};
+  std::optional<int> late_exit_code{};
 };
 
 struct FakeDeadLetter {
@@ -159,6 +163,7 @@ class FakeRunDb {
   WriteResult fail_orphaned(const RunFence& f, const std::string& reason);
   WriteResult fail_unrunnable(const RunFence& f, RunState from, const std::string& code, const std::string& reason);
   WriteResult late_success(const RunFence& f, const AttemptFence& a, const Finish& fin);
+  WriteResult record_late_report(const RunFence& f, const AttemptFence& a, const Finish& fin);
   WriteResult cancel(const RunFence& f, RunState from, const std::string& reason);
   WriteResult cancel_attempt(const RunFence& f, const AttemptFence& a, const Finish& fin, const std::string& reason);
   WriteResult begin_confirming(const RunFence& f, Millis deadline_in);
@@ -178,6 +183,9 @@ class FakeRunDb {
   std::vector<DueRun> due_runs(int limit, Millis ahead = Millis{0}) const;
   /// A run as the dispatcher reads it (due_runs' rows; a trigger's insert).
   static DueRun due_run_of(const FakeRun& r);
+  /// What became of the attempt before the one `r` would start now
+  /// (baton_previous_attempt, schemas/0041).
+  PreviousAttempt previous_attempt(const FakeRun& r) const;
   HeartbeatBatchResult heartbeat_batch(Epoch epoch, const std::vector<HeartbeatRow>& rows);
 
   // Cron (fake_cron.cpp; the same rules as PgLeaderStore's statements,
@@ -282,6 +290,7 @@ class FakeRunStore final : public RunStore {
   Result<WriteResult> fail_unrunnable(const RunFence& f, RunState from, const std::string& error_code,
                                       const std::string& reason) override;
   Result<WriteResult> late_success(const RunFence& f, const AttemptFence& a, const Finish& fin) override;
+  Result<WriteResult> record_late_report(const RunFence& f, const AttemptFence& a, const Finish& fin) override;
   Result<WriteResult> cancel(const RunFence& f, RunState from, const std::string& reason) override;
   Result<WriteResult> cancel_attempt(const RunFence& f, const AttemptFence& a, const Finish& fin,
                                      const std::string& reason) override;

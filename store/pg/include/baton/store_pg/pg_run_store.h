@@ -38,6 +38,7 @@ class PgRunStore final : public RunStore {
   Result<WriteResult> fail_unrunnable(const RunFence& f, RunState from, const std::string& error_code,
                                       const std::string& reason) override;
   Result<WriteResult> late_success(const RunFence& f, const AttemptFence& a, const Finish& fin) override;
+  Result<WriteResult> record_late_report(const RunFence& f, const AttemptFence& a, const Finish& fin) override;
   Result<WriteResult> cancel(const RunFence& f, RunState from, const std::string& reason) override;
   Result<WriteResult> cancel_attempt(const RunFence& f, const AttemptFence& a, const Finish& fin,
                                      const std::string& reason) override;
