@@ -200,7 +200,7 @@ TEST(Doctor, VersionNamesTheBinaryAndItsProtocol) {
   const std::string dir = ::mkdtemp(tmpl);
   ChildProcess p({BATON_BINARY, "--version"}, dir + "/version.log");
   EXPECT_EQ(p.wait_for_exit(10s), 0);
-  EXPECT_EQ(p.log(), "baton 0.14.0 (worker protocol 1-6)\n");
+  EXPECT_EQ(p.log(), "baton 0.14.0 (worker protocol 1-7)\n");
   fs::remove_all(dir);
 }
 
