@@ -187,7 +187,8 @@ class Harness {
   std::string disk_ctl(const std::string& worker) const { return work_ + "/disk-" + worker; }
   std::uintmax_t disk_hits(const std::string& worker) const;
   void spawn(const std::string& id, const std::vector<std::string>& argv);
-  std::string binary() const { return o_.binary.empty() ? std::string(BATON_BINARY) : o_.binary; }
+  /// The baton binary: --binary, or the one of this build tree.
+  std::string binary() const;
 
   /// The node whose /status says it leads (asked of every node).
   std::string leader();

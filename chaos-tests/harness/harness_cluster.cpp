@@ -377,6 +377,8 @@ void Harness::start_worker(const std::string& id, const std::string& process) {
                "--config", cfg});
 }
 
+std::string Harness::binary() const { return o_.binary.empty() ? std::string(BATON_BINARY) : o_.binary; }
+
 std::uintmax_t Harness::clock_hits(const std::string& process) const {
   std::error_code ec;
   auto n = fs::file_size(clock_ctl(process) + ".hits", ec);

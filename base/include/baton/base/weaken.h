@@ -10,13 +10,21 @@
 
 namespace baton {
 
+// The weakened build defines BATON_CHAOS_WEAKEN only for the files that
+// include this header (CMakeLists.txt, baton_weaken_sources), so the two
+// definitions live in different inline namespaces: the linker can never
+// take one file's `weakened` for another's.
 #ifdef BATON_CHAOS_WEAKEN
+inline namespace chaos_weakened {
 inline bool weakened(const char* what) {
   const char* list = std::getenv("BATON_WEAKEN");
   return list && ("," + std::string(list) + ",").find("," + std::string(what) + ",") != std::string::npos;
 }
+}  // namespace chaos_weakened
 #else
+inline namespace never_weakened {
 constexpr bool weakened(const char*) { return false; }
+}  // namespace never_weakened
 #endif
 
 }  // namespace baton
