@@ -222,6 +222,11 @@ void Harness::inject(const std::string& fault) {
     const auto before = disk_hits(w);
     std::ofstream(disk_ctl(w)) << mode << "\n";
     std::this_thread::sleep_for(len);
+    // A worker with nothing to make durable meanwhile (idle, or between
+    // leaders) has not touched its disk: the fault stays until it does, for
+    // up to 5 s more, rather than pass unseen (fault_coverage failed a CI
+    // run for that: 4.9 s of stall, no write to stall).
+    for (int i = 0; i < 50 && disk_hits(w) <= before; ++i) std::this_thread::sleep_for(100ms);
     std::ofstream(disk_ctl(w)) << "ok\n";
     if (disk_hits(w) > before) event("effect", fault, w, "mode=" + mode);
     event("heal", fault, w);

@@ -19,6 +19,25 @@ namespace baton::leader_core {
 
 using namespace run_book_detail;
 
+namespace {
+
+// What a worker's reported outcome makes of its attempt. The two callers
+// differ in one thing, on purpose: a CANCELED that stands (a late report
+// records what happened) stays CANCELED, while a current attempt's CANCELED
+// this leader did not ask for is a failure that may be retried.
+enum class Cancel { stands, counts_as_failure };
+RunState attempt_end_state(protocol::Outcome o, Cancel cancel) {
+  switch (o) {
+    case protocol::Outcome::succeeded: return RunState::succeeded;
+    case protocol::Outcome::timed_out: return RunState::timed_out;
+    case protocol::Outcome::canceled: return cancel == Cancel::stands ? RunState::canceled : RunState::failed;
+    case protocol::Outcome::failed: return RunState::failed;
+  }
+  return RunState::failed;
+}
+
+}  // namespace
+
 // --- messages ---------------------------------------------------------------
 
 void RunBook::message(LinkId link, const std::string& worker, const protocol::Message& m, MonoTime now) {
@@ -223,9 +242,7 @@ void RunBook::adopted(resume::FinishAfterAdopt& s, bool adopted) {
   row.finish.error_msg = m.error;
   row.finish.result_json = result_json(m, log_ref_of(m));
   if (requested != cancel_requested_.end()) cancel_requested_.erase(requested);
-  const RunState outcome = m.outcome == protocol::Outcome::succeeded   ? RunState::succeeded
-                           : m.outcome == protocol::Outcome::timed_out ? RunState::timed_out
-                                                                       : RunState::failed;
+  const RunState outcome = attempt_end_state(m.outcome, Cancel::counts_as_failure);
   row.finish.final_state = outcome;
   row.finish.error_code = outcome == RunState::succeeded ? "" : (outcome == RunState::timed_out ? "timeout" : "failed");
   auto decision =
@@ -318,10 +335,7 @@ void RunBook::record_late_report(const std::string& worker, const protocol::Fini
   w.kind = RunWriteKind::record_late_report;
   w.fence = {RunId{m.ref.run_id}, Version{0}, epoch_};
   w.attempt = {worker, m.ref.attempt, m.ref.lease_token};
-  w.finish.final_state = m.outcome == protocol::Outcome::succeeded   ? RunState::succeeded
-                         : m.outcome == protocol::Outcome::timed_out ? RunState::timed_out
-                         : m.outcome == protocol::Outcome::canceled  ? RunState::canceled
-                                                                     : RunState::failed;
+  w.finish.final_state = attempt_end_state(m.outcome, Cancel::stands);
   w.finish.exit_code = m.exit_code;
   write(std::move(w), resume::LateReportWrite{worker, m});
 }

@@ -134,6 +134,29 @@ TEST(RunBook, ASupersededAttemptsLateSuccessIsRecordedWhenARetryAlreadyTookTheRu
   EXPECT_EQ(sent<protocol::FinishAck>(d.answer(writes[0].op, applied())).size(), 1u);
 }
 
+// The one difference between the two readings of a reported outcome: a
+// late CANCELED is recorded as CANCELED (what happened), a current
+// attempt's CANCELED that no cancel of this leader stands behind is a
+// failure that may be retried, never a final CANCELED.
+TEST(RunBook, ALateCanceledIsKeptAsCanceledAndAnUnrequestedCurrentOneCountsAsAFailure) {
+  Driver d;
+  auto old = active(1, RunState::running, "w1", 1);
+  auto now = active(1, RunState::running, "w2", 2);
+  auto other = active(2, RunState::running, "w2", 1);
+  d.begin({now, other}, hello("w1"));
+  d.attach(8, hello("w2", {ref(now), ref(other)}));
+  auto writes = all<WriteRun>(d.msg(7, "w1", finish(old, protocol::Outcome::canceled)));
+  ASSERT_EQ(writes.size(), 1u);
+  EXPECT_EQ(writes[0].kind, RunWriteKind::record_late_report);
+  EXPECT_EQ(writes[0].finish.final_state, RunState::canceled);
+  d.msg(8, "w2", finish(other, protocol::Outcome::canceled));
+  auto finishes = all<WriteFinishes>(d.tick(10ms));
+  ASSERT_EQ(finishes.size(), 1u);
+  ASSERT_EQ(finishes[0].rows.size(), 1u);
+  EXPECT_EQ(finishes[0].rows[0].finish.final_state, RunState::failed);
+  EXPECT_EQ(finishes[0].rows[0].finish.error_code, "failed");
+}
+
 TEST(RunBook, FinishOfAnotherEpochsAttemptIsAdoptedBeforeItIsWritten) {
   Driver d;
   auto r = active(1, RunState::running, "w1", 1, Epoch{2});
