@@ -482,17 +482,18 @@ TEST(Checker, OrphanedReassignmentKeepsTheAttemptNumber) {
 // window left RUNNING still is. (Seen in a CI run: a cron slot fired 6 s
 // after the window, its run started 20 ms before the worker was stopped.)
 TEST(Checker, ARunCreatedAfterTheWindowMayBeRunningAtTheExport) {
+  auto running_cron_run = [](Fixture& f, std::int64_t created_us) {
+    f.runs << "{\"id\":300,\"job\":\"cron\",\"state\":\"RUNNING\",\"key\":null,\"attempt\":1,"
+              "\"max_attempts\":3,\"slot\":0,\"created_us\":"
+           << created_us << ",\"event_id\":0}\n";
+  };
   Fixture f;
-  f.runs << "{\"id\":300,\"job\":\"cron\",\"state\":\"RUNNING\",\"key\":null,\"attempt\":1,\"max_attempts\":3,"
-            "\"slot\":0,\"created_us\":"
-         << T + 26 * sec << ",\"event_id\":0}\n";
+  running_cron_run(f, T + 26 * sec);  // the window ends at T + 20 s
   auto r = f.check();
   EXPECT_EQ(Fixture::violations(r, "running_has_owner"), 0) << r.markdown();
   EXPECT_EQ(Fixture::get(r, "running_has_owner").examined, 0);
   Fixture g;
-  g.runs << "{\"id\":300,\"job\":\"cron\",\"state\":\"RUNNING\",\"key\":null,\"attempt\":1,\"max_attempts\":3,"
-            "\"slot\":0,\"created_us\":"
-         << T + 19 * sec << ",\"event_id\":0}\n";
+  running_cron_run(g, T + 19 * sec);
   auto r2 = g.check();
   EXPECT_EQ(Fixture::violations(r2, "running_has_owner"), 1) << r2.markdown();
 }
