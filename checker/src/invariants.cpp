@@ -542,13 +542,6 @@ InvariantResult check_quiescent(const History& h, const Report& /*so_far*/) {
   return inv;
 }
 
-/// A RUNNING run has an owner: its worker attached, or a CONFIRMING
-/// deadline the leader still keeps.
-// The state when the history was taken (a live database's; a chaos export
-// is taken after every run finished, so it has none to examine). A worker
-// that detached moments ago, or a deadline that passed moments ago, is the
-// leader's to notice within `owner_grace_ms`; after that the run is stuck:
-// nothing will finish it, retry it or give it up.
 // The runs running_has_owner judges: the RUNNING ones, but in a chaos
 // export (a window was set) only the window's. The harness waits for the
 // window's runs to finish; the cron job keeps firing until it stops the
@@ -557,6 +550,14 @@ bool owner_judged(const History& h, const RunRow& r) {
   return r.state == "RUNNING" && !(h.window.end_us > 0 && r.created_us > h.window.end_us);
 }
 
+/// A RUNNING run has an owner: its worker attached, or a CONFIRMING
+/// deadline the leader still keeps.
+// The state when the history was taken (a live database's; a chaos export
+// is taken after every run of the window finished, so it has none of those
+// to examine). A worker that detached moments ago, or a deadline that
+// passed moments ago, is the leader's to notice within `owner_grace_ms`;
+// after that the run is stuck: nothing will finish it, retry it or give it
+// up.
 InvariantResult check_running_has_owner(const History& h, const Report& /*so_far*/) {
   InvariantResult inv =
       invariant("running_has_owner",
