@@ -39,6 +39,8 @@ namespace fs = std::filesystem;
 /// What the production checker found beside a run (production_checker.cpp):
 /// the leader's sweep during it and `baton verify` after it.
 checker::InvariantResult production_checker(const std::string& dir);
+/// What `baton verify --receipts` found after a run (receipts_checker.cpp).
+checker::InvariantResult receipts_checker(const std::string& dir);
 using namespace std::chrono_literals;
 // The histories it records and the fault vocabulary are the checker's.
 using namespace baton::checker;

@@ -113,6 +113,7 @@ int Harness::run() {
   run_cmd(std::string(BATON_SOURCE_DIR) + "/chaos-tests/export-history.sh export '" + url_ + "' " + o_.out + "/db");
   // The production checker over the whole history, as an operator runs it.
   run_cmd(binary() + " verify --json --database-url '" + url_ + "' > " + o_.out + "/verify.json");
+  run_cmd(binary() + " verify --receipts --json --database-url '" + url_ + "' > " + o_.out + "/receipts.json");
   if (continuation_skew_logged_) {
     // Took effect if runs carry the skewed node's timeout.
     std::ifstream in(o_.out + "/db/transitions.jsonl");
@@ -136,6 +137,7 @@ int Harness::run() {
 int Harness::check(const std::string& dir) {
   auto report = baton::checker::check_history(dir);
   report.invariants.push_back(production_checker(dir));
+  report.invariants.push_back(receipts_checker(dir));
   std::ofstream(dir + "/report.md") << report.markdown();
   std::ofstream(dir + "/report.json") << report.json();
   std::cout << report.markdown();

@@ -9,6 +9,7 @@
 #include <ctime>
 #include <iostream>
 
+#include "baton/base/json_text.h"
 #include "baton/leader/node_config.h"
 #include "baton/store_pg/pg_session.h"
 #include "baton/store_pg/pg_verify_store.h"
@@ -20,6 +21,7 @@ namespace baton::verify_command {
 const char* const usage =
     "usage: baton verify --config FILE | --database-url URL [--since WHEN] [--json] [--slice N]\n"
     "                    [--owner-grace DURATION]\n"
+    "       baton verify --receipts --config FILE | --database-url URL [--json]\n"
     "\n"
     "Checks the runs that finished since WHEN (all of them without it) against every invariant\n"
     "of the chaos checker that the database's records support: one successful execution per\n"
@@ -28,6 +30,10 @@ const char* const usage =
     "CONFIRMING deadline, events and idempotency keys once (docs/assurance.md). Read-only.\n"
     "WHEN: an ISO 8601 UTC time (2026-11-29T08:00:00Z), unix seconds, or an age (90m, 24h, 7d).\n"
     "--config: a node's config (its database URL, continuation margin and verify.owner_grace).\n"
+    "--receipts: instead, recompute every chain of receipts (the run ends, late reports and audit\n"
+    "entries, each chained to the one before, and each epoch's checkpoint) from the rows, and name\n"
+    "the first link that does not hold: a row edited, deleted or reordered (docs/assurance.md,\n"
+    "\"Receipts\").\n"
     "Exit 0: no violation; 1: violations (each printed with its evidence); 2: bad arguments or\n"
     "the database.\n";
 
@@ -65,16 +71,63 @@ std::optional<std::int64_t> since_us(const std::string& when, std::string& error
   return std::nullopt;
 }
 
+/// `baton verify --receipts`.
+int check_receipts(const std::string& url, bool as_json) {
+  constexpr int listed = 20;
+  store::pg::PgVerifyStore store(url, "baton-verify");
+  auto report = store.check_receipts(listed);
+  if (!report) {
+    std::cerr << "baton: verify: database " << store::pg::describe_url(url) << ": " << report.error().message << "\n";
+    return 2;
+  }
+  const auto& r = *report;
+  if (as_json) {
+    std::string problems;
+    for (const auto& p : r.problems)
+      problems += std::string(problems.empty() ? "" : ",") + "{\"kind\":" + json_quote(p.kind) +
+                  ",\"epoch\":" + std::to_string(p.epoch) + ",\"lane\":" + json_quote(p.lane) +
+                  ",\"link\":" + std::to_string(p.seq) + ",\"problem\":" + json_quote(p.problem) + "}";
+    std::cout << "{\"ok\":" << (r.problems_total == 0 ? "true" : "false") << ",\"links\":" << r.links
+              << ",\"ends\":" << r.ends << ",\"audit_entries\":" << r.audit_entries
+              << ",\"checkpoints\":" << r.checkpoints << ",\"problems_total\":" << r.problems_total << ",\"problems\":["
+              << problems << "]}\n";
+    return r.problems_total == 0 ? 0 : 1;
+  }
+  const std::string counts = std::to_string(r.links) + " links (" + std::to_string(r.ends) + " ends), " +
+                             std::to_string(r.audit_entries) + " audit entries, " + std::to_string(r.checkpoints) +
+                             " epoch checkpoints";
+  if (r.problems_total == 0) {
+    std::cout << "OK: the receipts hold: " << counts << "\n";
+    return 0;
+  }
+  auto where = [](const store::ReceiptProblem& p) {
+    if (p.seq == 0) return p.kind + ", epoch " + std::to_string(p.epoch);
+    return p.kind + " chain " + json_quote(p.lane) + (p.kind == "runs" ? " of epoch " + std::to_string(p.epoch) : "") +
+           (p.kind == "runs" ? ", link " : ", entry ") + std::to_string(p.seq);
+  };
+  std::cout << "VIOLATED: " << r.problems_total << " problem(s) in " << counts << "\n";
+  std::cout << "first: " << where(r.problems.front()) << ": " << r.problems.front().problem << "\n";
+  for (std::size_t i = 1; i < r.problems.size(); ++i)
+    std::cout << "  " << where(r.problems[i]) << ": " << r.problems[i].problem << "\n";
+  if (r.problems_total > static_cast<std::int64_t>(r.problems.size()))
+    std::cout << "  ... and " << (r.problems_total - static_cast<std::int64_t>(r.problems.size())) << " more\n";
+  return 1;
+}
+
 }  // namespace
 
 int run(const std::vector<std::string>& args) {
   std::string file, url, since, slice = "2000", grace;
-  bool as_json = false;
+  bool as_json = false, receipts = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](const std::string& flag, std::string& into) { return cmd::flag_value(args, i, flag, into); };
     if (a == "--json") {
       as_json = true;
+      continue;
+    }
+    if (a == "--receipts") {
+      receipts = true;
       continue;
     }
     if (!value("--config", file) && !value("--database-url", url) && !value("--since", since) &&
@@ -99,6 +152,14 @@ int run(const std::vector<std::string>& args) {
     url = cfg->database_url;
     check.continuation_margin_ms = cfg->runtime.continuation_margin.count();
     check.owner_grace_ms = cfg->verify.owner_grace.count();
+  }
+  if (receipts) {
+    if (!since.empty() || !grace.empty() || slice != "2000") {
+      std::cerr << "baton: verify: --receipts checks every chain whole: it takes no --since, --slice or "
+                   "--owner-grace\n";
+      return 2;
+    }
+    return check_receipts(url, as_json);
   }
   if (!grace.empty()) {
     auto ms = age_ms(grace);

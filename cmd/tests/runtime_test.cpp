@@ -667,6 +667,54 @@ TEST(Runtime, TheLeadersSweepFindsASecondSuccessInsertedWithSqlAndBatonVerifyToo
   EXPECT_EQ(c.db().scalar("SELECT count(*) FROM audit_log WHERE action = 'invariant.acknowledged'"), "1");
 }
 
+// Issue 37, item 2 (docs/assurance.md, "Receipts"): the ends a real leader
+// writes are chained, the next leader checkpoints its epoch, and
+// `baton verify --receipts` holds until a finished run is deleted with SQL,
+// then names the link that recorded it.
+TEST(Runtime, ReceiptsHoldAcrossALeaderKillAndBatonVerifyNamesTheLinkOfADeletedRun) {
+  Cluster c("receipts", quiet_jobs());
+  c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(), "n1");
+  c.start_node("n2");
+  c.start_worker("w1");
+  ASSERT_TRUE(c.wait_for_workers("n1", 1));
+  std::vector<std::int64_t> runs;
+  for (int i = 0; i < 3; ++i) runs.push_back(c.trigger("n1", "kinds"));
+  runs.push_back(c.trigger("n1", "exit3"));
+  for (auto r : runs) ASSERT_TRUE(c.wait_for_state(r, r == runs.back() ? "FAILED" : "SUCCEEDED", 20s));
+  c.proc("n1").signal(SIGKILL);
+  ASSERT_EQ(c.wait_for_leader(10s, 1), "n2");
+  ASSERT_TRUE(c.wait_for_workers("n2", 1, 10s));
+  const auto later = c.trigger("n2", "kinds");
+  ASSERT_TRUE(c.wait_for_state(later, "SUCCEEDED", 20s));
+  // n1's epoch is checkpointed with its chains of run ends, and n2 logged it.
+  EXPECT_EQ(c.db().scalar("SELECT count(*) > 0 FROM epoch_history WHERE receipts -> 'runs' <> '{}'"), "t");
+  EXPECT_NE(c.proc("n2").log().find("receipts_checkpoint epoch="), std::string::npos);
+  const std::string db = "'" + PgInstance::shared().runtime_url(c.url()) + "'";
+  const std::string verify = std::string(BATON_BINARY) + " verify --receipts --database-url " + db;
+  auto clean = shell(verify);
+  EXPECT_EQ(clean.second, 0) << clean.first;
+  EXPECT_NE(clean.first.find("OK: the receipts hold: "), std::string::npos) << clean.first;
+  EXPECT_EQ(shell(verify + " --since 1h").second, 2) << "--receipts checks every chain whole";
+
+  const std::string link = c.db().scalar(
+      "SELECT l.epoch || ' ' || l.seq FROM receipt_links l, unnest(l.ends) e"
+      " WHERE split_part(e, ' ', 2)::bigint = " +
+      std::to_string(runs[1]));
+  c.db().scalar("DELETE FROM job_runs WHERE id = " + std::to_string(runs[1]) + " RETURNING id");
+  auto found = shell(verify);
+  EXPECT_EQ(found.second, 1) << found.first;
+  const std::string epoch = link.substr(0, link.find(' ')), seq = link.substr(link.find(' ') + 1);
+  EXPECT_NE(found.first.find("first: runs chain \"baton-node-n1-loop"), std::string::npos) << found.first;
+  EXPECT_NE(found.first.find("of epoch " + epoch + ", link " + seq + ": run " + std::to_string(runs[1]) +
+                             " attempt 1 is gone"),
+            std::string::npos)
+      << found.first;
+  auto as_json = shell(verify + " --json");
+  EXPECT_EQ(as_json.second, 1);
+  EXPECT_NE(as_json.first.find("\"ok\":false"), std::string::npos) << as_json.first;
+}
+
 namespace {
 
 // A job with an external side effect: a line appended to a file named by

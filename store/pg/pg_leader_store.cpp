@@ -463,7 +463,16 @@ Result<Pruned> PgLeaderStore::prune(Epoch epoch, int batch) {
       "  WHERE processed_at < (SELECT at FROM cutoff) ORDER BY processed_at LIMIT $2) RETURNING 1),"
       // Webhook deliveries that ended (delivered or given up, schemas/0038).
       " wd AS (DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries, ok"
-      "  WHERE finished_at < (SELECT at FROM cutoff) ORDER BY finished_at LIMIT $2) RETURNING 1)"
+      "  WHERE finished_at < (SELECT at FROM cutoff) ORDER BY finished_at LIMIT $2) RETURNING 1),"
+      // Receipts (schemas/0042): the oldest links of each chain, a prefix
+      // (a chain's links are created in its order), and where each chain
+      // now starts, so that its first link kept still follows something.
+      " rl AS (DELETE FROM receipt_links WHERE (epoch, lane, seq) IN (SELECT k.epoch, k.lane, k.seq"
+      "  FROM receipt_links k, ok WHERE k.created_at < (SELECT at FROM cutoff)"
+      "  ORDER BY k.created_at, k.epoch, k.lane, k.seq LIMIT $2) RETURNING epoch, lane, seq, hash),"
+      " ra AS (INSERT INTO receipt_anchors AS a (epoch, lane, seq, hash) SELECT DISTINCT ON (epoch, lane)"
+      "  epoch, lane, seq, hash FROM rl ORDER BY epoch, lane, seq DESC ON CONFLICT (epoch, lane) DO UPDATE"
+      "  SET seq = EXCLUDED.seq, hash = EXCLUDED.hash WHERE a.seq < EXCLUDED.seq RETURNING 1)"
       " SELECT (SELECT epoch FROM fence), (SELECT count(*) FROM r), (SELECT count(*) FROM d),"
       " (SELECT count(*) FROM e), (SELECT count(*) FROM x), (SELECT count(*) FROM s), (SELECT count(*) FROM wd)";
   return session_.with<Pruned>([&](pqxx::connection& c) -> Result<Pruned> {

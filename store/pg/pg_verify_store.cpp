@@ -427,6 +427,35 @@ Result<RecordedSlice> PgVerifyStore::recorded_slice(const VerifyCursor& after, M
   });
 }
 
+Result<ReceiptsReport> PgVerifyStore::check_receipts(int limit) {
+  return session_.with<ReceiptsReport>([&](pqxx::connection& c) -> Result<ReceiptsReport> {
+    pqxx::transaction<pqxx::repeatable_read, pqxx::read_only> tx{c};
+    ReceiptsReport out;
+    auto n = tx.exec1(
+        "SELECT (SELECT count(*) FROM receipt_links),"
+        " (SELECT coalesce(sum(cardinality(ends)), 0) FROM receipt_links),"
+        " (SELECT count(*) FROM audit_log WHERE receipt_lane IS NOT NULL),"
+        " (SELECT count(*) FROM epoch_history WHERE receipts IS NOT NULL)");
+    out.links = n[0].as<std::int64_t>();
+    out.ends = n[1].as<std::int64_t>();
+    out.audit_entries = n[2].as<std::int64_t>();
+    out.checkpoints = n[3].as<std::int64_t>();
+    // Retention's horizon, as prune reads it: a run older than it may be
+    // gone while its receipt is kept a little longer.
+    for (const auto& r :
+         tx.exec_params("SELECT kind, epoch, coalesce(lane, ''), coalesce(seq, 0), problem, count(*) OVER ()"
+                        " FROM baton_receipt_problems(coalesce((SELECT (value #>> '{}')::int FROM settings"
+                        "  WHERE key = 'retention_days' AND jsonb_typeof(value) = 'number'), 30)) LIMIT $1",
+                        limit)) {
+      out.problems.push_back(ReceiptProblem{r[0].as<std::string>(), r[1].as<std::int64_t>(), r[2].as<std::string>(),
+                                            r[3].as<std::int64_t>(), r[4].as<std::string>()});
+      out.problems_total = r[5].as<std::int64_t>();
+    }
+    tx.commit();
+    return out;
+  });
+}
+
 Result<SweepRecorded> PgVerifyStore::record_sweep(const SweepRecord& s) {
   return session_.with<SweepRecorded>([&](pqxx::connection& c) -> Result<SweepRecorded> {
     pqxx::work tx{c};

@@ -144,10 +144,51 @@ const std::string attempt_predicates =
 // schemas/0022), read through the job_run_attempts view.
 const std::string attempt_row_cte =
     ", att AS (INSERT INTO job_run_attempt_rows (run_id, attempt, worker_id, leader_epoch, lease_token, started_at,"
-    " finished_at, outcome, exit_code, duration_ms, task_results, error_code)"
+    " finished_at, outcome, exit_code, duration_ms, task_results, error_code, worker_instance)"
     " SELECT id, attempt, assigned_worker_id, leader_epoch, lease_token, started_at, now(), $7, $11,"
-    " greatest(0, floor(extract(epoch FROM (now() - started_at)) * 1000))::bigint, result->'tasks', error_code"
-    " FROM w)";
+    " greatest(0, floor(extract(epoch FROM (now() - started_at)) * 1000))::bigint, result->'tasks', error_code,"
+    " worker_instance FROM w RETURNING *)";
+
+// Receipts (schemas/0042, docs/assurance.md "Receipts"): what a statement
+// ends extends its connection's chain of this epoch, in the same statement,
+// as one link. `ends` is SQL selecting one baton_receipt_entry (column
+// `entry`) per end from the statement's other parts; `epoch` the writer's
+// epoch parameter. A statement that ended nothing adds no link. The head's
+// row lock is its connection's alone (the lane names the backend), so no
+// writer waits on another's chain.
+std::string receipt_ctes(const std::string& ends, const std::string& epoch) {
+  return ", ends AS (" + ends +
+         ")"
+         ", receipt AS (SELECT array_agg(entry) AS ends FROM ends HAVING count(*) > 0)"
+         ", receipt_digest AS (SELECT ends, sha256(convert_to(ends::text, 'UTF8')) AS digest FROM receipt)"
+         // The head moved, or the chain's first: an UPDATE then an INSERT
+         // where it found none, cheaper than INSERT ... ON CONFLICT (its
+         // speculative insertion) on every link but the first. Only this
+         // connection writes its lane, so nothing can come in between.
+         ", receipt_moved AS (UPDATE receipt_heads h SET seq = h.seq + 1, prev = h.hash,"
+         " hash = sha256(h.hash || d.digest), digest = d.digest FROM receipt_digest d"
+         " WHERE h.kind = 'runs' AND h.epoch = " +
+         epoch +
+         "::bigint AND h.lane = baton_receipt_lane() RETURNING h.epoch, h.lane, h.seq, h.prev, h.hash)"
+         ", receipt_first AS (INSERT INTO receipt_heads (kind, epoch, lane, seq, prev, hash, digest)"
+         " SELECT 'runs', " +
+         epoch +
+         "::bigint, baton_receipt_lane(), 1, ''::bytea, sha256(digest), digest FROM receipt_digest"
+         " WHERE NOT EXISTS (SELECT 1 FROM receipt_moved) RETURNING epoch, lane, seq, prev, hash)"
+         ", receipt_link AS (INSERT INTO receipt_links (epoch, lane, seq, prev, hash, ends)"
+         " SELECT x.epoch, x.lane, x.seq, x.prev, x.hash, d.ends FROM (SELECT * FROM receipt_moved"
+         " UNION ALL SELECT * FROM receipt_first) x, receipt_digest d)";
+}
+
+// The ends a statement's receipt records: the runs `w` ended, and the
+// attempt rows `att` wrote (an attempt that did not end its run). What the
+// verifier recomputes from the rows (schemas/0042, baton_receipt_problems).
+const std::string run_ends =
+    "SELECT baton_receipt_entry('run', id, attempt, state, outcome, assigned_worker_id, worker_instance, exit_code,"
+    " leader_epoch, result -> 'tasks') AS entry FROM w WHERE state IN ('SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELED')";
+const std::string attempt_ends =
+    "SELECT baton_receipt_entry('attempt', run_id, attempt, NULL, outcome, worker_id, worker_instance, exit_code,"
+    " leader_epoch, task_results) AS entry FROM att";
 
 const std::string dead_letter_cte_only =
     ", dl AS (INSERT INTO dead_letters (run_id, job_definition_id, final_state, attempts, error_code, error_msg,"
@@ -406,11 +447,13 @@ const std::vector<Statement>& statements() {
                      "state = 'RUNNING' AND " + attempt_predicates)},
       {"run_finish", fenced_update({.state = "$7", .continuation = "'NONE'"},
                                    "state = $7, finished_at = now(), outcome = $7, exit_code = $11, " + finish_set,
-                                   "state = 'RUNNING' AND " + attempt_predicates, dead_letter_cte + success_ctes)},
+                                   "state = 'RUNNING' AND " + attempt_predicates,
+                                   dead_letter_cte + success_ctes + receipt_ctes(run_ends, "$3"))},
       {"run_retry_later",
        fenced_update({.state = "'RETRY_WAITING'", .continuation = "'NONE'"},
                      "state = 'RETRY_WAITING', next_attempt_at = now() + $12 * interval '1 millisecond', " + finish_set,
-                     "state = 'RUNNING' AND " + attempt_predicates, attempt_row_cte)},
+                     "state = 'RUNNING' AND " + attempt_predicates,
+                     attempt_row_cte + receipt_ctes(attempt_ends, "$3"))},
       {"run_orphan",
        fenced_update({.state = "'ORPHANED'"},
                      "state = 'ORPHANED', unstarted_assignments = unstarted_assignments + 1, " + release_holds,
@@ -422,8 +465,8 @@ const std::vector<Statement>& statements() {
                      "state = 'SUCCEEDED', finished_at = now(), next_attempt_at = NULL, " + finish_set,
                      "state = 'RETRY_WAITING' AND assigned_worker_id = $4 AND attempt = $5 AND lease_token = $6::uuid",
                      ", att AS (UPDATE job_run_attempt_rows a SET outcome = $7, exit_code = $11, finished_at = now()"
-                     " FROM w WHERE a.run_id = w.id AND a.attempt = w.attempt)" +
-                         success_ctes)},
+                     " FROM w WHERE a.run_id = w.id AND a.attempt = w.attempt RETURNING a.*)" +
+                         success_ctes + receipt_ctes(run_ends + " UNION ALL " + attempt_ends, "$3"))},
       // A worker's report of an attempt the leader had already ended
       // without it (declared lost, or timed out): recorded as what happened
       // (schemas/0041), the run unchanged. Only such an attempt, of this
@@ -438,23 +481,28 @@ const std::vector<Statement>& statements() {
        "  AND r.lease_token = $6::uuid AND r.outcome IS NOT NULL AND r.error_code IN ('attempt_lost', 'timeout')),"
        " w AS (INSERT INTO late_reports (run_id, attempt, worker_id, lease_token, outcome, exit_code, leader_epoch)"
        "  SELECT $1, $5, $4, $6::uuid, $7, $8, $3 WHERE (SELECT epoch FROM fence) = $3"
-       "  AND EXISTS (SELECT 1 FROM given_up) ON CONFLICT (run_id, attempt) DO NOTHING RETURNING attempt)"
-       " SELECT (SELECT epoch FROM fence), CASE WHEN w.attempt IS NOT NULL THEN $2::bigint END, $6::text, w.attempt"
-       " FROM (VALUES (1)) AS one(x) LEFT JOIN w ON true"},
+       "  AND EXISTS (SELECT 1 FROM given_up) ON CONFLICT (run_id, attempt) DO NOTHING RETURNING *)" +
+           receipt_ctes("SELECT baton_receipt_entry('late', run_id, attempt, NULL, outcome, worker_id, NULL, exit_code,"
+                        " leader_epoch, NULL) AS entry FROM w",
+                        "$3") +
+           " SELECT (SELECT epoch FROM fence), CASE WHEN w.attempt IS NOT NULL THEN $2::bigint END, $6::text, w.attempt"
+           " FROM (VALUES (1)) AS one(x) LEFT JOIN w ON true"},
       {"run_fail_orphaned",
        fenced_update({.state = "'FAILED'"},
                      "state = 'FAILED', finished_at = now(), error_code = 'orphaned', error_msg = $4",
-                     "state = 'ORPHANED'", dead_letter_cte)},
+                     "state = 'ORPHANED'", dead_letter_cte + receipt_ctes(run_ends, "$3"))},
       {"run_fail_unrunnable",
        fenced_update({.state = "'FAILED'"},
                      "state = 'FAILED', finished_at = now(), next_attempt_at = NULL, error_code = $5, error_msg = $6",
-                     "state = $4 AND state IN ('PENDING', 'ORPHANED', 'RETRY_WAITING')", dead_letter_cte)},
-      {"run_cancel", fenced_update({.state = "'CANCELED'", .continuation = "'NONE'"},
-                                   "state = 'CANCELED', finished_at = now(), error_code = 'canceled', error_msg = $5,"
-                                   " continuation_state = 'NONE', continuation_deadline_at = NULL, " +
-                                       release_holds,
-                                   "state = $4 AND state IN ('PENDING', 'ASSIGNED', 'ORPHANED', 'RETRY_WAITING')",
-                                   cancel_audit_cte("run.canceled", "$4::text", "$5::text"))},
+                     "state = $4 AND state IN ('PENDING', 'ORPHANED', 'RETRY_WAITING')",
+                     dead_letter_cte + receipt_ctes(run_ends, "$3"))},
+      {"run_cancel",
+       fenced_update({.state = "'CANCELED'", .continuation = "'NONE'"},
+                     "state = 'CANCELED', finished_at = now(), error_code = 'canceled', error_msg = $5,"
+                     " continuation_state = 'NONE', continuation_deadline_at = NULL, " +
+                         release_holds,
+                     "state = $4 AND state IN ('PENDING', 'ASSIGNED', 'ORPHANED', 'RETRY_WAITING')",
+                     cancel_audit_cte("run.canceled", "$4::text", "$5::text") + receipt_ctes(run_ends, "$3"))},
       // The running attempt's end: its worker's predicates, and the run's
       // final attempt recorded in its row (job_run_attempts shows it).
       {"run_cancel_attempt",
@@ -465,7 +513,7 @@ const std::vector<Statement>& statements() {
                      " continuation_deadline_at = NULL, " +
                          release_holds,
                      "state = 'RUNNING' AND " + attempt_predicates,
-                     cancel_audit_cte("run.canceled", "'RUNNING'", "$7::text"))},
+                     cancel_audit_cte("run.canceled", "'RUNNING'", "$7::text") + receipt_ctes(run_ends, "$3"))},
       // The deadline uses the continuation timeout the worker was sent with
       // the attempt (stored at assignment); $4 only for runs assigned before
       // the column existed.
@@ -551,14 +599,14 @@ const std::vector<Statement>& statements() {
            " AND b.next_state IN ('SUCCEEDED', 'FAILED', 'TIMED_OUT', 'RETRY_WAITING')",
            "r.*, b.outcome AS attempt_outcome, b.exit_code AS attempt_exit_code",
            ", att AS (INSERT INTO job_run_attempt_rows (run_id, attempt, worker_id, leader_epoch, lease_token,"
-           " started_at, finished_at, outcome, exit_code, duration_ms, task_results, error_code)"
+           " started_at, finished_at, outcome, exit_code, duration_ms, task_results, error_code, worker_instance)"
            " SELECT id, attempt, assigned_worker_id, leader_epoch, lease_token, started_at, now(), attempt_outcome,"
            " attempt_exit_code, greatest(0, floor(extract(epoch FROM (now() - started_at)) * 1000))::bigint,"
-           " result->'tasks', error_code FROM w WHERE state = 'RETRY_WAITING')"
+           " result->'tasks', error_code, worker_instance FROM w WHERE state = 'RETRY_WAITING' RETURNING *)"
            ", dl AS (INSERT INTO dead_letters (run_id, job_definition_id, final_state, attempts, error_code,"
            " error_msg, run_snapshot) SELECT id, job_definition_id, state, attempt, error_code, error_msg,"
            " to_jsonb(w) - 'attempt_outcome' - 'attempt_exit_code' FROM w WHERE state IN ('FAILED', 'TIMED_OUT'))" +
-               on_error_cte + success_ctes)},
+               on_error_cte + success_ctes + receipt_ctes(run_ends + " UNION ALL " + attempt_ends, "$1"))},
   };
   return all;
 }

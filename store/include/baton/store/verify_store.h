@@ -72,6 +72,24 @@ struct SweepRecorded {
   std::set<std::pair<std::string, std::string>> new_findings{};
 };
 
+/// One link of the receipts' chains that does not hold (schemas/0042): in
+/// chain `lane` of `epoch` ("runs": the run ends; "audit": the audit log's
+/// entries), at link `seq` (0 when the problem is a row with no receipt).
+struct ReceiptProblem {
+  std::string kind;
+  std::int64_t epoch = 0;
+  std::string lane;
+  std::int64_t seq = 0;
+  std::string problem;
+};
+
+/// What `baton verify --receipts` examined and found, in chain order.
+struct ReceiptsReport {
+  std::int64_t links = 0, ends = 0, audit_entries = 0, checkpoints = 0;
+  std::vector<ReceiptProblem> problems;  ///< at most the limit asked for
+  std::int64_t problems_total = 0;
+};
+
 class VerifyStore {
  public:
   virtual ~VerifyStore() = default;

@@ -15,6 +15,9 @@ class PgVerifyStore final : public VerifyStore {
   Result<VerifyCursor> verify_cursor() override;
   Result<RecordedSlice> recorded_slice(const VerifyCursor& after, Millis settle, int limit, bool running_now) override;
   Result<SweepRecorded> record_sweep(const SweepRecord& sweep) override;
+  /// Recomputes every chain of receipts from the rows, in one snapshot:
+  /// `baton verify --receipts`. At most `limit` problems are listed.
+  Result<ReceiptsReport> check_receipts(int limit);
 
  private:
   PgSession session_;

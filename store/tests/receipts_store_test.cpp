@@ -1,0 +1,219 @@
+// Tamper-evident receipts against real PostgreSQL (schemas/0042,
+// docs/assurance.md "Receipts"): every end a fenced statement writes
+// extends its connection's chain in that statement, every audit entry its
+// own chain, the next election checkpoints the epoch, and
+// `baton verify --receipts` (PgVerifyStore::check_receipts) names the link
+// at which an edited, deleted, reordered or inserted row shows.
+#include <gtest/gtest.h>
+
+#include "baton/store_pg/pg_verify_store.h"
+#include "overlap_fixture.h"
+#include "store_test_support.h"
+
+using namespace baton;
+using namespace baton::store;
+using namespace baton::store::pg;
+using namespace baton::store::pg::test;
+
+namespace {
+
+class ReceiptsStoreTest : public OverlapStoreTest {
+ protected:
+  void SetUp() override { plain_jobs({"etl"}); }
+
+  ReceiptsReport check() {
+    auto r = verifier.check_receipts(50);
+    EXPECT_TRUE(r) << r.error().message;
+    return r ? *r : ReceiptsReport{};
+  }
+  static std::string listed(const ReceiptsReport& r) {
+    std::string out;
+    for (const auto& p : r.problems)
+      out += p.kind + " " + std::to_string(p.epoch) + " " + p.lane + " #" + std::to_string(p.seq) + ": " + p.problem +
+             "\n";
+    return out;
+  }
+  /// The chain of run ends the test's run store wrote in this epoch.
+  std::string lane() {
+    return text("SELECT lane FROM receipt_links WHERE epoch = " + std::to_string(epoch.value) +
+                " AND lane LIKE 'test-runs/%' LIMIT 1");
+  }
+  /// The link (its seq) whose ends record `run`.
+  std::int64_t link_of(RunId run) {
+    return std::stoll(
+        text("SELECT max(l.seq) FROM receipt_links l, unnest(l.ends) e"
+             " WHERE split_part(e, ' ', 2)::bigint = " +
+             std::to_string(run.value)));
+  }
+  /// Three links on one chain: two runs ended together, one failed for
+  /// good, one retried (its attempt row) -- and a run canceled before it
+  /// ran (a fourth link).
+  void history() {
+    a = run_of("etl");
+    b = run_of("etl");
+    end({a, b}, true);
+    c = run_of("etl");
+    end(c, false);
+    d = run_of("etl");
+    end(d, false, true);
+    e = run_of("etl");
+    auto x = runs.cancel(RunFence{e, Version{1}, epoch}, RunState::pending, "not wanted");
+    ASSERT_TRUE(x && x->outcome == WriteOutcome::applied);
+  }
+
+  PgVerifyStore verifier{url, "test-verify"};
+  RunId a{0}, b{0}, c{0}, d{0}, e{0};
+};
+
+TEST_F(ReceiptsStoreTest, EveryEndExtendsItsConnectionsChainAndAnUntouchedHistoryHolds) {
+  history();
+  ReceiptsReport r = check();
+  EXPECT_EQ(r.problems_total, 0) << listed(r);
+  // One link per statement on the run store's own chain, seq 1..4, each
+  // following the one before.
+  EXPECT_EQ(text("SELECT string_agg(seq::text || ':' || cardinality(ends), ',' ORDER BY seq)"
+                 " FROM receipt_links WHERE lane LIKE 'test-runs/%'"),
+            "1:2,2:1,3:1,4:1");
+  EXPECT_EQ(text("SELECT count(*) FROM receipt_links l JOIN receipt_links p ON p.epoch = l.epoch AND p.lane = l.lane"
+                 " AND p.seq = l.seq - 1 WHERE l.prev = p.hash"),
+            "3");
+  // What an end records: the run, its attempt, its end, its worker and that
+  // worker's process, its exit code, its epoch and its output's digest.
+  EXPECT_EQ(text("SELECT e FROM receipt_links l, unnest(l.ends) e WHERE split_part(e, ' ', 2)::bigint = " +
+                 std::to_string(a.value)),
+            "run " + std::to_string(a.value) + " 1 'SUCCEEDED' 'SUCCEEDED' 'w1' 'i1' NULL " +
+                std::to_string(epoch.value) + " " + text("SELECT md5('null')"));
+  // The retried attempt is an 'attempt' end; the audit entries have their
+  // own chains (the admin store's, the election's).
+  EXPECT_EQ(text("SELECT count(*) FROM receipt_links l, unnest(l.ends) e WHERE split_part(e, ' ', 1) = 'attempt'"),
+            "1");
+  EXPECT_GT(r.audit_entries, 0);
+  EXPECT_EQ(text("SELECT count(*) FROM audit_log WHERE receipt_hash IS NULL"), "0");
+}
+
+TEST_F(ReceiptsStoreTest, AnEditedRunIsNamedAtTheLinkThatRecordsIt) {
+  history();
+  age("UPDATE job_runs SET exit_code = 0, outcome = 'SUCCEEDED', state = 'SUCCEEDED' WHERE id = " +
+      std::to_string(c.value));
+  ReceiptsReport r = check();
+  ASSERT_EQ(r.problems_total, 1) << listed(r);
+  EXPECT_EQ(r.problems[0].seq, link_of(c));
+  EXPECT_EQ(r.problems[0].lane, lane());
+  EXPECT_NE(r.problems[0].problem.find("run " + std::to_string(c.value) + " attempt 1 reads"), std::string::npos)
+      << listed(r);
+}
+
+TEST_F(ReceiptsStoreTest, AnEditedAttemptAndAnEditedAuditEntryAreNamed) {
+  history();
+  age("UPDATE job_run_attempt_rows SET outcome = 'SUCCEEDED' WHERE run_id = " + std::to_string(d.value));
+  age("UPDATE audit_log SET actor = 'someone-else' WHERE id = (SELECT min(id) FROM audit_log WHERE action ="
+      " 'job.trigger')");
+  ReceiptsReport r = check();
+  ASSERT_EQ(r.problems_total, 2) << listed(r);
+  // In chain order: the run ends' chains, then the audit log's.
+  EXPECT_EQ(r.problems[0].kind, "runs");
+  EXPECT_NE(r.problems[0].problem.find("attempt " + std::to_string(d.value) + " attempt 1 reads"), std::string::npos)
+      << listed(r);
+  EXPECT_EQ(r.problems[1].kind, "audit");
+  EXPECT_NE(r.problems[1].problem.find("is not what its receipt says"), std::string::npos) << listed(r);
+}
+
+TEST_F(ReceiptsStoreTest, ADeletedLinkIsNamedAtTheLinkAfterItAndAtTheChainsHead) {
+  history();
+  age("DELETE FROM receipt_links WHERE lane = '" + lane() + "' AND seq IN (2, 4)");
+  ReceiptsReport r = check();
+  ASSERT_GE(r.problems_total, 2) << listed(r);
+  EXPECT_EQ(r.problems[0].seq, 3);
+  EXPECT_NE(r.problems[0].problem.find("links 2 to 2 are missing"), std::string::npos) << listed(r);
+  bool head = false;
+  for (const auto& p : r.problems)
+    head = head || p.problem.find("the chain's head is link 4 but the chain ends at link 3") != std::string::npos;
+  EXPECT_TRUE(head) << listed(r);
+}
+
+TEST_F(ReceiptsStoreTest, ReorderedOrReplacedLinksAreNamed) {
+  history();
+  const std::string l = "lane = '" + lane() + "'";
+  // Two links' records swapped: each hash no longer that of its content.
+  age("UPDATE receipt_links x SET ends = y.ends FROM receipt_links y WHERE x." + l + " AND y." + l +
+      " AND ((x.seq = 2 AND y.seq = 3) OR (x.seq = 3 AND y.seq = 2))");
+  ReceiptsReport r = check();
+  ASSERT_GE(r.problems_total, 1) << listed(r);
+  EXPECT_EQ(r.problems[0].seq, 2);
+  EXPECT_NE(r.problems[0].problem.find("its hash is not that of what it records"), std::string::npos) << listed(r);
+}
+
+TEST_F(ReceiptsStoreTest, LinksRenumberedOutOfOrderAreNamed) {
+  history();
+  const std::string l = "lane = '" + lane() + "'";
+  // Links 2 and 3 trade places, each with its own hash: link 2 no longer
+  // follows link 1.
+  age("UPDATE receipt_links SET seq = 1000 WHERE " + l + " AND seq = 2");
+  age("UPDATE receipt_links SET seq = 2 WHERE " + l + " AND seq = 3");
+  age("UPDATE receipt_links SET seq = 3 WHERE " + l + " AND seq = 1000");
+  ReceiptsReport r = check();
+  ASSERT_GE(r.problems_total, 1) << listed(r);
+  EXPECT_EQ(r.problems[0].seq, 2);
+  EXPECT_NE(r.problems[0].problem.find("does not follow link 1"), std::string::npos) << listed(r);
+}
+
+TEST_F(ReceiptsStoreTest, ADeletedRunIsNamedAndARunInsertedWithSqlHasNoReceipt) {
+  history();
+  age("DELETE FROM job_runs WHERE id = " + std::to_string(a.value));
+  age("INSERT INTO job_runs (leader_epoch, max_attempts, state, outcome, attempt, assigned_worker_id,"
+      " started_at, finished_at) VALUES (" +
+      std::to_string(epoch.value) + ", 1, 'SUCCEEDED', 'SUCCEEDED', 1, 'w1', now(), now())");
+  const std::string forged = text("SELECT max(id) FROM job_runs");
+  ReceiptsReport r = check();
+  std::string all = listed(r);
+  EXPECT_EQ(r.problems_total, 2) << all;
+  EXPECT_NE(all.find("run " + std::to_string(a.value) + " attempt 1 is gone"), std::string::npos) << all;
+  EXPECT_NE(all.find("run " + forged + " ended SUCCEEDED with no receipt"), std::string::npos) << all;
+}
+
+TEST_F(ReceiptsStoreTest, TheNextElectionCheckpointsTheEpochAndAChainCutAtItsEndIsNamed) {
+  history();
+  const std::string chain = lane();
+  Epoch next = force_election(url, "n2");
+  ASSERT_GT(next.value, epoch.value);
+  EXPECT_EQ(text("SELECT receipts -> 'runs' -> '" + chain +
+                 "' ->> 0 FROM epoch_history WHERE epoch = " + std::to_string(epoch.value)),
+            "4");
+  EXPECT_EQ(check().problems_total, 0) << listed(check());
+  // The last link and the head rewritten to match: the checkpoint still
+  // says where the chain ended.
+  age("DELETE FROM receipt_links WHERE lane = '" + chain + "' AND seq = 4");
+  age("UPDATE receipt_heads h SET seq = 3, hash = l.hash FROM receipt_links l WHERE h.kind = 'runs' AND h.lane = '" +
+      chain + "' AND l.lane = h.lane AND l.epoch = h.epoch AND l.seq = 3");
+  ReceiptsReport r = check();
+  std::string all = listed(r);
+  EXPECT_NE(all.find("the checkpoint of epoch " + std::to_string(epoch.value) +
+                     " says the chain ends at link 4, but it ends at link 3"),
+            std::string::npos)
+      << all;
+}
+
+TEST_F(ReceiptsStoreTest, RetentionCutsChainsAtAnAnchorAndTheRestStillHolds) {
+  history();
+  // Everything older than the horizon: the runs and their links go, each
+  // chain's cut is remembered.
+  age("UPDATE job_runs SET finished_at = finished_at - interval '40 days' WHERE id IN (" + std::to_string(a.value) +
+      ", " + std::to_string(b.value) + ")");
+  age("UPDATE receipt_links SET created_at = created_at - interval '40 days' WHERE lane = '" + lane() +
+      "' AND seq = 1");
+  auto p = leader.prune(epoch, 100);
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_EQ(p->runs, 2);
+  EXPECT_EQ(text("SELECT seq FROM receipt_anchors WHERE lane = '" + lane() + "'"), "1");
+  EXPECT_EQ(text("SELECT min(seq) FROM receipt_links WHERE lane = '" + lane() + "'"), "2");
+  ReceiptsReport r = check();
+  EXPECT_EQ(r.problems_total, 0) << listed(r);
+  // A link deleted right after the cut is still seen.
+  age("DELETE FROM receipt_links WHERE lane = '" + lane() + "' AND seq = 2");
+  r = check();
+  ASSERT_GE(r.problems_total, 1) << listed(r);
+  EXPECT_NE(r.problems[0].problem.find("links 2 to 2 are missing (retention kept from link 2)"), std::string::npos)
+      << listed(r);
+}
+
+}  // namespace
