@@ -103,6 +103,41 @@ HttpResponse AdminApi::list_epochs(const ApiCall& c) {
   return page_or_error(with_store([&](auto& s) { return s.list_epochs(page.limit, page.before_id); }));
 }
 
+HttpResponse AdminApi::hand_over(const ApiCall& c) {
+  std::string to;
+  if (!c.request.body.empty()) {
+    auto body = body_object(c.request);
+    if (auto* e = std::get_if<HttpResponse>(&body)) return *e;
+    for (const auto& kv : std::get<json::object>(body)) {
+      if (kv.key() != "to")
+        return error(400, "bad_request",
+                     "unknown key " + json_quote(std::string(kv.key()).substr(0, 64)) + " (the body has to)");
+      if (!kv.value().is_string())
+        return error(400, "bad_request", "'to' must be a node id (a string), got " + json::serialize(kv.value()).substr(0, 64));
+      to = std::string(kv.value().as_string());
+    }
+    const bool valid = to.size() <= 64 && to.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                                                "0123456789._-") == std::string::npos;
+    if (!valid || (to.empty() && std::get<json::object>(body).contains("to")))
+      return error(400, "bad_request", "'to' must be a node id (1 to 64 letters, digits, '.', '_' or '-'), got " +
+                                           json_quote(to.substr(0, 64)));
+  }
+  if (!ports_.hand_over) return error(503, "unavailable", "this node cannot hand leadership over");
+  const NodeStatus self = ports_.status ? ports_.status() : NodeStatus{};
+  if (!to.empty() && to == self.node_id)
+    return error(409, "conflict", "node " + to + " already leads: name another node, or none");
+  // Recorded first, as a cancel is: no handover ever happens unrecorded.
+  if (auto a = with_store([&](auto& s) {
+        return s.audit(c.actor(), "leader.handover", "leader_lease",
+                       json::serialize(json::object{{"from", self.node_id}, {"to", to}}));
+      });
+      !a)
+    return db_error(a.error());
+  auto r = ports_.hand_over(to);
+  if (!r) return error(503, "not_leader", "the handover did not happen: " + r.error().message);
+  return ok_json(json::object{{"from", self.node_id}, {"to", to}, {"epoch", *r}, {"status", "released"}}, 202);
+}
+
 HttpResponse AdminApi::list_nodes(const ApiCall& c) {
   Paging page;
   if (auto bad = paging_of(c.params, false, page)) return error(400, "bad_request", *bad);

@@ -66,6 +66,10 @@ Millis follower_wait(const store::LeaseView& seen, const ElectionConfig& cfg) {
   // Wake a little after the holder's lease would expire by the DB clock; a
   // release or election NOTIFY wakes us earlier.
   Millis until_expiry = std::max(seen.remaining, Millis{0}) + Millis{10};
+  // A lease kept for a node by a planned handover: that node's election's
+  // NOTIFY wakes us; otherwise look again when the reservation ends.
+  if (seen.expired() && !seen.handover_to.empty())
+    until_expiry = std::max(until_expiry, seen.handover_left + Millis{10});
   return std::clamp(until_expiry, Millis{1}, cfg.poll_every);
 }
 

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "baton/base/assert.h"
 
 namespace baton::consensus {
@@ -61,7 +63,9 @@ void Elector::step() {
       if (!r) return report_error("release", r.error()), sleep_(cfg_.poll_every);
       had_error_ = false;
       std::lock_guard lock(mutex_);
-      if (same_generation()) apply(on_released(state_));
+      // hand_over() or shutdown() may have released it meanwhile, through
+      // their own connection.
+      if (same_generation() && state_.must_release == s.must_release) apply(on_released(state_));
       spdlog::info("lease_released node={} epoch={} outcome={}", me_.node_id, s.must_release->value,
                    store::to_string(*r));
       return;
@@ -100,8 +104,19 @@ void Elector::step() {
     if (!state_.must_release && state_.role == Role::follower) state_.must_release = seen->epoch;
     return;
   }
-  if (!should_campaign(state_, *seen) || stopping_.load() || !campaigns_allowed_.load()) {
-    auto r = store_.wait_for_change(follower_wait(*seen, cfg_));
+  std::chrono::nanoseconds paused{0};
+  {
+    std::lock_guard lock(mutex_);
+    paused = campaigns_paused_until_ - clock_.mono();
+  }
+  // Holding back after a handover of its own, unless a later handover
+  // names this node.
+  if (seen->handover_to == me_.node_id && seen->handover_left.count() > 0) paused = {};
+  if (!should_campaign(state_, *seen) || stopping_.load() || !campaigns_allowed_.load() ||
+      seen->reserved_for_other(me_) || paused.count() > 0) {
+    Millis wait = follower_wait(*seen, cfg_);
+    if (paused.count() > 0) wait = std::clamp(std::chrono::ceil<Millis>(paused), Millis{1}, cfg_.poll_every);
+    auto r = store_.wait_for_change(wait);
     if (!r) report_error("wait", r.error()), sleep_(cfg_.poll_every);
     return;
   }
@@ -131,6 +146,34 @@ void Elector::shutdown(store::LeaseStore& via) {
   std::lock_guard lock(mutex_);
   if (state_.must_release == to_release) state_.must_release.reset();
   spdlog::info("lease_released node={} epoch={} outcome={}", me_.node_id, to_release->value, store::to_string(*r));
+}
+
+Result<Epoch> Elector::hand_over(store::LeaseStore& via, const std::string& to, Millis reserved) {
+  std::optional<Epoch> to_release;
+  {
+    std::lock_guard lock(mutex_);
+    if (state_.role != Role::leader) return make_error(Errc::bad_input, "this node is not leading");
+    apply(step_down(state_, "handover", /*release=*/true));
+    to_release = state_.must_release;
+    campaigns_paused_until_ = clock_.mono() + reserved;
+  }
+  BATON_ASSERT(to_release.has_value());
+  auto r = via.hand_over(*to_release, me_, to, reserved);
+  if (!r) {
+    spdlog::warn("lease_handover_failed node={} epoch={} error={}", me_.node_id, to_release->value,
+                 r.error().message);
+    return r.error();
+  }
+  {
+    std::lock_guard lock(mutex_);
+    if (state_.must_release == to_release) state_.must_release.reset();
+  }
+  spdlog::info("lease_handed_over node={} epoch={} to={} reserved_ms={} outcome={}", me_.node_id, to_release->value,
+               to.empty() ? "(any)" : to, reserved.count(), store::to_string(*r));
+  if (*r != store::WriteOutcome::applied)
+    return make_error(Errc::bad_input, "the lease of epoch " + std::to_string(to_release->value) +
+                                           " was no longer this node's: " + std::string(store::to_string(*r)));
+  return *to_release;
 }
 
 bool Elector::is_leader() const {

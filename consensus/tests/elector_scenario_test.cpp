@@ -83,6 +83,103 @@ TEST(ElectorScenario, GracefulShutdownLetsAFollowerTakeOverAtOnce) {
   EXPECT_EQ(c.db().epoch(), Epoch{2});
 }
 
+// A planned handover (docs/operations.md, "Handing leadership over"): the
+// lease is released for the node named, which takes it at its next step;
+// the other follower does not campaign while it is kept, nor does the old
+// leader, and once it is not taken any node may lead again.
+TEST(ElectorScenario, AHandoverGoesToTheNodeNamedAndNoOtherWhileItIsKept) {
+  SimCluster c;
+  c.add("n1");
+  c.run_for(50ms);
+  c.add("n2");
+  c.add("n3");
+  c.run_for(200ms);
+  ASSERT_EQ(c.leader(), 0);
+  auto handed = c.node(0).elector->hand_over(c.node(0).shutdown_store, "n3", c.cfg().lease * 2);
+  ASSERT_TRUE(handed) << handed.error().message;
+  EXPECT_EQ(*handed, Epoch{1});
+  EXPECT_EQ(c.node(0).changes.back().reason, "handover");
+  c.run_for(300ms);
+  EXPECT_EQ(c.leader(), 2) << "n3, named, leads";
+  EXPECT_EQ(c.db().epoch(), Epoch{2});
+  EXPECT_EQ(c.db().history().back().leader_id, "n3");
+  // Not leading, a node cannot hand over.
+  EXPECT_FALSE(c.node(1).elector->hand_over(c.node(1).shutdown_store, "", c.cfg().lease * 2));
+}
+
+TEST(ElectorScenario, AHandoverToANodeThatDoesNotTakeItLeavesTheLeaseKeptThenAnyNodeLeads) {
+  SimCluster c;
+  c.add("n1");
+  c.run_for(50ms);
+  c.add("n2");
+  c.run_for(200ms);
+  ASSERT_EQ(c.leader(), 0);
+  ASSERT_TRUE(c.node(0).elector->hand_over(c.node(0).shutdown_store, "n9", c.cfg().lease * 2));
+  c.run_for(c.cfg().lease * 2 - 100ms);
+  EXPECT_EQ(c.leader(), -1) << "kept for n9: neither n1 nor n2 campaigns";
+  EXPECT_EQ(c.db().epoch(), Epoch{1});
+  c.run_for(1s);
+  EXPECT_GE(c.leader(), 0) << "the reservation over, a node leads";
+  EXPECT_EQ(c.db().epoch(), Epoch{2});
+}
+
+// A node that handed over holds back, but not from a handover that names
+// it: handed straight back, it leads at once (the bench's round of
+// handovers waited out the rest of its pause, 2.7 s, before this).
+TEST(ElectorScenario, ANodeThatHandedOverTakesAHandoverBackAtOnce) {
+  SimCluster c;
+  c.add("n1");
+  c.run_for(50ms);
+  c.add("n2");
+  c.run_for(200ms);
+  ASSERT_EQ(c.leader(), 0);
+  ASSERT_TRUE(c.node(0).elector->hand_over(c.node(0).shutdown_store, "n2", c.cfg().lease * 2));
+  c.run_for(100ms);
+  ASSERT_EQ(c.leader(), 1);
+  ASSERT_TRUE(c.node(1).elector->hand_over(c.node(1).shutdown_store, "n1", c.cfg().lease * 2));
+  c.run_for(100ms);
+  EXPECT_EQ(c.leader(), 0) << "n1, named, leads within a step or two";
+}
+
+TEST(ElectorScenario, AHandoverToNoOneInParticularGoesToAnotherNode) {
+  SimCluster c;
+  c.add("n1");
+  c.run_for(50ms);
+  c.add("n2");
+  c.run_for(200ms);
+  ASSERT_EQ(c.leader(), 0);
+  ASSERT_TRUE(c.node(0).elector->hand_over(c.node(0).shutdown_store, "", c.cfg().lease * 2));
+  c.run_for(300ms);
+  EXPECT_EQ(c.leader(), 1) << "the old leader holds back";
+}
+
+// The election thread releases an epoch it stepped down from while
+// hand_over() or shutdown() releases the same one through their own
+// connection: whichever lands second finds nothing left to release, and
+// neither trips over the other (a real node asserted here, found by the
+// handover's process test).
+TEST(ElectorScenario, TwoReleasesOfOneEpochFromTwoThreadsAreHarmless) {
+  SimCluster c;
+  SimNode& n1 = c.add("n1");
+  c.run_for(50ms);
+  ASSERT_TRUE(n1.elector->is_leader());
+  n1.store.unavailable = true;  // renewals fail: the watchdog steps it down, a release owed
+  c.run_for(c.cfg().lease);
+  ASSERT_FALSE(n1.elector->is_leader());
+  ASSERT_TRUE(n1.elector->snapshot().must_release.has_value());
+  n1.store.unavailable = false;
+  bool raced = false;
+  n1.store.during_call = [&] {
+    if (raced) return;
+    raced = true;  // inside the election thread's release: the shutdown's lands first
+    n1.elector->shutdown(n1.shutdown_store);
+  };
+  n1.elector->step();
+  EXPECT_TRUE(raced);
+  EXPECT_FALSE(n1.elector->snapshot().must_release.has_value());
+  EXPECT_TRUE(c.db().view().released);
+}
+
 TEST(ElectorScenario, RestartedNodeNeverResumesItsPreviousEpoch) {
   SimCluster c;
   c.add("n1");

@@ -688,6 +688,18 @@ std::vector<Verb> verbs() {
        0,
        0,
        [](Call& c) -> int { return list(c, "/api/v1/epochs", {}, epoch_columns()); }},
+      {{"leader", "handover"},
+       "",
+       "hand leadership over (audited): the leader stops creating and assigning, finishes its writes in flight "
+       "and releases its lease for NODE (--to; none: any other node), which leads at once",
+       {{"--to", true, "the node to lead next"}},
+       0,
+       0,
+       [](Call& c) -> int {
+         json::object body;
+         if (auto to = c.flag("--to")) body["to"] = *to;
+         return simple(c, "POST", "/api/v1/leader/handover", json::serialize(body));
+       }},
       {{"events", "list"},
        "",
        "events newest first, with the runs made from each",

@@ -63,6 +63,9 @@ constexpr Millis stats_rollup_every{60000};
 constexpr int stats_rollup_minutes = 240;
 constexpr int stats_rollup_steps_max = 60;
 static_assert(watchdog_every < Millis{100});
+/// How long a planned handover waits for the control loop's thread to end
+/// (its lanes' writes in flight) before it releases the lease regardless.
+constexpr Millis handover_drain_max{5000};
 
 /// One epoch's control loop with its own connections and thread.
 struct LoopHandle {
@@ -100,11 +103,13 @@ class NodeRuntime final : public ServerHandlers {
             clock_),
         admin_(AdminApiPorts{[this] { return status(); },
                              [this](std::int64_t run, const std::string& reason) { return cancel(run, reason); },
-                             [this](std::vector<store::DueRun> due) { wake_dispatcher(std::move(due)); }},
+                             [this](std::vector<store::DueRun> due) { wake_dispatcher(std::move(due)); },
+                             [this](const std::string& to) { return hand_over(to); }},
                admin_store, metrics, clock_, cfg.admin_token, cfg.metrics_require_token),
         reception_(leader_core::reception_limits(cfg.election.poll_every, cfg.runtime.continuation_timeout,
                                                  cfg.runtime.continuation_margin)),
         poster_(poster) {
+    handover_store_ = ports_.lease_store("baton-node-" + me_.node_id + "-handover");
     admin_.set_payload_denylist(cfg.payload_denylist);
     admin_.set_limits(cfg.api_limits);
     admin_.set_runtime_defaults(cfg.runtime);
@@ -207,7 +212,7 @@ class NodeRuntime final : public ServerHandlers {
         retired = active_;
         active_.reset();
       }
-      if (!active_ && epoch.value != 0 && epoch != fenced_epoch_) active_ = start_loop(epoch);
+      if (!active_ && epoch.value != 0 && epoch != fenced_epoch_ && !handing_over_) active_ = start_loop(epoch);
       metrics_.epoch = epoch.value;
       metrics_.is_leader = epoch.value != 0;
       release_parked();
@@ -217,6 +222,7 @@ class NodeRuntime final : public ServerHandlers {
       server.close_all_workers("leader stepped down");
       retiring_.push_back(retired);
     }
+    if (close_workers_.exchange(false)) server.close_all_workers("leader handing over");
     for (auto it = retiring_.begin(); it != retiring_.end();) {
       if ((*it)->done.load()) {
         (*it)->thread.join();
@@ -369,6 +375,45 @@ class NodeRuntime final : public ServerHandlers {
     if (active_ && !active_->stop.load()) active_->loop->post(DispatchNow{std::move(due)});
   }
 
+  /// A planned handover (POST /api/v1/leader/handover; docs/operations.md,
+  /// "Handing leadership over"). The control loop stops first: it creates
+  /// and assigns nothing more, and what its lanes have in flight is
+  /// written (or fenced) before its thread ends. Its workers are closed:
+  /// they find the next leader as after any change, their unacknowledged
+  /// finishes kept in their outboxes. Then the lease is released for `to`
+  /// (empty: any other node), who alone may campaign for two leases.
+  Result<std::int64_t> hand_over(const std::string& to) {
+    std::shared_ptr<LoopHandle> loop;
+    {
+      std::lock_guard lock(mutex_);
+      if (handing_over_) return make_error(Errc::bad_input, "this node is handing leadership over already");
+      if (!active_ || active_->stop.load()) return make_error(Errc::bad_input, "this node is not leading");
+      handing_over_ = true;
+      loop = active_;
+      active_.reset();
+      loop->stop = true;
+    }
+    close_workers_ = true;  // by reconcile, on the watchdog thread, which owns the server
+    const MonoTime began = clock_.mono();
+    while (!loop->done.load() && clock_.mono() - began < handover_drain_max) std::this_thread::sleep_for(Millis{5});
+    const bool drained = loop->done.load();
+    if (drained)
+      loop->thread.join();
+    else
+      loop->thread.detach();  // stuck in the database: its writes are fenced once the lease is gone
+    const auto drain_ms = std::chrono::duration_cast<Millis>(clock_.mono() - began).count();
+    auto r = elector_.hand_over(*handover_store_, to, cfg_.election.lease * 2);
+    {
+      std::lock_guard lock(mutex_);
+      handing_over_ = false;
+    }
+    spdlog::info("leader_handover node={} epoch={} to={} drained={} drain_ms={} outcome={}", me_.node_id,
+                 loop->epoch.value, to.empty() ? "(any)" : to, drained, drain_ms,
+                 r ? "released" : json_quote(r.error().message));
+    if (!r) return r.error();
+    return r->value;
+  }
+
   bool cancel(std::int64_t run, const std::string& reason) {
     std::lock_guard lock(mutex_);
     if (!active_ || active_->stop.load()) return false;
@@ -431,6 +476,9 @@ class NodeRuntime final : public ServerHandlers {
   const notify::HttpsPoster& poster_;       ///< the webhook sender's HTTPS client (run_node owns it)
   std::map<std::uint64_t, Parked> parked_;  ///< link id -> a worker waiting for a leader to be known
   bool stopping_ = false;                   ///< stop_loops() has begun: hold no more workers
+  bool handing_over_ = false;               ///< hand_over() has stopped the loop: start none
+  std::atomic<bool> close_workers_{false};  ///< hand_over() asks reconcile to close the workers
+  std::unique_ptr<store::LeaseStore> handover_store_;  ///< the handover's release, on its own connection
 };
 
 }  // namespace

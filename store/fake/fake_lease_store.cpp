@@ -11,12 +11,15 @@ LeaseView FakeLeaseDb::view() const {
   v.leader_incarnation = incarnation_;
   v.released = released_;
   v.remaining = std::chrono::floor<Millis>(expires_at_ - clock_.mono());
+  v.handover_to = handover_to_;
+  v.handover_left = handover_to_.empty() ? Millis{0} : std::chrono::floor<Millis>(handover_until_ - clock_.mono());
   return v;
 }
 
 CampaignResult FakeLeaseDb::campaign(const NodeIdentity& me, Millis lease) {
   LeaseView seen = view();
-  if (!seen.expired()) return {false, seen};
+  if (!seen.expired() || seen.reserved_for_other(me)) return {false, seen};
+  handover_to_.clear();
   const Epoch before = epoch_;
   epoch_ = Epoch{epoch_.value + 1};
   BATON_ASSERT(epoch_ > before);
@@ -51,6 +54,14 @@ WriteOutcome FakeLeaseDb::release(Epoch epoch, const NodeIdentity& me) {
   return WriteOutcome::applied;
 }
 
+WriteOutcome FakeLeaseDb::hand_over(Epoch epoch, const NodeIdentity& me, const std::string& to, Millis reserved) {
+  const WriteOutcome o = release(epoch, me);
+  if (o != WriteOutcome::applied) return o;
+  handover_to_ = to;
+  handover_until_ = clock_.mono() + reserved;
+  return o;
+}
+
 template <class T, class F>
 Result<T> FakeLeaseStore::call(F&& f, bool is_write) {
   ++calls;
@@ -75,6 +86,10 @@ Result<WriteOutcome> FakeLeaseStore::renew(Epoch epoch, const NodeIdentity& me, 
 }
 Result<WriteOutcome> FakeLeaseStore::release(Epoch epoch, const NodeIdentity& me) {
   return call<WriteOutcome>([&] { return db_.release(epoch, me); }, true);
+}
+Result<WriteOutcome> FakeLeaseStore::hand_over(Epoch epoch, const NodeIdentity& me, const std::string& to,
+                                               Millis reserved) {
+  return call<WriteOutcome>([&] { return db_.hand_over(epoch, me, to, reserved); }, true);
 }
 Result<bool> FakeLeaseStore::wait_for_change(Millis) {
   // Simulation time is advanced by the test's loop, not by waits.

@@ -9,7 +9,8 @@ namespace {
 
 constexpr const char* lease_columns =
     "epoch, coalesce(leader_id, ''), coalesce(leader_incarnation, ''), coalesce(leader_endpoint, ''), released,"
-    " floor(extract(epoch FROM (lease_expires_at - now())) * 1000)::bigint";
+    " floor(extract(epoch FROM (lease_expires_at - now())) * 1000)::bigint, coalesce(handover_to, ''),"
+    " coalesce(floor(extract(epoch FROM (handover_until - now())) * 1000)::bigint, 0)";
 
 LeaseView read_lease(const pqxx::row& r) {
   LeaseView v;
@@ -19,6 +20,8 @@ LeaseView read_lease(const pqxx::row& r) {
   v.leader_endpoint = r[3].as<std::string>();
   v.released = r[4].as<bool>();
   v.remaining = Millis{r[5].as<std::int64_t>()};
+  v.handover_to = r[6].as<std::string>();
+  v.handover_left = Millis{r[7].as<std::int64_t>()};
   return v;
 }
 
@@ -50,14 +53,17 @@ Result<CampaignResult> PgLeaseStore::campaign(const NodeIdentity& me, Millis lea
     // until it commits: from here on no write of the old epoch can commit.
     LeaseView seen =
         read_lease(tx.exec1(std::string("SELECT ") + lease_columns + " FROM leader_lease WHERE id = 1 FOR UPDATE"));
-    if (!seen.expired()) {
+    // A planned handover keeps the lease for the node it names, for a
+    // while: checked here too, under the lock, whatever the caller judged.
+    if (!seen.expired() || seen.reserved_for_other(me)) {
       tx.abort();
       return CampaignResult{false, seen};
     }
     auto row = tx.exec_params1(std::string("UPDATE leader_lease SET epoch = epoch + 1, leader_id = $1,"
                                            " leader_incarnation = $2, leader_endpoint = $3,"
                                            " lease_expires_at = now() + $4 * interval '1 millisecond',"
-                                           " elected_at = now(), renewed_at = now(), released = false"
+                                           " elected_at = now(), renewed_at = now(), released = false,"
+                                           " handover_to = NULL, handover_until = NULL"
                                            " WHERE id = 1 RETURNING ") +
                                    lease_columns,
                                me.node_id, me.incarnation, me.endpoint, lease.count());
@@ -116,6 +122,26 @@ Result<WriteOutcome> PgLeaseStore::release(Epoch epoch, const NodeIdentity& me) 
         "UPDATE leader_lease SET released = true, lease_expires_at = now()"
         " WHERE id = 1 AND epoch = $1 AND leader_id = $2 AND leader_incarnation = $3 AND NOT released",
         epoch.value, me.node_id, me.incarnation);
+    if (r.affected_rows() != 1) {
+      tx.abort();
+      return WriteOutcome::fenced;
+    }
+    tx.exec_params("UPDATE epoch_history SET ended_at = now(), end_reason = 'released' WHERE epoch = $1", epoch.value);
+    tx.exec_params("SELECT pg_notify($1, $2)", lease_channel, "released:" + std::to_string(epoch.value));
+    tx.commit();
+    return WriteOutcome::applied;
+  });
+}
+
+Result<WriteOutcome> PgLeaseStore::hand_over(Epoch epoch, const NodeIdentity& me, const std::string& to,
+                                             Millis reserved) {
+  return session_.with<WriteOutcome>([&](pqxx::connection& c) -> Result<WriteOutcome> {
+    pqxx::work tx{c};
+    auto r = tx.exec_params(
+        "UPDATE leader_lease SET released = true, lease_expires_at = now(), handover_to = nullif($4, ''),"
+        " handover_until = now() + $5 * interval '1 millisecond'"
+        " WHERE id = 1 AND epoch = $1 AND leader_id = $2 AND leader_incarnation = $3 AND NOT released",
+        epoch.value, me.node_id, me.incarnation, to, reserved.count());
     if (r.affected_rows() != 1) {
       tx.abort();
       return WriteOutcome::fenced;

@@ -83,6 +83,38 @@ TEST(LeaseStore, RenewReleaseAndCampaignPredicates) {
   EXPECT_EQ(history[0].end_reason.value_or(""), "expired");
 }
 
+// A planned handover (schemas/0043): the lease is released, kept for the
+// node named for a while (the database refuses every other campaign,
+// whatever the caller judged), taken by that node, and the reservation
+// gone with its campaign.
+TEST(LeaseStore, AHandoverKeepsTheLeaseForTheNodeNamedUntilItCampaigns) {
+  std::string url = baton::testing::PgInstance::shared().fresh_database("lease");
+  PgLeaseStore a(url, "lease-a"), b(url, "lease-b");
+  NodeIdentity n1 = node("n1"), n2 = node("n2"), n3 = node("n3");
+  auto won = a.campaign(n1, Millis{60000});
+  ASSERT_TRUE(won && won->won);
+  const Epoch e = won->lease.epoch;
+  EXPECT_EQ(*b.hand_over(e, n2, "n3", Millis{60000}), WriteOutcome::fenced) << "not n2's lease";
+  ASSERT_EQ(*a.hand_over(e, n1, "n3", Millis{60000}), WriteOutcome::applied);
+  auto seen = b.observe();
+  ASSERT_TRUE(seen);
+  EXPECT_TRUE(seen->expired());
+  EXPECT_EQ(seen->handover_to, "n3");
+  EXPECT_GT(seen->handover_left.count(), 50000);
+  EXPECT_TRUE(seen->reserved_for_other(n2));
+  EXPECT_FALSE(seen->reserved_for_other(n3));
+  EXPECT_FALSE(b.campaign(n2, Millis{60000})->won) << "kept for n3";
+  EXPECT_FALSE(a.campaign(n1, Millis{60000})->won) << "kept for n3, its old holder included";
+  auto taken = b.campaign(n3, Millis{60000});
+  ASSERT_TRUE(taken && taken->won);
+  EXPECT_EQ(taken->lease.epoch.value, e.value + 1);
+  EXPECT_EQ(taken->lease.handover_to, "");
+  // A reservation that ran out keeps no one out.
+  ASSERT_EQ(*b.hand_over(taken->lease.epoch, n3, "n9", Millis{1}), WriteOutcome::applied);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(a.campaign(n1, Millis{60000})->won);
+}
+
 TEST(LeaseStore, ReleaseNotifiesFollowersAtOnce) {
   std::string url = baton::testing::PgInstance::shared().fresh_database("notify");
   PgLeaseStore leader(url, "notify-leader"), follower(url, "notify-follower");

@@ -82,6 +82,10 @@ struct AdminApiPorts {
   /// Called after runs were created (the leader wakes its dispatcher), with
   /// those that may be assigned at once as the insert returned them.
   std::function<void(std::vector<store::DueRun> due)> runs_created;
+  /// Hands leadership over (POST /api/v1/leader/handover) to the node named
+  /// (empty: any other): the epoch handed over, or why not. Null: the node
+  /// cannot (the route answers 503).
+  std::function<Result<std::int64_t>(const std::string& to)> hand_over = {};
 };
 
 class AdminApi {
@@ -171,6 +175,7 @@ class AdminApi {
   HttpResponse replay(const ApiCall& c, bool many);
   HttpResponse list_epochs(const ApiCall& c);
   HttpResponse list_nodes(const ApiCall& c);
+  HttpResponse hand_over(const ApiCall& c);
   HttpResponse list_audit(const ApiCall& c);
   HttpResponse list_events(const ApiCall& c);
   HttpResponse post_event(const ApiCall& c);

@@ -43,6 +43,16 @@ class Elector {
   /// spreads the load.
   void allow_campaigns(bool allowed) { campaigns_allowed_.store(allowed); }
 
+  /// A planned handover (docs/operations.md, "Handing leadership over"):
+  /// steps down and releases the lease through `via` with `to` named as
+  /// the only node that may campaign for `reserved` (empty `to`: any other
+  /// node). This node itself does not campaign for `reserved`, so that
+  /// another takes over; if none does, it may lead again after that. The
+  /// caller has stopped this node's control loop first. Returns the epoch
+  /// handed over; an error when not leading, or when the release failed
+  /// (then step() releases it as after any step-down).
+  Result<Epoch> hand_over(store::LeaseStore& via, const std::string& to, Millis reserved);
+
   bool is_leader() const;
   Epoch leader_epoch() const;  ///< 0 when not leading
   ElectorState snapshot() const;
@@ -77,6 +87,7 @@ class Elector {
   bool had_error_ = false;
   std::atomic<bool> stopping_{false};  // set by shutdown(): never campaign again
   std::atomic<bool> campaigns_allowed_{true};
+  MonoTime campaigns_paused_until_{};  // requires mutex_: hand_over() holds this node back
 };
 
 }  // namespace baton::consensus

@@ -17,8 +17,17 @@ struct LeaseView {
   std::string leader_endpoint;
   bool released = true;
   Millis remaining{0};  ///< lease_expires_at - now() by the database clock; <= 0 means expired
+  /// A planned handover (schemas/0043): the node its last leader handed
+  /// over to, and how long (by the database clock) no other node may
+  /// campaign. Empty or <= 0: any node may.
+  std::string handover_to = {};
+  Millis handover_left = Millis{0};
 
   bool expired() const { return released || remaining.count() <= 0; }
+  /// Kept for another node by a planned handover.
+  bool reserved_for_other(const NodeIdentity& n) const {
+    return !handover_to.empty() && handover_to != n.node_id && handover_left.count() > 0;
+  }
   bool held_by(const NodeIdentity& n) const {
     return !released && leader_id == n.node_id && leader_incarnation == n.incarnation;
   }

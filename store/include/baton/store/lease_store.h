@@ -28,6 +28,11 @@ class LeaseStore {
   virtual Result<WriteOutcome> renew(Epoch epoch, const NodeIdentity& me, Millis lease) = 0;
   /// Gives the lease up and notifies followers so one takes over at once.
   virtual Result<WriteOutcome> release(Epoch epoch, const NodeIdentity& me) = 0;
+  /// A planned handover: release `epoch` as release() does, and keep the
+  /// lease for `to` alone for `reserved` (empty `to`: for no one in
+  /// particular; the caller itself holds back). Fenced like release().
+  virtual Result<WriteOutcome> hand_over(Epoch epoch, const NodeIdentity& me, const std::string& to,
+                                         Millis reserved) = 0;
   /// Blocks up to `max` for a lease-change notification; true if one came.
   virtual Result<bool> wait_for_change(Millis max) = 0;
   /// Upserts this process in the node registry with its current role.

@@ -27,6 +27,7 @@ class FakeLeaseDb {
   CampaignResult campaign(const NodeIdentity& me, Millis lease);
   WriteOutcome renew(Epoch epoch, const NodeIdentity& me, Millis lease);
   WriteOutcome release(Epoch epoch, const NodeIdentity& me);
+  WriteOutcome hand_over(Epoch epoch, const NodeIdentity& me, const std::string& to, Millis reserved);
 
   /// The database loses every write after epoch `e` was granted, as an
   /// asynchronous failover to a standby that lagged does: the lease is back
@@ -44,6 +45,8 @@ class FakeLeaseDb {
   std::string incarnation_;
   bool released_ = true;
   MonoTime expires_at_{};
+  std::string handover_to_;
+  MonoTime handover_until_{};
   std::vector<EpochRecord> history_;
 };
 
@@ -55,6 +58,8 @@ class FakeLeaseStore final : public LeaseStore {
   Result<CampaignResult> campaign(const NodeIdentity& me, Millis lease) override;
   Result<WriteOutcome> renew(Epoch epoch, const NodeIdentity& me, Millis lease) override;
   Result<WriteOutcome> release(Epoch epoch, const NodeIdentity& me) override;
+  Result<WriteOutcome> hand_over(Epoch epoch, const NodeIdentity& me, const std::string& to,
+                                 Millis reserved) override;
   Result<bool> wait_for_change(Millis max) override;
   Result<void> record_node(const NodeIdentity&, const std::string&) override { return {}; }
 
