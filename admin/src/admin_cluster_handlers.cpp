@@ -113,14 +113,17 @@ HttpResponse AdminApi::hand_over(const ApiCall& c) {
         return error(400, "bad_request",
                      "unknown key " + json_quote(std::string(kv.key()).substr(0, 64)) + " (the body has to)");
       if (!kv.value().is_string())
-        return error(400, "bad_request", "'to' must be a node id (a string), got " + json::serialize(kv.value()).substr(0, 64));
+        return error(400, "bad_request",
+                     "'to' must be a node id (a string), got " + json::serialize(kv.value()).substr(0, 64));
       to = std::string(kv.value().as_string());
     }
-    const bool valid = to.size() <= 64 && to.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                                                "0123456789._-") == std::string::npos;
+    const bool valid = to.size() <= 64 && to.find_first_not_of(
+                                              "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                              "0123456789._-") == std::string::npos;
     if (!valid || (to.empty() && std::get<json::object>(body).contains("to")))
-      return error(400, "bad_request", "'to' must be a node id (1 to 64 letters, digits, '.', '_' or '-'), got " +
-                                           json_quote(to.substr(0, 64)));
+      return error(
+          400, "bad_request",
+          "'to' must be a node id (1 to 64 letters, digits, '.', '_' or '-'), got " + json_quote(to.substr(0, 64)));
   }
   if (!ports_.hand_over) return error(503, "unavailable", "this node cannot hand leadership over");
   const NodeStatus self = ports_.status ? ports_.status() : NodeStatus{};

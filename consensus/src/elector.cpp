@@ -160,8 +160,7 @@ Result<Epoch> Elector::hand_over(store::LeaseStore& via, const std::string& to, 
   BATON_ASSERT(to_release.has_value());
   auto r = via.hand_over(*to_release, me_, to, reserved);
   if (!r) {
-    spdlog::warn("lease_handover_failed node={} epoch={} error={}", me_.node_id, to_release->value,
-                 r.error().message);
+    spdlog::warn("lease_handover_failed node={} epoch={} error={}", me_.node_id, to_release->value, r.error().message);
     return r.error();
   }
   {

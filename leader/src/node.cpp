@@ -473,11 +473,11 @@ class NodeRuntime final : public ServerHandlers {
     Epoch skip_epoch{0};  ///< do not redirect to the leader of this epoch (the worker could not reach it)
   };
   const leader_core::ReceptionLimits reception_;
-  const notify::HttpsPoster& poster_;       ///< the webhook sender's HTTPS client (run_node owns it)
-  std::map<std::uint64_t, Parked> parked_;  ///< link id -> a worker waiting for a leader to be known
-  bool stopping_ = false;                   ///< stop_loops() has begun: hold no more workers
-  bool handing_over_ = false;               ///< hand_over() has stopped the loop: start none
-  std::atomic<bool> close_workers_{false};  ///< hand_over() asks reconcile to close the workers
+  const notify::HttpsPoster& poster_;                  ///< the webhook sender's HTTPS client (run_node owns it)
+  std::map<std::uint64_t, Parked> parked_;             ///< link id -> a worker waiting for a leader to be known
+  bool stopping_ = false;                              ///< stop_loops() has begun: hold no more workers
+  bool handing_over_ = false;                          ///< hand_over() has stopped the loop: start none
+  std::atomic<bool> close_workers_{false};             ///< hand_over() asks reconcile to close the workers
   std::unique_ptr<store::LeaseStore> handover_store_;  ///< the handover's release, on its own connection
 };
 
