@@ -337,6 +337,12 @@ async function job(name) {
     el('p', { id: 'job-backlog', text: 'Backlog: ' + b.pending + ' pending, ' + b.scheduled_ahead + ' scheduled ahead, ' +
       b.orphaned + ' orphaned, ' + b.retry_waiting + ' waiting to retry, ' + b.assigned + ' assigned, ' + b.running +
       ' running; oldest waiting ' + b.oldest_waiting_s + ' s' }),
+    ...(j.cadence ? [el('h2', { text: 'Cadence' }),
+      table('job-cadence', [['Window', w => w.window], ['Due', w => w.due], ['Fired', w => w.fired], ['Late', w => w.late],
+        ['Skipped', w => w.skipped], ['Undecided', w => w.undecided], ['Every (s)', w => w.configured_interval_s],
+        ['Effective (s)', w => w.effective_interval_s], ['Delay p50 / p99 ms', w => w.delay_ms_p50 + ' / ' + w.delay_ms_p99],
+        ['Epochs', w => w.epochs]],
+        ['last_hour', 'last_day'].filter(w => j.cadence[w]).map(w => Object.assign({ window: w }, j.cadence[w])))] : []),
     el('h2', { text: 'Why?' }), form, ...answer,
     el('h2', { text: 'Recent runs' }),
     table('job-runs-table', [['Run', r => runLink(r.id)], ['State', r => stateCell(r.state)], ['Trigger', r => r.trigger_kind],

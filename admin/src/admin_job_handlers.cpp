@@ -17,6 +17,55 @@ using namespace admin_http;
 
 // --- jobs -------------------------------------------------------------------
 
+namespace {
+
+/// How many slots of `schedule` fall in [since, until] (unix seconds), at
+/// most `cap` (then nullopt): what was due, to set beside the ledger.
+std::optional<std::int64_t> due_slots(const std::string& schedule, const std::string& time_zone, std::int64_t since,
+                                      std::int64_t until, std::int64_t cap = 200'000) {
+  auto parsed = leader_core::parse_cron(schedule);
+  auto* s = std::get_if<leader_core::CronSchedule>(&parsed);
+  if (!s) return std::nullopt;
+  auto located = leader_core::CronZone::locate(time_zone);
+  auto* zone = std::get_if<leader_core::CronZone>(&located);
+  if (!zone) return std::nullopt;
+  std::int64_t n = 0;
+  auto at = std::chrono::sys_seconds{std::chrono::seconds{since - 1}};
+  while (n <= cap) {
+    auto next = leader_core::next_fire(*s, at, *zone);
+    if (!next || next->time_since_epoch().count() > until) return n;
+    ++n;
+    at = *next;
+  }
+  return std::nullopt;
+}
+
+// A cron job's cadence (docs/scheduling.md, "Cadence"): beside what the
+// ledger says of each window's slots (fired, late, skipped), how many its
+// schedule made due, what it never decided, and the configured and the
+// effective interval between runs.
+void add_due_slots(json::object& cadence, const std::string& schedule, const std::string& time_zone) {
+  for (auto& [name, value] : cadence) {
+    if (!value.is_object()) continue;
+    auto& w = value.as_object();
+    const auto* since = w.if_contains("since_unix");
+    const auto* until = w.if_contains("until_unix");
+    if (!since || !until || !since->is_int64() || !until->is_int64()) continue;
+    const std::int64_t span = until->as_int64() - since->as_int64() + 1;
+    const auto due = due_slots(schedule, time_zone, since->as_int64(), until->as_int64());
+    const std::int64_t fired = w.at("fired").to_number<std::int64_t>();
+    const std::int64_t skipped = w.at("skipped").to_number<std::int64_t>();
+    w["due"] = due ? json::value(*due) : json::value(nullptr);
+    w["undecided"] = due ? json::value(std::max<std::int64_t>(0, *due - fired - skipped)) : json::value(nullptr);
+    w["configured_interval_s"] =
+        due && *due > 0 ? json::value(static_cast<double>(span) / static_cast<double>(*due)) : json::value(nullptr);
+    w["effective_interval_s"] =
+        fired > 0 ? json::value(static_cast<double>(span) / static_cast<double>(fired)) : json::value(nullptr);
+  }
+}
+
+}  // namespace
+
 HttpResponse AdminApi::list_jobs(const ApiCall& c, bool one) {
   Paging paging;
   std::optional<std::string> only;
@@ -43,6 +92,8 @@ HttpResponse AdminApi::list_jobs(const ApiCall& c, bool one) {
           next = at->time_since_epoch().count();
     }
     item["next_fire_unix"] = next;
+    if (auto* cadence = item.if_contains("cadence"); cadence && cadence->is_object() && j.schedule)
+      add_due_slots(cadence->as_object(), *j.schedule, j.time_zone);
     items.push_back(std::move(item));
   }
   if (only) return ok_json(items.at(0));

@@ -21,6 +21,14 @@ void histogram_series(std::ostream& o, const char* name, const std::string& labe
 }
 }  // namespace
 
+void Metrics::observe_cron_slot_delay_ms(std::int64_t ms) {
+  std::size_t i = 0;
+  while (i < cron_delay_buckets_s.size() && static_cast<double>(ms) / 1000.0 > cron_delay_buckets_s[i]) ++i;
+  cron_delay_bucket[i]++;
+  cron_delay_count++;
+  cron_delay_sum_ms += ms;
+}
+
 void Metrics::observe_dispatch_latency_us(std::int64_t us) {
   std::size_t i = 0;
   while (i < latency_buckets_ms.size() && static_cast<double>(us) / 1000.0 > latency_buckets_ms[i]) ++i;
@@ -116,6 +124,18 @@ std::string Metrics::render() const {
   o << "baton_dispatch_latency_seconds_bucket{le=\"+Inf\"} " << cumulative << '\n';
   o << "baton_dispatch_latency_seconds_sum " << static_cast<double>(dispatch_latency_sum_us.load()) / 1e6 << '\n';
   o << "baton_dispatch_latency_seconds_count " << dispatch_latency_count.load() << '\n';
+  o << "# HELP baton_cron_slot_delay_seconds How late each cron slot's run was created after its slot's time (0: on "
+       "time or ahead of it), as this node led.\n"
+       "# TYPE baton_cron_slot_delay_seconds histogram\n";
+  cumulative = 0;
+  for (std::size_t i = 0; i < cron_delay_buckets_s.size(); ++i) {
+    cumulative += cron_delay_bucket[i].load();
+    o << "baton_cron_slot_delay_seconds_bucket{le=\"" << cron_delay_buckets_s[i] << "\"} " << cumulative << '\n';
+  }
+  cumulative += cron_delay_bucket.back().load();
+  o << "baton_cron_slot_delay_seconds_bucket{le=\"+Inf\"} " << cumulative << '\n';
+  o << "baton_cron_slot_delay_seconds_sum " << static_cast<double>(cron_delay_sum_ms.load()) / 1e3 << '\n';
+  o << "baton_cron_slot_delay_seconds_count " << cron_delay_count.load() << '\n';
 
   {
     // Methods and routes come from the route table or a fixed list, never

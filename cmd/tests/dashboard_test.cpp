@@ -130,6 +130,11 @@ TEST_F(DashboardTest, EveryPageShowsWhatTheApiSaysAndTheOperatorsActionsWork) {
   EXPECT_NE(text_of("#job-backlog").find(std::to_string(stats.at("backlog").at("pending").as_int64()) + " pending"),
             std::string::npos)
       << text_of("#job-backlog");
+  // A cron job's cadence, as the API has it (docs/scheduling.md, "Cadence").
+  EXPECT_EQ(rows("job-cadence"), 2);
+  const auto nightly = get("/api/v1/jobs/nightly");
+  EXPECT_NE(text_of("#job-cadence").find("last_day"), std::string::npos) << text_of("#job-cadence");
+  EXPECT_TRUE(nightly.at("cadence").at("last_day").at("due").is_int64());
   shot("job");
   open("#/jobs", "document.querySelector('#jobs-table tr[data-key=\"breaks\"]')");
 

@@ -1,7 +1,9 @@
 // The leader-worker runtime end to end: real `baton node` and `baton worker`
 // processes, real child processes for tasks, a real private PostgreSQL.
 #include <gtest/gtest.h>
+
 #include <signal.h>
+#include <boost/json.hpp>
 
 #include <sstream>
 
@@ -769,6 +771,62 @@ TEST(Runtime, APlannedHandoverGoesToTheNodeNamedAndNoCronSlotIsMissedOrDoubled) 
   EXPECT_EQ(all, distinct) << "a slot run twice: " << slots;
   EXPECT_EQ(all, span) << "a slot missed: " << slots;
   EXPECT_EQ(c.db().scalar("SELECT count(*) FROM audit_log WHERE action = 'leader.handover'"), "1");
+}
+
+// Issue 37, item 5 (docs/scheduling.md, "Cadence"): the every-second job's
+// slots across a leader that is paused past its lease: every due
+// slot is accounted for in the ledger (fired, or skipped with why), by the
+// two epochs that decided them, in the API, `ctl jobs show` and the
+// leader's baton_cron_slot_delay_seconds.
+TEST(Runtime, EveryDueCronSlotIsAccountedForAcrossALeaderGapAndTheCadenceSaysSo) {
+  Cluster c("cadence", jobs);
+  auto& n1 = c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(), "n1");
+  c.start_worker("w1");
+  ASSERT_TRUE(c.wait_for_workers("n1", 1));
+  std::this_thread::sleep_for(3s);
+  auto metrics = c.http(c.port("n1"), "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("baton_cron_slot_delay_seconds_bucket{le=\"+Inf\"}"), std::string::npos) << metrics;
+  EXPECT_EQ(metrics.find("baton_cron_slot_delay_seconds_count 0\n"), std::string::npos) << "slots were observed";
+  EXPECT_TRUE(exposition_problems(metrics).empty());
+  // Paused past its lease, the only node: no leader plans these seconds'
+  // slots. Resumed, it is fenced, elected again, and gives up all but the
+  // latest of them (misfire_policy run_latest, the default).
+  n1.signal(SIGSTOP);
+  std::this_thread::sleep_for(5s);
+  n1.signal(SIGCONT);
+  ASSERT_EQ(c.wait_for_leader(10s, 1), "n1");
+  const auto auth = std::vector<std::pair<std::string, std::string>>{{"Authorization", "Bearer " + admin_token}};
+  boost::json::object hour;
+  auto settled = [&] {
+    auto body = c.http(c.port("n1"), "GET", "/api/v1/jobs/every-second", auth).body;
+    boost::system::error_code ec;
+    auto v = boost::json::parse(body, ec);
+    if (ec || !v.is_object() || !v.as_object().contains("cadence")) return false;
+    hour = v.at("cadence").at("last_hour").as_object();
+    return hour.at("undecided").is_int64() && hour.at("undecided").as_int64() == 0 &&
+           hour.at("epochs").to_number<std::int64_t>() == 2;
+  };
+  auto ledger = [&] {
+    return c.db().scalar(
+        "SELECT string_agg(extract(epoch FROM l.slot)::bigint || ':' || l.decision || ':' || coalesce(l.reason, '') ||"
+        " ':' || l.epoch || ':' || coalesce(l.slot_count, 1), ' ' ORDER BY l.slot) FROM decision_ledger l"
+        " JOIN job_definitions j ON j.id = l.job_definition_id WHERE j.name = 'every-second'");
+  };
+  ASSERT_TRUE(wait_until(settled, 10s)) << boost::json::serialize(hour) << "\nledger: " << ledger();
+  const auto due = hour.at("due").to_number<std::int64_t>(), fired = hour.at("fired").to_number<std::int64_t>(),
+             skipped = hour.at("skipped").to_number<std::int64_t>();
+  EXPECT_GE(due, 8) << boost::json::serialize(hour);
+  EXPECT_EQ(due, fired + skipped) << "every due slot fired or given up: " << boost::json::serialize(hour);
+  EXPECT_GE(skipped, 1) << "the gap's slots were given up: " << boost::json::serialize(hour)
+                        << "\nledger: " << ledger();
+  EXPECT_GT(hour.at("effective_interval_s").to_number<double>(), hour.at("configured_interval_s").to_number<double>());
+  const std::string ctl = std::string(BATON_BINARY) + " ctl --addr 127.0.0.1:" + std::to_string(c.port("n1")) +
+                          " --token-file " + BATON_SOURCE_DIR + "/cmd/tests/tokens/admin.token ";
+  auto shown = shell(ctl + "jobs show every-second");
+  EXPECT_EQ(shown.second, 0) << shown.first;
+  EXPECT_NE(shown.first.find("CADENCE"), std::string::npos) << shown.first;
+  EXPECT_NE(shown.first.find("last_day"), std::string::npos) << shown.first;
 }
 
 namespace {

@@ -353,6 +353,36 @@ void print_object(std::ostream& out, const json::object& o) {
         << field(o, std::string(kv.key()).c_str()) << '\n';
 }
 
+void print_job(std::ostream& out, const json::object& job) {
+  json::object fields = job;
+  const auto* cadence = job.if_contains("cadence");
+  fields.erase("cadence");
+  print_object(out, fields);
+  if (!cadence || !cadence->is_object()) return;
+  json::array windows;
+  for (const char* w : {"last_hour", "last_day"}) {
+    const auto* row = cadence->as_object().if_contains(w);
+    if (!row || !row->is_object()) continue;
+    json::object r = row->as_object();
+    r["window"] = w;
+    windows.push_back(r);
+  }
+  static const std::vector<Column> columns{
+      {"CADENCE", [](const json::object& r) { return field(r, "window"); }},
+      {"DUE", [](const json::object& r) { return field(r, "due"); }},
+      {"FIRED", [](const json::object& r) { return field(r, "fired"); }},
+      {"LATE", [](const json::object& r) { return field(r, "late"); }},
+      {"SKIPPED", [](const json::object& r) { return field(r, "skipped"); }},
+      {"UNDECIDED", [](const json::object& r) { return field(r, "undecided"); }},
+      {"EVERY (S)", [](const json::object& r) { return field(r, "configured_interval_s"); }},
+      {"EFFECTIVE (S)", [](const json::object& r) { return field(r, "effective_interval_s"); }},
+      {"DELAY P50 / P99 MS",
+       [](const json::object& r) { return field(r, "delay_ms_p50") + " / " + field(r, "delay_ms_p99"); }},
+      {"EPOCHS", [](const json::object& r) { return field(r, "epochs"); }}};
+  out << '\n';
+  print_table(out, columns, windows);
+}
+
 void print_job_stats(std::ostream& out, const json::object& stats) {
   json::array windows;
   for (const char* w : {"1h", "24h"}) {

@@ -70,6 +70,9 @@ void print_run(std::ostream& out, const boost::json::object& run, bool logs);
 /// A job's statistics (GET /api/v1/jobs/{name}/stats): a row per window,
 /// then its backlog on one line.
 void print_job_stats(std::ostream& out, const boost::json::object& stats);
+/// One job (`jobs show`): its fields, then a cron job's cadence over the
+/// last hour and day as a table.
+void print_job(std::ostream& out, const boost::json::object& job);
 /// One object as "key: value" lines.
 void print_object(std::ostream& out, const boost::json::object& o);
 

@@ -341,7 +341,16 @@ std::vector<Verb> verbs() {
        {},
        1,
        1,
-       [](Call& c) -> int { return simple(c, "GET", "/api/v1/jobs/" + path_segment(c.args[0])); }},
+       [](Call& c) -> int {
+         auto reply = c.api.call("GET", "/api/v1/jobs/" + path_segment(c.args[0]));
+         if (reply.status != 200) return c.fail(reply);
+         if (c.json_output()) {
+           c.out << reply.body << '\n';
+           return exit_ok;
+         }
+         print_job(c.out, json::parse(reply.body).as_object());
+         return exit_ok;
+       }},
       {{"jobs", "export"},
        "[JOB...]",
        "the jobs (all, or those named) as a job file: `apply -f` of it changes nothing",

@@ -203,6 +203,8 @@ void ControlLoop::execute(lc::Effect& effect) {
           metrics_.observe_attempt_finished(e.job, e.outcome, e.duration_ms);
         } else if constexpr (std::is_same_v<T, lc::ObserveDispatchLatency>) {
           metrics_.observe_dispatch_latency_us(e.us);
+        } else if constexpr (std::is_same_v<T, lc::ObserveCronSlotDelay>) {
+          metrics_.observe_cron_slot_delay_ms(e.ms);
         } else if constexpr (std::is_same_v<T, lc::AppendRunOutput>) {
           output_.push_back(std::move(e.chunk));
         } else {

@@ -134,7 +134,8 @@ void World::execute(Node& n, Seat& s) {
               // Counted from the book's own effects, never from log text.
               if (e.counter == lc::Counter::runs_requeued) requeued_ += e.n;
             }
-            // ObserveDispatchLatency, ObserveRunFinished, AppendRunOutput:
+            // ObserveDispatchLatency, ObserveRunFinished, AppendRunOutput,
+            // ObserveCronSlotDelay:
             // nothing to model.
           },
           effect);

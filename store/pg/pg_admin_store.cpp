@@ -264,6 +264,35 @@ Result<Page> PgAdminStore::list_epochs(int limit, std::optional<std::int64_t> be
                     limit, before_epoch);
 }
 
+namespace {
+
+// The ledger's account of a cron job's slots due in a window `w` (name,
+// len) ending a second ago (the last second's slot may not be decided
+// yet), for the job `j`: counted from when the job existed or its schedule
+// was last resumed. Every due slot has an entry: created (on time, or late
+// when caught up), or given up (a range, with its count) by the epoch that
+// decided it. The delay is the run's creation after its slot.
+const std::string cron_cadence_json =
+    "(SELECT jsonb_build_object('since_unix', extract(epoch FROM s.since)::bigint,"
+    " 'until_unix', extract(epoch FROM s.until)::bigint,"
+    " 'fired', count(*) FILTER (WHERE l.decision = 'created'),"
+    " 'late', count(*) FILTER (WHERE l.decision = 'created' AND l.reason = 'caught_up'),"
+    " 'skipped', coalesce(sum(coalesce(l.slot_count, 1)) FILTER (WHERE l.decision = 'skipped'), 0),"
+    " 'epochs', count(DISTINCT l.epoch),"
+    " 'delay_ms_p50', round((percentile_cont(0.5) WITHIN GROUP (ORDER BY greatest(0, extract(epoch FROM l.at - l.slot) "
+    "* 1000))"
+    "  FILTER (WHERE l.decision = 'created'))::numeric, 1),"
+    " 'delay_ms_p99', round((percentile_cont(0.99) WITHIN GROUP (ORDER BY greatest(0, extract(epoch FROM l.at - "
+    "l.slot) * 1000))"
+    "  FILTER (WHERE l.decision = 'created'))::numeric, 1))"
+    " FROM (SELECT greatest(now() - w.len, j.created_at, coalesce(j.schedule_resumed_at, '-infinity')) AS since,"
+    "  now() - interval '1 second' AS until) s"
+    " LEFT JOIN decision_ledger l ON l.job_definition_id = j.id AND l.slot >= s.since AND l.slot <= s.until"
+    "  AND l.decision IN ('created', 'skipped')"
+    " GROUP BY s.since, s.until)";
+
+}  // namespace
+
 Result<JobPage> PgAdminStore::list_jobs(int limit, std::optional<std::string> after_name,
                                         std::optional<std::string> only) {
   return session_.with<JobPage>([&](pqxx::connection& c) -> Result<JobPage> {
@@ -284,7 +313,15 @@ Result<JobPage> PgAdminStore::list_jobs(int limit, std::optional<std::string> af
                            " (SELECT coalesce(jsonb_agg(jsonb_build_object('key', k.rate_key, 'taken', k.n)"
                            " ORDER BY k.n DESC, k.rate_key), '[]'::jsonb) FROM (SELECT p.rate_key, count(*) AS n"
                            " FROM rate_permits p WHERE p.job_definition_id = j.id AND p.until > now()"
-                           " GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 20) k)) ELSE '{}'::jsonb END)::text,"
+                           " GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 20) k)) ELSE '{}'::jsonb END"
+                           // One cron job shown: what its ledger says of the
+                           // slots due in the last hour and day (the caller
+                           // adds how many were due by its schedule).
+                           " || CASE WHEN $2::text IS NOT NULL AND j.schedule IS NOT NULL THEN"
+                           " jsonb_build_object('cadence', (SELECT jsonb_object_agg(w.name, " +
+                           cron_cadence_json +
+                           ") FROM (VALUES ('last_hour', interval '1 hour'), ('last_day', interval '1 day'))"
+                           " AS w(name, len))) ELSE '{}'::jsonb END)::text,"
                            " extract(epoch FROM now())::bigint"
                            " FROM job_definitions j WHERE j.deleted_at IS NULL AND ($1::text IS NULL OR j.name > $1)"
                            "   AND ($2::text IS NULL OR j.name = $2) ORDER BY j.name LIMIT $3",

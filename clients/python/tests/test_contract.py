@@ -198,6 +198,19 @@ def test_every_routes_real_answer_matches_its_schema(api):
     a.call("DELETE", "/api/v1/webhooks/{name}", "/api/v1/webhooks/contract", expect=200)
     a.call("GET", "/api/v1/openapi.json", expect=200)
     a.call("POST", "/api/v1/workers/{worker}/evict", "/api/v1/workers/wc/evict", {})
+    # The leader hands over (docs/operations.md, "Runbook"): to itself is a
+    # conflict, a malformed name a refusal, to another node it happens.
+    me = a.cluster.leader()
+    a.call("POST", "/api/v1/leader/handover", body={"to": me}, expect=409)
+    a.call("POST", "/api/v1/leader/handover", body={"to": "no such"}, expect=400)
+    other = next(n for n in a.cluster.node_names if n != me and a.cluster.alive(n))
+    handed = a.call("POST", "/api/v1/leader/handover", body={"to": other}, expect=202)
+    assert handed["from"] == me and handed["to"] == other, handed
+    for _ in range(100):
+        if a.cluster.leader() == other:
+            break
+        time.sleep(0.1)
+    assert a.cluster.leader() == other
     routes = {f"{m.upper()} {p}" for p, ops in a.doc["paths"].items() for m in ops}
     assert routes - a.checked == set(), "routes whose answer no test checked"
     assert a.mismatches == [], "answers that do not match their schema:\n" + "\n".join(a.mismatches)

@@ -84,6 +84,10 @@ void RunBook::resumed(resume::CronSlotCreate& s, const Result<store::CreateResul
     on_cancel(old, "replaced by run " + std::to_string(w->run.value) + " (concurrency_policy replace)", 0);
   if (w->outcome == WriteOutcome::applied) {
     count(Counter::runs_created_by_cron);
+    // How late the slot's run came into being: now against the slot's time
+    // on the book's clock (its due time less its jitter).
+    const auto late = (now_ - c.due_at) + Millis{c.jitter_delay_ms};
+    emit(ObserveCronSlotDelay{std::max<std::int64_t>(0, std::chrono::duration_cast<Millis>(late).count())});
     if (c.due_at > now_)
       wakeups_.insert(c.due_at);
     else

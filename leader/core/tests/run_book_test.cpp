@@ -671,6 +671,24 @@ TEST(RunBook, ACronWakeUpIsCountedFromTheReadNotFromTheCreate) {
   EXPECT_EQ(*d.book.next_wakeup(), at(1000ms + 800ms + 1ms));
 }
 
+// baton_cron_slot_delay_seconds (docs/scheduling.md, "Cadence"): a slot's
+// run created ahead of its slot is observed 0 late; one whose create
+// returned after the slot, by how much (the slot is 800 ms after the read;
+// the book counts it from 1 ms after, as it wakes for it).
+TEST(RunBook, ACronRunIsObservedAsLateAsItsCreateCameAfterItsSlot) {
+  for (auto [answered, late] : {std::pair{1300ms, 0L}, std::pair{2300ms, 499L}}) {
+    Driver d;
+    d.jobs = {every_second_job()};
+    d.start();
+    auto creates = all<CreateCronRun>(d.tick(1000ms));
+    ASSERT_FALSE(creates.empty());
+    d.now = at(answered);
+    auto observed = all<ObserveCronSlotDelay>(d.answer(creates[0].op, created(RunId{1})));
+    ASSERT_EQ(observed.size(), 1u);
+    EXPECT_EQ(observed[0].ms, late);
+  }
+}
+
 // The next slots' creates (one statement each, about 70 ms for 100 jobs)
 // are not begun while a slot is about to come: the slot's starts would wait
 // behind them. They are begun once it has passed.

@@ -43,6 +43,14 @@ struct Metrics {
 
   void observe_dispatch_latency_us(std::int64_t us);
 
+  // How late each cron slot's run was created after its slot
+  // (baton_cron_slot_delay_seconds; docs/scheduling.md, "Cadence").
+  static constexpr std::array<double, 11> cron_delay_buckets_s{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+  std::array<std::atomic<std::int64_t>, 12> cron_delay_bucket{};  ///< last = +Inf
+  std::atomic<std::int64_t> cron_delay_count{0};
+  std::atomic<std::int64_t> cron_delay_sum_ms{0};
+  void observe_cron_slot_delay_ms(std::int64_t ms);
+
   /// Per job: attempts finished by outcome and their durations. Jobs are few
   /// (definitions, not runs), so the label set stays small.
   static constexpr std::array<double, 10> duration_buckets_s{0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600};

@@ -126,6 +126,11 @@ struct ObserveRunFinished {
 struct ObserveDispatchLatency {
   std::int64_t us = 0;
 };
+/// A cron slot's run was created `ms` after the slot's time (0: on time or
+/// ahead of it): baton_cron_slot_delay_seconds.
+struct ObserveCronSlotDelay {
+  std::int64_t ms = 0;
+};
 /// The workers registry (not run state): no result is fed back.
 struct RecordWorker {
   std::string worker_id;
@@ -272,11 +277,11 @@ struct SkipCronSlots {
   std::vector<store::SkippedCronSlots> ranges;
   std::string details_json;  ///< {"policy": ..., "gap_cause": ...}
 };
-using Effect =
-    std::variant<Send, Close, Log, Count, ObserveDispatchLatency, RecordWorker, AppendRunLog, ReadActive, ReadRun,
-                 ReadDue, ReadScheduledJobs, WriteRun, WriteAssigns, WriteStarts, WriteFinishes, WriteHeartbeats,
-                 CreateCronRun, SkipCronSlots, RecordDecision, ReadUnmatched, ProcessEvents, ProcessSubmissions, Prune,
-                 ReadControls, RecordWorkersSeen, ObserveRunFinished, AppendRunOutput, ReadWaiting>;
+using Effect = std::variant<Send, Close, Log, Count, ObserveDispatchLatency, RecordWorker, AppendRunLog, ReadActive,
+                            ReadRun, ReadDue, ReadScheduledJobs, WriteRun, WriteAssigns, WriteStarts, WriteFinishes,
+                            WriteHeartbeats, CreateCronRun, SkipCronSlots, RecordDecision, ReadUnmatched, ProcessEvents,
+                            ProcessSubmissions, Prune, ReadControls, RecordWorkersSeen, ObserveRunFinished,
+                            AppendRunOutput, ReadWaiting, ObserveCronSlotDelay>;
 
 /// True for the effects that change the world outside the leader (messages
 /// and writes): none may follow a Fenced answer.
