@@ -8,6 +8,19 @@ using namespace baton;
 using namespace baton::consensus;
 using namespace baton::consensus::sim;
 
+namespace {
+
+// n1 elected first, then the followers named added and settled.
+void n1_leads_with(SimCluster& c, std::initializer_list<const char*> followers) {
+  c.add("n1");
+  c.run_for(50ms);
+  for (const char* f : followers) c.add(f);
+  c.run_for(200ms);
+  ASSERT_EQ(c.leader(), 0);
+}
+
+}  // namespace
+
 TEST(ElectorScenario, OneOfThreeIsElectedAndKeepsItsEpoch) {
   SimCluster c;
   c.add("n1");
@@ -71,11 +84,7 @@ TEST(ElectorScenario, LeaderWhoseDatabaseHangsStopsBeforeItsLeaseCanExpire) {
 
 TEST(ElectorScenario, GracefulShutdownLetsAFollowerTakeOverAtOnce) {
   SimCluster c;
-  c.add("n1");
-  c.run_for(50ms);
-  c.add("n2");
-  c.run_for(200ms);
-  ASSERT_EQ(c.leader(), 0);
+  n1_leads_with(c, {"n2"});
   c.node(0).elector->shutdown(c.node(0).shutdown_store);
   c.node(0).stopped = true;
   c.tick();  // one step: n2 observes the released lease and campaigns
@@ -89,12 +98,7 @@ TEST(ElectorScenario, GracefulShutdownLetsAFollowerTakeOverAtOnce) {
 // leader, and once it is not taken any node may lead again.
 TEST(ElectorScenario, AHandoverGoesToTheNodeNamedAndNoOtherWhileItIsKept) {
   SimCluster c;
-  c.add("n1");
-  c.run_for(50ms);
-  c.add("n2");
-  c.add("n3");
-  c.run_for(200ms);
-  ASSERT_EQ(c.leader(), 0);
+  n1_leads_with(c, {"n2", "n3"});
   auto handed = c.node(0).elector->hand_over(c.node(0).shutdown_store, "n3", c.cfg().lease * 2);
   ASSERT_TRUE(handed) << handed.error().message;
   EXPECT_EQ(*handed, Epoch{1});
@@ -109,11 +113,7 @@ TEST(ElectorScenario, AHandoverGoesToTheNodeNamedAndNoOtherWhileItIsKept) {
 
 TEST(ElectorScenario, AHandoverToANodeThatDoesNotTakeItLeavesTheLeaseKeptThenAnyNodeLeads) {
   SimCluster c;
-  c.add("n1");
-  c.run_for(50ms);
-  c.add("n2");
-  c.run_for(200ms);
-  ASSERT_EQ(c.leader(), 0);
+  n1_leads_with(c, {"n2"});
   ASSERT_TRUE(c.node(0).elector->hand_over(c.node(0).shutdown_store, "n9", c.cfg().lease * 2));
   c.run_for(c.cfg().lease * 2 - 100ms);
   EXPECT_EQ(c.leader(), -1) << "kept for n9: neither n1 nor n2 campaigns";
@@ -128,11 +128,7 @@ TEST(ElectorScenario, AHandoverToANodeThatDoesNotTakeItLeavesTheLeaseKeptThenAny
 // handovers waited out the rest of its pause, 2.7 s, before this).
 TEST(ElectorScenario, ANodeThatHandedOverTakesAHandoverBackAtOnce) {
   SimCluster c;
-  c.add("n1");
-  c.run_for(50ms);
-  c.add("n2");
-  c.run_for(200ms);
-  ASSERT_EQ(c.leader(), 0);
+  n1_leads_with(c, {"n2"});
   ASSERT_TRUE(c.node(0).elector->hand_over(c.node(0).shutdown_store, "n2", c.cfg().lease * 2));
   c.run_for(100ms);
   ASSERT_EQ(c.leader(), 1);
@@ -143,11 +139,7 @@ TEST(ElectorScenario, ANodeThatHandedOverTakesAHandoverBackAtOnce) {
 
 TEST(ElectorScenario, AHandoverToNoOneInParticularGoesToAnotherNode) {
   SimCluster c;
-  c.add("n1");
-  c.run_for(50ms);
-  c.add("n2");
-  c.run_for(200ms);
-  ASSERT_EQ(c.leader(), 0);
+  n1_leads_with(c, {"n2"});
   ASSERT_TRUE(c.node(0).elector->hand_over(c.node(0).shutdown_store, "", c.cfg().lease * 2));
   c.run_for(300ms);
   EXPECT_EQ(c.leader(), 1) << "the old leader holds back";

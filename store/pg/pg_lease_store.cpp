@@ -116,23 +116,10 @@ Result<WriteOutcome> PgLeaseStore::renew(Epoch epoch, const NodeIdentity& me, Mi
 }
 
 Result<WriteOutcome> PgLeaseStore::release(Epoch epoch, const NodeIdentity& me) {
-  return session_.with<WriteOutcome>([&](pqxx::connection& c) -> Result<WriteOutcome> {
-    pqxx::work tx{c};
-    auto r = tx.exec_params(
-        "UPDATE leader_lease SET released = true, lease_expires_at = now()"
-        " WHERE id = 1 AND epoch = $1 AND leader_id = $2 AND leader_incarnation = $3 AND NOT released",
-        epoch.value, me.node_id, me.incarnation);
-    if (r.affected_rows() != 1) {
-      tx.abort();
-      return WriteOutcome::fenced;
-    }
-    tx.exec_params("UPDATE epoch_history SET ended_at = now(), end_reason = 'released' WHERE epoch = $1", epoch.value);
-    tx.exec_params("SELECT pg_notify($1, $2)", lease_channel, "released:" + std::to_string(epoch.value));
-    tx.commit();
-    return WriteOutcome::applied;
-  });
+  return hand_over(epoch, me, "", Millis{0});  // kept for no one
 }
 
+// A release, kept for `to` (none: for no one) for `reserved`.
 Result<WriteOutcome> PgLeaseStore::hand_over(Epoch epoch, const NodeIdentity& me, const std::string& to,
                                              Millis reserved) {
   return session_.with<WriteOutcome>([&](pqxx::connection& c) -> Result<WriteOutcome> {
