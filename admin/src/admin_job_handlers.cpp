@@ -92,7 +92,8 @@ HttpResponse AdminApi::list_jobs(const ApiCall& c, bool one) {
           next = at->time_since_epoch().count();
     }
     item["next_fire_unix"] = next;
-    if (auto* cadence = item.if_contains("cadence"); cadence && cadence->is_object() && j.schedule)
+    // A paused job's slots are not due: its window says what the ledger has.
+    if (auto* cadence = item.if_contains("cadence"); cadence && cadence->is_object() && j.schedule && !j.paused)
       add_due_slots(cadence->as_object(), *j.schedule, j.time_zone);
     items.push_back(std::move(item));
   }

@@ -47,6 +47,7 @@ void Elector::enforce_deadline() {
 
 void Elector::step() {
   enforce_deadline();
+  if (handover_in_flight_.load()) return sleep_(Millis{5});
   ElectorState s;
   Action action;
   {
@@ -153,12 +154,14 @@ Result<Epoch> Elector::hand_over(store::LeaseStore& via, const std::string& to, 
   {
     std::lock_guard lock(mutex_);
     if (state_.role != Role::leader) return make_error(Errc::bad_input, "this node is not leading");
+    handover_in_flight_.store(true);
     apply(step_down(state_, "handover", /*release=*/true));
     to_release = state_.must_release;
     campaigns_paused_until_ = clock_.mono() + reserved;
   }
   BATON_ASSERT(to_release.has_value());
   auto r = via.hand_over(*to_release, me_, to, reserved);
+  handover_in_flight_.store(false);
   if (!r) {
     spdlog::warn("lease_handover_failed node={} epoch={} error={}", me_.node_id, to_release->value, r.error().message);
     return r.error();

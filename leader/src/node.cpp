@@ -202,10 +202,13 @@ class NodeRuntime final : public ServerHandlers {
   /// Called by the watchdog loop: keeps exactly one control loop running
   /// for the epoch this node leads, and none otherwise.
   void reconcile(NodeServer& server) {
-    const Epoch epoch = elector_.leader_epoch();
     std::shared_ptr<LoopHandle> retired;
+    Epoch epoch{0};
     {
       std::lock_guard lock(mutex_);
+      // Read under the lock that hand_over() holds while it changes the
+      // role: never a loop started for an epoch it has just handed over.
+      epoch = elector_.leader_epoch();
       const bool fenced = active_ && active_->loop->fenced();
       if (active_ && (active_->epoch != epoch || fenced || active_->done.load())) {
         if (fenced) fenced_epoch_ = active_->epoch;
@@ -216,6 +219,8 @@ class NodeRuntime final : public ServerHandlers {
       metrics_.epoch = epoch.value;
       metrics_.is_leader = epoch.value != 0;
       release_parked();
+      for (auto& l : handed_over_) retiring_.push_back(std::move(l));
+      handed_over_.clear();
     }
     if (retired) {
       retired->stop = true;
@@ -273,6 +278,8 @@ class NodeRuntime final : public ServerHandlers {
       parked_.clear();
       if (active_) retiring_.push_back(active_);
       active_.reset();
+      for (auto& l : handed_over_) retiring_.push_back(std::move(l));
+      handed_over_.clear();
     }
     auto deadline = clock_.mono() + max;
     for (auto& l : retiring_) l->stop = true;
@@ -396,16 +403,19 @@ class NodeRuntime final : public ServerHandlers {
     close_workers_ = true;  // by reconcile, on the watchdog thread, which owns the server
     const MonoTime began = clock_.mono();
     while (!loop->done.load() && clock_.mono() - began < handover_drain_max) std::this_thread::sleep_for(Millis{5});
+    // The loop's thread has ended: what its write lanes have in flight or
+    // queued is written before the lease goes (each statement bounded by
+    // the store's call deadline). A loop that did not end in time is left
+    // to reconcile, which joins it; its writes are fenced once the next
+    // leader is elected.
     const bool drained = loop->done.load();
-    if (drained)
-      loop->thread.join();
-    else
-      loop->thread.detach();  // stuck in the database: its writes are fenced once the lease is gone
+    if (drained) loop->loop->wait_writes_landed();
     const auto drain_ms = std::chrono::duration_cast<Millis>(clock_.mono() - began).count();
     auto r = elector_.hand_over(*handover_store_, to, cfg_.election.lease * 2);
     {
       std::lock_guard lock(mutex_);
       handing_over_ = false;
+      handed_over_.push_back(loop);  // joined by reconcile once done
     }
     spdlog::info("leader_handover node={} epoch={} to={} drained={} drain_ms={} outcome={}", me_.node_id,
                  loop->epoch.value, to.empty() ? "(any)" : to, drained, drain_ms,
@@ -473,12 +483,13 @@ class NodeRuntime final : public ServerHandlers {
     Epoch skip_epoch{0};  ///< do not redirect to the leader of this epoch (the worker could not reach it)
   };
   const leader_core::ReceptionLimits reception_;
-  const notify::HttpsPoster& poster_;                  ///< the webhook sender's HTTPS client (run_node owns it)
-  std::map<std::uint64_t, Parked> parked_;             ///< link id -> a worker waiting for a leader to be known
-  bool stopping_ = false;                              ///< stop_loops() has begun: hold no more workers
-  bool handing_over_ = false;                          ///< hand_over() has stopped the loop: start none
-  std::atomic<bool> close_workers_{false};             ///< hand_over() asks reconcile to close the workers
-  std::unique_ptr<store::LeaseStore> handover_store_;  ///< the handover's release, on its own connection
+  const notify::HttpsPoster& poster_;                     ///< the webhook sender's HTTPS client (run_node owns it)
+  std::map<std::uint64_t, Parked> parked_;                ///< link id -> a worker waiting for a leader to be known
+  bool stopping_ = false;                                 ///< stop_loops() has begun: hold no more workers
+  bool handing_over_ = false;                             ///< hand_over() has stopped the loop: start none
+  std::vector<std::shared_ptr<LoopHandle>> handed_over_;  ///< stopped by hand_over(), for reconcile to join
+  std::atomic<bool> close_workers_{false};                ///< hand_over() asks reconcile to close the workers
+  std::unique_ptr<store::LeaseStore> handover_store_;     ///< the handover's release, on its own connection
 };
 
 }  // namespace

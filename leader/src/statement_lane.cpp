@@ -12,9 +12,12 @@ StatementLane::StatementLane(std::size_t queued_max)
           if (jobs_.empty()) return;  // stopping, nothing left
           auto job = std::move(jobs_.front());
           jobs_.pop_front();
+          running_ = true;
           lock.unlock();
           job();
           lock.lock();
+          running_ = false;
+          if (jobs_.empty()) idle_.notify_all();
         }
       }) {
   BATON_ASSERT(queued_max_ > 0);
@@ -27,6 +30,11 @@ StatementLane::~StatementLane() {
   }
   wake_.notify_one();
   thread_.join();
+}
+
+void StatementLane::wait_idle() {
+  std::unique_lock lock(mutex_);
+  idle_.wait(lock, [&] { return jobs_.empty() && !running_; });
 }
 
 void StatementLane::post(std::function<void()> job) {

@@ -273,8 +273,7 @@ namespace {
 // when caught up), or given up (a range, with its count) by the epoch that
 // decided it. The delay is the run's creation after its slot.
 const std::string cron_cadence_json =
-    "(SELECT jsonb_build_object('since_unix', extract(epoch FROM s.since)::bigint,"
-    " 'until_unix', extract(epoch FROM s.until)::bigint,"
+    "(SELECT jsonb_build_object('since_unix', s.since_s, 'until_unix', s.until_s,"
     " 'fired', count(*) FILTER (WHERE l.decision = 'created'),"
     " 'late', count(*) FILTER (WHERE l.decision = 'created' AND l.reason = 'caught_up'),"
     " 'skipped', coalesce(sum(coalesce(l.slot_count, 1)) FILTER (WHERE l.decision = 'skipped'), 0),"
@@ -285,11 +284,14 @@ const std::string cron_cadence_json =
     " 'delay_ms_p99', round((percentile_cont(0.99) WITHIN GROUP (ORDER BY greatest(0, extract(epoch FROM l.at - "
     "l.slot) * 1000))"
     "  FILTER (WHERE l.decision = 'created'))::numeric, 1))"
-    " FROM (SELECT greatest(now() - w.len, j.created_at, coalesce(j.schedule_resumed_at, '-infinity')) AS since,"
-    "  now() - interval '1 second' AS until) s"
-    " LEFT JOIN decision_ledger l ON l.job_definition_id = j.id AND l.slot >= s.since AND l.slot <= s.until"
-    "  AND l.decision IN ('created', 'skipped')"
-    " GROUP BY s.since, s.until)";
+    // whole seconds, the first one after the window's start and the last
+    // one before its end: the caller counts the due slots over the same ones
+    " FROM (SELECT ceil(extract(epoch FROM greatest(now() - w.len, j.created_at,"
+    "  coalesce(j.schedule_resumed_at, '-infinity'))))::bigint AS since_s,"
+    "  floor(extract(epoch FROM now() - interval '1 second'))::bigint AS until_s) s"
+    " LEFT JOIN decision_ledger l ON l.job_definition_id = j.id AND l.slot >= to_timestamp(s.since_s)"
+    "  AND l.slot <= to_timestamp(s.until_s) AND l.decision IN ('created', 'skipped')"
+    " GROUP BY s.since_s, s.until_s)";
 
 }  // namespace
 

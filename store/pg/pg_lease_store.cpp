@@ -72,14 +72,13 @@ Result<CampaignResult> PgLeaseStore::campaign(const NodeIdentity& me, Millis lea
     // the lock above has waited out every fenced write of theirs, so their
     // chains of run ends are complete. Logged with its digest: a copy an
     // operator keeps outside the database pins what came before it.
-    for (const auto& cp : tx.exec_params(
-             "UPDATE epoch_history SET receipts = baton_receipt_checkpoint(epoch) WHERE epoch < $1"
-             " AND receipts IS NULL RETURNING epoch, encode(sha256(convert_to(receipts::text, 'UTF8')), 'hex'),"
-             " (SELECT count(*) FROM jsonb_object_keys(receipts -> 'runs'))",
-             won.epoch.value))
-      if (cp[2].as<std::int64_t>() > 0 || cp[0].as<std::int64_t>() == seen.epoch.value)
-        spdlog::info("receipts_checkpoint epoch={} chains={} sha256={} by_epoch={}", cp[0].as<std::int64_t>(),
-                     cp[2].as<std::int64_t>(), cp[1].as<std::string>(), won.epoch.value);
+    // Logged once committed: a line an operator keeps must name a
+    // checkpoint that exists.
+    const auto checkpoints = tx.exec_params(
+        "UPDATE epoch_history SET receipts = baton_receipt_checkpoint(epoch) WHERE epoch < $1"
+        " AND receipts IS NULL RETURNING epoch, encode(sha256(convert_to(receipts::text, 'UTF8')), 'hex'),"
+        " (SELECT count(*) FROM jsonb_object_keys(receipts -> 'runs'))",
+        won.epoch.value);
     tx.exec_params(
         "UPDATE epoch_history SET ended_at = now(), end_reason = CASE WHEN $2 THEN 'released' ELSE 'expired' END"
         " WHERE epoch = $1 AND ended_at IS NULL",
@@ -94,6 +93,10 @@ Result<CampaignResult> PgLeaseStore::campaign(const NodeIdentity& me, Millis lea
         me.node_id, won.epoch.value, me.incarnation, seen.epoch.value, seen.leader_id);
     tx.exec_params("SELECT pg_notify($1, $2)", lease_channel, "elected:" + std::to_string(won.epoch.value));
     tx.commit();
+    for (const auto& cp : checkpoints)
+      if (cp[2].as<std::int64_t>() > 0 || cp[0].as<std::int64_t>() == seen.epoch.value)
+        spdlog::info("receipts_checkpoint epoch={} chains={} sha256={} by_epoch={}", cp[0].as<std::int64_t>(),
+                     cp[2].as<std::int64_t>(), cp[1].as<std::string>(), won.epoch.value);
     return CampaignResult{true, won};
   });
 }

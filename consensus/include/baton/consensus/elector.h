@@ -88,6 +88,10 @@ class Elector {
   std::atomic<bool> stopping_{false};  // set by shutdown(): never campaign again
   std::atomic<bool> campaigns_allowed_{true};
   MonoTime campaigns_paused_until_{};  // requires mutex_: hand_over() holds this node back
+  // hand_over() is releasing through its own connection: step() waits, so
+  // that the election thread does not release the epoch first (without the
+  // reservation) and make the handover's own release report Fenced.
+  std::atomic<bool> handover_in_flight_{false};
 };
 
 }  // namespace baton::consensus

@@ -111,6 +111,13 @@ class ControlLoop {
   /// worker link it holds on the way out.
   void run(const std::atomic<bool>& stop);
   bool fenced() const { return fenced_.load(); }
+  /// After run() returned: waits until the write lanes' statements in
+  /// flight and queued have run (a planned handover, before the release).
+  void wait_writes_landed() {
+    assign_lane_.wait_idle();
+    start_lane_.wait_idle();
+    finish_lane_.wait_idle();
+  }
   /// Streamed output also goes to the log archive through this writer
   /// (null: the database only). Before run().
   void set_archive_writer(ArchiveWriter* writer) { archive_ = writer; }

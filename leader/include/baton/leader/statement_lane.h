@@ -34,11 +34,16 @@ class StatementLane {
   /// Queues `job`. Precondition: fewer than `queued_max` jobs wait to be
   /// taken (BATON_ASSERT).
   void post(std::function<void()> job);
+  /// Waits until every job queued so far has run (a planned handover lets
+  /// the writes in flight land before the lease goes).
+  void wait_idle();
 
  private:
   const std::size_t queued_max_;
   std::mutex mutex_;
   std::condition_variable wake_;
+  std::condition_variable idle_;
+  bool running_ = false;
   std::deque<std::function<void()>> jobs_;
   bool stop_ = false;
   std::thread thread_;  ///< last: started once everything it reads exists
