@@ -129,6 +129,22 @@ HttpResponse AdminApi::hand_over(const ApiCall& c) {
   const NodeStatus self = ports_.status ? ports_.status() : NodeStatus{};
   if (!to.empty() && to == self.node_id)
     return error(409, "conflict", "node " + to + " already leads: name another node, or none");
+  // A node named must be one the registry shows alive (its heartbeat is
+  // every 5 s): a typo would leave the cluster without a leader for two
+  // leases.
+  if (!to.empty()) {
+    auto nodes = with_store([&](auto& s) { return s.list_nodes(500, std::nullopt); });
+    if (!nodes) return db_error(nodes.error());
+    bool alive = false;
+    const json::value listed = json::parse(nodes->items_json);
+    for (const auto& n : listed.as_array()) {
+      const auto& o = n.as_object();
+      alive = alive || (o.at("node_id").as_string() == to && o.at("role").as_string() != "stopped" &&
+                        o.at("heartbeat_age_ms").to_number<std::int64_t>() < 30000);
+    }
+    if (!alive)
+      return error(409, "conflict", "no node " + to + " is alive in the registry (baton ctl nodes): name a live one");
+  }
   // Recorded first, as a cancel is: no handover ever happens unrecorded.
   if (auto a = with_store([&](auto& s) {
         return s.audit(c.actor(), "leader.handover", "leader_lease",

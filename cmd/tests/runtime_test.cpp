@@ -744,6 +744,11 @@ TEST(Runtime, APlannedHandoverGoesToTheNodeNamedAndNoCronSlotIsMissedOrDoubled) 
   auto bad = shell(ctl("n1") + "leader handover --to 'no such' 2>&1");
   EXPECT_EQ(bad.second, 1) << bad.first;
   EXPECT_NE(bad.first.find("'to' must be a node id"), std::string::npos) << bad.first;
+  auto unknown = shell(ctl("n1") + "leader handover --to n9 2>&1");
+  EXPECT_EQ(unknown.second, 5) << unknown.first;
+  EXPECT_NE(unknown.first.find("no node n9 is alive"), std::string::npos) << unknown.first;
+  EXPECT_EQ(c.db().scalar("SELECT count(*) FROM audit_log WHERE action = 'leader.handover'"), "0")
+      << "a refused handover is not recorded";
   // Asked of a follower: the API sends ctl on to the leader.
   auto handed = shell(ctl("n2") + "leader handover --to n3 2>&1");
   ASSERT_EQ(handed.second, 0) << handed.first;
