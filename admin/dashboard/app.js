@@ -624,12 +624,18 @@ async function settings() {
       ['Changed', r => when(r.updated_at)], ['By', r => r.updated_by]], rows, 'key')];
 }
 
+let revealedSecret = null;  // { what, secret }: the one the access page shows
 /// API tokens and worker enrollment (the admin role): a secret is shown
 /// once, when it is made, and never again.
 async function access() {
   const [tokens, creds] = await Promise.all([api('GET', '/api/v1/tokens?limit=200'), api('GET', '/api/v1/worker-credentials?limit=200')]);
-  const secretBox = el('pre', { id: 'new-secret', class: 'secret hidden' });
-  const reveal = (what, secret) => { secretBox.textContent = what + ' (shown once, copy it now):\n' + secret; secretBox.classList.remove('hidden'); };
+  // The secret just made is part of the page's state, not a box added to the
+  // page after it rendered: any later render (a refresh, another action)
+  // would otherwise take it away before it was copied. Leaving the page
+  // forgets it.
+  const secretBox = el('pre', { id: 'new-secret', class: 'secret' + (revealedSecret ? '' : ' hidden') },
+    revealedSecret ? revealedSecret.what + ' (shown once, copy it now):\n' + revealedSecret.secret : null);
+  const reveal = (what, secret) => { revealedSecret = { what, secret }; };
   const tName = el('input', { id: 'token-name', size: 16, placeholder: 'ci-deploy' });
   const tRole = el('select', { id: 'token-role' }, ...['read', 'operate', 'admin'].map(r => el('option', { value: r }, r)));
   const tTtl = el('input', { id: 'token-ttl', type: 'number', size: 8, placeholder: 'never expires' });
@@ -639,10 +645,9 @@ async function access() {
     if (tTtl.value) body.ttl_seconds = Number(tTtl.value);
     try {
       const r = await api('POST', '/api/v1/tokens', body);
+      reveal('API token ' + r.name + ' (' + r.role + ')', r.token);
       await render(false);
       show('token ' + r.name + ' made', true);
-      document.getElementById('view').prepend(secretBox);
-      reveal('API token ' + r.name + ' (' + r.role + ')', r.token);
     } catch (err) { show('make token: ' + (err.code ? err.code + ': ' : '') + err.message, false); }
   };
   const wId = el('input', { id: 'enroll-worker', size: 16, placeholder: 'w7' });
@@ -654,13 +659,12 @@ async function access() {
     try { if (wLabels.value.trim()) labels = JSON.parse(wLabels.value); } catch (err) { return show('labels: not JSON: ' + err.message, false); }
     try {
       const r = await api('POST', '/api/v1/workers/' + encodeURIComponent(wId.value.trim()) + '/enrollments', { capacity: Number(wCap.value), labels });
+      reveal('Bootstrap token of ' + r.worker_id + ' (its worker.yaml: enrollment_token_file)', r.token);
       await render(false);
       show('enrollment for ' + r.worker_id + ' made', true);
-      document.getElementById('view').prepend(secretBox);
-      reveal('Bootstrap token of ' + r.worker_id + ' (its worker.yaml: enrollment_token_file)', r.token);
     } catch (err) { show('enroll: ' + (err.code ? err.code + ': ' : '') + err.message, false); }
   };
-  return [el('h2', { text: 'API tokens' }),
+  return [secretBox, el('h2', { text: 'API tokens' }),
     el('form', { id: 'token-make-form', class: 'filters', onsubmit: makeToken }, el('label', {}, 'Name', tName), el('label', {}, 'Role', tRole),
       el('label', {}, 'Expires after (s)', tTtl), el('button', { type: 'submit', 'data-action': 'make-token' }, 'Make token')),
     table('tokens-table', [['Id', t => t.id], ['Name', t => t.name], ['Role', t => t.role], ['Created', t => when(t.created_at)],
@@ -715,7 +719,12 @@ async function violationBanner() {
 
 // --- routing ----------------------------------------------------------------------
 
+// Renders overlap (a refresh timer, a hash change, an action's own render),
+// and each awaits the API: only the one started last may replace the page,
+// or a slow earlier one would put back what a later one replaced.
+let renderGeneration = 0;
 async function render(clear = true) {
+  const generation = ++renderGeneration;
   if (timer) { clearTimeout(timer); timer = null; }
   if (clear) clearMessage();
   const hash = location.hash || '#/';
@@ -741,10 +750,12 @@ async function render(clear = true) {
     else if (page === 'settings') content = await settings();
     else if (page === 'access') content = await access();
     else content = [el('p', { text: 'No such page.' })];
+    if (generation !== renderGeneration) return;
     view.replaceChildren(...content.filter(x => x));
     view.dataset.page = page;
     view.dataset.rendered = String(Date.now());
   } catch (e) {
+    if (generation !== renderGeneration) return;
     view.replaceChildren(el('p', { class: 'message error', id: 'page-error',
       text: (e.status === 401 ? 'This page needs an API token (Token, top right). ' : '') + (e.code ? e.code + ': ' : '') + e.message }));
     view.dataset.rendered = String(Date.now());
@@ -777,6 +788,6 @@ document.getElementById('token-forget').addEventListener('click', () => {
   sessionStorage.removeItem('baton_token');
   render();
 });
-window.addEventListener('hashchange', () => render());
+window.addEventListener('hashchange', () => { revealedSecret = null; render(); });
 if (!token) document.getElementById('token-panel').classList.remove('hidden');
 render();

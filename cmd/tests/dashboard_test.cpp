@@ -63,6 +63,14 @@ class DashboardTest : public ::testing::Test {
     browser.eval("location.hash = '" + hash + "'");
     browser.wait_for(ready);
   }
+  /// Clicks a button whose action re-renders the page, and waits until that
+  /// render has replaced the page: a field set before then would be set on
+  /// the page about to be replaced (a trigger's key was lost that way).
+  void click_and_rerender(const std::string& selector) {
+    const auto before = browser.eval("document.getElementById('view').dataset.rendered || ''");
+    click(selector);
+    browser.wait_for("(document.getElementById('view').dataset.rendered || '') !== " + json::serialize(before));
+  }
   void answer_confirmations(bool yes) {
     browser.eval(std::string("window.confirm = (q) => { window.asked = q; return ") + (yes ? "true" : "false") +
                  "; }; window.asked = ''");
@@ -255,7 +263,7 @@ TEST_F(DashboardTest, ChartsMarkAFailoverListsPageAndSearchAndATriggerTakesParam
             json::string::npos);
   browser.eval(R"(document.getElementById('trigger-parameters').value = '{"region": "us"}')");
   browser.eval("document.getElementById('trigger-key').value = 'dash-key-1'");
-  click("button[data-action=\"trigger-with\"]");
+  click_and_rerender("button[data-action=\"trigger-with\"]");
   browser.wait_for("document.getElementById('message').textContent.includes('(run ')");
   auto keyed = get("/api/v1/runs?idempotency_key=dash-key-1").at("items").as_array();
   ASSERT_EQ(keyed.size(), 1u) << text_of("#message");
