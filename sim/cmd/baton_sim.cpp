@@ -3,6 +3,18 @@
 //
 //   baton-sim [--seeds N] [--from S] [--threads T] [--expect-failure]
 //   baton-sim --seed S        replay one seed and print its whole trace
+//   baton-sim --seed S --journals DIR
+//                             ... and write each of its books' incident
+//                             journals to DIR/book-<n>.jsonl
+//   baton-sim --replay FILE [--since MS] [--until MS] [--effects]
+//                             replay an incident journal (`baton ctl incident
+//                             export`, or --journals) into the leader's core
+//                             and show every decision it made in the window,
+//                             checking each batch of effects against the
+//                             record (docs/assurance.md, "Incident replay");
+//                             exit 0 when all are identical, 1 when one
+//                             differs (the line and both are printed), 2 on
+//                             a usage or file error
 //
 // Exit status: 0 when every seed passed (with --expect-failure: when at
 // least one failed, which is what a weakened build must show), 1 otherwise.
@@ -13,11 +25,15 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "baton/journal/replay.h"
 #include "baton/sim/simulation.h"
 
 namespace {
@@ -40,6 +56,9 @@ int main(int argc, char** argv) {
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   bool expect_failure = false;
   std::optional<std::uint64_t> replay;
+  std::string journals_dir, replay_file;
+  baton::journal::ReplayWindow window;
+  bool effects = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::uint64_t {
@@ -59,16 +78,53 @@ int main(int argc, char** argv) {
       replay = value();
     else if (a == "--expect-failure")
       expect_failure = true;  // and stop at the first failure
+    else if (a == "--journals" && i + 1 < argc)
+      journals_dir = argv[++i];
+    else if (a == "--replay" && i + 1 < argc)
+      replay_file = argv[++i];
+    else if (a == "--since")
+      window.from_ms = static_cast<std::int64_t>(value());
+    else if (a == "--until")
+      window.to_ms = static_cast<std::int64_t>(value());
+    else if (a == "--effects")
+      effects = true;
     else {
       std::fprintf(stderr, "baton-sim: unknown argument '%s'\n", a.c_str());
       return 2;
     }
   }
   spdlog::set_level(spdlog::level::off);
+  if (!replay_file.empty()) {
+    std::ifstream in(replay_file);
+    if (!in) {
+      std::fprintf(stderr, "baton-sim: cannot read %s\n", replay_file.c_str());
+      return 2;
+    }
+    const auto r = baton::journal::replay(in, window, effects, std::cout);
+    std::cout.flush();
+    std::printf("replay: %lld lines, %lld books, %lld inputs, %lld batches of effects (%lld effects) replayed, %s\n",
+                static_cast<long long>(r.lines), static_cast<long long>(r.books), static_cast<long long>(r.inputs),
+                static_cast<long long>(r.batches), static_cast<long long>(r.effects),
+                r.divergence.empty() ? "every batch identical to the record" : "DIVERGED");
+    if (!r.divergence.empty()) {
+      std::printf("replay: line %lld: %s\n", static_cast<long long>(r.line), r.divergence.c_str());
+      return 1;
+    }
+    return 0;
+  }
   if (replay) {
     std::vector<std::string> trace;
-    const auto o = baton::sim::simulate(*replay, &trace);
+    baton::sim::Journals journals;
+    const auto o = baton::sim::simulate(*replay, &trace, journals_dir.empty() ? nullptr : &journals);
     for (const auto& line : trace) std::printf("%s\n", line.c_str());
+    if (!journals_dir.empty()) {
+      std::filesystem::create_directories(journals_dir);
+      for (std::size_t b = 0; b < journals.size(); ++b) {
+        std::ofstream out(journals_dir + "/book-" + std::to_string(b + 1) + ".jsonl");
+        for (const auto& line : journals[b]) out << line << "\n";
+      }
+      std::printf("journals: %zu books in %s\n", journals.size(), journals_dir.c_str());
+    }
     std::printf("%s", o.report.markdown().c_str());
     if (!o.ok()) print_failure(o);
     return o.ok() ? 0 : 1;

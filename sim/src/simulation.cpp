@@ -307,8 +307,8 @@ const std::vector<std::string>& checked_invariants() {
   return names;
 }
 
-Outcome simulate(std::uint64_t seed, std::vector<std::string>* trace) {
-  World world(seed, knobs_for(seed), trace);
+Outcome simulate(std::uint64_t seed, std::vector<std::string>* trace, Journals* journals) {
+  World world(seed, knobs_for(seed), trace, journals);
   return world.run();
 }
 

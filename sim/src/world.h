@@ -22,6 +22,7 @@
 #include "baton/base/weaken.h"
 #include "baton/checker/faults.h"
 #include "baton/consensus/elector.h"
+#include "baton/journal/book_recorder.h"
 #include "baton/leader_core/run_book.h"
 #include "baton/protocol/vocabulary.h"
 #include "baton/sim/partitioned_history.h"
@@ -198,6 +199,9 @@ struct Seat {
   std::unique_ptr<store::fake::FakeLeaderStore> leader;
   std::unique_ptr<consensus::Elector> elector;
   std::unique_ptr<lc::RunBook> book;
+  /// Its incident journal, when the simulation keeps them (Journals).
+  std::unique_ptr<journal::LineSink> journal_sink;
+  std::unique_ptr<journal::BookRecorder> journal;
   std::deque<std::function<void()>> inbox;  ///< deliveries waiting for this loop to run
   /// Lane results not yet back: (when, delivery); dropped with the process.
   std::vector<std::pair<std::int64_t, std::function<void()>>> lane_replies;
@@ -249,11 +253,12 @@ struct Worker {
 
 class World {
  public:
-  World(std::uint64_t seed, Knobs k, std::vector<std::string>* trace)
+  World(std::uint64_t seed, Knobs k, std::vector<std::string>* trace, Journals* journals = nullptr)
       : seed_(seed),
         k_(std::move(k)),
         rng_(seed * 0x9E3779B97F4A7C15ull + 1),
         trace_(trace),
+        journals_(journals),
         lease_dbs_(lease_dbs(k_.partitions, db_clock_)),
         run_db_(pointers(lease_dbs_), db_clock_),
         cfg_(runtime_config()) {
@@ -318,6 +323,8 @@ class World {
   void step_seat(Node& n, Seat& s);
   void run_book(Node& n, Seat& s);
   void stop_book(Node& n, Seat& s, const char* why);
+  /// Gives the book just made in `s` a journal in journals_.
+  void record_journal(Seat& s, const journal::BookHeader& made);
 
   /// The control loop's drain: every effect carried out in order. A store
   /// effect becomes the same call as in the control loop (store_calls); where
@@ -426,6 +433,7 @@ class World {
   Knobs k_;
   std::mt19937_64 rng_;
   std::vector<std::string>* trace_;
+  Journals* journals_;
   WorldClock db_clock_;
   std::vector<std::unique_ptr<store::fake::FakeLeaseDb>> lease_dbs_;  ///< one per partition
   store::fake::FakeRunDb run_db_;

@@ -18,6 +18,7 @@ void World::boot_node(Node& n) {
     s.elector = std::make_unique<consensus::Elector>(
         *s.lease, *n.clock, n.identity, election_config(), [](const consensus::RoleChange&) {}, [](Millis) {});
     s.book.reset();
+    s.journal.reset();
     s.inbox.clear();
     s.lane_replies.clear();
   }
@@ -68,10 +69,12 @@ void World::step_seat(Node& n, Seat& s) {
   if (s.book && (!leads || s.book->epoch() != s.elector->leader_epoch())) stop_book(n, s, "stepping down");
   if (leads && !s.book) {
     s.book_serial++;
-    s.book = std::make_unique<lc::RunBook>(s.elector->leader_epoch(), n.identity.node_id, cfg_,
-                                           static_cast<std::uint64_t>(s.elector->leader_epoch().value) * 7919u + 17u,
-                                           n.clock->mono());
+    const journal::BookHeader made{s.elector->leader_epoch(), n.identity.node_id, cfg_,
+                                   static_cast<std::uint64_t>(s.elector->leader_epoch().value) * 7919u + 17u,
+                                   n.clock->mono()};
+    s.book = std::make_unique<lc::RunBook>(made.epoch, made.node_id, made.cfg, made.seed, made.started);
     note(seat_name(n, s) + " leads epoch " + std::to_string(s.elector->leader_epoch().value));
+    if (journals_) record_journal(s, made);
     s.book->start(n.clock->mono());
     execute(n, s);
   }
@@ -106,6 +109,28 @@ void World::stop_book(Node& n, Seat& s, const char* why) {
   for (auto& [id, c] : conns_)
     if (c.node == n.index && c.partition == s.partition && c.node_open) close_node_side(id);
   s.book.reset();
+  s.journal.reset();
+}
+
+namespace {
+/// Appends to one book's entry of the simulation's Journals.
+class JournalLines final : public journal::LineSink {
+ public:
+  JournalLines(Journals& all, std::size_t index) : all_(all), index_(index) {}
+  void line(std::string text) override { all_[index_].push_back(std::move(text)); }
+
+ private:
+  Journals& all_;
+  std::size_t index_;
+};
+}  // namespace
+
+void World::record_journal(Seat& s, const journal::BookHeader& made) {
+  journals_->emplace_back();
+  s.journal_sink = std::make_unique<JournalLines>(*journals_, journals_->size() - 1);
+  s.journal = std::make_unique<journal::BookRecorder>(
+      made, [this] { return now_ns() / ms_ns; }, *s.journal_sink);
+  s.book->set_journal(s.journal.get());
 }
 
 void World::execute(Node& n, Seat& s) {

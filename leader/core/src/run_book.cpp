@@ -8,6 +8,7 @@
 #include "baton/base/assert.h"
 #include "baton/base/json_text.h"
 #include "baton/leader_core/dispatch.h"
+#include "baton/leader_core/input_journal.h"
 #include "baton/leader_core/output_archive_path.h"
 #include "baton/protocol/codec.h"
 #include "baton/protocol/vocabulary.h"
@@ -57,6 +58,7 @@ void RunBook::finished(const std::string& job, const std::string& outcome, std::
 }
 
 std::vector<Effect> RunBook::take_effects() {
+  if (journal_) journal_->effects_taken(effects_);
   std::vector<Effect> out;
   out.swap(effects_);
   return out;
@@ -111,38 +113,52 @@ void RunBook::resume(Waits& waits, OpId op, const Result<T>& r, MonoTime now) {
 }
 
 void RunBook::result(OpId op, const Result<std::vector<store::ActiveRun>>& r, MonoTime now) {
+  if (journal_) journal_->result(op, r, now);
   resume(awaiting_.active, op, r, now);
 }
 void RunBook::result(OpId op, const Result<std::optional<store::RunRow>>& r, MonoTime now) {
+  if (journal_) journal_->result(op, r, now);
   resume(awaiting_.run, op, r, now);
 }
 void RunBook::result(OpId op, const Result<std::vector<store::DueRun>>& r, MonoTime now) {
+  if (journal_) journal_->result(op, r, now);
   resume(awaiting_.due, op, r, now);
 }
 void RunBook::result(OpId op, const Result<std::vector<store::ScheduledJob>>& r, MonoTime now) {
+  if (journal_) journal_->result(op, r, now);
   resume(awaiting_.jobs, op, r, now);
 }
 void RunBook::result(OpId op, const Result<store::WriteResult>& r, MonoTime now) {
+  if (journal_) journal_->result(op, r, now);
   resume(awaiting_.write, op, r, now);
 }
 void RunBook::result(OpId op, const Result<store::BatchWriteResult>& r, MonoTime now) {
+  if (journal_) journal_->result(op, r, now);
   if (awaiting_.lanes.count(op)) return resume(awaiting_.lanes, op, r, now);
   resume(awaiting_.assigns, op, r, now);
 }
 void RunBook::result(OpId op, const Result<store::HeartbeatBatchResult>& r, MonoTime now) {
+  if (journal_) journal_->result(op, r, now);
   resume(awaiting_.heartbeats, op, r, now);
 }
 void RunBook::result(OpId op, const Result<store::CreateResult>& r, MonoTime now) {
+  if (journal_) journal_->result(op, r, now);
   resume(awaiting_.create, op, r, now);
 }
-void RunBook::result(OpId op, const Result<store::Pruned>& r, MonoTime now) { resume(awaiting_.prune, op, r, now); }
+void RunBook::result(OpId op, const Result<store::Pruned>& r, MonoTime now) {
+  if (journal_) journal_->result(op, r, now);
+  resume(awaiting_.prune, op, r, now);
+}
 void RunBook::result(OpId op, const Result<store::EventsProcessed>& r, MonoTime now) {
+  if (journal_) journal_->result(op, r, now);
   resume(awaiting_.events, op, r, now);
 }
 void RunBook::result(OpId op, const Result<store::SubmissionsProcessed>& r, MonoTime now) {
+  if (journal_) journal_->result(op, r, now);
   resume(awaiting_.submissions, op, r, now);
 }
 void RunBook::result(OpId op, const Result<store::Controls>& r, MonoTime now) {
+  if (journal_) journal_->result(op, r, now);
   resume(awaiting_.controls, op, r, now);
 }
 
@@ -437,6 +453,7 @@ void RunBook::send_link(LinkId link, protocol::Message m) {
 // --- operator cancel ----------------------------------------------------------
 
 void RunBook::cancel(RunId run, const std::string& reason, MonoTime now) {
+  if (journal_) journal_->cancel(run, reason, now);
   now_ = now;
   on_cancel(run, reason, 0);
   after_input();

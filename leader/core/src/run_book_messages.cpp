@@ -10,6 +10,7 @@
 #include "baton/base/assert.h"
 #include "baton/base/json_text.h"
 #include "baton/leader_core/dispatch.h"
+#include "baton/leader_core/input_journal.h"
 #include "baton/leader_core/output_archive_path.h"
 #include "baton/protocol/codec.h"
 #include "baton/protocol/vocabulary.h"
@@ -41,6 +42,7 @@ RunState attempt_end_state(protocol::Outcome o, Cancel cancel) {
 // --- messages ---------------------------------------------------------------
 
 void RunBook::message(LinkId link, const std::string& worker, const protocol::Message& m, MonoTime now) {
+  if (journal_) journal_->message(link, worker, m, now);
   now_ = now;
   auto it = workers_.find(worker);
   if (it == workers_.end() || it->second.link != link) return after_input();  // from a replaced connection

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "baton/base/json_text.h"
+#include "baton/leader_core/input_journal.h"
 #include "baton/leader_core/run_book.h"
 #include "run_book_detail.h"
 
@@ -19,11 +20,13 @@ using namespace run_book_detail;
 // --- the pass ---------------------------------------------------------------
 
 void RunBook::dispatch_now() {
+  if (journal_) journal_->dispatch_now();
   pass_.dispatch_requested = true;
   after_input();
 }
 
 void RunBook::created(const std::vector<store::DueRun>& runs, MonoTime now) {
+  if (journal_) journal_->created(runs, now);
   now_ = now;
   // A pass under way may be reading or assigning: its capacity view is not
   // whole until its writes return, and the pass's own dispatch reads these
@@ -36,6 +39,7 @@ void RunBook::created(const std::vector<store::DueRun>& runs, MonoTime now) {
 }
 
 void RunBook::tick(MonoTime now) {
+  if (journal_) journal_->tick(now);
   now_ = now;
   while (!wakeups_.empty() && *wakeups_.begin() <= now_) {
     wakeups_.erase(wakeups_.begin());
@@ -59,6 +63,7 @@ void RunBook::tick(MonoTime now) {
 // --- the decision ledger ------------------------------------------------------
 
 void RunBook::inbox_noticed() {
+  if (journal_) journal_->inbox_noticed();
   pass_.inbox_requested = true;
   after_input();
 }

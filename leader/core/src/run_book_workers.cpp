@@ -10,6 +10,7 @@
 #include "baton/base/assert.h"
 #include "baton/base/json_text.h"
 #include "baton/leader_core/dispatch.h"
+#include "baton/leader_core/input_journal.h"
 #include "baton/leader_core/output_archive_path.h"
 #include "baton/protocol/codec.h"
 #include "baton/protocol/vocabulary.h"
@@ -22,6 +23,7 @@ using namespace run_book_detail;
 // --- workers ----------------------------------------------------------------
 
 void RunBook::start(MonoTime now) {
+  if (journal_) journal_->start(now);
   now_ = now;
   log(LogLevel::info, fmt::format("control_loop_start node={} epoch={}", node_id_, epoch_.value));
   with_fresh_view(resume::RefreshOnly{});
@@ -29,6 +31,7 @@ void RunBook::start(MonoTime now) {
 }
 
 void RunBook::attached(LinkId link, const protocol::Hello& hello, MonoTime now) {
+  if (journal_) journal_->attached(link, hello, now);
   now_ = now;
   const std::string& id = hello.worker_id;
   if (auto old = workers_.find(id); old != workers_.end() && old->second.link != link) {
@@ -152,6 +155,7 @@ void RunBook::drop_worker(const std::string& worker, const char* why) {
 }
 
 void RunBook::detached(LinkId link, const std::string& worker, const std::string& why, MonoTime now) {
+  if (journal_) journal_->detached(link, worker, why, now);
   now_ = now;
   auto it = workers_.find(worker);
   if (it != workers_.end() && it->second.link == link) drop_worker(worker, why.c_str());

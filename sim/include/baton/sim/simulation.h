@@ -82,8 +82,14 @@ struct Outcome {
 /// and API submissions) that the simulator does not produce.
 const std::vector<std::string>& checked_invariants();
 
+/// Each RunBook's incident journal (journal/book_recorder.h), one per book
+/// the history made, its lines in order, with the virtual time as their
+/// wall clock: what `baton-sim --replay` reads.
+using Journals = std::vector<std::vector<std::string>>;
+
 /// Simulates one history from `seed` and checks it. `trace`, if given, gets
-/// every log line of the nodes and every simulator event, with the virtual time.
-Outcome simulate(std::uint64_t seed, std::vector<std::string>* trace = nullptr);
+/// every log line of the nodes and every simulator event, with the virtual
+/// time; `journals`, if given, every book's journal.
+Outcome simulate(std::uint64_t seed, std::vector<std::string>* trace = nullptr, Journals* journals = nullptr);
 
 }  // namespace baton::sim

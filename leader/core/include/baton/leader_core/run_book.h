@@ -287,11 +287,18 @@ using Effect = std::variant<Send, Close, Log, Count, ObserveDispatchLatency, Rec
 /// and writes): none may follow a Fenced answer.
 bool is_external(const Effect& e);
 
+class InputJournal;  // input_journal.h
+
 class RunBook {
  public:
   /// `started` is when the epoch began on this leader's clock (the reattach
   /// window counts from it); `seed` makes the retry jitter reproducible.
   RunBook(Epoch epoch, std::string node_id, RuntimeConfig cfg, std::uint64_t seed, MonoTime started);
+
+  /// Tells `journal` (not owned; nullptr: none) every input from now on and
+  /// every batch of effects taken: set before start() for a journal that
+  /// replays (leader_core/input_journal.h).
+  void set_journal(InputJournal* journal) { journal_ = journal; }
 
   // --- inputs ---------------------------------------------------------------
   /// Call once at the start: the first read of the active runs.
@@ -577,6 +584,7 @@ class RunBook {
   MonoTime now_{};
 
   std::vector<Effect> effects_;
+  InputJournal* journal_ = nullptr;
   /// Once any write came back Fenced (a newer leader exists), nothing is
   /// sent or written again.
   struct Fencing {

@@ -1,0 +1,202 @@
+#include "codec.h"
+
+#include <array>
+#include <boost/mp11.hpp>
+#include <boost/pfr.hpp>
+#include <cstdio>
+#include <variant>
+
+namespace baton {
+namespace {
+/// Every member of T is described: a member added to one of these types
+/// without its description here fails the build instead of going unrecorded.
+template <class T>
+constexpr bool all_members_described() {
+  return boost::pfr::tuple_size_v<T> ==
+         boost::mp11::mp_size<boost::describe::describe_members<T, boost::describe::mod_public>>::value;
+}
+static_assert(all_members_described<Error>());
+static_assert(all_members_described<store::KeyedLimits>());
+static_assert(all_members_described<store::PreviousAttempt>());
+static_assert(all_members_described<store::DueRun>());
+static_assert(all_members_described<store::ActiveRun>());
+static_assert(all_members_described<store::RunRow>());
+static_assert(all_members_described<store::ScheduledJob>());
+static_assert(all_members_described<store::WriteResult>());
+static_assert(all_members_described<store::CreateResult>());
+static_assert(all_members_described<store::Controls>());
+static_assert(all_members_described<store::EventsProcessed>());
+static_assert(all_members_described<store::SubmissionsProcessed>());
+static_assert(all_members_described<store::Pruned>());
+static_assert(all_members_described<store::RunFence>());
+static_assert(all_members_described<store::AttemptFence>());
+static_assert(all_members_described<store::Finish>());
+static_assert(all_members_described<store::StartGrant>());
+static_assert(all_members_described<store::AssignRow>());
+static_assert(all_members_described<store::StartRow>());
+static_assert(all_members_described<store::FinishRow>());
+static_assert(all_members_described<store::HeartbeatRow>());
+static_assert(all_members_described<store::OutputChunk>());
+static_assert(all_members_described<store::SkippedCronSlots>());
+static_assert(boost::pfr::tuple_size_v<store::BatchWriteResult> == 2);      // by hand, below
+static_assert(boost::pfr::tuple_size_v<store::HeartbeatBatchResult> == 2);  // by hand, below
+static_assert(all_members_described<leader_core::RuntimeConfig>());
+static_assert(all_members_described<leader_core::Close>());
+static_assert(all_members_described<leader_core::Log>());
+static_assert(all_members_described<leader_core::Count>());
+static_assert(all_members_described<leader_core::ObserveRunFinished>());
+static_assert(all_members_described<leader_core::ObserveDispatchLatency>());
+static_assert(all_members_described<leader_core::ObserveCronSlotDelay>());
+static_assert(all_members_described<leader_core::RecordWorker>());
+static_assert(all_members_described<leader_core::RecordWorkersSeen>());
+static_assert(all_members_described<leader_core::AppendRunLog>());
+static_assert(all_members_described<leader_core::AppendRunOutput>());
+static_assert(all_members_described<leader_core::ReadActive>());
+static_assert(all_members_described<leader_core::ReadRun>());
+static_assert(all_members_described<leader_core::ReadDue>());
+static_assert(all_members_described<leader_core::ReadScheduledJobs>());
+static_assert(all_members_described<leader_core::ReadControls>());
+static_assert(all_members_described<leader_core::WriteRun>());
+static_assert(all_members_described<leader_core::WriteAssigns>());
+static_assert(all_members_described<leader_core::WriteStarts>());
+static_assert(all_members_described<leader_core::WriteFinishes>());
+static_assert(all_members_described<leader_core::WriteHeartbeats>());
+static_assert(all_members_described<leader_core::CreateCronRun>());
+static_assert(all_members_described<leader_core::Prune>());
+static_assert(all_members_described<leader_core::ProcessEvents>());
+static_assert(all_members_described<leader_core::ProcessSubmissions>());
+static_assert(all_members_described<leader_core::ReadUnmatched>());
+static_assert(all_members_described<leader_core::ReadWaiting>());
+static_assert(all_members_described<leader_core::RecordDecision>());
+static_assert(all_members_described<leader_core::SkipCronSlots>());
+static_assert(boost::pfr::tuple_size_v<leader_core::Send> == 2);  // by hand, below
+}  // namespace
+}  // namespace baton
+
+namespace baton::store {
+namespace json = boost::json;
+
+namespace {
+template <class Map>
+json::value keyed_by_run(const Map& m) {
+  json::array a;
+  a.reserve(m.size());
+  for (const auto& [id, v] : m) a.push_back(json::array{id, json::value_from(v)});
+  return a;
+}
+template <class V>
+std::map<std::int64_t, V> by_run(const json::value& v) {
+  std::map<std::int64_t, V> m;
+  for (const auto& pair : v.as_array()) {
+    const auto& p = pair.as_array();
+    m.emplace(p.at(0).to_number<std::int64_t>(), json::value_to<V>(p.at(1)));
+  }
+  return m;
+}
+}  // namespace
+
+void tag_invoke(json::value_from_tag, json::value& v, const BatchWriteResult& r) {
+  v = json::object{{"current_epoch", r.current_epoch.value}, {"applied", keyed_by_run(r.applied)}};
+}
+BatchWriteResult tag_invoke(json::value_to_tag<BatchWriteResult>, const json::value& v) {
+  BatchWriteResult r;
+  r.current_epoch = Epoch{v.at("current_epoch").to_number<std::int64_t>()};
+  r.applied = by_run<WriteResult>(v.at("applied"));
+  return r;
+}
+void tag_invoke(json::value_from_tag, json::value& v, const HeartbeatBatchResult& r) {
+  v = json::object{{"current_epoch", r.current_epoch.value}, {"applied", keyed_by_run(r.applied)}};
+}
+HeartbeatBatchResult tag_invoke(json::value_to_tag<HeartbeatBatchResult>, const json::value& v) {
+  HeartbeatBatchResult r;
+  r.current_epoch = Epoch{v.at("current_epoch").to_number<std::int64_t>()};
+  r.applied = by_run<Version>(v.at("applied"));
+  return r;
+}
+}  // namespace baton::store
+
+namespace baton::leader_core {
+void tag_invoke(boost::json::value_from_tag, boost::json::value& v, const Send& s) {
+  v = boost::json::object{{"link", s.link}, {"message", journal::message_text(s.message)}};
+}
+}  // namespace baton::leader_core
+
+namespace baton::journal {
+namespace json = boost::json;
+namespace lc = leader_core;
+
+std::string message_text(const protocol::Message& m) {
+  if (const auto* hello = std::get_if<protocol::Hello>(&m); hello && !hello->token.empty()) {
+    protocol::Hello without = *hello;
+    without.token.clear();
+    return protocol::encode(protocol::Message{std::move(without)}, protocol::protocol_version_max);
+  }
+  return protocol::encode(m, protocol::protocol_version_max);
+}
+
+Result<protocol::Message> message_of(std::string_view text) {
+  auto decoded = protocol::decode(text);
+  if (auto* e = std::get_if<protocol::DecodeError>(&decoded))
+    return make_error(Errc::bad_input, "a recorded message does not decode: " + e->code + ": " + e->message);
+  return std::get<protocol::Message>(std::move(decoded));
+}
+
+namespace {
+// In the order of leader_core::Effect's alternatives.
+constexpr std::array<const char*, 29> effect_names{"Send",
+                                                   "Close",
+                                                   "Log",
+                                                   "Count",
+                                                   "ObserveDispatchLatency",
+                                                   "RecordWorker",
+                                                   "AppendRunLog",
+                                                   "ReadActive",
+                                                   "ReadRun",
+                                                   "ReadDue",
+                                                   "ReadScheduledJobs",
+                                                   "WriteRun",
+                                                   "WriteAssigns",
+                                                   "WriteStarts",
+                                                   "WriteFinishes",
+                                                   "WriteHeartbeats",
+                                                   "CreateCronRun",
+                                                   "SkipCronSlots",
+                                                   "RecordDecision",
+                                                   "ReadUnmatched",
+                                                   "ProcessEvents",
+                                                   "ProcessSubmissions",
+                                                   "Prune",
+                                                   "ReadControls",
+                                                   "RecordWorkersSeen",
+                                                   "ObserveRunFinished",
+                                                   "AppendRunOutput",
+                                                   "ReadWaiting",
+                                                   "ObserveCronSlotDelay"};
+static_assert(effect_names.size() == std::variant_size_v<lc::Effect>);
+}  // namespace
+
+json::value effect_json(const lc::Effect& e) {
+  json::value v = std::visit([](const auto& x) { return json::value_from(x); }, e);
+  json::object out;
+  out["e"] = effect_names[e.index()];
+  for (auto& [k, m] : v.as_object()) out[k] = std::move(m);
+  return out;
+}
+
+std::string effects_digest(const std::vector<lc::Effect>& effects) {
+  std::uint64_t h = 1469598103934665603ull;
+  auto mix = [&](std::string_view s) {
+    for (unsigned char c : s) {
+      h ^= c;
+      h *= 1099511628211ull;
+    }
+    h ^= 0xff;  // a separator no JSON text ends with
+    h *= 1099511628211ull;
+  };
+  for (const auto& e : effects) mix(json::serialize(effect_json(e)));
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
+}  // namespace baton::journal
