@@ -111,6 +111,30 @@ HttpResponse AdminApi::show_run(const ApiCall& c) {
   return {200, "application/json", **r, {}};
 }
 
+HttpResponse AdminApi::incident_export(const ApiCall& c) {
+  std::optional<std::int64_t> from, to;
+  if (auto bad = int_param(c.params, "from", 0, std::int64_t{1} << 40, from)) return error(400, "bad_request", *bad);
+  if (auto bad = int_param(c.params, "to", 0, std::int64_t{1} << 40, to)) return error(400, "bad_request", *bad);
+  if (!from || !to) return error(400, "bad_request", "'from' and 'to' (unix seconds) are both required");
+  if (*from > *to) return error(400, "bad_request", "'from' is after 'to'");
+  const std::string node = c.node.node_id;
+  if (!incident_export_)
+    return error(404, "no_journal",
+                 "node " + node + " keeps no incident journal (node key incident_journal_dir; docs/assurance.md)");
+  // Whole seconds: the window runs to the end of its last second.
+  auto journal = incident_export_(*from * 1000, *to * 1000 + 999);
+  if (!journal) return error(404, "not_found", "node " + node + ": " + journal.error().message);
+  std::int64_t books = 0, lines = 0;
+  for (std::size_t at = 0; (at = journal->find('\n', at)) != std::string::npos; ++at) lines++;
+  for (std::size_t at = 0; (at = journal->find("{\"k\":\"book\"", at)) != std::string::npos; ++at) books++;
+  return ok_json(json::object{{"node", node},
+                              {"from", *from},
+                              {"to", *to},
+                              {"books", books},
+                              {"lines", lines},
+                              {"journal", std::move(*journal)}});
+}
+
 HttpResponse AdminApi::run_output(const ApiCall& c) {
   auto id = parse_id(c.param("id"));
   if (!id) return bad_id("run id", c.param("id"));

@@ -144,6 +144,7 @@ class Cluster {
                        << ", continuation_margin: " << opt_.continuation_margin
                        << ", timeout_grace: 2s, assign_with_start: true" << opt_.runtime_extra << "}\n"
                        << (opt_.log_archive ? "log_archive_dir: " + dir_ + "/archive\n" : "")
+                       << "incident_journal_dir: " << dir_ << "/journal-" << id << "\n"
                        << (tls.empty() ? node_tls_config() : tls) << opt_.node_extra << extra;
     auto& node = spawn(id, {BATON_BINARY, "node", "--config", cfg});
     if (!jobs_applied_) apply_jobs(id);

@@ -71,6 +71,7 @@ std::string completion_script(const std::vector<Verb>& verbs, const std::string&
 std::optional<std::chrono::milliseconds> parse_duration(const std::string& s);
 
 int runs_list(Call& c);
+int incident_export(Call& c);
 /// The run filters of `runs list` (--job, --state, --worker, --key,
 /// --error, --since, --until) as query parameters; a usage error's code.
 std::optional<int> run_filters(Call& c, std::vector<std::pair<std::string, std::string>>& q);

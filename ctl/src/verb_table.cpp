@@ -709,6 +709,16 @@ std::vector<Verb> verbs() {
          if (auto to = c.flag("--to")) body["to"] = *to;
          return simple(c, "POST", "/api/v1/leader/handover", json::serialize(body));
        }},
+      {{"incident", "export"},
+       "",
+       "the incident journal of the node asked (--addr): every input of its leader's decision core in each epoch it "
+       "led that overlaps the window, from the epoch's start; `baton-sim --replay FILE` replays it",
+       {{"--from", true, "start of the window: unix seconds, 15m back, or an RFC 3339 time (default: 15m)"},
+        {"--to", true, "end of the window (default: now)"},
+        {"--file", true, "write it here (default: stdout)"}},
+       0,
+       0,
+       incident_export},
       {{"events", "list"},
        "",
        "events newest first, with the runs made from each",
@@ -1060,6 +1070,45 @@ std::optional<int> run_filters(Call& c, std::vector<std::pair<std::string, std::
     q.emplace_back(param, std::to_string(*t));
   }
   return std::nullopt;
+}
+
+/// `incident export`: the node's journal for the window into a file (or
+/// stdout), ready for `baton-sim --replay`.
+int incident_export(Call& c) {
+  const std::int64_t now =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  std::int64_t window[2] = {now - 900, now};
+  const char* flags[2] = {"--from", "--to"};
+  for (int i = 0; i < 2; ++i) {
+    auto v = c.flag(flags[i]);
+    if (!v) continue;
+    auto t = time_filter(*v, now);
+    if (!t)
+      return c.usage(std::string(flags[i]) +
+                     " must be unix seconds, a duration back from now (90s, 15m, 2h) or an RFC 3339 time "
+                     "(2026-11-29T03:00:00Z), got '" +
+                     *v + "'");
+    window[i] = *t;
+  }
+  if (window[0] > window[1]) return c.usage("--from is after --to");
+  auto reply =
+      c.api.call("GET", "/api/v1/incident?from=" + std::to_string(window[0]) + "&to=" + std::to_string(window[1]));
+  if (reply.status != 200) return c.fail(reply);
+  auto body = json::parse(reply.body).as_object();
+  const std::string journal(body["journal"].as_string());
+  const auto file = c.flag("--file");
+  if (file) {
+    std::ofstream out(*file, std::ios::binary | std::ios::trunc);
+    out << journal;
+    out.close();
+    if (!out) return c.error(exit_refused, "cannot write " + *file);
+  } else {
+    c.out << journal;
+  }
+  c.err << "node " << field(body, "node") << ": " << field(body, "books") << " book(s), " << field(body, "lines")
+        << " lines, " << journal.size() << " bytes" << (file ? " in " + *file : std::string())
+        << "; replay: baton-sim --replay " << (file ? *file : std::string("FILE")) << "\n";
+  return exit_ok;
 }
 
 int runs_list(Call& c) {

@@ -5,6 +5,7 @@
 #include <ostream>
 #include <string>
 
+#include "baton/base/log.h"
 #include "codec.h"
 
 namespace baton::journal {
@@ -13,15 +14,15 @@ namespace lc = leader_core;
 
 namespace {
 
-/// The level as spdlog's default pattern prints it.
-const char* level_text(lc::LogLevel l) {
+/// The level the control loop logs a book's line at (control_loop.cpp).
+spdlog::level::level_enum level_of(lc::LogLevel l) {
   switch (l) {
-    case lc::LogLevel::debug: return "debug";
-    case lc::LogLevel::info: return "info";
-    case lc::LogLevel::warn: return "warning";
-    case lc::LogLevel::error: return "error";
+    case lc::LogLevel::debug: return spdlog::level::debug;
+    case lc::LogLevel::info: return spdlog::level::info;
+    case lc::LogLevel::warn: return spdlog::level::warn;
+    case lc::LogLevel::error: return spdlog::level::err;
   }
-  return "info";
+  return spdlog::level::info;
 }
 
 template <class T>
@@ -63,6 +64,8 @@ ReplayReport replay(std::istream& in, const ReplayWindow& asked, bool effects, s
   ReplayReport report;
   ReplayWindow window = asked;
   std::unique_ptr<lc::RunBook> book;
+  std::string node;  // the process name the node logs under
+  std::int64_t input_wall = 0;
   std::string text;
   auto fail = [&](std::string why) {
     report.divergence = std::move(why);
@@ -82,6 +85,9 @@ ReplayReport replay(std::istream& in, const ReplayWindow& asked, bool effects, s
         }
         continue;
       }
+      if (kind == "gap")
+        return fail("the journal lost " + std::to_string(line.at("lost").to_number<std::int64_t>()) +
+                    " lines here (the node's disk fell behind its control loop): nothing after it can be replayed");
       const std::int64_t wall = line.at("w").to_number<std::int64_t>();
       const bool shown = (!window.from_ms || wall >= *window.from_ms) && (!window.to_ms || wall <= *window.to_ms);
       if (kind == "book") {
@@ -90,8 +96,8 @@ ReplayReport replay(std::istream& in, const ReplayWindow& asked, bool effects, s
             Epoch{line.at("epoch").to_number<std::int64_t>()}, std::string(line.at("node").as_string()),
             json::value_to<lc::RuntimeConfig>(line.at("cfg")), line.at("seed").to_number<std::uint64_t>(),
             json::value_to<MonoTime>(line.at("started")));
-        if (shown)
-          out << "# book epoch=" << line.at("epoch").as_int64() << " node=" << line.at("node").as_string() << "\n";
+        node = std::string(line.at("node").as_string());
+        if (shown) out << "# book epoch=" << line.at("epoch").as_int64() << " node=" << node << "\n";
         continue;
       }
       if (!book)
@@ -115,7 +121,12 @@ ReplayReport replay(std::istream& in, const ReplayWindow& asked, bool effects, s
         if (!shown) continue;
         for (const auto& e : taken) {
           if (const auto* log = std::get_if<lc::Log>(&e)) {
-            out << "[" << level_text(log->level) << "] " << log->text << "\n";
+            // As the node's log has it (text format), stamped with the
+            // wall clock of the input that made it.
+            out << format_log_line(LogFormat::text, node, level_of(log->level),
+                                   std::chrono::system_clock::time_point{std::chrono::milliseconds{input_wall}},
+                                   log->text)
+                << "\n";
             report.shown++;
           } else if (effects) {
             out << "  " << json::serialize(effect_json(e)) << "\n";
@@ -125,6 +136,7 @@ ReplayReport replay(std::istream& in, const ReplayWindow& asked, bool effects, s
         continue;
       }
       report.inputs++;
+      input_wall = wall;
       if (kind == "start")
         book->start(now_of(line));
       else if (kind == "attached") {

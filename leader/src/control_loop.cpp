@@ -62,7 +62,8 @@ ControlLoop::ControlLoop(Epoch epoch, NodeIdentity me, RuntimeConfig cfg, RunLan
       stores_{runs.main, runs.assigns, runs.starts, runs.finishes, store, reads},
       clock_(clock),
       metrics_(metrics),
-      book_(epoch, me_.node_id, cfg, static_cast<std::uint64_t>(epoch.value) * 7919u + 17u, clock.mono()) {}
+      made_{epoch, me_.node_id, cfg, static_cast<std::uint64_t>(epoch.value) * 7919u + 17u, clock.mono()},
+      book_(made_.epoch, made_.node_id, made_.cfg, made_.seed, made_.started) {}
 
 ControlLoop::~ControlLoop() = default;
 
@@ -83,6 +84,18 @@ void ControlLoop::post(LoopEvent e) {
 }
 
 void ControlLoop::run(const std::atomic<bool>& stop) {
+  if (journal_ring_) {
+    journal_ring_->begin_book(epoch_);
+    journal_ = std::make_unique<journal::BookRecorder>(
+        made_,
+        [] {
+          return std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+              .count();
+        },
+        *journal_ring_);
+    book_.set_journal(journal_.get());
+  }
   book_.start(clock_.mono());
   drain();
   while (!stop.load() && !book_.fenced()) {

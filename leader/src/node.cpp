@@ -119,6 +119,13 @@ class NodeRuntime final : public ServerHandlers {
       archive_writer_ = std::make_unique<ArchiveWriter>(*archive_);
       admin_.set_log_archive(archive_.get());
     }
+    if (!cfg.incident_journal_dir.empty()) {
+      journal_ring_ = std::make_unique<JournalRing>(cfg.incident_journal_dir,
+                                                    static_cast<std::int64_t>(cfg.incident_journal_max_mb) << 20);
+      admin_.set_incident_export([ring = journal_ring_.get()](std::int64_t from_ms, std::int64_t to_ms) {
+        return ring->export_window(from_ms, to_ms);
+      });
+    }
   }
 
   /// The node's log archive, if it has one (every node sweeps its own).
@@ -326,6 +333,7 @@ class NodeRuntime final : public ServerHandlers {
                                             RunLanes{*h->runs, *h->assign_runs, *h->start_runs, *h->finish_runs},
                                             *h->store, *h->reads, clock_, metrics_);
     h->loop->set_archive_writer(archive_writer_.get());
+    h->loop->set_journal(journal_ring_.get());
     h->thread = std::thread([h] {
       h->loop->run(h->stop);
       h->done = true;
@@ -470,6 +478,7 @@ class NodeRuntime final : public ServerHandlers {
   WorkerAuthenticator worker_auth_;
   std::unique_ptr<LogArchive> archive_;
   std::unique_ptr<ArchiveWriter> archive_writer_;  ///< after archive_: writes into it until destroyed
+  std::unique_ptr<JournalRing> journal_ring_;      ///< the loops' incident journal (null: none)
   AdminApi admin_;
   std::mutex mutex_;
   std::shared_ptr<LoopHandle> active_;

@@ -136,6 +136,13 @@ Result<NodeConfig> load_node_config(const std::string& file) {
   }
   if (auto v = top.integer("log_archive_retention_days", 1, 36500))
     cfg.log_archive_retention_days = static_cast<int>(*v);
+  if (auto v = top.string("incident_journal_dir")) {
+    if (v->empty())
+      errors.add("incident_journal_dir", "must name a directory (leave the key out for no incident journal)");
+    else
+      cfg.incident_journal_dir = resolve(*v);
+  }
+  if (auto v = top.integer("incident_journal_max_mb", 1, 1048576)) cfg.incident_journal_max_mb = static_cast<int>(*v);
 
   ConfigMap rt = top.map("runtime");
   auto dur = [&](const char* key, Millis& out) {

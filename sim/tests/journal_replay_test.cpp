@@ -3,9 +3,9 @@
 // partitions, lost replies and fenced writes) replays from its journal to
 // the same effects, batch by batch; and a journal changed after the fact is
 // caught at the batch the change makes different.
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
+#include <boost/json.hpp>
 
 #include <cstdlib>
 #include <sstream>
@@ -99,7 +99,8 @@ TEST(JournalReplay, TheAccountShowsTheBooksLogLinesAsTheNodeLoggedThem) {
   std::string shown;
   const auto r = replay_lines(journals.front(), &shown);
   ASSERT_EQ(r.divergence, "");
-  EXPECT_NE(shown.find("[info] control_loop_start"), std::string::npos) << shown.substr(0, 500);
+  EXPECT_NE(shown.find(" level=info process=n"), std::string::npos) << shown.substr(0, 500);
+  EXPECT_NE(shown.find(" event=control_loop_start node=n"), std::string::npos) << shown.substr(0, 500);
   EXPECT_GT(r.shown, 0);
 }
 

@@ -107,6 +107,11 @@ class AdminApi {
   void set_payload_denylist(std::vector<std::string> denylist) { denylist_ = std::move(denylist); }
   /// The node's log archive (GET /api/v1/runs/{id}/output); null: none.
   void set_log_archive(const LogArchive* archive) { archive_ = archive; }
+  /// This node's incident journal for a window of wall-clock milliseconds
+  /// (GET /api/v1/incident; leader/journal_ring.h); unset: the node keeps
+  /// none.
+  using IncidentExport = std::function<Result<std::string>(std::int64_t from_ms, std::int64_t to_ms)>;
+  void set_incident_export(IncidentExport e) { incident_export_ = std::move(e); }
   void set_limits(const ApiLimits& limits) { limits_ = limits; }
   /// The node config's `runtime:`: what an unset live setting means, and
   /// beneath the stored ones when a change of a timing is checked.
@@ -176,6 +181,7 @@ class AdminApi {
   HttpResponse list_epochs(const ApiCall& c);
   HttpResponse list_nodes(const ApiCall& c);
   HttpResponse hand_over(const ApiCall& c);
+  HttpResponse incident_export(const ApiCall& c);
   HttpResponse list_audit(const ApiCall& c);
   HttpResponse list_events(const ApiCall& c);
   HttpResponse post_event(const ApiCall& c);
@@ -220,6 +226,7 @@ class AdminApi {
   std::vector<ApiRoute> routes_;
   std::vector<std::string> denylist_ = default_payload_denylist();
   const LogArchive* archive_ = nullptr;
+  IncidentExport incident_export_;
 
   /// Refuses (429) a call over its token's rate; nullopt: go on.
   std::optional<HttpResponse> over_rate(const ApiRoute& route, const std::string& who);

@@ -32,10 +32,13 @@ struct ReplayReport {
 };
 
 /// Replays the journal read from `in`. A line {"k": "window", "from_ms",
-/// "to_ms"} (an export's first) sets the window when `window` sets none. To `out`, for the window: each log
-/// line the book produced, as the node logged it without its time stamp
-/// ("[info] dispatch_assigned run=7 ..."), and with `effects` also every
-/// input line and every effect as JSON. Stops at the first batch that
+/// "to_ms"} (an export's first) sets the window when `window` sets none. To
+/// `out`, for the window: each log line the book produced, as the node
+/// logged it in the text format ("ts=... level=info process=n2
+/// event=run_assigned run=7 ..."), its time stamp the wall clock of the
+/// input that made it (to the millisecond; the node's is when it logged
+/// it), debug lines too; and with `effects` also every input line and every
+/// effect as JSON. Stops at the first batch that
 /// differs, or at a line that does not parse (both in `divergence`).
 ReplayReport replay(std::istream& in, const ReplayWindow& window, bool effects, std::ostream& out);
 

@@ -23,7 +23,9 @@
 #include "baton/admin/metrics.h"
 #include "baton/base/clock.h"
 #include "baton/base/ids.h"
+#include "baton/journal/book_recorder.h"
 #include "baton/leader/archive_writer.h"
+#include "baton/leader/journal_ring.h"
 #include "baton/leader/statement_lane.h"
 #include "baton/leader/worker_link.h"
 #include "baton/leader_core/run_book.h"
@@ -121,6 +123,9 @@ class ControlLoop {
   /// Streamed output also goes to the log archive through this writer
   /// (null: the database only). Before run().
   void set_archive_writer(ArchiveWriter* writer) { archive_ = writer; }
+  /// The book's inputs and effects go to this incident journal (null:
+  /// none), from its first input. Before run().
+  void set_journal(JournalRing* ring) { journal_ring_ = ring; }
   Epoch epoch() const { return epoch_; }
 
  private:
@@ -153,7 +158,10 @@ class ControlLoop {
   const store_calls::Stores stores_;
   const Clock& clock_;
   admin::Metrics& metrics_;
+  const journal::BookHeader made_;  ///< what book_ is made with, as its journal's header says
   leader_core::RunBook book_;
+  JournalRing* journal_ring_ = nullptr;
+  std::unique_ptr<journal::BookRecorder> journal_;
   std::map<leader_core::LinkId, std::shared_ptr<WorkerLink>> links_;  ///< loop thread only
   ArchiveWriter* archive_ = nullptr;
   std::vector<store::OutputChunk> output_;  ///< loop thread only

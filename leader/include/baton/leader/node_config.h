@@ -39,6 +39,11 @@ struct NodeConfig {
   std::string log_archive_dir;
   /// Runs' output older than this is removed from this node's archive.
   int log_archive_retention_days = 30;
+  /// Where this node's incident journal goes (leader/journal_ring.h,
+  /// docs/assurance.md "Incident replay"); "" = none. At most
+  /// incident_journal_max_mb of it is kept, the oldest removed first.
+  std::string incident_journal_dir;
+  int incident_journal_max_mb = 256;
   /// Denial-of-service bounds (the `limits` map; docs/security.md).
   ServerLimits server_limits;
   admin::ApiLimits api_limits;

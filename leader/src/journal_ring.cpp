@@ -1,0 +1,228 @@
+#include "baton/leader/journal_ring.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "baton/base/json_text.h"
+
+namespace baton::leader {
+namespace fs = std::filesystem;
+
+namespace {
+
+struct RingFile {
+  std::uint64_t seq = 0;
+  std::int64_t epoch = 0;
+  fs::path path;
+};
+
+/// "000000000042-e7.jsonl" -> {42, 7}.
+std::optional<RingFile> ring_file(const fs::path& p) {
+  const std::string name = p.filename().string();
+  unsigned long long seq = 0;
+  long long epoch = 0;
+  char tail[8] = {};
+  if (std::sscanf(name.c_str(), "%12llu-e%lld.%5s", &seq, &epoch, tail) != 3 || std::string(tail) != "jsonl")
+    return std::nullopt;
+  return RingFile{seq, epoch, p};
+}
+
+std::vector<RingFile> ring_files(const fs::path& dir) {
+  std::vector<RingFile> files;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (auto f = ring_file(e.path())) files.push_back(*f);
+  std::sort(files.begin(), files.end(), [](const RingFile& a, const RingFile& b) { return a.seq < b.seq; });
+  return files;
+}
+
+/// The wall clock of a line: BookRecorder writes "k" then "w" first.
+std::optional<std::int64_t> wall_of(const std::string& line) {
+  const auto at = line.find(",\"w\":");
+  if (at == std::string::npos || at > 64) return std::nullopt;
+  return std::strtoll(line.c_str() + at + 5, nullptr, 10);
+}
+
+bool is_header(const std::string& line) { return line.rfind("{\"k\":\"book\"", 0) == 0; }
+
+}  // namespace
+
+JournalRing::JournalRing(fs::path dir, std::int64_t max_bytes, std::size_t queued_max)
+    : dir_(std::move(dir)),
+      max_bytes_(max_bytes),
+      file_bytes_(std::max<std::int64_t>(max_bytes / 16, 64 * 1024)),
+      queued_max_(queued_max) {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  for (const auto& f : ring_files(dir_)) next_seq_ = std::max(next_seq_, f.seq + 1);
+  thread_ = std::thread([this] { run(); });
+}
+
+JournalRing::~JournalRing() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+  if (file_) std::fclose(file_);
+}
+
+void JournalRing::begin_book(Epoch epoch) {
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back(Item{{}, epoch});
+    queued_total_++;
+  }
+  wake_.notify_one();
+}
+
+void JournalRing::line(std::string text) {
+  {
+    std::lock_guard lock(mutex_);
+    if (queued_bytes_ + text.size() > queued_max_) {
+      dropped_++;
+      return;
+    }
+    if (dropped_ > 0) {
+      // Said where it happened: a replay stops here instead of diverging.
+      queue_.push_back(Item{"{\"k\":\"gap\",\"w\":0,\"lost\":" + std::to_string(dropped_) + "}", Epoch{0}});
+      queued_total_++;
+      dropped_ = 0;
+    }
+    queued_bytes_ += text.size();
+    queue_.push_back(Item{std::move(text), Epoch{0}});
+    queued_total_++;
+  }
+  wake_.notify_one();
+}
+
+void JournalRing::flush() {
+  std::unique_lock lock(mutex_);
+  const std::uint64_t target = queued_total_;  // not "until idle": a busy loop may never let it be
+  idle_.wait(lock, [&] { return written_total_ >= target; });
+}
+
+void JournalRing::run() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (queue_.empty() && stop_) return;
+    std::deque<Item> batch;
+    batch.swap(queue_);
+    queued_bytes_ = 0;
+    lock.unlock();
+    for (const auto& item : batch) write(item);
+    if (file_) std::fflush(file_);
+    lock.lock();
+    written_total_ += batch.size();
+    idle_.notify_all();
+  }
+}
+
+void JournalRing::write(const Item& item) {
+  if (item.begins.value > 0) return open_next(item.begins);
+  if (!file_ || file_written_ >= file_bytes_) open_next(epoch_);
+  if (!file_) return;
+  if (std::fwrite(item.text.data(), 1, item.text.size(), file_) != item.text.size() || std::fputc('\n', file_) == EOF) {
+    spdlog::warn("incident_journal_write_failed dir={} epoch={}", json_quote(dir_.string()), epoch_.value);
+    std::fclose(file_);
+    file_ = nullptr;
+    return;
+  }
+  file_written_ += static_cast<std::int64_t>(item.text.size()) + 1;
+}
+
+void JournalRing::open_next(Epoch epoch) {
+  if (file_) std::fclose(file_);
+  epoch_ = epoch;
+  char name[64];
+  std::snprintf(name, sizeof name, "%012llu-e%lld.jsonl", static_cast<unsigned long long>(next_seq_++),
+                static_cast<long long>(epoch.value));
+  file_ = std::fopen((dir_ / name).c_str(), "w");
+  file_written_ = 0;
+  if (!file_) spdlog::warn("incident_journal_open_failed dir={} epoch={}", json_quote(dir_.string()), epoch.value);
+  trim();
+}
+
+void JournalRing::trim() {
+  std::lock_guard files(files_);
+  auto all = ring_files(dir_);
+  std::int64_t total = 0;
+  std::vector<std::int64_t> sizes;
+  for (const auto& f : all) {
+    std::error_code ec;
+    const auto size = static_cast<std::int64_t>(fs::file_size(f.path, ec));
+    sizes.push_back(ec ? 0 : size);
+    total += sizes.back();
+  }
+  // Never the file just opened (the last).
+  for (std::size_t i = 0; i + 1 < all.size() && total > max_bytes_; ++i) {
+    std::error_code ec;
+    fs::remove(all[i].path, ec);
+    total -= sizes[i];
+  }
+}
+
+Result<std::string> JournalRing::export_window(std::int64_t from_ms, std::int64_t to_ms) {
+  if (from_ms > to_ms) return make_error(Errc::bad_input, "from is after to");
+  flush();
+  std::lock_guard files(files_);
+  struct Book {
+    std::int64_t epoch = 0;
+    bool has_header = false;
+    std::vector<std::string> lines;
+  };
+  std::vector<Book> books;
+  for (const auto& f : ring_files(dir_)) {
+    std::ifstream in(f.path);
+    std::string text;
+    bool first = true;
+    while (std::getline(in, text)) {
+      if (in.eof()) break;  // a line still being written
+      if (first && (is_header(text) || books.empty() || books.back().epoch != f.epoch))
+        books.push_back(Book{f.epoch, is_header(text), {}});
+      first = false;
+      books.back().lines.push_back(std::move(text));
+    }
+  }
+  std::string out =
+      "{\"k\":\"window\",\"from_ms\":" + std::to_string(from_ms) + ",\"to_ms\":" + std::to_string(to_ms) + "}\n";
+  int exported = 0;
+  for (const auto& b : books) {
+    std::optional<std::int64_t> first, last;
+    for (const auto& l : b.lines)
+      if (auto w = wall_of(l); w && *w > 0) {
+        if (!first) first = w;
+        last = w;
+      }
+    if (!first || *first > to_ms || *last < from_ms) continue;
+    if (!b.has_header)
+      return make_error(Errc::bad_input, "the journal of epoch " + std::to_string(b.epoch) +
+                                             " no longer holds its beginning (the ring kept the newest " +
+                                             std::to_string(max_bytes_ >> 20) +
+                                             " MiB, incident_journal_max_mb): it cannot be replayed");
+    for (const auto& l : b.lines) {
+      if (auto w = wall_of(l); w && *w > to_ms) break;
+      out += l;
+      out += '\n';
+      if (static_cast<std::int64_t>(out.size()) > max_bytes_)
+        return make_error(Errc::bad_input, "the export is larger than the ring's bound; ask for a shorter window");
+    }
+    exported++;
+  }
+  if (exported == 0)
+    return make_error(Errc::bad_input,
+                      "no book of this node's journal overlaps the window (this node led no epoch "
+                      "then, or the ring no longer holds it)");
+  return out;
+}
+
+}  // namespace baton::leader
