@@ -8,6 +8,7 @@
 #include <cctype>
 #include <set>
 
+#include "admin_handler_support.h"
 #include "admin_http.h"
 #include "baton/base/json_text.h"
 #include "baton/base/prometheus_label.h"
@@ -353,6 +354,34 @@ HttpResponse AdminApi::metrics() {
       "# TYPE baton_cron_slots_skipped gauge\n";
   for (const auto& [job, n] : g->cron_slots_skipped_by_job)
     body += "baton_cron_slots_skipped{job=\"" + label(job) + "\"} " + std::to_string(n) + "\n";
+  // The cadence over the last hour (docs/scheduling.md, "Cadence"): the
+  // slots the schedule made due, those that ran, and their ratio, the
+  // effective interval over the configured one: 1 on cadence, 2 when every
+  // other slot ran, +Inf when none did. An alert: ratio > 1.1 for 10m.
+  std::string due_lines, fired_lines, ratio_lines;
+  for (const auto& [job, h] : g->cron_last_hour) {
+    const auto due = due_slots(h.schedule, h.time_zone, h.since_unix, h.until_unix);
+    if (!due) continue;
+    const std::string l = "{job=\"" + label(job) + "\"} ";
+    due_lines += "baton_cron_slots_due_last_hour" + l + std::to_string(*due) + "\n";
+    fired_lines += "baton_cron_slots_fired_last_hour" + l + std::to_string(h.fired) + "\n";
+    ratio_lines += "baton_cron_cadence_ratio" + l +
+                   (*due == 0      ? std::string("1")
+                    : h.fired == 0 ? std::string("+Inf")
+                                   : std::to_string(static_cast<double>(*due) / static_cast<double>(h.fired))) +
+                   "\n";
+  }
+  body +=
+      "# HELP baton_cron_slots_due_last_hour Slots of each live, unpaused cron job its schedule made due in the last "
+      "hour (since the job was made or resumed, if later).\n# TYPE baton_cron_slots_due_last_hour gauge\n" +
+      due_lines +
+      "# HELP baton_cron_slots_fired_last_hour Of those, the slots whose run was created (on time or caught up), "
+      "from the decision ledger.\n# TYPE baton_cron_slots_fired_last_hour gauge\n" +
+      fired_lines +
+      "# HELP baton_cron_cadence_ratio The effective interval between a cron job's runs over the last hour divided "
+      "by its configured one (due / fired): 1 on cadence, +Inf when no due slot ran.\n"
+      "# TYPE baton_cron_cadence_ratio gauge\n" +
+      ratio_lines;
   body +=
       "# HELP baton_invariant_violations_total Violations of an invariant found by the history checker's sweep in "
       "the database's records (docs/assurance.md), each recorded once.\n"

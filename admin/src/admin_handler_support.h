@@ -1,6 +1,8 @@
 #pragma once
 // What the admin API's handlers share (admin_handlers*.cpp): the answers to
-// an id or a name that is not one.
+// an id or a name that is not one, and the count of a schedule's slots.
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "admin_http.h"
@@ -19,3 +21,13 @@ inline HttpResponse bad_name(const std::string& what, const std::string& got) {
 }
 
 }  // namespace baton::admin::admin_http
+
+namespace baton::admin {
+
+/// How many slots of `schedule` fall in [since, until] (unix seconds), at
+/// most `cap` (then nullopt): what was due, to set beside the ledger (a
+/// job's cadence, and the cadence gauges of /metrics).
+std::optional<std::int64_t> due_slots(const std::string& schedule, const std::string& time_zone, std::int64_t since,
+                                      std::int64_t until, std::int64_t cap = 200'000);
+
+}  // namespace baton::admin

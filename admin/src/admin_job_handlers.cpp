@@ -17,12 +17,8 @@ using namespace admin_http;
 
 // --- jobs -------------------------------------------------------------------
 
-namespace {
-
-/// How many slots of `schedule` fall in [since, until] (unix seconds), at
-/// most `cap` (then nullopt): what was due, to set beside the ledger.
 std::optional<std::int64_t> due_slots(const std::string& schedule, const std::string& time_zone, std::int64_t since,
-                                      std::int64_t until, std::int64_t cap = 200'000) {
+                                      std::int64_t until, std::int64_t cap) {
   auto parsed = leader_core::parse_cron(schedule);
   auto* s = std::get_if<leader_core::CronSchedule>(&parsed);
   if (!s) return std::nullopt;
@@ -39,6 +35,8 @@ std::optional<std::int64_t> due_slots(const std::string& schedule, const std::st
   }
   return std::nullopt;
 }
+
+namespace {
 
 // A cron job's cadence (docs/scheduling.md, "Cadence"): beside what the
 // ledger says of each window's slots (fired, late, skipped), how many its

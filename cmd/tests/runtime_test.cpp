@@ -935,6 +935,18 @@ TEST(Runtime, EveryDueCronSlotIsAccountedForAcrossALeaderGapAndTheCadenceSaysSo)
   EXPECT_EQ(shown.second, 0) << shown.first;
   EXPECT_NE(shown.first.find("CADENCE"), std::string::npos) << shown.first;
   EXPECT_NE(shown.first.find("last_day"), std::string::npos) << shown.first;
+  // The alert-ready gauges say it too: the effective interval over the
+  // configured one is above 1 after the gap.
+  const auto after = c.http(c.port("n1"), "GET", "/metrics").body;
+  EXPECT_TRUE(exposition_problems(after).empty());
+  auto gauge = [&](const std::string& name) {
+    const std::string key = name + "{job=\"every-second\"} ";
+    const auto at = after.find(key);
+    return at == std::string::npos ? -1.0 : std::strtod(after.c_str() + at + key.size(), nullptr);
+  };
+  EXPECT_GE(gauge("baton_cron_slots_due_last_hour"), static_cast<double>(due)) << after;
+  EXPECT_GE(gauge("baton_cron_slots_fired_last_hour"), static_cast<double>(fired)) << after;
+  EXPECT_GT(gauge("baton_cron_cadence_ratio"), 1.0) << after;
 }
 
 namespace {

@@ -3,7 +3,11 @@
 #include <array>
 #include <boost/mp11.hpp>
 #include <boost/pfr.hpp>
+#include <chrono>
 #include <cstdio>
+#include <optional>
+#include <type_traits>
+#include <utility>
 #include <variant>
 
 namespace baton {
@@ -183,17 +187,79 @@ json::value effect_json(const lc::Effect& e) {
   return out;
 }
 
-std::string effects_digest(const std::vector<lc::Effect>& effects) {
+namespace {
+
+template <class T>
+struct is_optional : std::false_type {};
+template <class T>
+struct is_optional<std::optional<T>> : std::true_type {};
+template <class T>
+struct is_variant : std::false_type {};
+template <class... T>
+struct is_variant<std::variant<T...>> : std::true_type {};
+template <class T>
+struct is_duration : std::false_type {};
+template <class R, class P>
+struct is_duration<std::chrono::duration<R, P>> : std::true_type {};
+template <class T>
+struct is_pair : std::false_type {};
+template <class A, class B>
+struct is_pair<std::pair<A, B>> : std::true_type {};
+
+/// FNV-1a over every member of a value, walked as Boost.PFR sees an
+/// aggregate (every field, in order: nothing to list, nothing to forget),
+/// with no allocation: the digest is taken on the control loop's thread
+/// for every batch of effects.
+struct Digest {
   std::uint64_t h = 1469598103934665603ull;
-  auto mix = [&](std::string_view s) {
-    for (unsigned char c : s) {
-      h ^= c;
+  void bytes(const void* p, std::size_t n) {
+    const auto* c = static_cast<const unsigned char*>(p);
+    for (std::size_t i = 0; i < n; ++i) {
+      h ^= c[i];
       h *= 1099511628211ull;
     }
-    h ^= 0xff;  // a separator no JSON text ends with
-    h *= 1099511628211ull;
-  };
-  for (const auto& e : effects) mix(json::serialize(effect_json(e)));
+  }
+  template <class T>
+  void operator()(const T& v) {
+    if constexpr (std::is_arithmetic_v<T> || std::is_enum_v<T>) {
+      bytes(&v, sizeof v);
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      const std::size_t n = v.size();
+      bytes(&n, sizeof n);
+      bytes(v.data(), n);
+    } else if constexpr (is_optional<T>::value) {
+      const bool has = v.has_value();
+      (*this)(has);
+      if (has) (*this)(*v);
+    } else if constexpr (is_variant<T>::value) {
+      const std::size_t i = v.index();
+      (*this)(i);
+      std::visit([this](const auto& x) { (*this)(x); }, v);
+    } else if constexpr (is_duration<T>::value) {
+      const auto c = static_cast<std::int64_t>(v.count());
+      (*this)(c);
+    } else if constexpr (is_pair<T>::value) {
+      (*this)(v.first);
+      (*this)(v.second);
+    } else if constexpr (requires {
+                           v.begin();
+                           v.size();
+                         }) {  // vector, map, set
+      const std::size_t n = v.size();
+      (*this)(n);
+      for (const auto& x : v) (*this)(x);
+    } else {
+      boost::pfr::for_each_field(v, [this](const auto& f) { (*this)(f); });
+    }
+  }
+};
+
+}  // namespace
+
+std::string effects_digest(const std::vector<lc::Effect>& effects) {
+  Digest d;
+  for (const auto& e : effects) d(e);
+  const std::uint64_t h = d.h;
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
   return hex;

@@ -17,6 +17,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// The writer's rounds: at most this far behind the loop, or this much.
+constexpr std::chrono::milliseconds write_every{100};
+constexpr std::size_t wake_bytes = 1u << 20;
+
 struct RingFile {
   std::uint64_t seq = 0;
   std::int64_t epoch = 0;
@@ -100,6 +104,10 @@ void JournalRing::line(std::string text) {
     queued_bytes_ += text.size();
     queue_.push_back(Item{std::move(text), Epoch{0}});
     queued_total_++;
+    // No wake-up per line (a futex and a context switch each, on the
+    // control loop's thread): the writer comes by every write_every, or
+    // sooner when a good deal waits.
+    if (queued_bytes_ < wake_bytes) return;
   }
   wake_.notify_one();
 }
@@ -107,13 +115,17 @@ void JournalRing::line(std::string text) {
 void JournalRing::flush() {
   std::unique_lock lock(mutex_);
   const std::uint64_t target = queued_total_;  // not "until idle": a busy loop may never let it be
+  flushing_++;
+  wake_.notify_one();
   idle_.wait(lock, [&] { return written_total_ >= target; });
+  flushing_--;
 }
 
 void JournalRing::run() {
   std::unique_lock lock(mutex_);
   for (;;) {
-    wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    wake_.wait_for(lock, write_every, [&] { return stop_ || queued_bytes_ >= wake_bytes || flushing_ > 0; });
+    if (queue_.empty() && !stop_) continue;
     if (queue_.empty() && stop_) return;
     std::deque<Item> batch;
     batch.swap(queue_);

@@ -77,6 +77,37 @@ Result<std::int64_t> PgAdminStore::database_epoch() {
   });
 }
 
+namespace {
+
+// The ledger's account of a cron job's slots due in a window `w` (name,
+// len) ending a second ago (the last second's slot may not be decided
+// yet), for the job `j`: counted from when the job existed or its schedule
+// was last resumed. Every due slot has an entry: created (on time, or late
+// when caught up), or given up (a range, with its count) by the epoch that
+// decided it. The delay is the run's creation after its slot.
+const std::string cron_cadence_json =
+    "(SELECT jsonb_build_object('since_unix', s.since_s, 'until_unix', s.until_s,"
+    " 'fired', count(*) FILTER (WHERE l.decision = 'created'),"
+    " 'late', count(*) FILTER (WHERE l.decision = 'created' AND l.reason = 'caught_up'),"
+    " 'skipped', coalesce(sum(coalesce(l.slot_count, 1)) FILTER (WHERE l.decision = 'skipped'), 0),"
+    " 'epochs', count(DISTINCT l.epoch),"
+    " 'delay_ms_p50', round((percentile_cont(0.5) WITHIN GROUP (ORDER BY greatest(0, extract(epoch FROM l.at - l.slot) "
+    "* 1000))"
+    "  FILTER (WHERE l.decision = 'created'))::numeric, 1),"
+    " 'delay_ms_p99', round((percentile_cont(0.99) WITHIN GROUP (ORDER BY greatest(0, extract(epoch FROM l.at - "
+    "l.slot) * 1000))"
+    "  FILTER (WHERE l.decision = 'created'))::numeric, 1))"
+    // whole seconds, the first one after the window's start and the last
+    // one before its end: the caller counts the due slots over the same ones
+    " FROM (SELECT ceil(extract(epoch FROM greatest(now() - w.len, j.created_at,"
+    "  coalesce(j.schedule_resumed_at, '-infinity'))))::bigint AS since_s,"
+    "  floor(extract(epoch FROM now() - interval '1 second'))::bigint AS until_s) s"
+    " LEFT JOIN decision_ledger l ON l.job_definition_id = j.id AND l.slot >= to_timestamp(s.since_s)"
+    "  AND l.slot <= to_timestamp(s.until_s) AND l.decision IN ('created', 'skipped')"
+    " GROUP BY s.since_s, s.until_s)";
+
+}  // namespace
+
 Result<ClusterGauges> PgAdminStore::cluster_gauges() {
   return session_.with<ClusterGauges>([&](pqxx::connection& c) -> Result<ClusterGauges> {
     pqxx::nontransaction tx{c};
@@ -106,6 +137,15 @@ Result<ClusterGauges> PgAdminStore::cluster_gauges() {
                  " FROM job_definitions j LEFT JOIN decision_ledger d ON d.job_definition_id = j.id"
                  " AND d.decision = 'skipped' WHERE j.deleted_at IS NULL AND j.schedule IS NOT NULL GROUP BY j.name"))
       g.cron_slots_skipped_by_job[r[0].as<std::string>()] = r[1].as<std::int64_t>();
+    // The last hour of each live cron job as its cadence counts it.
+    for (const auto& r : tx.exec("SELECT j.name, j.schedule, j.time_zone, c.v ->> 'since_unix', c.v ->> 'until_unix',"
+                                 " c.v ->> 'fired', c.v ->> 'skipped' FROM job_definitions j, LATERAL (SELECT " +
+                                 cron_cadence_json +
+                                 " AS v FROM (SELECT interval '1 hour' AS len) w) c"
+                                 " WHERE j.deleted_at IS NULL AND j.schedule IS NOT NULL AND j.live AND NOT j.paused"))
+      g.cron_last_hour[r[0].as<std::string>()] =
+          ClusterGauges::CronHour{r[1].as<std::string>(),  r[2].as<std::string>(),  r[3].as<std::int64_t>(),
+                                  r[4].as<std::int64_t>(), r[5].as<std::int64_t>(), r[6].as<std::int64_t>()};
     // Every invariant the last sweep examined, so a series exists (at 0)
     // before its first violation, and those recorded.
     for (const auto& r :
@@ -263,37 +303,6 @@ Result<Page> PgAdminStore::list_epochs(int limit, std::optional<std::int64_t> be
                     " FROM epoch_history e WHERE ($1::bigint IS NULL OR e.epoch < $1) ORDER BY e.epoch DESC LIMIT $2",
                     limit, before_epoch);
 }
-
-namespace {
-
-// The ledger's account of a cron job's slots due in a window `w` (name,
-// len) ending a second ago (the last second's slot may not be decided
-// yet), for the job `j`: counted from when the job existed or its schedule
-// was last resumed. Every due slot has an entry: created (on time, or late
-// when caught up), or given up (a range, with its count) by the epoch that
-// decided it. The delay is the run's creation after its slot.
-const std::string cron_cadence_json =
-    "(SELECT jsonb_build_object('since_unix', s.since_s, 'until_unix', s.until_s,"
-    " 'fired', count(*) FILTER (WHERE l.decision = 'created'),"
-    " 'late', count(*) FILTER (WHERE l.decision = 'created' AND l.reason = 'caught_up'),"
-    " 'skipped', coalesce(sum(coalesce(l.slot_count, 1)) FILTER (WHERE l.decision = 'skipped'), 0),"
-    " 'epochs', count(DISTINCT l.epoch),"
-    " 'delay_ms_p50', round((percentile_cont(0.5) WITHIN GROUP (ORDER BY greatest(0, extract(epoch FROM l.at - l.slot) "
-    "* 1000))"
-    "  FILTER (WHERE l.decision = 'created'))::numeric, 1),"
-    " 'delay_ms_p99', round((percentile_cont(0.99) WITHIN GROUP (ORDER BY greatest(0, extract(epoch FROM l.at - "
-    "l.slot) * 1000))"
-    "  FILTER (WHERE l.decision = 'created'))::numeric, 1))"
-    // whole seconds, the first one after the window's start and the last
-    // one before its end: the caller counts the due slots over the same ones
-    " FROM (SELECT ceil(extract(epoch FROM greatest(now() - w.len, j.created_at,"
-    "  coalesce(j.schedule_resumed_at, '-infinity'))))::bigint AS since_s,"
-    "  floor(extract(epoch FROM now() - interval '1 second'))::bigint AS until_s) s"
-    " LEFT JOIN decision_ledger l ON l.job_definition_id = j.id AND l.slot >= to_timestamp(s.since_s)"
-    "  AND l.slot <= to_timestamp(s.until_s) AND l.decision IN ('created', 'skipped')"
-    " GROUP BY s.since_s, s.until_s)";
-
-}  // namespace
 
 Result<JobPage> PgAdminStore::list_jobs(int limit, std::optional<std::string> after_name,
                                         std::optional<std::string> only) {

@@ -135,6 +135,7 @@ class LiveCluster:
                 f"listen: {self.addr(n)}\n"
                 f"worker_token_file: {self.dir}/worker.token\n"
                 f"admin_token_file: {self.dir}/admin.token\n"
+                f"incident_journal_dir: {self.dir}/journal-{n}\n"
                 f"database:\n  url: {node_url}\n"
                 f"election:\n  lease: {self.lease}\n  renew_every: 500ms\n  safety_margin: 1s\n"
                 f"  poll_every: 300ms\n"

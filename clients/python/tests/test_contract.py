@@ -197,6 +197,12 @@ def test_every_routes_real_answer_matches_its_schema(api):
            {}, expect=200)
     a.call("DELETE", "/api/v1/webhooks/{name}", "/api/v1/webhooks/contract", expect=200)
     a.call("GET", "/api/v1/openapi.json", expect=200)
+    # The leader's incident journal (docs/assurance.md, "Incident replay").
+    now = int(time.time())
+    journal = a.call("GET", "/api/v1/incident", f"/api/v1/incident?from={now - 600}&to={now}", expect=200)
+    assert journal["books"] >= 1 and journal["journal"].count('"k":"book"') == journal["books"], \
+        {k: journal[k] for k in ("node", "books", "lines")}
+    a.call("GET", "/api/v1/incident", "/api/v1/incident?from=5&to=1", expect=400)
     a.call("POST", "/api/v1/workers/{worker}/evict", "/api/v1/workers/wc/evict", {})
     # The leader hands over (docs/operations.md, "Runbook"): to itself is a
     # conflict, a malformed name a refusal, to another node it happens.

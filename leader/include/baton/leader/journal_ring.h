@@ -71,6 +71,7 @@ class JournalRing final : public journal::LineSink {
   std::size_t queued_bytes_ = 0;
   std::uint64_t dropped_ = 0;                           ///< lines dropped since the last gap line
   std::uint64_t queued_total_ = 0, written_total_ = 0;  ///< items, for flush()
+  int flushing_ = 0;                                    ///< flush() calls waiting
   bool stop_ = false;
   // The writer thread's own:
   std::FILE* file_ = nullptr;

@@ -41,6 +41,15 @@ struct ClusterGauges {
   /// Per scheduled job: the cron slots given up, as the decision ledger
   /// records them (within retention); 0 for a job that missed none.
   std::map<std::string, std::int64_t> cron_slots_skipped_by_job;
+  /// Per live, unpaused cron job: what the decision ledger says of its
+  /// slots in the last hour (the window as the job's cadence counts it,
+  /// docs/scheduling.md "Cadence"); the caller counts the slots due.
+  struct CronHour {
+    std::string schedule, time_zone;
+    std::int64_t since_unix = 0, until_unix = 0;
+    std::int64_t fired = 0, skipped = 0;
+  };
+  std::map<std::string, CronHour> cron_last_hour;
   /// The history checker in production (schemas/0040): violations recorded
   /// per invariant (every invariant it checks, 0 for none), runs checked,
   /// and how long ago the last sweep was recorded (none: never).
