@@ -41,6 +41,9 @@ namespace fs = std::filesystem;
 checker::InvariantResult production_checker(const std::string& dir);
 /// What `baton verify --receipts` found after a run (receipts_checker.cpp).
 checker::InvariantResult receipts_checker(const std::string& dir);
+/// What `baton-sim --replay` found of each node's incident journal
+/// (incident_replay_checker.cpp).
+checker::InvariantResult incident_replay_checker(const std::string& dir);
 using namespace std::chrono_literals;
 // The histories it records and the fault vocabulary are the checker's.
 using namespace baton::checker;
@@ -168,6 +171,8 @@ class Harness {
 
   int run();
   static int check(const std::string& dir);
+  /// Replays each node's incident journal after the run (harness_cluster.cpp).
+  void replay_journals();
 
  private:
   int fail(const std::string& why);

@@ -1,3 +1,7 @@
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <vector>
 #include "harness.h"
 
 namespace baton::chaos::harness {
@@ -114,6 +118,7 @@ int Harness::run() {
   // The production checker over the whole history, as an operator runs it.
   run_cmd(binary() + " verify --json --database-url '" + url_ + "' > " + o_.out + "/verify.json");
   run_cmd(binary() + " verify --receipts --json --database-url '" + url_ + "' > " + o_.out + "/receipts.json");
+  replay_journals();
   if (continuation_skew_logged_) {
     // Took effect if runs carry the skewed node's timeout.
     std::ifstream in(o_.out + "/db/transitions.jsonl");
@@ -134,10 +139,39 @@ int Harness::run() {
   return check(o_.out);
 }
 
+// Each node's incident journal (docs/assurance.md, "Incident replay"): its
+// files in order, each cut to its whole lines (a node killed mid-write
+// leaves half of one), as one journal of every epoch it led, replayed by
+// `baton-sim --replay` into the leader core; its summary goes to
+// replay-<node>.txt for incident_replay_checker.
+void Harness::replay_journals() {
+  for (const auto& [id, port] : node_port_) {
+    std::vector<std::filesystem::path> files;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(work_ + "/journal-" + id, ec))
+      if (e.path().extension() == ".jsonl") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    const std::string joined = o_.out + "/journal-" + id + ".jsonl";
+    {
+      std::ofstream out(joined);
+      for (const auto& f : files) {
+        std::ifstream in(f);
+        std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const auto end = all.rfind('\n');
+        if (end != std::string::npos) out.write(all.data(), static_cast<std::streamsize>(end + 1));
+      }
+    }
+    run_cmd(std::string(BATON_SIM_BINARY) + " --replay " + joined + " > " + o_.out + "/replay-" + id +
+            ".log 2>&1; echo exit=$? >> " + o_.out + "/replay-" + id + ".log; grep -E '^(replay|exit)' " + o_.out +
+            "/replay-" + id + ".log > " + o_.out + "/replay-" + id + ".txt");
+  }
+}
+
 int Harness::check(const std::string& dir) {
   auto report = baton::checker::check_history(dir);
   report.invariants.push_back(production_checker(dir));
   report.invariants.push_back(receipts_checker(dir));
+  report.invariants.push_back(incident_replay_checker(dir));
   std::ofstream(dir + "/report.md") << report.markdown();
   std::ofstream(dir + "/report.json") << report.json();
   std::cout << report.markdown();
@@ -290,6 +324,7 @@ void Harness::start_node(const std::string& id) {
   std::ofstream(cfg) << "node_id: " << id << "\nlisten: 127.0.0.1:" << node_port_[id]
                      << "\nworker_token_file: " << BATON_SOURCE_DIR << "/cmd/tests/tokens/worker.token"
                      << "\nadmin_token_file: " << BATON_SOURCE_DIR << "/cmd/tests/tokens/admin.token"
+                     << "\nincident_journal_dir: " << work_ << "/journal-" << id
                      << "\ndatabase: {url: 'postgresql://postgres@127.0.0.1:" << db_proxy_[id]->port()
                      << "/baton', start_timeout: 20s}\n"
                      << "election: {lease: " << lease.count()

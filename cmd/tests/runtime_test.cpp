@@ -801,7 +801,7 @@ TEST(Runtime, AnIncidentWindowExportedWithCtlReplaysInTheSimulatorToTheSameDecis
   std::string tampered, line;
   bool changed = false;
   while (std::getline(in, line)) {
-    if (!changed && line.find(R"("type":"due")") != std::string::npos && line.find(R"("ok":[{)") != std::string::npos) {
+    if (!changed && line.find(R"("type":"due")") != std::string::npos && line.find(R"("ok":[[)") != std::string::npos) {
       auto o = boost::json::parse(line).as_object();
       o["ok"] = boost::json::array{};
       line = boost::json::serialize(o);

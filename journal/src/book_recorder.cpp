@@ -3,70 +3,100 @@
 #include <utility>
 
 #include "codec.h"
+#include "fields.h"
 
 namespace baton::journal {
 namespace json = boost::json;
 namespace lc = leader_core;
 
+namespace {
+
+/// One line being written: {"k": kind, "w": wall ms[, "now": ns], ...}.
+/// "k" and "w" come first: the ring finds a line's time without parsing it.
+class Line {
+ public:
+  Line(const char* kind, std::int64_t wall_ms, const MonoTime* now) {
+    text_.reserve(256);
+    text_ += "{\"k\":\"";
+    text_ += kind;
+    text_ += "\",\"w\":";
+    fields::write(text_, wall_ms);
+    if (now) {
+      text_ += ",\"now\":";
+      fields::write(text_, now->since_start.count());
+    }
+  }
+  template <class T>
+  Line& add(const char* key, const T& v) {
+    text_ += ",\"";
+    text_ += key;
+    text_ += "\":";
+    fields::write(text_, v);
+    return *this;
+  }
+  /// A value already JSON.
+  Line& raw(const char* key, const std::string& json_text) {
+    text_ += ",\"";
+    text_ += key;
+    text_ += "\":";
+    text_ += json_text;
+    return *this;
+  }
+  std::string done() {
+    text_ += '}';
+    return std::move(text_);
+  }
+
+ private:
+  std::string text_;
+};
+
+}  // namespace
+
 BookRecorder::BookRecorder(const BookHeader& header, std::function<std::int64_t()> wall_ms, LineSink& sink)
     : wall_ms_(std::move(wall_ms)), sink_(sink) {
-  emit("book",
-       json::object{{"epoch", header.epoch.value},
-                    {"node", header.node_id},
-                    {"seed", header.seed},
-                    {"started", json::value_from(header.started)},
-                    {"cfg", json::value_from(header.cfg)}},
-       nullptr);
+  // Once a book, by name: what it was made with, readable.
+  sink_.line(Line("book", wall_ms_(), nullptr)
+                 .add("epoch", header.epoch.value)
+                 .add("node", header.node_id)
+                 .add("seed", header.seed)
+                 .add("started", header.started.since_start.count())
+                 .raw("cfg", json::serialize(json::value_from(header.cfg)))
+                 .done());
 }
 
-void BookRecorder::emit(const char* kind, json::object&& line, const MonoTime* now) {
-  // "k" and "w" first: the ring finds a line's time without parsing it.
-  std::string text = "{\"k\":\"";
-  text += kind;
-  text += "\",\"w\":";
-  text += std::to_string(wall_ms_());
-  if (now) {
-    text += ",\"now\":";
-    text += std::to_string(now->since_start.count());
-  }
-  if (!line.empty()) {
-    text += ',';
-    const std::string rest = json::serialize(line);
-    text.append(rest, 1, rest.size() - 1);  // without its '{'
-  } else {
-    text += '}';
-  }
-  sink_.line(std::move(text));
-}
-
-void BookRecorder::start(MonoTime now) { emit("start", {}, &now); }
+void BookRecorder::start(MonoTime now) { sink_.line(Line("start", wall_ms_(), &now).done()); }
 void BookRecorder::attached(lc::LinkId link, const protocol::Hello& hello, MonoTime now) {
-  emit("attached", {{"link", link}, {"hello", message_text(protocol::Message{hello})}}, &now);
+  // Never its token: a secret, and the book does not read it.
+  protocol::Hello without = hello;
+  without.token.clear();
+  sink_.line(Line("attached", wall_ms_(), &now).add("link", link).add("hello", without).done());
 }
 void BookRecorder::detached(lc::LinkId link, const std::string& worker, const std::string& why, MonoTime now) {
-  emit("detached", {{"link", link}, {"worker", worker}, {"why", why}}, &now);
+  sink_.line(Line("detached", wall_ms_(), &now).add("link", link).add("worker", worker).add("why", why).done());
 }
 void BookRecorder::message(lc::LinkId link, const std::string& worker, const protocol::Message& m, MonoTime now) {
-  emit("message", {{"link", link}, {"worker", worker}, {"m", message_text(m)}}, &now);
+  sink_.line(Line("message", wall_ms_(), &now).add("link", link).add("worker", worker).add("m", m).done());
 }
 void BookRecorder::cancel(RunId run, const std::string& reason, MonoTime now) {
-  emit("cancel", {{"run", run.value}, {"reason", reason}}, &now);
+  sink_.line(Line("cancel", wall_ms_(), &now).add("run", run).add("reason", reason).done());
 }
-void BookRecorder::dispatch_now() { emit("dispatch_now", {}, nullptr); }
-void BookRecorder::inbox_noticed() { emit("inbox_noticed", {}, nullptr); }
+void BookRecorder::dispatch_now() { sink_.line(Line("dispatch_now", wall_ms_(), nullptr).done()); }
+void BookRecorder::inbox_noticed() { sink_.line(Line("inbox_noticed", wall_ms_(), nullptr).done()); }
 void BookRecorder::created(const std::vector<store::DueRun>& runs, MonoTime now) {
-  emit("created", {{"runs", json::value_from(runs)}}, &now);
+  sink_.line(Line("created", wall_ms_(), &now).add("runs", runs).done());
 }
-void BookRecorder::tick(MonoTime now) { emit("tick", {}, &now); }
+void BookRecorder::tick(MonoTime now) { sink_.line(Line("tick", wall_ms_(), &now).done()); }
 
 template <class T>
 void BookRecorder::record_result(const char* type, lc::OpId op, const Result<T>& r, MonoTime now) {
-  json::object line{{"type", type}, {"op", op}};
+  Line line("result", wall_ms_(), &now);
+  line.add("type", std::string(type)).add("op", op);
   if (r)
-    line["ok"] = json::value_from(*r);
+    line.add("ok", *r);
   else
-    line["error"] = json::value_from(r.error());
-  emit("result", std::move(line), &now);
+    line.add("error", r.error());
+  sink_.line(line.done());
 }
 
 void BookRecorder::result(lc::OpId op, const Result<std::vector<store::ActiveRun>>& r, MonoTime now) {
@@ -107,7 +137,8 @@ void BookRecorder::result(lc::OpId op, const Result<store::Pruned>& r, MonoTime 
 }
 
 void BookRecorder::effects_taken(const std::vector<lc::Effect>& effects) {
-  emit("effects", {{"n", effects.size()}, {"digest", effects_digest(effects)}}, nullptr);
+  sink_.line(
+      Line("effects", wall_ms_(), nullptr).add("n", effects.size()).add("digest", effects_digest(effects)).done());
 }
 
 }  // namespace baton::journal

@@ -7,6 +7,7 @@
 
 #include "baton/base/log.h"
 #include "codec.h"
+#include "fields.h"
 
 namespace baton::journal {
 namespace json = boost::json;
@@ -26,12 +27,19 @@ spdlog::level::level_enum level_of(lc::LogLevel l) {
 }
 
 template <class T>
-Result<T> result_of(const json::object& line) {
-  if (const auto* ok = line.if_contains("ok")) return json::value_to<T>(*ok);
-  return Result<T>(boost::system::in_place_error, json::value_to<Error>(line.at("error")));
+T value_of(const json::value& v) {
+  T x{};
+  fields::read(v, x);
+  return x;
 }
 
-MonoTime now_of(const json::object& line) { return json::value_to<MonoTime>(line.at("now")); }
+template <class T>
+Result<T> result_of(const json::object& line) {
+  if (const auto* ok = line.if_contains("ok")) return value_of<T>(*ok);
+  return Result<T>(boost::system::in_place_error, value_of<Error>(line.at("error")));
+}
+
+MonoTime now_of(const json::object& line) { return value_of<MonoTime>(line.at("now")); }
 
 void feed_result(lc::RunBook& book, const json::object& line) {
   const auto type = line.at("type").as_string();
@@ -53,9 +61,7 @@ void feed_result(lc::RunBook& book, const json::object& line) {
 }
 
 protocol::Message message_in(const json::object& line, const char* key) {
-  auto m = message_of(line.at(key).as_string());
-  if (!m) throw std::runtime_error(m.error().message);
-  return std::move(*m);
+  return value_of<protocol::Message>(line.at(key));
 }
 
 }  // namespace
@@ -66,6 +72,7 @@ ReplayReport replay(std::istream& in, const ReplayWindow& asked, bool effects, s
   std::unique_ptr<lc::RunBook> book;
   std::string node;  // the process name the node logs under
   std::int64_t input_wall = 0;
+  bool skipping = false;  // after a gap, until the next book
   std::string text;
   auto fail = [&](std::string why) {
     report.divergence = std::move(why);
@@ -76,7 +83,10 @@ ReplayReport replay(std::istream& in, const ReplayWindow& asked, bool effects, s
     report.lines++;
     if (text.empty()) continue;
     try {
-      const json::object line = json::parse(text).as_object();
+      // Texts are copied into the journal as the book saw them.
+      json::parse_options bytes_as_they_are;
+      bytes_as_they_are.allow_invalid_utf8 = true;
+      const json::object line = json::parse(text, {}, bytes_as_they_are).as_object();
       const auto kind = line.at("k").as_string();
       if (kind == "window") {  // an export's first line: the window asked for, unless this replay asks its own
         if (!window.from_ms && !window.to_ms) {
@@ -85,21 +95,30 @@ ReplayReport replay(std::istream& in, const ReplayWindow& asked, bool effects, s
         }
         continue;
       }
-      if (kind == "gap")
-        return fail("the journal lost " + std::to_string(line.at("lost").to_number<std::int64_t>()) +
-                    " lines here (the node's disk fell behind its control loop): nothing after it can be replayed");
+      if (kind == "gap") {
+        // Lines of this book were lost (the node's disk fell behind its
+        // loop, or a write failed): the rest of it cannot be replayed; the
+        // next book can.
+        report.gaps++;
+        book.reset();
+        skipping = true;
+        if (effects) out << "# gap: the rest of this book was not recorded\n";
+        continue;
+      }
       const std::int64_t wall = line.at("w").to_number<std::int64_t>();
       const bool shown = (!window.from_ms || wall >= *window.from_ms) && (!window.to_ms || wall <= *window.to_ms);
       if (kind == "book") {
         report.books++;
+        skipping = false;
         book = std::make_unique<lc::RunBook>(
             Epoch{line.at("epoch").to_number<std::int64_t>()}, std::string(line.at("node").as_string()),
             json::value_to<lc::RuntimeConfig>(line.at("cfg")), line.at("seed").to_number<std::uint64_t>(),
-            json::value_to<MonoTime>(line.at("started")));
+            MonoTime{std::chrono::nanoseconds{line.at("started").to_number<std::int64_t>()}});
         node = std::string(line.at("node").as_string());
         if (shown) out << "# book epoch=" << line.at("epoch").as_int64() << " node=" << node << "\n";
         continue;
       }
+      if (!book && skipping) continue;
       if (!book)
         return fail(
             "the journal begins inside a book: its first line is not a book's header (an export whose "
@@ -140,8 +159,8 @@ ReplayReport replay(std::istream& in, const ReplayWindow& asked, bool effects, s
       if (kind == "start")
         book->start(now_of(line));
       else if (kind == "attached") {
-        auto m = message_in(line, "hello");
-        book->attached(line.at("link").to_number<lc::LinkId>(), std::get<protocol::Hello>(m), now_of(line));
+        book->attached(line.at("link").to_number<lc::LinkId>(), value_of<protocol::Hello>(line.at("hello")),
+                       now_of(line));
       } else if (kind == "detached")
         book->detached(line.at("link").to_number<lc::LinkId>(), std::string(line.at("worker").as_string()),
                        std::string(line.at("why").as_string()), now_of(line));
@@ -149,14 +168,13 @@ ReplayReport replay(std::istream& in, const ReplayWindow& asked, bool effects, s
         book->message(line.at("link").to_number<lc::LinkId>(), std::string(line.at("worker").as_string()),
                       message_in(line, "m"), now_of(line));
       else if (kind == "cancel")
-        book->cancel(RunId{line.at("run").to_number<std::int64_t>()}, std::string(line.at("reason").as_string()),
-                     now_of(line));
+        book->cancel(value_of<RunId>(line.at("run")), std::string(line.at("reason").as_string()), now_of(line));
       else if (kind == "dispatch_now")
         book->dispatch_now();
       else if (kind == "inbox_noticed")
         book->inbox_noticed();
       else if (kind == "created")
-        book->created(json::value_to<std::vector<store::DueRun>>(line.at("runs")), now_of(line));
+        book->created(value_of<std::vector<store::DueRun>>(line.at("runs")), now_of(line));
       else if (kind == "tick")
         book->tick(now_of(line));
       else if (kind == "result")

@@ -140,13 +140,29 @@ void JournalRing::run() {
 }
 
 void JournalRing::write(const Item& item) {
-  if (item.begins.value > 0) return open_next(item.begins);
-  if (!file_ || file_written_ >= file_bytes_) open_next(epoch_);
-  if (!file_) return;
+  if (item.begins.value > 0) {
+    broken_ = false;
+    return open_next(item.begins);
+  }
+  if (!file_ || file_written_ >= file_bytes_) {
+    open_next(epoch_);
+    // The lines of this book since a write failed are lost: said where,
+    // so a replay stops there instead of feeding the core a hole.
+    if (file_ && broken_) {
+      const std::string gap = "{\"k\":\"gap\",\"w\":0,\"lost\":0}\n";
+      std::fwrite(gap.data(), 1, gap.size(), file_);
+      broken_ = false;
+    }
+  }
+  if (!file_) {
+    broken_ = true;
+    return;
+  }
   if (std::fwrite(item.text.data(), 1, item.text.size(), file_) != item.text.size() || std::fputc('\n', file_) == EOF) {
     spdlog::warn("incident_journal_write_failed dir={} epoch={}", json_quote(dir_.string()), epoch_.value);
     std::fclose(file_);
     file_ = nullptr;
+    broken_ = true;
     return;
   }
   file_written_ += static_cast<std::int64_t>(item.text.size()) + 1;

@@ -102,10 +102,11 @@ int main(int argc, char** argv) {
     }
     const auto r = baton::journal::replay(in, window, effects, std::cout);
     std::cout.flush();
-    std::printf("replay: %lld lines, %lld books, %lld inputs, %lld batches of effects (%lld effects) replayed, %s\n",
+    std::printf("replay: %lld lines, %lld books, %lld inputs, %lld batches of effects (%lld effects) replayed, %s%s\n",
                 static_cast<long long>(r.lines), static_cast<long long>(r.books), static_cast<long long>(r.inputs),
                 static_cast<long long>(r.batches), static_cast<long long>(r.effects),
-                r.divergence.empty() ? "every batch identical to the record" : "DIVERGED");
+                r.divergence.empty() ? "every batch identical to the record" : "DIVERGED",
+                r.gaps ? (", " + std::to_string(r.gaps) + " book(s) cut short by a gap in the journal").c_str() : "");
     if (!r.divergence.empty()) {
       std::printf("replay: line %lld: %s\n", static_cast<long long>(r.line), r.divergence.c_str());
       return 1;

@@ -8,6 +8,8 @@
 //
 // A line is {"k": kind, "w": wall-clock milliseconds, ...}: the wall clock
 // only places a line in time for an export's window; the book never sees it.
+// Values are written by their fields in order (journal/src/fields.h): no
+// list of members to keep up, and cheap enough for every input.
 // A batch of effects is recorded as its count and a digest (journal/
 // replay.h compares them), not in full: the inputs are what a replay needs.
 #include <cstdint>
@@ -19,10 +21,6 @@
 #include "baton/base/ids.h"
 #include "baton/leader_core/input_journal.h"
 #include "baton/leader_core/runtime_config.h"
-
-namespace boost::json {
-class object;
-}
 
 namespace baton::journal {
 
@@ -74,8 +72,6 @@ class BookRecorder final : public leader_core::InputJournal {
  private:
   template <class T>
   void record_result(const char* type, leader_core::OpId op, const Result<T>& r, MonoTime now);
-  /// Adds "k", "w" (and "now" when given) to `line` and hands it to the sink.
-  void emit(const char* kind, boost::json::object&& line, const MonoTime* now);
 
   std::function<std::int64_t()> wall_ms_;
   LineSink& sink_;

@@ -26,6 +26,9 @@ struct ReplayReport {
   std::int64_t batches = 0;  ///< batches of effects compared, all identical unless `divergence`
   std::int64_t effects = 0;
   std::int64_t shown = 0;  ///< log lines (and effects) written to the account
+  /// Books cut short where the node lost lines of its journal ("gap"): the
+  /// rest of each was skipped, not compared.
+  std::int64_t gaps = 0;
   /// Empty when every batch matched; else what differed, at `line` (1-based).
   std::string divergence;
   std::int64_t line = 0;

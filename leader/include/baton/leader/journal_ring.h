@@ -78,7 +78,8 @@ class JournalRing final : public journal::LineSink {
   std::int64_t file_written_ = 0;
   std::uint64_t next_seq_ = 1;
   Epoch epoch_{0};
-  std::thread thread_;  ///< last: started once everything above exists
+  bool broken_ = false;  ///< a line of this book was lost: the next file begins with a gap
+  std::thread thread_;   ///< last: started once everything above exists
 };
 
 }  // namespace baton::leader
