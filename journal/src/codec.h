@@ -1,12 +1,12 @@
 #pragma once
-// The book's inputs, its configuration and its effects as JSON (Boost.JSON
-// over Boost.Describe): one description per type, so what is recorded and
-// what is replayed cannot drift apart. Private to baton_journal.
+// The book's configuration and its effects as readable JSON (Boost.JSON over
+// Boost.Describe): a book's header, and the replay's account of effects
+// (`baton-sim --replay --effects`, a divergence). And the effects' digest,
+// which the recorder and the replay both take. Inputs are written by
+// fields.h. Private to baton_journal.
 //
-// Every member of a described type must be listed: a member left out is not
-// recorded, and a replay that depended on it would diverge (the replay's
-// comparison of effects says where). journal/tests/codec_test.cpp round-trips
-// each type with every member set away from its default.
+// Every member of a described type must be listed: codec.cpp checks at
+// compile time (Boost.PFR counts the fields) that none is left out.
 #include <boost/describe.hpp>
 #include <boost/json.hpp>
 #include <chrono>
