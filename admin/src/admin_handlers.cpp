@@ -365,8 +365,9 @@ std::vector<ApiRoute> AdminApi::make_routes() {
        h(&AdminApi::hand_over)},
       {"GET",
        "/api/v1/incident",
-       "This node's incident journal for a window (from, to: unix seconds): every input of its leader's decision "
-       "core in each epoch it led that overlaps the window, from the epoch's start, for `baton-sim --replay`.",
+       "This node's incident journal for a window (from, to: unix seconds; default the last 15 minutes): every "
+       "input of its leader's decision core in each epoch it led that overlaps the window, from the epoch's start, "
+       "for `baton-sim --replay`.",
        {"from", "to"},
        A,
        false,

@@ -2,6 +2,9 @@
 // admin_handlers.cpp).
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <chrono>
+
 #include "admin_handler_support.h"
 #include "admin_http.h"
 #include "baton/admin/admin_api.h"
@@ -115,7 +118,10 @@ HttpResponse AdminApi::incident_export(const ApiCall& c) {
   std::optional<std::int64_t> from, to;
   if (auto bad = int_param(c.params, "from", 0, std::int64_t{1} << 40, from)) return error(400, "bad_request", *bad);
   if (auto bad = int_param(c.params, "to", 0, std::int64_t{1} << 40, to)) return error(400, "bad_request", *bad);
-  if (!from || !to) return error(400, "bad_request", "'from' and 'to' (unix seconds) are both required");
+  // Unset: the last 15 minutes, by this node's clock.
+  if (!to)
+    to = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  if (!from) from = std::max<std::int64_t>(0, *to - 900);
   if (*from > *to) return error(400, "bad_request", "'from' is after 'to'");
   const std::string node = c.node.node_id;
   if (!incident_export_)

@@ -128,7 +128,11 @@ TEST_F(AdminApiTest, TheOpenApiDocumentIsTheRouteTable) {
     ASSERT_TRUE(paths.contains(route.pattern)) << route.pattern;
     EXPECT_TRUE(paths[route.pattern].as_object().contains(method)) << route.method << " " << route.pattern;
   }
-  // Every documented GET without path parameters answers (no 404/405).
+  // Every documented GET without path parameters answers (no 404/405); a
+  // node with an incident journal (this one's answers from a fake).
+  api.set_incident_export([](std::int64_t from_ms, std::int64_t to_ms) -> Result<std::string> {
+    return "{\"k\":\"window\",\"from_ms\":" + std::to_string(from_ms) + ",\"to_ms\":" + std::to_string(to_ms) + "}\n";
+  });
   for (const auto& [path, ops] : paths)
     if (ops.as_object().contains("get") && std::string(path).find('{') == std::string::npos) {
       const auto r = get(std::string(path));

@@ -124,9 +124,14 @@ void JournalRing::flush() {
 void JournalRing::run() {
   std::unique_lock lock(mutex_);
   for (;;) {
-    wake_.wait_for(lock, write_every, [&] { return stop_ || queued_bytes_ >= wake_bytes || flushing_ > 0; });
-    if (queue_.empty() && !stop_) continue;
-    if (queue_.empty() && stop_) return;
+    // Not "a flush waits" alone: with nothing queued that would hold the
+    // lock in a spin, and neither flush() nor the loop could take it.
+    wake_.wait_for(lock, write_every,
+                   [&] { return stop_ || queued_bytes_ >= wake_bytes || (flushing_ > 0 && !queue_.empty()); });
+    if (queue_.empty()) {
+      if (stop_) return;
+      continue;
+    }
     std::deque<Item> batch;
     batch.swap(queue_);
     queued_bytes_ = 0;
