@@ -584,6 +584,12 @@ TEST(Runtime, AWorkerStoppedWithAGrantedAssignmentInItsSocketDoesNotRunItWhenItC
 
 namespace {
 
+/// `baton ctl` of a node with the admin token, ready for a verb.
+std::string ctl_as_admin(Cluster& c, const std::string& node) {
+  return std::string(BATON_BINARY) + " ctl --addr 127.0.0.1:" + std::to_string(c.port(node)) + " --token-file " +
+         BATON_SOURCE_DIR + "/cmd/tests/tokens/admin.token ";
+}
+
 /// Runs `command` (a shell line) and returns its stdout and exit status.
 std::pair<std::string, int> shell(const std::string& command) {
   std::string out;
@@ -750,10 +756,7 @@ TEST(Runtime, AnIncidentWindowExportedWithCtlReplaysInTheSimulatorToTheSameDecis
   ASSERT_TRUE(c.wait_for_state(held, "SUCCEEDED", 20s));
   std::this_thread::sleep_for(1500ms);  // a few cron slots more
 
-  auto ctl = [&](const std::string& node) {
-    return std::string(BATON_BINARY) + " ctl --addr 127.0.0.1:" + std::to_string(c.port(node)) + " --token-file " +
-           BATON_SOURCE_DIR + "/cmd/tests/tokens/admin.token ";
-  };
+  auto ctl = [&](const std::string& node) { return ctl_as_admin(c, node); };
   const std::string file = c.dir() + "/incident.jsonl";
   auto exported = shell(ctl("n2") + "incident export --from " + std::to_string(began) + " --file " + file + " 2>&1");
   ASSERT_EQ(exported.second, 0) << exported.first;
@@ -839,10 +842,7 @@ TEST(Runtime, APlannedHandoverGoesToTheNodeNamedAndNoCronSlotIsMissedOrDoubled) 
   ASSERT_TRUE(c.wait_for_state(run, "RUNNING", 5s));
   std::this_thread::sleep_for(1500ms);
   const std::int64_t before = std::stoll(c.db().scalar("SELECT epoch FROM leader_lease"));
-  auto ctl = [&](const std::string& node) {
-    return std::string(BATON_BINARY) + " ctl --addr 127.0.0.1:" + std::to_string(c.port(node)) + " --token-file " +
-           BATON_SOURCE_DIR + "/cmd/tests/tokens/admin.token ";
-  };
+  auto ctl = [&](const std::string& node) { return ctl_as_admin(c, node); };
   EXPECT_EQ(shell(ctl("n1") + "leader handover --to n1").second, 5) << "naming the leader itself: a conflict";
   auto bad = shell(ctl("n1") + "leader handover --to 'no such' 2>&1");
   EXPECT_EQ(bad.second, 1) << bad.first;

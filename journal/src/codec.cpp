@@ -10,6 +10,8 @@
 #include <utility>
 #include <variant>
 
+#include "fields.h"
+
 namespace baton {
 namespace {
 /// Every member of T is described: a member added to one of these types
@@ -189,22 +191,10 @@ json::value effect_json(const lc::Effect& e) {
 
 namespace {
 
-template <class T>
-struct is_optional : std::false_type {};
-template <class T>
-struct is_optional<std::optional<T>> : std::true_type {};
-template <class T>
-struct is_variant : std::false_type {};
-template <class... T>
-struct is_variant<std::variant<T...>> : std::true_type {};
-template <class T>
-struct is_duration : std::false_type {};
-template <class R, class P>
-struct is_duration<std::chrono::duration<R, P>> : std::true_type {};
-template <class T>
-struct is_pair : std::false_type {};
-template <class A, class B>
-struct is_pair<std::pair<A, B>> : std::true_type {};
+using fields::detail::is_duration;
+using fields::detail::is_optional;
+using fields::detail::is_pair;
+using fields::detail::is_variant;
 
 /// FNV-1a over every member of a value, walked as Boost.PFR sees an
 /// aggregate (every field, in order: nothing to list, nothing to forget),
