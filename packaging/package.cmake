@@ -1,11 +1,15 @@
 # The Debian package (docs/operations.md, "Packaging and services"):
 #   cmake --build build && (cd build && cpack -G DEB)
-# gives build/baton_<version>_<arch>.deb with /usr/bin/baton, systemd units
+# gives build/baton_<version>_<arch>.deb with /usr/bin/baton (and baton-sim, which
+# replays an incident journal), systemd units
 # for a node and a worker, example configurations and the docs. Its
 # maintainer scripts make a `baton` system user and /etc/baton.
 include(GNUInstallDirs)
 
 install(TARGETS baton RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The replay of an incident journal (docs/assurance.md, "Incident replay"),
+# where the node is: the same core as this build's `baton`.
+install(TARGETS baton-sim RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES packaging/systemd/baton-node.service packaging/systemd/baton-worker.service
         DESTINATION lib/systemd/system)
 install(FILES configs/node.yaml configs/worker.yaml DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)

@@ -102,6 +102,11 @@ int main(int argc, char** argv) {
     }
     const auto r = baton::journal::replay(in, window, effects, std::cout);
     std::cout.flush();
+    if (r.books == 0 && r.divergence.empty()) {
+      std::fprintf(stderr, "baton-sim: %s holds no book of an incident journal (baton ctl incident export)\n",
+                   replay_file.c_str());
+      return 2;
+    }
     std::printf("replay: %lld lines, %lld books, %lld inputs, %lld batches of effects (%lld effects) replayed, %s%s\n",
                 static_cast<long long>(r.lines), static_cast<long long>(r.books), static_cast<long long>(r.inputs),
                 static_cast<long long>(r.batches), static_cast<long long>(r.effects),
