@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <vector>
@@ -140,7 +141,7 @@ int Harness::run() {
 }
 
 // Each node's incident journal (docs/assurance.md, "Incident replay"): its
-// files in order, each cut to its whole lines (a node killed mid-write
+// files by epoch and in order, each cut to its whole lines (a node killed mid-write
 // leaves half of one), as one journal of every epoch it led, replayed by
 // `baton-sim --replay` into the leader core; its summary goes to
 // replay-<node>.txt for incident_replay_checker.
@@ -150,7 +151,13 @@ void Harness::replay_journals() {
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator(work_ + "/journal-" + id, ec))
       if (e.path().extension() == ".jsonl") files.push_back(e.path());
-    std::sort(files.begin(), files.end());
+    // By epoch, then in order ("<seq>-e<epoch>.jsonl"): a retiring loop's
+    // last file may come after the next epoch's first.
+    auto key = [](const std::filesystem::path& p) {
+      const std::string n = p.filename().string();
+      return std::make_pair(std::atoll(n.c_str() + n.find("-e") + 2), n);
+    };
+    std::sort(files.begin(), files.end(), [&](const auto& a, const auto& b) { return key(a) < key(b); });
     const std::string joined = o_.out + "/journal-" + id + ".jsonl";
     {
       std::ofstream out(joined);

@@ -85,7 +85,7 @@ void ControlLoop::post(LoopEvent e) {
 
 void ControlLoop::run(const std::atomic<bool>& stop) {
   if (journal_ring_) {
-    journal_ring_->begin_book(epoch_);
+    journal_sink_ = journal_ring_->begin_book(epoch_);
     journal_ = std::make_unique<journal::BookRecorder>(
         made_,
         [] {
@@ -93,7 +93,7 @@ void ControlLoop::run(const std::atomic<bool>& stop) {
                      std::chrono::system_clock::now().time_since_epoch())
               .count();
         },
-        *journal_ring_);
+        *journal_sink_);
     book_.set_journal(journal_.get());
   }
   book_.start(clock_.mono());

@@ -79,30 +79,45 @@ JournalRing::~JournalRing() {
   if (file_) std::fclose(file_);
 }
 
-void JournalRing::begin_book(Epoch epoch) {
+namespace {
+/// The sink of one book: its lines, tagged with its epoch.
+class BookLines final : public journal::LineSink {
+ public:
+  BookLines(JournalRing& ring, Epoch epoch) : ring_(ring), epoch_(epoch) {}
+  void line(std::string text) override { ring_.line(epoch_, std::move(text)); }
+
+ private:
+  JournalRing& ring_;
+  const Epoch epoch_;
+};
+}  // namespace
+
+std::unique_ptr<journal::LineSink> JournalRing::begin_book(Epoch epoch) {
   {
     std::lock_guard lock(mutex_);
-    queue_.push_back(Item{{}, epoch});
+    queue_.push_back(Item{{}, epoch, true});
     queued_total_++;
   }
   wake_.notify_one();
+  return std::make_unique<BookLines>(*this, epoch);
 }
 
-void JournalRing::line(std::string text) {
+void JournalRing::line(Epoch epoch, std::string text) {
   {
     std::lock_guard lock(mutex_);
     if (queued_bytes_ + text.size() > queued_max_) {
-      dropped_++;
+      dropped_[epoch.value]++;
       return;
     }
-    if (dropped_ > 0) {
-      // Said where it happened: a replay stops here instead of diverging.
-      queue_.push_back(Item{"{\"k\":\"gap\",\"w\":0,\"lost\":" + std::to_string(dropped_) + "}", Epoch{0}});
+    if (auto d = dropped_.find(epoch.value); d != dropped_.end()) {
+      // Said where it happened: a replay skips the rest of this book
+      // instead of diverging.
+      queue_.push_back(Item{"{\"k\":\"gap\",\"w\":0,\"lost\":" + std::to_string(d->second) + "}", epoch, false});
       queued_total_++;
-      dropped_ = 0;
+      dropped_.erase(d);
     }
     queued_bytes_ += text.size();
-    queue_.push_back(Item{std::move(text), Epoch{0}});
+    queue_.push_back(Item{std::move(text), epoch, false});
     queued_total_++;
     // No wake-up per line (a futex and a context switch each, on the
     // control loop's thread): the writer comes by every write_every, or
@@ -145,29 +160,31 @@ void JournalRing::run() {
 }
 
 void JournalRing::write(const Item& item) {
-  if (item.begins.value > 0) {
-    broken_ = false;
-    return open_next(item.begins);
+  if (item.begins) {
+    if (broken_ == item.epoch) broken_ = Epoch{0};
+    return open_next(item.epoch);
   }
-  if (!file_ || file_written_ >= file_bytes_) {
-    open_next(epoch_);
+  // A line of another book than the file's (a retiring loop's, beside the
+  // next epoch's), or past the file's size: a file of its book follows.
+  if (!file_ || epoch_ != item.epoch || file_written_ >= file_bytes_) {
+    open_next(item.epoch);
     // The lines of this book since a write failed are lost: said where,
-    // so a replay stops there instead of feeding the core a hole.
-    if (file_ && broken_) {
+    // so a replay skips the rest of it instead of feeding the core a hole.
+    if (file_ && broken_ == item.epoch) {
       const std::string gap = "{\"k\":\"gap\",\"w\":0,\"lost\":0}\n";
       std::fwrite(gap.data(), 1, gap.size(), file_);
-      broken_ = false;
+      broken_ = Epoch{0};
     }
   }
   if (!file_) {
-    broken_ = true;
+    broken_ = item.epoch;
     return;
   }
   if (std::fwrite(item.text.data(), 1, item.text.size(), file_) != item.text.size() || std::fputc('\n', file_) == EOF) {
     spdlog::warn("incident_journal_write_failed dir={} epoch={}", json_quote(dir_.string()), epoch_.value);
     std::fclose(file_);
     file_ = nullptr;
-    broken_ = true;
+    broken_ = item.epoch;
     return;
   }
   file_written_ += static_cast<std::int64_t>(item.text.size()) + 1;
@@ -213,17 +230,24 @@ Result<std::string> JournalRing::export_window(std::int64_t from_ms, std::int64_
     bool has_header = false;
     std::vector<std::string> lines;
   };
+  // Each epoch's files in order, wherever another book's files fell
+  // between them; its first must begin with its header.
   std::vector<Book> books;
+  std::map<std::int64_t, std::size_t> by_epoch;
   for (const auto& f : ring_files(dir_)) {
     std::ifstream in(f.path);
     std::string text;
     bool first = true;
     while (std::getline(in, text)) {
       if (in.eof()) break;  // a line still being written
-      if (first && (is_header(text) || books.empty() || books.back().epoch != f.epoch))
-        books.push_back(Book{f.epoch, is_header(text), {}});
-      first = false;
-      books.back().lines.push_back(std::move(text));
+      if (first) {
+        if (is_header(text) || !by_epoch.count(f.epoch)) {
+          by_epoch[f.epoch] = books.size();
+          books.push_back(Book{f.epoch, is_header(text), {}});
+        }
+        first = false;
+      }
+      books[by_epoch[f.epoch]].lines.push_back(std::move(text));
     }
   }
   std::string out =

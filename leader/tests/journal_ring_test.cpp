@@ -32,12 +32,12 @@ struct Dir {
 TEST(JournalRing, AnExportGivesEachOverlappingBookFromItsHeaderToTheWindowsEnd) {
   Dir d;
   JournalRing ring(d.path, 64 << 20);
-  ring.begin_book(Epoch{1});
-  ring.line(line("book", 1000));
-  for (int w = 1001; w <= 1010; ++w) ring.line(line("tick", w));
-  ring.begin_book(Epoch{2});
-  ring.line(line("book", 2000));
-  for (int w = 2001; w <= 2010; ++w) ring.line(line("tick", w));
+  auto one = ring.begin_book(Epoch{1});
+  one->line(line("book", 1000));
+  for (int w = 1001; w <= 1010; ++w) one->line(line("tick", w));
+  auto two = ring.begin_book(Epoch{2});
+  two->line(line("book", 2000));
+  for (int w = 2001; w <= 2010; ++w) two->line(line("tick", w));
   auto both = ring.export_window(1005, 2003);
   ASSERT_TRUE(both) << both.error().message;
   EXPECT_EQ(both->rfind("{\"k\":\"window\",\"from_ms\":1005,\"to_ms\":2003}\n", 0), 0u);
@@ -55,14 +55,40 @@ TEST(JournalRing, AnExportGivesEachOverlappingBookFromItsHeaderToTheWindowsEnd) 
   EXPECT_FALSE(ring.export_window(10, 5));
 }
 
+// A retiring loop's last lines and the next epoch's first ones, written at
+// once on one node: each book gets its own, whole and in order.
+TEST(JournalRing, TwoBooksWrittenAtOnceStayApart) {
+  Dir d;
+  JournalRing ring(d.path, 64 << 20);
+  auto old_book = ring.begin_book(Epoch{4});
+  old_book->line(line("book", 100));
+  auto new_book = ring.begin_book(Epoch{5});
+  new_book->line(line("book", 101));
+  for (int w = 102; w < 140; ++w) {
+    old_book->line(line("tick", w, "e4"));
+    new_book->line(line("tick", w, "e5"));
+  }
+  auto both = ring.export_window(100, 200);
+  ASSERT_TRUE(both) << both.error().message;
+  const auto four = both->find(line("book", 100)), five = both->find(line("book", 101));
+  ASSERT_NE(four, std::string::npos);
+  ASSERT_NE(five, std::string::npos);
+  const std::string book4 = both->substr(four, five > four ? five - four : std::string::npos);
+  const std::string book5 = both->substr(five, four > five ? four - five : std::string::npos);
+  EXPECT_EQ(book4.find("e5"), std::string::npos) << "epoch 5's lines in epoch 4's book";
+  EXPECT_EQ(book5.find("e4"), std::string::npos) << "epoch 4's lines in epoch 5's book";
+  EXPECT_NE(book4.find(line("tick", 139, "e4")), std::string::npos);
+  EXPECT_NE(book5.find(line("tick", 139, "e5")), std::string::npos);
+}
+
 TEST(JournalRing, TheOldestFilesGoPastTheBoundAndABookWithoutItsBeginningIsNamed) {
   Dir d;
   // 1 MiB bound: files of 64 KiB; 300 lines of ~1 KiB each for epoch 7.
   JournalRing ring(d.path, 1 << 20);
-  ring.begin_book(Epoch{7});
-  ring.line(line("book", 1000));
+  auto seven = ring.begin_book(Epoch{7});
+  seven->line(line("book", 1000));
   const std::string pad(1000, 'x');
-  for (int i = 0; i < 3000; ++i) ring.line(line("tick", 1001 + i, pad));
+  for (int i = 0; i < 3000; ++i) seven->line(line("tick", 1001 + i, pad));
   ring.flush();
   std::uintmax_t total = 0;
   int files = 0;
@@ -81,11 +107,11 @@ TEST(JournalRing, TheOldestFilesGoPastTheBoundAndABookWithoutItsBeginningIsNamed
 TEST(JournalRing, AFlushWhileTheLoopKeepsWritingReturnsAndNeitherSideStalls) {
   Dir d;
   JournalRing ring(d.path, 64 << 20);
-  ring.begin_book(Epoch{1});
-  ring.line(line("book", 1));
+  auto book = ring.begin_book(Epoch{1});
+  book->line(line("book", 1));
   std::atomic<bool> stop{false};
   std::thread loop([&] {
-    for (int w = 2; !stop.load(); ++w) ring.line(line("tick", w));
+    for (int w = 2; !stop.load(); ++w) book->line(line("tick", w));
   });
   for (int i = 0; i < 20; ++i) {
     auto flushed = std::async(std::launch::async, [&] { ring.flush(); });
@@ -98,7 +124,7 @@ TEST(JournalRing, AFlushWhileTheLoopKeepsWritingReturnsAndNeitherSideStalls) {
   ring.flush();
   auto later = std::async(std::launch::async, [&] {
     ring.flush();
-    ring.line(line("tick", 1));
+    book->line(line("tick", 1));
   });
   ASSERT_EQ(later.wait_for(std::chrono::seconds(5)), std::future_status::ready);
 }

@@ -161,6 +161,7 @@ class ControlLoop {
   const journal::BookHeader made_;  ///< what book_ is made with, as its journal's header says
   leader_core::RunBook book_;
   JournalRing* journal_ring_ = nullptr;
+  std::unique_ptr<journal::LineSink> journal_sink_;  ///< this book's lines in the ring
   std::unique_ptr<journal::BookRecorder> journal_;
   std::map<leader_core::LinkId, std::shared_ptr<WorkerLink>> links_;  ///< loop thread only
   ArchiveWriter* archive_ = nullptr;

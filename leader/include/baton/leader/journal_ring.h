@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -23,20 +25,23 @@
 
 namespace baton::leader {
 
-class JournalRing final : public journal::LineSink {
+class JournalRing {
  public:
   /// Creates `dir` if needed; its files from earlier runs stay (the ring
   /// continues after them).
   JournalRing(std::filesystem::path dir, std::int64_t max_bytes, std::size_t queued_max = 64u << 20);
   /// Writes what is queued, then stops.
-  ~JournalRing() override;
+  ~JournalRing();
   JournalRing(const JournalRing&) = delete;
   JournalRing& operator=(const JournalRing&) = delete;
 
-  /// The lines after this go to a new file, named by `epoch`. Never blocks.
-  void begin_book(Epoch epoch);
-  /// Never blocks.
-  void line(std::string text) override;
+  /// Starts a book: a new file named by `epoch`, and the sink its lines
+  /// go to. Each book's lines go to files of its own: a retiring loop's last
+  /// lines and the next epoch's first ones may be written at once. Never
+  /// blocks; the sink's lines neither.
+  std::unique_ptr<journal::LineSink> begin_book(Epoch epoch);
+  /// One line of the book of `epoch`. Never blocks.
+  void line(Epoch epoch, std::string text);
   /// Waits until everything queued so far is on disk.
   void flush();
 
@@ -53,7 +58,8 @@ class JournalRing final : public journal::LineSink {
  private:
   struct Item {
     std::string text;
-    Epoch begins{0};  ///< > 0: not a line, the start of a book
+    Epoch epoch{0};       ///< the book it belongs to
+    bool begins = false;  ///< not a line: the start of the book
   };
   void run();
   void write(const Item& item);
@@ -69,7 +75,7 @@ class JournalRing final : public journal::LineSink {
   std::condition_variable wake_, idle_;
   std::deque<Item> queue_;
   std::size_t queued_bytes_ = 0;
-  std::uint64_t dropped_ = 0;                           ///< lines dropped since the last gap line
+  std::map<std::int64_t, std::uint64_t> dropped_;       ///< per book, lines dropped since its last gap line
   std::uint64_t queued_total_ = 0, written_total_ = 0;  ///< items, for flush()
   int flushing_ = 0;                                    ///< flush() calls waiting
   bool stop_ = false;
@@ -78,8 +84,8 @@ class JournalRing final : public journal::LineSink {
   std::int64_t file_written_ = 0;
   std::uint64_t next_seq_ = 1;
   Epoch epoch_{0};
-  bool broken_ = false;  ///< a line of this book was lost: the next file begins with a gap
-  std::thread thread_;   ///< last: started once everything above exists
+  Epoch broken_{0};     ///< a line of this book was lost: its next file begins with a gap
+  std::thread thread_;  ///< last: started once everything above exists
 };
 
 }  // namespace baton::leader
