@@ -21,19 +21,6 @@ constexpr bool all_members_described() {
   return boost::pfr::tuple_size_v<T> ==
          boost::mp11::mp_size<boost::describe::describe_members<T, boost::describe::mod_public>>::value;
 }
-static_assert(all_members_described<Error>());
-static_assert(all_members_described<store::KeyedLimits>());
-static_assert(all_members_described<store::PreviousAttempt>());
-static_assert(all_members_described<store::DueRun>());
-static_assert(all_members_described<store::ActiveRun>());
-static_assert(all_members_described<store::RunRow>());
-static_assert(all_members_described<store::ScheduledJob>());
-static_assert(all_members_described<store::WriteResult>());
-static_assert(all_members_described<store::CreateResult>());
-static_assert(all_members_described<store::Controls>());
-static_assert(all_members_described<store::EventsProcessed>());
-static_assert(all_members_described<store::SubmissionsProcessed>());
-static_assert(all_members_described<store::Pruned>());
 static_assert(all_members_described<store::RunFence>());
 static_assert(all_members_described<store::AttemptFence>());
 static_assert(all_members_described<store::Finish>());
@@ -44,8 +31,6 @@ static_assert(all_members_described<store::FinishRow>());
 static_assert(all_members_described<store::HeartbeatRow>());
 static_assert(all_members_described<store::OutputChunk>());
 static_assert(all_members_described<store::SkippedCronSlots>());
-static_assert(boost::pfr::tuple_size_v<store::BatchWriteResult> == 2);      // by hand, below
-static_assert(boost::pfr::tuple_size_v<store::HeartbeatBatchResult> == 2);  // by hand, below
 static_assert(all_members_described<leader_core::RuntimeConfig>());
 static_assert(all_members_described<leader_core::Close>());
 static_assert(all_members_described<leader_core::Log>());
@@ -79,48 +64,6 @@ static_assert(boost::pfr::tuple_size_v<leader_core::Send> == 2);  // by hand, be
 }  // namespace
 }  // namespace baton
 
-namespace baton::store {
-namespace json = boost::json;
-
-namespace {
-template <class Map>
-json::value keyed_by_run(const Map& m) {
-  json::array a;
-  a.reserve(m.size());
-  for (const auto& [id, v] : m) a.push_back(json::array{id, json::value_from(v)});
-  return a;
-}
-template <class V>
-std::map<std::int64_t, V> by_run(const json::value& v) {
-  std::map<std::int64_t, V> m;
-  for (const auto& pair : v.as_array()) {
-    const auto& p = pair.as_array();
-    m.emplace(p.at(0).to_number<std::int64_t>(), json::value_to<V>(p.at(1)));
-  }
-  return m;
-}
-}  // namespace
-
-void tag_invoke(json::value_from_tag, json::value& v, const BatchWriteResult& r) {
-  v = json::object{{"current_epoch", r.current_epoch.value}, {"applied", keyed_by_run(r.applied)}};
-}
-BatchWriteResult tag_invoke(json::value_to_tag<BatchWriteResult>, const json::value& v) {
-  BatchWriteResult r;
-  r.current_epoch = Epoch{v.at("current_epoch").to_number<std::int64_t>()};
-  r.applied = by_run<WriteResult>(v.at("applied"));
-  return r;
-}
-void tag_invoke(json::value_from_tag, json::value& v, const HeartbeatBatchResult& r) {
-  v = json::object{{"current_epoch", r.current_epoch.value}, {"applied", keyed_by_run(r.applied)}};
-}
-HeartbeatBatchResult tag_invoke(json::value_to_tag<HeartbeatBatchResult>, const json::value& v) {
-  HeartbeatBatchResult r;
-  r.current_epoch = Epoch{v.at("current_epoch").to_number<std::int64_t>()};
-  r.applied = by_run<Version>(v.at("applied"));
-  return r;
-}
-}  // namespace baton::store
-
 namespace baton::leader_core {
 void tag_invoke(boost::json::value_from_tag, boost::json::value& v, const Send& s) {
   v = boost::json::object{{"link", s.link}, {"message", journal::message_text(s.message)}};
@@ -131,21 +74,7 @@ namespace baton::journal {
 namespace json = boost::json;
 namespace lc = leader_core;
 
-std::string message_text(const protocol::Message& m) {
-  if (const auto* hello = std::get_if<protocol::Hello>(&m); hello && !hello->token.empty()) {
-    protocol::Hello without = *hello;
-    without.token.clear();
-    return protocol::encode(protocol::Message{std::move(without)}, protocol::protocol_version_max);
-  }
-  return protocol::encode(m, protocol::protocol_version_max);
-}
-
-Result<protocol::Message> message_of(std::string_view text) {
-  auto decoded = protocol::decode(text);
-  if (auto* e = std::get_if<protocol::DecodeError>(&decoded))
-    return make_error(Errc::bad_input, "a recorded message does not decode: " + e->code + ": " + e->message);
-  return std::get<protocol::Message>(std::move(decoded));
-}
+std::string message_text(const protocol::Message& m) { return protocol::encode(m, protocol::protocol_version_max); }
 
 namespace {
 // In the order of leader_core::Effect's alternatives.

@@ -49,37 +49,10 @@ inline MonoTime tag_invoke(boost::json::value_to_tag<MonoTime>, const boost::jso
 BOOST_DESCRIBE_ENUM(RunState, pending, assigned, running, retry_waiting, orphaned, succeeded, failed, timed_out,
                     canceled)
 BOOST_DESCRIBE_ENUM(ContinuationState, none, confirming)
-BOOST_DESCRIBE_ENUM(Errc, db_unavailable, outcome_unknown, db_is_standby, db_error, bad_config, bad_input, io)
-BOOST_DESCRIBE_STRUCT(Error, (), (code, message))
 }  // namespace baton
 
 namespace baton::store {
-BOOST_DESCRIBE_ENUM(WriteOutcome, applied, conflict, fenced)
-BOOST_DESCRIBE_STRUCT(KeyedLimits, (),
-                      (concurrency_key, key_limit, key_slots_held, rate_limit, rate_per_ms, rate_key, rate_slots_busy))
-BOOST_DESCRIBE_STRUCT(PreviousAttempt, (), (fate, attempt, worker))
-BOOST_DESCRIBE_STRUCT(DueRun, (),
-                      (id, version, state, attempt, max_attempts, priority, job_name, tasks_json, timeout_ms,
-                       retry_base_ms, retry_cap_ms, selector, unstarted_assignments, instance_limit, mutually_exclusive,
-                       exclusive_execution, keyed, previous_worker, parameters, starts_in_ms, starts_at_us, previous))
-BOOST_DESCRIBE_STRUCT(ActiveRun, (),
-                      (id, version, state, attempt, max_attempts, worker_id, lease_token, leader_epoch, continuation,
-                       continuation_expired, assigned_age_ms, running_age_ms, timeout_ms, retry_base_ms, retry_cap_ms,
-                       continuation_timeout_ms, worker_instance, continuation_remaining_ms, cancel_reason, job_name,
-                       instance_no, exclusive_lock, exclusive_gate, starts_in_ms))
-BOOST_DESCRIBE_STRUCT(RunRow, (),
-                      (id, state, version, attempt, max_attempts, leader_epoch, assigned_worker_id, lease_token,
-                       continuation, job_name))
-BOOST_DESCRIBE_STRUCT(ScheduledJob, (),
-                      (id, name, schedule, time_zone, misfire_policy, last_slot_unix, catch_up_limit,
-                       starting_deadline_ms, resumed_at_unix, jitter_ms, now_unix, now_unix_ms))
-BOOST_DESCRIBE_STRUCT(WriteResult, (), (outcome, current_epoch, new_version, lease_token, attempt))
-BOOST_DESCRIBE_STRUCT(CreateResult, (), (outcome, current_epoch, run, forbidden, replaced))
-BOOST_DESCRIBE_STRUCT(Controls, (), (dispatch_enabled, worker_holds, settings))
-BOOST_DESCRIBE_STRUCT(EventsProcessed, (), (current_epoch, events, runs))
-BOOST_DESCRIBE_STRUCT(SubmissionsProcessed, (), (current_epoch, submissions, runs, refused))
-BOOST_DESCRIBE_STRUCT(Pruned, (), (current_epoch, runs, ledger, events, dead_letters, submissions, webhook_deliveries))
-// Effects' rows (recorded one way, for the comparison of effects).
+// Effects' rows.
 BOOST_DESCRIBE_STRUCT(RunFence, (), (run, expected_version, epoch))
 BOOST_DESCRIBE_STRUCT(AttemptFence, (), (worker_id, attempt, lease_token))
 BOOST_DESCRIBE_STRUCT(Finish, (), (final_state, exit_code, error_code, error_msg, result_json))
@@ -93,11 +66,6 @@ BOOST_DESCRIBE_STRUCT(HeartbeatRow, (), (id, version, attempt, progress))
 BOOST_DESCRIBE_STRUCT(OutputChunk, (), (run, attempt, stream, offset, data))
 BOOST_DESCRIBE_STRUCT(SkippedCronSlots, (), (first_unix, last_unix, count, count_at_least, reason))
 
-// Maps keyed by run id: arrays of [id, value] (a JSON object's keys are text).
-void tag_invoke(boost::json::value_from_tag, boost::json::value& v, const BatchWriteResult& r);
-BatchWriteResult tag_invoke(boost::json::value_to_tag<BatchWriteResult>, const boost::json::value& v);
-void tag_invoke(boost::json::value_from_tag, boost::json::value& v, const HeartbeatBatchResult& r);
-HeartbeatBatchResult tag_invoke(boost::json::value_to_tag<HeartbeatBatchResult>, const boost::json::value& v);
 }  // namespace baton::store
 
 namespace baton::leader_core {
@@ -147,11 +115,9 @@ void tag_invoke(boost::json::value_from_tag, boost::json::value& v, const Send& 
 
 namespace baton::journal {
 
-/// A message as the frame the newest protocol version makes of it: what
-/// decode() gives back. A hello's token is left out (it is a secret, and
-/// the book never reads it).
+/// A message sent, as the frame the newest protocol version makes of it
+/// (the replay's account of a Send).
 std::string message_text(const protocol::Message& m);
-Result<protocol::Message> message_of(std::string_view text);
 
 /// `{"e": <the effect's name>, ...its members}`: one line of the replay's
 /// account, and what the effects' digest is taken over.
