@@ -3,10 +3,14 @@
 // kills, pauses, partitions and clock faults) was replayed by `baton-sim
 // --replay` into the leader core. Every set of effects must come out the
 // same as the node's: one more line of the report, judged like the
-// harness's own invariants.
+// harness's own invariants. A node that led no epoch (the database's epoch
+// history says so) has no book to replay, and is not asked for one: a run
+// with no leader change has two such nodes.
+#include <boost/json.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include "harness.h"
@@ -23,6 +27,19 @@ checker::InvariantResult incident_replay_checker(const std::string& dir) {
     r.violations++;
     if (r.evidence.size() < 40) r.evidence.push_back(e);
   };
+  // The nodes that led an epoch, from the database's epoch history.
+  std::set<std::string> leaders;
+  {
+    std::ifstream in(dir + "/db/epochs.jsonl");
+    for (std::string line; std::getline(in, line);) {
+      boost::system::error_code bad;
+      const boost::json::value v = boost::json::parse(line, bad);
+      if (bad || !v.is_object()) continue;
+      if (const auto* node = v.as_object().if_contains("node"); node && node->is_string())
+        leaders.insert(std::string(node->as_string()));
+    }
+  }
+  std::set<std::string> replayed;
   std::int64_t books = 0;
   int nodes = 0;
   std::error_code ec;
@@ -31,6 +48,7 @@ checker::InvariantResult incident_replay_checker(const std::string& dir) {
     if (name.rfind("replay-", 0) != 0 || e.path().extension() != ".txt") continue;
     nodes++;
     const std::string node = name.substr(7, name.size() - 11);
+    replayed.insert(node);
     std::ifstream in(e.path());
     bool identical = false;
     std::string exit_line;
@@ -49,11 +67,14 @@ checker::InvariantResult incident_replay_checker(const std::string& dir) {
       r.examined += at(" batches");
       identical = line.find("every batch identical to the record") != std::string::npos;
     }
+    if (!leaders.count(node) && exit_line != "exit=1") continue;  // it led nothing: no book, or any it kept
     if (exit_line != "exit=0")
       add(node + ": baton-sim --replay " + (exit_line.empty() ? "did not run" : exit_line));
     else if (!identical)
       add(node + ": baton-sim --replay gave no verdict");
   }
+  for (const auto& node : leaders)
+    if (!replayed.count(node)) add(node + ": led an epoch, but its journal was not replayed");
   if (nodes == 0)
     add("no node's journal was replayed (replay-*.txt in " + dir + ")");
   else if (books == 0)
