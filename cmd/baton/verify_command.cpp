@@ -21,7 +21,7 @@ namespace baton::verify_command {
 const char* const usage =
     "usage: baton verify --config FILE | --database-url URL [--since WHEN] [--json] [--slice N]\n"
     "                    [--owner-grace DURATION]\n"
-    "       baton verify --receipts --config FILE | --database-url URL [--json]\n"
+    "       baton verify --receipts --config FILE | --database-url URL [--json] [--deadline DURATION]\n"
     "\n"
     "Checks the runs that finished since WHEN (all of them without it) against every invariant\n"
     "of the chaos checker that the database's records support: one successful execution per\n"
@@ -33,7 +33,8 @@ const char* const usage =
     "--receipts: instead, recompute every chain of receipts (the run ends, late reports and audit\n"
     "entries, each chained to the one before, and each epoch's checkpoint) from the rows, and name\n"
     "the first link that does not hold: a row edited, deleted or reordered (docs/assurance.md,\n"
-    "\"Receipts\").\n"
+    "\"Receipts\"). --deadline: how long that pass may take (default 30m; a million ends take\n"
+    "about 10 s).\n"
     "Exit 0: no violation; 1: violations (each printed with its evidence); 2: bad arguments or\n"
     "the database.\n";
 
@@ -72,12 +73,15 @@ std::optional<std::int64_t> since_us(const std::string& when, std::string& error
 }
 
 /// `baton verify --receipts`.
-int check_receipts(const std::string& url, bool as_json) {
+int check_receipts(const std::string& url, bool as_json, std::int64_t deadline_ms, const std::string& deadline) {
   constexpr int listed = 20;
   store::pg::PgVerifyStore store(url, "baton-verify");
-  auto report = store.check_receipts(listed);
+  auto report = store.check_receipts(listed, Millis{deadline_ms});
   if (!report) {
-    std::cerr << "baton: verify: database " << store::pg::describe_url(url) << ": " << report.error().message << "\n";
+    std::cerr << "baton: verify: database " << store::pg::describe_url(url) << ": " << report.error().message;
+    if (report.error().message.find("statement timeout") != std::string::npos)
+      std::cerr << " (the pass took longer than --deadline " << deadline << "; give it a longer one)";
+    std::cerr << "\n";
     return 2;
   }
   const auto& r = *report;
@@ -117,7 +121,7 @@ int check_receipts(const std::string& url, bool as_json) {
 }  // namespace
 
 int run(const std::vector<std::string>& args) {
-  std::string file, url, since, slice = "2000", grace;
+  std::string file, url, since, slice = "2000", grace, deadline;
   bool as_json = false, receipts = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -131,7 +135,7 @@ int run(const std::vector<std::string>& args) {
       continue;
     }
     if (!value("--config", file) && !value("--database-url", url) && !value("--since", since) &&
-        !value("--slice", slice) && !value("--owner-grace", grace)) {
+        !value("--slice", slice) && !value("--owner-grace", grace) && !value("--deadline", deadline)) {
       std::cerr << "baton: verify: unexpected argument '" << a.substr(0, 64) << "'\n" << usage;
       return 2;
     }
@@ -159,7 +163,23 @@ int run(const std::vector<std::string>& args) {
                    "--owner-grace\n";
       return 2;
     }
-    return check_receipts(url, as_json);
+    std::int64_t deadline_ms = store::pg::PgVerifyStore::default_receipts_deadline.count();
+    if (!deadline.empty()) {
+      auto ms = age_ms(deadline);
+      if (!ms || *ms <= 0 || *ms > 7LL * 24 * 3600 * 1000) {
+        std::cerr << "baton: verify: --deadline must be a duration from 1s to 7d (90s, 30m, 2h), got '"
+                  << deadline.substr(0, 64) << "'\n";
+        return 2;
+      }
+      deadline_ms = *ms;
+    } else {
+      deadline = "30m";
+    }
+    return check_receipts(url, as_json, deadline_ms, deadline);
+  }
+  if (!deadline.empty()) {
+    std::cerr << "baton: verify: --deadline is for --receipts (each slice of the runs' pass is a call of its own)\n";
+    return 2;
   }
   if (!grace.empty()) {
     auto ms = age_ms(grace);

@@ -427,9 +427,12 @@ Result<RecordedSlice> PgVerifyStore::recorded_slice(const VerifyCursor& after, M
   });
 }
 
-Result<ReceiptsReport> PgVerifyStore::check_receipts(int limit) {
-  return session_.with<ReceiptsReport>([&](pqxx::connection& c) -> Result<ReceiptsReport> {
+Result<ReceiptsReport> PgVerifyStore::check_receipts(int limit, Millis deadline) {
+  // The server's statement_timeout first, with its own error; the client's
+  // cut a little later, for a server that does not answer at all.
+  return session_.with<ReceiptsReport>(deadline + Millis{5000}, [&](pqxx::connection& c) -> Result<ReceiptsReport> {
     pqxx::transaction<pqxx::repeatable_read, pqxx::read_only> tx{c};
+    tx.exec("SET LOCAL statement_timeout = " + std::to_string(deadline.count()));
     ReceiptsReport out;
     auto n = tx.exec1(
         "SELECT (SELECT count(*) FROM receipt_links),"

@@ -6,6 +6,10 @@
 // at which an edited, deleted, reordered or inserted row shows.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <future>
+#include <thread>
+
 #include "baton/store_pg/pg_verify_store.h"
 #include "overlap_fixture.h"
 #include "store_test_support.h"
@@ -217,3 +221,52 @@ TEST_F(ReceiptsStoreTest, RetentionCutsChainsAtAnAnchorAndTheRestStillHolds) {
 }
 
 }  // namespace
+
+namespace {
+
+/// Holds an ACCESS EXCLUSIVE lock on receipt_links for `hold` on a
+/// connection of its own, so that a pass reading it waits that long.
+class ReceiptsLocked {
+ public:
+  ReceiptsLocked(const std::string& url, std::chrono::milliseconds hold)
+      : thread_([this, url, hold] {
+          pqxx::connection c(url);
+          pqxx::work tx(c);
+          tx.exec("LOCK TABLE receipt_links IN ACCESS EXCLUSIVE MODE");
+          locked_.set_value();
+          std::this_thread::sleep_for(hold);
+          tx.commit();
+        }) {
+    locked_.get_future().wait();
+  }
+  ~ReceiptsLocked() { thread_.join(); }
+
+ private:
+  std::promise<void> locked_;
+  std::thread thread_;
+};
+
+}  // namespace
+
+// The pass reads every receipt kept; on a database holding retention's days
+// of them it takes longer than a call's 10 s. It has a deadline of its own
+// (30 minutes unless given), and one it is given is kept.
+TEST_F(ReceiptsStoreTest, ThePassOutlastsACallsTenSecondsAndKeepsTheDeadlineItIsGiven) {
+  history();
+  {
+    ReceiptsLocked held(url, std::chrono::milliseconds(11500));
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = verifier.check_receipts(50);
+    ASSERT_TRUE(r) << r.error().message;  // cut at 10 s before the pass had its own deadline
+    EXPECT_EQ(r->problems_total, 0) << listed(*r);
+    EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(11000));
+  }
+  {
+    ReceiptsLocked held(url, std::chrono::milliseconds(3000));
+    auto r = verifier.check_receipts(50, Millis{1000});
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().message.find("statement timeout"), std::string::npos) << r.error().message;
+  }
+  // The session is usable again after a pass its deadline ended.
+  EXPECT_EQ(check().problems_total, 0);
+}
