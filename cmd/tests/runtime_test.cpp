@@ -705,6 +705,14 @@ TEST(Runtime, ReceiptsHoldAcrossALeaderKillAndBatonVerifyNamesTheLinkOfADeletedR
   EXPECT_EQ(clean.second, 0) << clean.first;
   EXPECT_NE(clean.first.find("OK: the receipts hold: "), std::string::npos) << clean.first;
   EXPECT_EQ(shell(verify + " --since 1h").second, 2) << "--receipts checks every chain whole";
+  // The pass's own deadline: a duration, and only for --receipts.
+  auto given = shell(verify + " --deadline 2m");
+  EXPECT_EQ(given.second, 0) << given.first;
+  auto bad = shell(verify + " --deadline 5x 2>&1");
+  EXPECT_EQ(bad.second, 2);
+  EXPECT_NE(bad.first.find("--deadline must be a duration from 1s to 7d (90s, 30m, 2h), got '5x'"), std::string::npos)
+      << bad.first;
+  EXPECT_EQ(shell(std::string(BATON_BINARY) + " verify --database-url " + db + " --deadline 2m").second, 2);
 
   const std::string link = c.db().scalar(
       "SELECT l.epoch || ' ' || l.seq FROM receipt_links l, unnest(l.ends) e"
