@@ -173,7 +173,7 @@ int run(const std::vector<std::string>& args) {
       }
       deadline_ms = *ms;
     } else {
-      deadline = "30m";
+      deadline = std::to_string(deadline_ms / 60'000) + "m";  // the default's name in a message
     }
     return check_receipts(url, as_json, deadline_ms, deadline);
   }
