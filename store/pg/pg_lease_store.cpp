@@ -68,14 +68,17 @@ Result<CampaignResult> PgLeaseStore::campaign(const NodeIdentity& me, Millis lea
                                    lease_columns,
                                me.node_id, me.incarnation, me.endpoint, lease.count());
     LeaseView won = read_lease(row);
-    // The receipts' checkpoint of every epoch before this one (schemas/0042):
-    // the lock above has waited out every fenced write of theirs, so their
-    // chains of run ends are complete. Logged with its digest: a copy an
+    // The receipts' checkpoint of the epoch this one ends (schemas/0042):
+    // the lock above has waited out every fenced write of it, so its chains
+    // of run ends are complete. That epoch's only: a checkpoint removed
+    // later stays missing, and `baton verify --receipts` names it
+    // (schemas/0045), instead of this writing it again from heads that may
+    // have been rewritten meanwhile. Logged with its digest: a copy an
     // operator keeps outside the database pins what came before it.
     // Logged once committed: a line an operator keeps must name a
     // checkpoint that exists.
     const auto checkpoints = tx.exec_params(
-        "UPDATE epoch_history SET receipts = baton_receipt_checkpoint(epoch) WHERE epoch < $1"
+        "UPDATE epoch_history SET receipts = baton_receipt_checkpoint(epoch) WHERE epoch = $1::bigint - 1"
         " AND receipts IS NULL RETURNING epoch, encode(sha256(convert_to(receipts::text, 'UTF8')), 'hex'),"
         " (SELECT count(*) FROM jsonb_object_keys(receipts -> 'runs'))",
         won.epoch.value);
@@ -94,9 +97,8 @@ Result<CampaignResult> PgLeaseStore::campaign(const NodeIdentity& me, Millis lea
     tx.exec_params("SELECT pg_notify($1, $2)", lease_channel, "elected:" + std::to_string(won.epoch.value));
     tx.commit();
     for (const auto& cp : checkpoints)
-      if (cp[2].as<std::int64_t>() > 0 || cp[0].as<std::int64_t>() == seen.epoch.value)
-        spdlog::info("receipts_checkpoint epoch={} chains={} sha256={} by_epoch={}", cp[0].as<std::int64_t>(),
-                     cp[2].as<std::int64_t>(), cp[1].as<std::string>(), won.epoch.value);
+      spdlog::info("receipts_checkpoint epoch={} chains={} sha256={} by_epoch={}", cp[0].as<std::int64_t>(),
+                   cp[2].as<std::int64_t>(), cp[1].as<std::string>(), won.epoch.value);
     return CampaignResult{true, won};
   });
 }

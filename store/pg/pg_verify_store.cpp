@@ -444,12 +444,17 @@ Result<ReceiptsReport> PgVerifyStore::check_receipts(int limit, Millis deadline)
     out.audit_entries = n[2].as<std::int64_t>();
     out.checkpoints = n[3].as<std::int64_t>();
     // Retention's horizon, as prune reads it: a run older than it may be
-    // gone while its receipt is kept a little longer.
-    for (const auto& r :
-         tx.exec_params("SELECT kind, epoch, coalesce(lane, ''), coalesce(seq, 0), problem, count(*) OVER ()"
-                        " FROM baton_receipt_problems(coalesce((SELECT (value #>> '{}')::int FROM settings"
-                        "  WHERE key = 'retention_days' AND jsonb_typeof(value) = 'number'), 30)) LIMIT $1",
-                        limit)) {
+    // gone while its receipt is kept a little longer. The links that do not
+    // hold (schemas/0042), then what is missing (schemas/0045), in chain
+    // order.
+    for (const auto& r : tx.exec_params(
+             "WITH h AS (SELECT coalesce((SELECT (value #>> '{}')::int FROM settings WHERE key = 'retention_days'"
+             "  AND jsonb_typeof(value) = 'number'), 30) AS days)"
+             " SELECT kind, epoch, coalesce(lane, ''), coalesce(seq, 0), problem, count(*) OVER () FROM ("
+             "  SELECT p.* FROM h, baton_receipt_problems(h.days) p"
+             "  UNION ALL SELECT g.* FROM h, baton_receipt_gaps(h.days) g) x"
+             " ORDER BY kind DESC, epoch, lane NULLS LAST, seq NULLS LAST LIMIT $1",
+             limit)) {
       out.problems.push_back(ReceiptProblem{r[0].as<std::string>(), r[1].as<std::int64_t>(), r[2].as<std::string>(),
                                             r[3].as<std::int64_t>(), r[4].as<std::string>()});
       out.problems_total = r[5].as<std::int64_t>();

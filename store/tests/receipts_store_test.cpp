@@ -197,6 +197,67 @@ TEST_F(ReceiptsStoreTest, TheNextElectionCheckpointsTheEpochAndAChainCutAtItsEnd
       << all;
 }
 
+TEST_F(ReceiptsStoreTest, ACheckpointRemovedIsNamedAndNoLaterElectionWritesItAgain) {
+  history();
+  const std::string e = std::to_string(epoch.value);
+  force_election(url, "n2");
+  ASSERT_NE(text("SELECT receipts IS NOT NULL FROM epoch_history WHERE epoch = " + e), "f");
+  age("UPDATE epoch_history SET receipts = NULL WHERE epoch = " + e);
+  ReceiptsReport r = check();
+  std::string all = listed(r);
+  EXPECT_NE(all.find("epoch " + e + " has no checkpoint, though epoch " + std::to_string(epoch.value + 1) +
+                     " was elected after receipts began"),
+            std::string::npos)
+      << all;
+  // The next election checkpoints the epoch it ends, not the one whose
+  // checkpoint was taken away (from heads that may have been rewritten
+  // meanwhile): the gap stays named.
+  force_election(url, "n3");
+  EXPECT_EQ(text("SELECT receipts IS NULL FROM epoch_history WHERE epoch = " + e), "t");
+  EXPECT_EQ(text("SELECT receipts IS NOT NULL FROM epoch_history WHERE epoch = " + std::to_string(epoch.value + 1)),
+            "t");
+  all = listed(check());
+  EXPECT_NE(all.find("epoch " + e + " has no checkpoint"), std::string::npos) << all;
+}
+
+TEST_F(ReceiptsStoreTest, EndsDatedBeforeReceiptsBeganAreAskedForOneByTheirIds) {
+  history();
+  // A finished run and a failed attempt of it, inserted with SQL and dated
+  // an hour before receipts began: their dates say they need none.
+  age("INSERT INTO job_runs (leader_epoch, max_attempts, state, outcome, attempt, assigned_worker_id, created_at,"
+      " started_at, finished_at) SELECT " +
+      std::to_string(epoch.value) +
+      ", 2, 'SUCCEEDED', 'SUCCEEDED', 2, 'w1', at - interval '2 hours', at - interval '2 hours', at - interval '1"
+      " hour' FROM receipts_began");
+  const std::string forged = text("SELECT max(id) FROM job_runs");
+  age("INSERT INTO job_run_attempt_rows (run_id, attempt, worker_id, leader_epoch, started_at, finished_at, outcome)"
+      " SELECT " +
+      forged + ", 1, 'w1', " + std::to_string(epoch.value) +
+      ", at - interval '2 hours', at - interval '90 minutes', 'FAILED' FROM receipts_began");
+  ReceiptsReport r = check();
+  std::string all = listed(r);
+  EXPECT_EQ(r.problems_total, 2) << all;
+  EXPECT_NE(all.find("run " + forged + " ended SUCCEEDED with no receipt, dated before receipts began"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("attempt 1 of run " + forged + " ended FAILED with no receipt, dated before receipts began"),
+            std::string::npos)
+      << all;
+}
+
+TEST_F(ReceiptsStoreTest, AnAuditEntryWrittenWithItsTriggerDisabledIsNamed) {
+  history();
+  // age() writes as a replica would: the receipt trigger does not fire.
+  age("INSERT INTO audit_log (actor, action, subject) VALUES ('someone', 'job.delete', 'etl')");
+  const std::string forged = text("SELECT max(id) FROM audit_log");
+  ASSERT_EQ(text("SELECT receipt_lane IS NULL FROM audit_log WHERE id = " + forged), "t");
+  ReceiptsReport r = check();
+  std::string all = listed(r);
+  ASSERT_EQ(r.problems_total, 1) << all;
+  EXPECT_EQ(r.problems[0].kind, "audit");
+  EXPECT_NE(all.find("audit entry " + forged + " (job.delete) has no receipt"), std::string::npos) << all;
+}
+
 TEST_F(ReceiptsStoreTest, RetentionCutsChainsAtAnAnchorAndTheRestStillHolds) {
   history();
   // Everything older than the horizon: the runs and their links go, each
