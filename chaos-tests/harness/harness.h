@@ -154,6 +154,10 @@ inline std::string run_cmd(const std::string& cmd) {
 struct Options {
   std::uint64_t seed = 1;
   std::chrono::milliseconds duration = 120s;
+  /// How long the window's runs are given to end once it closes. A
+  /// weakened build that cannot end them would otherwise hold its test
+  /// the whole default.
+  std::chrono::milliseconds quiesce_for = 120s;
   int nodes = 3;
   int workers = 3;
   std::set<std::string> faults;
@@ -176,6 +180,8 @@ class Harness {
 
  private:
   int fail(const std::string& why);
+  /// Stops the database and its standby, and removes their directory.
+  void stop_postgres();
   void log(const std::string& s) { std::cerr << "[chaos +" << (wall_us() - t0_) / 1000 << "ms] " << s << "\n"; }
   void event(const std::string& phase, const std::string& fault, const std::string& target,
              const std::string& detail = "");

@@ -105,12 +105,16 @@ int Harness::run() {
                                         << " lease_ms=" << lease.count() << " poll_ms=" << poll_every.count() << "\n";
   log("window closed; waiting for quiescence");
   bool quiet = false;
-  for (int i = 0; i < 120 && !quiet; ++i) {
+  const auto quiesce_until = std::chrono::steady_clock::now() + o_.quiesce_for;
+  for (;;) {
     quiet = run_cmd(std::string(BATON_SOURCE_DIR) + "/chaos-tests/export-history.sh pending '" + url_ + "' " +
                     std::to_string(end)) == "0";
-    if (!quiet) std::this_thread::sleep_for(1s);
+    if (quiet || std::chrono::steady_clock::now() >= quiesce_until) break;
+    std::this_thread::sleep_for(1s);
   }
-  log(quiet ? "quiescent" : "not quiescent after 120 s (the checker will say what is left)");
+  log(quiet ? "quiescent"
+            : "not quiescent after " + std::to_string(o_.quiesce_for.count() / 1000) +
+                  " s (the checker will say what is left)");
   if (!quiet)
     run_cmd(std::string(BATON_SOURCE_DIR) + "/chaos-tests/export-history.sh activity '" + url_ + "' " + o_.out +
             "/db/activity_at_timeout.csv");
@@ -130,8 +134,7 @@ int Harness::run() {
       event("effect", "continuation_skew", "n1", "runs carry it");
   }
   collect_files();
-  run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private stop " + pg_dir_);
-  if (!standby_dir_.empty()) run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private stop " + standby_dir_);
+  stop_postgres();
   for (auto& [k, p] : db_proxy_) p->stop();
   for (auto& [k, p] : worker_proxy_) p->stop();
   ioc_.stop();
@@ -185,11 +188,21 @@ int Harness::check(const std::string& dir) {
   return report.ok() ? 0 : 1;
 }
 
+void Harness::stop_postgres() {
+  if (!pg_dir_.empty()) run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private stop " + pg_dir_);
+  if (!standby_dir_.empty()) run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private stop " + standby_dir_);
+  // The parent mkdtemp made, now empty (pg-private stop removes each
+  // cluster's directory): a run leaves nothing in /tmp.
+  std::error_code ignored;
+  if (!pg_parent_.empty()) fs::remove_all(pg_parent_, ignored);
+  pg_dir_.clear();
+  standby_dir_.clear();
+}
+
 int Harness::fail(const std::string& why) {
   std::cerr << "baton-chaos: " << why << "\n";
   procs_.clear();
-  if (!pg_dir_.empty()) run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private stop " + pg_dir_);
-  if (!standby_dir_.empty()) run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private stop " + standby_dir_);
+  stop_postgres();
   if (io_thread_.joinable()) {
     ioc_.stop();
     io_thread_.join();

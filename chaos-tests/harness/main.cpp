@@ -19,7 +19,7 @@
 namespace baton::chaos::harness {
 
 int usage() {
-  std::cerr << "usage: baton-chaos run [--seed N] [--duration 120s] [--nodes 3] [--workers 3]\n"
+  std::cerr << "usage: baton-chaos run [--seed N] [--duration 120s] [--quiesce-for 120s] [--nodes 3] [--workers 3]\n"
                "                        [--faults all|kind,kind,...] [--out DIR] [--binary PATH]\n"
                "                        [--pg-replication sync|async]\n"
                "       baton-chaos check DIR\n"
@@ -53,6 +53,11 @@ int main(int argc, char** argv) {
         auto d = baton::parse_duration(v, &why);
         if (!d) throw std::runtime_error("--duration: " + why);
         o.duration = *d;
+      } else if (args[i] == "--quiesce-for") {
+        std::string why, v = value();
+        auto d = baton::parse_duration(v, &why);
+        if (!d) throw std::runtime_error("--quiesce-for: " + why);
+        o.quiesce_for = *d;
       } else if (args[i] == "--nodes")
         o.nodes = std::stoi(value());
       else if (args[i] == "--workers")
