@@ -28,41 +28,47 @@ UPDATE receipts_began b
 ALTER TABLE receipts_began ALTER COLUMN run_id SET NOT NULL, ALTER COLUMN audit_id SET NOT NULL;
 
 -- What is missing, in baton_receipt_problems' columns. Cheap beside it: the
--- epochs, the audit log since receipts began, and the run table's finished
--- runs between retention's horizon and the time receipts began (an index
--- range, empty once receipts are older than the horizon).
-CREATE FUNCTION baton_receipt_gaps(retained_days int) RETURNS TABLE (kind text, epoch bigint, lane text, seq bigint,
-                                                                    problem text)
-  LANGUAGE sql STABLE SET enable_nestloop = off SET jit = off AS $$
-  WITH began AS (SELECT at, run_id, audit_id FROM receipts_began WHERE id = 1),
-  horizon AS (SELECT now() - retained_days * interval '1 day' AS at)
+-- epochs, the audit log since receipts began, and the finished runs from
+-- before receipts began that retention still keeps (an index range of the
+-- run table, empty once receipts are older than retention's horizon; the
+-- bounds are plpgsql variables, so the planner sees their values, not the
+-- third of the table it guesses for a bound it does not know). A row
+-- created after receipts began but dated before them is a contradiction
+-- whatever retention did, so no horizon here.
+CREATE FUNCTION baton_receipt_gaps() RETURNS TABLE (kind text, epoch bigint, lane text, seq bigint, problem text)
+  LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+DECLARE
+  b receipts_began;
+BEGIN
+  SELECT * INTO b FROM receipts_began WHERE id = 1;
+  RETURN QUERY
   -- An epoch whose checkpoint was due: its successor's election wrote it.
-  SELECT 'runs', e.epoch, NULL::text, NULL::bigint, 'epoch ' || e.epoch || ' has no checkpoint, though epoch ' || n.epoch
-         || ' was elected after receipts began (the checkpoint removed)'
+  SELECT 'runs'::text, e.epoch, NULL::text, NULL::bigint, 'epoch ' || e.epoch || ' has no checkpoint, though epoch '
+         || n.epoch || ' was elected after receipts began (the checkpoint removed)'
     FROM epoch_history e JOIN epoch_history n ON n.epoch = e.epoch + 1
-   WHERE e.receipts IS NULL AND n.elected_at >= (SELECT at FROM began)
+   WHERE e.receipts IS NULL AND n.elected_at >= b.at
   UNION ALL
-  -- Ends dated before receipts began by rows created after (runs within
-  -- retention's horizon: older ones go with the next prune).
+  -- Ends dated before receipts began by rows created after them.
   SELECT 'runs', r.leader_epoch, NULL, NULL, 'run ' || r.id || ' ended ' || r.state
          || ' with no receipt, dated before receipts began although created after them (its id is above '
          || b.run_id || ')'
-    FROM job_runs r, began b
-   WHERE r.finished_at < b.at AND r.finished_at >= (SELECT at FROM horizon) AND r.id > b.run_id
+    FROM job_runs r
+   WHERE r.finished_at < b.at AND r.id > b.run_id
   UNION ALL
   SELECT 'runs', a.leader_epoch, NULL, NULL, 'attempt ' || a.attempt || ' of run ' || a.run_id || ' ended '
          || a.outcome || ' with no receipt, dated before receipts began although its run was created after them'
-    FROM job_run_attempt_rows a, began b
+    FROM job_run_attempt_rows a
    WHERE a.run_id > b.run_id AND a.finished_at < b.at
   UNION ALL
   SELECT 'runs', t.leader_epoch, NULL, NULL, 'the late report of run ' || t.run_id || ' attempt ' || t.attempt
          || ' has no receipt, dated before receipts began although its run was created after them'
-    FROM late_reports t, began b
+    FROM late_reports t
    WHERE t.run_id > b.run_id AND t.reported_at < b.at
   UNION ALL
   -- An audit entry written since receipts began without one.
-  SELECT 'audit', 0, NULL, NULL, 'audit entry ' || a.id || ' (' || a.action || ') has no receipt (written with its'
-         || ' trigger disabled)'
-    FROM audit_log a, began b
-   WHERE a.id > b.audit_id AND a.receipt_lane IS NULL
-$$;
+  SELECT 'audit', 0::bigint, NULL, NULL, 'audit entry ' || a.id || ' (' || a.action || ') has no receipt (written'
+         || ' with its trigger disabled)'
+    FROM audit_log a
+   WHERE a.id > b.audit_id AND a.receipt_lane IS NULL;
+END $$;

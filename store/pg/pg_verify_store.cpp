@@ -452,7 +452,7 @@ Result<ReceiptsReport> PgVerifyStore::check_receipts(int limit, Millis deadline)
              "  AND jsonb_typeof(value) = 'number'), 30) AS days)"
              " SELECT kind, epoch, coalesce(lane, ''), coalesce(seq, 0), problem, count(*) OVER () FROM ("
              "  SELECT p.* FROM h, baton_receipt_problems(h.days) p"
-             "  UNION ALL SELECT g.* FROM h, baton_receipt_gaps(h.days) g) x"
+             "  UNION ALL SELECT g.* FROM baton_receipt_gaps() g) x"
              " ORDER BY kind DESC, epoch, lane NULLS LAST, seq NULLS LAST LIMIT $1",
              limit)) {
       out.problems.push_back(ReceiptProblem{r[0].as<std::string>(), r[1].as<std::int64_t>(), r[2].as<std::string>(),

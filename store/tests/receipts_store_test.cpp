@@ -230,15 +230,25 @@ TEST_F(ReceiptsStoreTest, EndsDatedBeforeReceiptsBeganAreAskedForOneByTheirIds) 
       ", 2, 'SUCCEEDED', 'SUCCEEDED', 2, 'w1', at - interval '2 hours', at - interval '2 hours', at - interval '1"
       " hour' FROM receipts_began");
   const std::string forged = text("SELECT max(id) FROM job_runs");
+  // One dated past retention's horizon too: its receipt could have been
+  // pruned, but not a run created after receipts began.
+  age("INSERT INTO job_runs (leader_epoch, max_attempts, state, outcome, attempt, assigned_worker_id, created_at,"
+      " started_at, finished_at) SELECT " +
+      std::to_string(epoch.value) +
+      ", 1, 'FAILED', 'FAILED', 1, 'w1', at - interval '41 days', at - interval '41 days', at - interval '40"
+      " days' FROM receipts_began");
+  const std::string old = text("SELECT max(id) FROM job_runs");
   age("INSERT INTO job_run_attempt_rows (run_id, attempt, worker_id, leader_epoch, started_at, finished_at, outcome)"
       " SELECT " +
       forged + ", 1, 'w1', " + std::to_string(epoch.value) +
       ", at - interval '2 hours', at - interval '90 minutes', 'FAILED' FROM receipts_began");
   ReceiptsReport r = check();
   std::string all = listed(r);
-  EXPECT_EQ(r.problems_total, 2) << all;
+  EXPECT_EQ(r.problems_total, 3) << all;
   EXPECT_NE(all.find("run " + forged + " ended SUCCEEDED with no receipt, dated before receipts began"),
             std::string::npos)
+      << all;
+  EXPECT_NE(all.find("run " + old + " ended FAILED with no receipt, dated before receipts began"), std::string::npos)
       << all;
   EXPECT_NE(all.find("attempt 1 of run " + forged + " ended FAILED with no receipt, dated before receipts began"),
             std::string::npos)
