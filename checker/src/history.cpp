@@ -4,6 +4,7 @@
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -332,6 +333,17 @@ namespace baton::checker {
 
 void executions_from_attempts(History& h) {
   h.executions.clear();
+  // When each attempt was first written out of RUNNING. For an attempt
+  // given up (its worker gone past the continuation deadline, or not
+  // listing it) whose outcome came later, that write is where the records
+  // end it: the leader released what it held there, and the late report
+  // says how it ended, not when (the at-least-once window, docs/assurance.md).
+  std::map<std::pair<std::int64_t, int>, std::int64_t> left_running;
+  for (const TransitionRow& t : h.transitions) {
+    if (t.from != "RUNNING" || t.to == "RUNNING" || !t.commit_us) continue;
+    auto [it, added] = left_running.try_emplace({t.run, t.attempt}, *t.commit_us);
+    if (!added) it->second = std::min(it->second, *t.commit_us);
+  }
   for (const AttemptRow& a : h.attempts) {
     if (!a.started_us) continue;  // assigned, never started: nothing ran
     Execution x;
@@ -340,7 +352,10 @@ void executions_from_attempts(History& h) {
     x.token = a.token;
     x.worker = a.worker;
     x.from_ns = *a.started_us * 1000;
-    x.to_ns = std::max(x.from_ns, a.finished_us.value_or(h.taken_us) * 1000);
+    std::int64_t until_us = a.finished_us.value_or(h.taken_us);
+    if (auto it = left_running.find({a.run, a.attempt}); it != left_running.end())
+      until_us = std::min(until_us, it->second);
+    x.to_ns = std::max(x.from_ns, until_us * 1000);
     ProcessLife main;
     main.run = a.run;
     main.attempt = a.attempt;

@@ -122,6 +122,29 @@ TEST(RecordedHistory, TwoRecordedAttemptsOfALimitedJobAtOnceAreAViolation) {
   EXPECT_EQ(get(r, "overlap_respected").violations, 1) << r.markdown();
 }
 
+// Seen in a 30-minute chaos run (seed 58): a worker's task exited, its
+// finish waited in the worker's outbox while the worker reconnected, the
+// leader gave the attempt up (RUNNING -> RETRY_WAITING, its key slot
+// released) and took the late success 2.6 s later. The runs of the key
+// that started in between did not overlap it (the task's own evidence),
+// but the attempt's recorded end was the late success's write. As
+// recorded, an attempt runs until the write that took it out of RUNNING.
+TEST(RecordedHistory, AnAttemptGivenUpRunsAsRecordedUntilItWasGivenUpNotUntilItsLateSuccess) {
+  History h = clean();
+  for (auto& t : h.transitions)
+    if (t.run == 1 && t.from == "RUNNING") t.to = "RETRY_WAITING";  // given up at T + 1 s
+  h.transitions.push_back({0, 1, "RETRY_WAITING", "SUCCEEDED", "NONE", 4, 5, 1, 1, T + 6 * sec, 30'000});
+  h.attempts[0].finished_us = T + 6 * sec;  // the late success's write
+  executions_from_attempts(h);
+  Report r = check_recorded_history(h);
+  EXPECT_EQ(get(r, "overlap_respected").violations, 0) << r.markdown();
+  // Run 2 started before the attempt was given up: that is an overlap.
+  h.attempts[1].started_us = T + sec / 2;
+  executions_from_attempts(h);
+  r = check_recorded_history(h);
+  EXPECT_EQ(get(r, "overlap_respected").violations, 1) << r.markdown();
+}
+
 TEST(RecordedHistory, ARunningRunOnADetachedWorkerIsAViolationOnceTheGraceIsOver) {
   History h = clean();
   h.workers["w1"] = {"w1", false, h.taken_us - 5 * sec};  // detached 5 s ago: the leader's to notice
