@@ -222,22 +222,23 @@ TEST_F(ReceiptsStoreTest, ACheckpointRemovedIsNamedAndNoLaterElectionWritesItAga
 
 TEST_F(ReceiptsStoreTest, EndsDatedBeforeReceiptsBeganAreAskedForOneByTheirIds) {
   history();
-  // A finished run and a failed attempt of it, inserted with SQL and dated
-  // an hour before receipts began: their dates say they need none.
-  age("INSERT INTO job_runs (leader_epoch, max_attempts, state, outcome, attempt, assigned_worker_id, created_at,"
-      " started_at, finished_at) SELECT " +
-      std::to_string(epoch.value) +
-      ", 2, 'SUCCEEDED', 'SUCCEEDED', 2, 'w1', at - interval '2 hours', at - interval '2 hours', at - interval '1"
-      " hour' FROM receipts_began");
-  const std::string forged = text("SELECT max(id) FROM job_runs");
+  // A finished run inserted with SQL, ended `outcome` at attempt
+  // `attempt`, started and ended the given intervals before receipts
+  // began: its id.
+  auto forge = [&](const std::string& outcome, int attempt, const std::string& started, const std::string& ended) {
+    age("INSERT INTO job_runs (leader_epoch, max_attempts, state, outcome, attempt, assigned_worker_id, created_at,"
+        " started_at, finished_at) SELECT " +
+        std::to_string(epoch.value) + ", 2, '" + outcome + "', '" + outcome + "', " + std::to_string(attempt) +
+        ", 'w1', at - interval '" + started + "', at - interval '" + started + "', at - interval '" + ended +
+        "' FROM receipts_began");
+    return text("SELECT max(id) FROM job_runs");
+  };
+  // A run and a failed attempt of it, dated an hour before receipts began:
+  // their dates say they need none.
+  const std::string forged = forge("SUCCEEDED", 2, "2 hours", "1 hour");
   // One dated past retention's horizon too: its receipt could have been
   // pruned, but not a run created after receipts began.
-  age("INSERT INTO job_runs (leader_epoch, max_attempts, state, outcome, attempt, assigned_worker_id, created_at,"
-      " started_at, finished_at) SELECT " +
-      std::to_string(epoch.value) +
-      ", 1, 'FAILED', 'FAILED', 1, 'w1', at - interval '41 days', at - interval '41 days', at - interval '40"
-      " days' FROM receipts_began");
-  const std::string old = text("SELECT max(id) FROM job_runs");
+  const std::string old = forge("FAILED", 1, "41 days", "40 days");
   age("INSERT INTO job_run_attempt_rows (run_id, attempt, worker_id, leader_epoch, started_at, finished_at, outcome)"
       " SELECT " +
       forged + ", 1, 'w1', " + std::to_string(epoch.value) +
