@@ -338,12 +338,15 @@ void executions_from_attempts(History& h) {
   // listing it) whose outcome came later, that write is where the records
   // end it: the leader released what it held there, and the late report
   // says how it ended, not when (the at-least-once window, docs/assurance.md).
+  // The context runs' writes count the same way: a context run given up
+  // is judged against the slice's runs as it ran, not as it was reported.
   std::map<std::pair<std::int64_t, int>, std::int64_t> left_running;
-  for (const TransitionRow& t : h.transitions) {
-    if (t.from != "RUNNING" || t.to == "RUNNING" || !t.commit_us) continue;
-    auto [it, added] = left_running.try_emplace({t.run, t.attempt}, *t.commit_us);
-    if (!added) it->second = std::min(it->second, *t.commit_us);
-  }
+  for (const auto* writes : {&h.transitions, &h.context_transitions})
+    for (const TransitionRow& t : *writes) {
+      if (t.from != "RUNNING" || t.to == "RUNNING" || !t.commit_us) continue;
+      auto [it, added] = left_running.try_emplace({t.run, t.attempt}, *t.commit_us);
+      if (!added) it->second = std::min(it->second, *t.commit_us);
+    }
   for (const AttemptRow& a : h.attempts) {
     if (!a.started_us) continue;  // assigned, never started: nothing ran
     Execution x;

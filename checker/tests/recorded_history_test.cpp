@@ -6,6 +6,7 @@
 // examining something.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "baton/checker/checker.h"
@@ -143,6 +144,34 @@ TEST(RecordedHistory, AnAttemptGivenUpRunsAsRecordedUntilItWasGivenUpNotUntilIts
   executions_from_attempts(h);
   r = check_recorded_history(h);
   EXPECT_EQ(get(r, "overlap_respected").violations, 1) << r.markdown();
+}
+
+// The same pattern a slice later (a 10-minute chaos run, seed 58): the run
+// given up and late reported ended in an earlier slice, and is read only as
+// context of the run that started in between. Its writes come as context
+// (never judged), and they end its execution where it was given up.
+TEST(RecordedHistory, AContextRunGivenUpEndsWhereItWasGivenUpToo) {
+  History h = clean();
+  std::vector<TransitionRow> mine;
+  for (auto& t : h.transitions) {
+    if (t.run != 1) continue;
+    if (t.from == "RUNNING") t.to = "RETRY_WAITING";  // given up at T + 1 s
+    mine.push_back(t);
+  }
+  mine.push_back({0, 1, "RETRY_WAITING", "SUCCEEDED", "NONE", 4, 5, 1, 1, T + 6 * sec, 30'000});
+  h.transitions.erase(std::remove_if(h.transitions.begin(), h.transitions.end(), [](auto& t) { return t.run == 1; }),
+                      h.transitions.end());
+  h.context_runs.insert(1);
+  h.attempts[0].finished_us = T + 6 * sec;  // the late success's write; runs 2 and 3 start at T + 2 s and 4 s
+  executions_from_attempts(h);
+  Report r = check_recorded_history(h);
+  EXPECT_EQ(get(r, "overlap_respected").violations, 2) << "without its writes it ran until T + 6 s, over runs 2 and 3";
+  h.context_transitions = mine;
+  executions_from_attempts(h);
+  r = check_recorded_history(h);
+  EXPECT_EQ(get(r, "overlap_respected").violations, 0) << r.markdown();
+  EXPECT_EQ(get(r, "legal_transitions").examined, static_cast<std::int64_t>(h.transitions.size()))
+      << "the context run's writes are not judged";
 }
 
 TEST(RecordedHistory, ARunningRunOnADetachedWorkerIsAViolationOnceTheGraceIsOver) {

@@ -57,9 +57,9 @@ Result<VerifyCursor> PgVerifyStore::verify_cursor() {
 
 namespace {
 
-/// The columns of a run read for the checks (`history`: its writes, for a
-/// run of the slice only; schemas/0022 documents the format).
-std::string run_columns(bool with_history) {
+/// The columns of a run read for the checks, with its writes (the history
+/// array, schemas/0022 documents the format).
+std::string run_columns() {
   return "SELECT r.id, '', r.state, coalesce(r.idempotency_key, ''), coalesce(r.error_code, ''),"
          " r.attempt, r.max_attempts, coalesce(floor(extract(epoch FROM r.scheduled_for))::bigint, 0), " +
          us_of("r.created_at") +
@@ -67,7 +67,7 @@ std::string run_columns(bool with_history) {
          " r.continuation_state, " +
          us_of("r.continuation_deadline_at") + ", r.job_definition_id, " + us_of("r.scheduled_for") +
          ", r.outcome, r.exit_code, r.lease_token::text, " + us_of("r.started_at") + ", " + us_of("r.finished_at") +
-         (with_history ? ", array_to_string(r.history, ',', 'n')" : ", NULL") + " FROM job_runs r";
+         ", array_to_string(r.history, ',', 'n') FROM job_runs r";
 }
 
 /// What a run row tells beyond checker::RunRow: where its siblings are.
@@ -164,8 +164,8 @@ Result<RecordedSlice> PgVerifyStore::recorded_slice(const VerifyCursor& after, M
         h.runs[run.id] = std::move(run);
       }
     };
-    read_runs(tx.exec_params(run_columns(true) + " WHERE r.finished_at > " + at_us("$1") +
-                                 " AND r.finished_at <= " + upto + " ORDER BY r.finished_at, r.id",
+    read_runs(tx.exec_params(run_columns() + " WHERE r.finished_at > " + at_us("$1") + " AND r.finished_at <= " + upto +
+                                 " ORDER BY r.finished_at, r.id",
                              after.finished_us, upto_value),
               true);
     out.runs = static_cast<std::int64_t>(slice.size());
@@ -258,8 +258,13 @@ Result<RecordedSlice> PgVerifyStore::recorded_slice(const VerifyCursor& after, M
     }
     for (std::int64_t id : slice) context.erase(id);
     h.context_runs = context;
+    // With their writes: where a context run's attempt was given up ends
+    // its execution (executions_from_attempts), as for the slice's runs; a
+    // context run without them ran until its late report, and two runs of a
+    // key were once judged overlapping that did not (a 10-minute chaos run,
+    // seed 58).
     if (!context.empty())
-      read_runs(tx.exec_params(run_columns(false) + " WHERE r.id = ANY($1::bigint[])",
+      read_runs(tx.exec_params(run_columns() + " WHERE r.id = ANY($1::bigint[])",
                                pg_array(std::vector<std::int64_t>(context.begin(), context.end()))),
                 false);
     read_attempt_rows(std::vector<std::int64_t>(context.begin(), context.end()), false);
@@ -331,7 +336,7 @@ Result<RecordedSlice> PgVerifyStore::recorded_slice(const VerifyCursor& after, M
         writes.push_back({std::move(t), v[k + 4].value_or(0)});
       }
     }
-    std::int64_t approximated = 0;
+    std::int64_t approximated = 0;  // of the slice's writes; a context run's may be older
     if (out.commit_timestamps && !writes.empty()) {
       std::set<std::int64_t> xids;
       for (const auto& w : writes) xids.insert(w.second);
@@ -345,12 +350,13 @@ Result<RecordedSlice> PgVerifyStore::recorded_slice(const VerifyCursor& after, M
         auto it = committed.find(xid);
         if (it != committed.end())
           t.commit_us = it->second;
-        else
+        else if (!h.context_runs.count(t.run))
           ++approximated;  // older than the commit times PostgreSQL keeps: the write's own time
       }
     }
     if (approximated > 0) h.read_errors.push_back(std::to_string(approximated) + " commit times approximated");
-    for (auto& w : writes) h.transitions.push_back(std::move(w.first));
+    for (auto& w : writes)
+      (h.context_runs.count(w.first.run) ? h.context_transitions : h.transitions).push_back(std::move(w.first));
     std::sort(h.transitions.begin(), h.transitions.end(), [](const auto& a, const auto& b) {
       return std::tie(a.run, a.to_version, a.id) < std::tie(b.run, b.to_version, b.id);
     });

@@ -196,6 +196,43 @@ TEST_F(VerifyStoreTest, ARunRunningOnAWorkerGoneLongAgoIsFoundAndADuplicateOfAnO
       << all.text();
 }
 
+// Seen in a 10-minute chaos run (seed 58): an attempt given up (RUNNING ->
+// RETRY_WAITING, its instance released), the next run of its job started,
+// then the given-up attempt's late success. The late success's run ends in
+// an earlier slice than the next run's, so when the next run is judged the
+// given-up one is context: read with its writes, it ran until it was given
+// up, not until its late report, and the two did not overlap.
+TEST_F(VerifyStoreTest, AContextRunGivenUpAndLateReportedRunsUntilItWasGivenUp) {
+  job("solo", 1);
+  const RunId given_up = run_of("solo");
+  const RunId next = run_of("solo");
+  auto started = [&](RunId id) {
+    auto a = assign(id, 1);
+    EXPECT_TRUE(applied(a, id));
+    const WriteResult& w = a->applied.at(id.value);
+    const AttemptFence att{"w1", w.attempt, w.lease_token};
+    auto s = runs.start_batch(epoch, {{id, w.new_version, att, "i1"}}, Millis{5000});
+    EXPECT_TRUE(s && s->applied.count(id.value) == 1);
+    return std::make_pair(s->applied.at(id.value).new_version, att);
+  };
+  auto [v1, att1] = started(given_up);
+  auto lost = runs.retry_later({given_up, v1, epoch}, att1, Finish{RunState::failed, {}, "attempt_lost", "", "{}"},
+                               Millis{60'000});
+  ASSERT_TRUE(lost && lost->outcome == WriteOutcome::applied);
+  auto [v2, att2] = started(next);
+  ASSERT_TRUE(runs.late_success({given_up, lost->new_version, epoch}, att1, Finish{}));
+  EXPECT_EQ(sweep().slice.runs, 1) << "the late success ended its run";
+
+  auto fin = runs.finish({next, v2, epoch}, att2, Finish{});
+  ASSERT_TRUE(fin && fin->outcome == WriteOutcome::applied);
+  Swept s = sweep();
+  EXPECT_EQ(s.slice.runs, 1);
+  ASSERT_TRUE(s.slice.history.context_runs.count(given_up.value)) << "it ended while the next run ran";
+  EXPECT_FALSE(s.slice.history.context_transitions.empty()) << "read with its writes";
+  EXPECT_GT(examined(s, "overlap_respected"), 0);
+  EXPECT_TRUE(s.verdict.report.ok()) << s.verdict.report.markdown();
+}
+
 }  // namespace
 
 namespace {

@@ -213,6 +213,11 @@ struct History {
   /// that ran beside one): their rows and attempts, never judged
   /// themselves. Empty in a chaos export, which holds every run whole.
   std::set<std::int64_t> context_runs;
+  /// The recorded writes of the context runs, never judged: only where
+  /// they end an attempt's execution (executions_from_attempts: a context
+  /// run given up and later reported runs until it was given up, as a run
+  /// of the slice does). Empty in a chaos export.
+  std::vector<TransitionRow> context_transitions;
 };
 
 /// Reads a history directory. Missing files are reported in read_errors
