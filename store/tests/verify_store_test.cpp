@@ -220,7 +220,8 @@ TEST_F(VerifyStoreTest, AContextRunGivenUpAndLateReportedRunsUntilItWasGivenUp) 
                                Millis{60'000});
   ASSERT_TRUE(lost && lost->outcome == WriteOutcome::applied);
   auto [v2, att2] = started(next);
-  ASSERT_TRUE(runs.late_success({given_up, lost->new_version, epoch}, att1, Finish{}));
+  auto late = runs.late_success({given_up, lost->new_version, epoch}, att1, Finish{});
+  ASSERT_TRUE(late && late->outcome == WriteOutcome::applied) << "the late success replaced the retry";
   EXPECT_EQ(sweep().slice.runs, 1) << "the late success ended its run";
 
   auto fin = runs.finish({next, v2, epoch}, att2, Finish{});
