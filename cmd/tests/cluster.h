@@ -239,6 +239,13 @@ class Cluster {
     return leader;
   }
 
+  /// Waits until `node` is ready (/readyz 200: its database answers and it
+  /// knows a leader it can send calls to). A follower just started answers
+  /// a leader-only call with 503 `no_leader` until its first poll.
+  bool wait_for_ready(const std::string& node, std::chrono::milliseconds max = 10s) {
+    return wait_until([&] { return http(port(node), "GET", "/readyz").status == 200; }, max);
+  }
+
   /// Waits until `n` workers are attached to the leader (its /status).
   bool wait_for_workers(const std::string& leader, int n, std::chrono::milliseconds max = 10s) {
     return wait_until(

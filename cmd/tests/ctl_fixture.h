@@ -35,6 +35,8 @@ class CtlTest : public ::testing::Test {
     n1 = &cluster.start_node("n1");
     ASSERT_EQ(cluster.wait_for_leader(), "n1");
     cluster.start_node("n2");
+    // Every call goes to n2: it must know the leader before the first one.
+    ASSERT_TRUE(cluster.wait_for_ready("n2"));
     cluster.start_worker("w1", 4, {"n1"});
     ASSERT_TRUE(cluster.wait_for_workers("n1", 1));
   }
@@ -48,6 +50,12 @@ class CtlTest : public ::testing::Test {
     ChildProcess p(argv, cluster.dir() + "/ctl-" + std::to_string(++calls) + ".log");
     auto rc = p.wait_for_exit(60s);
     return {rc.value_or(-1), p.log()};
+  }
+  /// `baton ctl apply -f DIR`, exit 0; what it said when it was not.
+  ::testing::AssertionResult applied(const std::string& dir) {
+    auto r = ctl({"apply", "-f", dir});
+    if (r.code == 0) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "baton ctl apply -f " << dir << " exited " << r.code << ": " << r.output;
   }
   std::int64_t number_after(const std::string& text, const std::string& key) {
     std::smatch m;

@@ -259,7 +259,7 @@ TEST_F(CtlTest, SlotsMissedWhilePausedAreRecordedAndExplained) {
     tasks:
       - {kind: BUILTIN, builtin: NOOP}
 )";
-  ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/tick"}).code, 0);
+  ASSERT_TRUE(applied(cluster.dir() + "/tick"));
   auto runs_of_tick = [&] { return ctl({"runs", "list", "--job", "tick", "-o", "json", "--limit", "500"}).output; };
   ASSERT_TRUE(wait_until([&] { return runs_of_tick().find("\"SUCCEEDED\"") != std::string::npos; }, 20s));
 
@@ -333,7 +333,7 @@ TEST_F(CtlTest, LimitedAndExclusiveRunsNeverOverlap) {
     tasks:
       - {kind: BUILTIN, builtin: SLEEP, argument: 600ms}
 )";
-  ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/overlap"}).code, 0);
+  ASSERT_TRUE(applied(cluster.dir() + "/overlap"));
   const auto shown = ctl({"jobs", "show", "vacuum"}).output;
   EXPECT_TRUE(std::regex_search(shown, std::regex(R"(exclusive_execution:\s+true)"))) << shown;
   EXPECT_TRUE(std::regex_search(shown, std::regex(R"(mutually_exclusive:\s+false)"))) << shown;
@@ -397,7 +397,7 @@ TEST_F(CtlTest, LiveGatesTakeEffectOnARunningLeader) {
     tasks:
       - {kind: BUILTIN, builtin: NOOP}
 )";
-  ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/gates"}).code, 0);
+  ASSERT_TRUE(applied(cluster.dir() + "/gates"));
   ASSERT_EQ(ctl({"settings", "set", "dispatch_paused_selectors", R"(["pool=gpu"])"}).code, 0);
   ASSERT_EQ(ctl({"settings", "set", "cron_enabled", "false"}).code, 0);
   std::this_thread::sleep_for(1500ms);  // the leader reads settings within controls_every
@@ -532,7 +532,7 @@ TEST_F(CtlTest, RunsOfOneKeyNeverOverlapAndOtherKeysGoOn) {
     tasks:
       - {kind: BUILTIN, builtin: SLEEP, argument: 800ms}
 )";
-  ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/keyed"}).code, 0);
+  ASSERT_TRUE(applied(cluster.dir() + "/keyed"));
   const auto shown = ctl({"jobs", "show", "per-tenant"}).output;
   EXPECT_TRUE(std::regex_search(shown, std::regex(R"(concurrency_key:\s+tenant-\{\{param.tenant\}\})"))) << shown;
   EXPECT_TRUE(std::regex_search(shown, std::regex(R"(concurrency_limit:\s+1)"))) << shown;
@@ -578,7 +578,7 @@ TEST_F(CtlTest, EventsRunTheirSubscribersOnceAndDependentsRunAfterASuccess) {
     tasks:
       - {kind: BUILTIN, builtin: NOOP}
 )";
-  ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/events"}).code, 0);
+  ASSERT_TRUE(applied(cluster.dir() + "/events"));
   auto first =
       ctl({"events", "post", "deploy", "--payload", R"({"version":"7"})", "--dedupe-key", "rel-7", "-o", "json"});
   ASSERT_EQ(first.code, 0) << first.output;
@@ -635,7 +635,7 @@ TEST_F(CtlTest, OutputIsStreamedWhileTheRunRunsAndTheArchiveKeepsAllOfIt) {
       << go
       << " ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; "
          "head -c 200000 /dev/zero | tr \"\\\\000\" x; echo; echo last >&2']}\n";
-  ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/chatty"}).code, 0);
+  ASSERT_TRUE(applied(cluster.dir() + "/chatty"));
   auto trigger = ctl({"jobs", "trigger", "chatty"});
   ASSERT_EQ(trigger.code, 0) << trigger.output;
   const std::string run = std::to_string(std::stoll(trigger.output));
@@ -691,7 +691,7 @@ TEST_F(CtlTest, CronRunsStartAfterTheirJitter) {
     tasks:
       - {kind: BUILTIN, builtin: NOOP}
 )";
-  ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/spread"}).code, 0);
+  ASSERT_TRUE(applied(cluster.dir() + "/spread"));
   std::vector<RunRowView> done;
   ASSERT_TRUE(wait_until(
       [&] {
@@ -724,7 +724,7 @@ TEST_F(CtlTest, OldFinishedRunsArePrunedAndTheirArchivedOutputStays) {
     tasks:
       - {kind: PROGRAM, command: [/bin/echo, kept in the archive]}
 )";
-  ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/talk"}).code, 0);
+  ASSERT_TRUE(applied(cluster.dir() + "/talk"));
   const std::string old_run = std::to_string(std::stoll(ctl({"jobs", "trigger", "talk"}).output));
   ASSERT_EQ(ctl({"logs", "-f", old_run, "--interval", "200ms"}).code, 0);
   const std::string recent = std::to_string(std::stoll(ctl({"jobs", "trigger", "talk"}).output));
@@ -746,7 +746,7 @@ TEST_F(CtlTest, ATasksProgressIsShownWhileItRuns) {
     tasks:
       - {kind: PROGRAM, command: [/bin/sh, -c, 'echo "::progress:: 1/3 tables"; sleep 1; echo "::progress:: 2/3 tables"; sleep 30']}
 )";
-  ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/progress"}).code, 0);
+  ASSERT_TRUE(applied(cluster.dir() + "/progress"));
   auto trigger = ctl({"jobs", "trigger", "long-load"});
   ASSERT_EQ(trigger.code, 0) << trigger.output;
   const std::string run = std::to_string(std::stoll(trigger.output));
@@ -782,7 +782,7 @@ TEST_F(CtlTest, ParametersReachTheTask) {
     tasks:
       - {kind: PROGRAM, command: [/bin/sh, -c, 'echo "$BATON_PARAM_GREETING $0"', '{{param.name}}']}
 )";
-  ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/params"}).code, 0);
+  ASSERT_TRUE(applied(cluster.dir() + "/params"));
   // The job's declarations refuse what does not fit, naming the parameter.
   auto refused = ctl({"jobs", "trigger", "greet", "--param", "name=-rf /"});
   EXPECT_NE(refused.code, 0) << refused.output;
@@ -858,7 +858,7 @@ TEST_F(CtlTest, ChainsRecordEachTaskAndASelfDestructJobRetires) {
     tasks:
       - {kind: BUILTIN, builtin: NOOP}
 )";
-  ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/chains"}).code, 0);
+  ASSERT_TRUE(applied(cluster.dir() + "/chains"));
   const std::string run = std::to_string(std::stoll(ctl({"jobs", "trigger", "chain"}).output));
   auto logs = ctl({"logs", "-f", run, "--interval", "200ms"});
   EXPECT_NE(logs.code, 0) << "the run failed: " << logs.output;
@@ -1074,7 +1074,7 @@ TEST_F(CtlTest, JobsExportedAndAppliedAgainChangeNothing) {
     on_events: [invoice.paid]
     tasks: [{kind: BUILTIN, builtin: NOOP}]
 )";
-  ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/export-src"}).code, 0);
+  ASSERT_TRUE(applied(cluster.dir() + "/export-src"));
   auto exported = ctl({"jobs", "export"});
   ASSERT_EQ(exported.code, 0) << exported.output;
   EXPECT_NE(exported.output.find("name: \"rich\""), std::string::npos) << exported.output;
@@ -1151,7 +1151,7 @@ TEST_F(CtlTest, RunsAreCancelledAndReRunInBulkByFilter) {
   std::filesystem::create_directories(cluster.dir() + "/bulk");
   std::ofstream(cluster.dir() + "/bulk/jobs.yaml")
       << "jobs:\n  - name: sleeps\n    tasks: [{kind: PROGRAM, command: [/bin/sleep, '30']}]\n";
-  ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/bulk"}).code, 0);
+  ASSERT_TRUE(applied(cluster.dir() + "/bulk"));
   const auto a = cluster.trigger("n1", "sleeps"), b = cluster.trigger("n1", "sleeps"),
              other = cluster.trigger("n1", "quick");
   ASSERT_TRUE(cluster.wait_for_state(a, "RUNNING", 15s) && cluster.wait_for_state(b, "RUNNING", 15s));

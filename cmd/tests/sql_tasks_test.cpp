@@ -43,7 +43,7 @@ TEST_F(CtlTest, SqlTasksQuoteTheirParametersHaveNoShellAndAreCanceledOnTheServer
          "    tasks:\n"
          "      - {kind: SQL, connection: local, sql: \"SELECT current_setting('baton.previous_outcome') || ' ' || "
          "current_setting('baton.attempt') || ' ' || current_setting('baton.run_id') AS facts\"}\n";
-  ASSERT_EQ(ctl({"apply", "-f", cluster.dir() + "/sql"}).code, 0);
+  ASSERT_TRUE(applied(cluster.dir() + "/sql"));
   auto run_of = [&](const std::string& job) {
     return std::to_string(std::stoll(ctl({"jobs", "trigger", job}).output));
   };
