@@ -42,6 +42,8 @@ class DashboardTest : public ::testing::Test {
     cluster.start_node("n1");
     ASSERT_EQ(cluster.wait_for_leader(), "n1");
     cluster.start_node("n2");
+    // The page is loaded from n2: it must serve and know the leader first.
+    ASSERT_TRUE(cluster.wait_for_ready("n2"));
     cluster.start_worker("w1", 4, {"n1"});
     ASSERT_TRUE(cluster.wait_for_workers("n1", 1));
     // The dashboard is served by the follower: its leader-only calls go to n1.
