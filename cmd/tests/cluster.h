@@ -240,8 +240,9 @@ class Cluster {
   }
 
   /// Waits until `node` is ready (/readyz 200: its database answers and it
-  /// knows a leader it can send calls to). A follower just started answers
-  /// a leader-only call with 503 `no_leader` until its first poll.
+  /// knows a leader it can send calls to). A follower just started refuses
+  /// connections, then answers a leader-only call with 503 `no_leader`,
+  /// until it has read the lease: `ctl` exits 3 on either.
   bool wait_for_ready(const std::string& node, std::chrono::milliseconds max = 10s) {
     return wait_until([&] { return http(port(node), "GET", "/readyz").status == 200; }, max);
   }
