@@ -59,7 +59,7 @@ BOOST_DESCRIBE_STRUCT(Finish, (), (final_state, exit_code, error_code, error_msg
 BOOST_DESCRIBE_STRUCT(StartGrant, (), (worker_instance, stale_after))
 BOOST_DESCRIBE_STRUCT(AssignRow, (),
                       (run, expected_version, from, worker_id, continuation_timeout, instance_no, exclusive_lock,
-                       concurrency_key, key_slot, rate_slot, start))
+                       exclusive_execution, concurrency_key, key_slot, rate_slot, start))
 BOOST_DESCRIBE_STRUCT(StartRow, (), (run, expected_version, attempt, worker_instance))
 BOOST_DESCRIBE_STRUCT(FinishRow, (), (run, expected_version, attempt, finish, retry_delay))
 BOOST_DESCRIBE_STRUCT(HeartbeatRow, (), (id, version, attempt, progress))

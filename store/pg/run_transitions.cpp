@@ -236,6 +236,13 @@ const std::string dead_letter_cte = dead_letter_cte_only + on_error_cte;
 // must also return concurrency_key and key_slot; `rate_slot` is SQL for the
 // permit each row takes (a single run's statements take none: a
 // rate-limited job's run is assigned in a batch).
+// The live exclusive jobs (schemas/0033's partial index holds only them).
+const std::string live_exclusive =
+    "SELECT g.id FROM job_definitions g WHERE g.exclusive_execution AND g.deleted_at IS NULL";
+// exclusive_execution's checks in the database, "false" in the weakened
+// chaos build that drops them (base/weaken.h).
+const std::string gate_on = weakened("exclusive_gate") ? "false" : "true";
+
 std::string activation_refused_cte(const std::string& rate_slot = "w.rate_slot") {
   return
       // The permits the runs written take: each one's last holder took it at
@@ -270,31 +277,46 @@ std::string activation_refused_cte(const std::string& rate_slot = "w.rate_slot")
       " CASE WHEN j.rate_limit_runs IS NOT NULL AND NOT EXISTS (SELECT 1 FROM permits p WHERE p.run_id = w.id)"
       "   THEN 'no rate permit free (' || j.rate_limit_runs || ' runs per ' || j.rate_limit_per_ms || ' ms)'"
       " END AS rate_refused,"
+      // An exclusive run: no other run active (in the snapshot, which its
+      // transaction took after the run table's lock, or written by this
+      // statement), and that lock held.
       " CASE WHEN j.exclusive_execution AND " +
-      std::string(weakened("exclusive_gate") ? "false" : "true") +
-      " THEN (SELECT x.id FROM job_runs x WHERE x.finished_at IS NULL"
-      "   AND x.state IN ('ASSIGNED', 'RUNNING') AND x.gate IS NULL AND x.id <> w.id ORDER BY x.id LIMIT 1) END"
-      "   AS ungated"
-      " FROM w JOIN job_definitions j ON j.id = w.job_definition_id) x"
+      gate_on +
+      " THEN coalesce((SELECT x.id FROM job_runs x WHERE x.finished_at IS NULL"
+      "   AND x.state IN ('ASSIGNED', 'RUNNING') AND x.gate IS NULL AND x.id <> w.id ORDER BY x.id LIMIT 1),"
+      "   (SELECT o.id FROM w o WHERE o.id <> w.id ORDER BY o.id LIMIT 1)) END"
+      "   AS ungated,"
+      " CASE WHEN j.exclusive_execution AND " +
+      gate_on +
+      " AND NOT baton_holds_run_table()"
+      "   THEN 'an exclusive run is made active only under the run table''s lock (exclusive_execution)'"
+      // Any other run: refused while an exclusive run holds its gate. The
+      // job table is read only while some job is exclusive, the gates
+      // (an index of exclusive runs alone) only then: once per statement.
+      " WHEN NOT coalesce(j.exclusive_execution, false) AND " +
+      gate_on + " AND EXISTS (" + live_exclusive +
+      ") THEN (SELECT 'run ' || x.id || ' of an exclusive job is active (exclusive_execution)' FROM job_runs x"
+      "   WHERE x.gate IS NOT NULL AND x.gate @> '(,)'::int8range ORDER BY x.id LIMIT 1) END AS gate_refused"
+      // (a run of no job is checked too: LEFT JOIN)
+      " FROM w LEFT JOIN job_definitions j ON j.id = w.job_definition_id) x"
       " WHERE (lim IS NOT NULL AND (instance_no IS NULL OR instance_no > lim))"
       " OR (mutually_exclusive AND exclusive_lock IS NOT TRUE) OR ungated IS NOT NULL OR key_refused IS NOT NULL"
-      " OR rate_refused IS NOT NULL)";
+      " OR rate_refused IS NOT NULL OR gate_refused IS NOT NULL)";
 }
 const std::string activation_check =
-    "(SELECT baton_refuse_activation(id, name, lim, instance_no, state, ungated, key_refused, rate_refused)"
-    " FROM refused ORDER BY id LIMIT 1)";
+    "(SELECT baton_refuse_activation(id, name, lim, instance_no, state, ungated, key_refused, rate_refused,"
+    " gate_refused) FROM refused ORDER BY id LIMIT 1)";
 
-// The gate a run made active takes (schemas/0033): none while no live job is
-// exclusive; else the whole line for an exclusive job's run and the point of
-// its id for any other. `run` is SQL for the row being written (its id and
-// job_definition_id). Both reads of job_definitions are uncorrelated: once
-// per statement, not per row.
+// The gate a run made active takes (schemas/0033, 0046): the whole line for
+// an exclusive job's run, none for any other, so that defining an exclusive
+// job leaves every other run's assignment a HOT update (SPEC section 2).
+// `run` is SQL for the row being written (its job_definition_id). Both
+// reads of job_definitions are uncorrelated: once per statement, not per
+// row.
 std::string gate_set(const std::string& run) {
   if (weakened("exclusive_gate")) return "gate = NULL";  // weakened chaos builds only
-  const std::string live_exclusive =
-      "SELECT g.id FROM job_definitions g WHERE g.exclusive_execution AND g.deleted_at IS NULL";
   return "gate = CASE WHEN NOT EXISTS (" + live_exclusive + ") THEN NULL WHEN " + run + ".job_definition_id IN (" +
-         live_exclusive + ") THEN '(,)'::int8range ELSE int8range(" + run + ".id, " + run + ".id, '[]') END";
+         live_exclusive + ") THEN '(,)'::int8range END";
 }
 
 // What a success sets off (schemas/0012, 0014, 0023), in the statement that
@@ -788,6 +810,30 @@ PgRunStore::PgRunStore(const std::string& url, const std::string& application_na
   });
 }
 
+// An exclusive run's activation (schemas/0046): the run table taken in
+// SHARE ROW EXCLUSIVE mode first, in a statement of its own, so that every
+// write of it under way has committed and none starts until this
+// transaction does, and the assigning statement's snapshot, taken after,
+// sees every run made active. The statement refuses an exclusive run
+// written without it (baton_holds_run_table).
+const char* const lock_run_table = "LOCK TABLE job_runs IN SHARE ROW EXCLUSIVE MODE";
+
+// A single run's assignment (not the leader's path: it assigns in
+// batches; tests and tools) takes the run table's lock whatever its job:
+// it cannot tell an exclusive job's run without a read.
+template <class... Args>
+Result<WriteResult> PgRunStore::fenced_locked(const char* statement, const RunFence& f, Args&&... args) {
+  return session_.with<WriteResult>([&](pqxx::connection& c) -> Result<WriteResult> {
+    pqxx::work tx{c};
+    if (!weakened("exclusive_gate")) tx.exec0(lock_run_table);
+    auto row =
+        tx.exec_prepared1(statement, f.run.value, f.expected_version.value, f.epoch.value, std::forward<Args>(args)...);
+    auto result = classify(row, f.epoch);
+    tx.commit();
+    return result;
+  });
+}
+
 template <class... Args>
 Result<WriteResult> PgRunStore::fenced(const char* statement, const RunFence& f, Args&&... args) {
   return session_.with<WriteResult>([&](pqxx::connection& c) -> Result<WriteResult> {
@@ -833,12 +879,12 @@ Result<std::optional<RunRow>> PgRunStore::read_run(RunId id) {
 }
 
 Result<WriteResult> PgRunStore::assign(const RunFence& f, const std::string& worker_id) {
-  return fenced("run_assign", f, worker_id);
+  return fenced_locked("run_assign", f, worker_id);
 }
 
 Result<WriteResult> PgRunStore::reassign(const RunFence& f, RunState from, const std::string& worker_id) {
   BATON_ASSERT(from == RunState::orphaned || from == RunState::retry_waiting);
-  return fenced("run_reassign", f, worker_id, std::string(to_string(from)));
+  return fenced_locked("run_reassign", f, worker_id, std::string(to_string(from)));
 }
 
 Result<WriteResult> PgRunStore::start(const RunFence& f, const AttemptFence& a, Millis stale_after) {
@@ -928,8 +974,12 @@ Result<BatchWriteResult> PgRunStore::assign_batch(Epoch epoch, const std::vector
     workers.push_back(r.worker_id);
     continuation.push_back(r.continuation_timeout.count());
   }
+  const RunTableLock lock =
+      std::any_of(rows.begin(), rows.end(), [](const AssignRow& r) { return r.exclusive_execution; })
+          ? RunTableLock::exclusive_activation
+          : RunTableLock::none;
   if (std::none_of(rows.begin(), rows.end(), [](const AssignRow& r) { return r.start.has_value(); }))
-    return batch("run_assign_batch", epoch, pg_array(ids), pg_array(versions), pg_array(from), pg_array(workers),
+    return batch("run_assign_batch", lock, epoch, pg_array(ids), pg_array(versions), pg_array(from), pg_array(workers),
                  pg_array(continuation), pg_array(instance_no), pg_array(exclusive_lock), pg_array(keys),
                  pg_array(key_slots), pg_array(rate_slots));
   std::vector<int> start;  // 1/0: boolean input (std::vector<bool> has no element references)
@@ -942,9 +992,10 @@ Result<BatchWriteResult> PgRunStore::assign_batch(Epoch epoch, const std::vector
     instances.push_back(r.start ? r.start->worker_instance : std::string());
     if (r.start) stale_after_ms = std::max<std::int64_t>(stale_after_ms, r.start->stale_after.count());
   }
-  return batch("run_assign_start_batch", epoch, pg_array(ids), pg_array(versions), pg_array(from), pg_array(workers),
-               pg_array(continuation), pg_array(instance_no), pg_array(exclusive_lock), pg_array(start),
-               pg_array(instances), stale_after_ms, pg_array(keys), pg_array(key_slots), pg_array(rate_slots));
+  return batch("run_assign_start_batch", lock, epoch, pg_array(ids), pg_array(versions), pg_array(from),
+               pg_array(workers), pg_array(continuation), pg_array(instance_no), pg_array(exclusive_lock),
+               pg_array(start), pg_array(instances), stale_after_ms, pg_array(keys), pg_array(key_slots),
+               pg_array(rate_slots));
 }
 
 Result<BatchWriteResult> PgRunStore::start_batch(Epoch epoch, const std::vector<StartRow>& rows, Millis stale_after) {
@@ -955,7 +1006,7 @@ Result<BatchWriteResult> PgRunStore::start_batch(Epoch epoch, const std::vector<
     a.add(r.run.value, r.expected_version.value, r.attempt.worker_id, r.attempt.attempt, r.attempt.lease_token);
     instances.push_back(r.worker_instance);
   }
-  return batch("run_start_batch", epoch, stale_after.count(), pg_array(a.ids), pg_array(a.versions),
+  return batch("run_start_batch", RunTableLock::none, epoch, stale_after.count(), pg_array(a.ids), pg_array(a.versions),
                pg_array(a.workers), pg_array(a.attempts), pg_array(a.tokens), pg_array(instances));
 }
 
@@ -978,14 +1029,22 @@ Result<BatchWriteResult> PgRunStore::finish_batch(Epoch epoch, const std::vector
     exit_codes.push_back(r.finish.exit_code);
     delays.push_back(r.retry_delay ? r.retry_delay->count() : 0);
   }
-  return batch("run_finish_batch", epoch, pg_array(a.ids), pg_array(a.versions), pg_array(a.workers),
-               pg_array(a.attempts), pg_array(a.tokens), pg_array(next), pg_array(outcome), pg_array(result),
-               pg_array(code), pg_array(msg), pg_array(exit_codes), pg_array(delays));
+  return batch("run_finish_batch", RunTableLock::none, epoch, pg_array(a.ids), pg_array(a.versions),
+               pg_array(a.workers), pg_array(a.attempts), pg_array(a.tokens), pg_array(next), pg_array(outcome),
+               pg_array(result), pg_array(code), pg_array(msg), pg_array(exit_codes), pg_array(delays));
 }
 
+
 template <class... Args>
-Result<BatchWriteResult> PgRunStore::batch(const char* statement, Epoch epoch, Args&&... args) {
+Result<BatchWriteResult> PgRunStore::batch(const char* statement, RunTableLock lock, Epoch epoch, Args&&... args) {
   return session_.with<BatchWriteResult>([&](pqxx::connection& c) -> Result<BatchWriteResult> {
+    if (lock == RunTableLock::exclusive_activation && !weakened("exclusive_gate")) {
+      pqxx::work tx{c};
+      tx.exec0(lock_run_table);
+      auto result = classify_batch(tx.exec_prepared(statement, epoch.value, std::forward<Args>(args)...), epoch);
+      tx.commit();
+      return result;
+    }
     pqxx::nontransaction tx{c};  // one autocommit statement: the lease lock is held only while it runs
     return classify_batch(tx.exec_prepared(statement, epoch.value, std::forward<Args>(args)...), epoch);
   });

@@ -91,6 +91,7 @@ AssignmentPlan plan_assignments(const AssignmentPlanInput& in) {
     PlacedRun p;
     p.due = d;
     p.row = {d.id, d.version, d.state, a.worker_id, in.continuation_timeout, grant.instance_no, grant.exclusive_lock};
+    p.row.exclusive_execution = d.exclusive_execution;
     p.row.concurrency_key = d.keyed.concurrency_key;
     p.row.key_slot = grant.key_slot;
     p.row.rate_slot = grant.rate_slot;

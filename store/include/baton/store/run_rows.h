@@ -102,6 +102,10 @@ struct AssignRow {
   /// limited or exclusive job's run without them, and a second holder.
   std::optional<int> instance_no{};
   bool exclusive_lock = false;
+  /// Its job is exclusive (exclusive_execution, schemas/0046): the batch
+  /// that carries it takes the run table's lock first, and the database
+  /// refuses an exclusive run assigned without it.
+  bool exclusive_execution = false;
   /// Keyed concurrency and rate limits (schemas/0035): the run's key, the
   /// key's slot it holds while active, and the rate permit it takes; the
   /// database refuses the assignment of a keyed or rate-limited job's run

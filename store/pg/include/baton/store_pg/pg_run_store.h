@@ -53,10 +53,15 @@ class PgRunStore final : public RunStore {
   Result<void> connect() { return session_.ensure_connected(); }
 
  private:
+  /// Whether a statement's transaction first takes the run table's lock
+  /// that an exclusive run's activation needs (schemas/0046).
+  enum class RunTableLock { none, exclusive_activation };
   template <class... Args>
   Result<WriteResult> fenced(const char* statement, const RunFence& f, Args&&... args);
   template <class... Args>
-  Result<BatchWriteResult> batch(const char* statement, Epoch epoch, Args&&... args);
+  Result<WriteResult> fenced_locked(const char* statement, const RunFence& f, Args&&... args);
+  template <class... Args>
+  Result<BatchWriteResult> batch(const char* statement, RunTableLock lock, Epoch epoch, Args&&... args);
 
   PgSession session_;
 };
