@@ -22,6 +22,7 @@
 #include "baton/notify/webhook_sender.h"
 #include "baton/service/service_manager.h"
 #include "baton/verify/history_sweep.h"
+#include "baton/verify/sweep_pace.h"
 
 namespace baton::leader {
 
@@ -673,13 +674,38 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
       settings.slices_max = cfg.verify.slices_per_sweep;
       settings.check.continuation_margin_ms = cfg.runtime.continuation_margin.count();
       settings.check.owner_grace_ms = cfg.verify.owner_grace.count();
+      // Under load the sweep yields (docs/assurance.md, "Under load"): the
+      // runs this node finished since the last round, and since the slice
+      // before, set how many slices it reads.
+      const verify::SweepPace pace{.busy_runs_per_s = cfg.verify.yield_above_runs_per_s,
+                                   .slices_busy = cfg.verify.slices_under_load,
+                                   .slices_max = cfg.verify.slices_per_sweep};
       MonoTime next = clock.mono();
       std::int64_t sweeping_epoch = 0;
-      settings.keep_going = [&] { return !stop.load() && leading_epoch.load() == sweeping_epoch; };
+      MonoTime counted_at = clock.mono();
+      std::int64_t counted = metrics.runs_finished.load();
+      auto finishes_per_s = [&] {
+        const MonoTime now = clock.mono();
+        const std::int64_t finished = metrics.runs_finished.load();
+        const double rate =
+            verify::finished_per_s(finished - counted, std::chrono::duration_cast<Millis>(now - counted_at));
+        counted = finished;
+        counted_at = now;
+        return rate;
+      };
+      int slices_read = 0;
+      settings.keep_going = [&] {
+        return !stop.load() && leading_epoch.load() == sweeping_epoch &&
+               verify::next_slice_allowed(pace, ++slices_read, finishes_per_s());
+      };
       while (!stop.load()) {
         const std::int64_t epoch = leading_epoch.load();
         if (epoch > 0 && clock.mono() >= next) {
           sweeping_epoch = epoch;
+          next = clock.mono() + cfg.verify.every;
+          settings.slices_max = verify::slices_this_round(pace, finishes_per_s());
+          slices_read = 0;
+          if (settings.slices_max == 0) continue;  // yielding: nothing this round
           auto swept = verify::sweep_once(*verify_store, settings, me.node_id, epoch, clock);
           if (!swept) {
             spdlog::warn("verify_sweep_failed node={} epoch={} error={}", me.node_id, epoch,
@@ -700,7 +726,6 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
                   me.node_id, epoch, swept->tally.runs, swept->slices, swept->tally.violations_total,
                   swept->new_violations, std::chrono::duration_cast<Millis>(swept->database).count(), swept->refused);
           }
-          next = clock.mono() + cfg.verify.every;
         }
         std::this_thread::sleep_for(Millis{200});
       }

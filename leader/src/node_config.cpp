@@ -275,6 +275,8 @@ Result<NodeConfig> load_node_config(const std::string& file) {
   verify_dur("owner_grace", cfg.verify.owner_grace, Millis{1000}, Millis{86400000}, "1s to 24h");
   if (auto v = vf.integer("slice_runs", 1, 100000)) cfg.verify.slice_runs = static_cast<int>(*v);
   if (auto v = vf.integer("slices_per_sweep", 1, 1000)) cfg.verify.slices_per_sweep = static_cast<int>(*v);
+  if (auto v = vf.integer("yield_above", 0, 10000000)) cfg.verify.yield_above_runs_per_s = static_cast<double>(*v);
+  if (auto v = vf.integer("slices_under_load", 0, 1000)) cfg.verify.slices_under_load = static_cast<int>(*v);
   vf.reject_unknown_keys();
 
   ConfigMap db = top.map("database");

@@ -220,6 +220,8 @@ std::map<std::string, std::string> key_values(const leader::NodeConfig& cfg) {
       {"verify.settle", duration(cfg.verify.settle)},
       {"verify.slice_runs", std::to_string(cfg.verify.slice_runs)},
       {"verify.slices_per_sweep", std::to_string(cfg.verify.slices_per_sweep)},
+      {"verify.yield_above", std::to_string(static_cast<long long>(cfg.verify.yield_above_runs_per_s))},
+      {"verify.slices_under_load", std::to_string(cfg.verify.slices_under_load)},
       {"verify.owner_grace", duration(cfg.verify.owner_grace)},
       {"database.url", "(required)"},
       {"database.start_timeout", duration(cfg.database_start_timeout)},

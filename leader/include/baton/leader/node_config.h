@@ -66,6 +66,11 @@ struct NodeConfig {
     Millis settle{10000};        ///< a run is checked once it finished at least this long ago
     int slice_runs = 2000;       ///< runs read and judged together
     int slices_per_sweep = 100;  ///< at most; a sweep stops at the first slice that is not full
+    /// The sweep yields to runs (verify::SweepPace): while this node
+    /// finishes more runs a second than this (0: never yields), a sweep
+    /// reads at most `slices_under_load` slices and its cursor may lag.
+    double yield_above_runs_per_s = 500;
+    int slices_under_load = 1;
     /// A RUNNING run on a worker detached this long, or CONFIRMING this long
     /// past its deadline and margin, is reported (running_has_owner).
     Millis owner_grace{60000};
