@@ -229,6 +229,16 @@ void examine_worker(const std::string& file, std::vector<Finding>& out) {
     return;
   }
   out.push_back(ok("config", file + " loads (worker " + cfg->worker_id + ")"));
+  // Security review N1: what a PROGRAM task is (a worker holding the
+  // unit's capabilities without a task user fails to load above).
+  if (cfg->task_user)
+    out.push_back(ok("task_user", "PROGRAM tasks run as " + cfg->task_user->name + " (uid " +
+                                      std::to_string(cfg->task_user->uid) + "), with no capability"));
+  else
+    out.push_back(warn("task_user",
+                       "task_user is not set: PROGRAM tasks run as the worker's own user and can read its "
+                       "credential and spool",
+                       "set task_user (the package makes baton-task; docs/security.md, \"Task users and resources\")"));
   private_file(out, "token_file", cfg->token_path);
   if (cfg->insecure) {
     out.push_back(warn("tls", "insecure: true: the worker token and all traffic cross the network in the clear",

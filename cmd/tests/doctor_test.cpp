@@ -175,6 +175,8 @@ TEST(Doctor, AWorkerConfigIsCheckedAgainstTheCoordinatorsItWillDial) {
   EXPECT_EQ(good.exit_code, 0) << good.out;
   EXPECT_TRUE(has(good, "ok    coordinator " + ep + " answers, its certificate verified")) << good.out;
   EXPECT_TRUE(has(good, "ok    files       spool_dir " + c.dir() + "/spool-good will be made at start")) << good.out;
+  EXPECT_TRUE(has(good, "warn  task_user   task_user is not set: PROGRAM tasks run as the worker's own user"))
+      << good.out;
 
   auto wrong_ca = doctor(c.dir(), write("wrong-ca", "w1", "tls: {ca_file: " + other.ca() + "}\n"));
   EXPECT_EQ(wrong_ca.exit_code, 1) << wrong_ca.out;

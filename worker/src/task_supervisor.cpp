@@ -196,7 +196,21 @@ void become_task(const TaskProcessLimits& l) {
     rlimit r{l.nproc, l.nproc};
     ::setrlimit(RLIMIT_NPROC, &r);
   }
-  if (!l.switch_user) return;
+  if (!l.switch_user) {
+    // No task user: the task runs as the worker's user, and never with its
+    // capabilities (security review N1: a worker holding CAP_SETUID from its
+    // unit would otherwise hand it to every task, which could become root).
+    // Root stays root: exec gives uid 0 its capabilities back, and a root
+    // worker without a task user runs its tasks as root (docs/security.md).
+    if (::geteuid() != 0) {
+      ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+      __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+      __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3] = {};
+      static const char caps[] = "baton: cannot drop the worker's capabilities\n";
+      if (::syscall(SYS_capset, &header, none) != 0) die_with(caps, sizeof caps - 1);
+    }
+    return;
+  }
   static const char failed[] = "baton: cannot switch to the task user\n";
   if (::syscall(SYS_setgroups, l.group_count, l.groups) != 0 || ::syscall(SYS_setresgid, l.gid, l.gid, l.gid) != 0 ||
       ::syscall(SYS_setresuid, l.uid, l.uid, l.uid) != 0)

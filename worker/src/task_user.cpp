@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 namespace baton::worker {
 
@@ -57,6 +58,27 @@ std::string task_user_switch_problem() {
   return "the worker runs as uid " + std::to_string(::geteuid()) +
          " without CAP_SETUID, CAP_SETGID and CAP_KILL: run it as root, or give it those capabilities "
          "(AmbientCapabilities= in its systemd unit)";
+}
+
+std::string capabilities_without_task_user_problem(uid_t euid, unsigned long long held) {
+  if (euid == 0) return {};  // root runs its tasks as root by choice: docs/security.md
+  std::string names;
+  for (auto [cap, name] : {std::pair{CAP_SETUID, "CAP_SETUID"}, {CAP_SETGID, "CAP_SETGID"}, {CAP_KILL, "CAP_KILL"}})
+    if (held & (1ull << cap)) names += (names.empty() ? "" : ", ") + std::string(name);
+  if (names.empty()) return {};
+  return "is not set, but the worker (uid " + std::to_string(euid) + ") holds " + names +
+         " (its unit's AmbientCapabilities=): set task_user to the user its tasks run as (the package makes "
+         "baton-task), or remove those capabilities from the unit";
+}
+
+std::string capabilities_without_task_user_problem() {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+  if (::syscall(SYS_capget, &header, data) != 0) return {};
+  unsigned long long held = 0;
+  for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; ++i)
+    held |= static_cast<unsigned long long>(data[i].effective | data[i].permitted | data[i].inheritable) << (32 * i);
+  return capabilities_without_task_user_problem(::geteuid(), held);
 }
 
 }  // namespace baton::worker

@@ -91,6 +91,8 @@ Result<WorkerConfig> load_worker_config(const std::string& file) {
     } else {
       errors.add("task_user", why);
     }
+  } else if (auto problem = capabilities_without_task_user_problem(); !problem.empty()) {
+    errors.add("task_user", problem);
   }
   if (auto v = top.string_list("task_env_allowlist")) {
     for (const auto& name : *v)

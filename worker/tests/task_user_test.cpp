@@ -5,11 +5,15 @@
 #include "baton/worker/task_runner.h"
 
 #include <gtest/gtest.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -143,6 +147,74 @@ TEST(TaskUser, ATaskCannotReadTheWorkersCredentialSpoolOrEnvironmentNorSignalIt)
   auto g = as_worker.run(ctx(nullptr), {program({"/bin/sh", "-c", probe})});
   EXPECT_NE(g.stdout_tail.find("secret-worker-credential"), std::string::npos) << g.stdout_tail;
   EXPECT_NE(g.stdout_tail.find("credential=0"), std::string::npos) << g.stdout_tail;
+}
+
+// Security review N1: a worker that is not root but holds CAP_SETUID,
+// CAP_SETGID and CAP_KILL (the packaged unit's ambient capabilities) and has
+// no task user is refused at its config, naming the setting; and should one
+// run all the same, its tasks hold no capability (they cannot become root).
+TEST(TaskUser, AWorkerHoldingCapabilitiesWithoutATaskUserIsRefused) {
+  constexpr unsigned long long all = (1ull << CAP_SETUID) | (1ull << CAP_SETGID) | (1ull << CAP_KILL);
+  const std::string problem = capabilities_without_task_user_problem(998, all);
+  EXPECT_NE(problem.find("is not set, but the worker (uid 998) holds CAP_SETUID, CAP_SETGID, CAP_KILL"),
+            std::string::npos)
+      << problem;
+  EXPECT_NE(problem.find("set task_user"), std::string::npos) << problem;
+  EXPECT_NE(capabilities_without_task_user_problem(998, 1ull << CAP_KILL), "") << "any one of them";
+  EXPECT_EQ(capabilities_without_task_user_problem(998, 1ull << CAP_NET_BIND_SERVICE), "") << "not these";
+  EXPECT_EQ(capabilities_without_task_user_problem(998, 0), "");
+  EXPECT_EQ(capabilities_without_task_user_problem(0, all), "") << "root runs its tasks as root by choice";
+}
+
+TEST(TaskUser, WithoutATaskUserATaskOfAWorkerHoldingCapabilitiesHoldsNone) {
+  const TaskUser& u = task_user();
+  ASSERT_NE(u.uid, 0u);
+  // A child becomes what the packaged unit makes the worker: a user other
+  // than root with CAP_SETUID, CAP_SETGID and CAP_KILL, ambient too. It runs
+  // a task without a task user, which reports its capabilities and tries
+  // to become root; the child writes what it saw to the pipe.
+  int out[2];
+  ASSERT_EQ(::pipe(out), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(out[0]);
+    auto fail = [&](const char* what) {
+      (void)!::write(out[1], what, std::strlen(what));
+      ::_exit(3);
+    };
+    if (::prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0) fail("keepcaps");
+    if (::setresgid(u.gid, u.gid, u.gid) != 0 || ::setresuid(u.uid, u.uid, u.uid) != 0) fail("setresuid");
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3] = {};
+    const unsigned bits = (1u << CAP_SETUID) | (1u << CAP_SETGID) | (1u << CAP_KILL);
+    caps[0].effective = caps[0].permitted = caps[0].inheritable = bits;
+    if (::syscall(SYS_capset, &header, caps) != 0) fail("capset");
+    for (int cap : {CAP_SETUID, CAP_SETGID, CAP_KILL})
+      if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) != 0) fail("ambient");
+    std::string report = "refused=[" + capabilities_without_task_user_problem() + "]\n";
+    TaskRunner r;
+    auto f = r.run(ctx(nullptr), {program({"/bin/sh", "-c",
+                                           "grep -E '^Cap(Inh|Prm|Eff|Amb)' /proc/self/status; "
+                                           "setpriv --reuid=0 true 2>/dev/null; echo became_root=$?"})});
+    report += f.stdout_tail;
+    (void)!::write(out[1], report.data(), report.size());
+    ::_exit(0);
+  }
+  ::close(out[1]);
+  std::string seen;
+  char buf[512];
+  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) seen.append(buf, static_cast<std::size_t>(n));
+  ::close(out[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << seen;
+  EXPECT_NE(seen.find("refused=[is not set, but the worker"), std::string::npos) << seen;
+  for (const char* set : {"CapInh", "CapPrm", "CapEff", "CapAmb"})
+    EXPECT_NE(seen.find(std::string(set) + ":\t0000000000000000"), std::string::npos) << set << " of the task:\n"
+                                                                                      << seen;
+  EXPECT_NE(seen.find("became_root="), std::string::npos) << seen;
+  EXPECT_EQ(seen.find("became_root=0"), std::string::npos) << "the task became root:\n" << seen;
 }
 
 TEST(TaskResources, AForkBombMeetsItsPidsLimitWhileTheWorkerAndAnotherTaskCarryOn) {

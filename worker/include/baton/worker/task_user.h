@@ -33,4 +33,18 @@ std::optional<TaskUser> resolve_task_user(const std::string& name, std::string* 
 /// root, or holds CAP_SETUID, CAP_SETGID and CAP_KILL); otherwise why not.
 std::string task_user_switch_problem();
 
+/// The capabilities a worker without `task_user` must not hold
+/// (security review N1): a worker that is not root but holds CAP_SETUID,
+/// CAP_SETGID or CAP_KILL (the packaged unit's AmbientCapabilities=) and
+/// runs its tasks as itself. Each task's process drops every capability
+/// before exec whatever the config says (task_supervisor.cpp); this refuses
+/// the configuration outright so that it is fixed where it is written.
+/// Empty when fine; otherwise the error, naming the setting. `euid` and
+/// `held` (the capability bits the process holds: effective, permitted or
+/// ambient) are parameters so that the rule is tested apart from the host.
+std::string capabilities_without_task_user_problem(uid_t euid, unsigned long long held);
+
+/// The same, for this process.
+std::string capabilities_without_task_user_problem();
+
 }  // namespace baton::worker
