@@ -1034,7 +1034,6 @@ Result<BatchWriteResult> PgRunStore::finish_batch(Epoch epoch, const std::vector
                pg_array(result), pg_array(code), pg_array(msg), pg_array(exit_codes), pg_array(delays));
 }
 
-
 template <class... Args>
 Result<BatchWriteResult> PgRunStore::batch(const char* statement, RunTableLock lock, Epoch epoch, Args&&... args) {
   return session_.with<BatchWriteResult>([&](pqxx::connection& c) -> Result<BatchWriteResult> {
