@@ -215,6 +215,13 @@ const std::string on_error_cte =
 // job's on_error, in the statement that ends it.
 const std::string dead_letter_cte = dead_letter_cte_only + on_error_cte;
 
+// The live exclusive jobs (schemas/0033's partial index holds only them).
+const std::string live_exclusive =
+    "SELECT g.id FROM job_definitions g WHERE g.exclusive_execution AND g.deleted_at IS NULL";
+// exclusive_execution's checks in the database, "false" in the weakened
+// chaos build that drops them (base/weaken.h).
+const std::string gate_on = weakened("exclusive_gate") ? "false" : "true";
+
 // Overlap control for the statements that make a run ASSIGNED (schemas/0010,
 // 0023, 0033): each run written holds what its job requires, an instance
 // number within max_instances and the exclusive lock for a mutually
@@ -236,13 +243,6 @@ const std::string dead_letter_cte = dead_letter_cte_only + on_error_cte;
 // must also return concurrency_key and key_slot; `rate_slot` is SQL for the
 // permit each row takes (a single run's statements take none: a
 // rate-limited job's run is assigned in a batch).
-// The live exclusive jobs (schemas/0033's partial index holds only them).
-const std::string live_exclusive =
-    "SELECT g.id FROM job_definitions g WHERE g.exclusive_execution AND g.deleted_at IS NULL";
-// exclusive_execution's checks in the database, "false" in the weakened
-// chaos build that drops them (base/weaken.h).
-const std::string gate_on = weakened("exclusive_gate") ? "false" : "true";
-
 std::string activation_refused_cte(const std::string& rate_slot = "w.rate_slot") {
   return
       // The permits the runs written take: each one's last holder took it at
