@@ -184,6 +184,16 @@ extern "C" void on_terminate(int) { terminate_requested = 1; }
   ::_exit(126);
 }
 
+/// Every capability of the task's process gone, the ambient ones that exec
+/// would hand on included (raw system calls: see become_task).
+void drop_capabilities() {
+  ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3] = {};
+  static const char caps[] = "baton: cannot drop the worker's capabilities\n";
+  if (::syscall(SYS_capset, &header, none) != 0) die_with(caps, sizeof caps - 1);
+}
+
 /// In the task's process, before exec: limits, then the task user. Raw
 /// system calls: this process is the only thread, and glibc's set*id would
 /// try to reach threads that exist only in the worker.
@@ -202,13 +212,7 @@ void become_task(const TaskProcessLimits& l) {
     // unit would otherwise hand it to every task, which could become root).
     // Root stays root: exec gives uid 0 its capabilities back, and a root
     // worker without a task user runs its tasks as root (docs/security.md).
-    if (::geteuid() != 0) {
-      ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
-      __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-      __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3] = {};
-      static const char caps[] = "baton: cannot drop the worker's capabilities\n";
-      if (::syscall(SYS_capset, &header, none) != 0) die_with(caps, sizeof caps - 1);
-    }
+    if (::geteuid() != 0) drop_capabilities();
     return;
   }
   static const char failed[] = "baton: cannot switch to the task user\n";
@@ -219,11 +223,7 @@ void become_task(const TaskProcessLimits& l) {
   // ambient capabilities) keeps its capabilities across a change between
   // two non-zero users: drop every one of them here, and the ambient ones
   // that exec would otherwise hand on.
-  ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
-  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3] = {};
-  static const char caps[] = "baton: cannot drop the worker's capabilities\n";
-  if (::syscall(SYS_capset, &header, none) != 0) die_with(caps, sizeof caps - 1);
+  drop_capabilities();
   static const char kept[] = "baton: the task user could switch back: refusing to run the task\n";
   if (::syscall(SYS_setresuid, 0, 0, 0) == 0) die_with(kept, sizeof kept - 1);
 }
