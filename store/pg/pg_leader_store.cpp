@@ -9,31 +9,13 @@
 #include "baton/base/weaken.h"
 #include "baton/store/output_placement.h"
 #include "due_run_row.h"
+#include "due_runs_read.h"
 #include "pg_array.h"
 #include "run_transitions_sql.h"
 
 namespace baton::store::pg {
 
 namespace {
-
-// Every run that can be due is unfinished, and `finished_at IS NULL` is the
-// predicate of the open index (schemas/0021) that finds them: no index
-// holds `state`, so a read of unfinished runs says so to be served by that
-// index.
-const std::string unfinished = "finished_at IS NULL";
-
-// When a run of the row alias `r` is due for assignment: the dispatcher's
-// read (due_runs, with `bound` its look-ahead) and the read of what waits
-// while dispatch is disabled (waiting_runs, `bound` now()) share it. due_at
-// (schemas/0021) is a PENDING run's slot or creation time, or its jitter's
-// start if later; a RETRY_WAITING run's retry time. PENDING runs due
-// within the bound come (they are assigned ahead of their time and their
-// start is written at it: run_start_batch checks the time again), retries
-// only once due, orphans at once.
-std::string due(const std::string& r, const std::string& bound) {
-  return r + "." + unfinished + " AND " + r + ".due_at <= " + bound + " AND (" + r +
-         ".state IN ('PENDING', 'ORPHANED') OR (" + r + ".state = 'RETRY_WAITING' AND " + r + ".due_at <= now()))";
-}
 
 /// Runs listed by id and job name (rows of: id, job name).
 std::vector<DueRun> ids_and_job_names(const pqxx::result& rows) {
@@ -53,64 +35,8 @@ PgLeaderStore::PgLeaderStore(const std::string& url, const std::string& applicat
     : session_(url, application_name) {
   // Prepared once per connection: the dispatcher runs it on every pass.
   session_.on_connect([this](pqxx::connection& c) {
-    // One scan of the open index in dispatch order (schemas/0021), cut by
-    // the limit after the filters, so that a run no worker of this label
-    // set can take never fills the batch and blocks the runs behind it
-    // (head-of-line blocking). The runs in flight are in that index too and
-    // are skipped by their state.
-    //
-    // The jobs whose runs cannot be taken are found first, once: a selector
-    // these labels do not satisfy, an instance limit reached, mutual
-    // exclusion while the exclusive lock is held (schemas/0010), or an
-    // exclusive run active or due (schemas/0033). As a
-    // per-row test on job_runs the planner took that filter for a very
-    // selective one, expected fewer rows than the limit, and read every
-    // unfinished run and sorted them (7-97 ms for 20,000 runs, against
-    // 0.3 ms for the ordered scan that stops at the limit).
     pqxx::nontransaction prep{c};
-    prep.exec(
-        "PREPARE due_runs(int, jsonb, bigint) AS "
-        "WITH unfit AS MATERIALIZED (SELECT coalesce(array_agg(jd.id), '{}') AS ids FROM job_definitions jd"
-        "  WHERE NOT jd.worker_selector <@ $2::jsonb"
-        "  OR (baton_instance_limit(jd) IS NOT NULL AND (SELECT count(*) FROM job_runs x"
-        "   WHERE x.job_definition_id = jd.id AND x.instance_no IS NOT NULL) >= baton_instance_limit(jd))"
-        "  OR (jd.mutually_exclusive AND EXISTS (SELECT 1 FROM job_runs x WHERE x.exclusive_lock))"
-        // exclusive_execution (schemas/0033): while an exclusive run is
-        // active, or one is due, no other job's run is read (the due one
-        // waits for the runs in flight to end, and nothing new starts
-        // meanwhile, so it is never starved); an exclusive job's run is
-        // not read while another one is active.
-        "  OR (" +
-        std::string(weakened("exclusive_gate") ? "false" : "true") +  // weakened chaos builds only
-        " AND jd.exclusive_execution AND EXISTS (SELECT 1 FROM job_runs x"
-        "   WHERE x.gate IS NOT NULL AND x.gate @> '(,)'::int8range))"
-        "  OR (" +
-        std::string(weakened("exclusive_gate") ? "false" : "true") +
-        " AND NOT jd.exclusive_execution AND EXISTS (SELECT 1 FROM job_definitions e JOIN job_runs x"
-        "   ON x.job_definition_id = e.id AND " +
-        due("x", "now()") +
-        "   WHERE e.exclusive_execution AND e.deleted_at IS NULL AND NOT e.paused"
-        "   UNION ALL SELECT 1 FROM job_runs x WHERE x.gate IS NOT NULL AND x.gate @> '(,)'::int8range)))"
-        " SELECT " +
-        due_run_columns() +
-        " FROM job_runs r LEFT JOIN job_definitions j ON j.id = r.job_definition_id"
-        " WHERE " +
-        // The due bound and the limit as subqueries (computed
-        // once), costed alike with and without the parameter's
-        // value: the generic plan is the same ordered scan as a
-        // custom one. With 20,000 runs queued that was enough for
-        // PostgreSQL to settle on it; with 80,000 it was not, and
-        // due_runs() now asks for it (docs/performance.md,
-        // "Statements that cost what they must", "Reads that grew
-        // with the backlog").
-        due("r", "(SELECT now() + $3 * interval '1 millisecond')") +
-        " AND coalesce(r.job_definition_id <> ALL ((SELECT ids FROM unfit)::bigint[]), true)"
-        // A run whose key is at its limit, or whose permits are all taken
-        // (schemas/0035), is not read: the runs of other keys behind it
-        // would otherwise wait behind a batch of runs that cannot start.
-        // Computed only for a job that has such limits.
-        " AND " +
-        keyed_room_sql() + " ORDER BY r.priority DESC, r.due_at, r.id LIMIT (SELECT $1::int)");
+    prep.exec(due_runs_statement());
     prep.commit();
   });
 }
@@ -130,8 +56,10 @@ Result<std::vector<DueRun>> PgLeaderStore::due_runs(int limit, const std::map<st
     // (docs/performance.md, "Reads that grew with the backlog"). SET LOCAL
     // in the same simple query lasts for its implicit transaction, so the
     // other statements of this connection (the cron creates) keep the
-    // planner's own choice.
-    auto rows = tx.exec("SET LOCAL plan_cache_mode = force_generic_plan; EXECUTE due_runs(" + tx.quote(limit) + ", " +
+    // planner's own choice. No sequential scan either: with one job's runs
+    // queued, the generic plan's estimate for "the runs of job $x" is all of
+    // them, and it read the whole table to find an exclusive job's one.
+    auto rows = tx.exec(std::string(due_runs_settings) + "; EXECUTE due_runs(" + tx.quote(limit) + ", " +
                         tx.quote(labels_json) + ", " + tx.quote(ahead.count()) + ")");
     std::vector<DueRun> out;
     out.reserve(rows.size());
