@@ -424,27 +424,18 @@ HttpResponse AdminApi::readyz() {
   // Liveness is /healthz (the process answers); readiness is whether this
   // node can do its work now: its database answers, and a leader is known
   // (this node, or one whose endpoint it can send workers and calls to).
-  const NodeStatus s = ports_.status();
-  json::object checks;
-  bool ready = true;
-  auto db = with_store([](auto& st) { return st.database_epoch(); });
-  if (db) {
-    checks["database"] = "ok";
-  } else {
-    ready = false;
-    checks["database"] = "unavailable: " + db.error().message;
-  }
-  if (s.role == "leader") {
-    checks["leader"] = "this node";
-  } else if (!s.leader_id.empty() && !s.leader_endpoint.empty()) {
-    checks["leader"] = s.leader_id;
-  } else {
-    ready = false;
-    checks["leader"] = "none known";
-  }
-  return ok_json(
-      json::object{{"ready", ready}, {"node_id", s.node_id}, {"role", s.role}, {"epoch", s.epoch}, {"checks", checks}},
-      ready ? 200 : 503);
+  return readiness_.answer(ports_.status(), clock_.mono());
+}
+
+void AdminApi::check_database(store::AdminStore& own) {
+  auto db = own.database_epoch();
+  readiness_.checked(bool(db), clock_.mono());
+  if (database_answered_ == bool(db)) return;
+  if (db)
+    spdlog::info("readiness database=ok");
+  else
+    spdlog::warn("readiness database=unavailable error={}", json_quote(db.error().message));
+  database_answered_ = bool(db);
 }
 
 HttpResponse AdminApi::status_json() {

@@ -372,6 +372,66 @@ TEST(AuthFlood, AWorkerIsWelcomedWhileTheApiThreadsAreHeld) {
   EXPECT_EQ(c.proc("n1").log().find("no hello within"), std::string::npos);
 }
 
+// GET /readyz answers from memory on the I/O thread (security review N2):
+// while both admin threads are held by requests waiting on a lock, it is
+// answered at once, and says "database": "ok" from the node's own check;
+// a source asking too fast gets 429 from a budget of its own, which leaves
+// that host's authenticated calls alone.
+TEST(AuthFlood, ReadyzIsAnsweredFromMemoryWhileTheApiThreadsAreHeldAndHasABudgetPerSource) {
+  ClusterOptions o;
+  o.node_extra = "limits: {read_rate: 0}\n";
+  Cluster c("readyz_memory", tick_jobs, o);
+  c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(), "n1");
+  ASSERT_TRUE(c.wait_for_ready("n1"));
+  const int port = c.port("n1");
+  auto readyz = [&](const std::string& source) {
+    return http_exchange(port, ThrowawayCa::shared().ca(), "GET", "/readyz", {}, "", std::chrono::seconds(5), source);
+  };
+  std::thread locker(
+      [&] { c.db().scalar("BEGIN; LOCK TABLE audit_log IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(3); COMMIT"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::atomic<int> held_answered{0};
+  std::vector<std::thread> held;
+  for (int i = 0; i < 4; ++i)
+    held.emplace_back([&] {
+      http_request(port, "GET", "/api/v1/audit", admin, "", std::chrono::seconds(15));
+      ++held_answered;
+    });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // both admin threads wait on the lock
+  auto r = readyz("127.0.0.30");
+  EXPECT_EQ(held_answered.load(), 0) << "answered only once the API threads were free";
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_NE(r.body.find("\"database\":\"ok\""), std::string::npos) << r.body;
+  locker.join();
+  for (auto& t : held) t.join();
+  // 400 asks from one host, four at a time (each a TLS handshake of its
+  // own): at most the burst (200) and what refilled meanwhile (50 a second)
+  // are answered, the rest 429; that host's token still works, and another
+  // host is answered.
+  std::atomic<int> answered{0}, limited{0}, other{0};
+  std::vector<std::thread> askers;
+  for (int t = 0; t < 4; ++t)
+    askers.emplace_back([&] {
+      for (int i = 0; i < 100; ++i) {
+        auto a = readyz("127.0.0.31");
+        if (a.status == 200)
+          ++answered;
+        else if (a.status == 429 && a.body.find("rate_limited") != std::string::npos)
+          ++limited;
+        else
+          ++other;
+      }
+    });
+  for (auto& t : askers) t.join();
+  EXPECT_GE(limited.load(), 50) << answered.load() << " answered";
+  EXPECT_LE(answered.load(), 350);
+  EXPECT_EQ(other.load(), 0);
+  EXPECT_EQ(get_from("127.0.0.31", port, "/api/v1/runs", admin_token).status, 200);
+  EXPECT_EQ(readyz("127.0.0.32").status, 200);
+  EXPECT_NE(c.proc("n1").log().find("readyz_throttled source="), std::string::npos);
+}
+
 // The configured admin token is read again when its file changes: the new
 // one works within a few seconds and the old one is refused; a file that
 // does not hold a valid token leaves the one in use (docs/security.md).

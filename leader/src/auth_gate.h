@@ -4,6 +4,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <spdlog/spdlog.h>
 
@@ -22,6 +23,11 @@ class AuthGate {
  public:
   AuthGate(const ServerLimits& l, ServerHandlers& h)
       : limiter_({.per_second = l.auth_failure_rate, .burst = l.auth_failure_burst}), handlers_(h) {}
+  /// A gate of another budget, for requests that are counted whether or not
+  /// they fail (GET /readyz: answered without a credential). Its refusals
+  /// are logged as `event`, and not counted as failed authentications.
+  AuthGate(double per_second, double burst, ServerHandlers& h, const char* event)
+      : limiter_({.per_second = per_second, .burst = burst}), handlers_(h), event_(event) {}
 
   /// How long the client at `address` must wait, or nullopt: go on.
   std::optional<Millis> refused(const std::string& address) {
@@ -34,13 +40,13 @@ class AuthGate {
       if (!wait) return wait;
       ++unlogged_;
       if (!logged_ || now - *logged_ >= std::chrono::seconds(1)) {
-        spdlog::warn("auth_throttled source={} retry_after_ms={} count={} (since the last such line)",
-                     json_quote(source), wait->count(), unlogged_);
+        spdlog::warn("{} source={} retry_after_ms={} count={} (since the last such line)", event_, json_quote(source),
+                     wait->count(), unlogged_);
         logged_ = now;
         unlogged_ = 0;
       }
     }
-    handlers_.on_auth_throttled();
+    if (event_ == std::string_view("auth_throttled")) handlers_.on_auth_throttled();
     return wait;
   }
   void failed(const std::string& address) {
@@ -56,6 +62,7 @@ class AuthGate {
   ServerHandlers& handlers_;
   std::optional<MonoTime> logged_;
   std::int64_t unlogged_ = 0;
+  const char* event_ = "auth_throttled";
 };
 
 }  // namespace baton::leader::serving

@@ -57,17 +57,21 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
     const std::string_view target(req.target().data(), req.target().size());
     // A source that failed to authenticate too often is refused before its
     // credential is looked at, and before its body is read.
-    if (!websocket::is_upgrade(req) && takes_credential(target))
-      if (auto wait = context_.gate.refused(address_)) {
+    const bool probe = !websocket::is_upgrade(req) && counted_per_source(target);
+    if (!websocket::is_upgrade(req) && (takes_credential(target) || probe))
+      if (auto wait = (probe ? context_.readyz_gate : context_.gate).refused(address_)) {
         HttpResponse r{429,
                        "application/json",
-                       "{\"code\":\"auth_throttled\",\"message\":\"too many failed authentications from this "
-                       "address; retry in " +
-                           std::to_string(wait->count()) + " ms\"}",
+                       std::string(probe ? "{\"code\":\"rate_limited\",\"message\":\"too many readiness checks from "
+                                           "this address"
+                                         : "{\"code\":\"auth_throttled\",\"message\":\"too many failed "
+                                           "authentications from this address") +
+                           "; retry in " + std::to_string(wait->count()) + " ms\"}",
                        {}};
         r.headers["Retry-After"] = std::to_string((wait->count() + 999) / 1000);
         return hold_then_refuse(std::move(r), std::min(*wait, context_.limits.auth_throttle_hold));
       }
+    if (probe) context_.readyz_gate.failed(address_);  // counted, whatever it answers
     if (parser_->is_done()) return on_request();
     const bool large =
         parser_->chunked() || parser_->content_length().value_or(0) > context_.limits.pre_auth_body_bytes_max;
@@ -156,9 +160,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
       return;
     }
     const bool keep_alive = req.keep_alive();
+    const bool from_memory = req.method() == http::verb::get &&
+                             answered_from_memory(std::string_view(req.target().data(), req.target().size()));
     // The admin threads are a bounded queue: a request beyond it is answered
     // now, from this thread, instead of waiting behind the others.
-    if (!enter_admin_queue()) return write(shed(), keep_alive);
+    if (!from_memory && !enter_admin_queue()) return write(shed(), keep_alive);
     HttpRequest request;
     request.method = std::string(req.method_string());
     request.target = std::string(req.target());
@@ -168,6 +174,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
       request.headers[name] = std::string(f.value());
     }
     request.body = std::move(req.body());
+    // Liveness and readiness read memory only: answered here, so that
+    // neither a flood of them nor a full admin queue delays the other.
+    if (from_memory) return write(context_.handlers.handle_http(request), keep_alive);
     // Admin handlers may query the database: never on the I/O thread.
     asio::post(context_.admin, [self = shared_from_this(), request = std::move(request), keep_alive] {
       HttpResponse response;

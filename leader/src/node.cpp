@@ -156,6 +156,9 @@ class NodeRuntime final : public ServerHandlers {
     spdlog::info("admin_token_reloaded node={} file={}", me_.node_id, json_quote(cfg_.admin_token_path));
   }
 
+  /// /readyz's check of the database, on `own` connection (admin::Readiness).
+  void check_database(store::AdminStore& own) { admin_.check_database(own); }
+
   /// Credentials revoked (or replaced by a new enrollment) lately: their
   /// sessions are closed. Called every few seconds off the watchdog thread.
   void close_revoked_workers(NodeServer& server) {
@@ -614,10 +617,17 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
     });
   }
 
-  // Sessions of revoked worker credentials are closed on every node.
+  // Sessions of revoked worker credentials are closed on every node; beside
+  // them, /readyz's check of the database, once a second on a connection
+  // of its own (never the API's: admin::Readiness).
+  auto ready_store = ports.admin_store("baton-node-" + me.node_id + "-ready");
   std::thread revocations([&] {
-    MonoTime next = clock.mono();
+    MonoTime next = clock.mono(), next_check = clock.mono();
     while (!stop.load()) {
+      if (clock.mono() >= next_check) {
+        runtime.check_database(*ready_store);
+        next_check = clock.mono() + admin::Readiness::check_every;
+      }
       if (clock.mono() >= next) {
         runtime.close_revoked_workers(server);
         runtime.reload_admin_token();

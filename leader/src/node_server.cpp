@@ -128,6 +128,7 @@ struct NodeServer::Impl {
         tls_files(std::move(files)),
         budget(std::make_shared<ConnectionBudget>(limits)),
         gate(limits, handlers),
+        readyz_gate(readyz_per_second, readyz_burst, handlers, "readyz_throttled"),
         acceptor(ioc),
         reload_timer(ioc),
         context{handlers,
@@ -135,6 +136,7 @@ struct NodeServer::Impl {
                 hellos,
                 admin_queued,
                 gate,
+                readyz_gate,
                 admissions,
                 registry(),
                 [this](std::uint64_t link, std::int64_t credential) {
@@ -223,6 +225,10 @@ struct NodeServer::Impl {
   asio::thread_pool hellos{1};  ///< one: the hellos' lookups share one connection (node.cpp)
   std::atomic<int> admin_queued{0};
   AuthGate gate;
+  // GET /readyz per source (security review N2): a health checker asks
+  // every second or so; a source asking faster than this gets 429s.
+  static constexpr double readyz_per_second = 50, readyz_burst = 200;
+  AuthGate readyz_gate;
   std::atomic<int> admissions{0};
   tcp::acceptor acceptor;
   asio::steady_timer reload_timer;

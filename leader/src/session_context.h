@@ -53,6 +53,18 @@ inline bool takes_credential(std::string_view target) {
   return path.rfind("/api/", 0) == 0 || path == "/metrics";
 }
 
+/// Routes answered from memory on the I/O thread, never queued for the
+/// admin threads (admin::Readiness): liveness and readiness. /readyz, which
+/// answers without a credential, draws on a budget per source of its own
+/// (SessionContext::readyz_gate: one request each, counted whatever the
+/// answer), so that a prober never spends an application's budget of
+/// failed authentications on the same host (security review N2).
+inline bool answered_from_memory(std::string_view target) {
+  const std::string_view path = target.substr(0, target.find('?'));
+  return path == "/healthz" || path == "/readyz";
+}
+inline bool counted_per_source(std::string_view target) { return target.substr(0, target.find('?')) == "/readyz"; }
+
 /// The server's set of open worker sessions (to close them all).
 using Registry = std::function<void(std::shared_ptr<WorkerLink>, bool)>;
 
@@ -64,6 +76,7 @@ struct SessionContext {
   asio::thread_pool& hellos;       ///< worker hellos: the API cannot occupy it
   std::atomic<int>& admin_queued;  ///< requests waiting for or in `admin`, server-wide
   AuthGate& gate;
+  AuthGate& readyz_gate;         ///< GET /readyz's own budget per source
   std::atomic<int>& admissions;  ///< hellos waiting for or in admit_worker, server-wide
   Registry registry;
   /// Records the credential a link was admitted with (for revocation).

@@ -18,22 +18,14 @@
 #include "baton/admin/log_archive.h"
 #include "baton/admin/lookup_lanes.h"
 #include "baton/admin/metrics.h"
+#include "baton/admin/node_status.h"
 #include "baton/admin/payload_denylist.h"
+#include "baton/admin/readiness.h"
 #include "baton/leader_core/runtime_config.h"
 #include "baton/leader_core/token_bucket.h"
 #include "baton/store/admin_store.h"
 
 namespace baton::admin {
-
-struct NodeStatus {
-  std::string node_id;
-  std::string incarnation;
-  std::string role;        ///< leader | follower
-  std::int64_t epoch = 0;  ///< the current epoch as this node last saw it
-  std::string leader_id;
-  std::string leader_endpoint;
-  int attached_workers = 0;
-};
 
 /// One authenticated request to a route of /api/v1.
 struct ApiCall {
@@ -126,6 +118,10 @@ class AdminApi {
   void set_token_stores(const std::vector<store::AdminStore*>& tokens);
   /// The configured admin token, read again from its file.
   void set_config_admin_token(std::string token) { auth_.set_config_admin_token(std::move(token)); }
+  /// The node's check of its database for /readyz, on `own` (a connection
+  /// that is not the API's): at most once a second, off the API's threads.
+  /// A change of outcome is logged, with the database's words.
+  void check_database(store::AdminStore& own);
   /// Whether an Authorization header value names a valid API token (the
   /// server asks before it reads a large body: docs/security.md).
   bool authenticated(const std::string& authorization);
@@ -142,8 +138,9 @@ class AdminApi {
   HttpResponse openapi() const;
   HttpResponse metrics();
   HttpResponse status_json();
-  /// GET /readyz: 200 when the database answers and a leader is known, else
-  /// 503; the JSON names each check.
+  /// GET /readyz: 200 when the database answered the node's last check and
+  /// a leader is known, else 503; the JSON names each check. From memory:
+  /// no database work per request (Readiness).
   HttpResponse readyz();
   /// A file of the dashboard (admin/dashboard/, embedded at build time).
   HttpResponse dashboard(const std::string& file);
@@ -213,6 +210,8 @@ class AdminApi {
   /// is logged (at most once a second), never told to a caller who has not
   /// authenticated.
   HttpResponse credentials_unavailable(const Error& e);
+  Readiness readiness_;
+  std::optional<bool> database_answered_;  ///< the last check's outcome (check_database's thread only)
   std::mutex unavailable_log_mutex_;
   std::optional<MonoTime> unavailable_logged_;
   Metrics& metrics_;
