@@ -176,24 +176,25 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
     request.body = std::move(req.body());
     // Liveness and readiness read memory only: answered here, so that
     // neither a flood of them nor a full admin queue delays the other.
-    if (from_memory) return write(context_.handlers.handle_http(request), keep_alive);
+    if (from_memory) return write(respond(request), keep_alive);
     // Admin handlers may query the database: never on the I/O thread.
     asio::post(context_.admin, [self = shared_from_this(), request = std::move(request), keep_alive] {
-      HttpResponse response;
-      try {
-        response = self->context_.handlers.handle_http(request);
-      } catch (const std::exception& e) {
-        response = HttpResponse{500,
-                                "application/json",
-                                std::string("{\"code\":\"internal\",\"message\":\"") + "internal error" + "\"}",
-                                {}};
-        spdlog::error("http_handler_exception target={} error={}", json_quote(request.target), e.what());
-      }
+      HttpResponse response = self->respond(request);
       self->context_.admin_queued.fetch_sub(1);
       if (response.status == 401) self->context_.gate.failed(self->address_);
       asio::post(self->stream_.get_executor(),
                  [self, response = std::move(response), keep_alive] { self->write(response, keep_alive); });
     });
+  }
+  /// The handlers' answer; a handler's exception is a 500, logged, on
+  /// whichever thread answers (the I/O thread's too: it must not unwind).
+  HttpResponse respond(const HttpRequest& request) {
+    try {
+      return context_.handlers.handle_http(request);
+    } catch (const std::exception& e) {
+      spdlog::error("http_handler_exception target={} error={}", json_quote(request.target), e.what());
+      return HttpResponse{500, "application/json", "{\"code\":\"internal\",\"message\":\"internal error\"}", {}};
+    }
   }
   void write(const HttpResponse& r, bool keep_alive, bool drain_after = false) {
     auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), 11);
