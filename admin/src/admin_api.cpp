@@ -37,7 +37,8 @@ AdminApi::AdminApi(AdminApiPorts ports, store::AdminStore& store, Metrics& metri
       routes_(make_routes()),
       clock_(clock) {}
 
-void AdminApi::set_token_stores(const std::vector<store::AdminStore*>& tokens) {
+void AdminApi::set_token_stores(const std::vector<store::AdminStore*>& tokens, store::AdminStore* reads) {
+  read_store_ = reads;
   std::vector<TokenLookups::Lookup> lanes;
   for (store::AdminStore* s : tokens) lanes.push_back([s](const std::string& hash) { return s->token_by_hash(hash); });
   token_lookups_ = std::make_unique<TokenLookups>(std::move(lanes));

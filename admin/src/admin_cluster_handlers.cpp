@@ -77,12 +77,12 @@ HttpResponse AdminApi::list_workers(const ApiCall& c, bool one) {
   if (one) {
     const auto& id = c.param("worker");
     if (id.empty() || id.size() > 200) return error(400, "bad_request", "a worker id is 1-200 characters");
-    return one_or_404(with_store([&](auto& s) { return s.list_workers(1, std::nullopt, id); }),
+    return one_or_404(with_reads([&](auto& s) { return s.list_workers(1, std::nullopt, id); }),
                       "worker " + json_quote(id.substr(0, 64)));
   }
   Paging page;
   if (auto bad = paging_of(c.params, false, page)) return error(400, "bad_request", *bad);
-  return page_or_error(with_store([&](auto& s) { return s.list_workers(page.limit, page.after_name, std::nullopt); }));
+  return page_or_error(with_reads([&](auto& s) { return s.list_workers(page.limit, page.after_name, std::nullopt); }));
 }
 
 HttpResponse AdminApi::hold_worker(const ApiCall& c, const std::string& state) {
@@ -100,7 +100,7 @@ HttpResponse AdminApi::hold_worker(const ApiCall& c, const std::string& state) {
 HttpResponse AdminApi::list_epochs(const ApiCall& c) {
   Paging page;
   if (auto bad = paging_of(c.params, true, page)) return error(400, "bad_request", *bad);
-  return page_or_error(with_store([&](auto& s) { return s.list_epochs(page.limit, page.before_id); }));
+  return page_or_error(with_reads([&](auto& s) { return s.list_epochs(page.limit, page.before_id); }));
 }
 
 HttpResponse AdminApi::hand_over(const ApiCall& c) {
@@ -160,14 +160,14 @@ HttpResponse AdminApi::hand_over(const ApiCall& c) {
 HttpResponse AdminApi::list_nodes(const ApiCall& c) {
   Paging page;
   if (auto bad = paging_of(c.params, false, page)) return error(400, "bad_request", *bad);
-  return page_or_error(with_store([&](auto& s) { return s.list_nodes(page.limit, page.after_name); }));
+  return page_or_error(with_reads([&](auto& s) { return s.list_nodes(page.limit, page.after_name); }));
 }
 
 HttpResponse AdminApi::list_audit(const ApiCall& c) {
   Paging page;
   if (auto bad = paging_of(c.params, true, page)) return error(400, "bad_request", *bad);
   return page_or_error(
-      with_store([&](auto& s) { return s.list_audit(page.limit, page.before_id, text_param(c.params, "subject")); }));
+      with_reads([&](auto& s) { return s.list_audit(page.limit, page.before_id, text_param(c.params, "subject")); }));
 }
 
 // --- events -------------------------------------------------------------------
@@ -176,7 +176,7 @@ HttpResponse AdminApi::list_events(const ApiCall& c) {
   Paging page;
   if (auto bad = paging_of(c.params, true, page)) return error(400, "bad_request", *bad);
   return page_or_error(
-      with_store([&](auto& s) { return s.list_events(page.limit, page.before_id, text_param(c.params, "kind")); }));
+      with_reads([&](auto& s) { return s.list_events(page.limit, page.before_id, text_param(c.params, "kind")); }));
 }
 
 HttpResponse AdminApi::post_event(const ApiCall& c) {
@@ -217,7 +217,7 @@ HttpResponse AdminApi::post_event(const ApiCall& c) {
 // --- settings and tokens -------------------------------------------------------
 
 HttpResponse AdminApi::get_settings(const ApiCall&) {
-  auto stored = with_store([](auto& s) { return s.settings_json(); });
+  auto stored = with_reads([](auto& s) { return s.settings_json(); });
   if (!stored) return db_error(stored.error());
   auto values = json::parse(*stored).as_object();
   json::object out;
@@ -286,7 +286,7 @@ HttpResponse AdminApi::set_setting(const ApiCall& c) {
 HttpResponse AdminApi::list_tokens(const ApiCall& c) {
   Paging page;
   if (auto bad = paging_of(c.params, true, page)) return error(400, "bad_request", *bad);
-  return page_or_error(with_store([&](auto& s) { return s.list_tokens(page.limit, page.before_id); }));
+  return page_or_error(with_reads([&](auto& s) { return s.list_tokens(page.limit, page.before_id); }));
 }
 
 HttpResponse AdminApi::create_token(const ApiCall& c) {

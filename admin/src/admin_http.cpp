@@ -22,6 +22,11 @@ HttpResponse ok_json(const json::value& v, int status) { return {status, "applic
 
 HttpResponse db_error(const Error& e) {
   if (e.code == Errc::bad_input) return error(400, "bad_request", e.message);
+  if (e.code == Errc::db_unavailable && e.message.starts_with(reads_busy_prefix)) {
+    auto r = error(503, "reads_busy", e.message.substr(reads_busy_prefix.size()));
+    r.headers["Retry-After"] = "1";
+    return r;
+  }
   return error(503, "db_unavailable", e.message);
 }
 

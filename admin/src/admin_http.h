@@ -21,7 +21,12 @@ HttpResponse error(int status, const std::string& code, const std::string& messa
 HttpResponse ok_json(const json::value& v, int status = 200);
 /// An AdminResult that did not apply, as its HTTP error (404, 409, 503).
 HttpResponse refused(const store::AdminResult& r);
+/// A database error as its answer: 400 for bad input, 503 `reads_busy`
+/// with Retry-After for a busy read connection (an error whose message
+/// starts with reads_busy_prefix: AdminApi::with_reads), else 503
+/// `db_unavailable`.
 HttpResponse db_error(const Error& e);
+inline constexpr std::string_view reads_busy_prefix = "reads_busy: ";
 
 std::optional<std::int64_t> parse_id(std::string_view s);
 bool valid_name(std::string_view s);

@@ -73,7 +73,7 @@ HttpResponse AdminApi::list_jobs(const ApiCall& c, bool one) {
   } else if (auto bad = paging_of(c.params, false, paging)) {
     return error(400, "bad_request", *bad);
   }
-  auto page = with_store([&](auto& s) { return s.list_jobs(paging.limit, paging.after_name, only); });
+  auto page = with_reads([&](auto& s) { return s.list_jobs(paging.limit, paging.after_name, only); });
   if (!page) return db_error(page.error());
   if (only && page->jobs.empty()) return error(404, "not_found", "no job " + json_quote(*only));
   // The next fire time is the cron planner's, in the job's zone, from the
@@ -141,7 +141,7 @@ std::string explain_slot(const json::object& known, const std::string& slot_text
 HttpResponse AdminApi::why(const ApiCall& c) {
   const std::string& name = c.param("name");
   if (!valid_name(name)) return bad_name("job name", name);
-  auto job = with_store([&](auto& s) { return s.job_definition(name); });
+  auto job = with_reads([&](auto& s) { return s.job_definition(name); });
   if (!job) return db_error(job.error());
   if (!*job) return error(404, "not_found", "no job " + json_quote(name));
   auto at_param = c.params.find("at");
@@ -162,7 +162,7 @@ HttpResponse AdminApi::why(const ApiCall& c) {
   const auto slot = leader_core::next_fire(*schedule, at_time - std::chrono::seconds{1}, zone);
   if (!slot) return error(404, "not_found", "the schedule " + json_quote(*def.schedule) + " never fires after at");
   const std::int64_t slot_unix = slot->time_since_epoch().count();
-  auto known = with_store([&](auto& s) { return s.slot_decisions(name, slot_unix); });
+  auto known = with_reads([&](auto& s) { return s.slot_decisions(name, slot_unix); });
   if (!known) return db_error(known.error());
   if (!*known) return error(404, "not_found", "no job " + json_quote(name));
   json::object out = json::parse(**known).as_object();
@@ -181,7 +181,7 @@ HttpResponse AdminApi::why(const ApiCall& c) {
 HttpResponse AdminApi::job_stats(const ApiCall& c) {
   const std::string& name = c.param("name");
   if (!valid_name(name)) return bad_name("job name", name);
-  auto stats = with_store([&](auto& s) { return s.job_stats(name); });
+  auto stats = with_reads([&](auto& s) { return s.job_stats(name); });
   if (!stats) return db_error(stats.error());
   if (!*stats) return error(404, "not_found", "no job " + json_quote(name));
   return ok_json(json::parse(**stats));
@@ -190,7 +190,7 @@ HttpResponse AdminApi::job_stats(const ApiCall& c) {
 HttpResponse AdminApi::job_document(const ApiCall& c) {
   const std::string& name = c.param("name");
   if (!valid_name(name)) return bad_name("job name", name);
-  auto stored = with_store([&](auto& s) { return s.job_definition(name); });
+  auto stored = with_reads([&](auto& s) { return s.job_definition(name); });
   if (!stored) return db_error(stored.error());
   if (!*stored) return error(404, "not_found", "no job " + json_quote(name));
   return ok_json(admin::job_document((*stored)->job));

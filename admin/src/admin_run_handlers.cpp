@@ -50,7 +50,7 @@ HttpResponse AdminApi::list_runs(const ApiCall& c) {
     if (bad) return error(400, "bad_request", *bad);
   query.limit = page.limit;
   query.before_id = page.before_id;
-  return page_or_error(with_store([&](auto& s) { return s.list_runs(query); }));
+  return page_or_error(with_reads([&](auto& s) { return s.list_runs(query); }));
 }
 
 HttpResponse AdminApi::run_series(const ApiCall& c) {
@@ -69,7 +69,7 @@ HttpResponse AdminApi::run_series(const ApiCall& c) {
                  "query parameter 'window' must be 1h, 24h or 7d, got " + json_quote(name.substr(0, 64)));
   store::SeriesQuery query{w->name, w->seconds, w->bucket, text_param(c.params, "job")};
   if (query.job && !valid_name(*query.job)) return bad_name("job name", *query.job);
-  auto series = with_store([&](auto& s) { return s.run_series(query); });
+  auto series = with_reads([&](auto& s) { return s.run_series(query); });
   if (!series) return db_error(series.error());
   if (!*series) return error(404, "not_found", "no job " + json_quote(*query.job));
   return {200, "application/json", **series, {}};
@@ -83,7 +83,7 @@ HttpResponse AdminApi::verify_status(const ApiCall& c) {
     return error(400, "bad_request",
                  "query parameter 'open' must be true or false, got " + json_quote(open.substr(0, 64)));
   auto r =
-      with_store([&](auto& s) { return s.verify_status_json(static_cast<int>(limit.value_or(50)), open == "true"); });
+      with_reads([&](auto& s) { return s.verify_status_json(static_cast<int>(limit.value_or(50)), open == "true"); });
   if (!r) return db_error(r.error());
   return {200, "application/json", *r, {}};
 }
@@ -108,7 +108,7 @@ HttpResponse AdminApi::acknowledge_violations(const ApiCall& c) {
 HttpResponse AdminApi::show_run(const ApiCall& c) {
   auto id = parse_id(c.param("id"));
   if (!id) return bad_id("run id", c.param("id"));
-  auto r = with_store([&](auto& s) { return s.run_json(RunId{*id}); });
+  auto r = with_reads([&](auto& s) { return s.run_json(RunId{*id}); });
   if (!r) return db_error(r.error());
   if (!*r) return error(404, "not_found", "no run " + std::to_string(*id));
   return {200, "application/json", **r, {}};
@@ -225,7 +225,7 @@ HttpResponse AdminApi::list_dead_letters(const ApiCall& c, bool one) {
   if (one) {
     auto id = parse_id(c.param("id"));
     if (!id) return bad_id("dead letter id", c.param("id"));
-    return one_or_404(with_store([&](auto& s) { return s.list_dead_letters(1, std::nullopt, std::nullopt, *id); }),
+    return one_or_404(with_reads([&](auto& s) { return s.list_dead_letters(1, std::nullopt, std::nullopt, *id); }),
                       "dead letter " + std::to_string(*id));
   }
   Paging page;
@@ -236,7 +236,7 @@ HttpResponse AdminApi::list_dead_letters(const ApiCall& c, bool one) {
                  "query parameter 'status' must be pending, acknowledged, replayed or closed, got " +
                      json_quote(status->substr(0, 64)));
   return page_or_error(
-      with_store([&](auto& s) { return s.list_dead_letters(page.limit, page.before_id, status, std::nullopt); }));
+      with_reads([&](auto& s) { return s.list_dead_letters(page.limit, page.before_id, status, std::nullopt); }));
 }
 
 HttpResponse AdminApi::triage(const ApiCall& c) {

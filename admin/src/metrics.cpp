@@ -101,6 +101,10 @@ std::string Metrics::render() const {
         "API requests answered 503 with Retry-After at once: limits.admin_queue_max requests were already waiting "
         "for or in the admin threads.",
         requests_shed.load(), "counter");
+  gauge("baton_api_reads_busy_total",
+        "API reads (lists, searches, series) answered 503 reads_busy with Retry-After: the API's read connection "
+        "stayed taken by another read for longer than the 250 ms a read waits for it.",
+        reads_busy.load(), "counter");
   gauge("baton_api_token_lookups_total",
         "API tokens looked up in the database: of the issued shape, not the configured token, and not in the "
         "node's cache.",

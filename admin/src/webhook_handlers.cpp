@@ -22,7 +22,7 @@ HttpResponse AdminApi::list_webhooks(const ApiCall& c, bool one) {
   } else if (auto bad = paging_of(c.params, false, paging)) {
     return error(400, "bad_request", *bad);
   }
-  auto page = with_store([&](auto& s) { return s.list_webhooks(paging.limit, paging.after_name, only); });
+  auto page = with_reads([&](auto& s) { return s.list_webhooks(paging.limit, paging.after_name, only); });
   if (one) return one_or_404(page, "webhook " + json_quote(*only));
   return page_or_error(page);
 }
@@ -80,7 +80,7 @@ HttpResponse AdminApi::list_webhook_deliveries(const ApiCall& c) {
         400, "bad_request",
         "query parameter 'state' must be pending, delivered or failed, got " + json_quote(state->substr(0, 64)));
   auto page =
-      with_store([&](auto& s) { return s.list_webhook_deliveries(name, state, paging.limit, paging.before_id); });
+      with_reads([&](auto& s) { return s.list_webhook_deliveries(name, state, paging.limit, paging.before_id); });
   if (!page) return db_error(page.error());
   if (!*page) return error(404, "not_found", "no webhook " + json_quote(name));
   return page_or_error(Result<store::Page>(**page));

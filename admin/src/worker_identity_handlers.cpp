@@ -120,7 +120,7 @@ HttpResponse AdminApi::revoke_worker_credentials(const ApiCall& c) {
 HttpResponse AdminApi::list_worker_credentials(const ApiCall& c) {
   Paging page;
   if (auto bad = paging_of(c.params, true, page)) return error(400, "bad_request", *bad);
-  return page_or_error(with_store([&](auto& s) { return s.list_worker_credentials(page.limit, page.before_id); }));
+  return page_or_error(with_reads([&](auto& s) { return s.list_worker_credentials(page.limit, page.before_id); }));
 }
 
 HttpResponse AdminApi::enroll_worker(const ApiCall& c) {

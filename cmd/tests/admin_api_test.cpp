@@ -9,8 +9,10 @@
 #include <boost/json.hpp>
 #include <ctime>
 #include <fstream>
+#include <future>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "baton/store_pg/pg_admin_store.h"
 #include "baton/store_pg/pg_leader_store.h"
@@ -631,6 +633,52 @@ TEST_F(AdminApiTest, ACredentialThatCannotBeCheckedIsA503WithoutTheDatabasesWord
   EXPECT_EQ(get("/api/v1/runs").status, 200);
   EXPECT_EQ(get("/api/v1/runs", "not-a-token-of-any-issued-shape").status, 401);
   EXPECT_EQ(send("POST", "/api/v1/enroll", "{\"worker_id\": \"w9\"}", "made-up").status, 401);
+}
+
+// docs/security.md, "Denial of service" (review N6): the API's lists,
+// searches and series run on a connection of their own. A read held there
+// (here by a lock on dead_letters, as a slow unindexed search would hold
+// it) delays neither a trigger, on the API's own connection, nor the reads
+// behind it past read_wait: they are answered 503 reads_busy, Retry-After.
+// Each answer is checked to come while the held read is still waiting, so
+// neither waited behind it.
+TEST_F(AdminApiTest, AReadHeldOnItsConnectionDelaysNoTriggerAndHoldsNoOtherRead) {
+  store::pg::PgAdminStore tokens{url, "api-test-tokens"}, reads{url, "api-test-reads"};
+  api.set_token_stores({&tokens}, &reads);
+  baton::testing::DbInspector db(url);
+  std::thread locker(
+      [&] { db.scalar("BEGIN; LOCK TABLE dead_letters IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(4); COMMIT"); });
+  auto waiting_on_lock = [&](const std::string& application) {
+    for (int i = 0; i < 250; ++i) {
+      if (db.scalar("SELECT count(*) FROM pg_stat_activity WHERE application_name = '" + application +
+                    "' AND wait_event_type = 'Lock'") == "1")
+        return true;
+      std::this_thread::sleep_for(20ms);
+    }
+    return false;
+  };
+  for (int i = 0; i < 250 && db.scalar("SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation"
+                                       " WHERE c.relname = 'dead_letters' AND l.granted"
+                                       " AND l.mode = 'AccessExclusiveLock'") != "1";
+       ++i)
+    std::this_thread::sleep_for(20ms);
+  auto held = std::async(std::launch::async, [&] { return get("/api/v1/dead-letters"); });
+  ASSERT_TRUE(waiting_on_lock("api-test-reads")) << "the read did not reach its own connection";
+
+  auto triggered = post("/api/v1/jobs/every-minute/trigger");
+  EXPECT_EQ(triggered.status, 201) << triggered.body;
+  EXPECT_EQ(held.wait_for(0s), std::future_status::timeout) << "the trigger waited for the held read";
+
+  auto busy = get("/api/v1/runs");
+  EXPECT_EQ(busy.status, 503) << busy.body;
+  EXPECT_EQ(error_code(busy, "read connection"), "reads_busy");
+  EXPECT_EQ(busy.headers["Retry-After"], "1");
+  EXPECT_EQ(metrics.reads_busy.load(), 1);
+  EXPECT_EQ(held.wait_for(0s), std::future_status::timeout) << "the second read waited for the held one";
+
+  EXPECT_EQ(held.get().status, 200);  // once the lock is gone
+  locker.join();
+  EXPECT_EQ(get("/api/v1/runs").status, 200);
 }
 
 // The dashboard cannot be framed by another site (clickjacking of its

@@ -156,7 +156,6 @@ class NodeRuntime final : public ServerHandlers {
     spdlog::info("admin_token_reloaded node={} file={}", me_.node_id, json_quote(cfg_.admin_token_path));
   }
 
-  /// /readyz's check of the database, on `own` connection (admin::Readiness).
   void check_database(store::AdminStore& own) { admin_.check_database(own); }
 
   /// Credentials revoked (or replaced by a new enrollment) lately: their
@@ -204,7 +203,9 @@ class NodeRuntime final : public ServerHandlers {
   }
   void on_protocol_error() override { metrics_.protocol_errors++; }
   void on_connection_refused() override { metrics_.connections_refused++; }
-  void use_token_stores(const std::vector<store::AdminStore*>& tokens) { admin_.set_token_stores(tokens); }
+  void use_api_stores(const std::vector<store::AdminStore*>& tokens, store::AdminStore& reads) {
+    admin_.set_token_stores(tokens, &reads);
+  }
   void on_auth_throttled() override { metrics_.auth_throttled++; }
   void on_request_shed() override { metrics_.requests_shed++; }
   bool credential_valid(const std::string& authorization) override { return admin_.authenticated(authorization); }
@@ -518,7 +519,8 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
   auto admin_store = ports.admin_store("baton-node-" + me.node_id + "-admin");
   auto identity_store = ports.admin_store("baton-node-" + me.node_id + "-workers");
   // API token lookups on connections of their own, one per admin thread
-  // (lookup_lanes.h, docs/security.md).
+  // (lookup_lanes.h), and the API's reads on one more (docs/security.md).
+  auto reads_store = ports.admin_store("baton-node-" + me.node_id + "-reads");
   std::vector<std::unique_ptr<store::AdminStore>> token_stores;
   for (int lane = 0; lane < admin_threads; ++lane)
     token_stores.push_back(ports.admin_store("baton-node-" + me.node_id + "-tokens-" + std::to_string(lane)));
@@ -555,7 +557,7 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
   {
     std::vector<store::AdminStore*> lanes;
     for (auto& s : token_stores) lanes.push_back(s.get());
-    runtime.use_token_stores(lanes);
+    runtime.use_api_stores(lanes, *reads_store);
   }
   // Every connection is a descriptor: the caps must fit under the process's
   // limit (raised to the hard limit here), or accept() fails instead of the

@@ -5,12 +5,15 @@
 // the database side store::AdminStore. Errors are JSON {"code": stable,
 // "message": human}. Every /api/v1 route needs a token of at least its
 // role; a route that must run on the leader answers 307 to it elsewhere.
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "baton/admin/api_auth.h"
@@ -115,7 +118,16 @@ class AdminApi {
   /// one per admin thread: lookup_lanes.h), so a lookup never waits behind
   /// the API's other statements, nor behind another lookup, nor they
   /// behind a flood of lookups.
-  void set_token_stores(const std::vector<store::AdminStore*>& tokens);
+  ///
+  /// The API's lists, searches and series run on `reads`, a connection of
+  /// their own (docs/security.md, "Denial of service"): a read token's slow
+  /// search holds that one, never the connection that triggers and every
+  /// other write use. A read that finds it busy waits at most `read_wait`,
+  /// then is answered 503 `reads_busy` (Retry-After), so reads queued
+  /// behind a slow one cannot hold the admin threads that writes need.
+  /// Null: reads share the API's connection.
+  void set_token_stores(const std::vector<store::AdminStore*>& tokens, store::AdminStore* reads = nullptr);
+  static constexpr std::chrono::milliseconds read_wait{250};
   /// The configured admin token, read again from its file.
   void set_config_admin_token(std::string token) { auth_.set_config_admin_token(std::move(token)); }
   /// The node's check of its database for /readyz, on `own` (a connection
@@ -150,6 +162,22 @@ class AdminApi {
     std::lock_guard lock(store_mutex_);
     return f(store_);
   }
+  /// Runs the read `f` (returning a Result) on the read connection, or
+  /// answers that it is busy (set_read_store).
+  template <class F>
+  auto with_reads(F&& f) -> decltype(f(std::declval<store::AdminStore&>())) {
+    if (!read_store_) return with_store(std::forward<F>(f));
+    std::unique_lock lock(read_mutex_, read_wait);
+    if (!lock) {
+      metrics_.reads_busy++;
+      return make_error(Errc::db_unavailable, std::string(reads_busy_message));
+    }
+    return f(*read_store_);
+  }
+  /// How a busy read connection is told to with_reads' caller; db_error()
+  /// answers it 503 `reads_busy` with Retry-After (admin_http.h).
+  static constexpr std::string_view reads_busy_message =
+      "reads_busy: the API's read connection is taken by another search; retry in a second";
 
   // Handlers (admin_handlers.cpp).
   std::vector<ApiRoute> make_routes();
@@ -204,6 +232,8 @@ class AdminApi {
   AdminApiPorts ports_;
   std::mutex store_mutex_;
   store::AdminStore& store_;
+  std::timed_mutex read_mutex_;
+  store::AdminStore* read_store_ = nullptr;
   using TokenLookups = LookupLanes<Result<std::optional<store::TokenGrant>>>;
   std::unique_ptr<TokenLookups> token_lookups_;  ///< set before the API serves
   /// 503 for a credential that cannot be checked now: the database's error

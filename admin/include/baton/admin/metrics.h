@@ -29,6 +29,7 @@ struct Metrics {
   std::atomic<std::int64_t> requests_rate_limited{0};  ///< API calls answered 429
   std::atomic<std::int64_t> auth_throttled{0};         ///< requests and hellos refused: their source failed too often
   std::atomic<std::int64_t> requests_shed{0};          ///< requests answered 503: the admin queue was full
+  std::atomic<std::int64_t> reads_busy{0};     ///< API reads answered 503: the read connection stayed taken (N6)
   std::atomic<std::int64_t> token_lookups{0};  ///< API tokens looked up in the database (not found in the cache)
   std::atomic<std::int64_t> role_changes{0};
   /// API requests not authenticated, by reason (api_auth.h AuthFailure:
