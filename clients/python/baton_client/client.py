@@ -93,7 +93,7 @@ class Client:
         self.settings = _config.resolve(addresses, token, token_file, ca_file, config, env)
         self.transport = Transport(list(self.settings.addresses), self.settings.token,
                                    make_ssl_context(self.settings.ca_file), timeout=timeout,
-                                   total_timeout=total_timeout)
+                                   total_timeout=total_timeout, ca_pinned=self.settings.ca_file is not None)
         self._sleep: Callable[[float], None] = time.sleep
         self._clock: Callable[[], float] = time.monotonic
 

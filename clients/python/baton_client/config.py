@@ -16,7 +16,7 @@ ctl reads too.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Sequence, Union
 
 from .errors import ConfigError
@@ -30,7 +30,7 @@ _FALSE = {"false", "no", "off", "n"}
 @dataclass(frozen=True)
 class Settings:
     addresses: List[str]
-    token: Optional[str]
+    token: Optional[str] = field(repr=False)  # never in a repr
     ca_file: Optional[str]  # None: the system's trusted roots
     config_path: Optional[str]
 

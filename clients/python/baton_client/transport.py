@@ -94,12 +94,17 @@ def _join_host(host: str, port: int) -> str:
 @dataclass
 class Transport:
     addresses: List[str]
-    token: Optional[str]
+    token: Optional[str] = field(repr=False)  # never in a repr, a traceback's locals or a log line
     ssl_context: ssl.SSLContext
     timeout: float = 10.0
     total_timeout: float = 30.0
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.monotonic
+    # Whether ssl_context trusts the cluster's own CA (a ca_file) rather than
+    # the system's roots: only then is the token sent after a redirect to an
+    # address that is not one of `addresses` (any publicly trusted
+    # certificate would verify against the system's roots).
+    ca_pinned: bool = False
     _preferred: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -152,8 +157,20 @@ class Transport:
             if u.username or u.password:
                 raise RedirectRefused("redirect_refused", f"not following the redirect to '{location}'", r.status)
             host, port = u.hostname, u.port or 443
+            if "Authorization" in headers and not self.ca_pinned and not self._configured(host, port):
+                raise RedirectRefused("redirect_refused",
+                                      f"not sending the token to '{location}': it is not one of the configured "
+                                      f"addresses and no ca_file pins the cluster's CA (add it to the addresses, "
+                                      f"or set ca_file)", r.status)
             target = urllib.parse.urlunsplit(("", "", u.path or "/", u.query, ""))
         raise AssertionError("unreachable")
+
+    def _configured(self, host: str, port: int) -> bool:
+        for a in self.addresses:
+            h, p = split_addr(a)
+            if p == port and h.strip("[]").lower() == host.strip("[]").lower():
+                return True
+        return False
 
     # --- a call, with retries -----------------------------------------------
     def request(self, method: str, target: str, body: Any = None, headers: Optional[Dict[str, str]] = None,

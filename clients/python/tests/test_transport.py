@@ -312,3 +312,28 @@ def test_trigger_many_sends_batches_of_500_and_says_what_was_done_before_a_failu
         assert [len(b) for b in batches] == [500, 1]
         assert batches[1][0] == {"job": "j", "idempotency_key": "k500", "parameters": {"n": 500}, "priority": -2,
                                  "timeout_ms": 1500}
+
+
+# --- credentials kept to the cluster (security review N-L5) -------------------
+def test_the_token_is_in_no_repr(certs):
+    c = make_client(certs, closed_port(), token="s3cret-token")
+    for shown in (repr(c.settings), repr(c.transport), str(c.settings), str(c.transport)):
+        assert "s3cret-token" not in shown
+
+
+def test_without_a_pinned_ca_the_token_follows_a_redirect_only_to_a_configured_address(certs):
+    # Trust by the system's roots (no ca_file) is imitated by a transport
+    # that says its CA is not pinned: any public certificate would verify.
+    with FakeNode(always(201, TRIGGERED[2]), certs["good"]) as leader, \
+            FakeNode(lambda s, n: redirect_to(leader.url)(s, n), certs["good"]) as follower:
+        c = make_client(certs, follower)
+        c.transport.ca_pinned = False
+        with pytest.raises(RedirectRefused) as e:
+            c.trigger("j", {"a": 1}, idempotency_key="key-1")
+        assert "not one of the configured addresses" in str(e.value) and "ca_file" in str(e.value)
+        assert leader.requests == []  # nothing, and no token, was sent there
+        # The same redirect to an address the caller configured is followed.
+        c2 = make_client(certs, follower, leader)
+        c2.transport.ca_pinned = False
+        assert c2.trigger("j", {"a": 1}, idempotency_key="key-2").run_id == 7
+        assert leader.requests[-1].headers["authorization"] == "Bearer s3cret-token"
