@@ -345,6 +345,7 @@ HttpResponse AdminApi::trigger(const ApiCall& c) {
   }
   if (created->outcome == store::WriteOutcome::fenced) return error(503, "not_leader", "this node was superseded");
   if (created->parameters_refused) return error(400, "invalid_parameters", *created->parameters_refused);
+  if (created->key_refused) return error(409, "idempotency_key_conflict", *created->key_refused);
   if (created->outcome == store::WriteOutcome::conflict) {
     // The key names an earlier submission (unfinished, or finished within
     // the remembered window): its run, so a client that lost the first
@@ -416,7 +417,13 @@ HttpResponse AdminApi::trigger_batch(const ApiCall& c) {
   for (std::size_t i = 0; i < r->items.size(); ++i)
     if (r->items[i].refused) {
       const bool unknown = r->items[i].refused->rfind("unknown job ", 0) == 0;
-      return error(unknown ? 404 : 400, unknown ? "unknown_job" : "invalid_parameters",
+      const bool key = r->items[i].refused->starts_with(store::key_refusal_prefix);
+      return error(unknown ? 404
+                   : key   ? 409
+                           : 400,
+                   unknown ? "unknown_job"
+                   : key   ? "idempotency_key_conflict"
+                           : "invalid_parameters",
                    "runs[" + std::to_string(i) + "] (job " + json_quote(items[i].job) + "): " + *r->items[i].refused +
                        " (nothing was triggered)");
     }

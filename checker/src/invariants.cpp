@@ -46,6 +46,10 @@ InvariantResult check_no_overlapping_executions(const History& h, const Report& 
   return inv;
 }
 
+/// The group of a run's idempotency key: a key names one request for one
+/// job (schemas/0048), so the same key on two jobs is two groups.
+std::string key_group(const RunRow& r) { return "key " + r.key + " of job " + r.job; }
+
 /// At most one successful execution; nothing starts after it.
 InvariantResult check_one_successful_execution(const History& h, const Report& /*so_far*/) {
   InvariantResult inv =
@@ -64,13 +68,13 @@ InvariantResult check_one_successful_execution(const History& h, const Report& /
       judged_groups.insert("run " + std::to_string(run));
       if (r != h.runs.end() && r->second.slot > 0)
         judged_groups.insert("slot " + r->second.job + "@" + std::to_string(r->second.slot));
-      if (r != h.runs.end() && !r->second.key.empty()) judged_groups.insert("key " + r->second.key);
+      if (r != h.runs.end() && !r->second.key.empty()) judged_groups.insert(key_group(r->second));
     }
     for (const auto& x : xs) {
       if (here) groups["run " + std::to_string(run)].push_back(&x);
       if (r == h.runs.end()) continue;
       if (r->second.slot > 0) groups["slot " + r->second.job + "@" + std::to_string(r->second.slot)].push_back(&x);
-      if (!r->second.key.empty()) groups["key " + r->second.key].push_back(&x);
+      if (!r->second.key.empty()) groups[key_group(r->second)].push_back(&x);
     }
   }
   for (auto& [name, xs] : groups) {
@@ -474,12 +478,19 @@ InvariantResult check_events_once(const History& h, const Report& /*so_far*/) {
       "events_once",
       "at most one event per dedupe key; per subscribed job at most one run per event; every event the harness "
       "saw accepted was processed and each job subscribed to its kind has exactly one finished run of it");
-  std::map<std::string, std::vector<const EventRow*>> by_key;
+  // A dedupe key names one event of one kind (schemas/0048): the same key
+  // on two kinds is two events.
+  std::map<std::pair<std::string, std::string>, std::vector<const EventRow*>> by_key;  // (key, kind)
+  std::map<std::string, const EventRow*> first_of_key;  // the harness's keys are unique across kinds
   for (const auto& e : h.events)
-    if (!e.dedupe_key.empty()) by_key[e.dedupe_key].push_back(&e);
+    if (!e.dedupe_key.empty()) {
+      by_key[{e.dedupe_key, e.kind}].push_back(&e);
+      first_of_key.emplace(e.dedupe_key, &e);
+    }
   for (const auto& [key, es] : by_key) {
     inv.examined++;
-    if (es.size() > 1) add(inv, "dedupe key " + key + " has " + std::to_string(es.size()) + " events");
+    if (es.size() > 1)
+      add(inv, "dedupe key " + key.first + " has " + std::to_string(es.size()) + " events of kind " + key.second);
   }
   std::map<std::pair<std::string, std::int64_t>, std::vector<std::int64_t>> runs_of;  // (job, event) -> runs
   for (const auto& [id, r] : h.runs)
@@ -491,12 +502,12 @@ InvariantResult check_events_once(const History& h, const Report& /*so_far*/) {
   }
   for (const auto& key : std::set<std::string>(h.accepted_events.begin(), h.accepted_events.end())) {
     inv.examined++;
-    auto it = by_key.find(key);
-    if (it == by_key.end()) {
+    auto it = first_of_key.find(key);
+    if (it == first_of_key.end()) {
       add(inv, "event " + key + " was accepted but is not recorded");
       continue;
     }
-    const EventRow& e = *it->second.front();
+    const EventRow& e = *it->second;
     if (!e.processed) add(inv, "event " + key + " (id " + std::to_string(e.id) + ") was never processed");
     for (const auto& [name, job] : h.jobs) {
       if (std::find(job.on_events.begin(), job.on_events.end(), e.kind) == job.on_events.end()) continue;

@@ -711,6 +711,29 @@ TEST(Checker, TwoEventsForOneDedupeKeyAreAViolation) {
   EXPECT_NE(r.markdown().find("dedupe key e1 has 2 events"), std::string::npos) << r.markdown();
 }
 
+// Keys per job and dedupe keys per kind (schemas/0048): one key on two jobs
+// is two requests, each with its own success, and one dedupe key on two
+// kinds two events; the same key twice on one job (or kind) is still a
+// violation.
+TEST(Checker, AKeyIsJudgedPerJobAndADedupeKeyPerKind) {
+  auto with = [](const std::string& second_job, const std::string& second_kind) {
+    Fixture f;
+    f.simple_run(810, "report", "order-43", 0, "w1", T + 20 * sec, 2);
+    f.simple_run(811, second_job, "order-43", 0, "w2", T + 21 * sec, 2);
+    f.events << R"({"id":8,"kind":")" << second_kind << R"(","dedupe_key":"e1","processed":true})"
+             << "\n";
+    return f.check();
+  };
+  auto apart = with("invoice", "tock");
+  EXPECT_EQ(Fixture::violations(apart, "one_successful_execution"), 0) << apart.markdown();
+  EXPECT_EQ(Fixture::violations(apart, "events_once"), 0) << apart.markdown();
+  auto together = with("report", "tick");
+  EXPECT_GE(Fixture::violations(together, "one_successful_execution"), 1) << together.markdown();
+  EXPECT_NE(together.markdown().find("key order-43 of job report"), std::string::npos) << together.markdown();
+  EXPECT_NE(together.markdown().find("dedupe key e1 has 2 events of kind tick"), std::string::npos)
+      << together.markdown();
+}
+
 // One fault vocabulary for the harness and the simulator: every name
 // unique and found again; the harness's faults in the order its nemesis
 // draws from (a reordering changes every recorded schedule).

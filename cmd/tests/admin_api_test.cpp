@@ -485,9 +485,14 @@ TEST_F(AdminApiTest, ATriggerSetsItsRunsPriorityAndTimeoutAndABatchCreatesAllOrN
   ASSERT_EQ(runs.size(), 2u);
   EXPECT_TRUE(runs[0].as_object().at("created").as_bool());
   const auto first = runs[0].as_object().at("run_id").as_int64();
-  auto again = send("POST", "/api/v1/triggers", R"({"runs":[{"job":"bulk","idempotency_key":"k1"}]})");
+  auto again =
+      send("POST", "/api/v1/triggers", R"({"runs":[{"job":"bulk","idempotency_key":"k1","parameters":{"n":"1"}}]})");
   ASSERT_EQ(again.status, 200) << again.body;
   EXPECT_EQ(body(again).as_object().at("runs").as_array()[0].as_object().at("run_id").as_int64(), first);
+  // The key with other parameters is another request (schemas/0048).
+  auto other = send("POST", "/api/v1/triggers", R"({"runs":[{"job":"bulk","idempotency_key":"k1"}]})");
+  EXPECT_EQ(other.status, 409) << other.body;
+  EXPECT_EQ(error_code(other, "submitted with other parameters"), "idempotency_key_conflict");
   const std::string count = "SELECT count(*) FROM job_runs";
   baton::testing::DbInspector db(url);
   const std::string before = db.scalar(count);
@@ -633,6 +638,67 @@ TEST_F(AdminApiTest, ACredentialThatCannotBeCheckedIsA503WithoutTheDatabasesWord
   EXPECT_EQ(get("/api/v1/runs").status, 200);
   EXPECT_EQ(get("/api/v1/runs", "not-a-token-of-any-issued-shape").status, 401);
   EXPECT_EQ(send("POST", "/api/v1/enroll", "{\"worker_id\": \"w9\"}", "made-up").status, 401);
+}
+
+// docs/operations.md, "Idempotency keys" (security review N3,
+// schemas/0048): a key names one request of one caller for one job.
+// Another caller's trigger with it is refused, not answered with that run
+// (before, it got `created: false` and a run of whatever job had the key);
+// the same key on another job is another run; the same caller with other
+// parameters is refused; an event's dedupe key likewise, per kind.
+TEST_F(AdminApiTest, AKeyNamesOneRequestOfOneCallerForOneJob) {
+  const std::string app_a = token("app-a", "operate"), app_b = token("app-b", "operate");
+  auto keyed = [&](const std::string& job, const std::string& key, const std::string& tok,
+                   const std::string& params = "") {
+    return api.handle({"POST",
+                       "/api/v1/jobs/" + job + "/trigger",
+                       {{"authorization", "Bearer " + tok}, {"idempotency-key", key}},
+                       params.empty() ? "" : "{\"parameters\":" + params + "}"});
+  };
+  auto first = keyed("manual", "order-43", app_b, R"({"region":"eu"})");
+  ASSERT_EQ(first.status, 201) << first.body;
+  const auto run = body(first).as_object().at("run_id").as_int64();
+  // The same request again (a lost answer): the same run.
+  auto retried = keyed("manual", "order-43", app_b, R"({"region":"eu"})");
+  ASSERT_EQ(retried.status, 200) << retried.body;
+  EXPECT_EQ(body(retried).as_object().at("run_id").as_int64(), run);
+  // Another caller: refused, and told nothing of the run.
+  auto squatted = keyed("manual", "order-43", app_a, R"({"region":"eu"})");
+  EXPECT_EQ(squatted.status, 409) << squatted.body;
+  EXPECT_EQ(error_code(squatted, "taken by another caller"), "idempotency_key_conflict");
+  EXPECT_EQ(squatted.body.find(std::to_string(run)), std::string::npos) << squatted.body;
+  // The same caller with other parameters: refused, naming its run.
+  auto changed = keyed("manual", "order-43", app_b, R"({"region":"us"})");
+  EXPECT_EQ(changed.status, 409) << changed.body;
+  EXPECT_EQ(error_code(changed, "run " + std::to_string(run) + ", submitted with other parameters"),
+            "idempotency_key_conflict");
+  // A key taken first on another job takes nothing from this one.
+  auto elsewhere = keyed("every-minute", "order-44", app_a);
+  ASSERT_EQ(elsewhere.status, 201) << elsewhere.body;
+  auto mine = keyed("manual", "order-44", app_b);
+  ASSERT_EQ(mine.status, 201) << mine.body;
+  EXPECT_NE(body(mine).as_object().at("run_id").as_int64(), body(elsewhere).as_object().at("run_id").as_int64());
+  // In a batch: the item is refused, and nothing of the batch is made.
+  auto batch = send("POST", "/api/v1/triggers",
+                    R"({"runs":[{"job":"every-minute","idempotency_key":"b-1"},)"
+                    R"({"job":"manual","idempotency_key":"order-43","parameters":{"region":"eu"}}]})",
+                    app_a);
+  EXPECT_EQ(batch.status, 409) << batch.body;
+  EXPECT_EQ(error_code(batch, "runs[1]"), "idempotency_key_conflict");
+  EXPECT_EQ(baton::testing::DbInspector(url).scalar("SELECT count(*) FROM job_runs WHERE idempotency_key = 'b-1'"),
+            "0");
+
+  // Events: a dedupe key per kind and per caller.
+  auto event = [&](const std::string& kind, const std::string& tok) {
+    return send("POST", "/api/v1/events", R"({"kind":")" + kind + R"(","dedupe_key":"shipment-7"})", tok);
+  };
+  auto posted = event("shipped", app_b);
+  ASSERT_EQ(posted.status, 201) << posted.body;
+  EXPECT_EQ(event("shipped", app_b).status, 200);  // the same event again
+  auto taken = event("shipped", app_a);
+  EXPECT_EQ(taken.status, 409) << taken.body;
+  EXPECT_EQ(error_code(taken, "was used by another caller"), "conflict");
+  EXPECT_EQ(event("delivered", app_a).status, 201);  // another kind, another event
 }
 
 // docs/security.md, "Denial of service" (review N6): the API's lists,

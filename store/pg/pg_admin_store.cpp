@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 
 #include "admin_sql.h"
+#include "baton/base/json_text.h"
 #include "due_run_row.h"
 #include "pg_array.h"
 #include "run_transitions_sql.h"
@@ -529,10 +530,11 @@ Result<Triggered> PgAdminStore::trigger(const Actor& who, const std::string& job
         tx.exec_prepared1("trigger_run", who.epoch.value, job, idempotency_key, "api", std::optional<std::int64_t>{},
                           payload_json, who.name, who.admin, options.run_at, options.priority, options.timeout_ms);
     if (!r[2].as<bool>()) return make_error(Errc::bad_input, "unknown job '" + job + "'");
-    Triggered out{classify_create(r, who.epoch), std::nullopt, std::nullopt, std::nullopt};
+    Triggered out{classify_create(r, who.epoch), std::nullopt, std::nullopt, std::nullopt, std::nullopt};
     if (!r[4].is_null()) out.parameters_refused = r[4].as<std::string>();
+    if (!r[5].is_null()) out.key_refused = r[5].as<std::string>();
     if (out.outcome == WriteOutcome::conflict && !r[3].is_null()) out.earlier = RunId{r[3].as<std::int64_t>()};
-    if (out.outcome == WriteOutcome::applied && !r[5].is_null()) out.due = due_run_of(r, 5);
+    if (out.outcome == WriteOutcome::applied && !r[6].is_null()) out.due = due_run_of(r, 6);
     return out;
   });
 }
@@ -679,10 +681,17 @@ Result<AdminResult> PgAdminStore::post_event(const Actor& who, const std::string
     pqxx::work tx{c};
     auto rows = tx.exec_params(
         "INSERT INTO events (kind, payload, dedupe_key, created_by) VALUES ($1, $2::jsonb, $3, $4)"
-        " ON CONFLICT (dedupe_key) DO NOTHING RETURNING id",
+        " ON CONFLICT (kind, dedupe_key) DO NOTHING RETURNING id",
         kind, payload_json, dedupe_key, who.name);
     if (rows.empty()) {
-      auto existing = tx.exec_params("SELECT id FROM events WHERE dedupe_key = $1", dedupe_key);
+      // A dedupe key names one event of one kind and one caller
+      // (schemas/0048, security review N3): another caller's is refused.
+      auto existing =
+          tx.exec_params("SELECT id, created_by FROM events WHERE kind = $1 AND dedupe_key = $2", kind, dedupe_key);
+      if (!existing.empty() && existing[0][1].as<std::string>() != who.name)
+        return AdminResult{AdminOutcome::conflict, "null",
+                           "dedupe_key " + json_quote(dedupe_key.value_or("")) + " of kind " + json_quote(kind) +
+                               " was used by another caller (a dedupe key names one event of one caller)"};
       const std::string id = existing.empty() ? "null" : existing[0][0].as<std::string>();
       tx.commit();
       return applied("{\"event_id\":" + id + ",\"created\":false}");

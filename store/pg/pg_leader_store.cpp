@@ -320,21 +320,27 @@ Result<SubmissionsProcessed> PgLeaderStore::process_submissions(Epoch epoch, int
       " the submission'"
       "  ELSE coalesce(baton_payload_denied(sub.parameters, $3::text[], 'parameters'),"
       "  baton_parameters_refused(j.parameter_rules, sub.parameters, false),"
-      "  baton_trigger_options_refused(j.priority, j.timeout_ms, sub.asked_priority, sub.asked_timeout_ms)) END AS why,"
+      "  baton_trigger_options_refused(j.priority, j.timeout_ms, sub.asked_priority, sub.asked_timeout_ms), " +
+      key_refusal("sub.idempotency_key", "j.id", "sub.submitted_by",
+                  "CASE WHEN sub.parameters IS NULL THEN '{}'::jsonb"
+                  " ELSE jsonb_build_object('parameters', sub.parameters) END") +
+      ") END AS why,"
       "  " +
-      run_named_by_key("sub.idempotency_key") +
+      run_named_by_key("sub.idempotency_key", "j.id") +
       " AS earlier"
       "  FROM sub LEFT JOIN job_definitions j ON j.id = sub.job_definition_id AND j.deleted_at IS NULL),"
       " w AS (INSERT INTO job_runs (job_definition_id, idempotency_key, max_attempts, priority, trigger_kind,"
-      "  leader_epoch, payload, start_after, submission_id, timeout_ms)"
+      "  leader_epoch, payload, start_after, submission_id, timeout_ms, idempotency_owner)"
       "  SELECT g.job_id, g.idempotency_key, g.max_attempts, coalesce(g.asked_priority, g.priority), 'sql', $1::bigint,"
       "  CASE WHEN g.parameters IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('parameters', g.parameters) END,"
-      "  g.run_at, g.id, g.asked_timeout_ms FROM judged g WHERE g.why IS NULL AND g.earlier IS NULL"
+      "  g.run_at, g.id, g.asked_timeout_ms, CASE WHEN g.idempotency_key IS NOT NULL THEN g.submitted_by END"
+      "  FROM judged g WHERE g.why IS NULL AND g.earlier IS NULL"
       "  ON CONFLICT DO NOTHING RETURNING id, submission_id, job_definition_id, idempotency_key),"
       // Two submissions of one key in a batch: the one inserted names the run.
       " decided AS (SELECT g.id, CASE WHEN g.why IS NOT NULL THEN 'refused' WHEN w.id IS NOT NULL THEN 'created'"
       "  ELSE 'existing' END AS outcome, CASE WHEN g.why IS NULL THEN coalesce(w.id, g.earlier,"
-      "  (SELECT w2.id FROM w w2 WHERE w2.idempotency_key = g.idempotency_key LIMIT 1)) END AS run_id, g.why"
+      "  (SELECT w2.id FROM w w2 WHERE w2.idempotency_key = g.idempotency_key"
+      "  AND w2.job_definition_id = g.job_id LIMIT 1)) END AS run_id, g.why"
       "  FROM judged g LEFT JOIN w ON w.submission_id = g.id),"
       " done AS (UPDATE submissions s SET processed_at = now(), outcome = d.outcome, run_id = d.run_id,"
       "  refusal = d.why FROM decided d WHERE s.id = d.id AND (d.outcome <> 'existing' OR d.run_id IS NOT NULL)"

@@ -6,6 +6,7 @@
 
 #include "baton/base/assert.h"
 #include "baton/base/weaken.h"
+#include "baton/store/admin_store.h"
 #include "baton/store_pg/pg_run_store.h"
 #include "due_run_row.h"
 #include "pg_array.h"
@@ -334,7 +335,7 @@ const std::string success_ctes =
     "  FROM succeeded s JOIN job_definitions j ON j.id = s.job_definition_id"
     // the jobs some job runs after, found once per statement, not per run
     "  WHERE j.name IN (SELECT unnest(d.run_after) FROM job_definitions d WHERE d.deleted_at IS NULL)"
-    "  ORDER BY s.id ON CONFLICT (dedupe_key) DO NOTHING),"
+    "  ORDER BY s.id ON CONFLICT (kind, dedupe_key) DO NOTHING),"
     " first_success AS (SELECT DISTINCT ON (job_definition_id) job_definition_id, id, leader_epoch"
     "  FROM succeeded ORDER BY job_definition_id, id),"
     " retired AS (UPDATE job_definitions d SET deleted_at = now(), updated_at = now(), version = d.version + 1"
@@ -697,10 +698,30 @@ const std::string& heartbeat_batch_sql() {
   return sql;
 }
 
-std::string run_named_by_key(const std::string& key) {
-  return "(SELECT k.id FROM job_runs k WHERE " + key + " IS NOT NULL AND k.idempotency_key = " + key +
-         " AND (k.finished_at IS NULL OR k.finished_at > now() - interval '" + idempotency_key_remembered +
-         "') ORDER BY k.id DESC LIMIT 1)";
+namespace {
+std::string named_by_key(const std::string& key, const std::string& job) {
+  return " FROM job_runs k WHERE " + key + " IS NOT NULL AND k.idempotency_key = " + key +
+         " AND k.job_definition_id = " + job + " AND (k.finished_at IS NULL OR k.finished_at > now() - interval '" +
+         idempotency_key_remembered + "') ORDER BY k.id DESC LIMIT 1";
+}
+}  // namespace
+
+std::string run_named_by_key(const std::string& key, const std::string& job) {
+  return "(SELECT k.id" + named_by_key(key, job) + ")";
+}
+
+std::string key_refusal(const std::string& key, const std::string& job, const std::string& owner,
+                        const std::string& payload) {
+  // A run submitted before schemas/0048 has no owner: its key is anyone's,
+  // as it was. The other caller's run is not named.
+  return "(SELECT CASE WHEN k.idempotency_owner IS NOT NULL AND k.idempotency_owner IS DISTINCT FROM " + owner +
+         " THEN '" + std::string(store::key_refusal_prefix) +
+         "' || quote_literal(left(k.idempotency_key, 200)) || ' is taken by another caller for this job'"
+         " WHEN k.payload IS DISTINCT FROM " +
+         payload + " THEN '" + std::string(store::key_refusal_prefix) +
+         "' || quote_literal(left(k.idempotency_key, 200)) || ' names run ' || k.id ||"
+         " ', submitted with other parameters (a key names one request)' END" +
+         named_by_key(key, job) + ")";
 }
 
 std::string parameter_names(const std::string& payload) {
@@ -729,17 +750,22 @@ const std::string& trigger_run_sql() {
       " refusal AS (SELECT coalesce(baton_parameters_refused(job.parameter_rules, $6::jsonb -> 'parameters',"
       " $8::boolean), baton_trigger_options_refused(job.priority, job.timeout_ms, $10::int, $11::bigint))"
       " AS why FROM job),"
+      // The key's run, when this caller may have it (schemas/0048).
+      " key_refused AS (SELECT " +
+      key_refusal("$3::text", "(SELECT id FROM job)", "$7::text", "coalesce($6::jsonb, '{}'::jsonb)") +
+      " AS why),"
       " earlier AS (SELECT " +
-      run_named_by_key("$3::text") +
-      " AS id),"
+      run_named_by_key("$3::text", "(SELECT id FROM job)") +
+      " AS id WHERE (SELECT why FROM key_refused) IS NULL),"
       // $9: run_at, unix seconds (a one-off: it may not start before then);
       // $10, $11: the run's own priority and timeout
       " w AS (INSERT INTO job_runs (job_definition_id, idempotency_key, max_attempts, priority, trigger_kind,"
-      " leader_epoch, scheduled_for, payload, start_after, timeout_ms)"
+      " leader_epoch, scheduled_for, payload, start_after, timeout_ms, idempotency_owner)"
       " SELECT job.id, $3::text, job.max_attempts, coalesce($10::int, job.priority), $4::text, $1::bigint,"
-      " to_timestamp($5::bigint), coalesce($6::jsonb, '{}'::jsonb), to_timestamp($9::bigint), $11::bigint"
+      " to_timestamp($5::bigint), coalesce($6::jsonb, '{}'::jsonb), to_timestamp($9::bigint), $11::bigint,"
+      " CASE WHEN $3::text IS NOT NULL THEN $7::text END"
       " FROM job WHERE (SELECT epoch FROM fence) = $1::bigint AND (SELECT id FROM earlier) IS NULL"
-      " AND (SELECT why FROM refusal) IS NULL"
+      " AND (SELECT why FROM refusal) IS NULL AND (SELECT why FROM key_refused) IS NULL"
       " ON CONFLICT DO NOTHING RETURNING *),"
       // The parameters' names, not their values: a value may be a secret.
       " audit AS (INSERT INTO audit_log (actor, action, subject, epoch, details)"
@@ -748,7 +774,7 @@ const std::string& trigger_run_sql() {
       parameter_names("$6::jsonb") +
       ") FROM w)"
       " SELECT (SELECT epoch FROM fence), (SELECT id FROM w), EXISTS (SELECT 1 FROM job), (SELECT id FROM earlier),"
-      " (SELECT why FROM refusal), due.*"
+      " (SELECT why FROM refusal), (SELECT why FROM key_refused), due.*"
       " FROM (VALUES (1)) AS one(x) LEFT JOIN (SELECT " +
       due_run_columns() +
       " FROM w r JOIN job_definitions j ON j.id = r.job_definition_id"
@@ -778,18 +804,21 @@ const std::string& trigger_batch_sql() {
       " judged AS (SELECT i.*, j.id AS job_id, j.max_attempts, j.priority AS job_priority,"
       "  CASE WHEN j.id IS NULL THEN 'unknown job ' || quote_literal(left(i.job, 200))"
       "  ELSE coalesce(baton_parameters_refused(j.parameter_rules, i.payload::jsonb -> 'parameters', $9::boolean),"
-      "  baton_trigger_options_refused(j.priority, j.timeout_ms, i.priority, i.timeout_ms)) END AS why,"
+      "  baton_trigger_options_refused(j.priority, j.timeout_ms, i.priority, i.timeout_ms), " +
+      key_refusal("i.key", "j.id", "$8::text", "coalesce(i.payload::jsonb, '{}'::jsonb)") +
+      ") END AS why,"
       "  " +
-      run_named_by_key("i.key") +
+      run_named_by_key("i.key", "j.id") +
       " AS earlier,"
       "  nextval(pg_get_serial_sequence('job_runs', 'id')) AS new_id"
       "  FROM items i LEFT JOIN job_definitions j ON j.name = i.job AND j.deleted_at IS NULL),"
       " ok AS (SELECT 1 WHERE (SELECT epoch FROM fence) = $1::bigint"
       "  AND NOT EXISTS (SELECT 1 FROM judged WHERE why IS NOT NULL)),"
       " w AS (INSERT INTO job_runs (id, job_definition_id, idempotency_key, max_attempts, priority, trigger_kind,"
-      "  leader_epoch, payload, start_after, timeout_ms)"
+      "  leader_epoch, payload, start_after, timeout_ms, idempotency_owner)"
       "  SELECT g.new_id, g.job_id, g.key, g.max_attempts, coalesce(g.priority, g.job_priority), 'api', $1::bigint,"
-      "  coalesce(g.payload::jsonb, '{}'::jsonb), to_timestamp(g.run_at), g.timeout_ms FROM judged g, ok"
+      "  coalesce(g.payload::jsonb, '{}'::jsonb), to_timestamp(g.run_at), g.timeout_ms,"
+      "  CASE WHEN g.key IS NOT NULL THEN $8::text END FROM judged g, ok"
       "  WHERE g.earlier IS NULL ORDER BY g.n ON CONFLICT DO NOTHING RETURNING id),"
       // The parameters' names, not their values (as trigger_run_sql).
       " audit AS (INSERT INTO audit_log (actor, action, subject, epoch, details)"
@@ -799,7 +828,7 @@ const std::string& trigger_batch_sql() {
       ") FROM w JOIN judged g ON g.new_id = w.id RETURNING 1)"
       " SELECT (SELECT epoch FROM fence), g.n, w.id, CASE WHEN w.id IS NULL AND EXISTS (SELECT 1 FROM ok) THEN"
       "  coalesce(g.earlier, (SELECT w2.id FROM w w2 JOIN judged g2 ON g2.new_id = w2.id WHERE g.key IS NOT NULL"
-      "  AND g2.key = g.key)) END, g.why"
+      "  AND g2.key = g.key AND g2.job_id = g.job_id)) END, g.why"
       " FROM judged g LEFT JOIN w ON w.id = g.new_id ORDER BY g.n";
   return sql;
 }

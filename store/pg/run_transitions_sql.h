@@ -24,10 +24,19 @@ const std::string& trigger_batch_sql();
 /// How long an API submission's idempotency key is remembered after its run
 /// finished (an SQL interval).
 inline constexpr const char* idempotency_key_remembered = "24 hours";
-/// A subquery: the run the idempotency key `key` (SQL) names, unfinished
-/// or finished within idempotency_key_remembered, or NULL. The API's
-/// trigger, its batch and the leader's SQL submissions judge keys alike.
-std::string run_named_by_key(const std::string& key);
+/// A subquery: the run the idempotency key `key` (SQL) names among the runs
+/// of job `job` (SQL, its id), unfinished or finished within
+/// idempotency_key_remembered, or NULL. The API's trigger, its batch and
+/// the leader's SQL submissions judge keys alike.
+std::string run_named_by_key(const std::string& key, const std::string& job);
+/// A subquery: why a trigger by `owner` (SQL: an API token's name, or
+/// 'sql:<role>') storing `payload` (SQL jsonb) may not have the run its key
+/// names (schemas/0048, security review N3): another caller submitted it,
+/// or it was submitted with other parameters. NULL when it may, or when the
+/// key names no run. Every such refusal starts with key_refusal_prefix
+/// (admin_store.h).
+std::string key_refusal(const std::string& key, const std::string& job, const std::string& owner,
+                        const std::string& payload);
 /// A subquery: the sorted names (never the values: a value may be a
 /// secret) of the parameters in the payload `payload` (SQL jsonb), for the
 /// audit log.

@@ -270,10 +270,10 @@ TEST(RunTableMigration, EveryRunAttemptAndTransitionSurvivesTheUpgrade) {
 
   // Every column 0020 had (the later ones are new: the history, the final
   // attempt's outcome, progress, the gate, the key, the submission, the
-  // run's own timeout), every attempt, every transition.
+  // run's own timeout, the key's caller), every attempt, every transition.
   const std::string runs_sql =
       "SELECT json_agg(to_jsonb(r) - 'due_at' - 'history' - 'outcome' - 'exit_code' - 'progress' - 'progress_at' - "
-      "'gate' - 'concurrency_key' - 'key_slot' - 'submission_id' - 'timeout_ms'"
+      "'gate' - 'concurrency_key' - 'key_slot' - 'submission_id' - 'timeout_ms' - 'idempotency_owner'"
       " ORDER BY r.id)::text FROM job_runs r";
   // (schemas/0041 adds why an attempt ended and its late report: new.)
   const std::string attempts_sql =

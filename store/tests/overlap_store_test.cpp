@@ -121,7 +121,8 @@ TEST_F(OverlapStoreTest, ATriggeredRunComesBackAsTheDispatcherReadsItUnlessItsJo
                  " FROM audit_log WHERE action = 'job.trigger'"),
             "tester job:free " + std::to_string(t->run.value) + " [\"a\"]");
 
-  auto again = admin.trigger(Actor{"tester", epoch}, "free", std::string("key-1"), std::nullopt);
+  auto again =
+      admin.trigger(Actor{"tester", epoch}, "free", std::string("key-1"), std::string(R"({"parameters":{"a":"1"}})"));
   ASSERT_TRUE(again);
   EXPECT_EQ(again->outcome, WriteOutcome::conflict);
   EXPECT_EQ(again->earlier, t->run) << "the answer names the run the key created";

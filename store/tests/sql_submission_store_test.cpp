@@ -149,16 +149,24 @@ TEST_F(SqlSubmissionTest, AnIdempotencyKeyNamesOneRunAcrossSubmissionsAndTheApi)
   EXPECT_EQ(as_app("SELECT status || ' ' || run_id FROM baton.submission(" + a + ")"), "created " + run);
   EXPECT_EQ(as_app("SELECT status || ' ' || run_id FROM baton.submission(" + b + ")"), "existing " + run);
 
-  // A key the API used first names the API's run.
+  // A key another caller (here an API token) used first for this job is
+  // refused, not answered with that caller's run (schemas/0048, security
+  // review N3); the same key on another job is that job's own.
   auto api = admin.trigger(Actor{"test", epoch}, "report", std::string("order-8"), std::nullopt);
   ASSERT_TRUE(api);
   const std::string c = as_app("SELECT baton.trigger('report', NULL, 'order-8')");
   EXPECT_EQ(take(epoch).runs, 0);
-  EXPECT_EQ(as_app("SELECT status || ' ' || run_id FROM baton.submission(" + c + ")"),
-            "existing " + std::to_string(api->run.value));
+  EXPECT_EQ(as_app("SELECT status || ' ' || coalesce(run_id::text, '-') FROM baton.submission(" + c + ")"),
+            "refused -");
+  EXPECT_EQ(text("SELECT refusal FROM submissions WHERE id = " + c),
+            "idempotency key 'order-8' is taken by another caller for this job");
+  job("invoice");
+  const std::string other_job = as_app("SELECT baton.trigger('invoice', NULL, 'order-8')");
+  EXPECT_EQ(take(epoch).runs, 1);
+  EXPECT_EQ(as_app("SELECT status FROM baton.submission(" + other_job + ")"), "created");
 
   // A key whose run finished within the remembered window still names it.
-  const RunId done = api->run;
+  const RunId done{std::stoll(run)};
   auto a2 = runs.assign({done, Version{1}, epoch}, "w1");
   ASSERT_TRUE(a2);
   AttemptFence f{"w1", a2->attempt, a2->lease_token};
@@ -166,7 +174,7 @@ TEST_F(SqlSubmissionTest, AnIdempotencyKeyNamesOneRunAcrossSubmissionsAndTheApi)
   Finish fin;
   fin.final_state = RunState::succeeded;
   ASSERT_EQ(runs.finish({done, started->new_version, epoch}, f, fin)->outcome, WriteOutcome::applied);
-  const std::string d = as_app("SELECT baton.trigger('report', NULL, 'order-8')");
+  const std::string d = as_app("SELECT baton.trigger('report', NULL, 'order-7')");
   EXPECT_EQ(take(epoch).runs, 0) << "a finished run's key is remembered for a day";
   EXPECT_EQ(as_app("SELECT status || ' ' || run_id FROM baton.submission(" + d + ")"),
             "existing " + std::to_string(done.value));
@@ -218,6 +226,12 @@ TEST_F(SqlSubmissionTest, AnEventCommitsWithTheCallerAndIsRecordedOncePerDedupeK
   EXPECT_EQ(as_app("SELECT baton.emit_event('deploy', '{\"v\": 2}', 'd-1')"), first);
   EXPECT_EQ(text("SELECT created_by FROM events"), "sql:" + app_role);
   EXPECT_EQ(leader.process_events(epoch, 100)->runs, 1);
+  // A dedupe key is per kind and per caller (schemas/0048): another
+  // caller's (here an API token's) is refused in the caller's transaction.
+  ASSERT_TRUE(admin.post_event(Actor{"test", epoch}, "deploy", "{}", std::string("d-2")));
+  EXPECT_NE(raised("SELECT baton.emit_event('deploy', '{}', 'd-2')").find("'d-2' of kind 'deploy' was used by another"),
+            std::string::npos);
+  EXPECT_NE(as_app("SELECT baton.emit_event('rollback', '{}', 'd-2')"), "NULL");  // another kind, another event
 }
 
 TEST_F(SqlSubmissionTest, TheSubmitterRoleCanDoNothingElse) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "baton/base/ids.h"
@@ -122,7 +123,14 @@ struct Triggered : CreateResult {
   /// Set when nothing was inserted because the job's parameter
   /// declarations refuse the parameters given: why, naming the parameter.
   std::optional<std::string> parameters_refused;
+  /// Set when nothing was inserted because the idempotency key names a run
+  /// of this job that another caller submitted, or that was submitted with
+  /// other parameters (schemas/0048): why.
+  std::optional<std::string> key_refused;
 };
+/// How every refusal of an idempotency key begins (Triggered::key_refused,
+/// a batch item's or a submission's refusal).
+inline constexpr std::string_view key_refusal_prefix = "idempotency key ";
 
 /// What a trigger may say beyond its parameters (each within what the job
 /// allows: baton_trigger_options_refused, schemas/0036).
