@@ -31,6 +31,10 @@ const char* tick_jobs = R"(jobs:
 )";
 
 const std::vector<std::pair<std::string, std::string>> admin{{"Authorization", "Bearer " + admin_token}};
+// A write that waits while the audit log is locked (its audit entry), on
+// the API's own connection: what holds the admin threads in the tests
+// below (reads have a connection of their own and give up after 250 ms).
+const std::string held_event = R"({"kind":"held"})";
 
 /// A metric's value in a node's /metrics (-1 if absent).
 long long metric(Cluster& c, const std::string& node, const std::string& name) {
@@ -287,8 +291,10 @@ TEST(AuthFlood, ALargeBodyWithoutAValidCredentialIsRefusedBeforeItIsRead) {
 }
 
 // The admin threads are a bounded queue: with limits.admin_queue_max
-// requests in hand (here held by a lock on the runs table), the next is
-// answered 503 with Retry-After at once, and the node serves again after.
+// requests in hand (here writes held by a lock on the audit log, which
+// each event's audit entry waits for: reads have a connection of their
+// own and would not queue), the next is answered 503 with Retry-After at
+// once, and the node serves again after.
 TEST(AuthFlood, BeyondTheAdminQueueARequestIsShedAtOnceWithRetryAfter) {
   ClusterOptions o;
   o.node_extra = "limits: {admin_queue_max: 3, read_rate: 0}\n";
@@ -297,14 +303,14 @@ TEST(AuthFlood, BeyondTheAdminQueueARequestIsShedAtOnceWithRetryAfter) {
   ASSERT_EQ(c.wait_for_leader(), "n1");
   const int port = c.port("n1");
   ASSERT_EQ(c.http(port, "GET", "/api/v1/runs", admin).status, 200);
-  // A lock on the runs table for two seconds: the API's reads of it wait.
+  // A lock on the audit log for two seconds: the API's writes wait.
   std::thread locker(
-      [&] { c.db().scalar("BEGIN; LOCK TABLE job_runs IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(2); COMMIT"); });
+      [&] { c.db().scalar("BEGIN; LOCK TABLE audit_log IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(2); COMMIT"); });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   std::vector<std::thread> held;
   std::atomic<int> held_ok{0};
   for (int i = 0; i < 3; ++i)
-    held.emplace_back([&] { held_ok += c.http(port, "GET", "/api/v1/runs", admin).status == 200; });
+    held.emplace_back([&] { held_ok += c.http(port, "POST", "/api/v1/events", admin, held_event).status == 201; });
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the three are in hand
   const auto t0 = std::chrono::steady_clock::now();
   auto shed = c.http(port, "GET", "/api/v1/runs", admin);
@@ -332,9 +338,10 @@ TEST(AuthFlood, AWorkerIsWelcomedWhileTheApiThreadsAreHeld) {
   ASSERT_EQ(c.wait_for_leader(), "n1");
   const int port = c.port("n1");
   ASSERT_EQ(c.http(port, "GET", "/api/v1/audit", admin).status, 200);
-  // The audit log locked for four seconds: the API's reads of it wait
-  // (each gives up after the admin store's 2 s deadline with a 503), and
-  // nothing a hello or the leader's loop does reads it.
+  // The audit log locked for four seconds: the API's writes, which each
+  // write an audit entry, wait (each gives up after the admin store's 2 s
+  // deadline with a 503), and nothing a hello or the leader's loop does
+  // touches it.
   std::thread locker(
       [&] { c.db().scalar("BEGIN; LOCK TABLE audit_log IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(4); COMMIT"); });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -347,12 +354,12 @@ TEST(AuthFlood, AWorkerIsWelcomedWhileTheApiThreadsAreHeld) {
   std::vector<std::thread> held;
   for (int i = 0; i < 4; ++i)
     held.emplace_back([&] {
-      auto r = http_request(port, "GET", "/api/v1/audit", admin, "", std::chrono::seconds(15));
+      auto r = http_request(port, "POST", "/api/v1/events", admin, held_event, std::chrono::seconds(15));
       const long long at = since();
       long long seen = first_answer_ms.load();
       while (at < seen && !first_answer_ms.compare_exchange_weak(seen, at)) {
       }
-      answered += r.status == 200 || r.status == 503;
+      answered += r.status == 201 || r.status == 503;
     });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // both admin threads are in the lock's queue
   c.start_worker("w1", 1);
@@ -395,7 +402,7 @@ TEST(AuthFlood, ReadyzIsAnsweredFromMemoryWhileTheApiThreadsAreHeldAndHasABudget
   std::vector<std::thread> held;
   for (int i = 0; i < 4; ++i)
     held.emplace_back([&] {
-      http_request(port, "GET", "/api/v1/audit", admin, "", std::chrono::seconds(15));
+      http_request(port, "POST", "/api/v1/events", admin, held_event, std::chrono::seconds(15));
       ++held_answered;
     });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // both admin threads wait on the lock

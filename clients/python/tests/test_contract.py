@@ -107,7 +107,10 @@ def test_every_routes_real_answer_matches_its_schema(api):
     a = api
     t = a.call("POST", "/api/v1/jobs/{name}/trigger", "/api/v1/jobs/py-echo/trigger",
                {"parameters": {"who": "contract"}, "priority": -1, "timeout_ms": 30000}, key="contract-1", expect=201)
-    a.call("POST", "/api/v1/jobs/{name}/trigger", "/api/v1/jobs/py-echo/trigger", {}, key="contract-1", expect=200)
+    a.call("POST", "/api/v1/jobs/{name}/trigger", "/api/v1/jobs/py-echo/trigger",
+           {"parameters": {"who": "contract"}, "priority": -1, "timeout_ms": 30000}, key="contract-1", expect=200)
+    # The key with other parameters is another request: refused (docs/operations.md, "Idempotency keys").
+    a.call("POST", "/api/v1/jobs/{name}/trigger", "/api/v1/jobs/py-echo/trigger", {}, key="contract-1", expect=409)
     a.call("POST", "/api/v1/jobs/{name}/trigger", "/api/v1/jobs/nope/trigger", {}, expect=404)
     a.call("POST", "/api/v1/jobs/{name}/trigger", "/api/v1/jobs/py-echo/trigger", {"priority": 99}, expect=400)
     failed = a.call("POST", "/api/v1/jobs/{name}/trigger", "/api/v1/jobs/py-fail/trigger", {}, expect=201)
