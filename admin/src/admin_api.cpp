@@ -37,6 +37,12 @@ AdminApi::AdminApi(AdminApiPorts ports, store::AdminStore& store, Metrics& metri
       routes_(make_routes()),
       clock_(clock) {}
 
+Error AdminApi::reads_busy() {
+  return make_error(Errc::db_unavailable,
+                    std::string(admin_http::reads_busy_prefix) +
+                        "the API's read connection is taken by another search; retry in a second");
+}
+
 void AdminApi::set_token_stores(const std::vector<store::AdminStore*>& tokens, store::AdminStore* reads) {
   read_store_ = reads;
   std::vector<TokenLookups::Lookup> lanes;

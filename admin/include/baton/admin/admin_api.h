@@ -12,7 +12,6 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -163,21 +162,21 @@ class AdminApi {
     return f(store_);
   }
   /// Runs the read `f` (returning a Result) on the read connection, or
-  /// answers that it is busy (set_read_store).
+  /// answers that it is busy (set_token_stores).
   template <class F>
   auto with_reads(F&& f) -> decltype(f(std::declval<store::AdminStore&>())) {
     if (!read_store_) return with_store(std::forward<F>(f));
     std::unique_lock lock(read_mutex_, read_wait);
     if (!lock) {
       metrics_.reads_busy++;
-      return make_error(Errc::db_unavailable, std::string(reads_busy_message));
+      return reads_busy();
     }
     return f(*read_store_);
   }
-  /// How a busy read connection is told to with_reads' caller; db_error()
-  /// answers it 503 `reads_busy` with Retry-After (admin_http.h).
-  static constexpr std::string_view reads_busy_message =
-      "reads_busy: the API's read connection is taken by another search; retry in a second";
+  /// What with_reads' caller gets when the read connection stays taken:
+  /// db_error() answers it 503 `reads_busy` with Retry-After (admin_http.h,
+  /// which holds the one prefix both use).
+  static Error reads_busy();
 
   // Handlers (admin_handlers.cpp).
   std::vector<ApiRoute> make_routes();
