@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <fstream>
 #include <iostream>
 
 #include "baton/base/json_text.h"
@@ -22,6 +23,8 @@ const char* const usage =
     "usage: baton verify --config FILE | --database-url URL [--since WHEN] [--json] [--slice N]\n"
     "                    [--owner-grace DURATION]\n"
     "       baton verify --receipts --config FILE | --database-url URL [--json] [--deadline DURATION]\n"
+    "                    [--anchors KEPT]\n"
+    "       baton verify --receipts --export-anchors --config FILE | --database-url URL\n"
     "\n"
     "Checks the runs that finished since WHEN (all of them without it) against every invariant\n"
     "of the chaos checker that the database's records support: one successful execution per\n"
@@ -35,6 +38,13 @@ const char* const usage =
     "the first link that does not hold: a row edited, deleted or reordered (docs/assurance.md,\n"
     "\"Receipts\"). --deadline: how long that pass may take (default 30m; a million ends take\n"
     "about 10 s).\n"
+    "--anchors KEPT: also check the chains against anchors kept outside the database: a node's\n"
+    "log (its receipts_head and receipts_checkpoint lines; other lines are passed over) or an\n"
+    "earlier --export-anchors. A chain rewritten consistently, link, later links and head\n"
+    "together, reads as holding; it still differs from what was kept (docs/assurance.md,\n"
+    "\"Anchors\").\n"
+    "--export-anchors: print every chain's head and every epoch's checkpoint, one line each, to\n"
+    "keep.\n"
     "Exit 0: no violation; 1: violations (each printed with its evidence); 2: bad arguments or\n"
     "the database.\n";
 
@@ -72,19 +82,79 @@ std::optional<std::int64_t> since_us(const std::string& when, std::string& error
   return std::nullopt;
 }
 
-/// `baton verify --receipts`.
-int check_receipts(const std::string& url, bool as_json, std::int64_t deadline_ms, const std::string& deadline) {
-  constexpr int listed = 20;
+/// The anchors kept in `path`, or nullopt with the reason printed.
+std::optional<std::vector<store::ReceiptAnchor>> read_anchors(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    std::cerr << "baton: verify: --anchors " << path.substr(0, 200) << ": cannot be read\n";
+    return std::nullopt;
+  }
+  std::vector<store::ReceiptAnchor> out;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    auto a = store::parse_anchor_line(line, number);
+    if (!a) continue;
+    if (!*a) {
+      std::cerr << "baton: verify: --anchors " << path.substr(0, 200) << ": " << a->error().message << "\n";
+      return std::nullopt;
+    }
+    out.push_back(std::move(**a));
+  }
+  if (out.empty()) {
+    std::cerr << "baton: verify: --anchors " << path.substr(0, 200)
+              << ": holds no receipts_head or receipts_checkpoint line (a node's log, or what --export-anchors "
+                 "printed)\n";
+    return std::nullopt;
+  }
+  return out;
+}
+
+/// `baton verify --receipts --export-anchors`.
+int export_anchors(const std::string& url) {
   store::pg::PgVerifyStore store(url, "baton-verify");
-  auto report = store.check_receipts(listed, Millis{deadline_ms});
-  if (!report) {
-    std::cerr << "baton: verify: database " << store::pg::describe_url(url) << ": " << report.error().message;
-    if (report.error().message.find("statement timeout") != std::string::npos)
+  auto anchors = store.receipt_anchors();
+  if (!anchors) {
+    std::cerr << "baton: verify: database " << store::pg::describe_url(url) << ": " << anchors.error().message << "\n";
+    return 2;
+  }
+  for (const auto& a : *anchors) std::cout << store::anchor_line(a) << "\n";
+  return 0;
+}
+
+/// `baton verify --receipts`, and against the anchors kept in `anchors_file`
+/// when one is named.
+int check_receipts(const std::string& url, bool as_json, std::int64_t deadline_ms, const std::string& deadline,
+                   const std::string& anchors_file) {
+  constexpr int listed = 20;
+  std::vector<store::ReceiptAnchor> kept;
+  if (!anchors_file.empty()) {
+    auto read = read_anchors(anchors_file);
+    if (!read) return 2;
+    kept = std::move(*read);
+  }
+  store::pg::PgVerifyStore store(url, "baton-verify");
+  auto failed = [&](const Error& e) {
+    std::cerr << "baton: verify: database " << store::pg::describe_url(url) << ": " << e.message;
+    if (e.message.find("statement timeout") != std::string::npos)
       std::cerr << " (the pass took longer than --deadline " << deadline << "; give it a longer one)";
     std::cerr << "\n";
     return 2;
+  };
+  auto report = store.check_receipts(listed, Millis{deadline_ms});
+  if (!report) return failed(report.error());
+  store::ReceiptsReport r = std::move(*report);
+  store::AnchorsReport against;
+  if (!kept.empty()) {
+    auto checked = store.check_anchors(kept, listed, Millis{deadline_ms});
+    if (!checked) return failed(checked.error());
+    against = std::move(*checked);
+    // What the kept anchors find comes first: a consistent rewrite shows
+    // there and nowhere else.
+    for (std::size_t i = 0; i < r.problems.size() && against.problems.size() < static_cast<std::size_t>(listed); ++i)
+      against.problems.push_back(r.problems[i]);
+    r.problems = std::move(against.problems);
+    r.problems_total += against.problems_total;
   }
-  const auto& r = *report;
   if (as_json) {
     std::string problems;
     for (const auto& p : r.problems)
@@ -93,18 +163,20 @@ int check_receipts(const std::string& url, bool as_json, std::int64_t deadline_m
                   ",\"link\":" + std::to_string(p.seq) + ",\"problem\":" + json_quote(p.problem) + "}";
     std::cout << "{\"ok\":" << (r.problems_total == 0 ? "true" : "false") << ",\"links\":" << r.links
               << ",\"ends\":" << r.ends << ",\"audit_entries\":" << r.audit_entries
-              << ",\"checkpoints\":" << r.checkpoints << ",\"problems_total\":" << r.problems_total << ",\"problems\":["
-              << problems << "]}\n";
+              << ",\"checkpoints\":" << r.checkpoints << ",\"anchors_checked\":" << against.checked
+              << ",\"problems_total\":" << r.problems_total << ",\"problems\":[" << problems << "]}\n";
     return r.problems_total == 0 ? 0 : 1;
   }
   const std::string counts = std::to_string(r.links) + " links (" + std::to_string(r.ends) + " ends), " +
                              std::to_string(r.audit_entries) + " audit entries, " + std::to_string(r.checkpoints) +
-                             " epoch checkpoints";
+                             " epoch checkpoints" +
+                             (kept.empty() ? "" : ", " + std::to_string(against.checked) + " kept anchors");
   if (r.problems_total == 0) {
     std::cout << "OK: the receipts hold: " << counts << "\n";
     return 0;
   }
   auto where = [](const store::ReceiptProblem& p) {
+    if (p.kind == "checkpoint") return "the checkpoint of epoch " + std::to_string(p.epoch);
     if (p.seq == 0) return p.kind + ", epoch " + std::to_string(p.epoch);
     return p.kind + " chain " + json_quote(p.lane) + (p.kind == "runs" ? " of epoch " + std::to_string(p.epoch) : "") +
            (p.kind == "runs" ? ", link " : ", entry ") + std::to_string(p.seq);
@@ -121,8 +193,8 @@ int check_receipts(const std::string& url, bool as_json, std::int64_t deadline_m
 }  // namespace
 
 int run(const std::vector<std::string>& args) {
-  std::string file, url, since, slice = "2000", grace, deadline;
-  bool as_json = false, receipts = false;
+  std::string file, url, since, slice = "2000", grace, deadline, anchors;
+  bool as_json = false, receipts = false, export_kept = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](const std::string& flag, std::string& into) { return cmd::flag_value(args, i, flag, into); };
@@ -134,8 +206,13 @@ int run(const std::vector<std::string>& args) {
       receipts = true;
       continue;
     }
+    if (a == "--export-anchors") {
+      export_kept = true;
+      continue;
+    }
     if (!value("--config", file) && !value("--database-url", url) && !value("--since", since) &&
-        !value("--slice", slice) && !value("--owner-grace", grace) && !value("--deadline", deadline)) {
+        !value("--slice", slice) && !value("--owner-grace", grace) && !value("--deadline", deadline) &&
+        !value("--anchors", anchors)) {
       std::cerr << "baton: verify: unexpected argument '" << a.substr(0, 64) << "'\n" << usage;
       return 2;
     }
@@ -157,7 +234,18 @@ int run(const std::vector<std::string>& args) {
     check.continuation_margin_ms = cfg->runtime.continuation_margin.count();
     check.owner_grace_ms = cfg->verify.owner_grace.count();
   }
+  if ((export_kept || !anchors.empty()) && !receipts) {
+    std::cerr << "baton: verify: --anchors and --export-anchors are for --receipts\n";
+    return 2;
+  }
   if (receipts) {
+    if (export_kept) {
+      if (!anchors.empty() || as_json || !deadline.empty() || !since.empty() || !grace.empty() || slice != "2000") {
+        std::cerr << "baton: verify: --export-anchors prints lines to keep: it takes no other option\n";
+        return 2;
+      }
+      return export_anchors(url);
+    }
     if (!since.empty() || !grace.empty() || slice != "2000") {
       std::cerr << "baton: verify: --receipts checks every chain whole: it takes no --since, --slice or "
                    "--owner-grace\n";
@@ -175,7 +263,7 @@ int run(const std::vector<std::string>& args) {
     } else {
       deadline = std::to_string(deadline_ms / 60'000) + "m";  // the default's name in a message
     }
-    return check_receipts(url, as_json, deadline_ms, deadline);
+    return check_receipts(url, as_json, deadline_ms, deadline, anchors);
   }
   if (!deadline.empty()) {
     std::cerr << "baton: verify: --deadline is for --receipts (each slice of the runs' pass is a call of its own)\n";

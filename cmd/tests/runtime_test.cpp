@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <unistd.h>
 #include <boost/json.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -629,6 +631,26 @@ TEST(Runtime, TheLeadersSweepFindsASecondSuccessInsertedWithSqlAndBatonVerifyToo
   auto clean = shell(std::string(BATON_BINARY) + " verify --database-url " + db);
   EXPECT_EQ(clean.second, 0) << clean.first;
   EXPECT_NE(clean.first.find("OK: 4 runs checked, 0 violations"), std::string::npos) << clean.first;
+  // Each sweep marks the receipts' heads that moved in the leader's log:
+  // kept, the log is anchors for `baton verify --receipts --anchors`
+  // (docs/assurance.md, "Anchors"), and a line that differs is named.
+  ASSERT_TRUE(wait_until([&] { return c.proc("n1").log().find("receipts_head kind=runs") != std::string::npos; }, 10s))
+      << c.proc("n1").log();
+  const std::string kept = std::filesystem::temp_directory_path() / ("baton-anchors-" + std::to_string(getpid()));
+  std::ofstream(kept) << c.proc("n1").log();
+  const std::string against =
+      std::string(BATON_BINARY) + " verify --receipts --database-url " + db + " --anchors " + kept;
+  auto held = shell(against);
+  EXPECT_EQ(held.second, 0) << held.first;
+  EXPECT_NE(held.first.find(" kept anchors"), std::string::npos) << held.first;
+  std::string altered = c.proc("n1").log();
+  const std::size_t hash = altered.find("hash=", altered.find("receipts_head kind=runs")) + 5;
+  altered[hash] = altered[hash] == '0' ? '1' : '0';
+  std::ofstream(kept) << altered;
+  auto differs = shell(against);
+  EXPECT_EQ(differs.second, 1) << differs.first;
+  EXPECT_NE(differs.first.find("the chain was rewritten up to here"), std::string::npos) << differs.first;
+  std::filesystem::remove(kept);
 
   // A run that succeeded, and a second attempt of it recorded SUCCEEDED.
   const auto twice = c.trigger("n1", "kinds");

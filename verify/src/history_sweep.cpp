@@ -42,6 +42,11 @@ Result<SweepOutcome> sweep_once(store::VerifyStore& store, const SweepSettings& 
     out.tally.add(verdict, runs);
     if (!full) break;
   }
+  if (!out.refused) {
+    auto marked = store.mark_receipt_heads();
+    if (!marked) return marked.error();
+    out.heads_marked = static_cast<std::int64_t>(marked->size());
+  }
   return out;
 }
 

@@ -24,6 +24,7 @@ class FakeVerifyStore final : public store::VerifyStore {
   store::VerifyCursor cursor;
   std::vector<store::SweepRecord> records;
   std::set<std::pair<std::string, std::string>> known;
+  int marks = 0;
 
   Result<store::VerifyCursor> verify_cursor() override { return cursor; }
   Result<store::RecordedSlice> recorded_slice(const store::VerifyCursor& after, Millis, int limit, bool) override {
@@ -63,6 +64,10 @@ class FakeVerifyStore final : public store::VerifyStore {
     out.new_violations = static_cast<std::int64_t>(out.new_findings.size());
     return out;
   }
+  Result<std::vector<store::ReceiptAnchor>> mark_receipt_heads() override {
+    ++marks;
+    return std::vector<store::ReceiptAnchor>(2);
+  }
 };
 
 TEST(HistorySweep, SlicesAreTakenUntilOneIsNotFullAndEachIsRecordedWithItsVerdict) {
@@ -81,11 +86,15 @@ TEST(HistorySweep, SlicesAreTakenUntilOneIsNotFullAndEachIsRecordedWithItsVerdic
   EXPECT_EQ(store.records[1].epoch, 7);
   EXPECT_EQ(store.records[1].by_invariant.at("one_successful_execution").second, 1);
   EXPECT_EQ(store.cursor.run, 5);
-  // Caught up: the next sweep reads one empty slice.
+  // The receipts' heads are marked once per sweep, after its slices.
+  EXPECT_EQ(store.marks, 1);
+  EXPECT_EQ(out->heads_marked, 2);
+  // Caught up: the next sweep reads one empty slice, and marks again.
   out = sweep_once(store, settings, "n1", 7, clock);
   ASSERT_TRUE(out);
   EXPECT_EQ(out->slices, 1);
   EXPECT_EQ(out->tally.runs, 0);
+  EXPECT_EQ(store.marks, 2);
 }
 
 // A node logs what a sweep found for the first time only: a finding seen
@@ -132,6 +141,7 @@ TEST(HistorySweep, ASliceRecordedByAnotherNodeEndsTheSweep) {
   ASSERT_TRUE(out);
   EXPECT_TRUE(out->refused);
   EXPECT_EQ(out->slices, 1);
+  EXPECT_EQ(store.marks, 0) << "no longer this node's to mark";
   EXPECT_EQ(out->tally.runs, 0) << "the refused slice's runs are the other node's";
 }
 

@@ -13,6 +13,7 @@
 #include "baton/base/clock.h"
 #include "baton/base/result.h"
 #include "baton/checker/history.h"
+#include "baton/store/receipt_anchor.h"
 
 namespace baton::store {
 
@@ -90,6 +91,14 @@ struct ReceiptsReport {
   std::int64_t problems_total = 0;
 };
 
+/// What `baton verify --receipts --anchors FILE` found: each kept anchor
+/// against the chains (PgVerifyStore::check_anchors).
+struct AnchorsReport {
+  std::int64_t checked = 0;              ///< anchors compared
+  std::vector<ReceiptProblem> problems;  ///< at most the limit asked for, in the file's order
+  std::int64_t problems_total = 0;
+};
+
 class VerifyStore {
  public:
   virtual ~VerifyStore() = default;
@@ -103,6 +112,13 @@ class VerifyStore {
   virtual Result<RecordedSlice> recorded_slice(const VerifyCursor& after, Millis settle, int limit,
                                                bool running_now) = 0;
   virtual Result<SweepRecorded> record_sweep(const SweepRecord& sweep) = 0;
+  /// The heads of the receipts' chains that moved since the last call
+  /// (this epoch's chains of run ends, the audit log's chains written
+  /// lately), each logged as a `receipts_head` line: a copy kept outside
+  /// the database pins its chain up to there (docs/assurance.md,
+  /// "Anchors"). Once per sweep: the current epoch is checkpointed every
+  /// `verify.every`, not only when the next leader is elected.
+  virtual Result<std::vector<ReceiptAnchor>> mark_receipt_heads() = 0;
 };
 
 }  // namespace baton::store

@@ -36,6 +36,9 @@ struct SweepOutcome {
   /// A slice another node recorded first (a leader change mid-sweep): the
   /// sweep stopped there, and its runs are that node's.
   bool refused = false;
+  /// The receipts' heads that had moved, logged once the slices were
+  /// recorded (VerifyStore::mark_receipt_heads).
+  std::int64_t heads_marked = 0;
   /// The time the sweep spent waiting for the database (reads and records).
   std::chrono::nanoseconds database{0};
   VerifyTally tally;
@@ -43,7 +46,8 @@ struct SweepOutcome {
 
 /// One sweep from the recorded cursor: up to `slices_max` slices, each
 /// judged and recorded with the cursor moved past it. Stops early at a
-/// slice that is not full (caught up) or refused.
+/// slice that is not full (caught up) or refused. Then, unless refused,
+/// the receipts' heads that moved are marked.
 Result<SweepOutcome> sweep_once(store::VerifyStore& store, const SweepSettings& settings, const std::string& node,
                                 std::int64_t epoch, const Clock& clock);
 
