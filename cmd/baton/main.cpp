@@ -79,13 +79,18 @@ const std::map<std::string, std::string>& command_usage() {
        "a second one stops it now.\n"},
       {"migrate",
        "usage: baton migrate --config FILE\n"
-       "       baton migrate --database-url URL [--grant-to ROLE] [--grant-submit-to ROLE]\n"
+       "       baton migrate --database-url URL [--grant-to ROLE] [--grant-submit-to ROLE\n"
+       "                     [--jobs NAME,...] [--events KIND,...] [--per-second N]\n"
+       "                     [--max-scheduled N] [--max-bytes N]]\n"
        "\n"
        "Applies the schema migrations the binary carries and exits. --database-url: as\n"
        "the database's owner instead of the config's URL; --grant-to ROLE gives ROLE a\n"
        "node's row rights only; --grant-submit-to ROLE gives ROLE EXECUTE on baton.trigger,\n"
-       "baton.emit_event and baton.submission and nothing else (docs/operations.md,\n"
-       "docs/clients.md).\n"},
+       "baton.emit_event and baton.submission and nothing else, for the jobs and event\n"
+       "kinds named (default: all), within its budgets: submissions and events a second\n"
+       "(default 200), runs scheduled more than a minute ahead (10000), bytes of one\n"
+       "submission's parameters or one event's payload (65536). A grant replaces the\n"
+       "role's earlier one (docs/operations.md, docs/clients.md).\n"},
       {"doctor",
        "usage: baton doctor --config FILE\n"
        "\n"
@@ -142,16 +147,49 @@ baton::Result<baton::store::pg::MigrateReport> migrate_with_retry(const std::str
 /// role of their own); --grant-to then gives that role a node's rights
 /// (docs/operations.md, "A runtime role apart from the owner").
 int cmd_migrate(const std::vector<std::string>& args) {
-  std::string file, url, grantee, submitter;
+  std::string file, url, grantee, submitter, jobs, events, per_second, max_scheduled, max_bytes;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](const std::string& flag, std::string& into) {
       return baton::cmd::flag_value(args, i, flag, into);
     };
     if (!value("--config", file) && !value("--database-url", url) && !value("--grant-to", grantee) &&
-        !value("--grant-submit-to", submitter))
-      return fail("migrate: unexpected argument '" + a + "'\n" + usage);
+        !value("--grant-submit-to", submitter) && !value("--jobs", jobs) && !value("--events", events) &&
+        !value("--per-second", per_second) && !value("--max-scheduled", max_scheduled) &&
+        !value("--max-bytes", max_bytes))
+      return fail("migrate: unexpected argument '" + a.substr(0, 64) + "'\n" + usage);
   }
+  baton::store::pg::SubmitterScope scope;
+  if (submitter.empty() &&
+      !(jobs.empty() && events.empty() && per_second.empty() && max_scheduled.empty() && max_bytes.empty()))
+    return fail("migrate: --jobs, --events, --per-second, --max-scheduled and --max-bytes are for --grant-submit-to");
+  auto names = [](const std::string& flag, const std::string& text, std::vector<std::string>& into) {
+    std::size_t from = 0;
+    while (from <= text.size() && !text.empty()) {
+      const std::size_t comma = std::min(text.find(',', from), text.size());
+      const std::string name = text.substr(from, comma - from);
+      if (name.empty() || name.size() > 200)
+        return fail("migrate: " + flag + " takes names separated by commas, each 1-200 characters, got '" +
+                    text.substr(0, 64) + "'");
+      into.push_back(name);
+      from = comma + 1;
+    }
+    return 0;
+  };
+  auto number = [](const std::string& flag, const std::string& text, int low, int high, int& into) {
+    if (text.empty()) return 0;
+    if (text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos || std::stoi(text) < low ||
+        std::stoi(text) > high)
+      return fail("migrate: " + flag + " must be a number from " + std::to_string(low) + " to " + std::to_string(high) +
+                  ", got '" + text.substr(0, 64) + "'");
+    into = std::stoi(text);
+    return 0;
+  };
+  for (int bad : {names("--jobs", jobs, scope.jobs), names("--events", events, scope.event_kinds),
+                  number("--per-second", per_second, 1, 100000, scope.per_second),
+                  number("--max-scheduled", max_scheduled, 0, 10000000, scope.max_scheduled),
+                  number("--max-bytes", max_bytes, 0, 65536, scope.max_bytes)})
+    if (bad) return bad;
   if (file.empty() && url.empty())
     return fail(std::string("migrate: --config FILE or --database-url URL is required\n") + usage);
   baton::leader::NodeConfig defaults;
@@ -174,10 +212,17 @@ int cmd_migrate(const std::vector<std::string>& args) {
               << g->sequences << " sequences of schema " << g->schema << "\n";
   }
   if (!submitter.empty()) {
-    auto g = baton::store::pg::grant_submitter_role(url, submitter);
+    auto g = baton::store::pg::grant_submitter_role(url, submitter, scope);
     if (!g) return fail("migrate: cannot grant the submitter role on " + where + ": " + g.error().message);
+    auto listed = [](const std::vector<std::string>& v) {
+      std::string out;
+      for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
+      return v.empty() ? std::string("all") : out;
+    };
     std::cout << "granted " << submitter << " EXECUTE on baton.trigger, baton.emit_event and baton.submission"
-              << " (and nothing else)\n";
+              << " (and nothing else): jobs " << listed(scope.jobs) << ", event kinds " << listed(scope.event_kinds)
+              << ", " << scope.per_second << " a second, " << scope.max_scheduled << " scheduled ahead, "
+              << scope.max_bytes << " bytes each\n";
   }
   return 0;
 }

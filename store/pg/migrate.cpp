@@ -3,10 +3,12 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <optional>
 
 #include <pqxx/pqxx>
 
 #include "baton/store_pg/pg_session.h"
+#include "pg_array.h"
 
 namespace baton::store::pg {
 
@@ -150,7 +152,7 @@ Result<GrantReport> grant_runtime_role(const std::string& url, const std::string
   });
 }
 
-Result<void> grant_submitter_role(const std::string& url, const std::string& role) {
+Result<void> grant_submitter_role(const std::string& url, const std::string& role, const SubmitterScope& scope) {
   PgSession session{url, "baton-migrate"};
   return session.with<void>([&](pqxx::connection& c) -> Result<void> {
     pqxx::work tx{c};
@@ -161,8 +163,30 @@ Result<void> grant_submitter_role(const std::string& url, const std::string& rol
     // The functions' schema only: no right on a table, a view or a sequence.
     tx.exec("GRANT USAGE ON SCHEMA baton TO " + grantee);
     for (const char* f : submitter_functions) tx.exec("GRANT EXECUTE ON FUNCTION " + std::string(f) + " TO " + grantee);
+    // Its scope and budgets (schemas/0050), replacing any earlier grant's,
+    // and the grant in the audit log.
+    auto list = [](const std::vector<std::string>& v) -> std::optional<std::string> {
+      if (v.empty()) return std::nullopt;
+      return pg_array(v);
+    };
+    tx.exec_params(
+        "INSERT INTO submitter_grants AS g (role, jobs, event_kinds, per_second, max_scheduled, max_bytes)"
+        " VALUES ($1, $2::text[], $3::text[], $4, $5, $6) ON CONFLICT (role) DO UPDATE SET jobs = EXCLUDED.jobs,"
+        " event_kinds = EXCLUDED.event_kinds, per_second = EXCLUDED.per_second,"
+        " max_scheduled = EXCLUDED.max_scheduled, max_bytes = EXCLUDED.max_bytes, granted_at = now()",
+        role, list(scope.jobs), list(scope.event_kinds), scope.per_second, scope.max_scheduled, scope.max_bytes);
+    tx.exec_params(
+        "INSERT INTO audit_log (actor, action, subject, details) VALUES ('baton migrate', 'submitter.grant',"
+        " 'role:' || $1, jsonb_build_object('jobs', $2::text[], 'event_kinds', $3::text[], 'per_second', $4::int,"
+        " 'max_scheduled', $5::int, 'max_bytes', $6::int))",
+        role, list(scope.jobs), list(scope.event_kinds), scope.per_second, scope.max_scheduled, scope.max_bytes);
     tx.commit();
-    spdlog::info("submitter_role_granted role={} functions={}", role, std::size(submitter_functions));
+    spdlog::info(
+        "submitter_role_granted role={} functions={} jobs={} events={} per_second={} max_scheduled={} "
+        "max_bytes={}",
+        role, std::size(submitter_functions), scope.jobs.empty() ? "all" : list(scope.jobs).value(),
+        scope.event_kinds.empty() ? "all" : list(scope.event_kinds).value(), scope.per_second, scope.max_scheduled,
+        scope.max_bytes);
     return {};
   });
 }

@@ -393,8 +393,11 @@ Result<Pruned> PgLeaderStore::prune(Epoch epoch, int batch) {
       " p AS (DELETE FROM rate_permits WHERE (job_definition_id, rate_key, slot) IN (SELECT job_definition_id,"
       "  rate_key, slot FROM rate_permits, ok WHERE until < now() - interval '1 day' ORDER BY until LIMIT $2)"
       "  RETURNING 1),"
+      // A submission of a run still ahead stays until its time: a
+      // submitter's budget of runs scheduled ahead counts them (schemas/0050).
       " s AS (DELETE FROM submissions WHERE id IN (SELECT id FROM submissions, ok"
-      "  WHERE processed_at < (SELECT at FROM cutoff) ORDER BY processed_at LIMIT $2) RETURNING 1),"
+      "  WHERE processed_at < (SELECT at FROM cutoff) AND (run_at IS NULL OR run_at < now())"
+      "  ORDER BY processed_at LIMIT $2) RETURNING 1),"
       // Webhook deliveries that ended (delivered or given up, schemas/0038).
       " wd AS (DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries, ok"
       "  WHERE finished_at < (SELECT at FROM cutoff) ORDER BY finished_at LIMIT $2) RETURNING 1),"

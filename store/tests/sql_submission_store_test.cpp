@@ -276,3 +276,132 @@ TEST_F(SqlSubmissionTest, ACommitWakesAWaiterAndARollbackDoesNot) {
   ASSERT_TRUE(woken);
   EXPECT_TRUE(*woken);
 }
+
+namespace {
+
+/// `calls` statements as the application in one transaction; the message
+/// the last raises (empty: none), and its SQLSTATE.
+std::pair<std::string, std::string> raised_in_one(const std::string& app_url, const std::vector<std::string>& calls) {
+  try {
+    pqxx::connection c(app_url);
+    pqxx::work tx(c);
+    for (const auto& sql : calls) tx.exec(sql);
+    tx.commit();
+  } catch (const pqxx::insufficient_privilege& e) {
+    return {e.what(), "42501"};  // libpqxx 6.4 throws this one without its SQLSTATE
+  } catch (const pqxx::sql_error& e) {
+    return {e.what(), e.sqlstate()};
+  }
+  return {"", ""};
+}
+
+}  // namespace
+
+// Security review N4: a grant names the jobs and event kinds a role may
+// submit (none named: all), and a later grant replaces it.
+TEST_F(SqlSubmissionTest, AGrantLimitsTheJobsAndKindsARoleMayName) {
+  job("report");
+  job("payroll");
+  SubmitterScope scope;
+  scope.jobs = {"report"};
+  scope.event_kinds = {"deploy"};
+  ASSERT_TRUE(grant_submitter_role(url, app_role, scope));
+  EXPECT_EQ(raised("SELECT baton.trigger('report')"), "");
+  auto job_refused = raised_in_one(app_url, {"SELECT baton.trigger('payroll')"});
+  EXPECT_NE(job_refused.first.find("baton.trigger: role " + app_role +
+                                   " may not trigger job 'payroll': its grant"
+                                   " names report"),
+            std::string::npos)
+      << job_refused.first;
+  EXPECT_EQ(job_refused.second, "42501");
+  EXPECT_EQ(raised("SELECT baton.emit_event('deploy')"), "");
+  auto kind_refused = raised_in_one(app_url, {"SELECT baton.emit_event('payroll.run')"});
+  EXPECT_NE(kind_refused.first.find("baton.emit_event: role " + app_role + " may not emit kind 'payroll.run'"),
+            std::string::npos)
+      << kind_refused.first;
+  EXPECT_EQ(kind_refused.second, "42501");
+  EXPECT_EQ(text("SELECT count(*) FROM submissions"), "1");
+  // Granted again without a scope: every job and kind.
+  ASSERT_TRUE(grant_submitter_role(url, app_role));
+  EXPECT_EQ(raised("SELECT baton.trigger('payroll')"), "");
+  EXPECT_EQ(raised("SELECT baton.emit_event('payroll.run')"), "");
+  EXPECT_EQ(
+      text("SELECT count(*) FROM audit_log WHERE action = 'submitter.grant' AND subject = 'role:" + app_role + "'"),
+      "3")
+      << "the fixture's grant and both here";
+  EXPECT_EQ(text("SELECT details->>'jobs' FROM audit_log WHERE action = 'submitter.grant' ORDER BY id DESC LIMIT 1"),
+            "NULL")
+      << "all jobs";
+}
+
+// The budgets: submissions and events a second, runs scheduled ahead, the
+// bytes of one submission or event; each refused in the caller's
+// transaction with SQLSTATE 53400 (54000 for the bytes) and the figure.
+TEST_F(SqlSubmissionTest, ABudgetIsRefusedInTheCallersTransactionNamingTheFigure) {
+  job("report");
+  SubmitterScope scope;
+  scope.per_second = 3;
+  scope.max_scheduled = 2;
+  scope.max_bytes = 100;
+  ASSERT_TRUE(grant_submitter_role(url, app_role, scope));
+  const std::string once = "SELECT baton.trigger('report')";
+  auto fourth = raised_in_one(app_url, {once, once, once, once});
+  EXPECT_NE(fourth.first.find("baton.trigger: role " + app_role + " submitted 3 runs in the last second, its budget"),
+            std::string::npos)
+      << fourth.first;
+  EXPECT_EQ(fourth.second, "53400");
+  EXPECT_EQ(raised_in_one(app_url, {once, once, once}).first, "") << "within the budget";
+  const std::string event = "SELECT baton.emit_event('deploy')";
+  auto events = raised_in_one(app_url, {event, event, event, event});
+  EXPECT_NE(events.first.find("emitted 3 events in the last second, its budget"), std::string::npos) << events.first;
+  EXPECT_EQ(events.second, "53400");
+
+  scope.per_second = 100;
+  ASSERT_TRUE(grant_submitter_role(url, app_role, scope));
+  const std::string ahead = "SELECT baton.trigger('report', NULL, NULL, now() + interval '1 hour')";
+  EXPECT_EQ(raised_in_one(app_url, {ahead, ahead}).first, "");
+  auto third = raised_in_one(app_url, {ahead});
+  EXPECT_NE(third.first.find("role " + app_role + " has 2 runs scheduled ahead, its budget"), std::string::npos)
+      << third.first;
+  EXPECT_EQ(third.second, "53400");
+  EXPECT_EQ(raised_in_one(app_url, {"SELECT baton.trigger('report', NULL, NULL, now() + interval '30 seconds')"}).first,
+            "")
+      << "a run due within the minute is not ahead";
+  // Taken by the leader, they still count until their time.
+  take(epoch);
+  EXPECT_NE(raised_in_one(app_url, {ahead}).first.find("its budget"), std::string::npos);
+
+  const std::string big = "SELECT baton.trigger('report', jsonb_build_object('note', repeat('x', 200)))";
+  auto bytes = raised_in_one(app_url, {big});
+  EXPECT_NE(bytes.first.find("parameters take "), std::string::npos) << bytes.first;
+  EXPECT_NE(bytes.first.find(" bytes, at most 100 for role " + app_role), std::string::npos) << bytes.first;
+  EXPECT_EQ(bytes.second, "54000");
+  auto payload =
+      raised_in_one(app_url, {"SELECT baton.emit_event('deploy', jsonb_build_object('n', repeat('x', 200)))"});
+  EXPECT_NE(payload.first.find("at most 100 for role"), std::string::npos) << payload.first;
+}
+
+// Every submission and event is in the audit log, actor sql:<role>, in the
+// caller's transaction: a rolled-back one is not. Parameters by name only.
+TEST_F(SqlSubmissionTest, EverySubmissionAndEventIsAuditedWithTheRolesNameInTheCallersTransaction) {
+  job("report", R"({"customer": {"required": true}})");
+  const std::string id = as_app("SELECT baton.trigger('report', '{\"customer\": \"acme\"}', 'k-1')");
+  as_app("SELECT baton.trigger('report', '{\"customer\": \"other\"}')", false);
+  const std::string ev = as_app("SELECT baton.emit_event('deploy', '{\"sha\": \"abc\"}', 'd-1')");
+  EXPECT_EQ(text("SELECT actor || ' ' || subject || ' ' || (details->>'submission_id') || ' ' ||"
+                 " (details->>'idempotency_key') || ' ' || (details->'parameters')::text FROM audit_log"
+                 " WHERE action = 'job.submit'"),
+            "sql:" + app_role + " job:report " + id + " k-1 [\"customer\"]")
+      << "one entry: the rolled-back submission has none";
+  EXPECT_EQ(text("SELECT count(*) FROM audit_log WHERE details::text LIKE '%acme%'"), "0") << "names, not values";
+  EXPECT_EQ(text("SELECT actor || ' ' || subject || ' ' || (details->>'kind') || ' ' || (details->>'dedupe_key')"
+                 " FROM audit_log WHERE action = 'event.post'"),
+            "sql:" + app_role + " event:" + ev + " deploy d-1");
+  // The same event again (its dedupe key) is not a second entry.
+  EXPECT_EQ(as_app("SELECT baton.emit_event('deploy', '{\"sha\": \"abc\"}', 'd-1')"), ev);
+  EXPECT_EQ(text("SELECT count(*) FROM audit_log WHERE action = 'event.post'"), "1");
+  // Chained like every entry (schemas/0042).
+  EXPECT_EQ(
+      text("SELECT count(*) FROM audit_log WHERE action IN ('job.submit', 'event.post') AND receipt_hash IS NULL"),
+      "0");
+}

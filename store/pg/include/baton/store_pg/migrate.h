@@ -62,10 +62,21 @@ inline constexpr const char* submitter_functions[] = {
     "baton.trigger(text, jsonb, text, timestamptz, integer, interval)", "baton.emit_event(text, jsonb, text)",
     "baton.submission(bigint)"};
 
+/// What a submitter role may do (schemas/0050): the jobs and event kinds
+/// it may name (none: all) and its budgets.
+struct SubmitterScope {
+  std::vector<std::string> jobs, event_kinds;
+  int per_second = 200;       ///< submissions a second, and events a second
+  int max_scheduled = 10000;  ///< submissions not yet due, checked when one asks for a run over a minute ahead
+  int max_bytes = 65536;      ///< one submission's parameters, one event's payload
+};
+
 /// Gives `role`, an application's, the right to submit runs and events in
 /// its own transactions and to read what became of its submissions: EXECUTE
 /// on submitter_functions and nothing else (docs/clients.md, "The
-/// baton_submitter role"). The same refusals as grant_runtime_role.
-Result<void> grant_submitter_role(const std::string& url, const std::string& role);
+/// baton_submitter role"), within `scope`, which replaces the role's
+/// earlier one; the grant is in the audit log. The same refusals as
+/// grant_runtime_role.
+Result<void> grant_submitter_role(const std::string& url, const std::string& role, const SubmitterScope& scope = {});
 
 }  // namespace baton::store::pg
