@@ -96,14 +96,16 @@ Result<T> AdminApi::recent(Recent<T>& r, F&& read) {
 }
 
 std::optional<HttpResponse> AdminApi::over_rate(const ApiRoute& route, const std::string& who) {
-  // What creates runs, and what scans a table for a list.
+  // What creates runs or deliveries, and what scans a table for a list.
+  // A ping or a redelivery queues a delivery ahead of the alerts behind it
+  // (security review N-L1): it counts as a trigger.
   const auto& p = route.pattern;
   auto ends_with = [&](const std::string& s) {
     return p.size() >= s.size() && p.compare(p.size() - s.size(), s.size(), s) == 0;
   };
-  const bool creates =
-      route.method == "POST" && (ends_with("/trigger") || ends_with("/rerun") || ends_with("/replay") ||
-                                 p == "/api/v1/events" || p == "/api/v1/triggers");
+  const bool creates = route.method == "POST" &&
+                       (ends_with("/trigger") || ends_with("/rerun") || ends_with("/replay") || ends_with("/ping") ||
+                        ends_with("/redeliver") || p == "/api/v1/events" || p == "/api/v1/triggers");
   const bool lists = route.method == "GET" && p.back() != '}' && p != "/api/v1/openapi.json" && p != "/api/v1/settings";
   if (!creates && !lists) return std::nullopt;
   const double rate = creates ? limits_.trigger_rate : limits_.read_rate;

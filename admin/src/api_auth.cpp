@@ -49,6 +49,19 @@ const char* to_string(AuthFailure f) {
   return "unknown";
 }
 
+std::string bearer_credentials(const std::string& authorization) {
+  static constexpr char scheme[] = "bearer";
+  if (authorization.size() <= 6) return "";
+  for (std::size_t i = 0; i < 6; ++i) {
+    const char c = authorization[i];
+    if ((c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c) != scheme[i]) return "";
+  }
+  std::size_t at = 6;
+  if (authorization[at] != ' ') return "";
+  while (at < authorization.size() && authorization[at] == ' ') ++at;
+  return authorization.substr(at);
+}
+
 bool issued_token_shaped(const std::string& token) {
   if (token.size() != 6 + 64 || token.rfind("baton_", 0) != 0) return false;
   for (std::size_t i = 6; i < token.size(); ++i) {
@@ -99,8 +112,7 @@ std::optional<Principal> Authenticator::refuse(AuthFailure why) const {
 }
 
 Result<std::optional<Principal>> Authenticator::authenticate(const std::string& authorization) {
-  if (authorization.rfind("Bearer ", 0) != 0) return refuse(AuthFailure::missing);
-  const std::string token = authorization.substr(7);
+  const std::string token = bearer_credentials(authorization);
   if (token.empty() || token.size() > 200) return refuse(AuthFailure::missing);
   {
     std::lock_guard lock(config_mutex_);

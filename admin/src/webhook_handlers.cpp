@@ -13,6 +13,34 @@ namespace baton::admin {
 
 using namespace admin_http;
 
+namespace {
+
+/// What a token below admin is shown of webhooks (security review N-L2): a
+/// URL's scheme and host, not its path or query (a capability URL carries
+/// its secret there), and not the secret's digest (a weak secret could be
+/// guessed from it offline, then deliveries forged).
+Result<store::Page> shown_below_admin(Result<store::Page> page) {
+  if (!page) return page;
+  boost::system::error_code ec;
+  json::value items = json::parse(page->items_json, ec);
+  if (ec || !items.is_array()) return page;
+  for (auto& item : items.as_array()) {
+    if (!item.is_object()) continue;
+    auto& o = item.as_object();
+    o.erase("secret_sha256");
+    if (auto* url = o.if_contains("url"); url && url->is_string()) {
+      const std::string u(url->as_string());
+      const std::size_t host = u.find("://");
+      const std::size_t path = host == std::string::npos ? std::string::npos : u.find_first_of("/?#", host + 3);
+      if (path != std::string::npos) *url = u.substr(0, path) + "/...";
+    }
+  }
+  page->items_json = json::serialize(items);
+  return page;
+}
+
+}  // namespace
+
 HttpResponse AdminApi::list_webhooks(const ApiCall& c, bool one) {
   Paging paging;
   std::optional<std::string> only;
@@ -23,6 +51,7 @@ HttpResponse AdminApi::list_webhooks(const ApiCall& c, bool one) {
     return error(400, "bad_request", *bad);
   }
   auto page = with_reads([&](auto& s) { return s.list_webhooks(paging.limit, paging.after_name, only); });
+  if (c.who.role != Role::admin) page = shown_below_admin(std::move(page));
   if (one) return one_or_404(page, "webhook " + json_quote(*only));
   return page_or_error(page);
 }

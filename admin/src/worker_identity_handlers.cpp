@@ -125,12 +125,12 @@ HttpResponse AdminApi::list_worker_credentials(const ApiCall& c) {
 
 HttpResponse AdminApi::enroll_worker(const ApiCall& c) {
   auto header = c.request.headers.find("authorization");
-  const std::string bearer = header == c.request.headers.end() ? "" : header->second;
-  if (bearer.rfind("Bearer ", 0) != 0 || bearer.size() <= 7 || bearer.size() > 7 + 200)
+  const std::string bearer = bearer_credentials(header == c.request.headers.end() ? "" : header->second);
+  if (bearer.empty() || bearer.size() > 200)
     return error(401, "unauthenticated", "enrollment needs 'Authorization: Bearer <bootstrap token>'");
   // Every bootstrap token is issued (new_api_token): one of another shape
   // was never made, and is refused without a hash or a lookup.
-  if (!issued_token_shaped(bearer.substr(7)))
+  if (!issued_token_shaped(bearer))
     return error(401, "unauthenticated", "that is not a bootstrap token (baton_ and 64 hex digits)");
   auto body = body_object(c.request);
   if (auto* e = std::get_if<HttpResponse>(&body)) return *e;
@@ -141,8 +141,7 @@ HttpResponse AdminApi::enroll_worker(const ApiCall& c) {
   const std::string worker(id->as_string());
   if (auto bad = bad_worker_id(worker)) return error(400, "bad_request", *bad);
   const std::string credential = new_api_token();
-  auto r = with_store(
-      [&](auto& s) { return s.enroll_worker(sha256_hex(bearer.substr(7)), worker, sha256_hex(credential)); });
+  auto r = with_store([&](auto& s) { return s.enroll_worker(sha256_hex(bearer), worker, sha256_hex(credential)); });
   // The caller is not authenticated yet: the database's error is not its business.
   if (!r) return credentials_unavailable(r.error());
   if (r->outcome != store::EnrollOutcome::enrolled) {

@@ -64,6 +64,23 @@ TEST_F(ApiAuth, ATokenOfNoIssuedShapeCostsNoLookup) {
   EXPECT_TRUE(issued_token_shaped(new_api_token()));
 }
 
+// The scheme's name is case-insensitive (RFC 7235; security review L9):
+// a client that sends "bearer" is answered as one that sends "Bearer".
+TEST_F(ApiAuth, TheBearerSchemeIsNamedInAnyCase) {
+  for (const char* scheme : {"Bearer ", "bearer ", "BEARER ", "bEaReR  "}) {
+    auto admin = auth.authenticate(std::string(scheme) + "config-admin-token");
+    ASSERT_TRUE(admin) << scheme;
+    ASSERT_TRUE(admin->has_value()) << scheme;
+    EXPECT_EQ((*admin)->role, Role::admin) << scheme;
+  }
+  EXPECT_EQ(bearer_credentials("Bearer x"), "x");
+  EXPECT_EQ(bearer_credentials("Bearerx"), "");
+  EXPECT_EQ(bearer_credentials("Bearer"), "");
+  EXPECT_EQ(bearer_credentials("Basic abc"), "");
+  EXPECT_EQ(bearer_credentials("Bearer2 abc"), "");
+  EXPECT_EQ(failures[AuthFailure::missing], 0);
+}
+
 TEST_F(ApiAuth, TheConfiguredTokenAndAnIssuedOneAreRecognised) {
   auto admin = who("config-admin-token");
   ASSERT_TRUE(admin);

@@ -15,6 +15,7 @@
 #include "baton/tls/certificate_facts.h"
 #include "baton/tls/tls_context.h"
 #include "baton/worker/coordinator_probe.h"
+#include "baton/worker/task_cgroup.h"
 #include "baton/worker/worker_config.h"
 
 namespace baton::doctor {
@@ -188,6 +189,16 @@ void examine_node(const std::string& file, std::vector<Finding>& out) {
     else if (!db->superuser && db->schema_version > 0)
       out.push_back(ok("database", "the role " + db->role +
                                        " does not own Baton's tables (the audit log is append-only against it)"));
+    // Baton's SECURITY DEFINER functions resolve names in its schema: no
+    // one else may create there (security review N-L9).
+    if (!db->schema_creators.empty())
+      out.push_back(fail("database",
+                         "the roles " + db->schema_creators + " may create objects in schema " + db->schema +
+                             ", where Baton's SECURITY DEFINER functions (baton.trigger and the like) look names up",
+                         "REVOKE CREATE ON SCHEMA " + db->schema + " FROM " + db->schema_creators +
+                             " (docs/security.md, \"Safe defaults\")"));
+    else if (!db->schema.empty())
+      out.push_back(ok("database", "no role but the owner may create objects in schema " + db->schema));
     if (db->synchronous_standby_names.empty())
       out.push_back(warn("replication", "no synchronous standby (synchronous_standby_names is empty)",
                          "an asynchronous failover can lose an epoch bump and let a stale leader's epoch be reused: "
@@ -239,6 +250,32 @@ void examine_worker(const std::string& file, std::vector<Finding>& out) {
                        "task_user is not set: PROGRAM tasks run as the worker's own user and can read its "
                        "credential and spool",
                        "set task_user (the package makes baton-task; docs/security.md, \"Task users and resources\")"));
+  // What contains a task's tree and enforces its `resources` here
+  // (docs/security.md, "Task users and resources").
+  const worker::CgroupOutlook cg = worker::cgroup_outlook(cfg->task_cgroup);
+  if (cg.base.empty()) {
+    out.push_back(warn("cgroup",
+                       "no task groups (" + cg.why +
+                           "): a task's tree is contained by its supervisor alone (a detached descendant "
+                           "outlives a killed supervisor), and resources fall back to per-process limits (memory "
+                           "per process, pids per user, cpu not at all)",
+                       "run the worker with a delegated cgroup v2 subtree (the package's unit has Delegate=yes) "
+                       "and task_cgroup: auto"));
+  } else {
+    std::string missing;
+    const std::pair<const char*, bool> wanted[] = {{"memory", cg.memory}, {"pids", cg.pids}, {"cpu", cg.cpu}};
+    for (const auto& [name, offered] : wanted)
+      if (!offered) missing += std::string(missing.empty() ? "" : ", ") + name;
+    if (missing.empty())
+      out.push_back(ok("cgroup", "task groups under " + cg.base +
+                                     ", with the memory, pids and cpu controllers: resources are enforced per task"));
+    else
+      out.push_back(warn("cgroup",
+                         "task groups under " + cg.base + ", but the hierarchy does not offer " + missing +
+                             " there: those resources fall back to per-process limits",
+                         "delegate the controllers to the worker's service (Delegate=yes, or "
+                         "DelegateSubgroup/cgroup.subtree_control above it)"));
+  }
   private_file(out, "token_file", cfg->token_path);
   if (cfg->insecure) {
     out.push_back(warn("tls", "insecure: true: the worker token and all traffic cross the network in the clear",

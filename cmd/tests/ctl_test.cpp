@@ -992,6 +992,15 @@ TEST_F(CtlTest, WebhooksReachAnHttpsReceiverSignedOncePerEventAcrossRetriesAndAL
   auto table = ctl({"webhooks", "list"});
   EXPECT_TRUE(std::regex_search(table.output, std::regex(R"(pager\s+https://127\.0\.0\.1)"))) << table.output;
   EXPECT_NE(ctl({"webhooks", "ping", "pager"}).code, 2);
+  // A read token sees where deliveries go, not the URL's path (a
+  // capability URL's secret) nor the secret's digest (security review
+  // N-L2).
+  auto reader = ctl({"token", "create", "hook-viewer", "--role", "read"});
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(reader.output, m, std::regex("(^|\n)(baton_[0-9a-f]{64})\n"))) << reader.output;
+  const auto seen = ctl({"webhooks", "show", "pager", "-o", "json"}, m[2]).output;
+  EXPECT_NE(seen.find("\"url\":\"https://127.0.0.1:" + port + "/...\""), std::string::npos) << seen;
+  EXPECT_EQ(seen.find("secret_sha256"), std::string::npos) << seen;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -67,6 +68,7 @@ TEST(Doctor, AHealthyNodeConfigPassesAndSaysWhatItChecked) {
   EXPECT_TRUE(has(d, "_runtime_")) << d.out;
   EXPECT_TRUE(has(d, " does not own Baton's tables (the audit log is append-only against it)")) << d.out;
   EXPECT_FALSE(has(d, "owns Baton's tables")) << d.out;
+  EXPECT_TRUE(has(d, "ok    database    no role but the owner may create objects in schema public")) << d.out;
   // The tests' PostgreSQL has no standby: said, with the reason it matters.
   EXPECT_TRUE(has(d, "warn  replication no synchronous standby")) << d.out;
   EXPECT_TRUE(has(d, "fix: an asynchronous failover can lose an epoch bump")) << d.out;
@@ -127,6 +129,23 @@ TEST(Doctor, EveryProblemOfANodeConfigIsNamedWithItsFix) {
   EXPECT_TRUE(has(o, "warn  database    the role doctor_owner_")) << o.out;
   EXPECT_TRUE(has(o, " owns Baton's tables: whoever takes a node's host could drop the audit log's")) << o.out;
   EXPECT_TRUE(has(o, "--grant-to <that role>")) << o.out;
+
+  // Anyone may create objects where Baton's SECURITY DEFINER functions
+  // look names up (security review N-L9): a failure, with the REVOKE.
+  const std::string open_schema = PgInstance::shared().least_privilege_database("doctor_create");
+  // (Only store/ links PostgreSQL's client library: psql does it here.)
+  ASSERT_EQ(std::system(("psql -q '" + open_schema + "' -c 'GRANT CREATE ON SCHEMA public TO PUBLIC'").c_str()), 0);
+  const std::string creators = c.dir() + "/creators.yaml";
+  std::ofstream(creators) << "node_id: n9\nlisten: 127.0.0.1:7999\nadmin_token_file: " << token_copy(c.dir(), "admin")
+                          << "\ndatabase: {url: '" << open_schema << "'}\ntls: {cert_file: " << ca.node_cert()
+                          << ", key_file: " << ca.node_key() << "}\n";
+  auto k = doctor(c.dir(), creators);
+  EXPECT_EQ(k.exit_code, 1) << k.out;
+  EXPECT_TRUE(has(k,
+                  "FAIL  database    the roles PUBLIC may create objects in schema public, where Baton's SECURITY "
+                  "DEFINER functions"))
+      << k.out;
+  EXPECT_TRUE(has(k, "REVOKE CREATE ON SCHEMA public FROM PUBLIC")) << k.out;
 
   // A schema behind this binary's, and a role that does not own it: the
   // node cannot migrate at start; the owner must, and grant it again.
@@ -195,6 +214,29 @@ TEST(Doctor, AWorkerConfigIsCheckedAgainstTheCoordinatorsItWillDial) {
   EXPECT_EQ(plain.exit_code, 1) << plain.out;
   EXPECT_TRUE(has(plain, "warn  tls         insecure: true")) << plain.out;
   EXPECT_TRUE(has(plain, "fix: the node speaks TLS: set tls.ca_file instead of insecure: true")) << plain.out;
+
+  // What contains a task's tree and enforces its resources here (issue
+  // 61): no groups at all, and groups in a directory laid out as cgroupfs
+  // whose hierarchy offers some of the controllers, then all three.
+  const std::string trusted = "tls: {ca_file: " + ca.ca() + "}\n";
+  auto off = doctor(c.dir(), write("cg-off", "w1", "task_cgroup: 'off'\n" + trusted));
+  EXPECT_TRUE(has(off,
+                  "warn  cgroup      no task groups (task_cgroup is off): a task's tree is contained by its "
+                  "supervisor alone"))
+      << off.out;
+  const std::string tree = c.dir() + "/cgroupfs";
+  std::filesystem::create_directories(tree + "/baton-tasks");
+  std::ofstream(tree + "/baton-tasks/cgroup.procs") << "";
+  std::ofstream(tree + "/baton-tasks/cgroup.controllers") << "cpu pids\n";
+  auto some = doctor(c.dir(), write("cg-some", "w1", "task_cgroup: " + tree + "/baton-tasks\n" + trusted));
+  EXPECT_TRUE(has(some, "warn  cgroup      task groups under " + tree +
+                            "/baton-tasks, but the hierarchy does not offer memory there"))
+      << some.out;
+  std::ofstream(tree + "/baton-tasks/cgroup.controllers") << "cpuset cpu io memory pids\n";
+  auto all = doctor(c.dir(), write("cg-all", "w1", "task_cgroup: " + tree + "/baton-tasks\n" + trusted));
+  EXPECT_TRUE(has(
+      all, "ok    cgroup      task groups under " + tree + "/baton-tasks, with the memory, pids and cpu controllers"))
+      << all.out;
 }
 
 TEST(Doctor, VersionNamesTheBinaryAndItsProtocol) {

@@ -495,6 +495,12 @@ TEST(DenialOfService, ConnectionCapsAndRateLimitsRefuseTheExcess) {
   const auto metrics = http_request(port, "GET", "/metrics").body;
   EXPECT_NE(metrics.find("baton_connections_refused_total 20"), std::string::npos);
   EXPECT_NE(metrics.find("baton_requests_rate_limited_total " + std::to_string(limited)), std::string::npos);
+  // A webhook's ping queues a delivery ahead of alerts: it spends the same
+  // budget (security review N-L1), spent above.
+  int pings_limited = 0;
+  for (int i = 0; i < 12; ++i)
+    pings_limited += http_request(port, "POST", "/api/v1/webhooks/nope/ping", auth).status == 429;
+  EXPECT_GE(pings_limited, 8) << "the trigger budget is spent; at most a refill of it pings";
 }
 
 // The same bounds with TLS on (the node's default): sockets that never

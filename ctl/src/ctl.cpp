@@ -5,6 +5,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 #include <boost/json.hpp>
 #include <boost/url/url.hpp>
@@ -36,7 +37,9 @@ namespace {
 /// ~/.config/baton/ctl.yaml and friends: addr, token, token_file, output,
 /// ca_file, insecure; at the top, and in named contexts (`contexts:`, one
 /// chosen by --context, BATON_CONTEXT or `current_context:`), whose keys
-/// win over the top's.
+/// win over the top's. The credential (token or token_file, one setting)
+/// is a context's own: a chosen context never sends the top level's to its
+/// address (security review N-L4).
 struct FileConfig {
   std::optional<std::string> addr, token, token_file, output, ca_file;
   std::optional<bool> insecure;
@@ -62,6 +65,7 @@ std::optional<std::string> read_keys(const YAML::Node& y, FileConfig& fc, const 
       return where + ": unknown key '" + key + "' (known: addr, token, token_file, output, ca_file, insecure" +
              (top_level ? ", contexts, current_context)" : ")");
   }
+  if (fc.token && fc.token_file) return where + ": token and token_file are one setting: give one of them";
   return std::nullopt;
 }
 
@@ -195,6 +199,7 @@ int run_ctl(const std::vector<std::string>& raw, const Env& env, std::ostream& o
 
   // Where and who: flags, then the environment, then the config file.
   FileConfig fc;
+  bool top_credential_withheld = false;
   std::string config_path = global.count("--config") ? global["--config"] : env("BATON_CONFIG").value_or("");
   const bool config_named = !config_path.empty();
   if (!config_named)
@@ -208,6 +213,12 @@ int run_ctl(const std::vector<std::string>& raw, const Env& env, std::ostream& o
       if (probe) {
         YAML::Node y = YAML::LoadFile(config_path);
         if (!y.IsMap() && !y.IsNull()) return call.error(exit_usage, config_path + ": must be a mapping of keys");
+        // A file that holds a token is a credential (security review L10).
+        struct stat st {};
+        if (::stat(config_path.c_str(), &st) == 0 && (st.st_mode & 077) != 0 &&
+            read_file_trimmed(config_path).value_or("").find("token:") != std::string::npos)
+          call.err << "warning: " << config_path << " holds a token and is readable by others (mode " << std::oct
+                   << (st.st_mode & 0777) << std::dec << "): chmod 600 " << config_path << "\n";
         if (y.IsMap()) {
           if (auto bad = read_keys(y, fc, config_path, true)) return call.error(exit_usage, *bad);
           if (!context && y["current_context"]) context = y["current_context"].as<std::string>();
@@ -224,8 +235,18 @@ int run_ctl(const std::vector<std::string>& raw, const Env& env, std::ostream& o
               return call.error(exit_usage, config_path + ": no context '" + *context +
                                                 "' (contexts: " + (known.empty() ? "none" : known) + ")");
             }
-            if (auto bad = read_keys(contexts[*context], fc, config_path + ": contexts." + *context, false))
+            FileConfig own;
+            if (auto bad = read_keys(contexts[*context], own, config_path + ": contexts." + *context, false))
               return call.error(exit_usage, *bad);
+            if (own.addr) fc.addr = own.addr;
+            if (own.output) fc.output = own.output;
+            if (own.ca_file) fc.ca_file = own.ca_file;
+            if (own.insecure) fc.insecure = own.insecure;
+            // Not the top level's credential: that one is for the top
+            // level's address (a prod token sent to staging otherwise).
+            top_credential_withheld = (fc.token || fc.token_file) && !own.token && !own.token_file;
+            fc.token = own.token;
+            fc.token_file = own.token_file;
           }
         }
       } else if (config_named) {
@@ -244,7 +265,12 @@ int run_ctl(const std::vector<std::string>& raw, const Env& env, std::ostream& o
   std::optional<std::string> token = global.count("--token") ? std::optional(global["--token"]) : env("BATON_TOKEN");
   std::optional<std::string> token_file =
       global.count("--token-file") ? std::optional(global["--token-file"]) : env("BATON_TOKEN_FILE");
-  if (!token && !token_file) token = fc.token, token_file = fc.token_file;
+  if (!token && !token_file) {
+    token = fc.token, token_file = fc.token_file;
+    if (top_credential_withheld)
+      call.err << "note: context '" << *context << "' names no token or token_file; the top level's is not sent "
+               << "to another address\n";
+  }
   if (!token && token_file) {
     token = read_file_trimmed(*token_file);
     if (!token) return call.error(exit_usage, "cannot read token file " + *token_file);

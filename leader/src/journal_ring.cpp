@@ -1,6 +1,8 @@
 #include "baton/leader/journal_ring.h"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -63,8 +65,11 @@ JournalRing::JournalRing(fs::path dir, std::int64_t max_bytes, std::size_t queue
       max_bytes_(max_bytes),
       file_bytes_(std::max<std::int64_t>(max_bytes / 16, 64 * 1024)),
       queued_max_(queued_max) {
+  // The books hold task output, run parameters and the inputs of every
+  // decision: the node's user alone reads them (security review N-L3).
   std::error_code ec;
   fs::create_directories(dir_, ec);
+  fs::permissions(dir_, fs::perms::owner_all, fs::perm_options::replace, ec);
   for (const auto& f : ring_files(dir_)) next_seq_ = std::max(next_seq_, f.seq + 1);
   thread_ = std::thread([this] { run(); });
 }
@@ -196,7 +201,10 @@ void JournalRing::open_next(Epoch epoch) {
   char name[64];
   std::snprintf(name, sizeof name, "%012llu-e%lld.jsonl", static_cast<unsigned long long>(next_seq_++),
                 static_cast<long long>(epoch.value));
-  file_ = std::fopen((dir_ / name).c_str(), "w");
+  // A new file of its own, 0600, never through a link planted in its place.
+  const int fd = ::open((dir_ / name).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  file_ = fd < 0 ? nullptr : ::fdopen(fd, "w");
+  if (fd >= 0 && !file_) ::close(fd);
   file_written_ = 0;
   if (!file_) spdlog::warn("incident_journal_open_failed dir={} epoch={}", json_quote(dir_.string()), epoch.value);
   trim();

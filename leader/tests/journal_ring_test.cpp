@@ -5,6 +5,7 @@
 #include "baton/leader/journal_ring.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <filesystem>
@@ -53,6 +54,28 @@ TEST(JournalRing, AnExportGivesEachOverlappingBookFromItsHeaderToTheWindowsEnd) 
   ASSERT_FALSE(none);
   EXPECT_NE(none.error().message.find("no book of this node's journal overlaps the window"), std::string::npos);
   EXPECT_FALSE(ring.export_window(10, 5));
+}
+
+// The books hold task output, parameters and every decision's inputs: the
+// node's user alone reads them (security review N-L3): a directory made
+// 0700 and each book's files 0600, whatever the umask.
+TEST(JournalRing, TheBooksAreTheNodesUsersAlone) {
+  Dir d;
+  const mode_t was = ::umask(0);
+  {
+    JournalRing ring(d.path, 64 << 20);
+    auto one = ring.begin_book(Epoch{1});
+    one->line(line("book", 1000));
+    ASSERT_TRUE(ring.export_window(0, 5000));
+  }
+  ::umask(was);
+  EXPECT_EQ(fs::status(d.path).permissions(), fs::perms::owner_all);
+  int files = 0;
+  for (const auto& f : fs::directory_iterator(d.path)) {
+    ++files;
+    EXPECT_EQ(f.status().permissions(), fs::perms::owner_read | fs::perms::owner_write) << f.path();
+  }
+  EXPECT_EQ(files, 1);
 }
 
 // A retiring loop's last lines and the next epoch's first ones, written at

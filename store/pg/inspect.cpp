@@ -81,8 +81,21 @@ Result<DatabaseFacts> inspect_database(const std::string& url) {
     f.superuser = row[8].as<bool>();
     f.server_rights = row[9].as<bool>();
     f.owns_tables = row[10].as<bool>();
-    if (row[6].as<bool>())
+    if (row[6].as<bool>()) {
       f.schema_version = tx.exec1("SELECT coalesce(max(version), 0) FROM schema_migrations")[0].as<int>();
+      // Who may create objects beside Baton's (security review N-L9): the
+      // schema's ACL, granted directly (PUBLIC is grantee 0).
+      auto s = tx.exec1(
+          "WITH t AS (SELECT relnamespace AS ns, relowner FROM pg_class WHERE oid = 'schema_migrations'::regclass)"
+          " SELECT n.nspname, coalesce((SELECT string_agg(g.name, ', ' ORDER BY g.name) FROM ("
+          "  SELECT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE r.rolname END AS name"
+          "  FROM aclexplode(n.nspacl) a LEFT JOIN pg_roles r ON r.oid = a.grantee"
+          "  WHERE a.privilege_type = 'CREATE' AND a.grantee <> n.nspowner AND (a.grantee = 0 OR"
+          "   NOT (r.rolsuper OR pg_has_role(a.grantee, t.relowner, 'USAGE')))) g), '')"
+          " FROM t JOIN pg_namespace n ON n.oid = t.ns");
+      f.schema = s[0].as<std::string>();
+      f.schema_creators = s[1].as<std::string>();
+    }
     return f;
   } catch (const pqxx::broken_connection& e) {
     std::string what = e.what();

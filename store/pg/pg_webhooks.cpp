@@ -163,6 +163,16 @@ Result<AdminResult> PgAdminStore::redeliver(const Actor& who, std::int64_t deliv
 Result<AdminResult> PgAdminStore::ping_webhook(const Actor& who, const std::string& name) {
   return session_.with<AdminResult>([&](pqxx::connection& c) -> Result<AdminResult> {
     pqxx::work tx{c};
+    // One ping outstanding per webhook (security review N-L1): pings
+    // queued by the thousand would go out ahead of the alerts behind them.
+    // The pending deliveries are what the due index holds.
+    auto pending = tx.exec_params(std::string("SELECT ") + delivery_json +
+                                      "::text FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id"
+                                      " WHERE w.name = $1 AND d.state = 'pending' AND d.kind = 'ping' LIMIT 1",
+                                  name);
+    if (!pending.empty())
+      return AdminResult{AdminOutcome::conflict, pending[0][0].as<std::string>(),
+                         "a ping to webhook '" + name + "' is pending already: one at a time"};
     auto rows = tx.exec_params(
         std::string("WITH ev AS (SELECT gen_random_uuid() AS id),"
                     " d AS (INSERT INTO webhook_deliveries (webhook_id, event_id, kind, body)"

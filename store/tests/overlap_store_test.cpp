@@ -390,6 +390,14 @@ TEST_F(OverlapStoreTest, ParameterDeclarationsRefuseATriggerInItsOwnStatement) {
   auto created = admin.create_job(Actor{"test", epoch}, bad);
   ASSERT_FALSE(created);
   EXPECT_NE(created.error().message.find("parameters.v.pattern"), std::string::npos) << created.error().message;
+  // And one that compiles only inside the anchors it is matched with: its
+  // parenthesis closes the anchors' group, and it would match anything
+  // (security review N-L8).
+  bad.parameter_rules_json = R"({"v": {"pattern": "[a-z]+)|(.*"}})";
+  auto escaping = admin.create_job(Actor{"test", epoch}, bad);
+  ASSERT_FALSE(escaping) << "a pattern that escapes its anchors";
+  EXPECT_NE(escaping.error().message.find("parameters.v.pattern: invalid regular expression"), std::string::npos)
+      << escaping.error().message;
   // So is a default its own pattern refuses (the runs that take it would
   // carry a value no trigger could give).
   bad.parameters_json = R"({"v": "UPPER"})";

@@ -126,6 +126,14 @@ TEST_F(WebhooksStoreTest, TheSenderClaimsUnderTheCurrentEpochOncePerLeaseAndReco
   hook("ops", {"run_failed"});
   auto ping = admin.ping_webhook(Actor{"test", epoch}, "ops");
   ASSERT_TRUE(ping && ping->outcome == AdminOutcome::applied);
+  // One ping outstanding per webhook (security review N-L1): a second is
+  // refused while the first is pending, naming it.
+  auto second_ping = admin.ping_webhook(Actor{"test", epoch}, "ops");
+  ASSERT_TRUE(second_ping);
+  EXPECT_EQ(second_ping->outcome, AdminOutcome::conflict);
+  EXPECT_EQ(second_ping->message, "a ping to webhook 'ops' is pending already: one at a time");
+  EXPECT_EQ(json::parse(second_ping->json).at("id"), json::parse(ping->json).at("id"));
+  EXPECT_EQ(text("SELECT count(*) FROM webhook_deliveries"), "1");
 
   auto stale = outbox.claim_deliveries(Epoch{epoch.value - 1}, 10, Millis{60000});
   ASSERT_TRUE(stale);
@@ -197,9 +205,12 @@ TEST_F(WebhooksStoreTest, TheNextLeaderTakesOverAClaimOfAnEarlierEpochAtOnce) {
 // window; a pending one stays whatever its age.
 TEST_F(WebhooksStoreTest, EndedDeliveriesArePrunedWithRetentionAndPendingOnesKept) {
   hook("ops", {"run_failed"});
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(admin.ping_webhook(Actor{"test", epoch}, "ops"));
+  hook("ops2", {"run_failed"});
+  ASSERT_TRUE(admin.ping_webhook(Actor{"test", epoch}, "ops"));
   age("UPDATE webhook_deliveries SET state = 'delivered', finished_at = now() - interval '40 days',"
       " created_at = now() - interval '40 days' WHERE id = (SELECT min(id) FROM webhook_deliveries)");
+  ASSERT_TRUE(admin.ping_webhook(Actor{"test", epoch}, "ops"));
+  ASSERT_TRUE(admin.ping_webhook(Actor{"test", epoch}, "ops2"));
   age("UPDATE webhook_deliveries SET created_at = now() - interval '40 days'"
       " WHERE id = (SELECT max(id) FROM webhook_deliveries)");  // old, but still pending
   auto p = leader.prune(epoch, 100);

@@ -1,6 +1,7 @@
 #include "baton/worker/outbox.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -110,8 +111,26 @@ Result<void> Outbox::open() {
   fs::create_directories(dir_, ec);
   if (ec) return make_error(Errc::bad_config, "spool_dir: cannot create " + dir_ + ": " + ec.message());
   // The spool holds finishes with task output, lease tokens and the journal:
-  // private to the worker's user, whatever the umask made of it.
+  // private to the worker's user, whatever the umask made of it. Only a
+  // directory of the worker's own is made so (security review L14): not
+  // one reached through a link, another user's, or a shared one like /tmp,
+  // whose mode this would have taken from everyone else.
   for (const fs::path& d : {fs::path(dir_).parent_path(), fs::path(dir_)}) {
+    struct stat st {};
+    if (::lstat(d.c_str(), &st) != 0)
+      return make_error(Errc::bad_config, "spool_dir: cannot read " + d.string() + ": " + std::strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+      return make_error(Errc::bad_config, "spool_dir: " + d.string() +
+                                              " is not a directory (a symbolic link is not followed): name the "
+                                              "directory itself");
+    if (st.st_uid != ::geteuid())
+      return make_error(Errc::bad_config, "spool_dir: " + d.string() + " belongs to uid " + std::to_string(st.st_uid) +
+                                              ", not to this worker's user (uid " + std::to_string(::geteuid()) +
+                                              "): name a directory the worker owns");
+    if (st.st_mode & S_ISVTX)
+      return make_error(Errc::bad_config, "spool_dir: " + d.string() +
+                                              " is a shared directory (sticky bit, like /tmp): name a directory of the "
+                                              "worker's own under it");
     fs::permissions(d, fs::perms::owner_all, fs::perm_options::replace, ec);
     if (ec) return make_error(Errc::bad_config, "spool_dir: cannot make " + d.string() + " private: " + ec.message());
   }

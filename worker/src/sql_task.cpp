@@ -68,8 +68,20 @@ SqlTaskOutcome run_sql_task(const std::string& url, const std::string& sql, cons
     return o;
   }
   PQsetNoticeReceiver(conn.get(), on_notice, &out);
-  // Literals made by sql_variables.h assume it; PostgreSQL's default since 9.1.
-  PQclear(PQexec(conn.get(), "SET standard_conforming_strings = on"));
+  // Literals made by sql_variables.h assume it (PostgreSQL's default since
+  // 9.1): a server that will not have it is not given the task's SQL
+  // (security review L7).
+  {
+    std::unique_ptr<PGresult, decltype(&PQclear)> set(PQexec(conn.get(), "SET standard_conforming_strings = on"),
+                                                      &PQclear);
+    if (!set || PQresultStatus(set.get()) != PGRES_COMMAND_OK) {
+      o.exit_code = 2;
+      o.error = "SQL: cannot set standard_conforming_strings = on, which the task's quoted parameters need: " +
+                trimmed(PQerrorMessage(conn.get()));
+      output(1, o.error + "\n");
+      return o;
+    }
+  }
   if (!settings.empty()) {
     // One statement, every name and value a parameter: nothing a run or a
     // worker supplied becomes SQL text. current_setting('baton.run_id')

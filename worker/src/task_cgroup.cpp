@@ -74,6 +74,51 @@ bool populated(const std::string& dir) {
 
 }  // namespace
 
+CgroupOutlook cgroup_outlook(const std::string& setting) {
+  CgroupOutlook out;
+  if (setting == "off") {
+    out.why = "task_cgroup is off";
+    return out;
+  }
+  // Where the controllers a group could enable for its children are
+  // listed: the base's own cgroup.controllers, or (not made yet) the
+  // group above it, whose children the base would be among.
+  std::string offered_at;
+  if (setting.empty() || setting == "auto") {
+    const std::string mount = cgroup2_mount();
+    if (mount.empty()) {
+      out.why = "no cgroup2 file system is mounted";
+      return out;
+    }
+    std::string own = own_cgroup();
+    if (own.empty()) {
+      out.why = "this process has no cgroup v2 group (/proc/self/cgroup)";
+      return out;
+    }
+    if (own == "/") own.clear();
+    out.base = mount + own + "/baton-tasks";
+    offered_at = mount + own;
+  } else {
+    out.base = setting;
+    offered_at = fs::path(setting).parent_path().string();
+  }
+  std::error_code ec;
+  if (fs::exists(out.base + "/cgroup.controllers", ec)) offered_at = out.base;
+  if (!fs::exists(offered_at + "/cgroup.controllers", ec) && !fs::exists(offered_at + "/cgroup.procs", ec)) {
+    out.why = "'" + offered_at + "' is not a cgroup v2 directory";
+    out.base.clear();
+    return out;
+  }
+  std::ifstream in(offered_at + "/cgroup.controllers");
+  std::string controller;
+  while (in >> controller) {
+    out.memory = out.memory || controller == "memory";
+    out.pids = out.pids || controller == "pids";
+    out.cpu = out.cpu || controller == "cpu";
+  }
+  return out;
+}
+
 TaskCgroups::TaskCgroups(const std::string& setting, std::string records_dir) : records_dir_(std::move(records_dir)) {
   if (setting == "off") {
     why_ = "task_cgroup is off";

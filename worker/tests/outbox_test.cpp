@@ -148,6 +148,44 @@ TEST(Outbox, AnUnreadableRecordDoesNotHideTheOnesAfterIt) {
   std::filesystem::remove_all(dir);
 }
 
+// Only a spool of the worker's own is made private (security review L14):
+// a link, a shared directory like /tmp, or another user's directory is
+// refused with what to do, and keeps its mode.
+TEST(Outbox, OnlyADirectoryOfTheWorkersOwnIsTakenAsItsSpool) {
+  namespace fs = std::filesystem;
+  const std::string base = "/tmp/baton-outbox-owner-test-" + std::to_string(::getpid());
+  fs::remove_all(base);
+  fs::create_directories(base + "/real");
+  ManualClock clock;
+  auto refusal = [&](const std::string& spool) {
+    Outbox o(spool, clock);
+    auto r = o.open();
+    return r ? std::string() : r.error().message;
+  };
+  fs::permissions(base + "/real", fs::perms::all);
+  fs::create_directory_symlink(base + "/real", base + "/link");
+  EXPECT_EQ(refusal(base + "/link"),
+            "spool_dir: " + base +
+                "/link is not a directory (a symbolic link is not followed): name the directory "
+                "itself");
+  EXPECT_EQ(fs::status(base + "/real").permissions() & fs::perms::all, fs::perms::all) << "left as it was";
+  fs::create_directories(base + "/shared");
+  fs::permissions(base + "/shared", fs::perms::all | fs::perms::sticky_bit);
+  EXPECT_EQ(refusal(base + "/shared"), "spool_dir: " + base +
+                                           "/shared is a shared directory (sticky bit, like /tmp): name a directory "
+                                           "of the worker's own under it");
+  EXPECT_EQ(fs::status(base + "/shared").permissions() & fs::perms::mask, fs::perms::all | fs::perms::sticky_bit);
+  if (::geteuid() == 0) {  // root can give a directory away; the suite runs as root
+    fs::create_directories(base + "/theirs");
+    ASSERT_EQ(::chown((base + "/theirs").c_str(), 65534, 65534), 0);
+    EXPECT_EQ(refusal(base + "/theirs"), "spool_dir: " + base +
+                                             "/theirs belongs to uid 65534, not to this worker's user (uid 0): name a "
+                                             "directory the worker owns");
+  }
+  EXPECT_EQ(refusal(base + "/real"), "");
+  fs::remove_all(base);
+}
+
 TEST(Outbox, TheSpoolIsPrivateToTheWorkersUser) {
   namespace fs = std::filesystem;
   std::string dir = "/tmp/baton-outbox-private-test-" + std::to_string(::getpid());

@@ -9,10 +9,10 @@ namespace {
 bool ident_start(char c) { return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool ident_char(char c) { return ident_start(c) || (c >= '0' && c <= '9'); }
 
-std::string doubled(const std::string& value, char quote) {
+std::string doubled(const std::string& value, char quote, bool backslashes = false) {
   std::string out(1, quote);
   for (char c : value) {
-    if (c == quote) out += quote;
+    if (c == quote || (backslashes && c == '\\')) out += c;
     out += c;
   }
   return out + quote;
@@ -108,7 +108,11 @@ std::variant<std::string, SqlVariableError> interpolate_sql_variables(const std:
       if (p == params.end())
         return SqlVariableError{std::string(":") + quote + name + quote + " at offset " + std::to_string(i) +
                                 " names a parameter the run does not have"};
-      out += quote == '\'' ? sql_literal(p->second) : sql_identifier(p->second);
+      // E:'x' makes an escape string (E'...'), in which a backslash escapes
+      // what follows: doubled too, the value stays the value (security
+      // review L7).
+      const bool escapes = i > 0 && (sql[i - 1] == 'E' || sql[i - 1] == 'e') && (i < 2 || !ident_char(sql[i - 2]));
+      out += quote == '\'' ? doubled(p->second, '\'', escapes) : sql_identifier(p->second);
       i = close + 1;
     } else if (c == ':' && i + 1 < n && ident_start(sql[i + 1])) {
       std::size_t j = i + 1;

@@ -18,6 +18,20 @@ TEST(SqlVariables, LiteralsAndIdentifiersAreQuotedNeverSpliced) {
   EXPECT_EQ(ok("SELECT * FROM :\"table\" LIMIT :'n'::int", p), "SELECT * FROM \"My \"\"Table\"\"\" LIMIT '3'::int");
 }
 
+// E:'x' makes an escape string, in which a backslash escapes what follows:
+// `\'` would end the literal early and splice the rest (security review
+// L7). Backslashes are doubled there too; a plain :'x' keeps them as they
+// are (standard_conforming_strings is on).
+TEST(SqlVariables, AnEscapeStringsBackslashesAreDoubledToo) {
+  const Parameters p{{"v", "a\\'; DROP TABLE runs; --"}};
+  EXPECT_EQ(ok("SELECT E:'v'", p), "SELECT E'a\\\\''; DROP TABLE runs; --'");
+  EXPECT_EQ(ok("SELECT e:'v'", p), "SELECT e'a\\\\''; DROP TABLE runs; --'");
+  EXPECT_EQ(ok("SELECT :'v'", p), "SELECT 'a\\''; DROP TABLE runs; --'");
+  EXPECT_EQ(ok("SELECT CASE WHEN false THEN '' ELSE:'v' END", p),
+            "SELECT CASE WHEN false THEN '' ELSE'a\\''; DROP TABLE runs; --' END")
+      << "an E that ends a word is not an escape string's";
+}
+
 TEST(SqlVariables, NothingIsReplacedInsideStringsIdentifiersCommentsOrDollarQuotes) {
   const Parameters p{{"x", "X"}};
   EXPECT_EQ(ok("SELECT ':''x''', \":'x'\", E'\\':''x''', 1 -- :'x'\n, :'x'", p),

@@ -38,6 +38,10 @@ std::string new_api_token();
 /// credentials have): "baton_" and 64 lower-case hex digits. Anything else
 /// was never issued, so it is refused without hashing or a lookup.
 bool issued_token_shaped(const std::string& token);
+/// The credentials of an `Authorization` header of the Bearer scheme, its
+/// name in any case and followed by one or more spaces (RFC 7235: a
+/// scheme's name is case-insensitive); "" for any other header.
+std::string bearer_credentials(const std::string& authorization);
 
 /// Why a request was not authenticated (`baton_auth_failures_total{reason}`).
 enum class AuthFailure {

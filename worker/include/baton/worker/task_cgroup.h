@@ -75,4 +75,15 @@ class TaskCgroups {
   mutable std::atomic<unsigned> next_{0};
 };
 
+/// What a worker started with `setting` (task_cgroup) would find on this
+/// host, read without changing anything (`baton doctor`): where its task
+/// groups would go, and which of the memory, pids and cpu controllers the
+/// hierarchy offers there; or why there would be no groups.
+struct CgroupOutlook {
+  std::string base;  ///< empty: no groups
+  std::string why;   ///< why not, when base is empty
+  bool memory = false, pids = false, cpu = false;
+};
+CgroupOutlook cgroup_outlook(const std::string& setting);
+
 }  // namespace baton::worker

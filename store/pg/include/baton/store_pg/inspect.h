@@ -26,6 +26,12 @@ struct DatabaseFacts {
   /// The role owns Baton's tables (or holds their owner's rights): it can
   /// alter or drop them, the audit log's append-only trigger included.
   bool owns_tables = false;
+  /// Roles other than the schema's and the tables' owners (and superusers)
+  /// granted CREATE on Baton's schema, PUBLIC among them: they could place
+  /// functions or operators that Baton's SECURITY DEFINER functions,
+  /// whose search_path is that schema, resolve. "" when none.
+  std::string schema_creators;
+  std::string schema;  ///< Baton's schema (where schema_migrations is); "" before the first migration
 };
 
 /// Connects (3 s at most) and reads the facts; db_unavailable with the
