@@ -16,18 +16,6 @@ using namespace baton::store::pg::test;
 
 namespace {
 
-/// The error `sql` fails with as the role of `url`, or "" when it succeeds.
-std::string refusal_as(const std::string& url, const std::string& sql) {
-  try {
-    pqxx::connection c(url);
-    pqxx::nontransaction tx(c);
-    tx.exec(sql);
-    return "";
-  } catch (const pqxx::sql_error& e) {
-    return e.what();
-  }
-}
-
 class AuditLogTest : public ElectedStoreTest {
  protected:
   AuditLogTest() : ElectedStoreTest("audit") {}

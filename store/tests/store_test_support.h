@@ -33,6 +33,18 @@ inline Epoch force_election(const std::string& url, const std::string& who) {
   return r ? r->lease.epoch : Epoch{0};
 }
 
+/// The error `sql` fails with as the role of `url`, or "" when it succeeds.
+inline std::string refusal_as(const std::string& url, const std::string& sql) {
+  try {
+    pqxx::connection c(url);
+    pqxx::nontransaction tx(c);
+    tx.exec(sql);
+    return "";
+  } catch (const pqxx::sql_error& e) {
+    return e.what();
+  }
+}
+
 /// The first column of the first row of `sql`, as text ("NULL" for null).
 inline std::string scalar_text(const std::string& url, const std::string& sql) {
   pqxx::connection c(url);
