@@ -276,6 +276,18 @@ void examine_worker(const std::string& file, std::vector<Finding>& out) {
                          "delegate the controllers to the worker's service (Delegate=yes, or "
                          "DelegateSubgroup/cgroup.subtree_control above it)"));
   }
+  // SQL tasks' connections cross the network as the node's does (security
+  // review M3): the same check, for each.
+  for (const auto& [name, url] : cfg->sql_connections)
+    if (auto link = store::pg::database_link(url); link && link->remote && !link->verified())
+      out.push_back(warn("sql",
+                         "sql_connections." + name + " reaches " + link->hosts +
+                             " without a TLS-verified link "
+                             "(sslmode=" +
+                             link->sslmode +
+                             "): anything in the path can read the tasks' SQL and "
+                             "their results, or pose as the database",
+                         "add sslmode=verify-full and sslrootcert=<the server's CA file> to its URL"));
   private_file(out, "token_file", cfg->token_path);
   if (cfg->insecure) {
     out.push_back(warn("tls", "insecure: true: the worker token and all traffic cross the network in the clear",

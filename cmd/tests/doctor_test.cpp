@@ -219,6 +219,17 @@ TEST(Doctor, AWorkerConfigIsCheckedAgainstTheCoordinatorsItWillDial) {
   // 61): no groups at all, and groups in a directory laid out as cgroupfs
   // whose hierarchy offers some of the controllers, then all three.
   const std::string trusted = "tls: {ca_file: " + ca.ca() + "}\n";
+  // A SQL task's connection across the network without a verified
+  // certificate is said, as the node's own is (security review M3).
+  auto sql = doctor(c.dir(), write("sql", "w1",
+                                   "sql_connections: {warehouse: 'postgresql://etl@db.example.internal/dw', local: "
+                                   "'postgresql://etl@127.0.0.1/dw'}\n" +
+                                       trusted));
+  EXPECT_TRUE(has(sql,
+                  "warn  sql         sql_connections.warehouse reaches db.example.internal without a "
+                  "TLS-verified link (sslmode=prefer)"))
+      << sql.out;
+  EXPECT_FALSE(has(sql, "sql_connections.local")) << "a loopback link is not warned of: " << sql.out;
   auto off = doctor(c.dir(), write("cg-off", "w1", "task_cgroup: 'off'\n" + trusted));
   EXPECT_TRUE(has(off,
                   "warn  cgroup      no task groups (task_cgroup is off): a task's tree is contained by its "

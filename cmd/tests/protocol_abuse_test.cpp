@@ -174,10 +174,11 @@ TEST(ProtocolAbuse, BadFramesGetAnErrorAndACloseAndChangeNothing) {
     EXPECT_TRUE(e.closed) << tc.name << ": the node should close the connection";
   }
   // Binary frames, frames far beyond the limit, and before the hello any
-  // frame over 512 KiB are refused at the WebSocket level.
+  // frame over limits.pre_hello_frame_bytes (64 KiB) are refused at the
+  // WebSocket level (security review M1: it was 512 KiB, no key).
   EXPECT_TRUE(talk(port, {"\x01\x02\x03"}, true).closed);
   {
-    auto e = talk(port, {std::string(600 * 1024, 'x')});
+    auto e = talk(port, {std::string(65 * 1024, 'x')});
     EXPECT_TRUE(e.closed);
     EXPECT_TRUE(e.received.empty()) << "not even parsed: " << e.received.back();
   }

@@ -133,6 +133,21 @@ std::string path_segment(const std::string& s) {
   return std::string(u.encoded_path());
 }
 
+std::string redirect_refusal(const std::string& configured, const std::string& location,
+                             const std::optional<tls::ClientFiles>& tls) {
+  const std::string scheme = tls ? "https://" : "http://";
+  if (location.rfind(scheme, 0) != 0)
+    return "not following the redirect to '" + location + "': only " + scheme + " addresses are followed";
+  const auto slash = location.find('/', scheme.size());
+  const std::string to =
+      location.substr(scheme.size(), slash == std::string::npos ? std::string::npos : slash - scheme.size());
+  if (tls && tls->ca_file.empty() && to != configured)
+    return "not following the redirect to '" + location + "' with the token: verified by the system's roots (no " +
+           "ca_file), the token goes only to the address given (" + configured +
+           "); give the cluster's CA (--ca, ca_file) or the leader's address";
+  return "";
+}
+
 ApiClient::ApiClient(std::string addr, std::string token, std::chrono::milliseconds timeout,
                      std::optional<tls::ClientFiles> tls)
     : addr_(std::move(addr)), token_(std::move(token)), timeout_(timeout), tls_(std::move(tls)) {}
@@ -144,16 +159,15 @@ ApiReply ApiClient::call(const std::string& method, const std::string& target, c
     std::string location;
     auto reply = once(addr, token_, timeout_, tls_, method, path, body, idempotency_key, location);
     if (reply.status != 307 && reply.status != 308) return reply;
-    // A follower names the leader: https://HOST:PORT/path. Followed only in
-    // the scheme this client speaks: a TLS client never sends its token to
-    // a plaintext address it was pointed at.
+    // A follower names the leader: https://HOST:PORT/path. Followed only
+    // where the token may go (redirect_refusal).
     const std::string scheme = tls_ ? "https://" : "http://";
     if (hop == 3) {
       reply.error = "too many redirects (last to " + location + ")";
       return reply;
     }
-    if (location.rfind(scheme, 0) != 0) {
-      reply.error = "not following the redirect to '" + location + "': only " + scheme + " addresses are followed";
+    if (auto refused = redirect_refusal(addr_, location, tls_); !refused.empty()) {
+      reply.error = refused;
       return reply;
     }
     auto slash = location.find('/', scheme.size());

@@ -60,9 +60,10 @@ bool is_header(const std::string& line) { return line.rfind("{\"k\":\"book\"", 0
 
 }  // namespace
 
-JournalRing::JournalRing(fs::path dir, std::int64_t max_bytes, std::size_t queued_max)
+JournalRing::JournalRing(fs::path dir, std::int64_t max_bytes, std::chrono::hours max_age, std::size_t queued_max)
     : dir_(std::move(dir)),
       max_bytes_(max_bytes),
+      max_age_(max_age),
       file_bytes_(std::max<std::int64_t>(max_bytes / 16, 64 * 1024)),
       queued_max_(queued_max) {
   // The books hold task output, run parameters and the inputs of every
@@ -221,9 +222,14 @@ void JournalRing::trim() {
     sizes.push_back(ec ? 0 : size);
     total += sizes.back();
   }
-  // Never the file just opened (the last).
-  for (std::size_t i = 0; i + 1 < all.size() && total > max_bytes_; ++i) {
+  // Oldest first, never the file just opened (the last): past the bound,
+  // and past the age its lines may be kept (incident_journal_max_days:
+  // they hold task output and parameters, security review N-L3).
+  const auto too_old = fs::file_time_type::clock::now() - max_age_;
+  for (std::size_t i = 0; i + 1 < all.size(); ++i) {
     std::error_code ec;
+    const bool expired = max_age_.count() > 0 && fs::last_write_time(all[i].path, ec) < too_old && !ec;
+    if (total <= max_bytes_ && !expired) break;
     fs::remove(all[i].path, ec);
     total -= sizes[i];
   }

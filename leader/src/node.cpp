@@ -121,8 +121,8 @@ class NodeRuntime final : public ServerHandlers {
       admin_.set_log_archive(archive_.get());
     }
     if (!cfg.incident_journal_dir.empty()) {
-      journal_ring_ = std::make_unique<JournalRing>(cfg.incident_journal_dir,
-                                                    static_cast<std::int64_t>(cfg.incident_journal_max_mb) << 20);
+      journal_ring_ = std::make_unique<JournalRing>(cfg.incident_journal_dir, cfg.incident_journal_max_mb * 1048576LL,
+                                                    std::chrono::hours(24) * cfg.incident_journal_max_days);
       admin_.set_incident_export([ring = journal_ring_.get()](std::int64_t from_ms, std::int64_t to_ms) {
         return ring->export_window(from_ms, to_ms);
       });

@@ -143,6 +143,7 @@ Result<NodeConfig> load_node_config(const std::string& file) {
       cfg.incident_journal_dir = resolve(*v);
   }
   if (auto v = top.integer("incident_journal_max_mb", 1, 1048576)) cfg.incident_journal_max_mb = static_cast<int>(*v);
+  if (auto v = top.integer("incident_journal_max_days", 1, 36500)) cfg.incident_journal_max_days = static_cast<int>(*v);
 
   ConfigMap rt = top.map("runtime");
   auto dur = [&](const char* key, Millis& out) {
@@ -210,6 +211,8 @@ Result<NodeConfig> load_node_config(const std::string& file) {
   if (auto v = lim.integer("admin_queue_max", 1, 100000)) cfg.server_limits.admin_queue_max = static_cast<int>(*v);
   if (auto v = lim.integer("pre_auth_body_bytes", 1024, static_cast<std::int64_t>(http_body_bytes_max)))
     cfg.server_limits.pre_auth_body_bytes_max = static_cast<std::size_t>(*v);
+  if (auto v = lim.integer("pre_hello_frame_bytes", 4096, 2 * 1024 * 1024))
+    cfg.server_limits.pre_auth_frame_bytes_max = static_cast<std::size_t>(*v);
   lim.reject_unknown_keys();
   if (cfg.server_limits.max_connections_per_address > cfg.server_limits.max_connections)
     errors.add("limits.max_connections_per_address", "must be at most limits.max_connections");

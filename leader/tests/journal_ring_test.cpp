@@ -12,6 +12,7 @@
 #include <future>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace baton::leader {
 namespace {
@@ -102,6 +103,44 @@ TEST(JournalRing, TwoBooksWrittenAtOnceStayApart) {
   EXPECT_EQ(book5.find("e4"), std::string::npos) << "epoch 4's lines in epoch 5's book";
   EXPECT_NE(book4.find(line("tick", 139, "e4")), std::string::npos);
   EXPECT_NE(book5.find(line("tick", 139, "e5")), std::string::npos);
+}
+
+// Files past the journal's age go when the next one is opened, whatever
+// the size (incident_journal_max_days; security review N-L3); the file
+// being written stays.
+TEST(JournalRing, FilesOlderThanTheAgeBoundGoWhenTheNextIsOpened) {
+  Dir d;
+  JournalRing ring(d.path, 64 << 20, std::chrono::hours(24));
+  auto first = ring.begin_book(Epoch{1});
+  first->line(line("book", 1000));
+  ring.flush();
+  std::vector<fs::path> before;
+  for (const auto& f : fs::directory_iterator(d.path)) before.push_back(f.path());
+  ASSERT_EQ(before.size(), 1u);
+  fs::last_write_time(before[0], fs::file_time_type::clock::now() - std::chrono::hours(25));
+  auto second = ring.begin_book(Epoch{2});
+  second->line(line("book", 2000));
+  ring.flush();
+  EXPECT_FALSE(fs::exists(before[0])) << "a day and an hour old";
+  int files = 0;
+  for (const auto& f : fs::directory_iterator(d.path)) files += f.path() != before[0];
+  EXPECT_EQ(files, 1);
+  // Without an age bound the same file would have stayed.
+  const fs::path kept = d.path.string() + "-unbounded";
+  fs::remove_all(kept);
+  {
+    JournalRing unbounded(kept, 64 << 20);
+    auto a = unbounded.begin_book(Epoch{1});
+    a->line(line("book", 1000));
+    unbounded.flush();
+    const fs::path old_file = fs::directory_iterator(kept)->path();
+    fs::last_write_time(old_file, fs::file_time_type::clock::now() - std::chrono::hours(25 * 365));
+    auto b = unbounded.begin_book(Epoch{2});
+    b->line(line("book", 2000));
+    unbounded.flush();
+    EXPECT_TRUE(fs::exists(old_file));
+  }
+  fs::remove_all(kept);
 }
 
 TEST(JournalRing, TheOldestFilesGoPastTheBoundAndABookWithoutItsBeginningIsNamed) {

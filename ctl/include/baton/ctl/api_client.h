@@ -21,6 +21,15 @@ struct ApiReply {
 /// `s` as one percent-encoded path segment ("a b" -> "a%20b").
 std::string path_segment(const std::string& s);
 
+/// Why a redirect to `location` is not followed with the token, or "" when
+/// it is: another scheme than the client speaks never; with TLS verified
+/// by the system's roots (no ca_file), which any public certificate
+/// satisfies, only to the address the client was given (`configured`); a
+/// cluster's own CA (ca_file) pins where the token may go (security review
+/// N-L5, as the Python client does).
+std::string redirect_refusal(const std::string& configured, const std::string& location,
+                             const std::optional<tls::ClientFiles>& tls);
+
 class ApiClient {
  public:
   /// `tls`: how to verify the nodes (ca_file "" = the system's roots);

@@ -9,6 +9,7 @@
 //
 // export_window() gives what a replay of [from, to] needs: each book that
 // overlaps it, from its header line (its construction) to the window's end.
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -28,8 +29,11 @@ namespace baton::leader {
 class JournalRing {
  public:
   /// Creates `dir` if needed; its files from earlier runs stay (the ring
-  /// continues after them).
-  JournalRing(std::filesystem::path dir, std::int64_t max_bytes, std::size_t queued_max = 64u << 20);
+  /// continues after them). Files are removed, oldest first, past
+  /// `max_bytes` in all and once older than `max_age` (zero: no age
+  /// bound), never the one being written.
+  JournalRing(std::filesystem::path dir, std::int64_t max_bytes, std::chrono::hours max_age = std::chrono::hours{0},
+              std::size_t queued_max = 64u << 20);
   /// Writes what is queued, then stops.
   ~JournalRing();
   JournalRing(const JournalRing&) = delete;
@@ -68,6 +72,7 @@ class JournalRing {
 
   const std::filesystem::path dir_;
   const std::int64_t max_bytes_;
+  const std::chrono::hours max_age_;
   const std::int64_t file_bytes_;
   const std::size_t queued_max_;
   std::mutex files_;  ///< an export's reading against the writer's trimming

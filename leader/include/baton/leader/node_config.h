@@ -44,6 +44,9 @@ struct NodeConfig {
   /// incident_journal_max_mb of it is kept, the oldest removed first.
   std::string incident_journal_dir;
   int incident_journal_max_mb = 256;
+  /// ...and for at most this many days (a file last written before is
+  /// removed): the journal holds task output and run parameters.
+  int incident_journal_max_days = 30;
   /// Denial-of-service bounds (the `limits` map; docs/security.md).
   ServerLimits server_limits;
   admin::ApiLimits api_limits;

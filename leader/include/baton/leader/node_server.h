@@ -46,11 +46,14 @@ static_assert(session_send_queue_max > 0);
 /// Bounds on what an unauthenticated client can hold (docs/security.md,
 /// "Denial of service"): connections, time to say something, frame size.
 struct ServerLimits {
-  int max_connections = 10000;                        ///< open connections, all clients
-  int max_connections_per_address = 2048;             ///< open connections from one IP address
-  Millis request_deadline{15000};                     ///< an HTTP request (headers and body) arrives within this
-  Millis hello_deadline{5000};                        ///< a WebSocket sends an authenticated hello within this
-  std::size_t pre_auth_frame_bytes_max = 512 * 1024;  ///< frames before the hello is accepted
+  int max_connections = 10000;             ///< open connections, all clients
+  int max_connections_per_address = 2048;  ///< open connections from one IP address
+  Millis request_deadline{15000};          ///< an HTTP request (headers and body) arrives within this
+  Millis hello_deadline{5000};             ///< a WebSocket sends an authenticated hello within this
+  /// Frames before the hello is accepted (limits.pre_hello_frame_bytes): a
+  /// hello is a few hundred bytes, and 10,000 connections each holding a
+  /// frame of this size is memory before any credential (security review M1).
+  std::size_t pre_auth_frame_bytes_max = 64 * 1024;
   /// A request body larger than this is read only once the credential in
   /// its headers has been found valid (without one it is refused unread).
   std::size_t pre_auth_body_bytes_max = 64 * 1024;
