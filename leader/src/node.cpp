@@ -544,9 +544,9 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
       },
       [](Millis d) { std::this_thread::sleep_for(d); });
 
-  // The webhook sender's trust (docs/webhooks.md): a CA file that cannot be
-  // read stops the node here, naming the key.
-  auto poster = notify::HttpsPoster::make(tls::ClientFiles{cfg.webhooks.ca_file, "", ""}, cfg.webhooks.timeout);
+  // The webhook sender (docs/webhooks.md): an unreadable CA file stops the node here, naming the key.
+  auto poster = notify::HttpsPoster::make(tls::ClientFiles{cfg.webhooks.ca_file, "", ""}, cfg.webhooks.timeout,
+                                          cfg.webhooks.destinations);
   if (!poster) {
     spdlog::error("node_config_invalid node={} key=webhooks.ca_file error={}", me.node_id,
                   json_quote(poster.error().message));

@@ -261,6 +261,8 @@ Result<NodeConfig> load_node_config(const std::string& file) {
     else
       cfg.webhooks.timeout = *v;
   }
+  if (auto v = wh.boolean("allow_loopback")) cfg.webhooks.destinations.allow_loopback = *v;
+  if (auto v = wh.boolean("allow_link_local")) cfg.webhooks.destinations.allow_link_local = *v;
   wh.reject_unknown_keys();
 
   ConfigMap vf = top.map("verify");
@@ -310,6 +312,7 @@ Result<NodeConfig> load_node_config(const std::string& file) {
 
   top.reject_unknown_keys();
   if (cfg.advertise.empty()) cfg.advertise = cfg.listen;
+  cfg.webhooks.destinations.own_endpoints = {cfg.listen, cfg.advertise};
   if (!errors.empty()) return make_error(Errc::bad_config, errors.joined());
   return cfg;
 }

@@ -215,6 +215,8 @@ std::map<std::string, std::string> key_values(const leader::NodeConfig& cfg) {
       {"log_format", cfg.log_format == baton::LogFormat::json ? "json" : "text"},
       {"webhooks.ca_file", "(the system's roots)"},
       {"webhooks.timeout", duration(cfg.webhooks.timeout)},
+      {"webhooks.allow_loopback", cfg.webhooks.destinations.allow_loopback ? "true" : "false"},
+      {"webhooks.allow_link_local", cfg.webhooks.destinations.allow_link_local ? "true" : "false"},
       {"verify.enabled", cfg.verify.enabled ? "true" : "false"},
       {"verify.every", duration(cfg.verify.every)},
       {"verify.settle", duration(cfg.verify.settle)},

@@ -7,6 +7,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <boost/url/parse.hpp>
+#include <vector>
 
 #include "baton/tls/await_operation.h"
 #include "baton/tls/tls_context.h"
@@ -35,13 +36,16 @@ HttpAnswer no_answer(std::string why) { return HttpAnswer{std::nullopt, std::mov
 
 }  // namespace
 
-HttpsPoster::HttpsPoster(std::unique_ptr<Trust> trust, Millis timeout) : trust_(std::move(trust)), timeout_(timeout) {}
+HttpsPoster::HttpsPoster(std::unique_ptr<Trust> trust, Millis timeout, DestinationPolicy destinations)
+    : trust_(std::move(trust)), timeout_(timeout), destinations_(std::move(destinations)) {}
 HttpsPoster::~HttpsPoster() = default;
 
-Result<std::unique_ptr<HttpsPoster>> HttpsPoster::make(const tls::ClientFiles& trust, Millis timeout) {
+Result<std::unique_ptr<HttpsPoster>> HttpsPoster::make(const tls::ClientFiles& trust, Millis timeout,
+                                                       DestinationPolicy destinations) {
   auto ctx = tls::make_client_context(trust);
   if (!ctx) return ctx.error();
-  return std::unique_ptr<HttpsPoster>(new HttpsPoster(std::make_unique<Trust>(Trust{*ctx}), timeout));
+  return std::unique_ptr<HttpsPoster>(
+      new HttpsPoster(std::make_unique<Trust>(Trust{*ctx}), timeout, std::move(destinations)));
 }
 
 HttpAnswer HttpsPoster::post(const OutgoingPost& p) const {
@@ -61,6 +65,19 @@ HttpAnswer HttpsPoster::post(const OutgoingPost& p) const {
   auto addresses = resolver.resolve(host, port, ec);
   const std::string where = host + ":" + port;
   if (ec) return no_answer("cannot resolve " + where + ": " + ec.message());
+  // Judged on the addresses connected to, not on the name: a name that
+  // resolves to this host is refused as its address would be.
+  std::vector<asio::ip::tcp::endpoint> allowed;
+  std::string refused;
+  for (const auto& entry : addresses) {
+    const auto& ep = entry.endpoint();
+    auto why = destination_refusal(ep.address().to_string(), ep.port(), destinations_);
+    if (why.empty())
+      allowed.push_back(ep);
+    else if (refused.empty())
+      refused = std::move(why);
+  }
+  if (allowed.empty()) return no_answer("not sent: " + refused);
   const auto said = [&](const beast::error_code& e) {
     return e == beast::error::timeout
                ? "no answer from " + where + " within " + std::to_string(timeout_.count()) + " ms"
@@ -68,7 +85,7 @@ HttpAnswer HttpsPoster::post(const OutgoingPost& p) const {
   };
   beast::ssl_stream<beast::tcp_stream> stream(ioc, *trust_->context);
   beast::get_lowest_layer(stream).expires_after(timeout_);
-  if ((ec = await(ioc, [&](auto h) { beast::get_lowest_layer(stream).async_connect(addresses, h); })))
+  if ((ec = await(ioc, [&](auto h) { beast::get_lowest_layer(stream).async_connect(allowed, h); })))
     return no_answer("connect: " + said(ec));
   if (!tls::expect_peer_name(stream.native_handle(), host))
     return no_answer("tls: cannot check a certificate against the host '" + host + "'");

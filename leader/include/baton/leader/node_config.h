@@ -11,6 +11,7 @@
 #include "baton/consensus/election.h"
 #include "baton/leader/node_server.h"
 #include "baton/leader_core/runtime_config.h"
+#include "baton/notify/destination_policy.h"
 #include "baton/tls/tls_files.h"
 
 namespace baton::leader {
@@ -56,10 +57,13 @@ struct NodeConfig {
   tls::ServerFiles tls;
   bool insecure = false;  ///< plaintext HTTP and WebSocket, said so in a warning at start
   /// The `webhooks` map (docs/webhooks.md): whom the leader's sender trusts
-  /// (a CA file; "" = the system's roots) and how long one POST may take.
+  /// (a CA file; "" = the system's roots), how long one POST may take, and
+  /// where one may go (allow_loopback, allow_link_local; never the node's
+  /// own listen or advertise endpoint).
   struct Webhooks {
     std::string ca_file;
     Millis timeout{10000};
+    notify::DestinationPolicy destinations;
   } webhooks;
   /// The `verify` map (docs/assurance.md): the leader's sweep of the
   /// history checker over the runs that finished since its cursor.

@@ -2,7 +2,8 @@
 // The one Beast translation unit of webhook delivery: an HTTPS POST, its
 // receiver's certificate verified against the trust the node's config
 // gives webhooks (a CA file, or the system's roots) and the url's host,
-// bounded by a timeout from connect to the answer. Redirects are answers,
+// bounded by a timeout from connect to the answer, and sent only to the
+// resolved addresses the destination policy allows. Redirects are answers,
 // never followed.
 #include <memory>
 #include <string>
@@ -10,6 +11,7 @@
 #include "baton/base/clock.h"
 #include "baton/base/result.h"
 #include "baton/notify/delivery_policy.h"
+#include "baton/notify/destination_policy.h"
 #include "baton/tls/tls_files.h"
 
 namespace baton::notify {
@@ -17,7 +19,8 @@ namespace baton::notify {
 class HttpsPoster {
  public:
   /// Errors name the CA file that cannot be loaded.
-  static Result<std::unique_ptr<HttpsPoster>> make(const tls::ClientFiles& trust, Millis timeout);
+  static Result<std::unique_ptr<HttpsPoster>> make(const tls::ClientFiles& trust, Millis timeout,
+                                                   DestinationPolicy destinations = {});
   ~HttpsPoster();
   HttpsPoster(const HttpsPoster&) = delete;
   HttpsPoster& operator=(const HttpsPoster&) = delete;
@@ -27,9 +30,10 @@ class HttpsPoster {
 
  private:
   struct Trust;
-  HttpsPoster(std::unique_ptr<Trust> trust, Millis timeout);
+  HttpsPoster(std::unique_ptr<Trust> trust, Millis timeout, DestinationPolicy destinations);
   std::unique_ptr<Trust> trust_;
   Millis timeout_;
+  DestinationPolicy destinations_;
 };
 
 }  // namespace baton::notify
