@@ -16,6 +16,7 @@
 #include "baton/tls/tls_context.h"
 #include "baton/worker/coordinator_probe.h"
 #include "baton/worker/task_cgroup.h"
+#include "baton/worker/unit_grant.h"
 #include "baton/worker/worker_config.h"
 
 namespace baton::doctor {
@@ -233,6 +234,55 @@ void examine_node(const std::string& file, std::vector<Finding>& out) {
   }
 }
 
+/// What the worker's systemd unit gives it (security review N1): read from
+/// the unit and its drop-ins, since doctor usually runs as root before the
+/// service does, and the worker sees what it holds only once started.
+void unit_capabilities(bool task_user, std::vector<Finding>& out) {
+  const std::string name = "baton-worker.service";
+  const auto dirs = worker::unit_dirs();
+  const auto unit = worker::read_unit_grant(name, dirs);
+  if (!unit) {
+    std::string where;
+    for (const auto& d : dirs) where += (where.empty() ? "" : ", ") + d;
+    out.push_back(ok("capability", "no " + name + " in " + where +
+                                       ": the worker holds what its starter gives it (it refuses to start holding "
+                                       "CAP_SETUID, CAP_SETGID or CAP_KILL without task_user)"));
+    return;
+  }
+  std::string caps, extra;
+  for (const auto& c : unit->ambient) {
+    caps += (caps.empty() ? "" : " ") + c;
+    if (c != "CAP_SETUID" && c != "CAP_SETGID" && c != "CAP_KILL") extra += (extra.empty() ? "" : " ") + c;
+  }
+  std::string files;
+  for (const auto& f : unit->files) files += (files.empty() ? "" : ", ") + f;
+  const std::string says = name + " (" + files + ") runs the worker as " +
+                           (unit->user.empty() || unit->user == "root" ? std::string("root") : unit->user);
+  if (unit->user.empty() || unit->user == "root") {
+    out.push_back(warn("capability",
+                       says + ": it holds every capability" +
+                           (task_user ? ", its tasks none" : ", and so do its PROGRAM tasks' users"),
+                       "run it as its own user (the package's unit has User=baton-worker)"));
+  } else if (unit->ambient_inverted) {
+    out.push_back(warn(
+        "capability",
+        says + " with every ambient capability but " + (caps.empty() ? "none" : caps) + " (AmbientCapabilities=~...)",
+        "grant only CAP_SETUID CAP_SETGID CAP_KILL, what switching tasks to task_user needs"));
+  } else if (!extra.empty()) {
+    out.push_back(warn("capability",
+                       says + " with ambient " + caps + ": " + extra +
+                           " is more than a worker needs (tasks drop every capability, the worker keeps them)",
+                       "grant only CAP_SETUID CAP_SETGID CAP_KILL (AmbientCapabilities= and CapabilityBoundingSet=)"));
+  } else if (!caps.empty() && !task_user) {
+    out.push_back(fail("capability",
+                       says + " with ambient " + caps + " and task_user is not set: it will refuse to start",
+                       "set task_user (the package makes baton-task), or remove the capabilities from the unit"));
+  } else {
+    out.push_back(ok("capability", says + (caps.empty() ? " with no capability" : " with ambient " + caps) +
+                                       (task_user ? "; its tasks drop every capability before exec" : "")));
+  }
+}
+
 void examine_worker(const std::string& file, std::vector<Finding>& out) {
   auto cfg = worker::load_worker_config(file);
   if (!cfg) {
@@ -250,6 +300,7 @@ void examine_worker(const std::string& file, std::vector<Finding>& out) {
                        "task_user is not set: PROGRAM tasks run as the worker's own user and can read its "
                        "credential and spool",
                        "set task_user (the package makes baton-task; docs/security.md, \"Task users and resources\")"));
+  unit_capabilities(cfg->task_user.has_value(), out);
   // What contains a task's tree and enforces its `resources` here
   // (docs/security.md, "Task users and resources").
   const worker::CgroupOutlook cg = worker::cgroup_outlook(cfg->task_cgroup);

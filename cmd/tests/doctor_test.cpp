@@ -174,6 +174,12 @@ TEST(Doctor, EveryProblemOfANodeConfigIsNamedWithItsFix) {
 
 TEST(Doctor, AWorkerConfigIsCheckedAgainstTheCoordinatorsItWillDial) {
   Cluster c("doctor_worker", jobs);
+  // The worker's systemd unit is looked for where SYSTEMD_UNIT_PATH says,
+  // as systemd does: here a directory of the test's own, empty at first
+  // (the .deb test may have installed the real one on this host).
+  const std::string units = c.dir() + "/units";
+  std::filesystem::create_directories(units);
+  ::setenv("SYSTEMD_UNIT_PATH", units.c_str(), 1);
   c.start_node("n1");
   ASSERT_EQ(c.wait_for_leader(), "n1");
   auto& ca = ThrowawayCa::shared();
@@ -196,6 +202,7 @@ TEST(Doctor, AWorkerConfigIsCheckedAgainstTheCoordinatorsItWillDial) {
   EXPECT_TRUE(has(good, "ok    files       spool_dir " + c.dir() + "/spool-good will be made at start")) << good.out;
   EXPECT_TRUE(has(good, "warn  task_user   task_user is not set: PROGRAM tasks run as the worker's own user"))
       << good.out;
+  EXPECT_TRUE(has(good, "ok    capability  no baton-worker.service in " + units)) << good.out;
 
   auto wrong_ca = doctor(c.dir(), write("wrong-ca", "w1", "tls: {ca_file: " + other.ca() + "}\n"));
   EXPECT_EQ(wrong_ca.exit_code, 1) << wrong_ca.out;
@@ -248,6 +255,28 @@ TEST(Doctor, AWorkerConfigIsCheckedAgainstTheCoordinatorsItWillDial) {
   EXPECT_TRUE(has(
       all, "ok    cgroup      task groups under " + tree + "/baton-tasks, with the memory, pids and cpu controllers"))
       << all.out;
+
+  // What the unit gives the worker (security review N1): the packaged unit
+  // without a task user is a failure before the first start, with one it
+  // is said; a drop-in that grants more is warned of.
+  fs::copy_file(std::string(BATON_SOURCE_DIR) + "/packaging/systemd/baton-worker.service",
+                units + "/baton-worker.service");
+  auto bare = doctor(c.dir(), write("unit-bare", "w1", trusted));
+  EXPECT_EQ(bare.exit_code, 1) << bare.out;
+  EXPECT_TRUE(has(bare, "FAIL  capability  baton-worker.service (" + units +
+                            "/baton-worker.service) runs the worker as baton-worker with ambient CAP_KILL CAP_SETGID "
+                            "CAP_SETUID and task_user is not set: it will refuse to start"))
+      << bare.out;
+  auto user = doctor(c.dir(), write("unit-user", "w1", "task_user: nobody\n" + trusted));
+  EXPECT_TRUE(has(user, "ok    capability  baton-worker.service (" + units +
+                            "/baton-worker.service) runs the worker as baton-worker with ambient CAP_KILL CAP_SETGID "
+                            "CAP_SETUID; its tasks drop every capability before exec"))
+      << user.out;
+  fs::create_directories(units + "/baton-worker.service.d");
+  std::ofstream(units + "/baton-worker.service.d/override.conf") << "[Service]\nAmbientCapabilities=CAP_SYS_ADMIN\n";
+  auto more = doctor(c.dir(), write("unit-more", "w1", "task_user: nobody\n" + trusted));
+  EXPECT_TRUE(has(more, "CAP_SYS_ADMIN is more than a worker needs")) << more.out;
+  ::unsetenv("SYSTEMD_UNIT_PATH");
 }
 
 TEST(Doctor, VersionNamesTheBinaryAndItsProtocol) {
