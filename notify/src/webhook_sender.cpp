@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <future>
+#include <vector>
+
 #include "baton/base/json_text.h"
 
 namespace baton::notify {
@@ -21,9 +24,19 @@ WebhookSender::Pass WebhookSender::pass(Epoch epoch) {
     out.fenced = true;
     return out;
   }
-  for (const auto& d : claimed->deliveries) {
+  // One delivery per webhook in a claim (the store's rule), so the POSTs
+  // go to different receivers: sent at once, a slow one holds only its
+  // own; recorded afterwards on this thread, in the claim's order.
+  std::vector<std::future<HttpAnswer>> answers;
+  const std::int64_t now = unix_now_();
+  for (const auto& d : claimed->deliveries)
+    answers.push_back(std::async(std::launch::async, [this, request = delivery_request(d, now, settings_.user_agent)] {
+      return post_(request);
+    }));
+  for (std::size_t i = 0; i < claimed->deliveries.size(); ++i) {
+    const auto& d = claimed->deliveries[i];
     ++out.attempted;
-    const HttpAnswer answer = post_(delivery_request(d, unix_now_(), settings_.user_agent));
+    const HttpAnswer answer = answers[i].get();
     const store::DeliveryRecord record = judge(d, answer);
     if (record.outcome == store::DeliveryRecord::Outcome::delivered) ++out.delivered;
     auto recorded = outbox_.record_delivery(record);

@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <deque>
 #include <map>
+#include <mutex>
 
 #include "baton/notify/signature.h"
 
@@ -53,13 +55,15 @@ store::ClaimedDelivery queued(std::int64_t id, int attempt = 1) {
 TEST(WebhookSender, SendsWhatItClaimsAndRecordsEachAnswer) {
   FakeOutbox outbox;
   outbox.queued = {queued(1), queued(2), queued(3, 3)};
-  std::vector<OutgoingPost> sent;
+  std::vector<OutgoingPost> sent;  // the POSTs come from several threads
+  std::mutex sent_mutex;
   std::map<std::string, HttpAnswer> answers{{"{\"id\":\"e-1\"}", {200, {}}},
                                             {"{\"id\":\"e-2\"}", {503, {}}},
                                             {"{\"id\":\"e-3\"}", {std::nullopt, "connect: refused"}}};
   WebhookSender sender(
       outbox,
       [&](const OutgoingPost& p) {
+        std::lock_guard lock(sent_mutex);
         sent.push_back(p);
         return answers.at(p.body);
       },
@@ -84,6 +88,40 @@ TEST(WebhookSender, SendsWhatItClaimsAndRecordsEachAnswer) {
   EXPECT_GE(outbox.claims[0].second, SenderSettings{}.timeout * SenderSettings{}.batch);
 }
 
+// A claim's deliveries are for different webhooks (the store's rule):
+// their POSTs go at once, so a receiver that takes its time holds only its
+// own (security review N-L1). Here the slow receiver answers only once the
+// fast one has been sent to; sent one after another, it would wait out its
+// 5 s and the fast POST would come after.
+TEST(WebhookSender, APassSendsToEachWebhookAtOnceSoASlowReceiverHoldsOnlyItsOwn) {
+  FakeOutbox outbox;
+  auto slow = queued(1), fast = queued(2);
+  slow.webhook = "slow";
+  fast.webhook = "fast";
+  outbox.queued = {slow, fast};
+  std::mutex m;
+  std::condition_variable cv;
+  bool fast_sent = false, slow_saw_fast = false;
+  WebhookSender sender(
+      outbox,
+      [&](const OutgoingPost& p) {
+        std::unique_lock lock(m);
+        if (p.body == slow.body) {
+          slow_saw_fast = cv.wait_for(lock, std::chrono::seconds(5), [&] { return fast_sent; });
+          return HttpAnswer{200, {}};
+        }
+        fast_sent = true;
+        cv.notify_all();
+        return HttpAnswer{200, {}};
+      },
+      [] { return std::int64_t{1700000000}; }, SenderSettings{});
+  auto pass = sender.pass(Epoch{4});
+  EXPECT_EQ(pass.delivered, 2);
+  EXPECT_TRUE(slow_saw_fast) << "the fast receiver's POST waited behind the slow one's";
+  ASSERT_EQ(outbox.recorded.size(), 2u);
+  EXPECT_EQ(outbox.recorded[0].id, 1) << "recorded in the claim's order";
+}
+
 TEST(WebhookSender, SendsNothingOnceAnotherEpochIsCurrent) {
   FakeOutbox outbox;
   outbox.current = Epoch{5};
@@ -92,7 +130,7 @@ TEST(WebhookSender, SendsNothingOnceAnotherEpochIsCurrent) {
   WebhookSender sender(
       outbox,
       [&](const OutgoingPost&) {
-        ++posts;
+        ++posts;  // (never called here)
         return HttpAnswer{200, {}};
       },
       [] { return std::int64_t{0}; }, SenderSettings{});
@@ -109,7 +147,7 @@ TEST(WebhookSender, ADatabaseAwayIsAnErrorNotAPost) {
   WebhookSender sender(
       outbox,
       [&](const OutgoingPost&) {
-        ++posts;
+        ++posts;  // (never called here)
         return HttpAnswer{200, {}};
       },
       [] { return std::int64_t{0}; }, SenderSettings{});

@@ -201,13 +201,22 @@ Result<ClaimedDeliveries> PgWebhookOutbox::claim_deliveries(Epoch epoch, int lim
   // with its attempt unrecorded, and the next one sends it again at once
   // (the same event id; should the old one still be sending, the receiver
   // sees it twice and keeps it once, and its record no longer applies).
+  // One per webhook, and none of a webhook whose claim of this epoch is
+  // still out (security review N-L1): a slow receiver's backlog never
+  // fills a batch, and the sender sends a batch's POSTs at once.
   static const std::string sql =
       "WITH fence AS (SELECT epoch FROM leader_lease WHERE id = 1),"
-      " picked AS (SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id"
+      " out AS (SELECT DISTINCT webhook_id FROM webhook_deliveries"
+      "  WHERE state = 'pending' AND claimed_until > now() AND claimed_epoch = $1),"
+      " heads AS (SELECT DISTINCT ON (d.webhook_id) d.id, d.next_attempt_at"
+      "  FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id"
       "  WHERE d.state = 'pending' AND d.next_attempt_at <= now() AND w.enabled"
       "  AND (d.claimed_until IS NULL OR d.claimed_until <= now() OR d.claimed_epoch < $1)"
+      "  AND d.webhook_id NOT IN (SELECT webhook_id FROM out)"
       "  AND (SELECT epoch FROM fence) = $1"
-      "  ORDER BY d.next_attempt_at, d.id LIMIT $2 FOR UPDATE OF d SKIP LOCKED),"
+      "  ORDER BY d.webhook_id, d.next_attempt_at, d.id),"
+      " picked AS (SELECT d.id FROM webhook_deliveries d JOIN heads h ON h.id = d.id"
+      "  ORDER BY h.next_attempt_at, d.id LIMIT $2 FOR UPDATE OF d SKIP LOCKED),"
       " claimed AS (UPDATE webhook_deliveries d SET attempts = d.attempts + 1, last_attempt_at = now(),"
       "  claimed_until = now() + $3 * interval '1 millisecond', claimed_epoch = $1"
       "  FROM picked p WHERE d.id = p.id RETURNING d.*)"

@@ -180,6 +180,45 @@ TEST_F(WebhooksStoreTest, TheSenderClaimsUnderTheCurrentEpochOncePerLeaseAndReco
   EXPECT_TRUE(outbox.claim_deliveries(epoch, 10, Millis{60000})->deliveries.empty());
 }
 
+// A claim takes one delivery per webhook, and none of a webhook whose
+// claim is still out (security review N-L1): a receiver with a backlog
+// never fills a batch ahead of the others, and its deliveries go in order.
+TEST_F(WebhooksStoreTest, AClaimTakesOneDeliveryPerWebhookAndNoneOfAWebhookWithOneOut) {
+  hook("slow", {"run_failed"});
+  hook("fast", {"run_failed"});
+  // Three pending for slow (a ping each, relabelled: one ping may be
+  // outstanding per webhook), then one for fast.
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(admin.ping_webhook(Actor{"test", epoch}, "slow"));
+    ASSERT_EQ(text("WITH u AS (UPDATE webhook_deliveries SET kind = 'run_failed' WHERE kind = 'ping' RETURNING 1)"
+                   " SELECT count(*) FROM u"),
+              "1");
+  }
+  ASSERT_TRUE(admin.ping_webhook(Actor{"test", epoch}, "fast"));
+  ASSERT_EQ(text("SELECT count(*) FROM webhook_deliveries WHERE state = 'pending'"), "4");
+
+  auto first = outbox.claim_deliveries(epoch, 10, Millis{60000});
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->deliveries.size(), 2u) << "one of slow's three, and fast's";
+  EXPECT_EQ(first->deliveries[0].webhook, "slow");
+  EXPECT_EQ(first->deliveries[1].webhook, "fast");
+  const std::int64_t slow_first = first->deliveries[0].id;
+  EXPECT_EQ(text("SELECT min(id) FROM webhook_deliveries WHERE webhook_id = (SELECT id FROM webhooks"
+                 " WHERE name = 'slow')"),
+            std::to_string(slow_first))
+      << "its oldest";
+  EXPECT_TRUE(outbox.claim_deliveries(epoch, 10, Millis{60000})->deliveries.empty())
+      << "slow's other two wait for its claim to come back";
+
+  ASSERT_TRUE(*outbox.record_delivery({slow_first, 1, DeliveryRecord::Outcome::delivered, 200, "", Millis{0}}));
+  auto second = outbox.claim_deliveries(epoch, 10, Millis{60000});
+  ASSERT_TRUE(second && second->deliveries.size() == 1u);
+  EXPECT_EQ(second->deliveries[0].webhook, "slow");
+  EXPECT_GT(second->deliveries[0].id, slow_first);
+  // A claim of an earlier epoch does not hold a webhook back: the next
+  // leader takes the delivery over (TheNextLeaderTakesOver... below).
+}
+
 // A leader killed between its POST and the record of the answer leaves a
 // claim behind: the next leader takes it over at once instead of waiting
 // for its lease, and a late record of the old attempt no longer applies.

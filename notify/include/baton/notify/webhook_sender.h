@@ -5,6 +5,12 @@
 // epoch is the current one, so a node that no longer leads sends nothing
 // new; the next leader claims again at once what an earlier epoch claimed
 // (its attempt may have died unrecorded), with the same event id.
+//
+// A claim holds at most one delivery per webhook, and none of a webhook
+// whose last claim is still out (security review N-L1): the POSTs of a
+// pass go to different receivers and are sent at once, so a receiver that
+// answers slowly delays its own deliveries, not the others' (a pass still
+// ends with its slowest POST, at most webhooks.timeout).
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -36,7 +42,9 @@ class WebhookSender {
     int delivered = 0;
     std::optional<std::string> error;  ///< the database's, when it could not claim
   };
-  /// Claims what is due under `epoch`, sends it and records each outcome.
+  /// Claims what is due under `epoch` (one per webhook), sends it (the
+  /// POSTs at once: `post` is called from several threads) and records
+  /// each outcome.
   Pass pass(Epoch epoch);
 
   const SenderSettings& settings() const { return settings_; }

@@ -88,7 +88,9 @@ class WebhookOutbox {
  public:
   virtual ~WebhookOutbox() = default;
   /// Takes up to `limit` pending deliveries that are due and not claimed,
-  /// oldest first, for `lease` (another claim may take one again after),
+  /// at most one per webhook (its oldest) and none of a webhook with a
+  /// claim of this epoch still out, the webhooks whose oldest is oldest
+  /// first, for `lease` (another claim may take one again after),
   /// counting the attempt. Only while `epoch` is the current epoch: a node
   /// that no longer leads claims nothing.
   virtual Result<ClaimedDeliveries> claim_deliveries(Epoch epoch, int limit, Millis lease) = 0;
