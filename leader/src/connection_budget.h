@@ -8,12 +8,16 @@
 #include <string>
 
 #include "baton/leader/node_server.h"
+#include "baton/leader_core/failed_auth_limiter.h"
 
 namespace baton::leader::serving {
 
-/// Open connections, in total and per client address, under the caps of
-/// ServerLimits. A session holds its Slot; the slot is given back when the
-/// last owner (the HTTP session, then the WebSocket it became) is gone.
+/// Open connections, in total and per client source, under the caps of
+/// ServerLimits. A source is an IPv4 address or an IPv6 /64
+/// (leader_core::auth_source_of, as the per-source rate limits count):
+/// one host is usually given a whole /64, and counted per address it could
+/// open max_connections_per_address from each of 2^64 (security review). A session holds its Slot; the slot is given
+/// back when the last owner (the HTTP session, then the WebSocket it became) is gone.
 class ConnectionBudget : public std::enable_shared_from_this<ConnectionBudget> {
  public:
   struct Slot {
@@ -26,21 +30,22 @@ class ConnectionBudget : public std::enable_shared_from_this<ConnectionBudget> {
   };
   explicit ConnectionBudget(const ServerLimits& l) : limits_(l) {}
 
-  /// A slot, or null and why not.
+  /// A slot for a connection from `address`, or null and why not.
   std::shared_ptr<Slot> take(const std::string& address, std::string& why) {
+    const std::string source = leader_core::auth_source_of(address);
     std::lock_guard lock(mutex_);
     if (total_ >= limits_.max_connections) {
       why = "max_connections " + std::to_string(limits_.max_connections);
       return nullptr;
     }
-    int& mine = per_address_[address];
+    int& mine = per_address_[source];
     if (mine >= limits_.max_connections_per_address) {
-      why = "max_connections_per_address " + std::to_string(limits_.max_connections_per_address);
+      why = "max_connections_per_address " + std::to_string(limits_.max_connections_per_address) + " from " + source;
       return nullptr;
     }
     ++mine;
     ++total_;
-    return std::make_shared<Slot>(shared_from_this(), address);
+    return std::make_shared<Slot>(shared_from_this(), source);
   }
 
  private:
