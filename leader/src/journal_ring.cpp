@@ -239,10 +239,15 @@ Result<std::string> JournalRing::export_window(std::int64_t from_ms, std::int64_
   if (from_ms > to_ms) return make_error(Errc::bad_input, "from is after to");
   flush();
   std::lock_guard files(files_);
+  // Two reads of the files, so that an export holds what it returns and
+  // no more (security review N-L3: it held the whole ring besides): the
+  // first finds each book's files and the times it spans, the second
+  // copies the books that overlap the window.
   struct Book {
     std::int64_t epoch = 0;
     bool has_header = false;
-    std::vector<std::string> lines;
+    std::vector<fs::path> files;
+    std::optional<std::int64_t> first, last;  ///< wall times of its lines
   };
   // Each epoch's files in order, wherever another book's files fell
   // between them; its first must begin with its header.
@@ -251,41 +256,48 @@ Result<std::string> JournalRing::export_window(std::int64_t from_ms, std::int64_
   for (const auto& f : ring_files(dir_)) {
     std::ifstream in(f.path);
     std::string text;
-    bool first = true;
+    Book* book = nullptr;
     while (std::getline(in, text)) {
       if (in.eof()) break;  // a line still being written
-      if (first) {
+      if (!book) {
         if (is_header(text) || !by_epoch.count(f.epoch)) {
           by_epoch[f.epoch] = books.size();
-          books.push_back(Book{f.epoch, is_header(text), {}});
+          books.push_back(Book{f.epoch, is_header(text), {}, {}, {}});
         }
-        first = false;
+        book = &books[by_epoch[f.epoch]];
+        book->files.push_back(f.path);
       }
-      books[by_epoch[f.epoch]].lines.push_back(std::move(text));
+      if (auto w = wall_of(text); w && *w > 0) {
+        if (!book->first) book->first = w;
+        book->last = w;
+      }
     }
   }
   std::string out =
       "{\"k\":\"window\",\"from_ms\":" + std::to_string(from_ms) + ",\"to_ms\":" + std::to_string(to_ms) + "}\n";
   int exported = 0;
   for (const auto& b : books) {
-    std::optional<std::int64_t> first, last;
-    for (const auto& l : b.lines)
-      if (auto w = wall_of(l); w && *w > 0) {
-        if (!first) first = w;
-        last = w;
-      }
-    if (!first || *first > to_ms || *last < from_ms) continue;
+    if (!b.first || *b.first > to_ms || *b.last < from_ms) continue;
     if (!b.has_header)
       return make_error(Errc::bad_input, "the journal of epoch " + std::to_string(b.epoch) +
                                              " no longer holds its beginning (the ring kept the newest " +
                                              std::to_string(max_bytes_ >> 20) +
                                              " MiB, incident_journal_max_mb): it cannot be replayed");
-    for (const auto& l : b.lines) {
-      if (auto w = wall_of(l); w && *w > to_ms) break;
-      out += l;
-      out += '\n';
-      if (static_cast<std::int64_t>(out.size()) > max_bytes_)
-        return make_error(Errc::bad_input, "the export is larger than the ring's bound; ask for a shorter window");
+    bool past_window = false;
+    for (const auto& path : b.files) {
+      std::ifstream in(path);
+      for (std::string l; !past_window && std::getline(in, l);) {
+        if (in.eof()) break;  // a line still being written
+        if (auto w = wall_of(l); w && *w > to_ms) {
+          past_window = true;
+          break;
+        }
+        out += l;
+        out += '\n';
+        if (static_cast<std::int64_t>(out.size()) > max_bytes_)
+          return make_error(Errc::bad_input, "the export is larger than the ring's bound; ask for a shorter window");
+      }
+      if (past_window) break;
     }
     exported++;
   }
