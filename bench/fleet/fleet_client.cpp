@@ -237,11 +237,12 @@ class Session : public std::enable_shared_from_this<Session> {
   int version_ = protocol::protocol_version_min;  ///< until the welcome names one
 };
 
+constexpr const char* usage_line =
+    "usage: baton-fleet --endpoint HOST:PORT --token-file F [--workers N] [--capacity C] [--prefetch P] [--prefix P]"
+    " [--seconds S]\n";
+
 int usage(const char* why) {
-  std::fprintf(stderr,
-               "baton-fleet: %s\nusage: baton-fleet --endpoint HOST:PORT --token-file F [--workers N] [--capacity C]"
-               " [--prefetch P] [--prefix P] [--seconds S]\n",
-               why);
+  std::fprintf(stderr, "baton-fleet: %s\n%s", why, usage_line);
   return 2;
 }
 
@@ -250,6 +251,10 @@ int usage(const char* why) {
 int main(int argc, char** argv) {
   Options o;
   std::string token_file;
+  if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::fputs(usage_line, stdout);
+    return 0;
+  }
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
     try {

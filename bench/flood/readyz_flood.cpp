@@ -90,6 +90,10 @@ void ask(sockaddr_in addr, std::string request, int depth, Counts& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
+    std::printf("usage: baton-readyz-flood HOST PORT THREADS [DEPTH]\n");
+    return 0;
+  }
   if (argc < 4) {
     std::fprintf(stderr, "usage: baton-readyz-flood HOST PORT THREADS [DEPTH]\n");
     return 2;

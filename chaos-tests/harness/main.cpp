@@ -18,14 +18,15 @@
 
 namespace baton::chaos::harness {
 
-int usage() {
-  std::cerr << "usage: baton-chaos run [--seed N] [--duration 120s] [--quiesce-for 120s] [--nodes 3] [--workers 3]\n"
-               "                        [--faults all|kind,kind,...] [--out DIR] [--binary PATH]\n"
-               "                        [--pg-replication sync|async]\n"
-               "       baton-chaos check DIR\n"
-               "fault kinds: ";
-  for (const auto& f : all_faults) std::cerr << f << ' ';
-  std::cerr << "\n";
+/// Usage to `out`: stderr and exit 2 on a usage error, stdout for --help.
+int usage(std::ostream& out = std::cerr) {
+  out << "usage: baton-chaos run [--seed N] [--duration 120s] [--quiesce-for 120s] [--nodes 3] [--workers 3]\n"
+         "                        [--faults all|kind,kind,...] [--out DIR] [--binary PATH]\n"
+         "                        [--pg-replication sync|async]\n"
+         "       baton-chaos check DIR\n"
+         "fault kinds: ";
+  for (const auto& f : all_faults) out << f << ' ';
+  out << "\n";
   return 2;
 }
 
@@ -36,6 +37,7 @@ using namespace baton::chaos::harness;
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) return usage();
+  if (args[0] == "--help" || args[0] == "-h") return usage(std::cout), 0;
   if (args[0] == "check" && args.size() == 2) return Harness::check(args[1]);
   if (args[0] != "run") return usage();
   Options o;

@@ -49,6 +49,21 @@ void print_failure(const baton::sim::Outcome& o) {
               static_cast<unsigned long long>(o.seed));
 }
 
+constexpr const char* usage =
+    "usage: baton-sim [--seeds N] [--from S] [--threads T] [--expect-failure]\n"
+    "       baton-sim --seed S [--journals DIR]\n"
+    "       baton-sim --replay FILE [--since MS] [--until MS] [--effects]\n"
+    "\n"
+    "  --seeds N          simulate N seeds (default 100000) from --from S (default 1), on T threads\n"
+    "  --expect-failure   succeed only if a seed fails (a weakened build), stopping at the first\n"
+    "  --seed S           replay one seed and print its whole trace\n"
+    "  --journals DIR     ... and write each book's incident journal to DIR/book-<n>.jsonl\n"
+    "  --replay FILE      replay an incident journal (baton ctl incident export) into the leader's\n"
+    "                     core and check every decision against the record (docs/assurance.md)\n"
+    "  --since/--until MS the window of the replay, in ms since the epoch; --effects prints them\n"
+    "\n"
+    "exit: 0 every seed passed (or, with --expect-failure, one failed); 1 otherwise; 2 a usage or file error\n";
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -68,7 +83,10 @@ int main(int argc, char** argv) {
       }
       return std::strtoull(argv[++i], nullptr, 10);
     };
-    if (a == "--seeds")
+    if (a == "--help" || a == "-h") {
+      std::fputs(usage, stdout);
+      return 0;
+    } else if (a == "--seeds")
       seeds = value();
     else if (a == "--from")
       from = value();
@@ -89,7 +107,7 @@ int main(int argc, char** argv) {
     else if (a == "--effects")
       effects = true;
     else {
-      std::fprintf(stderr, "baton-sim: unknown argument '%s'\n", a.c_str());
+      std::fprintf(stderr, "baton-sim: unknown argument '%s'\n%s", a.c_str(), usage);
       return 2;
     }
   }
