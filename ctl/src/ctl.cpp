@@ -1,6 +1,6 @@
 // `baton ctl`: one invocation, from its words to the verb's exit code: the
 // global flags, the configuration file, the verb's own flags and arguments.
-// The verbs are in verb_table.cpp; `apply` is in apply.cpp.
+// The verbs are in verb_table.cpp and its families (verbs_*.cpp); `apply` is in apply.cpp.
 #include "baton/ctl/ctl.h"
 
 #include <yaml-cpp/yaml.h>
