@@ -267,6 +267,7 @@ async function overview() {
       ['Current', e => e.current ? 'yes' : '']], epochs.items, 'epoch'),
     el('h2', { text: 'Nodes' }),
     table('nodes-table', [['Node', n => n.node_id], ['Role', n => n.role], ['Leads', n => n.leads ? 'yes' : ''],
+      ['Epoch', n => n.epoch == null ? '' : n.epoch],
       ['Endpoint', n => n.endpoint], ['Heartbeat age (ms)', n => n.heartbeat_age_ms], ['Started', n => when(n.started_at)]],
       nodes.items, 'node_id')];
 }

@@ -139,8 +139,9 @@ HttpResponse AdminApi::hand_over(const ApiCall& c) {
     const json::value listed = json::parse(nodes->items_json);
     for (const auto& n : listed.as_array()) {
       const auto& o = n.as_object();
-      alive = alive || (o.at("node_id").as_string() == to && o.at("role").as_string() != "stopped" &&
-                        o.at("heartbeat_age_ms").to_number<std::int64_t>() < 30000);
+      alive =
+          alive || (o.at("node_id").as_string() == to && o.at("role").as_string() != "stopped" &&
+                    o.at("role").as_string() != "lost" && o.at("heartbeat_age_ms").to_number<std::int64_t>() < 30000);
     }
     if (!alive)
       return error(409, "conflict", "no node " + to + " is alive in the registry (baton ctl nodes): name a live one");

@@ -751,9 +751,9 @@ TEST_F(AdminApiTest, AReadHeldOnItsConnectionDelaysNoTriggerAndHoldsNoOtherRead)
 // cancel and evict buttons) and runs only its own script.
 TEST_F(AdminApiTest, TheDashboardRefusesToBeFramedAndRunsOnlyItsOwnScript) {
   const std::string node_endpoint = "127.0.0.1:7001";
-  ASSERT_TRUE(lease.record_node(NodeIdentity{"n1", "n1-i1", node_endpoint}, "leader"));
+  ASSERT_TRUE(lease.record_node(NodeIdentity{"n1", "n1-i1", node_endpoint}, "leader", epoch));
   // A registered endpoint that is not a HOST:PORT never reaches the header.
-  ASSERT_TRUE(lease.record_node(NodeIdentity{"n9", "n9-i1", "evil.example; script-src *"}, "follower"));
+  ASSERT_TRUE(lease.record_node(NodeIdentity{"n9", "n9-i1", "evil.example; script-src *"}, "follower", Epoch{0}));
   for (const char* target : {"/", "/dashboard/app.js"}) {
     auto res = api.handle({"GET", target, {}, ""});
     ASSERT_EQ(res.status, 200) << target;
@@ -1069,15 +1069,44 @@ TEST_F(AdminApiTest, AFinishedRunIsReRunAndARunningOneIsNot) {
   EXPECT_EQ(res.headers["Location"], "https://127.0.0.1:7001/api/v1/runs/" + std::to_string(failed) + "/rerun");
 }
 
-TEST_F(AdminApiTest, NodesShowWhoLeads) {
-  ASSERT_TRUE(lease.record_node(NodeIdentity{"n1", "n1-i1", "127.0.0.1:7001"}, "leader"));
-  ASSERT_TRUE(lease.record_node(NodeIdentity{"n2", "n2-i1", "127.0.0.1:7002"}, "follower"));
+// The nodes as they are, not as they last said (issue 63): only the
+// lease's holder is the leader; a node whose heartbeat is 12 s old, or
+// that says it leads without the lease, is lost; each row has the epoch
+// that node leads or last led.
+TEST_F(AdminApiTest, NodesShowWhoLeadsAndADeadLeaderIsLost) {
+  ASSERT_TRUE(lease.record_node(NodeIdentity{"n1", "n1-i1", "127.0.0.1:7001"}, "leader", epoch));
+  ASSERT_TRUE(lease.record_node(NodeIdentity{"n2", "n2-i1", "127.0.0.1:7002"}, "follower", Epoch{0}));
+  // n3 says it leads the lease's epoch, which n1 holds (as a leader killed
+  // after its successor won would, with the epoch before).
+  ASSERT_TRUE(lease.record_node(NodeIdentity{"n3", "n3-i1", "127.0.0.1:7003"}, "leader", epoch));
+  ASSERT_TRUE(lease.record_node(NodeIdentity{"n4", "n4-i1", "127.0.0.1:7004"}, "follower", Epoch{0}));
+  baton::testing::DbInspector db(url);
+  db.scalar(
+      "WITH u AS (UPDATE nodes SET last_heartbeat_at = now() - interval '13 seconds' WHERE node_id = 'n4'"
+      " RETURNING 1) SELECT count(*) FROM u");
   auto items = body(get("/api/v1/nodes")).as_object()["items"].as_array();
-  ASSERT_EQ(items.size(), 2u);
-  EXPECT_EQ(items[0].as_object().at("node_id").as_string(), "n1");
-  EXPECT_TRUE(items[0].as_object().at("leads").as_bool());
-  EXPECT_FALSE(items[1].as_object().at("leads").as_bool());
-  EXPECT_TRUE(items[1].as_object().contains("heartbeat_age_ms"));
+  ASSERT_EQ(items.size(), 4u);
+  auto row = [&](int i) { return items[static_cast<std::size_t>(i)].as_object(); };
+  EXPECT_EQ(row(0).at("node_id").as_string(), "n1");
+  EXPECT_EQ(row(0).at("role").as_string(), "leader");
+  EXPECT_TRUE(row(0).at("leads").as_bool());
+  EXPECT_EQ(row(0).at("epoch").as_int64(), epoch.value);
+  EXPECT_EQ(row(1).at("role").as_string(), "follower");
+  EXPECT_FALSE(row(1).at("leads").as_bool());
+  EXPECT_TRUE(row(1).at("epoch").is_null()) << "it has not led";
+  EXPECT_TRUE(row(1).contains("heartbeat_age_ms"));
+  EXPECT_EQ(row(2).at("role").as_string(), "lost") << "it says it leads, and does not hold the lease";
+  EXPECT_EQ(row(2).at("reported_role").as_string(), "leader");
+  EXPECT_EQ(row(2).at("epoch").as_int64(), epoch.value) << "the epoch it last led";
+  EXPECT_EQ(row(3).at("role").as_string(), "lost") << "its heartbeat is 13 s old";
+  // A follower that led keeps the epoch it led until its next incarnation.
+  ASSERT_TRUE(lease.record_node(NodeIdentity{"n3", "n3-i1", "127.0.0.1:7003"}, "follower", Epoch{0}));
+  items = body(get("/api/v1/nodes")).as_object()["items"].as_array();
+  EXPECT_EQ(row(2).at("role").as_string(), "follower");
+  EXPECT_EQ(row(2).at("epoch").as_int64(), epoch.value);
+  ASSERT_TRUE(lease.record_node(NodeIdentity{"n3", "n3-i2", "127.0.0.1:7003"}, "follower", Epoch{0}));
+  items = body(get("/api/v1/nodes")).as_object()["items"].as_array();
+  EXPECT_TRUE(row(2).at("epoch").is_null()) << "a new incarnation has led nothing yet";
 }
 
 TEST_F(AdminApiTest, BadInputOnEveryRouteGetsAJsonErrorAndChangesNothing) {

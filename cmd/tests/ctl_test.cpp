@@ -21,6 +21,26 @@ using namespace baton::testing;
 
 namespace {
 
+// `ctl nodes` tells who leads as it is (issue 63): the leader killed, its
+// row says lost once the lease has moved (it still says it leads), and the
+// new leader's row leads, with the epoch it won.
+TEST_F(CtlTest, NodesShowAKilledLeaderAsLostAndItsSuccessorLeading) {
+  CtlResult nodes;
+  ASSERT_TRUE(wait_until([&] { return (nodes = ctl({"nodes"})).output.find("\nn2 ") != std::string::npos; }, 10s))
+      << nodes.output;
+  EXPECT_TRUE(std::regex_search(nodes.output, std::regex(R"(\nn1\s+leader\s+true\s+1\s)"))) << nodes.output;
+  n1->signal(SIGKILL);
+  ASSERT_EQ(cluster.wait_for_leader(10s, 1), "n2");
+  EXPECT_TRUE(wait_until(
+      [&] {
+        nodes = ctl({"nodes"});
+        return std::regex_search(nodes.output, std::regex(R"(\nn1\s+lost\s+false\s+1\s)")) &&
+               std::regex_search(nodes.output, std::regex(R"(\nn2\s+leader\s+true\s+[2-9]\s)"));
+      },
+      10s))
+      << nodes.output;
+}
+
 TEST_F(CtlTest, FindWhyARunFailedReadItsOutputAndReplayItsDeadLetter) {
   // Who leads, at which epoch, and every past epoch.
   auto epochs = ctl({"epochs"});

@@ -382,6 +382,14 @@ TEST_F(DashboardTest, ChartsMarkAFailoverListsPageAndSearchAndATriggerTakesParam
   click("#chart-window button[data-window=\"1h\"]");
   browser.wait_for("document.querySelector('#chart-window button.chosen').dataset.window === '1h'");
   shot("overview-charts");
+  // The killed leader's row says lost, not leader (issue 63: it said
+  // leader minutes after its death), and n2's leads with the epoch it won.
+  open("#/jobs", "document.querySelector('#jobs-table tbody tr')");
+  open("#/", "document.querySelector('#nodes-table tr[data-key=\"n1\"]')");
+  EXPECT_NE(text_of("#nodes-table tr[data-key=\"n1\"]").find("lost"), std::string::npos) << text_of("#nodes-table");
+  EXPECT_NE(text_of("#nodes-table tr[data-key=\"n2\"]").find("leader"), std::string::npos) << text_of("#nodes-table");
+  EXPECT_NE(text_of("#nodes-table tr[data-key=\"n2\"]").find("yes" + std::to_string(epoch)), std::string::npos)
+      << "Leads yes, then its epoch: " << text_of("#nodes-table");
   // The dark theme, kept in this browser.
   click("#theme-button");
   EXPECT_EQ(browser.eval("document.documentElement.dataset.theme").as_string(),

@@ -1,6 +1,8 @@
 // `baton ctl`'s verb table: every verb with its words, arguments, flags and
-// help, and how it calls the API and prints its answer. One verb per admin
-// API operation; `apply` is in apply.cpp, the invocation in ctl.cpp.
+// help, and how it calls the API and prints its answer, one verb per admin
+// API operation. Here: what the families share (verb_kit.h) and verbs(),
+// which puts them together; the families are verbs_*.cpp, `apply` is in
+// apply.cpp, the invocation in ctl.cpp.
 #include <fcntl.h>
 #include <unistd.h>
 

@@ -526,7 +526,6 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
     token_stores.push_back(ports.admin_store("baton-node-" + me.node_id + "-tokens-" + std::to_string(lane)));
   RealClock clock;
   Metrics metrics;
-  std::atomic<int> role_for_registry{0};
   std::atomic<std::int64_t> leading_epoch{0};  ///< this node's epoch while it leads, else 0
   // systemd (Type=notify): ready once the node serves, its role as the
   // unit's status, a watchdog ping from the loop that steps it down on time.
@@ -536,7 +535,6 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
       [&](const consensus::RoleChange& c) {
         spdlog::info("role_change node={} incarnation={} from={} to={} epoch={} reason={}", me.node_id, me.incarnation,
                      consensus::to_string(c.from), consensus::to_string(c.to), c.epoch.value, c.reason);
-        role_for_registry.store(c.to == consensus::Role::leader ? 1 : 0);
         leading_epoch.store(c.to == consensus::Role::leader ? c.epoch.value : 0);
         metrics.role_changes++;
         service.status("node " + me.node_id + ": " + std::string(consensus::to_string(c.to)) + ", epoch " +
@@ -747,12 +745,13 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
   std::atomic<bool> election_done{false};
   std::thread election([&] {
     auto last_registry = clock.mono();
-    bool registered = false;
+    std::int64_t recorded = -1;  // the leading epoch the registry last took (-1: none yet, or it failed)
     while (!stop.load()) {
       elector.step();
       auto now = clock.mono();
-      if (!registered || now - last_registry >= registry_every) {
-        registered = static_cast<bool>(store->record_node(me, role_for_registry.load() == 1 ? "leader" : "follower"));
+      const std::int64_t led = leading_epoch.load();  // 0: a follower; a change is recorded at once
+      if (recorded != led || now - last_registry >= registry_every) {
+        recorded = store->record_node(me, led ? "leader" : "follower", Epoch{led}) ? led : -1;
         last_registry = now;
       }
     }
@@ -792,7 +791,7 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
   if (verifier.joinable()) verifier.join();
   // A campaign may have won between shutdown() and the thread's exit.
   elector.shutdown(*shutdown_store);
-  (void)shutdown_store->record_node(me, "stopped");
+  (void)shutdown_store->record_node(me, "stopped", Epoch{0});
   spdlog::info("node_stopped node={} incarnation={}", me.node_id, me.incarnation);
   return 0;
 }

@@ -153,15 +153,19 @@ Result<bool> PgLeaseStore::wait_for_change(Millis max) {
   });
 }
 
-Result<void> PgLeaseStore::record_node(const NodeIdentity& me, const std::string& role) {
+Result<void> PgLeaseStore::record_node(const NodeIdentity& me, const std::string& role, Epoch leading) {
   return session_.with<void>([&](pqxx::connection& c) -> Result<void> {
     pqxx::work tx{c};
+    // led_epoch: the epoch it leads, else the last one it led in this
+    // incarnation (schemas/0052).
     tx.exec_params(
-        "INSERT INTO nodes (node_id, incarnation, endpoint, role) VALUES ($1, $2, $3, $4)"
+        "INSERT INTO nodes (node_id, incarnation, endpoint, role, led_epoch) VALUES ($1, $2, $3, $4, nullif($5, 0))"
         " ON CONFLICT (node_id) DO UPDATE SET incarnation = EXCLUDED.incarnation, endpoint = EXCLUDED.endpoint,"
         " role = EXCLUDED.role, last_heartbeat_at = now(),"
+        " led_epoch = CASE WHEN EXCLUDED.led_epoch IS NOT NULL THEN EXCLUDED.led_epoch"
+        "  WHEN nodes.incarnation = EXCLUDED.incarnation THEN nodes.led_epoch END,"
         " started_at = CASE WHEN nodes.incarnation = EXCLUDED.incarnation THEN nodes.started_at ELSE now() END",
-        me.node_id, me.incarnation, me.endpoint, role);
+        me.node_id, me.incarnation, me.endpoint, role, leading.value);
     tx.commit();
     return {};
   });

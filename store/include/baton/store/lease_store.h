@@ -35,8 +35,10 @@ class LeaseStore {
                                          Millis reserved) = 0;
   /// Blocks up to `max` for a lease-change notification; true if one came.
   virtual Result<bool> wait_for_change(Millis max) = 0;
-  /// Upserts this process in the node registry with its current role.
-  virtual Result<void> record_node(const NodeIdentity& me, const std::string& role) = 0;
+  /// Upserts this process in the node registry with its current role and
+  /// the epoch it leads (zero while it follows: the registry keeps the
+  /// last epoch it led in this incarnation).
+  virtual Result<void> record_node(const NodeIdentity& me, const std::string& role, Epoch leading) = 0;
 };
 
 }  // namespace baton::store

@@ -60,7 +60,7 @@ class FakeLeaseStore final : public LeaseStore {
   Result<WriteOutcome> release(Epoch epoch, const NodeIdentity& me) override;
   Result<WriteOutcome> hand_over(Epoch epoch, const NodeIdentity& me, const std::string& to, Millis reserved) override;
   Result<bool> wait_for_change(Millis max) override;
-  Result<void> record_node(const NodeIdentity&, const std::string&) override { return {}; }
+  Result<void> record_node(const NodeIdentity&, const std::string&, Epoch) override { return {}; }
 
   /// While true every call fails with db_unavailable (a partition).
   bool unavailable = false;

@@ -23,7 +23,7 @@ class PgLeaseStore final : public LeaseStore {
   Result<WriteOutcome> release(Epoch epoch, const NodeIdentity& me) override;
   Result<WriteOutcome> hand_over(Epoch epoch, const NodeIdentity& me, const std::string& to, Millis reserved) override;
   Result<bool> wait_for_change(Millis max) override;
-  Result<void> record_node(const NodeIdentity& me, const std::string& role) override;
+  Result<void> record_node(const NodeIdentity& me, const std::string& role, Epoch leading) override;
 
  private:
   PgSession session_;
