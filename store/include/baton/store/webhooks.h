@@ -88,7 +88,7 @@ class WebhookOutbox {
  public:
   virtual ~WebhookOutbox() = default;
   /// Takes up to `limit` pending deliveries that are due and not claimed,
-  /// at most one per webhook (its oldest) and none of a webhook with a
+  /// at most one per webhook (the oldest due) and none of a webhook with a
   /// claim of this epoch still out, the webhooks whose oldest is oldest
   /// first, for `lease` (another claim may take one again after),
   /// counting the attempt. Only while `epoch` is the current epoch: a node
