@@ -150,8 +150,20 @@ int run_ctl(const std::vector<std::string>& raw, const Env& env, std::ostream& o
                     std::find(rest.begin(), rest.end(), "-h") != rest.end();
   if (!verb) {
     if (rest.empty() || rest[0] == "help" || help) return print_help(out, all);
-    err << "baton ctl: unknown verb '" << rest[0] << "'\n";
-    print_help(err, all);
+    // Named with what was meant, in a few lines (issue 63: `runs logs`
+    // answered "unknown verb 'runs'" and the 60 lines of every verb).
+    std::string subs;
+    for (const auto& v : all)
+      if (v.words.size() > 1 && v.words[0] == rest[0]) subs += (subs.empty() ? "" : ", ") + v.words[1];
+    if (subs.empty()) {
+      err << "baton ctl: unknown verb '" << rest[0] << "' (baton ctl --help lists every verb)\n";
+      return exit_usage;
+    }
+    err << "baton ctl: unknown verb '" << rest[0] << (rest.size() > 1 ? " " + rest[1] : std::string())
+        << "': " << rest[0] << " takes " << subs << " (baton ctl " << rest[0] << " VERB --help)\n";
+    for (const auto& v : all)
+      if (rest.size() > 1 && v.words.size() == 1 && v.words[0] == rest[1])
+        err << "did you mean 'baton ctl " << rest[1] << "'?\n";
     return exit_usage;
   }
   const std::string name = joined(verb->words);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <chrono>
 #include <ctime>
 #include <ostream>
@@ -12,6 +13,13 @@
 namespace baton::ctl {
 
 namespace json = boost::json;
+
+std::string number_text(double d) {
+  // Shortest text that reads back as the same double: 4.7, not JSON's 4.7E0.
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
+  return ec == std::errc() ? std::string(buf, end) : json::serialize(json::value(d));
+}
 
 std::string field(const json::object& item, const char* key) {
   auto* v = item.if_contains(key);
@@ -25,6 +33,7 @@ std::string field(const json::object& item, const char* key) {
     if (s.size() > 19 && s[4] == '-' && s[10] == 'T' && s[13] == ':') return terminal_safe(timestamp_text(s));
     return terminal_safe(s);
   }
+  if (v->is_double()) return number_text(v->as_double());
   return terminal_safe(json::serialize(*v));
 }
 
@@ -104,6 +113,7 @@ void emit_yaml(YAML::Emitter& y, const json::value& v) {
       break;
     }
     case json::kind::null: y << YAML::Null; break;
+    case json::kind::double_: y << number_text(v.as_double()); break;
     default: y << json::serialize(v);
   }
 }

@@ -20,6 +20,9 @@ struct Column {
 /// null as "-", anything else as compact JSON; control characters shown as
 /// terminal_safe shows them (every table, `runs show`, `key: value` lines).
 std::string field(const boost::json::object& item, const char* key);
+/// A number as a person reads it: the shortest text that is the same
+/// double (4.7, 0.25, 1e+21), never JSON's exponent form (4.7E0).
+std::string number_text(double d);
 /// Seconds since the epoch as "YYYY-MM-DDTHH:MM:SSZ".
 std::string iso_utc(std::int64_t unix_seconds);
 

@@ -52,5 +52,20 @@ TEST(CtlDocs, UsageErrorsExitTwoWithoutCallingAnyone) {
   EXPECT_EQ(run_ctl({"--config", "/nonexistent/ctl.yaml", "runs", "list"}, env, out, err), exit_usage);
 }
 
+// An unknown verb is named with what was meant, in a line or two (issue
+// 63: `runs logs` answered "unknown verb 'runs'" and every verb's line).
+TEST(CtlDocs, AnUnknownSubVerbIsNamedWithTheVerbsItsWordTakes) {
+  auto env = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
+  std::ostringstream out, err;
+  EXPECT_EQ(run_ctl({"runs", "logs", "42"}, env, out, err), exit_usage);
+  EXPECT_EQ(err.str(),
+            "baton ctl: unknown verb 'runs logs': runs takes list, watch, show, cancel, rerun (baton ctl runs VERB "
+            "--help)\ndid you mean 'baton ctl logs'?\n");
+  std::ostringstream out2, err2;
+  EXPECT_EQ(run_ctl({"frobnicate"}, env, out2, err2), exit_usage);
+  EXPECT_EQ(err2.str(), "baton ctl: unknown verb 'frobnicate' (baton ctl --help lists every verb)\n");
+  EXPECT_TRUE(out.str().empty() && out2.str().empty());
+}
+
 }  // namespace
 }  // namespace baton::ctl

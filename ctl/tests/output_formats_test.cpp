@@ -111,3 +111,24 @@ TEST(Timestamps, ShownWithTheirZoneAndAgedAsKubectlDoes) {
       << out.str();
   EXPECT_NE(out.str().find(std::string(created).substr(0, 19) + "Z"), std::string::npos) << out.str();
 }
+
+namespace baton::ctl {
+namespace {
+
+// Numbers read as numbers (issue 63: tables showed 4.7E0): the shortest
+// text of the same double, in a table's cell and in YAML alike.
+TEST(OutputFormats, ADecimalNumberIsPrintedAsAPersonWritesIt) {
+  const auto item = boost::json::parse(R"({"p50_ms": 4.7, "share": 0.25, "big": 1e21, "n": 3})").as_object();
+  EXPECT_EQ(field(item, "p50_ms"), "4.7");
+  EXPECT_EQ(field(item, "share"), "0.25");
+  EXPECT_EQ(field(item, "big"), "1e+21");
+  EXPECT_EQ(field(item, "n"), "3");
+  std::ostringstream out;
+  print_as(out, "{\"p50_ms\": 4.7, \"oldest_s\": 0.0}\n", "yaml");
+  EXPECT_EQ(out.str().find("E0"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("p50_ms: 4.7"), std::string::npos) << out.str();
+  EXPECT_DOUBLE_EQ(YAML::Load(out.str())["p50_ms"].as<double>(), 4.7);
+}
+
+}  // namespace
+}  // namespace baton::ctl
