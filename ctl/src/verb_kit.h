@@ -3,6 +3,7 @@
 // it), and the families, each in a file of its own (verbs_*.cpp); verbs()
 // puts them together in the order `--help` lists them.
 #include <boost/json.hpp>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,8 +23,11 @@ int list(Call& c, const std::string& path, std::vector<std::pair<std::string, st
          const std::vector<Column>& columns);
 /// A call whose answer is printed as-is (-o json) or as key: value lines.
 int simple(Call& c, const std::string& method, const std::string& path, const std::string& body = "");
-/// A bootstrap token's answer: the token alone on stdout, what it grants on
-/// stderr.
+/// A 201 answer holding a secret (`token`): the secret alone on stdout (for
+/// a file or a pipe; -o json: the whole answer), `said(answer)` on stderr
+/// (what it grants, that it is not shown again); else the API's error.
+int print_secret(Call& c, const ApiReply& reply, const std::function<std::string(const boost::json::object&)>& said);
+/// A bootstrap token's answer (print_secret, with the grant said).
 int print_bootstrap(Call& c, const ApiReply& reply);
 /// A run state no run leaves.
 bool terminal(const std::string& state);

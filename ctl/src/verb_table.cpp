@@ -108,19 +108,23 @@ int simple(Call& c, const std::string& method, const std::string& path, const st
   return exit_ok;
 }
 
-/// A bootstrap token's answer: the token alone on stdout (for a file or a
-/// pipe), what it grants on stderr.
-int print_bootstrap(Call& c, const ApiReply& reply) {
+int print_secret(Call& c, const ApiReply& reply, const std::function<std::string(const json::object&)>& said) {
   if (reply.status != 201) return c.fail(reply);
   auto o = json::parse(reply.body).as_object();
   if (c.json_output())
     c.out << reply.body << '\n';
   else
     c.out << std::string(o["token"].as_string()) << '\n';
-  c.err << "bootstrap token for worker '" << field(o, "worker_id") << "' (capacity " << field(o, "capacity")
-        << ", labels " << json::serialize(o["labels"]) << "), expires " << field(o, "expires_at")
-        << ": put it in the worker's enrollment_token_file; it is not shown again\n";
+  c.err << said(o) << '\n';
   return exit_ok;
+}
+
+int print_bootstrap(Call& c, const ApiReply& reply) {
+  return print_secret(c, reply, [](const json::object& o) {
+    return "bootstrap token for worker '" + field(o, "worker_id") + "' (capacity " + field(o, "capacity") +
+           ", labels " + json::serialize(o.at("labels")) + "), expires " + field(o, "expires_at") +
+           ": put it in the worker's enrollment_token_file; it is not shown again";
+  });
 }
 
 bool terminal(const std::string& state) {

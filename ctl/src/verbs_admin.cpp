@@ -222,16 +222,10 @@ std::vector<Verb> admin_verbs() {
          if (!role) return c.usage("token create needs --role read|operate|admin");
          json::object body{{"name", c.args[0]}, {"role", *role}};
          if (!put_ttl(c, body)) return c.usage("--ttl must be a duration like 30m, 12h or 720h");
-         auto reply = c.api.call("POST", "/api/v1/tokens", json::serialize(body));
-         if (reply.status != 201) return c.fail(reply);
-         auto o = json::parse(reply.body).as_object();
-         if (c.json_output())
-           c.out << reply.body << '\n';
-         else
-           c.out << std::string(o["token"].as_string()) << '\n';
-         c.err << "token " << field(o, "id") << " '" << field(o, "name") << "' (" << field(o, "role")
-               << "): keep it now, it is not shown again\n";
-         return exit_ok;
+         return print_secret(c, c.api.call("POST", "/api/v1/tokens", json::serialize(body)), [](const json::object& o) {
+           return "token " + field(o, "id") + " '" + field(o, "name") + "' (" + field(o, "role") +
+                  "): keep it now, it is not shown again";
+         });
        }},
       {{"token", "list"},
        "",

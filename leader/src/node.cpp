@@ -385,7 +385,7 @@ class NodeRuntime final : public ServerHandlers {
           std::this_thread::sleep_for(webhook_wait);  // the database is away; the queue keeps
           continue;
         }
-        if (pass.attempted == 0) (void)h->outbox->await_deliveries(webhook_wait);  // else: each webhook's next
+        if (pass.attempted == 0) (void)h->outbox->await_deliveries(webhook_wait);  // else claim the next at once
       }
     }).detach();
   }
