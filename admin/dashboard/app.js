@@ -72,6 +72,14 @@ function age(ts) {
   const s = Math.max(0, Math.round((Date.now() - Date.parse(ts)) / 1000));
   return s < 120 ? s + 's' : s < 7200 ? Math.floor(s / 60) + 'm' : s < 172800 ? Math.floor(s / 3600) + 'h' : Math.floor(s / 86400) + 'd';
 }
+/// A run's or an attempt's length: 350ms, 4.2s, 3m7s, then as age().
+function duration(ms) {
+  if (ms === null || ms === undefined) return '-';
+  if (ms < 1000) return ms + 'ms';
+  if (ms < 60000) return (Math.floor(ms / 100) / 10) + 's';
+  const s = Math.floor(ms / 1000);
+  return s < 3600 ? Math.floor(s / 60) + 'm' + (s % 60) + 's' : s < 172800 ? Math.floor(s / 3600) + 'h' : Math.floor(s / 86400) + 'd';
+}
 function text(v) { return v === null || v === undefined ? '-' : (typeof v === 'object' ? JSON.stringify(v) : String(v)); }
 
 class ApiError extends Error {
@@ -411,8 +419,14 @@ async function runs() {
     q.set(k, k.startsWith('created_') ? String(Math.floor(new Date(v).getTime() / 1000)) : v);
   }
   if (runCursor) q.set('cursor', runCursor);
-  const page = await api('GET', '/api/v1/runs?' + q.toString());
+  const [page, status] = await Promise.all([api('GET', '/api/v1/runs?' + q.toString()), nodeStatus(true)]);
   const refilter = () => { runCursors = []; runCursor = null; render(false); };
+  // Every run by state (the node's counts, a few seconds old at most), each
+  // a link that filters the list by it.
+  const byState = status.runs_by_state || {};
+  const stateCounts = el('div', { class: 'filters', id: 'runs-by-state' }, 'All runs by state:',
+    ...Object.keys(byState).filter(k => byState[k] > 0).flatMap(k => [' ', el('a', { href: '#/runs', 'data-state': k,
+      onclick: (e) => { e.preventDefault(); runFilters.state = k; refilter(); } }, stateCell(k), ' ' + byState[k])]));
   const input = (name, label, attrs = {}) => el('label', {}, label || name, el('input', Object.assign({ name, value: runFilters[name], size: 14,
     onchange: (e) => { runFilters[name] = e.target.value.trim(); refilter(); } }, attrs)));
   const states = ['', 'PENDING', 'ASSIGNED', 'RUNNING', 'RETRY_WAITING', 'ORPHANED', 'SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELED'];
@@ -446,7 +460,7 @@ async function runs() {
       ' (page ' + (runCursors.length + 1) + ')' : 'no runs' }),
     el('button', { type: 'button', class: 'small', 'data-action': 'older', disabled: page.next_cursor ? null : '',
       onclick: () => { runCursors.push(runCursor); runCursor = page.next_cursor; render(false); } }, 'Older \u2192'));
-  return [el('div', { class: 'filters' }, input('job'), el('label', {}, 'state', stateSel), input('worker'),
+  return [stateCounts, el('div', { class: 'filters' }, input('job'), el('label', {}, 'state', stateSel), input('worker'),
     input('idempotency_key', 'idempotency key'), input('error', 'error text'),
     input('created_after', 'created after', { type: 'datetime-local', step: 1 }),
     input('created_before', 'created before', { type: 'datetime-local', step: 1 }),
@@ -457,17 +471,34 @@ async function runs() {
       ['Attempt', r => r.attempt + '/' + r.max_attempts, r => r.attempt], ['Worker', r => r.worker_id], ['Epoch', r => r.leader_epoch],
       ['Trigger', r => r.trigger_kind], ['Key', r => r.idempotency_key], ['Created', r => when(r.created_at), r => r.created_at],
       ['Age', r => age(r.created_at), r => -Date.parse(r.created_at)], ['Finished', r => when(r.finished_at), r => r.finished_at || ''],
+      ['Duration', r => duration(r.duration_ms), r => r.duration_ms === null ? -1 : r.duration_ms],
       ['Error', r => r.error_msg ? (r.error_code || '') + ': ' + r.error_msg : r.error_code]], page.items, 'id', true),
     pager];
 }
 
 const terminal = new Set(['SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELED']);
 
+/// What a run was given: its trigger's parameters a row each (the job's
+/// defaults fill in the rest), then the rest of its payload and its result
+/// as JSON. Text nodes only: a value is shown, never parsed as markup.
+function given(r) {
+  const payload = r.payload && typeof r.payload === 'object' ? Object.assign({}, r.payload) : {};
+  const params = payload.parameters && typeof payload.parameters === 'object' ? payload.parameters : {};
+  delete payload.parameters;
+  const names = Object.keys(params);
+  const json = (v) => { const pre = el('pre', { class: 'logs' }); pre.textContent = JSON.stringify(v, null, 2); return pre; };
+  return el('div', { id: 'run-given' },
+    names.length ? table('run-parameters', [['Name', n => n], ['Value', n => text(params[n])]], names)
+      : el('p', { id: 'run-parameters-none', text: 'none given: the job\'s defaults' }),
+    Object.keys(payload).length ? el('div', { id: 'run-payload' }, el('h3', { text: 'Payload' }), json(payload)) : null,
+    r.result !== null && r.result !== undefined ? el('div', { id: 'run-result' }, el('h3', { text: 'Result' }), json(r.result)) : null);
+}
+
 async function run(id) {
   const r = await api('GET', '/api/v1/runs/' + encodeURIComponent(id));
   const fields = ['job', 'state', 'attempt', 'max_attempts', 'assigned_worker_id', 'leader_epoch', 'continuation_state',
-    'trigger_kind', 'rerun_of', 'idempotency_key', 'created_at', 'started_at', 'finished_at', 'error_code', 'error_msg',
-    'log_ref', 'progress', 'progress_at'];
+    'trigger_kind', 'rerun_of', 'idempotency_key', 'created_at', 'started_at', 'finished_at', 'duration_ms', 'error_code',
+    'error_msg', 'log_ref', 'progress', 'progress_at'];
   const actions = el('p', {},
     terminal.has(r.state)
       ? button('Re-run', 'rerun', () => act('re-run ' + id, async () => {
@@ -489,8 +520,9 @@ async function run(id) {
   if (!terminal.has(r.state)) timer = setTimeout(() => render(false), 2000);
   return [el('h2', { text: 'Run ' + r.id }),
     table('run-fields', [['Field', f => f],
-      ['Value', f => f === 'state' ? stateCell(r.state) : f.endsWith('_at') ? when(r[f]) : text(r[f])]], fields),
+      ['Value', f => f === 'state' ? stateCell(r.state) : f.endsWith('_at') ? when(r[f]) : f === 'duration_ms' ? duration(r[f]) : text(r[f])]], fields),
     actions,
+    el('h2', { text: 'Parameters' }), given(r),
     r.dead_letter ? el('p', {}, 'Dead letter ', el('a', { href: '#/dead-letters', text: String(r.dead_letter.id) }), ' (' + r.dead_letter.triage_status + ')') : null,
     el('h2', { text: 'Attempts' }), timeline,
     table('attempts-table', [['Attempt', a => a.attempt], ['Worker', a => a.worker_id], ['Epoch', a => a.leader_epoch],

@@ -817,6 +817,28 @@ TEST_F(CtlTest, ParametersReachTheTask) {
   auto logs = ctl({"logs", "-f", run, "--interval", "200ms"});
   EXPECT_EQ(logs.code, 0) << logs.output;
   EXPECT_NE(logs.output.find("hello world"), std::string::npos) << logs.output;
+
+  // What the run was given, shown by `runs show` (a value escaped as every
+  // field is: an ESC a terminal would obey is printed as ^[), and how long
+  // it ran in the list, over every run counted by state.
+  auto odd = ctl({"jobs", "trigger", "greet", "--param", "name=world", "--param", "greeting=\x1b[31mred"});
+  ASSERT_EQ(odd.code, 0) << odd.output;
+  const std::string odd_run = std::to_string(std::stoll(odd.output));
+  ASSERT_EQ(ctl({"logs", "-f", odd_run, "--interval", "200ms"}).code, 0);
+  auto shown = ctl({"runs", "show", run});
+  EXPECT_TRUE(std::regex_search(shown.output, std::regex(R"(\nPARAMETERS\nname: world\n)"))) << shown.output;
+  EXPECT_TRUE(std::regex_search(shown.output, std::regex(R"(\nduration: \d+(ms|\.\d+s|s)\n)"))) << shown.output;
+  auto odd_shown = ctl({"runs", "show", odd_run});
+  EXPECT_NE(odd_shown.output.find("greeting: ^[[31mred\n"), std::string::npos) << odd_shown.output;
+  EXPECT_EQ(odd_shown.output.find('\x1b'), std::string::npos) << "an escape reached the terminal";
+  auto listed = ctl({"runs", "list", "--job", "greet"});
+  ASSERT_EQ(listed.code, 0) << listed.output;
+  EXPECT_TRUE(std::regex_search(listed.output, std::regex(R"(FINISHED\s+DURATION\s+ERROR)"))) << listed.output;
+  EXPECT_TRUE(
+      std::regex_search(listed.output, std::regex("\\n" + run + R"(\s+greet\s+SUCCEEDED\s.*\s\d+(ms|\.\d+s|s)\s)")))
+      << listed.output;
+  EXPECT_TRUE(std::regex_search(listed.output, std::regex(R"(\nall runs by state: .*SUCCEEDED [1-9])")))
+      << listed.output;
 }
 
 // Values that a shell or a program could take for commands or options

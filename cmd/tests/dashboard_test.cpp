@@ -160,6 +160,16 @@ TEST_F(DashboardTest, EveryPageShowsWhatTheApiSaysAndTheOperatorsActionsWork) {
   open("#/runs", "document.querySelector('#runs-table')");
   browser.wait_for("document.querySelector('#runs-table tr[data-key=\"" + std::to_string(failed) + "\"]')");
   EXPECT_EQ(rows("runs-table"), static_cast<std::int64_t>(get("/api/v1/runs?limit=100").at("items").as_array().size()));
+  // How long each run ran, and every run counted by state above the list,
+  // each count a link that filters by its state.
+  EXPECT_TRUE(browser
+                  .eval("/\\d+(ms|\\.\\d+s|s)$/.test([...document.querySelectorAll('#runs-table tr[data-key=\"" +
+                        std::to_string(failed) + "\"] td')].at(-2).textContent)")
+                  .as_bool())
+      << text_of("#runs-table");
+  EXPECT_NE(text_of("#runs-table thead").find("Duration"), std::string::npos);
+  browser.wait_for("document.querySelector('#runs-by-state a[data-state=\"FAILED\"]')");
+  EXPECT_NE(text_of("#runs-by-state").find("FAILED 1"), std::string::npos) << text_of("#runs-by-state");
   browser.eval(
       "(() => { const s = document.querySelector('select[name=state]'); s.value = 'FAILED';"
       " s.dispatchEvent(new Event('change')); })()");
@@ -273,6 +283,24 @@ TEST_F(DashboardTest, ChartsMarkAFailoverListsPageAndSearchAndATriggerTakesParam
   const auto keyed_id = keyed[0].at("id").as_int64();
   const auto payload = get("/api/v1/runs/" + std::to_string(keyed_id)).at("payload");
   EXPECT_EQ(json::serialize(payload), R"({"parameters":{"region":"us"}})");
+  // The run's page shows what it was given; a value that is markup is shown
+  // as text (checked failing with innerHTML in given()).
+  {
+    auto r = http_request(cluster.port("n1"), "POST", "/api/v1/jobs/quick/trigger",
+                          {{"Authorization", "Bearer " + admin_token}, {"Content-Type", "application/json"}},
+                          R"({"parameters": {"region": "<b id=\"injected\">us</b>"}})");
+    ASSERT_EQ(r.status, 201) << r.body;
+    const auto marked = json::parse(r.body).at("run_id").as_int64();
+    open("#/runs/" + std::to_string(marked), "document.getElementById('run-parameters')");
+    EXPECT_NE(text_of("#run-parameters").find("region<b id=\"injected\">us</b>"), std::string::npos)
+        << text_of("#run-parameters");
+    EXPECT_TRUE(browser.eval("document.getElementById('injected') === null").as_bool());
+    open("#/runs/" + std::to_string(keyed_id),
+         "document.getElementById('run-parameters') && [...document.querySelectorAll("
+         "'h2')].some(h => h.textContent === 'Run " +
+             std::to_string(keyed_id) + "')");
+    EXPECT_NE(text_of("#run-parameters").find("regionus"), std::string::npos) << text_of("#run-parameters");
+  }
   // The same key again: no second run, and the page says which run has it.
   open("#/jobs/quick", "document.getElementById('trigger-form')");
   browser.eval("document.getElementById('trigger-key').value = 'dash-key-1'");

@@ -78,6 +78,20 @@ std::string age_of(const json::object& item, const char* key) {
   return age_text(now - *t);
 }
 
+std::string duration_text(std::int64_t ms) {
+  if (ms < 0) ms = 0;
+  if (ms < 1000) return std::to_string(ms) + "ms";
+  if (ms < 60000) return number_text(static_cast<double>(ms / 100) / 10) + "s";
+  const auto s = ms / 1000;
+  if (s < 3600) return std::to_string(s / 60) + "m" + std::to_string(s % 60) + "s";
+  return age_text(s);
+}
+
+std::string duration_of(const json::object& item) {
+  auto* v = item.if_contains("duration_ms");
+  return v && v->is_int64() ? duration_text(v->as_int64()) : "-";
+}
+
 std::string iso_utc(std::int64_t unix_seconds) {
   std::time_t t = static_cast<std::time_t>(unix_seconds);
   std::tm tm{};
@@ -198,6 +212,7 @@ const std::vector<Column>& run_columns() {
       COL("CREATED", "created_at"),
       {"AGE", [](const json::object& o) { return age_of(o, "created_at"); }},
       COL("FINISHED", "finished_at"),
+      {"DURATION", [](const json::object& o) { return duration_of(o); }},
       COL("ERROR", "error_code")};
   return c;
 }
@@ -417,13 +432,39 @@ void print_job_stats(std::ostream& out, const json::object& stats) {
       << field(b, "oldest_waiting_s") << " s\n";
 }
 
+void print_given(std::ostream& out, const json::object& run) {
+  // What the run was given, escaped like every other field: the trigger's
+  // parameters a line each (the job's defaults fill in the ones not named
+  // here), then whatever else its payload holds (an event's, a rerun's) and
+  // the result the task recorded, as JSON.
+  json::object payload;
+  if (auto* p = run.if_contains("payload"); p && p->is_object()) payload = p->as_object();
+  out << "\nPARAMETERS\n";
+  auto* params = payload.if_contains("parameters");
+  if (params && params->is_object() && !params->as_object().empty()) {
+    for (const auto& kv : params->as_object()) {
+      const std::string value =
+          kv.value().is_string() ? std::string(kv.value().as_string()) : json::serialize(kv.value());
+      out << terminal_safe(kv.key()) << ": " << terminal_safe(value) << '\n';
+    }
+  } else {
+    out << "(none given: the job's defaults)\n";
+  }
+  payload.erase("parameters");
+  if (!payload.empty()) out << "payload: " << terminal_safe(json::serialize(payload)) << '\n';
+  if (auto* r = run.if_contains("result"); r && !r->is_null())
+    out << "result: " << terminal_safe(r->is_string() ? std::string(r->as_string()) : json::serialize(*r)) << '\n';
+}
+
 void print_run(std::ostream& out, const json::object& run, bool logs) {
   for (const char* k : {"id", "job", "state", "attempt", "max_attempts", "assigned_worker_id", "leader_epoch",
                         "continuation_state", "trigger_kind", "rerun_of", "idempotency_key", "created_at", "started_at",
                         "finished_at", "error_code", "error_msg", "progress", "progress_at"})
     out << k << ": " << field(run, k) << '\n';
+  out << "duration: " << duration_of(run) << '\n';
   if (auto* d = run.if_contains("dead_letter"); d && d->is_object())
     out << "dead_letter: " << field(d->as_object(), "id") << " (" << field(d->as_object(), "triage_status") << ")\n";
+  print_given(out, run);
   auto list = [&](const char* key) {
     auto* v = run.if_contains(key);
     return v && v->is_array() ? v->as_array() : json::array{};

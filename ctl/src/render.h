@@ -70,6 +70,13 @@ const std::vector<Column>& delivery_columns();
 
 /// A run in detail: its fields, attempts, transitions and (with `logs`) output.
 void print_run(std::ostream& out, const boost::json::object& run, bool logs);
+/// A run's PARAMETERS section (its payload's parameters a line each, the
+/// rest of its payload and its result as JSON), every value escaped.
+void print_given(std::ostream& out, const boost::json::object& run);
+/// 350ms, 4.2s, 3m7s, 5h: a run's or an attempt's length.
+std::string duration_text(std::int64_t ms);
+/// duration_text of an item's "duration_ms", "-" without one.
+std::string duration_of(const boost::json::object& item);
 /// A job's statistics (GET /api/v1/jobs/{name}/stats): a row per window,
 /// then its backlog on one line.
 void print_job_stats(std::ostream& out, const boost::json::object& stats);

@@ -363,7 +363,22 @@ int incident_export(Call& c) {
 int runs_list(Call& c) {
   std::vector<std::pair<std::string, std::string>> q;
   if (auto bad = run_filters(c, q)) return *bad;
-  return kit::list(c, "/api/v1/runs", q, run_columns());
+  const int rc = kit::list(c, "/api/v1/runs", q, run_columns());
+  // Under the table, every run by state (the node's counts, a few seconds
+  // old at most), on stderr as the paging hint is: stdout stays the table.
+  if (rc != exit_ok || c.json_output()) return rc;
+  auto status = c.api.call("GET", "/status");
+  if (status.status != 200) return rc;
+  boost::system::error_code ec;
+  auto v = json::parse(status.body, ec);
+  const auto* counts = !ec && v.is_object() ? v.as_object().if_contains("runs_by_state") : nullptr;
+  if (!counts || !counts->is_object()) return rc;
+  std::string line;
+  for (const auto& kv : counts->as_object())
+    if (kv.value().is_int64() && kv.value().as_int64() > 0)
+      line += (line.empty() ? "" : ", ") + terminal_safe(kv.key()) + " " + std::to_string(kv.value().as_int64());
+  c.err << "all runs by state: " << (line.empty() ? "none" : line) << '\n';
+  return rc;
 }
 
 std::optional<std::string> Call::flag(const std::string& name) const {

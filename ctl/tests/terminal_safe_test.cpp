@@ -41,5 +41,42 @@ TEST(TerminalSafe, RunsShowTablesAndObjectsShowFieldsAsText) {
   EXPECT_NE(shown.str().find("error_msg: ^[]0;owned^G^[[2Jgone"), std::string::npos) << shown.str();
 }
 
+// What a run was given comes from whoever triggered it: its parameters'
+// names and values are escaped as any field is, the rest of its payload and
+// its result are JSON (whose control characters are \u escapes). Checked failing with print_given writing the raw
+// values.
+TEST(TerminalSafe, ARunsParametersPayloadAndResultAreShownAsText) {
+  const std::string evil = "\x1b[2Jgone";
+  boost::json::object run{{"id", 8}, {"state", "SUCCEEDED"}, {"duration_ms", 4250}};
+  run["payload"] = boost::json::object{{"parameters", boost::json::object{{"region", evil}, {evil, 3}}},
+                                       {"event", boost::json::object{{"kind", evil}}}};
+  run["result"] = boost::json::object{{"rows", evil}};
+  run["attempts"] = boost::json::array{};
+  run["transitions"] = boost::json::array{};
+  std::ostringstream shown;
+  print_run(shown, run, false);
+  EXPECT_EQ(shown.str().find('\x1b'), std::string::npos) << shown.str();
+  EXPECT_NE(shown.str().find("\nPARAMETERS\nregion: ^[[2Jgone\n^[[2Jgone: 3\n"), std::string::npos) << shown.str();
+  EXPECT_NE(shown.str().find("payload: {\"event\":{\"kind\":\"\\u001b[2Jgone\"}}\n"), std::string::npos) << shown.str();
+  EXPECT_NE(shown.str().find("result: {\"rows\":\"\\u001b[2Jgone\"}\n"), std::string::npos) << shown.str();
+  EXPECT_NE(shown.str().find("duration: 4.2s\n"), std::string::npos) << shown.str();
+
+  boost::json::object none{{"id", 9}, {"payload", boost::json::object{}}};
+  std::ostringstream plain;
+  print_given(plain, none);
+  EXPECT_EQ(plain.str(), "\nPARAMETERS\n(none given: the job's defaults)\n");
+}
+
+TEST(DurationText, AsAPersonReadsIt) {
+  EXPECT_EQ(duration_text(0), "0ms");
+  EXPECT_EQ(duration_text(350), "350ms");
+  EXPECT_EQ(duration_text(4250), "4.2s");
+  EXPECT_EQ(duration_text(59999), "59.9s");
+  EXPECT_EQ(duration_text(187000), "3m7s");
+  EXPECT_EQ(duration_text(5 * 3600 * 1000LL), "5h");
+  EXPECT_EQ(duration_text(-5), "0ms");
+  EXPECT_EQ(duration_of(boost::json::object{{"duration_ms", nullptr}}), "-");
+}
+
 }  // namespace
 }  // namespace baton::ctl

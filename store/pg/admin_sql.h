@@ -3,6 +3,7 @@
 // written in a mutation's own transaction, and the shapes of a result.
 // Internal to store/pg.
 #include <pqxx/pqxx>
+#include <string>
 
 #include "baton/store/admin_store.h"
 #include "baton/store_pg/pg_session.h"
@@ -44,6 +45,33 @@ inline void audit_in(pqxx::work& tx, const Actor& who, const std::string& action
       " VALUES ($1, $2, $3, $4, jsonb_build_object('before', $5::jsonb, 'after', $6::jsonb))",
       who.name, action, subject, who.epoch.value, before_json, after_json);
 }
+
+// The ledger's account of a cron job's slots due in a window `w` (name,
+// len) ending a second ago (the last second's slot may not be decided
+// yet), for the job `j`: counted from when the job existed or its schedule
+// was last resumed. Every due slot has an entry: created (on time, or late
+// when caught up), or given up (a range, with its count) by the epoch that
+// decided it. The delay is the run's creation after its slot.
+inline const std::string cron_cadence_json =
+    "(SELECT jsonb_build_object('since_unix', s.since_s, 'until_unix', s.until_s,"
+    " 'fired', count(*) FILTER (WHERE l.decision = 'created'),"
+    " 'late', count(*) FILTER (WHERE l.decision = 'created' AND l.reason = 'caught_up'),"
+    " 'skipped', coalesce(sum(coalesce(l.slot_count, 1)) FILTER (WHERE l.decision = 'skipped'), 0),"
+    " 'epochs', count(DISTINCT l.epoch),"
+    " 'delay_ms_p50', round((percentile_cont(0.5) WITHIN GROUP (ORDER BY greatest(0, extract(epoch FROM l.at - l.slot) "
+    "* 1000))"
+    "  FILTER (WHERE l.decision = 'created'))::numeric, 1),"
+    " 'delay_ms_p99', round((percentile_cont(0.99) WITHIN GROUP (ORDER BY greatest(0, extract(epoch FROM l.at - "
+    "l.slot) * 1000))"
+    "  FILTER (WHERE l.decision = 'created'))::numeric, 1))"
+    // whole seconds, the first one after the window's start and the last
+    // one before its end: the caller counts the due slots over the same ones
+    " FROM (SELECT ceil(extract(epoch FROM greatest(now() - w.len, j.created_at,"
+    "  coalesce(j.schedule_resumed_at, '-infinity'))))::bigint AS since_s,"
+    "  floor(extract(epoch FROM now() - interval '1 second'))::bigint AS until_s) s"
+    " LEFT JOIN decision_ledger l ON l.job_definition_id = j.id AND l.slot >= to_timestamp(s.since_s)"
+    "  AND l.slot <= to_timestamp(s.until_s) AND l.decision IN ('created', 'skipped')"
+    " GROUP BY s.since_s, s.until_s)";
 
 inline AdminResult applied(std::string json) { return {AdminOutcome::applied, std::move(json), {}}; }
 inline AdminResult refused(AdminOutcome o, std::string message, std::string json = "{}") {
