@@ -1,8 +1,10 @@
 #pragma once
-// Internal to store/pg: fenced statements defined in run_transitions.cpp (the
-// one file that writes job_runs) and used by other stores in this folder.
+// Internal to store/pg: the fenced statements that write job_runs, defined in
+// run_transitions.cpp (the transitions) and run_triggers.cpp (the API's
+// triggers), and used by the stores of this folder.
 #include <pqxx/pqxx>
 #include <string>
+#include <vector>
 
 #include "baton/store/run_store.h"
 
@@ -44,5 +46,19 @@ std::string parameter_names(const std::string& payload);
 
 /// Classifies the (current_epoch, new run id or NULL) row of a fenced insert.
 CreateResult classify_create(const pqxx::row& r, Epoch writer);
+
+/// A prepared statement of the run store: its name and its text.
+struct Statement {
+  const char* name;
+  std::string sql;
+};
+/// Every fenced statement that writes job_runs, prepared on each of the run
+/// store's connections (pg_run_store.cpp).
+const std::vector<Statement>& statements();
+/// A fenced write's (current_epoch, id or NULL, version, lease token,
+/// attempt) row: Applied, or Conflict at the writer's epoch, or Fenced.
+WriteResult classify(const pqxx::row& r, Epoch writer);
+/// The rows of a batched write, one per run written.
+BatchWriteResult classify_batch(const pqxx::result& rows, Epoch writer);
 
 }  // namespace baton::store::pg
