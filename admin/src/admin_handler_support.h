@@ -29,5 +29,11 @@ namespace baton::admin {
 /// job's cadence, and the cadence gauges of /metrics).
 std::optional<std::int64_t> due_slots(const std::string& schedule, const std::string& time_zone, std::int64_t since,
                                       std::int64_t until, std::int64_t cap = 200'000);
+/// The mean gap in seconds between consecutive slots of `schedule` from
+/// `since`: over the slots in [since, until], and over at least two even
+/// when fewer fall in it (a young job's window); nullopt for a schedule
+/// that does not parse or fires fewer than twice.
+std::optional<double> schedule_interval_s(const std::string& schedule, const std::string& time_zone, std::int64_t since,
+                                          std::int64_t until);
 
 }  // namespace baton::admin

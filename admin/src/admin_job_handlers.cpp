@@ -36,6 +36,34 @@ std::optional<std::int64_t> due_slots(const std::string& schedule, const std::st
   return std::nullopt;
 }
 
+std::optional<double> schedule_interval_s(const std::string& schedule, const std::string& time_zone, std::int64_t since,
+                                          std::int64_t until) {
+  auto parsed = leader_core::parse_cron(schedule);
+  auto* s = std::get_if<leader_core::CronSchedule>(&parsed);
+  if (!s) return std::nullopt;
+  auto located = leader_core::CronZone::locate(time_zone);
+  auto* zone = std::get_if<leader_core::CronZone>(&located);
+  if (!zone) return std::nullopt;
+  // The schedule's own slots from the window's start: those in the window,
+  // and at least two even when the window is younger than one interval.
+  constexpr int cap = 100000;
+  auto at = std::chrono::sys_seconds{std::chrono::seconds{since - 1}};
+  std::optional<std::int64_t> first, last;
+  int n = 0;
+  while (n < cap) {
+    auto next = leader_core::next_fire(*s, at, *zone);
+    if (!next) break;
+    const auto t = next->time_since_epoch().count();
+    if (t > until && n >= 2) break;
+    if (!first) first = t;
+    last = t;
+    ++n;
+    at = *next;
+  }
+  if (n < 2) return std::nullopt;
+  return static_cast<double>(*last - *first) / static_cast<double>(n - 1);
+}
+
 namespace {
 
 // A cron job's cadence (docs/scheduling.md, "Cadence"): beside what the
@@ -55,8 +83,11 @@ void add_due_slots(json::object& cadence, const std::string& schedule, const std
     const std::int64_t skipped = w.at("skipped").to_number<std::int64_t>();
     w["due"] = due ? json::value(*due) : json::value(nullptr);
     w["undecided"] = due ? json::value(std::max<std::int64_t>(0, *due - fired - skipped)) : json::value(nullptr);
-    w["configured_interval_s"] =
-        due && *due > 0 ? json::value(static_cast<double>(span) / static_cast<double>(*due)) : json::value(nullptr);
+    // From the schedule itself (the mean gap between its slots), not the
+    // window's length over its count: a window younger than the job's first
+    // interval showed 45 s for a job that fires every 60.
+    const auto every = schedule_interval_s(schedule, time_zone, since->as_int64(), until->as_int64());
+    w["configured_interval_s"] = every ? json::value(*every) : json::value(nullptr);
     w["effective_interval_s"] =
         fired > 0 ? json::value(static_cast<double>(span) / static_cast<double>(fired)) : json::value(nullptr);
   }

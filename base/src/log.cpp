@@ -70,10 +70,31 @@ std::size_t literal_end(std::string_view s, std::size_t at) {
   return std::string_view::npos;
 }
 
-/// "event k=v k2=\"x y\" (free text)" as JSON members: "event":..., "k":...,
-/// and what is neither an event nor a field as "text".
+/// An unquoted value as JSON: a number or a boolean as itself (an integer
+/// up to 15 digits, a decimal up to 17 characters: exact in a double), any
+/// other text as a string. A value written quoted stays a string.
+std::string json_value(std::string_view v) {
+  if (v == "true" || v == "false") return std::string(v);
+  std::size_t i = v.size() > 1 && v[0] == '-' ? 1 : 0;
+  const std::size_t digits_start = i;
+  while (i < v.size() && v[i] >= '0' && v[i] <= '9') ++i;
+  const std::size_t int_digits = i - digits_start;
+  const bool int_ok = int_digits > 0 && (int_digits == 1 || v[digits_start] != '0');
+  if (int_ok && i == v.size() && int_digits <= 15) return std::string(v);
+  if (int_ok && i < v.size() && v[i] == '.' && v.size() <= 17) {
+    std::size_t f = i + 1;
+    while (f < v.size() && v[f] >= '0' && v[f] <= '9') ++f;
+    if (f == v.size() && f > i + 1) return std::string(v);
+  }
+  return quoted(v);
+}
+
+/// "event k=v k2=\"x y\" (free text)" as JSON members: "event":..., "k":...
+/// (numbers and booleans typed), and "msg": the free text without its
+/// parentheses, or the event's name when there is none (every line has a
+/// msg, as slog's and zap's do).
 std::string json_members(std::string_view m) {
-  std::string out, text;
+  std::string out, text, event;
   bool first = true;
   std::size_t i = 0;
   while (i < m.size()) {
@@ -84,7 +105,8 @@ std::string json_members(std::string_view m) {
     const bool field =
         eq != std::string_view::npos && (space == std::string_view::npos || eq < space) && is_key(m.substr(i, eq - i));
     if (first && !field && m[i] != '(' && m[i] != '"') {
-      out += ",\"event\":" + quoted(m.substr(i, space == std::string_view::npos ? m.size() - i : space - i));
+      event = std::string(m.substr(i, space == std::string_view::npos ? m.size() - i : space - i));
+      out += ",\"event\":" + quoted(event);
       first = false;
       i = space == std::string_view::npos ? m.size() : space;
       continue;
@@ -102,12 +124,17 @@ std::string json_members(std::string_view m) {
     } else {
       end = m.find(' ', v);
       if (end == std::string_view::npos) end = m.size();
-      value = quoted(m.substr(v, end - v));
+      value = json_value(m.substr(v, end - v));
     }
     out += "," + quoted(key) + ":" + value;
     i = end;
   }
-  if (!text.empty()) out += ",\"text\":" + quoted(text);
+  while (!text.empty() && text.back() == ' ') text.pop_back();
+  if (text.size() >= 2 && text.front() == '(' && text.back() == ')') text = text.substr(1, text.size() - 2);
+  if (!text.empty())
+    out += ",\"msg\":" + quoted(text);
+  else if (!event.empty())
+    out += ",\"msg\":" + quoted(event);
   return out;
 }
 

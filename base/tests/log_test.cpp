@@ -31,9 +31,26 @@ TEST(LogLine, JsonNamesTheEventAndEveryFieldAndKeepsQuotedValuesWhole) {
   EXPECT_EQ(v.at("process").as_string(), "n1");
   EXPECT_EQ(v.at("event").as_string(), "webhook_delivery");
   EXPECT_EQ(v.at("webhook").as_string(), "pager \"a\"");
-  EXPECT_EQ(v.at("attempt").as_string(), "2");
+  EXPECT_EQ(v.at("attempt").as_int64(), 2) << "numbers typed (issue 63: every value was a string)";
   EXPECT_EQ(v.at("error").as_string(), "HTTP 503");
-  EXPECT_EQ(v.at("text").as_string(), "(the rest, in words)");
+  EXPECT_EQ(v.at("msg").as_string(), "the rest, in words");
+  // Typed where the text is a number or a boolean, and only there; a line
+  // without free text has its event as its msg.
+  auto typed = json::parse(format_log_line(LogFormat::json, "n1", spdlog::level::info, at,
+                                           R"(run_finished run=465 epoch=3 started=false ratio=0.25 neg=-7)"
+                                           R"( id=0042 big=12345678901234567 worker="17" v=1.2.3 t=true)"))
+                   .as_object();
+  EXPECT_EQ(typed.at("run").as_int64(), 465);
+  EXPECT_EQ(typed.at("epoch").as_int64(), 3);
+  EXPECT_EQ(typed.at("started").as_bool(), false);
+  EXPECT_DOUBLE_EQ(typed.at("ratio").as_double(), 0.25);
+  EXPECT_EQ(typed.at("neg").as_int64(), -7);
+  EXPECT_EQ(typed.at("id").as_string(), "0042") << "a leading zero is text";
+  EXPECT_EQ(typed.at("big").as_string(), "12345678901234567") << "past a double's exact integers";
+  EXPECT_EQ(typed.at("worker").as_string(), "17") << "quoted stays a string";
+  EXPECT_EQ(typed.at("v").as_string(), "1.2.3");
+  EXPECT_EQ(typed.at("t").as_bool(), true);
+  EXPECT_EQ(typed.at("msg").as_string(), "run_finished");
   // Whatever a message holds, the line is JSON.
   for (const char* m : {"", "=", "a=\"unterminated", "x=\x01\x02 y", "(only text)", "\"quoted\" first", "k=v=w"})
     EXPECT_NO_THROW(json::parse(format_log_line(LogFormat::json, "n1", spdlog::level::info, at, m))) << m;

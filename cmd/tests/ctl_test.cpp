@@ -109,6 +109,21 @@ TEST_F(CtlTest, FindWhyARunFailedReadItsOutputAndReplayItsDeadLetter) {
   EXPECT_EQ(ctl({"runs", "list", "--colour", "red"}).code, 2);
   EXPECT_EQ(ctl({"runs", "list"}, "not-a-token").code, 6);
   EXPECT_EQ(ctl({"--addr", "127.0.0.1:1", "runs", "list"}).code, 3);
+
+  // Several addresses, as BATON_ADDR is for the Python client: one that
+  // refuses the connection is passed over, for a read and for a trigger
+  // (which never left for it); every one dead is named. Checked failing
+  // with the list taken as one address ("Host not found").
+  const std::string live = "127.0.0.1:" + std::to_string(cluster.port("n2"));
+  auto listed = ctl({"--addr", "127.0.0.1:1, " + live, "status"});
+  EXPECT_EQ(listed.code, 0) << listed.output;
+  EXPECT_TRUE(std::regex_search(listed.output, std::regex(R"((^|\n)node_id:\s+n2\n)"))) << listed.output;
+  auto listed_trigger = ctl({"--addr", "127.0.0.1:1," + live, "jobs", "trigger", "nightly"});
+  EXPECT_EQ(listed_trigger.code, 0) << listed_trigger.output;
+  auto none = ctl({"--addr", "127.0.0.1:1,127.0.0.1:2", "status"});
+  EXPECT_EQ(none.code, 3) << none.output;
+  EXPECT_NE(none.output.find("cannot reach 127.0.0.1:1: "), std::string::npos) << none.output;
+  EXPECT_NE(none.output.find("; cannot reach 127.0.0.1:2: "), std::string::npos) << none.output;
 }
 
 TEST_F(CtlTest, PauseAJobDrainAWorkerAndStopDispatchThenUndoEachOne) {
@@ -1194,6 +1209,33 @@ TEST(CtlCompletion, EachShellParsesItsScriptAndCompletesAVerbsWords) {
     EXPECT_EQ(words.second, "cancel list show ") << shell;
   }
   EXPECT_EQ(shell_output(std::string(BATON_BINARY) + " ctl completion tcsh").first, 2);
+}
+
+// Completion that knows the cluster (issue 63: `jobs show <TAB>` offered
+// nothing): a job's place offers the cluster's job names, asked with the
+// global flags the line has; a worker's, its workers. Checked failing with
+// the static script.
+TEST_F(CtlTest, CompletionOffersTheClustersJobAndWorkerNames) {
+  const std::string script = cluster.dir() + "/completion.bash";
+  ASSERT_EQ(shell_output(std::string(BATON_BINARY) + " ctl completion bash > " + script).first, 0);
+  const std::string addr = "127.0.0.1:" + std::to_string(cluster.port("n2"));
+  auto complete = [&](const std::string& line_words, int cword) {
+    return shell_output("env HOME=" + cluster.dir() + " BATON_TOKEN=" + admin_token + " bash -c 'baton() { " +
+                        BATON_BINARY + " \"$@\"; }; source " + script + "; COMP_WORDS=(" + line_words +
+                        "); COMP_CWORD=" + std::to_string(cword) + "; _baton_ctl; echo ${COMPREPLY[@]}'")
+        .second;
+  };
+  const auto jobs = complete("baton ctl --addr " + addr + " jobs show \"\"", 6);
+  EXPECT_NE(jobs.find("nightly"), std::string::npos) << jobs;
+  EXPECT_NE(jobs.find("breaks"), std::string::npos) << jobs;
+  const auto some = complete("baton ctl --addr " + addr + " jobs trigger ni", 6);
+  EXPECT_EQ(some, "nightly\n") << some;
+  const auto workers = complete("baton ctl --addr " + addr + " workers drain \"\"", 6);
+  EXPECT_NE(workers.find("w1"), std::string::npos) << workers;
+  const auto outputs = complete("baton ctl runs list -o \"\"", 5);
+  EXPECT_EQ(outputs, "table wide json jsonl yaml\n") << outputs;
+  EXPECT_EQ(ctl({"__complete", "jobs"}).output.find("nightly\n") != std::string::npos, true);
+  EXPECT_EQ(ctl({"--help"}).output.find("__complete"), std::string::npos) << "a verb for scripts, not in help";
 }
 
 // Bulk cancel and re-run by filter: listed first (--dry-run), refused

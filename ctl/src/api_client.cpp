@@ -1,6 +1,7 @@
 // The one translation unit of ctl that includes Beast.
 #include "baton/ctl/api_client.h"
 
+#include <algorithm>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
@@ -97,6 +98,7 @@ ApiReply once(const std::string& addr, const std::string& token, std::chrono::mi
     beast::tcp_stream stream(ioc);
     stream.expires_after(timeout);
     if ((ec = await(ioc, [&](auto h) { stream.async_connect(addresses, h); }))) return unreachable(said(ec));
+    out.sent = true;
     if ((ec = exchange(ioc, stream, request, out, location))) return unreachable(said(ec));
     stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
     return out;
@@ -119,6 +121,7 @@ ApiReply once(const std::string& addr, const std::string& token, std::chrono::mi
       why += " (the node may serve plaintext: then --insecure)";
     return unreachable("tls: " + why);
   }
+  out.sent = true;
   if ((ec = exchange(ioc, stream, request, out, location))) return unreachable(said(ec));
   // close_notify, bounded like the rest; a node that closes first is fine.
   await(ioc, [&](auto h) { stream.async_shutdown(h); });
@@ -133,6 +136,21 @@ std::string path_segment(const std::string& s) {
   return std::string(u.encoded_path());
 }
 
+std::vector<std::string> address_list(const std::string& addrs) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  while (at <= addrs.size()) {
+    auto comma = addrs.find(',', at);
+    if (comma == std::string::npos) comma = addrs.size();
+    auto a = addrs.substr(at, comma - at);
+    a.erase(0, a.find_first_not_of(" \t"));
+    a.erase(a.find_last_not_of(" \t") + 1);
+    if (!a.empty()) out.push_back(a);
+    at = comma + 1;
+  }
+  return out;
+}
+
 std::string redirect_refusal(const std::string& configured, const std::string& location,
                              const std::optional<tls::ClientFiles>& tls) {
   const std::string scheme = tls ? "https://" : "http://";
@@ -141,7 +159,8 @@ std::string redirect_refusal(const std::string& configured, const std::string& l
   const auto slash = location.find('/', scheme.size());
   const std::string to =
       location.substr(scheme.size(), slash == std::string::npos ? std::string::npos : slash - scheme.size());
-  if (tls && tls->ca_file.empty() && to != configured)
+  const auto given = address_list(configured);
+  if (tls && tls->ca_file.empty() && std::find(given.begin(), given.end(), to) == given.end())
     return "not following the redirect to '" + location + "' with the token: verified by the system's roots (no " +
            "ca_file), the token goes only to the address given (" + configured +
            "); give the cluster's CA (--ca, ca_file) or the leader's address";
@@ -154,10 +173,26 @@ ApiClient::ApiClient(std::string addr, std::string token, std::chrono::milliseco
 
 ApiReply ApiClient::call(const std::string& method, const std::string& target, const std::string& body,
                          const std::string& idempotency_key) const {
-  std::string addr = addr_, path = target;
+  auto given = address_list(addr_);
+  if (given.empty()) given.push_back(addr_);  // once() names what is wrong with it
+  std::string addr, path = target;
   for (int hop = 0;; ++hop) {
     std::string location;
-    auto reply = once(addr, token_, timeout_, tls_, method, path, body, idempotency_key, location);
+    ApiReply reply;
+    if (hop == 0) {
+      // The addresses given, in order, while the request never left.
+      std::string unreachable;
+      for (const auto& a : given) {
+        location.clear();
+        reply = once(a, token_, timeout_, tls_, method, path, body, idempotency_key, location);
+        addr = a;
+        if (reply.status != 0 || reply.sent) break;
+        unreachable += (unreachable.empty() ? "" : "; ") + reply.error;
+      }
+      if (reply.status == 0 && !reply.sent && given.size() > 1) reply.error = unreachable;
+    } else {
+      reply = once(addr, token_, timeout_, tls_, method, path, body, idempotency_key, location);
+    }
     if (reply.status != 307 && reply.status != 308) return reply;
     // A follower names the leader: https://HOST:PORT/path. Followed only
     // where the token may go (redirect_refusal).

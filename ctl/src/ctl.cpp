@@ -174,7 +174,8 @@ int run_ctl(const std::vector<std::string>& raw, const Env& env, std::ostream& o
     for (const auto& f : verb->flags)
       out << "  " << f.name << (f.value ? " VALUE" : "")
           << std::string(f.name.size() < 20 ? 20 - f.name.size() : 1, ' ') << f.help << '\n';
-    out << "\nglobal: --addr HOST:PORT (BATON_ADDR), --token T (BATON_TOKEN), --token-file F (BATON_TOKEN_FILE),\n"
+    out << "\nglobal: --addr HOST:PORT[,HOST:PORT] (BATON_ADDR), --token T (BATON_TOKEN), --token-file F "
+           "(BATON_TOKEN_FILE),\n"
            "        --ca FILE (BATON_CA_FILE), --insecure (BATON_INSECURE=1), --config FILE (BATON_CONFIG),\n"
            "        --context NAME (BATON_CONTEXT), -o table|wide|json|jsonl|yaml, --no-headers, --timeout 10s\n";
     return exit_ok;

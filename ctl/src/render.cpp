@@ -101,6 +101,28 @@ std::string iso_utc(std::int64_t unix_seconds) {
   return buf;
 }
 
+std::vector<std::string> ordered_keys(const json::object& o) {
+  // What names the thing first, then its plain fields alphabetically, then
+  // its nested ones (lists, maps) as sections at the end: as `kubectl
+  // describe` does, and never in the order the database's jsonb chose.
+  static const std::vector<std::string> first{"id",   "name",  "node_id", "worker_id",     "job",
+                                              "kind", "state", "status",  "triage_status", "role"};
+  std::vector<std::string> out;
+  for (const auto& k : first)
+    if (o.contains(k)) out.push_back(k);
+  std::vector<std::string> plain, nested;
+  for (const auto& kv : o) {
+    std::string k(kv.key());
+    if (std::find(first.begin(), first.end(), k) != first.end()) continue;
+    (kv.value().is_object() || kv.value().is_array() ? nested : plain).push_back(std::move(k));
+  }
+  std::sort(plain.begin(), plain.end());
+  std::sort(nested.begin(), nested.end());
+  out.insert(out.end(), plain.begin(), plain.end());
+  out.insert(out.end(), nested.begin(), nested.end());
+  return out;
+}
+
 namespace {
 bool table_headers = true;
 bool table_wide = false;
@@ -108,14 +130,17 @@ bool table_wide = false;
 void emit_yaml(YAML::Emitter& y, const json::value& v) {
   switch (v.kind()) {
     case json::kind::object:
+      // {} on its key's line, not on a line of its own.
+      if (v.as_object().empty()) y << YAML::Flow;
       y << YAML::BeginMap;
-      for (const auto& kv : v.as_object()) {
-        y << YAML::Key << std::string(kv.key()) << YAML::Value;
-        emit_yaml(y, kv.value());
+      for (const auto& k : ordered_keys(v.as_object())) {
+        y << YAML::Key << k << YAML::Value;
+        emit_yaml(y, v.as_object().at(k));
       }
       y << YAML::EndMap;
       break;
     case json::kind::array:
+      if (v.as_array().empty()) y << YAML::Flow;
       y << YAML::BeginSeq;
       for (const auto& e : v.as_array()) emit_yaml(y, e);
       y << YAML::EndSeq;
@@ -373,9 +398,8 @@ const std::vector<Column>& credential_columns() {
 void print_object(std::ostream& out, const json::object& o) {
   std::size_t width = 0;
   for (const auto& kv : o) width = std::max(width, kv.key().size());
-  for (const auto& kv : o)
-    out << std::string(kv.key()) << ':' << std::string(width - kv.key().size() + 1, ' ')
-        << field(o, std::string(kv.key()).c_str()) << '\n';
+  for (const auto& k : ordered_keys(o))
+    out << terminal_safe(k) << ':' << std::string(width - k.size() + 1, ' ') << field(o, k.c_str()) << '\n';
 }
 
 void print_job(std::ostream& out, const json::object& job) {

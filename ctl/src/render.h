@@ -70,6 +70,10 @@ const std::vector<Column>& delivery_columns();
 
 /// A run in detail: its fields, attempts, transitions and (with `logs`) output.
 void print_run(std::ostream& out, const boost::json::object& run, bool logs);
+/// An object's keys in the order ctl shows them (`show` verbs, YAML): what
+/// names it (id, name, job, state, ...), then its plain fields
+/// alphabetically, then its lists and maps.
+std::vector<std::string> ordered_keys(const boost::json::object& o);
 /// A run's PARAMETERS section (its payload's parameters a line each, the
 /// rest of its payload and its result as JSON), every value escaped.
 void print_given(std::ostream& out, const boost::json::object& run);

@@ -254,7 +254,8 @@ std::vector<Verb> verbs() {
 
 std::vector<std::string> verb_names() {
   std::vector<std::string> out;
-  for (const auto& v : verbs()) out.push_back(joined(v.words));
+  for (const auto& v : verbs())
+    if (v.words[0].rfind("__", 0) != 0) out.push_back(joined(v.words));  // __complete is the scripts
   return out;
 }
 

@@ -274,6 +274,36 @@ std::vector<Verb> admin_verbs() {
          c.out << completion_script(verbs(), c.args[0]);
          return exit_ok;
        }},
+      // For the completion scripts: names, a line each; silent on any
+      // failure (a completion must not print errors into the command line).
+      {{"__complete"},
+       "KIND",
+       "the names of the cluster's jobs or workers, or the config file's contexts (KIND), a line each",
+       {},
+       1,
+       1,
+       [](Call& c) -> int {
+         const std::string& kind = c.args[0];
+         if (kind == "contexts") {
+           for (const auto& n : c.contexts) c.out << terminal_safe(n) << '\n';
+           return exit_ok;
+         }
+         const char* path = kind == "jobs"      ? "/api/v1/jobs?limit=500"
+                            : kind == "workers" ? "/api/v1/workers?limit=500"
+                                                : nullptr;
+         const char* key = kind == "jobs" ? "name" : "worker_id";
+         if (!path) return exit_ok;
+         auto reply = c.api.call("GET", path);
+         if (reply.status != 200) return exit_ok;
+         boost::system::error_code ec;
+         auto v = json::parse(reply.body, ec);
+         const auto* items = !ec && v.is_object() ? v.as_object().if_contains("items") : nullptr;
+         if (!items || !items->is_array()) return exit_ok;
+         for (const auto& it : items->as_array())
+           if (const auto* n = it.is_object() ? it.as_object().if_contains(key) : nullptr; n && n->is_string())
+             c.out << terminal_safe(std::string(n->as_string())) << '\n';
+         return exit_ok;
+       }},
   };
 }
 

@@ -41,6 +41,8 @@ TEST(CtlContexts, ListedShownChosenAndUsedForTheCall) {
   EXPECT_EQ(code, exit_ok) << err;
   EXPECT_EQ(out, "* prod\n  staging\n");
   EXPECT_EQ(std::get<1>(ctl({"config", "current-context"})), "prod\n");
+  // What `--context <TAB>` offers (the completion scripts ask this).
+  EXPECT_EQ(std::get<1>(ctl({"__complete", "contexts"})), "prod\nstaging\n");
   // The chosen context's address is the one called (nothing listens on
   // port 1 or 2: the error names it).
   auto [c1, o1, e1] = ctl({"status"});

@@ -130,5 +130,29 @@ TEST(OutputFormats, ADecimalNumberIsPrintedAsAPersonWritesIt) {
   EXPECT_DOUBLE_EQ(YAML::Load(out.str())["p50_ms"].as<double>(), 4.7);
 }
 
+// `show` verbs and YAML in one order whatever the API's jsonb chose (issue
+// 63: `jobs show` began with `live:`, `workers show` with `runs:`): what
+// names the thing, its plain fields alphabetically, its lists and maps
+// last; an empty list or map on its key's line. Checked failing with the
+// object's own order.
+TEST(OutputFormats, ShowAndYamlKeysInAFixedOrder) {
+  const auto job =
+      boost::json::parse(R"({"live": true, "runs": [{"id": 2}], "tasks": [], "paused": false, "name": "greet",)"
+                         R"( "state": "x", "on_events": [], "version": 3, "rate_limit": {}})")
+          .as_object();
+  EXPECT_EQ(ordered_keys(job), (std::vector<std::string>{"name", "state", "live", "paused", "version", "on_events",
+                                                         "rate_limit", "runs", "tasks"}));
+  std::ostringstream shown;
+  print_object(shown, job);
+  EXPECT_EQ(shown.str().substr(0, shown.str().find('\n')), "name:       greet") << shown.str();
+  std::ostringstream yaml;
+  print_as(yaml, boost::json::serialize(job) + "\n", "yaml");
+  EXPECT_EQ(yaml.str().substr(0, yaml.str().find('\n')), "name: \"greet\"") << yaml.str();
+  EXPECT_NE(yaml.str().find("\non_events: []\n"), std::string::npos) << yaml.str();
+  EXPECT_NE(yaml.str().find("\nrate_limit: {}\n"), std::string::npos) << yaml.str();
+  EXPECT_LT(yaml.str().find("\nversion:"), yaml.str().find("\non_events:")) << yaml.str();
+  EXPECT_EQ(YAML::Load(yaml.str())["runs"][0]["id"].as<int>(), 2);
+}
+
 }  // namespace
 }  // namespace baton::ctl

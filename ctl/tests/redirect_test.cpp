@@ -24,4 +24,14 @@ TEST(CtlRedirect, TheTokenFollowsARedirectOnlyWhereItMayGo) {
   // Plaintext (insecure: true, said on every call): another node of it.
   EXPECT_EQ(redirect_refusal("127.0.0.1:7001", "http://127.0.0.1:7002/api/v1/runs", std::nullopt), "");
   EXPECT_NE(redirect_refusal("127.0.0.1:7001", "https://127.0.0.1:7002/", std::nullopt), "");
+  // Several addresses given (BATON_ADDR): each of them was.
+  EXPECT_EQ(redirect_refusal("n1:7001, n2:7001", "https://n2:7001/api/v1/runs", system_roots), "");
+  EXPECT_NE(redirect_refusal("n1:7001, n2:7001", "https://n3:7001/api/v1/runs", system_roots), "");
+}
+
+TEST(AddressList, ACommaListTrimmed) {
+  using baton::ctl::address_list;
+  EXPECT_EQ(address_list("a:1"), (std::vector<std::string>{"a:1"}));
+  EXPECT_EQ(address_list(" a:1, b:2 ,,c:3 "), (std::vector<std::string>{"a:1", "b:2", "c:3"}));
+  EXPECT_TRUE(address_list(" , ").empty());
 }

@@ -203,8 +203,9 @@ void RunBook::resumed(resume::AssignBatch& s, const Result<store::BatchWriteResu
       emit(ObserveDispatchLatency{std::chrono::duration_cast<std::chrono::microseconds>(now_ - since->second).count()});
       due_since_.erase(since);
     }
-    log(LogLevel::info, fmt::format("run_assigned run={} attempt={} worker={} started={} epoch={}", row.id.value,
-                                    row.attempt, json_quote(a.worker_id), p.granted, epoch_.value));
+    log(LogLevel::info,
+        fmt::format("run_assigned run={} job={} attempt={} worker={} started={} epoch={}", row.id.value,
+                    json_quote(p.due.job_name), row.attempt, json_quote(a.worker_id), p.granted, epoch_.value));
     const store::PreviousAttempt& before = p.due.previous;
     send(a.worker_id, protocol::Assign{ref_of(row),
                                        p.tasks,

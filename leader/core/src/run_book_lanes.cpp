@@ -86,8 +86,8 @@ void RunBook::apply_starts(const std::vector<store::StartRow>& rows, const Resul
     it->second.started_at = now_;
     mark_listed(it->second);
     count(Counter::runs_started);
-    log(LogLevel::info, fmt::format("run_started run={} attempt={} worker={} epoch={}", r.id.value, r.attempt,
-                                    json_quote(r.worker_id), epoch_.value));
+    log(LogLevel::info, fmt::format("run_started run={} job={} attempt={} worker={} epoch={}", r.id.value,
+                                    json_quote(r.job_name), r.attempt, json_quote(r.worker_id), epoch_.value));
     send(r.worker_id, protocol::StartGranted{ref});
   }
   if (lost.empty()) return;
@@ -125,11 +125,13 @@ void RunBook::apply_finishes(const std::vector<store::FinishRow>& rows,
       if (auto m = messages.find(row.run.value); m != messages.end()) lost.push_back(m->second);
       continue;
     }
-    if (auto m = messages.find(row.run.value); m != messages.end())
+    const auto m = messages.find(row.run.value);
+    if (m != messages.end())
       finished(m->second.job, std::string(to_string(row.finish.final_state)), m->second.message.duration_ms);
     log(LogLevel::info,
-        fmt::format("run_finished run={} attempt={} worker={} outcome={} state={} epoch={}", row.run.value,
-                    row.attempt.attempt, json_quote(row.attempt.worker_id), to_string(row.finish.final_state),
+        fmt::format("run_finished run={} job={} attempt={} worker={} outcome={} state={} epoch={}", row.run.value,
+                    json_quote(m != messages.end() ? m->second.job : std::string()), row.attempt.attempt,
+                    json_quote(row.attempt.worker_id), to_string(row.finish.final_state),
                     row.retry_delay ? "RETRY_WAITING" : to_string(row.finish.final_state), epoch_.value));
     tracked_.erase(row.run.value);
     send(row.attempt.worker_id, protocol::FinishAck{ref});

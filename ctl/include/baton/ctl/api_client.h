@@ -6,6 +6,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "baton/tls/tls_files.h"
 
@@ -16,7 +17,11 @@ struct ApiReply {
   std::string body;         ///< JSON for every /api/v1 answer
   std::string error;        ///< why there was no answer (connect, timeout, bad redirect)
   std::string answered_by;  ///< HOST:PORT that answered (after redirects)
+  bool sent = false;        ///< the request left for a node (another node must not be asked it again)
 };
+
+/// The addresses of a comma list ("a:1, b:2"), spaces trimmed, empty ones dropped.
+std::vector<std::string> address_list(const std::string& addrs);
 
 /// `s` as one percent-encoded path segment ("a b" -> "a%20b").
 std::string path_segment(const std::string& s);
@@ -26,15 +31,20 @@ std::string path_segment(const std::string& s);
 /// by the system's roots (no ca_file), which any public certificate
 /// satisfies, only to the address the client was given (`configured`); a
 /// cluster's own CA (ca_file) pins where the token may go (security review
-/// N-L5, as the Python client does).
+/// N-L5, as the Python client does). `configured` may be a comma list: each
+/// of its addresses was given.
 std::string redirect_refusal(const std::string& configured, const std::string& location,
                              const std::optional<tls::ClientFiles>& tls);
 
 class ApiClient {
  public:
-  /// `tls`: how to verify the nodes (ca_file "" = the system's roots);
-  /// nullopt = plaintext HTTP (a node with `insecure: true`). A redirect is
-  /// followed only to the same scheme.
+  /// `addr`: HOST:PORT, or several as a comma list (BATON_ADDR, as the
+  /// Python client takes it): asked in order until one answers; the next is
+  /// asked only when the request never left for the one before (a refused
+  /// or timed-out connection, a failed TLS handshake), so no request is
+  /// made twice. `tls`: how to verify the nodes (ca_file "" = the system's
+  /// roots); nullopt = plaintext HTTP (a node with `insecure: true`). A
+  /// redirect is followed only to the same scheme.
   ApiClient(std::string addr, std::string token, std::chrono::milliseconds timeout = std::chrono::seconds(10),
             std::optional<tls::ClientFiles> tls = tls::ClientFiles{});
   ApiReply call(const std::string& method, const std::string& target, const std::string& body = "",
