@@ -6,17 +6,41 @@
 
 const view = document.getElementById('view');
 const message = document.getElementById('message');
-// The token lives for this browser tab's session only (sessionStorage):
-// closing the tab forgets it, and no other tab or later visit finds it.
+// The token lives in this browser's open dashboard tabs only
+// (sessionStorage, never localStorage): a tab opened while another is
+// signed in asks it over a BroadcastChannel (same origin only) and gets it,
+// so a link opened in a new tab or pasted into one works; closing every tab
+// forgets it, and "Forget" forgets it in every tab.
 // A sign-in link (the demo prints one; docs/operations.md, "Dashboard") carries
 // it in the URL's fragment, which a browser never sends to a server: it is
 // moved to session storage and wiped from the address bar and history.
+// `#token=T&to=/runs/42` lands on that page instead of the overview.
 if (location.hash.startsWith('#token=')) {
-  sessionStorage.setItem('baton_token', decodeURIComponent(location.hash.slice('#token='.length)));
-  history.replaceState(null, '', location.pathname + location.search + '#/');
+  const [t, to] = location.hash.slice('#token='.length).split('&to=');
+  sessionStorage.setItem('baton_token', decodeURIComponent(t));
+  const route = to ? decodeURIComponent(to) : '/';
+  history.replaceState(null, '', location.pathname + location.search + '#' + (/^\/[A-Za-z0-9\/_.%-]*$/.test(route) ? route : '/'));
 }
 let token = sessionStorage.getItem('baton_token') || '';
 let timer = null;
+const tabs = 'BroadcastChannel' in window ? new BroadcastChannel('baton_token') : null;
+if (tabs) {
+  tabs.onmessage = (m) => {
+    const d = m.data || {};
+    if (d.ask && token) tabs.postMessage({ token });
+    else if (typeof d.token === 'string' && d.token && !token) {
+      token = d.token;
+      sessionStorage.setItem('baton_token', token);
+      document.getElementById('token-panel').classList.add('hidden');
+      render();
+    } else if (d.forget && token) {
+      token = '';
+      sessionStorage.removeItem('baton_token');
+      render();
+    }
+  };
+  if (!token) tabs.postMessage({ ask: true });
+}
 
 // Shown in the browser's zone (with its offset) or in UTC, as chosen; the
 // theme follows the system's unless chosen. Both kept in this browser.
@@ -819,6 +843,7 @@ zoneButton.addEventListener('click', () => {
 document.getElementById('token-forget').addEventListener('click', () => {
   token = '';
   sessionStorage.removeItem('baton_token');
+  if (tabs) tabs.postMessage({ forget: true });
   render();
 });
 window.addEventListener('hashchange', () => { revealedSecret = null; render(); });

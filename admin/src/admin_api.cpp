@@ -251,7 +251,7 @@ const json::object* contract_of(const ApiRoute& route) {
 
 std::vector<std::string> AdminApi::contract_drift() const {
   std::vector<std::string> out;
-  std::set<std::string> known;
+  std::set<std::string> known, operation_ids;
   for (const auto& route : routes_) {
     const std::string key = route.method + " " + route.pattern;
     known.insert(key);
@@ -268,6 +268,11 @@ std::vector<std::string> AdminApi::contract_drift() const {
     if (documented != typed_query) out.push_back(key + ": the contract's query parameters are not the route's");
     if (route.body.empty() == typed->contains("body"))
       out.push_back(key + (route.body.empty() ? ": a body schema for a route without a body" : ": no body schema"));
+    const auto* op = typed->if_contains("operation_id");
+    if (!op || !op->is_string() || op->as_string().empty())
+      out.push_back(key + ": no operation_id (what a generated client names its call)");
+    else if (!operation_ids.insert(std::string(op->as_string())).second)
+      out.push_back(key + ": operation_id " + std::string(op->as_string()) + " is another route's too");
   }
   for (const auto& kv : contract().at("routes").as_object())
     if (!known.contains(std::string(kv.key()))) out.push_back(std::string(kv.key()) + ": no such route");
@@ -300,12 +305,26 @@ HttpResponse AdminApi::openapi() const {
     if (typed)
       for (const auto& [code, schema] : typed->at("responses").as_object())
         responses[code] = json::object{{"description", status_text(code)}, {"content", json_content(schema)}};
+    responses["4XX"] = error_answer;  // said apart from "default": generators type a client's errors by it
     responses["default"] = error_answer;
+    // A follower answers a leader's route with 307 and the leader's address;
+    // a client sends the same request there, with its token when that
+    // address is one of the cluster's nodes (docs/clients.md, "Redirects").
+    if (route.leader_only)
+      responses["307"] = json::object{
+          {"description",
+           "from a follower: the leader's address in Location; send the same request there, with the token"},
+          {"headers",
+           json::object{{"Location", json::object{{"description", "the leader's URL for this request"},
+                                                  {"schema", json::object{{"type", "string"}, {"format", "uri"}}}}}}},
+          {"content", json_content(json::object{{"$ref", "#/components/schemas/Error"}})}};
     json::object op{{"summary", route.summary},
                     {"parameters", parameters},
                     {"x-baton-role", to_string(route.need)},
                     {"responses", responses}};
-    if (route.need != Role::anyone) op["security"] = json::array{json::object{{"bearer", json::array{}}}};
+    if (typed && typed->contains("operation_id")) op["operationId"] = typed->at("operation_id");
+    // Open routes say so (an empty list), as generators and linters expect.
+    op["security"] = route.need == Role::anyone ? json::array{} : json::array{json::object{{"bearer", json::array{}}}};
     if (route.leader_only) op["x-baton-leader-only"] = true;
     if (!route.body.empty()) {
       json::value schema = json::object{{"type", "object"}};
@@ -321,10 +340,19 @@ HttpResponse AdminApi::openapi() const {
   }
   json::object components = contract().at("components").as_object();
   components["securitySchemes"] = json::object{{"bearer", json::object{{"type", "http"}, {"scheme", "bearer"}}}};
-  return ok_json(json::object{{"openapi", "3.1.0"},
-                              {"info", json::object{{"title", "Baton admin API"}, {"version", "1"}}},
-                              {"paths", paths},
-                              {"components", components}});
+  return ok_json(json::object{
+      {"openapi", "3.1.0"},
+      {"info", json::object{{"title", "Baton admin API"},
+                            {"version", "1"},
+                            {"description", "The HTTP API of every Baton node (docs/operations.md, \"HTTP API\")."}}},
+      {"servers",
+       json::array{json::object{{"url", "/"},
+                                {"description",
+                                 "the node that served this document; any node answers, a follower with 307 to "
+                                 "the leader on a leader's route"}}}},
+      {"security", json::array{json::object{{"bearer", json::array{}}}}},
+      {"paths", paths},
+      {"components", components}});
 }
 
 HttpResponse AdminApi::metrics() {

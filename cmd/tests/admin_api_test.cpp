@@ -435,13 +435,41 @@ TEST_F(AdminApiTest, TheTypedContractCoversEveryRouteAndDocsHoldWhatANodeServes)
   const json::value doc = json::parse(served.body);
   EXPECT_EQ(doc.at("openapi").as_string(), "3.1.0");
   EXPECT_TRUE(doc.at("components").at("schemas").as_object().contains("Error"));
+  // What a generator needs (issue 63): a named operation each, named
+  // schemas, servers, the open routes saying so, the 307 where a follower
+  // answers it, typed states and times.
+  EXPECT_GE(doc.at("components").at("schemas").as_object().size(), 15u);
+  EXPECT_EQ(doc.at("servers").as_array().size(), 1u);
+  std::set<std::string> operation_ids;
   for (const auto& [path, ops] : doc.at("paths").as_object())
     for (const auto& [method, op] : ops.as_object()) {
       const auto& responses = op.at("responses").as_object();
-      EXPECT_GE(responses.size(), 2u) << method << " " << path << ": a typed answer beside the error";
+      EXPECT_GE(responses.size(), 3u) << method << " " << path << ": a typed answer beside the errors";
+      EXPECT_TRUE(responses.contains("4XX")) << method << " " << path;
       for (const auto& p : op.at("parameters").as_array())
         EXPECT_TRUE(p.at("schema").as_object().size() >= 1) << method << " " << path;
+      ASSERT_TRUE(op.as_object().contains("operationId")) << method << " " << path;
+      EXPECT_TRUE(operation_ids.insert(std::string(op.at("operationId").as_string())).second) << method << " " << path;
+      EXPECT_EQ(op.at("security").as_array().empty(), op.at("x-baton-role") == "anyone") << method << " " << path;
+      EXPECT_EQ(responses.contains("307"), op.as_object().contains("x-baton-leader-only")) << method << " " << path;
     }
+  EXPECT_EQ(doc.at("paths").at("/api/v1/runs/{id}").at("get").at("operationId"), "getRun");
+  const auto& run = doc.at("components").at("schemas").at("Run").at("properties");
+  EXPECT_EQ(run.at("state").at("enum").as_array().size(), 9u);
+  EXPECT_EQ(run.at("created_at").at("format"), "date-time");
+  EXPECT_EQ(doc.at("paths")
+                .at("/api/v1/runs")
+                .at("get")
+                .at("responses")
+                .at("200")
+                .at("content")
+                .at("application/json")
+                .at("schema")
+                .at("properties")
+                .at("items")
+                .at("items")
+                .at("$ref"),
+            "#/components/schemas/RunSummary");
   EXPECT_EQ(doc.at("paths").at("/api/v1/runs").at("get").at("parameters").as_array()[6].at("schema").at("type"),
             "integer")
       << "limit is typed";

@@ -1,8 +1,9 @@
 #pragma once
 // Headless Chromium (the Debian package) driven over the DevTools protocol,
 // for the dashboard's browser tests: navigate, evaluate JavaScript in the
-// page, wait for a condition, take a screenshot. One page; every call has a
-// deadline; the browser is killed with the object.
+// page, wait for a condition, take a screenshot. One page at a time (tab()
+// moves to another); every call has a deadline; the browser is killed with
+// the object.
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
@@ -11,6 +12,7 @@
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <regex>
 #include <stdexcept>
 #include <thread>
@@ -39,38 +41,27 @@ class Browser {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     if (m.empty()) throw std::runtime_error("chromium did not start: " + chromium_.log());
-    const int port = std::stoi(m[1]);
+    port_ = std::stoi(m[1]);
     // The page target made for about:blank.
-    std::string ws_path;
-    for (int i = 0; i < 100 && ws_path.empty(); ++i) {
-      auto list = http_request_plain(port, "GET", "/json/list");
-      boost::system::error_code ec;
-      auto v = boost::json::parse(list.body, ec);
-      if (!ec && v.is_array())
-        for (const auto& t : v.as_array())
-          if (t.at("type") == "page") {
-            std::string url(t.at("webSocketDebuggerUrl").as_string());
-            ws_path = url.substr(url.find('/', std::string("ws://").size()));
-          }
-      if (ws_path.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    if (ws_path.empty()) throw std::runtime_error("no page target in chromium");
-    boost::asio::ip::tcp::resolver resolver(ioc_);
-    ws_.next_layer().connect(resolver.resolve("127.0.0.1", std::to_string(port)));
-    ws_.handshake("127.0.0.1:" + std::to_string(port), ws_path);
-    call("Page.enable");
-    call("Runtime.enable");
+    first_tab_ = page_target("about:blank");
+    attach(first_tab_);
   }
+
+  /// Drives the tab whose address starts with `url` (one the page opened,
+  /// as a user opens a link in a new tab: its own session storage) until
+  /// first_tab().
+  void tab(const std::string& url) { attach(page_target(url)); }
+  void first_tab() { attach(first_tab_); }
 
   /// One DevTools command; events in between are skipped.
   boost::json::value call(const std::string& method, boost::json::object params = {}) {
     const auto id = ++id_;
-    ws_.write(boost::asio::buffer(
+    ws_->write(boost::asio::buffer(
         boost::json::serialize(boost::json::object{{"id", id}, {"method", method}, {"params", params}})));
     for (;;) {
       boost::beast::flat_buffer buf;
-      ws_.next_layer().expires_after(std::chrono::seconds(30));
-      ws_.read(buf);
+      ws_->next_layer().expires_after(std::chrono::seconds(30));
+      ws_->read(buf);
       auto v = boost::json::parse(boost::beast::buffers_to_string(buf.data())).as_object();
       if (!v.contains("id") || v["id"].as_int64() != id) continue;
       if (v.contains("error")) throw std::runtime_error(method + ": " + boost::json::serialize(v["error"]));
@@ -129,9 +120,36 @@ class Browser {
   }
 
  private:
+  /// The DevTools path of the page whose address starts with `url`.
+  std::string page_target(const std::string& url) {
+    for (int i = 0; i < 100; ++i) {
+      auto list = http_request_plain(port_, "GET", "/json/list");
+      boost::system::error_code ec;
+      auto v = boost::json::parse(list.body, ec);
+      if (!ec && v.is_array())
+        for (const auto& t : v.as_array())
+          if (t.at("type") == "page" && std::string(t.at("url").as_string()).rfind(url, 0) == 0) {
+            std::string ws(t.at("webSocketDebuggerUrl").as_string());
+            return ws.substr(ws.find('/', std::string("ws://").size()));
+          }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    throw std::runtime_error("no page at " + url + " in chromium");
+  }
+  void attach(const std::string& ws_path) {
+    ws_ = std::make_unique<boost::beast::websocket::stream<boost::beast::tcp_stream>>(ioc_);
+    boost::asio::ip::tcp::resolver resolver(ioc_);
+    ws_->next_layer().connect(resolver.resolve("127.0.0.1", std::to_string(port_)));
+    ws_->handshake("127.0.0.1:" + std::to_string(port_), ws_path);
+    call("Page.enable");
+    call("Runtime.enable");
+  }
+
   ChildProcess chromium_;
   boost::asio::io_context ioc_;
-  boost::beast::websocket::stream<boost::beast::tcp_stream> ws_{ioc_};
+  int port_ = 0;
+  std::string first_tab_;
+  std::unique_ptr<boost::beast::websocket::stream<boost::beast::tcp_stream>> ws_;
   std::int64_t id_ = 0;
 };
 

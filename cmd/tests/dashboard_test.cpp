@@ -472,6 +472,27 @@ TEST_F(DashboardTest, ASignInLinkCarriesTheTokenInTheFragmentAndLeavesItNowhereE
   EXPECT_EQ(browser.eval("location.hash").as_string(), "#/") << "wiped from the address bar";
   EXPECT_EQ(browser.eval("location.href.includes('" + admin_token + "')").as_bool(), false);
   EXPECT_TRUE(browser.eval("localStorage.getItem('baton_token') === null").as_bool());
+
+  // A sign-in link may name the page it lands on (issue 63: it always
+  // landed on the overview).
+  browser.call("Page.navigate", {{"url", base + "?deep#token=" + admin_token + "&to=/jobs/quick"}});
+  browser.wait_for("location.search === '?deep' && document.getElementById('trigger-form')");
+  EXPECT_EQ(browser.eval("location.hash").as_string(), "#/jobs/quick");
+  EXPECT_EQ(browser.eval("location.href.includes('" + admin_token + "')").as_bool(), false);
+
+  // A link pasted into a new tab, which has a session storage of its own:
+  // signed in by the tab already signed in, and the token still in no
+  // local storage. Checked failing without the BroadcastChannel in app.js
+  // ("This page needs an API token").
+  browser.call("Target.createTarget", {{"url", base + "?other#/jobs/quick"}});
+  browser.tab(base + "?other");
+  browser.wait_for("document.getElementById('trigger-form')");
+  EXPECT_EQ(browser.eval("sessionStorage.getItem('baton_token')").as_string(), admin_token);
+  EXPECT_TRUE(browser.eval("localStorage.getItem('baton_token') === null").as_bool());
+  // "Forget" in one tab forgets it in every one.
+  browser.eval("document.getElementById('token-forget').click()");
+  browser.first_tab();
+  browser.wait_for("sessionStorage.getItem('baton_token') === null && document.getElementById('page-error')");
 }
 
 // The history checker's banner (docs/assurance.md): a violation recorded
