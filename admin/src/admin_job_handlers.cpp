@@ -17,18 +17,28 @@ using namespace admin_http;
 
 // --- jobs -------------------------------------------------------------------
 
+namespace {
+/// A cron schedule and its zone, parsed; nothing when either does not parse.
+std::optional<std::pair<leader_core::CronSchedule, leader_core::CronZone>> schedule_in_zone(
+    const std::string& schedule, const std::string& time_zone) {
+  auto parsed = leader_core::parse_cron(schedule);
+  auto located = leader_core::CronZone::locate(time_zone);
+  auto* s = std::get_if<leader_core::CronSchedule>(&parsed);
+  auto* zone = std::get_if<leader_core::CronZone>(&located);
+  if (!s || !zone) return std::nullopt;
+  return std::pair{std::move(*s), std::move(*zone)};
+}
+}  // namespace
+
 std::optional<std::int64_t> due_slots(const std::string& schedule, const std::string& time_zone, std::int64_t since,
                                       std::int64_t until, std::int64_t cap) {
-  auto parsed = leader_core::parse_cron(schedule);
-  auto* s = std::get_if<leader_core::CronSchedule>(&parsed);
-  if (!s) return std::nullopt;
-  auto located = leader_core::CronZone::locate(time_zone);
-  auto* zone = std::get_if<leader_core::CronZone>(&located);
-  if (!zone) return std::nullopt;
+  auto sz = schedule_in_zone(schedule, time_zone);
+  if (!sz) return std::nullopt;
+  const auto& [cron, zone] = *sz;
   std::int64_t n = 0;
   auto at = std::chrono::sys_seconds{std::chrono::seconds{since - 1}};
   while (n <= cap) {
-    auto next = leader_core::next_fire(*s, at, *zone);
+    auto next = leader_core::next_fire(cron, at, zone);
     if (!next || next->time_since_epoch().count() > until) return n;
     ++n;
     at = *next;
@@ -38,12 +48,9 @@ std::optional<std::int64_t> due_slots(const std::string& schedule, const std::st
 
 std::optional<double> schedule_interval_s(const std::string& schedule, const std::string& time_zone, std::int64_t since,
                                           std::int64_t until) {
-  auto parsed = leader_core::parse_cron(schedule);
-  auto* s = std::get_if<leader_core::CronSchedule>(&parsed);
-  if (!s) return std::nullopt;
-  auto located = leader_core::CronZone::locate(time_zone);
-  auto* zone = std::get_if<leader_core::CronZone>(&located);
-  if (!zone) return std::nullopt;
+  auto sz = schedule_in_zone(schedule, time_zone);
+  if (!sz) return std::nullopt;
+  const auto& [cron, zone] = *sz;
   // The schedule's own slots from the window's start: those in the window,
   // and at least two even when the window is younger than one interval.
   constexpr int cap = 100000;
@@ -51,7 +58,7 @@ std::optional<double> schedule_interval_s(const std::string& schedule, const std
   std::optional<std::int64_t> first, last;
   int n = 0;
   while (n < cap) {
-    auto next = leader_core::next_fire(*s, at, *zone);
+    auto next = leader_core::next_fire(cron, at, zone);
     if (!next) break;
     const auto t = next->time_since_epoch().count();
     if (t > until && n >= 2) break;

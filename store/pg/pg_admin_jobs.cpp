@@ -225,6 +225,17 @@ std::optional<std::string> parameter_rules_problem(pqxx::work& tx, const store::
   return r[0].as<std::string>();
 }
 
+/// Runs `sql` with a job definition's columns bound as $1-$30, in the one
+/// order create_job's INSERT and update_job's UPDATE name them.
+pqxx::result exec_with_job(pqxx::work& tx, const std::string& sql, const store::JobDefinition& j) {
+  return tx.exec_params(sql, j.name, j.schedule, j.time_zone, j.tasks_json, j.max_attempts, j.priority, j.timeout_ms,
+                        j.retry_base_ms, j.retry_cap_ms, j.selector_json, j.live, j.misfire_policy, j.catch_up_limit,
+                        j.starting_deadline_ms, j.max_instances, j.concurrency_policy, j.exclusive_execution,
+                        j.jitter_ms, pg_array(j.on_events), pg_array(j.run_after), j.parameters_json, j.self_destruct,
+                        j.parameter_rules_json, j.mutually_exclusive, j.on_error, j.concurrency_key,
+                        j.concurrency_limit, j.rate_limit_runs, j.rate_limit_per_ms, j.rate_limit_by_key);
+}
+
 }  // namespace
 
 Result<AdminResult> PgAdminStore::create_job(const Actor& who, const JobDefinition& j) {
@@ -238,7 +249,8 @@ Result<AdminResult> PgAdminStore::create_job(const Actor& who, const JobDefiniti
     if (j.exclusive_execution) tx.exec("LOCK TABLE job_runs IN SHARE MODE");
     // A deleted job's name may be used again: the row comes back to life
     // (its old runs keep pointing at it), with a new version.
-    auto rows = tx.exec_params(
+    auto rows = exec_with_job(
+        tx,
         "INSERT INTO job_definitions (name, schedule, time_zone, tasks, max_attempts, priority, timeout_ms,"
         " retry_base_ms, retry_cap_ms, worker_selector, live, misfire_policy, catch_up_limit, starting_deadline_ms,"
         " max_instances, concurrency_policy, exclusive_execution, jitter_ms, on_events, run_after, parameters,"
@@ -262,12 +274,7 @@ Result<AdminResult> PgAdminStore::create_job(const Actor& who, const JobDefiniti
         " rate_limit_by_key = EXCLUDED.rate_limit_by_key, paused = false, deleted_at = "
         "NULL, updated_at = now(),"
         " version = job_definitions.version + 1 WHERE job_definitions.deleted_at IS NOT NULL RETURNING id",
-        j.name, j.schedule, j.time_zone, j.tasks_json, j.max_attempts, j.priority, j.timeout_ms, j.retry_base_ms,
-        j.retry_cap_ms, j.selector_json, j.live, j.misfire_policy, j.catch_up_limit, j.starting_deadline_ms,
-        j.max_instances, j.concurrency_policy, j.exclusive_execution, j.jitter_ms, pg_array(j.on_events),
-        pg_array(j.run_after), j.parameters_json, j.self_destruct, j.parameter_rules_json, j.mutually_exclusive,
-        j.on_error, j.concurrency_key, j.concurrency_limit, j.rate_limit_runs, j.rate_limit_per_ms,
-        j.rate_limit_by_key);
+        j);
     if (rows.empty()) return refused(AdminOutcome::conflict, "job '" + j.name + "' exists", job_row_json(tx, j.name));
     auto after = job_row_json(tx, j.name);
     audit_in(tx, who, "job.create", "job:" + j.name, std::nullopt, after);
@@ -296,7 +303,8 @@ Result<AdminResult> PgAdminStore::update_job(const Actor& who, const JobWrite& w
                          std::to_string(*w.expected_version) + ": read it again",
                      job_row_json(tx, j.name));
     auto before = job_row_json(tx, j.name);
-    tx.exec_params(
+    exec_with_job(
+        tx,
         "UPDATE job_definitions SET schedule = $2, time_zone = $3, tasks = $4::jsonb, max_attempts = $5,"
         " priority = $6, timeout_ms = nullif($7, 0), retry_base_ms = $8, retry_cap_ms = $9,"
         " worker_selector = $10::jsonb, live = $11, misfire_policy = $12, catch_up_limit = $13,"
@@ -308,12 +316,7 @@ Result<AdminResult> PgAdminStore::update_job(const Actor& who, const JobWrite& w
         " version = version + 1, updated_at = now(),"
         " schedule_resumed_at = CASE WHEN NOT live AND $11 THEN now() ELSE schedule_resumed_at END"
         " WHERE name = $1",
-        j.name, j.schedule, j.time_zone, j.tasks_json, j.max_attempts, j.priority, j.timeout_ms, j.retry_base_ms,
-        j.retry_cap_ms, j.selector_json, j.live, j.misfire_policy, j.catch_up_limit, j.starting_deadline_ms,
-        j.max_instances, j.concurrency_policy, j.exclusive_execution, j.jitter_ms, pg_array(j.on_events),
-        pg_array(j.run_after), j.parameters_json, j.self_destruct, j.parameter_rules_json, j.mutually_exclusive,
-        j.on_error, j.concurrency_key, j.concurrency_limit, j.rate_limit_runs, j.rate_limit_per_ms,
-        j.rate_limit_by_key);
+        j);
     auto after = job_row_json(tx, j.name);
     audit_in(tx, who, "job.update", "job:" + j.name, before, after);
     tx.commit();
