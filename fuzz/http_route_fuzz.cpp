@@ -60,7 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   std::map<std::string, std::string> none;
   (void)query_of(target, {}, none);
-  baton::admin::HttpRequest request{"POST", target, {}, body};
+  baton::HttpRequest request{"POST", target, {}, body};
   (void)body_object(request, 4096);
   (void)to_leader(request, "https", "n2.example:8443");
   return 0;

@@ -20,7 +20,7 @@ namespace baton::admin {
 
 using namespace admin_http;
 
-AdminApi::AdminApi(AdminApiPorts ports, store::AdminStore& store, Metrics& metrics, const Clock& clock,
+AdminApi::AdminApi(AdminApiPorts ports, store::AdminStore& store, service::NodeMetrics& metrics, const Clock& clock,
                    std::string config_admin_token, bool metrics_need_token)
     : ports_(std::move(ports)),
       store_(store),

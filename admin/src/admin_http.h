@@ -10,7 +10,7 @@
 #include <variant>
 #include <vector>
 
-#include "baton/admin/http_message.h"
+#include "baton/base/http_message.h"
 #include "baton/store/admin_store.h"
 
 namespace baton::admin::admin_http {

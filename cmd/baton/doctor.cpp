@@ -9,7 +9,7 @@
 #include <filesystem>
 
 #include "baton/base/config_yaml.h"
-#include "baton/leader/node_config.h"
+#include "baton/node/node_config.h"
 #include "baton/store_pg/inspect.h"
 #include "baton/store_pg/pg_session.h"
 #include "baton/tls/certificate_facts.h"
@@ -81,7 +81,7 @@ void certificate(std::vector<Finding>& out, const std::string& what, const std::
 }
 
 void examine_node(const std::string& file, std::vector<Finding>& out) {
-  auto cfg = leader::load_node_config(file);
+  auto cfg = node::load_node_config(file);
   if (!cfg) {
     out.push_back(fail("config", cfg.error().message, "fix the keys named (configs/node.yaml documents every key)"));
     return;

@@ -15,9 +15,9 @@
 
 #include "baton/base/log.h"
 #include "baton/ctl/ctl.h"
-#include "baton/leader/node.h"
-#include "baton/leader/node_config.h"
 #include "baton/leader_core/cron_command.h"
+#include "baton/node/node.h"
+#include "baton/node/node_config.h"
 #include "baton/protocol/messages.h"
 #include "baton/store_pg/migrate.h"
 #include "baton/store_pg/pg_admin_store.h"
@@ -192,9 +192,9 @@ int cmd_migrate(const std::vector<std::string>& args) {
     if (bad) return bad;
   if (file.empty() && url.empty())
     return fail(std::string("migrate: --config FILE or --database-url URL is required\n") + usage);
-  baton::leader::NodeConfig defaults;
+  baton::node::NodeConfig defaults;
   if (!file.empty()) {
-    auto cfg = baton::leader::load_node_config(file);
+    auto cfg = baton::node::load_node_config(file);
     if (!cfg) return fail("invalid config:\n" + cfg.error().message);
     defaults = *cfg;
   }
@@ -242,7 +242,7 @@ int cmd_worker(const std::vector<std::string>& args) {
 int cmd_node(const std::vector<std::string>& args) {
   std::string file, error;
   if (!parse_config_flag(args, file, error)) return fail("node: " + error + "\n" + usage);
-  auto cfg = baton::leader::load_node_config(file);
+  auto cfg = baton::node::load_node_config(file);
   if (!cfg) return fail("invalid config:\n" + cfg.error().message);
   baton::init_logging(cfg->node_id, cfg->log_level, cfg->log_format);
   for (const auto& o : cfg->env_overrides) spdlog::info("config_from_environment node={} {}", cfg->node_id, o);
@@ -271,7 +271,7 @@ int cmd_node(const std::vector<std::string>& args) {
                   " (auto_migrate is false: run `baton migrate` first)");
   }
 
-  baton::leader::NodePorts ports;
+  baton::node::NodePorts ports;
   ports.lease_store = [url = cfg->database_url](const std::string& app) {
     return std::make_unique<baton::store::pg::PgLeaseStore>(url, app);
   };
@@ -294,7 +294,7 @@ int cmd_node(const std::vector<std::string>& args) {
   ports.verify_store = [url = cfg->database_url](const std::string& app) {
     return std::make_unique<baton::store::pg::PgVerifyStore>(url, app);
   };
-  return baton::leader::run_node(*cfg, ports, stop_requested);
+  return baton::node::run_node(*cfg, ports, stop_requested);
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 #include <iostream>
 
 #include "baton/base/json_text.h"
-#include "baton/leader/node_config.h"
+#include "baton/node/node_config.h"
 #include "baton/store_pg/pg_session.h"
 #include "baton/store_pg/pg_verify_store.h"
 #include "baton/verify/history_sweep.h"
@@ -222,10 +222,10 @@ int run(const std::vector<std::string>& args) {
     return 2;
   }
   verify::CheckSettings check;
-  check.continuation_margin_ms = leader::NodeConfig{}.runtime.continuation_margin.count();
-  check.owner_grace_ms = leader::NodeConfig{}.verify.owner_grace.count();
+  check.continuation_margin_ms = node::NodeConfig{}.runtime.continuation_margin.count();
+  check.owner_grace_ms = node::NodeConfig{}.verify.owner_grace.count();
   if (!file.empty()) {
-    auto cfg = leader::load_node_config(file);
+    auto cfg = node::load_node_config(file);
     if (!cfg) {
       std::cerr << "baton: verify: invalid config:\n" << cfg.error().message << "\n";
       return 2;

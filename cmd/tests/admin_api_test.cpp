@@ -102,7 +102,7 @@ class AdminApiTest : public ::testing::Test {
   store::pg::PgRunStore runs{url, "api-test"};
   store::pg::PgLeaderStore leader_store{url, "api-test"};
   store::pg::PgAdminStore admin_store{url, "api-test"};
-  Metrics metrics;
+  service::NodeMetrics metrics;
   baton::testing::FakeClock clock;
   Epoch epoch{0};
   std::vector<std::int64_t> ids;

@@ -33,7 +33,7 @@ spdlog::level::level_enum level_of(lc::LogLevel l) {
   return spdlog::level::info;
 }
 
-std::atomic<std::int64_t>& counter(admin::Metrics& m, lc::Counter c) {
+std::atomic<std::int64_t>& counter(service::NodeMetrics& m, lc::Counter c) {
   switch (c) {
     case lc::Counter::fenced_writes: return m.fenced_writes;
     case lc::Counter::conflict_writes: return m.conflict_writes;
@@ -52,7 +52,7 @@ std::atomic<std::int64_t>& counter(admin::Metrics& m, lc::Counter c) {
 }  // namespace
 
 ControlLoop::ControlLoop(Epoch epoch, NodeIdentity me, RuntimeConfig cfg, RunLanes runs, store::LeaderStore& store,
-                         store::LeaderStore& reads, const Clock& clock, admin::Metrics& metrics)
+                         store::LeaderStore& reads, const Clock& clock, service::NodeMetrics& metrics)
     : epoch_(epoch),
       me_(std::move(me)),
       cfg_(cfg),

@@ -3,16 +3,16 @@
 #include <algorithm>
 #include <cctype>
 
-#include "baton/admin/api_auth.h"
 #include "baton/base/json_text.h"
 #include "baton/leader/node_server.h"
+#include "baton/tls/token_digest.h"
 
 namespace baton::leader {
 
 // Worker credentials are hashed and compared like API tokens.
-using admin::constant_time_equal;
-using admin::issued_token_shaped;
-using admin::sha256_hex;
+using tls::constant_time_equal;
+using tls::issued_token_shaped;
+using tls::sha256_hex;
 
 namespace {
 constexpr std::size_t cache_max = 10000;  // unknown credentials are cached too: bound the map

@@ -148,7 +148,7 @@ TEST(ControlLoop, ASlowDueReadHoldsUpNeitherTheLoopNorItsOtherReads) {
   store::fake::FakeRunDb db(lease, clock);
   store::fake::FakeRunStore main(db), assigns(db), starts(db), finishes(db);
   QuietLeaderStore store(false), reads(true);
-  admin::Metrics metrics;
+  service::NodeMetrics metrics;
   RuntimeConfig cfg;
   cfg.dispatch_every = Millis{10};
   ControlLoop loop(Epoch{1}, NodeIdentity{"n1", "i1", "127.0.0.1:1"}, cfg, RunLanes{main, assigns, starts, finishes},

@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "baton/admin/api_auth.h"
 #include "baton/testing/fake_clock.h"
+#include "baton/tls/token_digest.h"
 
 namespace baton::leader {
 namespace {
@@ -44,8 +44,8 @@ protocol::Hello hello(const std::string& id, const std::string& token, int capac
 class WorkerAuthTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    table.by_hash[admin::sha256_hex(w1_token)] = store::WorkerCredential{11, "w1", {{"zone", "a"}, {"gpu", "1"}}, 4};
-    table.by_hash[admin::sha256_hex(w2_token)] = store::WorkerCredential{12, "w2", {}, 1};
+    table.by_hash[tls::sha256_hex(w1_token)] = store::WorkerCredential{11, "w1", {{"zone", "a"}, {"gpu", "1"}}, 4};
+    table.by_hash[tls::sha256_hex(w2_token)] = store::WorkerCredential{12, "w2", {}, 1};
   }
   FakeCredentials table;
   testing::FakeClock clock;
@@ -103,15 +103,15 @@ TEST_F(WorkerAuthTest, LookupsAreCachedForgottenOnRevocationAndADownDatabaseRefu
   EXPECT_TRUE(auth.admit(hello("w1", w1_token)).admitted);
   EXPECT_EQ(table.lookups, 1);
   // Revoked in the database: the cache still says yes until forgotten...
-  table.by_hash.erase(admin::sha256_hex(w1_token));
+  table.by_hash.erase(tls::sha256_hex(w1_token));
   EXPECT_TRUE(auth.admit(hello("w1", w1_token)).admitted);
   auth.forget({11});
   EXPECT_FALSE(auth.admit(hello("w1", w1_token)).admitted);
   EXPECT_EQ(table.lookups, 2);
   // ... or until the cache time passes.
-  table.by_hash[admin::sha256_hex(w2_token)].capacity = 1;
+  table.by_hash[tls::sha256_hex(w2_token)].capacity = 1;
   EXPECT_TRUE(auth.admit(hello("w2", w2_token)).admitted);
-  table.by_hash.erase(admin::sha256_hex(w2_token));
+  table.by_hash.erase(tls::sha256_hex(w2_token));
   clock.advance(5001ms);
   EXPECT_FALSE(auth.admit(hello("w2", w2_token)).admitted);
 

@@ -1,16 +1,14 @@
-// The only translation unit of the worker that includes Boost.Beast.
+// The worker's process: its attempts, the leader's messages, timers, drain
+// and shutdown. Its connection is a CoordinatorLink (coordinator_link.h).
 #include "baton/worker/agent.h"
 #include "baton/worker/exit_records.h"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <boost/asio.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/ssl.hpp>
-#include <boost/beast/websocket.hpp>
-#include <boost/beast/websocket/ssl.hpp>
-#include <deque>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -37,17 +35,14 @@
 #include "baton/worker_core/output_stream.h"
 #include "baton/worker_core/stall_guard.h"
 #include "baton/worker_core/worker_metrics.h"
+#include "coordinator_link.h"
 #include "metrics_listener.h"
 #include "started_attempt.h"
 
 namespace baton::worker {
 
 namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace websocket = beast::websocket;
-using tcp = asio::ip::tcp;
-using PlainWs = websocket::stream<beast::tcp_stream>;
-using TlsWs = websocket::stream<beast::ssl_stream<beast::tcp_stream>>;
+using error_code = boost::system::error_code;
 
 namespace {
 
@@ -58,10 +53,6 @@ constexpr auto continuation_check_every = std::chrono::milliseconds(100);
 // and how long each step of an enrollment exchange may take.
 constexpr auto enrollment_check_every = std::chrono::seconds(2);
 constexpr auto enrollment_step_timeout = std::chrono::seconds(2);
-// Frames waiting for the socket, at most (a heartbeat interval's worth of a
-// worker at full capacity is far below it).
-constexpr std::size_t send_queue_max = 16384;
-static_assert(send_queue_max > 0);
 
 class Agent {
  public:
@@ -75,7 +66,6 @@ class Agent {
         // Weakened chaos builds only: no cgroups, the supervisor alone.
         cgroups_(weakened("no_containment") || weakened("no_task_cgroup") ? "off" : cfg.task_cgroup,
                  cfg.spool_dir + "/trees"),
-        resolver_(ioc_),
         reconnect_timer_(ioc_),
         heartbeat_timer_(ioc_),
         tick_timer_(ioc_),
@@ -200,103 +190,22 @@ class Agent {
       }
       token_ = *credential;
     }
-    const std::uint64_t gen = ++generation_;
     const std::string ep = current_endpoint();
     // Every attempt, so the time a worker takes to reattach after a failover
     // can be read from its log (where it went, who held it, who sent it on).
     spdlog::info("worker_connecting worker={} endpoint={} unreachable_leader={}", json_quote(cfg_.worker_id), ep,
                  unreachable_leader_.empty() ? "-" : unreachable_leader_);
-    protocol_ = protocol::protocol_version_min;  // until a welcome names the version
-    auto colon = ep.rfind(':');
-    host_ = ep.substr(0, colon);
-    std::string port = ep.substr(colon + 1);
-    plain_.reset();
-    tls_.reset();
-    if (cfg_.insecure) {
-      plain_ = std::make_shared<PlainWs>(ioc_);
-    } else {
-      // Read at every connection: renewed files are used at the next one.
-      auto ctx = tls::make_client_context(cfg_.tls);
-      if (!ctx) return connection_failed(ep, ctx.error().message);
-      tls_context_ = *ctx;
-      tls_ = std::make_shared<TlsWs>(ioc_, *tls_context_);
-      // The node's certificate must name the address dialed: one of the
-      // cluster CA issued for another host is refused too. A redirect is
-      // followed the same way, so it reaches only a node that verifies.
-      if (!tls::expect_peer_name(tls_->next_layer().native_handle(), host_))
-        return connection_failed(ep, "tls: cannot check a certificate against the host '" + host_ + "'");
-    }
-    with_ws([&](auto& ws) {
-      ws.read_message_max(protocol::frame_bytes_max * 2);
-      beast::get_lowest_layer(ws).expires_after(std::chrono::seconds(3));
-    });
-    resolver_.async_resolve(host_, port, [this, gen, ep](beast::error_code ec, tcp::resolver::results_type results) {
-      if (gen != generation_) return;
-      if (ec) return connection_failed(ep, "resolve: " + ec.message());
-      with_ws([&](auto& ws) {
-        beast::get_lowest_layer(ws).async_connect(results, [this, gen, ep, &ws, keep = stream_ref()](
-                                                               beast::error_code ec2,
-                                                               tcp::resolver::results_type::endpoint_type) {
-          if (gen != generation_) return;
-          if (ec2) return connection_failed(ep, "connect: " + ec2.message());
-          beast::error_code nodelay_ec;  // small frames: no Nagle delay
-          beast::get_lowest_layer(ws).socket().set_option(tcp::no_delay(true), nodelay_ec);
-          if constexpr (std::is_same_v<std::decay_t<decltype(ws)>, TlsWs>) {
-            ws.next_layer().async_handshake(asio::ssl::stream_base::client, [this, gen, ep, &ws,
-                                                                             keep](beast::error_code ec3) {
-              if (gen != generation_) return;
-              // Nothing was sent: the token never reaches a node that
-              // does not verify.
-              if (ec3)
-                return connection_failed(ep, "tls: " + tls::handshake_failure(ec3, ws.next_layer().native_handle()));
-              websocket_handshake(ws, gen, ep);
-            });
-          } else {
-            websocket_handshake(ws, gen, ep);
-          }
-        });
-      });
-    });
+    link_.open(ep, cfg_.insecure ? nullptr : &cfg_.tls, std::chrono::milliseconds(heartbeat_timeout_ms_));
   }
 
-  template <class Ws>
-  void websocket_handshake(Ws& ws, std::uint64_t gen, const std::string& ep) {
-    beast::get_lowest_layer(ws).expires_never();
-    websocket::stream_base::timeout t{};
-    t.handshake_timeout = std::chrono::seconds(3);
-    t.idle_timeout = std::chrono::milliseconds(heartbeat_timeout_ms_);
-    t.keep_alive_pings = true;  // a leader that stops answering is noticed within idle_timeout
-    ws.set_option(t);
-    ws.async_handshake(host_, "/ws", [this, gen, ep, keep = stream_ref()](beast::error_code ec) {
-      if (gen != generation_) return;
-      if (ec) return connection_failed(ep, "handshake: " + ec.message());
-      connected_ = true;
-      send(hello());
-      read(gen);
-    });
-  }
-
-  /// The connection's stream, for an operation on it to hold until it
-  /// completes.
-  std::shared_ptr<void> stream_ref() const {
-    if (tls_) return tls_;
-    return plain_;
-  }
-
-  /// Calls f with the connection's WebSocket stream (TLS or, with
-  /// `insecure`, plain), if there is one.
-  template <class F>
-  void with_ws(F&& f) {
-    if (tls_)
-      f(*tls_);
-    else if (plain_)
-      f(*plain_);
-  }
-  void close_socket() {
-    with_ws([](auto& ws) {
-      beast::error_code ignored;
-      beast::get_lowest_layer(ws).socket().close(ignored);
-    });
+  CoordinatorLink::Events link_events() {
+    return {[this] { send(hello()); }, [this](std::string frame) { on_frame(std::move(frame)); },
+            [this](const std::string& ep, const std::string& why) { connection_failed(ep, why); },
+            [this](const std::string& ep, const std::string& why) {
+              spdlog::info("worker_connection_lost worker={} endpoint={} error={}", cfg_.worker_id, ep,
+                           json_quote(why));
+              disconnected(true);
+            }};
   }
 
   protocol::Hello hello() const {
@@ -327,10 +236,7 @@ class Agent {
 
   void disconnected(bool backoff) {
     const bool was_attached = attached_;
-    connected_ = false;
     attached_ = false;
-    writing_ = false;
-    queue_.clear();
     heartbeat_timer_.cancel();
     table_.detached(clock_.mono());  // live attempts start counting their continuation deadline
     delivery_.detached();
@@ -339,8 +245,7 @@ class Agent {
       service_.status("worker " + cfg_.worker_id + ": detached, reconnecting (" + std::to_string(running_count()) +
                       " running)");
     }
-    ++generation_;
-    close_socket();
+    link_.close();
     if (stop_) return;
     auto delay = std::chrono::milliseconds(0);
     if (backoff || redirects_in_a_row_ > redirects_without_backoff_max) {
@@ -356,80 +261,39 @@ class Agent {
     if (retry_after_ > delay) delay = retry_after_;
     retry_after_ = Millis{0};
     reconnect_timer_.expires_after(delay);
-    reconnect_timer_.async_wait([this](beast::error_code ec) {
+    reconnect_timer_.async_wait([this](error_code ec) {
       if (!ec) connect();
     });
   }
 
-  void read(std::uint64_t gen) {
-    with_ws([&](auto& ws) {
-      ws.async_read(buffer_, [this, gen, keep = stream_ref()](beast::error_code ec, std::size_t) { on_read(gen, ec); });
-    });
-  }
-  void on_read(std::uint64_t gen, beast::error_code ec) {
-    {
-      if (gen != generation_) return;
-      if (ec) {
-        if (attached_ || connected_)
-          spdlog::info("worker_connection_lost worker={} endpoint={} error={}", cfg_.worker_id, current_endpoint(),
-                       ec.message());
-        return disconnected(true);
-      }
-      // Frames read after the loop stood still may have waited in the
-      // socket past the leader's giving up on them: none is acted on.
-      if (stalled("frame")) return;
-      std::string frame = beast::buffers_to_string(buffer_.data());
-      buffer_.consume(buffer_.size());
-      auto decoded = protocol::decode_frame(frame);
-      if (auto* err = std::get_if<protocol::DecodeError>(&decoded)) {
-        spdlog::warn("worker_bad_frame worker={} code={} message={}", cfg_.worker_id, err->code,
-                     json_quote(err->message));
-      } else {
-        // A batch's messages in order, until one of them ends the connection.
-        for (const auto& m : std::get<std::vector<protocol::Message>>(decoded)) {
-          if (gen != generation_ || !connected_) break;
-          handle(m);
-        }
-      }
-      if (gen == generation_ && connected_) read(gen);
+  void on_frame(std::string frame) {
+    // Frames read after the loop stood still may have waited in the
+    // socket past the leader's giving up on them: none is acted on.
+    if (stalled("frame")) return;
+    auto decoded = protocol::decode_frame(frame);
+    if (auto* err = std::get_if<protocol::DecodeError>(&decoded)) {
+      spdlog::warn("worker_bad_frame worker={} code={} message={}", cfg_.worker_id, err->code,
+                   json_quote(err->message));
+      return;
+    }
+    // A batch's messages in order, until one of them ends the connection.
+    const std::uint64_t link = link_.generation();
+    for (const auto& m : std::get<std::vector<protocol::Message>>(decoded)) {
+      if (link_.generation() != link) break;
+      handle(m);
     }
   }
 
   void send(const protocol::Message& m) {
-    if (!connected_) return;
-    if (queue_.size() >= send_queue_max) {
+    if (!link_.is_open()) return;
+    if (!link_.send(protocol::encode(m, link_.protocol()))) {
       // The leader does not read what it is sent (a stuck or overloaded
       // node): drop the connection rather than grow without bound. Nothing
       // is lost: finishes stay in the outbox, and the hello and heartbeats
       // of the next connection list every attempt.
-      spdlog::warn("worker_send_queue_full worker={} frames={}", json_quote(cfg_.worker_id), queue_.size());
+      spdlog::warn("worker_send_queue_full worker={} frames={}", json_quote(cfg_.worker_id), link_.queued());
       disconnected(true);
-      return;
     }
-    queue_.push_back(protocol::encode(m, protocol_));
-    BATON_ASSERT(queue_.size() <= send_queue_max);
-    if (!writing_) write_next();
-  }
-  void write_next() {
-    // One write in flight per stream (Beast's rule: a second async_write
-    // before the first completes is undefined behaviour).
-    BATON_ASSERT(!writing_);
-    if (queue_.empty() || !connected_) return;
-    writing_ = true;
-    const std::uint64_t gen = generation_;
-    // What queued meanwhile leaves in one frame (a batch from version 3).
-    // The frame lives with the write: a reconnect clears the queue while a
-    // write of the old connection may still hold its buffer.
-    auto frame = std::make_shared<std::string>(protocol::next_frame(queue_, protocol_));
-    with_ws([&](auto& ws) {
-      ws.text(true);
-      ws.async_write(asio::buffer(*frame), [this, gen, frame, keep = stream_ref()](beast::error_code ec, std::size_t) {
-        if (gen != generation_) return;
-        writing_ = false;
-        if (ec) return disconnected(true);
-        write_next();
-      });
-    });
   }
 
   // ---- protocol ---------------------------------------------------------
@@ -468,7 +332,7 @@ class Agent {
                     protocol::protocol_version_max);
       return disconnected(true);
     }
-    protocol_ = w.protocol;
+    link_.set_protocol(w.protocol);
     attached_ = true;
     unreachable_leader_.clear();
     failures_ = 0;
@@ -479,7 +343,7 @@ class Agent {
     stall_.set_limit(worker_core::StallGuard::limit_for(std::chrono::milliseconds(heartbeat_interval_ms_),
                                                         std::chrono::milliseconds(heartbeat_timeout_ms_)));
     spdlog::info("worker_attached worker={} node={} epoch={} running={} adopted={} protocol={}", cfg_.worker_id,
-                 w.node_id, w.epoch, running_count(), w.adopted.size(), protocol_);
+                 w.node_id, w.epoch, running_count(), w.adopted.size(), w.protocol);
     ++attaches_;
     // systemd (Type=notify): a worker is ready once attached.
     service_.ready("worker " + cfg_.worker_id + ": attached to " + w.node_id + ", epoch " + std::to_string(w.epoch) +
@@ -710,13 +574,13 @@ class Agent {
     if (!weakened("lost_rule")) h.finished = delivery_.unacknowledged();
     // What changed of running tasks' progress since the last heartbeat
     // (protocol version 5; an older leader is not sent it).
-    if (protocol_ >= protocol::progress_version_min)
+    if (link_.protocol() >= protocol::progress_version_min)
       for (const auto& ref : h.running)
         if (auto o = outputs_.find(ref); o != outputs_.end())
           if (auto text = o->second->progress_to_send()) h.progress.push_back({ref, std::move(*text)});
     send(h);
     heartbeat_timer_.expires_after(std::chrono::milliseconds(heartbeat_interval_ms_));
-    heartbeat_timer_.async_wait([this](beast::error_code ec) {
+    heartbeat_timer_.async_wait([this](error_code ec) {
       if (!ec) heartbeat();
     });
   }
@@ -729,7 +593,7 @@ class Agent {
     const MonoTime now = clock_.mono();
     const MonoTime last = stall_last_;
     stall_last_ = now;
-    if (!stall_.stalled(now) || !connected_) return false;
+    if (!stall_.stalled(now) || !link_.is_open()) return false;
     spdlog::warn("worker_stalled worker={} ms={} limit_ms={} noticed_by={} running={}", json_quote(cfg_.worker_id),
                  std::chrono::duration_cast<std::chrono::milliseconds>(now - last).count(), stall_.limit().count(),
                  noticed_by, running_count());
@@ -778,7 +642,7 @@ class Agent {
       }
     }
     tick_timer_.expires_after(continuation_check_every);
-    tick_timer_.async_wait([this](beast::error_code ec) {
+    tick_timer_.async_wait([this](error_code ec) {
       if (!ec) tick();
     });
   }
@@ -807,10 +671,9 @@ class Agent {
     // the outbox) before leaving.
     ioc_.poll();
     outbox_writer_.drain_and_stop();
-    ++generation_;
     reconnect_timer_.cancel();
     heartbeat_timer_.cancel();
-    close_socket();
+    link_.close();
     ioc_.stop();
   }
 
@@ -845,8 +708,7 @@ class Agent {
   service::ServiceManager service_ = service::ServiceManager::from_environment();
   Enrollment enrollment_{cfg_};
   std::string token_ = cfg_.token;  ///< what the hello carries: the shared token or this worker's credential
-  int protocol_ = protocol::protocol_version_min;  ///< this connection's version: 1 until the welcome names one
-  Millis retry_after_{0};                          ///< a node's error asked the next reconnect to wait this long
+  Millis retry_after_{0};           ///< a node's error asked the next reconnect to wait this long
   MonoTime last_enrollment_check_{};
   Outbox outbox_;
   std::string redirect_advertised_;  ///< the endpoint a redirect named (redirect_ is it after endpoint_map)
@@ -860,20 +722,10 @@ class Agent {
   // After ioc_: it posts to ioc_, so it must stop first.
   OutboxWriter outbox_writer_{outbox_,
                               [this](std::vector<protocol::Finish> g, Result<void> w) { on_durable(std::move(g), w); }};
-  tcp::resolver resolver_;
   asio::steady_timer reconnect_timer_, heartbeat_timer_, tick_timer_;
-  // Shared with every operation in flight on it (stream_ref): a new
-  // connection replaces these at once, while the old one's cancelled
-  // operations still run their completions -- a WebSocket read that fails
-  // tears its stream down first -- on a stream that must still be there.
-  std::shared_ptr<PlainWs> plain_;  ///< the connection, with `insecure`
-  std::shared_ptr<TlsWs> tls_;      ///< the connection, verified
-  std::shared_ptr<tls::Context> tls_context_;
-  beast::flat_buffer buffer_;
-  std::deque<std::string> queue_;
-  bool writing_ = false, connected_ = false, attached_ = false;
-  std::uint64_t generation_ = 0;
-  std::string host_, redirect_;
+  CoordinatorLink link_{ioc_, link_events()};  ///< after ioc_ and the state its events read
+  bool attached_ = false;
+  std::string redirect_;
   std::size_t endpoint_index_ = 0;
   int failures_ = 0, redirects_in_a_row_ = 0;
   std::int64_t heartbeat_interval_ms_ = protocol::default_heartbeat_interval_ms;

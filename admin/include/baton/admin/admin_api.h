@@ -16,15 +16,15 @@
 #include <vector>
 
 #include "baton/admin/api_auth.h"
-#include "baton/admin/http_message.h"
-#include "baton/admin/log_archive.h"
 #include "baton/admin/lookup_lanes.h"
-#include "baton/admin/metrics.h"
 #include "baton/admin/node_status.h"
 #include "baton/admin/payload_denylist.h"
 #include "baton/admin/readiness.h"
+#include "baton/archive/log_archive.h"
+#include "baton/base/http_message.h"
 #include "baton/leader_core/runtime_config.h"
 #include "baton/leader_core/token_bucket.h"
+#include "baton/service/node_metrics.h"
 #include "baton/store/admin_store.h"
 
 namespace baton::admin {
@@ -84,7 +84,7 @@ struct AdminApiPorts {
 
 class AdminApi {
  public:
-  AdminApi(AdminApiPorts ports, store::AdminStore& store, Metrics& metrics, const Clock& clock,
+  AdminApi(AdminApiPorts ports, store::AdminStore& store, service::NodeMetrics& metrics, const Clock& clock,
            std::string config_admin_token, bool metrics_need_token = false);
 
   // The route table's handlers hold `this`: an AdminApi stays where it was made.
@@ -100,7 +100,7 @@ class AdminApi {
   /// Names and text refused in run parameters and event payloads.
   void set_payload_denylist(std::vector<std::string> denylist) { denylist_ = std::move(denylist); }
   /// The node's log archive (GET /api/v1/runs/{id}/output); null: none.
-  void set_log_archive(const LogArchive* archive) { archive_ = archive; }
+  void set_log_archive(const archive::LogArchive* archive) { archive_ = archive; }
   /// This node's incident journal for a window of wall-clock milliseconds
   /// (GET /api/v1/incident; leader/journal_ring.h); unset: the node keeps
   /// none.
@@ -243,7 +243,7 @@ class AdminApi {
   std::optional<bool> database_answered_;  ///< the last check's outcome (check_database's thread only)
   std::mutex unavailable_log_mutex_;
   std::optional<MonoTime> unavailable_logged_;
-  Metrics& metrics_;
+  service::NodeMetrics& metrics_;
   void auth_failed(AuthFailure why);
   static constexpr Millis auth_log_every{10000};
   std::mutex auth_log_mutex_;
@@ -253,7 +253,7 @@ class AdminApi {
   bool metrics_need_token_;
   std::vector<ApiRoute> routes_;
   std::vector<std::string> denylist_ = default_payload_denylist();
-  const LogArchive* archive_ = nullptr;
+  const archive::LogArchive* archive_ = nullptr;
   IncidentExport incident_export_;
 
   /// Refuses (429) a call over its token's rate; nullopt: go on.

@@ -15,6 +15,7 @@
 #include "baton/base/lru_cache.h"
 #include "baton/base/result.h"
 #include "baton/store/admin_store.h"
+#include "baton/tls/token_digest.h"
 
 namespace baton::admin {
 
@@ -30,14 +31,12 @@ struct Principal {
   Role role = Role::read;
 };
 
-/// Lower-case hex SHA-256 of `text`.
-std::string sha256_hex(const std::string& text);
-/// A new token: "baton_" and 64 hex digits from the system's CSPRNG.
-std::string new_api_token();
-/// Whether `token` has the shape new_api_token() gives (and worker
-/// credentials have): "baton_" and 64 lower-case hex digits. Anything else
-/// was never issued, so it is refused without hashing or a lookup.
-bool issued_token_shaped(const std::string& token);
+// The tokens' shape and digest (tls/token_digest.h), by the names the
+// API's code has always used.
+using tls::constant_time_equal;
+using tls::issued_token_shaped;
+using tls::new_api_token;
+using tls::sha256_hex;
 /// The credentials of an `Authorization` header of the Bearer scheme, its
 /// name in any case and followed by one or more spaces (RFC 7235: a
 /// scheme's name is case-insensitive); "" for any other header.
@@ -77,9 +76,5 @@ class Authenticator {
   std::mutex mutex_;
   LruCache<std::optional<Principal>> cache_;  ///< by token hash; unknown tokens too
 };
-
-/// Whether two secrets are equal, in a time that does not tell where they
-/// differ (OpenSSL's CRYPTO_memcmp).
-bool constant_time_equal(const std::string& a, const std::string& b);
 
 }  // namespace baton::admin

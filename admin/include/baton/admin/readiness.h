@@ -10,9 +10,9 @@
 #include <mutex>
 #include <optional>
 
-#include "baton/admin/http_message.h"
 #include "baton/admin/node_status.h"
 #include "baton/base/clock.h"
+#include "baton/base/http_message.h"
 
 namespace baton::admin {
 

@@ -20,17 +20,17 @@
 #include <string>
 #include <variant>
 
-#include "baton/admin/metrics.h"
+#include "baton/archive/archive_writer.h"
 #include "baton/base/clock.h"
 #include "baton/base/ids.h"
 #include "baton/journal/book_recorder.h"
-#include "baton/leader/archive_writer.h"
 #include "baton/leader/journal_ring.h"
 #include "baton/leader/statement_lane.h"
 #include "baton/leader/worker_link.h"
 #include "baton/leader_core/run_book.h"
 #include "baton/leader_core/runtime_config.h"
 #include "baton/protocol/messages.h"
+#include "baton/service/node_metrics.h"
 #include "baton/store/leader_store.h"
 #include "baton/store/run_store.h"
 #include "baton/store_calls/store_call.h"
@@ -103,7 +103,7 @@ class ControlLoop {
   /// read never holds the loop: a cron slot's held starts, a trigger's
   /// assignment and every worker message go on while it runs.
   ControlLoop(Epoch epoch, NodeIdentity me, RuntimeConfig cfg, RunLanes runs, store::LeaderStore& store,
-              store::LeaderStore& reads, const Clock& clock, admin::Metrics& metrics);
+              store::LeaderStore& reads, const Clock& clock, service::NodeMetrics& metrics);
   ~ControlLoop();
 
   /// Thread-safe; wakes the loop. A worker message that does not fit in the
@@ -122,7 +122,7 @@ class ControlLoop {
   }
   /// Streamed output also goes to the log archive through this writer
   /// (null: the database only). Before run().
-  void set_archive_writer(ArchiveWriter* writer) { archive_ = writer; }
+  void set_archive_writer(archive::ArchiveWriter* writer) { archive_ = writer; }
   /// The book's inputs and effects go to this incident journal (null:
   /// none), from its first input. Before run().
   void set_journal(JournalRing* ring) { journal_ring_ = ring; }
@@ -157,14 +157,14 @@ class ControlLoop {
   store::LeaderStore& reads_;  ///< read lane only
   const store_calls::Stores stores_;
   const Clock& clock_;
-  admin::Metrics& metrics_;
+  service::NodeMetrics& metrics_;
   const journal::BookHeader made_;  ///< what book_ is made with, as its journal's header says
   leader_core::RunBook book_;
   JournalRing* journal_ring_ = nullptr;
   std::unique_ptr<journal::LineSink> journal_sink_;  ///< this book's lines in the ring
   std::unique_ptr<journal::BookRecorder> journal_;
   std::map<leader_core::LinkId, std::shared_ptr<WorkerLink>> links_;  ///< loop thread only
-  ArchiveWriter* archive_ = nullptr;
+  archive::ArchiveWriter* archive_ = nullptr;
   std::vector<store::OutputChunk> output_;  ///< loop thread only
   std::size_t batch_left_ = 0;              ///< loop thread only: events of the current batch not yet fed
 

@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "baton/admin/http_message.h"
 #include "baton/base/clock.h"
+#include "baton/base/http_message.h"
 #include "baton/base/result.h"
 #include "baton/leader/worker_auth.h"
 #include "baton/leader/worker_link.h"
@@ -72,10 +72,6 @@ struct ServerLimits {
   /// at the rate it can send. 0: answered at once.
   Millis auth_throttle_hold{1000};
 };
-
-/// The admin API's messages: what the server reads and writes for it.
-using admin::HttpRequest;
-using admin::HttpResponse;
 
 /// What the server asks of the node. Worker callbacks run on the server's
 /// I/O thread and must not block; handle_http runs on an admin thread.

@@ -1,8 +1,8 @@
-#include "baton/admin/metrics.h"
+#include "baton/service/node_metrics.h"
 
 #include <sstream>
 
-namespace baton::admin {
+namespace baton::service {
 
 namespace {
 /// One labelled series of a histogram: cumulative buckets (the last one
@@ -21,7 +21,7 @@ void histogram_series(std::ostream& o, const char* name, const std::string& labe
 }
 }  // namespace
 
-void Metrics::observe_cron_slot_delay_ms(std::int64_t ms) {
+void NodeMetrics::observe_cron_slot_delay_ms(std::int64_t ms) {
   std::size_t i = 0;
   while (i < cron_delay_buckets_s.size() && static_cast<double>(ms) / 1000.0 > cron_delay_buckets_s[i]) ++i;
   cron_delay_bucket[i]++;
@@ -29,7 +29,7 @@ void Metrics::observe_cron_slot_delay_ms(std::int64_t ms) {
   cron_delay_sum_ms += ms;
 }
 
-void Metrics::observe_dispatch_latency_us(std::int64_t us) {
+void NodeMetrics::observe_dispatch_latency_us(std::int64_t us) {
   std::size_t i = 0;
   while (i < latency_buckets_ms.size() && static_cast<double>(us) / 1000.0 > latency_buckets_ms[i]) ++i;
   dispatch_latency_bucket[i]++;
@@ -37,7 +37,8 @@ void Metrics::observe_dispatch_latency_us(std::int64_t us) {
   dispatch_latency_sum_us += us;
 }
 
-void Metrics::observe_attempt_finished(const std::string& job, const std::string& outcome, std::int64_t duration_ms) {
+void NodeMetrics::observe_attempt_finished(const std::string& job, const std::string& outcome,
+                                           std::int64_t duration_ms) {
   const double s = static_cast<double>(duration_ms) / 1000.0;
   std::lock_guard lock(jobs_mutex_);
   auto& j = jobs_[job];
@@ -49,8 +50,8 @@ void Metrics::observe_attempt_finished(const std::string& job, const std::string
   j.duration_sum_s += s;
 }
 
-void Metrics::observe_http_request(const std::string& method, const std::string& route, int code,
-                                   std::int64_t duration_us) {
+void NodeMetrics::observe_http_request(const std::string& method, const std::string& route, int code,
+                                       std::int64_t duration_us) {
   const double s = static_cast<double>(duration_us) / 1e6;
   std::lock_guard lock(http_mutex_);
   auto& h = http_[{method, route}];
@@ -62,7 +63,7 @@ void Metrics::observe_http_request(const std::string& method, const std::string&
   h.duration_sum_s += s;
 }
 
-std::string Metrics::render() const {
+std::string NodeMetrics::render() const {
   std::ostringstream o;
   auto gauge = [&](const char* name, const char* help, std::int64_t v, const char* type = "gauge") {
     o << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n' << name << ' ' << v << '\n';
@@ -173,4 +174,4 @@ std::string Metrics::render() const {
   return o.str();
 }
 
-}  // namespace baton::admin
+}  // namespace baton::service

@@ -14,7 +14,7 @@
 #include "baton/notify/destination_policy.h"
 #include "baton/tls/tls_files.h"
 
-namespace baton::leader {
+namespace baton::node {
 
 struct NodeConfig {
   std::string node_id;
@@ -49,7 +49,7 @@ struct NodeConfig {
   /// removed): the journal holds task output and run parameters.
   int incident_journal_max_days = 30;
   /// Denial-of-service bounds (the `limits` map; docs/security.md).
-  ServerLimits server_limits;
+  leader::ServerLimits server_limits;
   admin::ApiLimits api_limits;
   /// The port's certificate, key and worker-certificate policy (the `tls`
   /// map; files are read when the node starts). Empty cert_file = plaintext,
@@ -94,4 +94,4 @@ Result<NodeConfig> load_node_config(const std::string& file);
 /// the file changes.
 Result<std::string> read_secret_file(const std::string& path, const std::string& key);
 
-}  // namespace baton::leader
+}  // namespace baton::node

@@ -1,4 +1,4 @@
-#include "baton/leader/node_config.h"
+#include "baton/node/node_config.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -31,7 +31,7 @@ TEST(NodeConfig, ShippedExampleIsValid) {
   std::filesystem::create_directories(creds);
   std::ofstream(creds + "/admin-token") << "0123456789abcdef0123456789abcdef\n";
   ::setenv("CREDENTIALS_DIRECTORY", creds.c_str(), 1);
-  auto cfg = leader::load_node_config(std::string(BATON_SOURCE_DIR) + "/configs/node.yaml");
+  auto cfg = node::load_node_config(std::string(BATON_SOURCE_DIR) + "/configs/node.yaml");
   ::unsetenv("CREDENTIALS_DIRECTORY");
   ASSERT_TRUE(cfg) << cfg.error().message;
   EXPECT_EQ(cfg->node_id, "n1");
@@ -39,7 +39,7 @@ TEST(NodeConfig, ShippedExampleIsValid) {
   EXPECT_EQ(cfg->worker_token, "");
   EXPECT_TRUE(consensus::validate(cfg->election).empty());
   // Out of systemd the path is left as written, and the error names it.
-  auto outside = leader::load_node_config(std::string(BATON_SOURCE_DIR) + "/configs/node.yaml");
+  auto outside = node::load_node_config(std::string(BATON_SOURCE_DIR) + "/configs/node.yaml");
   ASSERT_FALSE(outside);
   EXPECT_NE(outside.error().message.find("admin_token_file: cannot read '${CREDENTIALS_DIRECTORY}/admin-token'"),
             std::string::npos)
@@ -53,9 +53,8 @@ TEST(NodeConfig, TokensPublishedAsExamplesOrShortAreRefused) {
   std::ofstream(dir + "/admin.token") << "example-admin-token-change-me\n";
   std::ofstream(dir + "/worker.token") << "example-worker-token-change-me\n";
   std::ofstream(dir + "/short.token") << "0123456789\n";
-  auto published =
-      leader::load_node_config(write_config("node_id: n1\ninsecure: true\nadmin_token_file: " + dir +
-                                            "/admin.token\nworker_token_file: " + dir + "/worker.token\n"));
+  auto published = node::load_node_config(write_config("node_id: n1\ninsecure: true\nadmin_token_file: " + dir +
+                                                       "/admin.token\nworker_token_file: " + dir + "/worker.token\n"));
   ASSERT_FALSE(published);
   EXPECT_NE(published.error().message.find("admin_token_file: '" + dir +
                                            "/admin.token' holds a token published as an example"),
@@ -64,8 +63,8 @@ TEST(NodeConfig, TokensPublishedAsExamplesOrShortAreRefused) {
   EXPECT_NE(published.error().message.find("worker_token_file: '" + dir + "/worker.token' holds a token published"),
             std::string::npos)
       << published.error().message;
-  auto shorter = leader::load_node_config(
-      write_config("node_id: n1\ninsecure: true\nadmin_token_file: " + dir + "/short.token\n"));
+  auto shorter =
+      node::load_node_config(write_config("node_id: n1\ninsecure: true\nadmin_token_file: " + dir + "/short.token\n"));
   ASSERT_FALSE(shorter);
   EXPECT_NE(shorter.error().message.find("must hold a secret of at least 16 characters"), std::string::npos)
       << shorter.error().message;
@@ -83,7 +82,7 @@ TEST(NodeConfig, ReadsEveryKey) {
                            "election: {lease: 4s, renew_every: 700ms, safety_margin: 1s, poll_every: 300ms}\n"
                            "tls: {cert_file: tls/node.crt, key_file: /k/node.key, client_ca_file: ca.crt, "
                            "worker_certificates: required}\n");
-  auto cfg = leader::load_node_config(file);
+  auto cfg = node::load_node_config(file);
   ASSERT_TRUE(cfg) << cfg.error().message;
   const std::string dir = file.substr(0, file.rfind('/'));
   EXPECT_EQ(cfg->tls.cert_file, dir + "/tls/node.crt");  // relative to the config file
@@ -109,10 +108,10 @@ TEST(NodeConfig, AssignAheadMayBeZero) {
       std::string(BATON_SOURCE_DIR) +
       "/cmd/tests/tokens/worker.token\nadmin_token_file: " + std::string(BATON_SOURCE_DIR) +
       "/cmd/tests/tokens/admin.token\n";
-  auto cfg = leader::load_node_config(write_config(base + "runtime: {assign_ahead: 0ms}\n"));
+  auto cfg = node::load_node_config(write_config(base + "runtime: {assign_ahead: 0ms}\n"));
   ASSERT_TRUE(cfg) << cfg.error().message;
   EXPECT_EQ(cfg->runtime.assign_ahead, Millis{0});
-  auto refused = leader::load_node_config(write_config(base + "runtime: {dispatch_every: 0ms}\n"));
+  auto refused = node::load_node_config(write_config(base + "runtime: {dispatch_every: 0ms}\n"));
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().message.find("runtime.dispatch_every: must be positive"), std::string::npos)
       << refused.error().message;
@@ -158,7 +157,7 @@ TEST(NodeConfig, EveryProblemNamesKeyAndFile) {
            {"- a\n- b\n", "top level must be a mapping"},
        }) {
     auto file = write_config(c.body);
-    auto cfg = leader::load_node_config(file);
+    auto cfg = node::load_node_config(file);
     ASSERT_FALSE(cfg) << c.body;
     EXPECT_NE(cfg.error().message.find(file), std::string::npos) << cfg.error().message;
     EXPECT_NE(cfg.error().message.find(c.expected), std::string::npos)
@@ -204,7 +203,7 @@ std::string duration(Millis m) {
 
 /// Every key of a node's config with its value in `cfg` (or, for keys
 /// without one, what the docs say instead).
-std::map<std::string, std::string> key_values(const leader::NodeConfig& cfg) {
+std::map<std::string, std::string> key_values(const node::NodeConfig& cfg) {
   const auto& r = cfg.runtime;
   return {
       {"node_id", "(required)"},
@@ -284,8 +283,7 @@ std::map<std::string, std::string> key_values(const leader::NodeConfig& cfg) {
 // docs/operations.md lists every key of a node's config with its default;
 // the defaults are the code's, and every key listed is one the parser reads.
 TEST(NodeConfig, AnErrorAboutTheDatabaseUrlNeverEchoesItsPassword) {
-  auto cfg =
-      leader::load_node_config(write_config("node_id: n1\ndatabase: {url: 'postgres:/baton:s3cr3t@db1/baton'}\n"));
+  auto cfg = node::load_node_config(write_config("node_id: n1\ndatabase: {url: 'postgres:/baton:s3cr3t@db1/baton'}\n"));
   ASSERT_FALSE(cfg);
   EXPECT_NE(cfg.error().message.find("database.url: must be a postgresql:// URL, got 'postgres:/baton:***@db1/baton'"),
             std::string::npos)
@@ -297,7 +295,7 @@ TEST(NodeConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
   const std::string required = "worker_token_file: " + std::string(BATON_SOURCE_DIR) +
                                "/cmd/tests/tokens/worker.token\nadmin_token_file: " + std::string(BATON_SOURCE_DIR) +
                                "/cmd/tests/tokens/admin.token\nnode_id: n1\ninsecure: true\n";
-  auto cfg = leader::load_node_config(write_config(required + "database: {url: 'postgresql://u@127.0.0.1/db'}\n"));
+  auto cfg = node::load_node_config(write_config(required + "database: {url: 'postgresql://u@127.0.0.1/db'}\n"));
   ASSERT_TRUE(cfg) << cfg.error().message;
   const auto code = key_values(*cfg);
   EXPECT_EQ(documented_defaults("## Configuration (`configs/node.yaml`)"), code);
@@ -311,7 +309,7 @@ TEST(NodeConfig, TheDocumentedKeysAndDefaultsAreTheCodes) {
                            ? key + ": " + value + "\n"
                            : key.substr(0, dot) + ": {" + key.substr(dot + 1) + ": " + value + "}\n";
     auto loaded =
-        leader::load_node_config(write_config(required + "database: {url: 'postgresql://u@127.0.0.1/db'}\n" + line));
+        node::load_node_config(write_config(required + "database: {url: 'postgresql://u@127.0.0.1/db'}\n" + line));
     EXPECT_TRUE(loaded) << key << ": " << loaded.error().message;
   }
 }
@@ -328,23 +326,23 @@ TEST(NodeConfig, TheEnvironmentOverridesTheDatabaseUrlAndTheSecretFiles) {
                                         "/file-admin.token\ndatabase: {url: 'postgresql://from-the-file/baton'}\n");
   ::setenv("BATON_DATABASE_URL", "postgresql://baton_node@db1,db2/baton", 1);
   ::setenv("BATON_ADMIN_TOKEN_FILE", (dir + "/admin.token").c_str(), 1);
-  auto cfg = leader::load_node_config(file);
+  auto cfg = node::load_node_config(file);
   ASSERT_TRUE(cfg) << cfg.error().message;
   EXPECT_EQ(cfg->database_url, "postgresql://baton_node@db1,db2/baton");
   EXPECT_EQ(cfg->admin_token, "0123456789abcdef0123456789abcdef");
   EXPECT_EQ(cfg->env_overrides,
             (std::vector<std::string>{"admin_token_file=BATON_ADMIN_TOKEN_FILE", "database.url=BATON_DATABASE_URL"}));
   // Neither key in the file at all: the environment is enough.
-  auto bare = leader::load_node_config(write_config("node_id: n1\ninsecure: true\n"));
+  auto bare = node::load_node_config(write_config("node_id: n1\ninsecure: true\n"));
   EXPECT_TRUE(bare) << bare.error().message;
   ::setenv("BATON_DATABASE_URL", "mysql://nope", 1);
-  auto bad = leader::load_node_config(file);
+  auto bad = node::load_node_config(file);
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("BATON_DATABASE_URL: must be a postgresql:// URL"), std::string::npos)
       << bad.error().message;
   ::unsetenv("BATON_DATABASE_URL");
   ::unsetenv("BATON_ADMIN_TOKEN_FILE");
-  auto from_file = leader::load_node_config(file);
+  auto from_file = node::load_node_config(file);
   ASSERT_TRUE(from_file) << from_file.error().message;
   EXPECT_EQ(from_file->database_url, "postgresql://from-the-file/baton");
   EXPECT_EQ(from_file->admin_token, "fedcba9876543210fedcba9876543210");
@@ -359,11 +357,11 @@ TEST(NodeConfig, TheExampleConfigHoldsTheCodesDefaults) {
   std::filesystem::create_directories(creds);
   std::ofstream(creds + "/admin-token") << "0123456789abcdef0123456789abcdef\n";
   ::setenv("CREDENTIALS_DIRECTORY", creds.c_str(), 1);
-  auto example = leader::load_node_config(std::string(BATON_SOURCE_DIR) + "/configs/node.yaml");
+  auto example = node::load_node_config(std::string(BATON_SOURCE_DIR) + "/configs/node.yaml");
   ::unsetenv("CREDENTIALS_DIRECTORY");
   std::filesystem::remove_all(creds);
   ASSERT_TRUE(example) << example.error().message;
-  auto dflt = leader::load_node_config(write_config(
+  auto dflt = node::load_node_config(write_config(
       "admin_token_file: " + std::string(BATON_SOURCE_DIR) +
       "/cmd/tests/tokens/admin.token\nnode_id: n1\ninsecure: true\ndatabase: {url: 'postgresql://u@h/d'}\n"));
   ASSERT_TRUE(dflt) << dflt.error().message;

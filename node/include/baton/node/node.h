@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "baton/leader/node_config.h"
+#include "baton/node/node_config.h"
 #include "baton/store/admin_store.h"
 #include "baton/store/leader_store.h"
 #include "baton/store/lease_store.h"
@@ -15,7 +15,7 @@
 #include "baton/store/verify_store.h"
 #include "baton/store/webhooks.h"
 
-namespace baton::leader {
+namespace baton::node {
 
 /// What the node needs from outside. Each call opens a store on a
 /// connection of its own, named for pg_stat_activity.
@@ -37,4 +37,4 @@ struct NodePorts {
 /// Returns the process exit code.
 int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bool>& stop);
 
-}  // namespace baton::leader
+}  // namespace baton::node

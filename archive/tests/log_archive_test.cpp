@@ -1,5 +1,5 @@
-#include "baton/admin/log_archive.h"
-#include "baton/leader/archive_writer.h"
+#include "baton/archive/log_archive.h"
+#include "baton/archive/archive_writer.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -8,8 +8,7 @@
 #include <fstream>
 
 using namespace baton;
-using namespace baton::leader;
-using baton::admin::LogArchive;
+using namespace baton::archive;
 namespace fs = std::filesystem;
 
 namespace {

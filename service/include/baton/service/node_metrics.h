@@ -9,9 +9,9 @@
 #include <mutex>
 #include <string>
 
-namespace baton::admin {
+namespace baton::service {
 
-struct Metrics {
+struct NodeMetrics {
   std::atomic<std::int64_t> epoch{0};
   std::atomic<int> is_leader{0};
   std::atomic<int> attached_workers{0};
@@ -82,4 +82,4 @@ struct Metrics {
   std::map<std::pair<std::string, std::string>, HttpSeries> http_;  ///< by (method, route)
 };
 
-}  // namespace baton::admin
+}  // namespace baton::service

@@ -1,10 +1,10 @@
-#include "baton/leader/archive_writer.h"
+#include "baton/archive/archive_writer.h"
 
 #include <spdlog/spdlog.h>
 
 #include "baton/base/json_text.h"
 
-namespace baton::leader {
+namespace baton::archive {
 
 namespace {
 // A full queue or a failing disk is logged once, then every this many
@@ -12,7 +12,7 @@ namespace {
 constexpr std::uint64_t log_every_nth = 1000;
 }  // namespace
 
-ArchiveWriter::ArchiveWriter(const admin::LogArchive& archive, std::size_t max_bytes)
+ArchiveWriter::ArchiveWriter(const LogArchive& archive, std::size_t max_bytes)
     : archive_(archive), max_bytes_(max_bytes), thread_([this] { run(); }) {}
 
 ArchiveWriter::~ArchiveWriter() {
@@ -79,4 +79,4 @@ void ArchiveWriter::run() {
   }
 }
 
-}  // namespace baton::leader
+}  // namespace baton::archive

@@ -1,4 +1,4 @@
-#include "baton/admin/log_archive.h"
+#include "baton/archive/log_archive.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 
 #include "baton/leader_core/output_archive_path.h"
 
-namespace baton::admin {
+namespace baton::archive {
 
 namespace fs = std::filesystem;
 
@@ -123,4 +123,4 @@ int LogArchive::sweep(std::chrono::system_clock::duration retention) const {
   return removed;
 }
 
-}  // namespace baton::admin
+}  // namespace baton::archive

@@ -1,4 +1,4 @@
-#include "baton/leader/node_config.h"
+#include "baton/node/node_config.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -10,7 +10,7 @@
 
 #include "baton/base/ids.h"
 
-namespace baton::leader {
+namespace baton::node {
 
 namespace {
 
@@ -209,7 +209,7 @@ Result<NodeConfig> load_node_config(const std::string& file) {
       cfg.server_limits.auth_throttle_hold = *v;
   }
   if (auto v = lim.integer("admin_queue_max", 1, 100000)) cfg.server_limits.admin_queue_max = static_cast<int>(*v);
-  if (auto v = lim.integer("pre_auth_body_bytes", 1024, static_cast<std::int64_t>(http_body_bytes_max)))
+  if (auto v = lim.integer("pre_auth_body_bytes", 1024, static_cast<std::int64_t>(leader::http_body_bytes_max)))
     cfg.server_limits.pre_auth_body_bytes_max = static_cast<std::size_t>(*v);
   if (auto v = lim.integer("pre_hello_frame_bytes", 4096, 2 * 1024 * 1024))
     cfg.server_limits.pre_auth_frame_bytes_max = static_cast<std::size_t>(*v);
@@ -317,4 +317,4 @@ Result<NodeConfig> load_node_config(const std::string& file) {
   return cfg;
 }
 
-}  // namespace baton::leader
+}  // namespace baton::node

@@ -1,6 +1,6 @@
 // /metrics text: Prometheus naming conventions (counters end in _total,
 // durations are histograms in seconds), and the per-job series.
-#include "baton/admin/metrics.h"
+#include "baton/service/node_metrics.h"
 
 #include <gtest/gtest.h>
 
@@ -11,11 +11,11 @@
 #include <regex>
 #include <sstream>
 
-namespace baton::admin {
+namespace baton::service {
 namespace {
 
-TEST(Metrics, EverySeriesFollowsThePrometheusConventions) {
-  Metrics m;
+TEST(NodeMetrics, EverySeriesFollowsThePrometheusConventions) {
+  NodeMetrics m;
   m.observe_attempt_finished("nightly", "SUCCEEDED", 1500);
   m.observe_dispatch_latency_us(3000);
   std::istringstream text(m.render());
@@ -38,19 +38,18 @@ TEST(Metrics, EverySeriesFollowsThePrometheusConventions) {
 // Everything a node adds to its own series: what it is, its process, and the
 // requests it answered (the cluster's gauges are checked on a real scrape:
 // cmd/tests/admin_api_test.cpp).
-TEST(Metrics, BuildProcessAndRequestSeriesAreThereByTheirConventionalNames) {
-  Metrics m;
+TEST(NodeMetrics, BuildProcessAndRequestSeriesAreThereByTheirConventionalNames) {
+  NodeMetrics m;
   m.observe_http_request("GET", "/api/v1/runs/{id}", 200, 1200);
   m.observe_http_request("GET", "/api/v1/runs/{id}", 404, 300);
   m.observe_http_request("POST", "/api/v1/jobs/{name}/trigger", 201, 40000);
-  auto process = service::read_process_stats();
+  auto process = read_process_stats();
   ASSERT_TRUE(process);
   EXPECT_GT(process->cpu_seconds, 0);
   EXPECT_GT(process->resident_bytes, 1 << 20);
   EXPECT_GE(process->open_fds, 3);
   EXPECT_GT(process->start_time_seconds, 1.7e9);
-  const std::string text =
-      service::render_build_info("0.14.0", 1, 6) + m.render() + service::render_process_metrics(*process);
+  const std::string text = render_build_info("0.14.0", 1, 6) + m.render() + render_process_metrics(*process);
   EXPECT_EQ(baton::testing::exposition_problems(text), std::vector<std::string>{}) << text;
   for (const char* family : {"baton_build_info", "process_cpu_seconds_total", "process_resident_memory_bytes",
                              "process_open_fds", "process_max_fds", "process_start_time_seconds",
@@ -72,8 +71,8 @@ TEST(Metrics, BuildProcessAndRequestSeriesAreThereByTheirConventionalNames) {
   EXPECT_FALSE(baton::testing::exposition_problems("baton_y 1\n").empty());
 }
 
-TEST(Metrics, FinishedAttemptsAreCountedAndTimedPerJob) {
-  Metrics m;
+TEST(NodeMetrics, FinishedAttemptsAreCountedAndTimedPerJob) {
+  NodeMetrics m;
   m.observe_attempt_finished("nightly", "SUCCEEDED", 1500);
   m.observe_attempt_finished("nightly", "FAILED", 20);
   m.observe_attempt_finished("nightly", "SUCCEEDED", 4000);
@@ -92,4 +91,4 @@ TEST(Metrics, FinishedAttemptsAreCountedAndTimedPerJob) {
 }
 
 }  // namespace
-}  // namespace baton::admin
+}  // namespace baton::service

@@ -1,11 +1,12 @@
 #pragma once
-// An HTTP request as the admin API sees it and the response it gives: what
-// the node's server (leader/, Beast) reads off a connection and writes back.
-// No Beast here.
+// An HTTP request and its response as plain values: what the node's server
+// (leader/, Beast) reads off a connection and writes back, and what the
+// admin API answers. Here, below both, so neither includes the other for
+// them. No Beast here.
 #include <map>
 #include <string>
 
-namespace baton::admin {
+namespace baton {
 
 struct HttpRequest {
   std::string method;
@@ -21,4 +22,4 @@ struct HttpResponse {
   std::map<std::string, std::string> headers;
 };
 
-}  // namespace baton::admin
+}  // namespace baton

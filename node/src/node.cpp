@@ -1,4 +1,4 @@
-#include "baton/leader/node.h"
+#include "baton/node/node.h"
 
 #include <spdlog/spdlog.h>
 
@@ -23,15 +23,16 @@
 #include "baton/service/service_manager.h"
 #include "baton/verify/history_sweep.h"
 #include "baton/verify/sweep_pace.h"
+#include "node_status.h"
 
-namespace baton::leader {
-
-// The admin API this node serves (admin/).
+namespace baton::node {
+using namespace baton::leader;  // the runtime's parts, which this room wires
 using admin::AdminApi;
 using admin::AdminApiPorts;
-using admin::LogArchive;
-using admin::Metrics;
 using admin::NodeStatus;
+using archive::ArchiveWriter;
+using archive::LogArchive;
+using service::NodeMetrics;
 
 namespace {
 // File descriptors a node needs besides its connections (database
@@ -87,7 +88,7 @@ struct LoopHandle {
 class NodeRuntime final : public ServerHandlers {
  public:
   NodeRuntime(const NodeConfig& cfg, const NodePorts& ports, NodeIdentity me, consensus::Elector& elector,
-              Metrics& metrics, store::AdminStore& admin_store, store::AdminStore& identity_store,
+              NodeMetrics& metrics, store::AdminStore& admin_store, store::AdminStore& identity_store,
               const notify::HttpsPoster& poster)
       : cfg_(cfg),
         ports_(ports),
@@ -445,22 +446,8 @@ class NodeRuntime final : public ServerHandlers {
   }
 
   NodeStatus status() {
-    NodeStatus s;
-    s.node_id = me_.node_id;
-    s.incarnation = me_.incarnation;
-    Epoch led = elector_.leader_epoch();
-    s.role = led.value != 0 ? "leader" : "follower";
-    const auto seen = sighting();
-    s.epoch = led.value != 0 ? led.value : (seen.lease ? seen.lease->epoch.value : 0);
-    if (led.value != 0) {
-      s.leader_id = me_.node_id;
-      s.leader_endpoint = me_.endpoint;
-    } else if (auto lease = leader_core::known_leader(seen, me_, reception_)) {
-      s.leader_id = lease->leader_id;
-      s.leader_endpoint = lease->leader_endpoint;
-    }
-    s.attached_workers = metrics_.attached_workers.load();
-    return s;
+    return describe_node(me_, elector_.leader_epoch(), sighting(), reception_, cfg_.election,
+                         metrics_.attached_workers.load());
   }
 
   const NodeConfig& cfg_;
@@ -476,7 +463,7 @@ class NodeRuntime final : public ServerHandlers {
   const NodePorts& ports_;
   const NodeIdentity me_;
   consensus::Elector& elector_;
-  Metrics& metrics_;
+  NodeMetrics& metrics_;
   RealClock clock_;            // before admin_ and worker_auth_, which hold it
   std::mutex identity_mutex_;  ///< identity_store_ is one connection, used by the admin pool's threads
   store::AdminStore& identity_store_;
@@ -525,7 +512,7 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
   for (int lane = 0; lane < admin_threads; ++lane)
     token_stores.push_back(ports.admin_store("baton-node-" + me.node_id + "-tokens-" + std::to_string(lane)));
   RealClock clock;
-  Metrics metrics;
+  NodeMetrics metrics;
   std::atomic<std::int64_t> leading_epoch{0};  ///< this node's epoch while it leads, else 0
   // systemd (Type=notify): ready once the node serves, its role as the
   // unit's status, a watchdog ping from the loop that steps it down on time.
@@ -796,4 +783,4 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
   return 0;
 }
 
-}  // namespace baton::leader
+}  // namespace baton::node

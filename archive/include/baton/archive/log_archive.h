@@ -23,7 +23,7 @@
 #include "baton/base/result.h"
 #include "baton/store/leader_store.h"
 
-namespace baton::admin {
+namespace baton::archive {
 
 class LogArchive {
  public:
@@ -61,4 +61,4 @@ class LogArchive {
   std::string dir_;
 };
 
-}  // namespace baton::admin
+}  // namespace baton::archive

@@ -11,13 +11,13 @@
 #include <thread>
 #include <vector>
 
-#include "baton/admin/log_archive.h"
+#include "baton/archive/log_archive.h"
 
-namespace baton::leader {
+namespace baton::archive {
 
 class ArchiveWriter {
  public:
-  explicit ArchiveWriter(const admin::LogArchive& archive, std::size_t max_bytes = 64u << 20);
+  explicit ArchiveWriter(const LogArchive& archive, std::size_t max_bytes = 64u << 20);
   /// Writes what is queued, then stops.
   ~ArchiveWriter();
   ArchiveWriter(const ArchiveWriter&) = delete;
@@ -28,12 +28,12 @@ class ArchiveWriter {
   /// Waits until everything pushed so far is written (tests).
   void flush();
   std::uint64_t dropped_chunks() const;
-  const admin::LogArchive& archive() const { return archive_; }
+  const LogArchive& archive() const { return archive_; }
 
  private:
   void run();
 
-  const admin::LogArchive& archive_;
+  const LogArchive& archive_;
   const std::size_t max_bytes_;
   mutable std::mutex mutex_;
   std::condition_variable wake_, idle_;
@@ -45,4 +45,4 @@ class ArchiveWriter {
   std::thread thread_;  ///< last: started once everything above exists
 };
 
-}  // namespace baton::leader
+}  // namespace baton::archive
