@@ -259,7 +259,7 @@ function jobCharts(data) {
   const rate = b => { const n = b.succeeded + b.failed + b.timed_out + b.canceled; return n ? Math.round(1000 * b.succeeded / n) / 10 : null; };
   return [el('div', { class: 'charts' },
     drawChart({ id: 'chart-finished', title: 'Runs finished, by outcome', kind: 'bars', series: outcomes, data, timeText: short }),
-    drawChart({ id: 'chart-success', title: 'Success rate', unit: ' %', kind: 'lines',
+    drawChart({ id: 'chart-success', title: 'Success rate', unit: ' %', max: 100, kind: 'lines',
       series: [{ key: 'rate', label: 'succeeded (%)', cls: 'ok', value: rate }], data, timeText: short }),
     drawChart({ id: 'chart-duration', title: 'Duration', unit: ' ms', kind: 'lines',
       series: [{ key: 'duration_p50_ms', label: 'p50', cls: 'p50' }, { key: 'duration_p95_ms', label: 'p95', cls: 'p95' }],
@@ -271,16 +271,29 @@ function jobCharts(data) {
 
 // --- pages ----------------------------------------------------------------------
 
+/// Who leads, as it is: a lease holder whose renewals are overdue (a killed
+/// or stalled leader) is not shown leading; until its lease runs out no node
+/// may win, and the page says so and who led last.
+function leaderNow(s) { return s.leader_state === 'leading' ? s.leader_id : ''; }
+function noLeaderNote(s) {
+  const why = s.leader_state === 'not_renewing' && s.lease_expires_in_ms !== null
+    ? 'lease expires in ' + Math.max(1, Math.ceil(s.lease_expires_in_ms / 1000)) + ' s' : 'election under way';
+  return 'no leader (' + why + ')' + (s.last_leader_id ? '; last: ' + s.last_leader_id + ', epoch ' + s.last_leader_epoch : '');
+}
+
 async function overview() {
   const s = await nodeStatus(true);
   const counts = s.runs_by_state || {};
+  const leader = leaderNow(s);
   const cards = el('div', { class: 'cards', id: 'leadership' },
-    el('div', { class: 'card' }, 'Leader', el('div', { class: 'big', id: 'leader-id', text: s.leader_id || 'none' })),
+    el('div', { class: leader ? 'card' : 'card warn' }, 'Leader', el('div', { class: 'big', id: 'leader-id', text: leader || 'none' }),
+      leader ? null : el('div', { class: 'hint', id: 'leader-note', text: noLeaderNote(s) })),
     el('div', { class: 'card' }, 'Epoch', el('div', { class: 'big', id: 'epoch', text: String(s.epoch) })),
     el('div', { class: 'card' }, 'This node', el('div', { class: 'big', text: s.node_id + ' (' + s.role + ')' })),
     el('div', { class: 'card' }, 'Running', el('div', { class: 'big', text: String((counts.RUNNING || 0) + (counts.ASSIGNED || 0)) })),
     el('div', { class: 'card' }, 'Pending', el('div', { class: 'big', text: String(counts.PENDING || 0) })),
-    el('div', { class: 'card' }, 'Failed', el('div', { class: 'big', text: String((counts.FAILED || 0) + (counts.TIMED_OUT || 0)) })),
+    el('div', { class: 'card', title: 'FAILED and TIMED_OUT runs the database keeps (retention: docs/operations.md)' },
+      'Failed, all kept runs', el('div', { class: 'big', text: String((counts.FAILED || 0) + (counts.TIMED_OUT || 0)) })),
     el('div', { class: s.unmatched_runs ? 'card warn' : 'card', title: 'unfinished runs whose selector no attached worker satisfies' },
       'No worker matches', el('div', { class: 'big', id: 'unmatched', text: String(s.unmatched_runs || 0) })));
   timer = setTimeout(() => render(false), 5000);
@@ -291,7 +304,7 @@ async function overview() {
     el('h2', {}, 'Trends ', windowPicker()), ...clusterCharts(series),
     el('h2', { text: 'Recent failures' }),
     table('failures-table', [['Run', r => runLink(r.id)], ['Job', r => r.job], ['Worker', r => r.worker_id],
-      ['Finished', r => when(r.finished_at)], ['Error', r => r.error_code],
+      ['Finished', r => when(r.finished_at)], ['Error', r => r.error_msg ? (r.error_code || '') + ': ' + r.error_msg : r.error_code],
       ['', r => el('a', { href: '#/runs/' + r.id, 'data-action': 'logs', text: 'logs' })]], failed.items, 'id'),
     el('h2', { text: 'Leadership (every epoch)' }),
     table('epochs-table', [['Epoch', e => e.epoch], ['Leader', e => e.leader_id], ['Endpoint', e => e.leader_endpoint],
@@ -300,7 +313,7 @@ async function overview() {
     el('h2', { text: 'Nodes' }),
     table('nodes-table', [['Node', n => n.node_id], ['Role', n => n.role], ['Leads', n => n.leads ? 'yes' : ''],
       ['Epoch', n => n.epoch == null ? '' : n.epoch],
-      ['Endpoint', n => n.endpoint], ['Heartbeat age (ms)', n => n.heartbeat_age_ms], ['Started', n => when(n.started_at)]],
+      ['Endpoint', n => n.endpoint], ['Heartbeat', n => n.heartbeat_age_ms === null || n.heartbeat_age_ms === undefined ? '-' : duration(n.heartbeat_age_ms) + ' ago'], ['Started', n => when(n.started_at)]],
       nodes.items, 'node_id')];
 }
 
@@ -791,7 +804,7 @@ async function render(clear = true) {
   try {
     const s = await nodeStatus(true);
     document.getElementById('node-status').textContent =
-      'node ' + s.node_id + ' (' + s.role + ') - leader ' + (s.leader_id || 'none') + ' - epoch ' + s.epoch;
+      'node ' + s.node_id + ' (' + s.role + ') - ' + (leaderNow(s) ? 'leader ' + leaderNow(s) : noLeaderNote(s)) + ' - epoch ' + s.epoch;
     await violationBanner();
     let content;
     if (page === 'overview') content = await overview();

@@ -30,7 +30,9 @@ function shortNumber(v) {
 }
 
 /// One chart. `o`: {id, title, unit, kind: 'bars' | 'lines', series:
-/// [{key, label, cls, value(bucket)?}], data (a series answer), timeText(ms)}.
+/// [{key, label, cls, value(bucket)?}], data (a series answer), timeText(ms),
+/// max?: a fixed top of the axis (100 for a percentage, so 0 % is not drawn
+/// against a 0-1 % axis)}.
 function drawChart(o) {
   const W = 640, H = 200, L = 52, R = 10, T = 30, B = 22;
   const t0 = Date.parse(o.data.from), t1 = Date.parse(o.data.to);
@@ -41,7 +43,7 @@ function drawChart(o) {
   const tops = buckets.map(b => o.kind === 'bars'
     ? o.series.reduce((sum, s) => sum + (value(s, b) || 0), 0)
     : Math.max(0, ...o.series.map(s => value(s, b) || 0)));
-  const max = niceMax(Math.max(0, ...tops));
+  const max = o.max || niceMax(Math.max(0, ...tops));
   const y = v => H - B - (H - B - T) * v / max;
   const root = svgEl('svg', { viewBox: '0 0 ' + W + ' ' + H, class: 'chart', role: 'img', 'aria-label': o.title });
   for (const f of [0, 0.5, 1]) {

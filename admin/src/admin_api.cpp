@@ -301,6 +301,11 @@ HttpResponse AdminApi::openapi() const {
       if (query && query->contains(q)) schema = query->at(q);
       parameters.push_back(json::object{{"name", q}, {"in", "query"}, {"required", false}, {"schema", schema}});
     }
+    // Optional request headers a route reads (a trigger's Idempotency-Key):
+    // declared, so a generated client can send them typed.
+    if (const auto* headers = typed ? typed->if_contains("headers") : nullptr)
+      for (const auto& [name, schema] : headers->as_object())
+        parameters.push_back(json::object{{"name", name}, {"in", "header"}, {"required", false}, {"schema", schema}});
     json::object responses;
     if (typed)
       for (const auto& [code, schema] : typed->at("responses").as_object())
@@ -490,6 +495,10 @@ HttpResponse AdminApi::status_json() {
                               {"epoch", s.epoch},
                               {"leader_id", s.leader_id},
                               {"leader_endpoint", s.leader_endpoint},
+                              {"leader_state", s.leader_state},
+                              {"last_leader_id", s.last_leader_id},
+                              {"last_leader_epoch", s.last_leader_epoch},
+                              {"lease_expires_in_ms", s.lease_left_ms >= 0 ? json::value(s.lease_left_ms) : nullptr},
                               {"attached_workers", s.attached_workers},
                               {"runs_by_state", counts},
                               {"unmatched_runs", unmatched}});

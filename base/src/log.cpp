@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <ctime>
 #include <optional>
+#include <utility>
+#include <vector>
 
 namespace baton {
 
@@ -89,12 +91,15 @@ std::string json_value(std::string_view v) {
   return quoted(v);
 }
 
-/// "event k=v k2=\"x y\" (free text)" as JSON members: "event":..., "k":...
-/// (numbers and booleans typed), and "msg": the free text without its
-/// parentheses, or the event's name when there is none (every line has a
-/// msg, as slog's and zap's do).
-std::string json_members(std::string_view m) {
-  std::string out, text, event;
+/// A message as the code writes it: "event k=v k2=\"x y\" (free text)".
+struct MessageParts {
+  std::string_view event;
+  std::vector<std::pair<std::string_view, std::string_view>> fields;  ///< key, value as written
+  std::string_view text;                                              ///< the free text, without its parentheses
+};
+
+MessageParts parse_message(std::string_view m) {
+  MessageParts out;
   bool first = true;
   std::size_t i = 0;
   while (i < m.size()) {
@@ -105,36 +110,56 @@ std::string json_members(std::string_view m) {
     const bool field =
         eq != std::string_view::npos && (space == std::string_view::npos || eq < space) && is_key(m.substr(i, eq - i));
     if (first && !field && m[i] != '(' && m[i] != '"') {
-      event = std::string(m.substr(i, space == std::string_view::npos ? m.size() - i : space - i));
-      out += ",\"event\":" + quoted(event);
+      out.event = m.substr(i, space == std::string_view::npos ? m.size() - i : space - i);
       first = false;
       i = space == std::string_view::npos ? m.size() : space;
       continue;
     }
     first = false;
     if (!field) {
-      text += std::string(m.substr(i));
+      out.text = m.substr(i);
       break;
     }
-    const std::string_view key = m.substr(i, eq - i);
-    std::size_t v = eq + 1, end;
-    std::string value;
-    if (v < m.size() && m[v] == '"' && (end = literal_end(m, v)) != std::string_view::npos) {
-      value = std::string(m.substr(v, end - v));  // already a JSON string (json_quote)
-    } else {
+    const std::size_t v = eq + 1;
+    std::size_t end;
+    if (v >= m.size() || m[v] != '"' || (end = literal_end(m, v)) == std::string_view::npos) {
       end = m.find(' ', v);
       if (end == std::string_view::npos) end = m.size();
-      value = json_value(m.substr(v, end - v));
     }
-    out += "," + quoted(key) + ":" + value;
+    out.fields.emplace_back(m.substr(i, eq - i), m.substr(v, end - v));
     i = end;
   }
-  while (!text.empty() && text.back() == ' ') text.pop_back();
-  if (text.size() >= 2 && text.front() == '(' && text.back() == ')') text = text.substr(1, text.size() - 2);
-  if (!text.empty())
-    out += ",\"msg\":" + quoted(text);
-  else if (!event.empty())
-    out += ",\"msg\":" + quoted(event);
+  while (!out.text.empty() && out.text.back() == ' ') out.text.remove_suffix(1);
+  if (out.text.size() >= 2 && out.text.front() == '(' && out.text.back() == ')')
+    out.text = out.text.substr(1, out.text.size() - 2);
+  return out;
+}
+
+/// The message as JSON members: "event":..., "k":... (numbers and booleans
+/// typed; a quoted value is already a JSON string, json_quote), and "msg":
+/// the free text, or the event's name when there is none (every line has a
+/// msg, as slog's and zap's do).
+std::string json_members(std::string_view m) {
+  const MessageParts p = parse_message(m);
+  std::string out;
+  if (!p.event.empty()) out += ",\"event\":" + quoted(p.event);
+  for (const auto& [key, value] : p.fields)
+    out += "," + quoted(key) + ":" + (literal_end(value, 0) == value.size() ? std::string(value) : json_value(value));
+  if (!p.text.empty())
+    out += ",\"msg\":" + quoted(p.text);
+  else if (!p.event.empty())
+    out += ",\"msg\":" + quoted(p.event);
+  return out;
+}
+
+/// The message as strict logfmt: event=E, the fields as written, and the
+/// free text as msg="..." (a parser of logfmt reads every word as a key).
+std::string logfmt_members(std::string_view m) {
+  const MessageParts p = parse_message(m);
+  std::string out;
+  if (!p.event.empty()) out += " event=" + std::string(p.event);
+  for (const auto& [key, value] : p.fields) out += " " + std::string(key) + "=" + std::string(value);
+  if (!p.text.empty()) out += " msg=" + quoted(p.text);
   return out;
 }
 
@@ -178,15 +203,7 @@ std::string format_log_line(LogFormat format, std::string_view process, spdlog::
   }
   out += "ts=" + utc_timestamp(at) + " level=" + std::string(lvl.data(), lvl.size()) + " process=";
   out += is_key(process) ? std::string(process) : quoted(process);
-  // The event as a key of its own; the fields as they were written.
-  const std::size_t space = message.find(' '), eq = message.find('=');
-  if (!message.empty() && message[0] != '(' &&
-      (eq == std::string_view::npos || (space != std::string_view::npos && space < eq)))
-    out += " event=";
-  else
-    out += " ";
-  out += std::string(message);
-  return out;
+  return out + logfmt_members(message);
 }
 
 void init_logging(const std::string& process_name, const std::string& level, LogFormat format) {

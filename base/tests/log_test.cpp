@@ -19,6 +19,16 @@ TEST(LogLine, TextIsLogfmtWithTheEventAsAKeyAndAZonedTimestamp) {
             "ts=2026-11-29T03:40:12.123456Z level=info process=n1 event=role_change node=n1 epoch=7");
   EXPECT_EQ(format_log_line(LogFormat::text, "w 1", spdlog::level::warn, at, "k=v"),
             "ts=2026-11-29T03:40:12.123456Z level=warning process=\"w 1\" k=v");
+  // Strict logfmt (issue 63): the free text is a msg field, not words a
+  // parser would read as keys.
+  EXPECT_EQ(format_log_line(LogFormat::text, "n1", spdlog::level::err, at,
+                            R"(tls_reload_failed error="no \"file\"" (the previous certificate stays in use))"),
+            R"(ts=2026-11-29T03:40:12.123456Z level=error process=n1 event=tls_reload_failed error="no \"file\"")"
+            R"( msg="the previous certificate stays in use")");
+  EXPECT_EQ(format_log_line(LogFormat::text, "n1", spdlog::level::info, at, "(only \"text\")"),
+            R"(ts=2026-11-29T03:40:12.123456Z level=info process=n1 msg="only \"text\"")");
+  EXPECT_EQ(format_log_line(LogFormat::text, "n1", spdlog::level::info, at, "a=\"unterminated b=2"),
+            "ts=2026-11-29T03:40:12.123456Z level=info process=n1 a=\"unterminated b=2");
 }
 
 TEST(LogLine, JsonNamesTheEventAndEveryFieldAndKeepsQuotedValuesWhole) {

@@ -155,7 +155,14 @@ TEST_F(CtlTest, PauseAJobDrainAWorkerAndStopDispatchThenUndoEachOne) {
   auto setting = ctl({"settings", "get", "dispatch_enabled"});
   EXPECT_EQ(setting.output, "false\n");
   std::this_thread::sleep_for(1s);
-  const auto run2 = std::stoll(ctl({"jobs", "trigger", "quick"}).output);
+  const auto run2 = std::stoll(ctl({"jobs", "trigger", "quick", "--key", "ctl-key-1"}).output);
+  // The same key again: the same id on stdout, and a word that no run was
+  // made (issue 63: it printed the id alone, as if new).
+  auto again = ctl({"jobs", "trigger", "quick", "--key", "ctl-key-1"});
+  EXPECT_TRUE(std::regex_search(again.output, std::regex("(^|\n)" + std::to_string(run2) + "\n"))) << again.output;
+  EXPECT_NE(again.output.find("existing: the key names run " + std::to_string(run2) + ", made earlier; no new run\n"),
+            std::string::npos)
+      << again.output;
   std::this_thread::sleep_for(1500ms);
   EXPECT_EQ(cluster.db().run(run2)->state, "PENDING");
   // ... and why it waits is in the ledger (the leader looks every 5 s).

@@ -117,8 +117,12 @@ std::vector<Verb> job_verbs() {
          auto reply = c.api.call("POST", "/api/v1/jobs/" + path_segment(c.args[0]) + "/trigger", body,
                                  c.flag("--key").value_or(""));
          if (reply.status != 201 && reply.status != 200) return c.fail(reply);
-         c.out << (c.json_output() ? reply.body : std::string(field(json::parse(reply.body).as_object(), "run_id")))
-               << '\n';
+         const std::string id = field(json::parse(reply.body).as_object(), "run_id");
+         c.out << (c.json_output() ? reply.body : id) << '\n';
+         // The key named a run already: no new one was made. Said on stderr,
+         // so a script reading the id on stdout reads the same either way.
+         if (reply.status == 200 && !c.json_output())
+           c.err << "existing: the key names run " << id << ", made earlier; no new run\n";
          return exit_ok;
        }},
       {{"jobs", "trigger-batch"},
