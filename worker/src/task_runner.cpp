@@ -241,11 +241,18 @@ std::map<std::string, std::string> sql_settings(const AttemptContext& ctx) {
 }  // namespace
 
 TaskRunner::TaskOutcome TaskRunner::run_sql(const AttemptContext& ctx, const std::string& url, const std::string& sql,
-                                            Clock::time_point deadline) {
+                                            const std::string& run_as, Clock::time_point deadline) {
+  auto settings = sql_settings(ctx);
+  // `run_as` is the `role` setting, made with the others through
+  // set_config (as SET ROLE would, and a value, never SQL text), not a
+  // "SET ROLE" in front of the task's text: that made the text two
+  // statements, one implicit transaction block, in which PostgreSQL
+  // refuses VACUUM, CREATE INDEX CONCURRENTLY, CREATE DATABASE and a CALL
+  // that commits.
+  if (!run_as.empty()) settings["role"] = run_as;
   const auto r = run_sql_task(
       url, sql, "baton-run-" + std::to_string(ctx.ref.run_id) + "-attempt-" + std::to_string(ctx.ref.attempt), deadline,
-      cancel_, [this](int stream, const std::string& text) { append(stream, text.data(), text.size()); },
-      sql_settings(ctx));
+      cancel_, [this](int stream, const std::string& text) { append(stream, text.data(), text.size()); }, settings);
   if (r.canceled) return {false, -1, false, true, cancel_reason_};
   return {r.ok, r.exit_code, r.timed_out, false, r.error};
 }
@@ -276,16 +283,6 @@ TaskRunner::TaskOutcome TaskRunner::run_builtin(const protocol::Task& t, Clock::
     return {true, 0, false, false, ""};
   }
   return {false, 2, false, false, std::string("unknown builtin ") + protocol::to_string(t.builtin)};
-}
-
-/// A SQL task's text run as `role` (SET ROLE, in the task's own session,
-/// which ends with it); the job file allows plain identifiers only, and the
-/// name is quoted all the same.
-static std::string sql_as_role(const std::string& role, const std::string& sql) {
-  if (role.empty()) return sql;
-  std::string quoted = "\"";
-  for (char c : role) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return "SET ROLE " + quoted + "\";\n" + sql;
 }
 
 protocol::Finish TaskRunner::run(const AttemptContext& ctx, const std::vector<protocol::Task>& tasks) {
@@ -353,7 +350,7 @@ protocol::Finish TaskRunner::run(const AttemptContext& ctx, const std::vector<pr
         if (auto* e = std::get_if<worker_core::SqlVariableError>(&text))
           o = {false, 2, false, false, "SQL: " + e->message};
         else
-          o = run_sql(ctx, c->second, sql_as_role(t.run_as, std::get<std::string>(text)), task_deadline);
+          o = run_sql(ctx, c->second, std::get<std::string>(text), t.run_as, task_deadline);
       }
     } else {
       o = run_builtin(expanded, task_deadline);

@@ -29,7 +29,8 @@ struct SqlTaskOutcome {
 };
 
 /// `settings`: session settings made before the task's SQL runs (name ->
-/// value, e.g. baton.run_id; set_config, so a value is never SQL text).
+/// value, e.g. baton.run_id, or `role` for a task's run_as; set_config, so
+/// a value is never SQL text, and the task's SQL is sent alone).
 SqlTaskOutcome run_sql_task(const std::string& url, const std::string& sql, const std::string& application_name,
                             std::chrono::steady_clock::time_point deadline, const std::atomic<bool>& cancel,
                             const std::function<void(int stream, const std::string& text)>& output,

@@ -73,7 +73,7 @@ class TaskRunner {
                           const protocol::TaskResources& resources, std::chrono::steady_clock::time_point deadline);
   TaskOutcome run_builtin(const protocol::Task& t, std::chrono::steady_clock::time_point deadline);
   TaskOutcome run_sql(const AttemptContext& ctx, const std::string& url, const std::string& sql,
-                      std::chrono::steady_clock::time_point deadline);
+                      const std::string& run_as, std::chrono::steady_clock::time_point deadline);
   void append(int stream, const char* data, std::size_t n);
 
   std::atomic<bool> cancel_{false};
