@@ -37,7 +37,11 @@ void Harness::drive(const std::atomic<bool>& stop) {
     }
     if (cancel && run > 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(300 + rng() % 700));
-      for (int tries = 0; tries < cancel_tries; ++tries) {
+      // Given up when the window closes, as every other call is: against
+      // hung nodes each try can take 20 s (the leader asked of each node,
+      // then the cancel), and 20 of them kept one weakened run's window
+      // from closing for 284 s. An uncancelled chaos-long ends by itself.
+      for (int tries = 0; tries < cancel_tries && !stop.load(); ++tries) {
         auto l = leader();
         if (!l.empty() && http_request(node_port_[l], "POST", "/api/v1/runs/" + std::to_string(run) + "/cancel",
                                        {{"Authorization", "Bearer " + admin_token}})
