@@ -355,7 +355,7 @@ TEST_F(AdminApiTest, ParametersAreMergedAndSecretsRefused) {
   auto created = send("POST", "/api/v1/jobs/report/trigger", R"({"parameters":{"format":"csv","rows":3}})");
   ASSERT_EQ(created.status, 201) << created.body;
   const auto run = body(created).as_object().at("run_id").as_int64();
-  auto due = leader_store.due_runs(100, {}, Millis{0});
+  auto due = leader_store.due_runs(100, {}, Millis{0}, {{}});
   ASSERT_TRUE(due);
   bool found = false;
   for (const auto& d : *due) {
@@ -398,10 +398,10 @@ TEST_F(AdminApiTest, ATriggerWithRunAtWaitsForItsTime) {
   ASSERT_EQ(created.status, 201) << created.body;
   EXPECT_EQ(body(created).as_object().at("run_at").as_string(), at);
   const auto run = body(created).as_object().at("run_id").as_int64();
-  auto due_now = leader_store.due_runs(100, {}, Millis{0});
+  auto due_now = leader_store.due_runs(100, {}, Millis{0}, {{}});
   ASSERT_TRUE(due_now);
   for (const auto& d : *due_now) EXPECT_NE(d.id.value, run) << "not due before its time";
-  auto ahead = leader_store.due_runs(100, {}, Millis{2 * 3600 * 1000});
+  auto ahead = leader_store.due_runs(100, {}, Millis{2 * 3600 * 1000}, {{}});
   ASSERT_TRUE(ahead);
   bool found = false;
   for (const auto& d : *ahead) {

@@ -418,6 +418,43 @@ TEST_F(CtlTest, LimitedAndExclusiveRunsNeverOverlap) {
   }
 }
 
+// Issue 64, decision 1: an exclusive job whose selector no attached worker
+// matches drains nothing. The other jobs keep running, the run waits
+// PENDING with no_worker_matches in the decision ledger, and once a
+// matching worker attaches it runs.
+TEST_F(CtlTest, AnExclusiveJobNoWorkerMatchesLeavesTheOthersRunning) {
+  std::filesystem::create_directories(cluster.dir() + "/unmatched");
+  std::ofstream(cluster.dir() + "/unmatched/jobs.yaml") << R"yaml(jobs:
+  - name: maintenance
+    exclusive_execution: true
+    selector: {pool: maint}
+    tasks:
+      - {kind: BUILTIN, builtin: NOOP}
+  - name: everyday
+    tasks:
+      - {kind: BUILTIN, builtin: NOOP}
+)yaml";
+  ASSERT_TRUE(applied(cluster.dir() + "/unmatched"));
+  const auto exclusive = std::stoll(ctl({"jobs", "trigger", "maintenance"}).output);
+  for (int i = 0; i < 3; ++i) {
+    const auto other = std::stoll(ctl({"jobs", "trigger", "everyday"}).output);
+    EXPECT_TRUE(cluster.wait_for_state(other, "SUCCEEDED", 10s))
+        << "no worker matches the exclusive run: the cluster does not drain for it";
+  }
+  EXPECT_TRUE(wait_until(
+      [&] {
+        return cluster.db().scalar(
+                   "SELECT count(*) FROM decision_ledger WHERE decision = 'no_worker_matches'"
+                   " AND run_id = " +
+                   std::to_string(exclusive)) == "1";
+      },
+      15s))
+      << "the leader looks for unmatched runs every 5 s and records each once";
+  EXPECT_EQ(cluster.db().run(exclusive)->state, "PENDING");
+  cluster.start_worker("maint", 1, {"n1"}, "", "{pool: maint}");
+  EXPECT_TRUE(cluster.wait_for_state(exclusive, "SUCCEEDED", 20s)) << "a matching worker attached: it runs";
+}
+
 // Live settings on a running leader (docs/operations.md, "Settings"): a
 // paused selector stops dispatch to the workers it matches, and only those,
 // until it is unset; cron_enabled false stops a schedule's runs until it is

@@ -53,7 +53,8 @@ class QuietLeaderStore final : public store::LeaderStore {
   std::atomic<bool> in_due_read{false};
   std::atomic<int> due_reads{0};
 
-  Result<std::vector<store::DueRun>> due_runs(int, const std::map<std::string, std::string>&, Millis) override {
+  Result<std::vector<store::DueRun>> due_runs(int, const std::map<std::string, std::string>&, Millis,
+                                              const std::vector<std::map<std::string, std::string>>&) override {
     ++due_reads;
     if (hold_) {
       in_due_read = true;

@@ -11,8 +11,10 @@ Result<T> FakeLeaderStore::call(F&& f) {
   return out;
 }
 
+// Labels, selectors and exclusive jobs are not modelled (the header says so).
 Result<std::vector<DueRun>> FakeLeaderStore::due_runs(int limit, const std::map<std::string, std::string>&,
-                                                      Millis ahead) {
+                                                      Millis ahead,
+                                                      const std::vector<std::map<std::string, std::string>>&) {
   return call<std::vector<DueRun>>([&] { return db_.due_runs(limit, ahead); });
 }
 Result<std::vector<ActiveRun>> FakeLeaderStore::active_runs(Millis continuation_margin) {

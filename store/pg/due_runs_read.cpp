@@ -40,17 +40,21 @@ const std::string& due_runs_statement() {
   // unfinished run and sorted them (7-97 ms for 20,000 runs, against
   // 0.3 ms for the ordered scan that stops at the limit).
   static const std::string sql =
-      "PREPARE due_runs(int, jsonb, bigint) AS "
+      "PREPARE due_runs(int, jsonb, bigint, jsonb) AS "
       "WITH unfit AS MATERIALIZED (SELECT coalesce(array_agg(jd.id), '{}') AS ids FROM job_definitions jd"
       "  WHERE NOT jd.worker_selector <@ $2::jsonb"
       "  OR (baton_instance_limit(jd) IS NOT NULL AND (SELECT count(*) FROM job_runs x"
       "   WHERE x.job_definition_id = jd.id AND x.instance_no IS NOT NULL) >= baton_instance_limit(jd))"
       "  OR (jd.mutually_exclusive AND EXISTS (SELECT 1 FROM job_runs x WHERE x.exclusive_lock))"
       // exclusive_execution (schemas/0033): while an exclusive run is
-      // active, or one is due, no other job's run is read (the due one
-      // waits for the runs in flight to end, and nothing new starts
+      // active, or one is due that an attached worker taking runs could
+      // take ($4, their label sets), no other job's run is read (the due
+      // one waits for the runs in flight to end, and nothing new starts
       // meanwhile, so it is never starved); an exclusive job's run is
-      // not read while another one is active.
+      // not read while another one is active. A due exclusive run that
+      // no such worker matches drains nothing: it would hold back every
+      // other run for a worker that is not there (the leader records
+      // no_worker_matches for it).
       "  OR (" +
       std::string(weakened("exclusive_gate") ? "false" : "true") +  // weakened chaos builds only
       " AND jd.exclusive_execution AND EXISTS (SELECT 1 FROM job_runs x"
@@ -68,6 +72,8 @@ const std::string& due_runs_statement() {
       "   (SELECT 1 FROM job_runs x WHERE x.job_definition_id = e.id AND " +
       due("x", "now()") +
       "   LIMIT 1) AS due_exclusive WHERE e.exclusive_execution AND e.deleted_at IS NULL AND NOT e.paused"
+      "   AND EXISTS (SELECT 1 FROM jsonb_array_elements($4::jsonb) AS taking(labels)"
+      "    WHERE e.worker_selector <@ taking.labels)"
       "   UNION ALL SELECT 1 FROM job_runs x WHERE x.gate IS NOT NULL AND x.gate @> '(,)'::int8range)))"
       " SELECT " +
       due_run_columns() +

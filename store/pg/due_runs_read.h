@@ -16,7 +16,7 @@ extern const std::string unfinished;
 /// look-ahead (SQL).
 std::string due(const std::string& r, const std::string& bound);
 
-/// "PREPARE due_runs(limit int, labels jsonb, ahead_ms bigint) AS ...".
+/// "PREPARE due_runs(limit int, labels jsonb, ahead_ms bigint, taking jsonb) AS ...".
 const std::string& due_runs_statement();
 
 /// What each execution sets first, in its own implicit transaction: the

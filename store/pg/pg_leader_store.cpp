@@ -42,10 +42,17 @@ PgLeaderStore::PgLeaderStore(const std::string& url, const std::string& applicat
 }
 
 Result<std::vector<DueRun>> PgLeaderStore::due_runs(int limit, const std::map<std::string, std::string>& labels,
-                                                    Millis ahead) {
-  boost::json::object label_object;
-  for (const auto& [k, v] : labels) label_object[k] = v;
-  const std::string labels_json = boost::json::serialize(label_object);
+                                                    Millis ahead,
+                                                    const std::vector<std::map<std::string, std::string>>& taking) {
+  auto object_of = [](const std::map<std::string, std::string>& m) {
+    boost::json::object o;
+    for (const auto& [k, v] : m) o[k] = v;
+    return o;
+  };
+  const std::string labels_json = boost::json::serialize(object_of(labels));
+  boost::json::array taking_array;
+  for (const auto& t : taking) taking_array.push_back(object_of(t));
+  const std::string taking_json = boost::json::serialize(taking_array);
   return session_.with<std::vector<DueRun>>([&](pqxx::connection& c) -> Result<std::vector<DueRun>> {
     pqxx::nontransaction tx{c};
     // Orphans over their unstarted-assignment budget come too: dispatch
@@ -60,7 +67,7 @@ Result<std::vector<DueRun>> PgLeaderStore::due_runs(int limit, const std::map<st
     // queued, the generic plan's estimate for "the runs of job $x" is all of
     // them, and it read the whole table to find an exclusive job's one.
     auto rows = tx.exec(std::string(due_runs_settings) + "; EXECUTE due_runs(" + tx.quote(limit) + ", " +
-                        tx.quote(labels_json) + ", " + tx.quote(ahead.count()) + ")");
+                        tx.quote(labels_json) + ", " + tx.quote(ahead.count()) + ", " + tx.quote(taking_json) + ")");
     std::vector<DueRun> out;
     out.reserve(rows.size());
     for (const auto& r : rows) out.push_back(due_run_of(r));

@@ -108,12 +108,12 @@ TEST_F(CronStoreTest, AJitteredRunIsNotDueBeforeItsStartAfter) {
   auto r = leader.create_cron_run(epoch, "hourly", now - 5, false, 3600000);
   ASSERT_TRUE(r);
   ASSERT_EQ(r->outcome, WriteOutcome::applied);
-  EXPECT_TRUE(leader.due_runs(10, {}, Millis{0})->empty()) << "an hour of jitter: not yet";
+  EXPECT_TRUE(leader.due_runs(10, {}, Millis{0}, {{}})->empty()) << "an hour of jitter: not yet";
   EXPECT_EQ(text("SELECT details->>'jitter_ms' FROM decision_ledger"), "3600000");
   EXPECT_EQ(text("SELECT floor(extract(epoch FROM scheduled_for))::bigint FROM job_runs"), std::to_string(now - 5));
   auto plain = leader.create_cron_run(epoch, "hourly", now - 4, false, 0);
   ASSERT_TRUE(plain);
-  auto due = leader.due_runs(10, {}, Millis{0});
+  auto due = leader.due_runs(10, {}, Millis{0}, {{}});
   ASSERT_EQ(due->size(), 1u);
   EXPECT_EQ(due->front().id, plain->run);
 }
@@ -133,7 +133,7 @@ TEST_F(CronStoreTest, RunsDueTogetherAreReadWithOneTimeLeft) {
            ") FROM job_definitions j, generate_series(1, 3000) WHERE j.name = 'hourly' RETURNING 1)"
            " SELECT count(*) FROM made");
   ASSERT_EQ(made, "3000");
-  auto due = leader.due_runs(3000, {}, Millis{5000});
+  auto due = leader.due_runs(3000, {}, Millis{5000}, {{}});
   ASSERT_TRUE(due);
   ASSERT_EQ(due->size(), 3000u);
   std::set<std::int64_t> left;
@@ -151,9 +151,9 @@ TEST_F(CronStoreTest, ARunReadAheadOfItsTimeIsAssignedButNotStartedBeforeIt) {
   auto made = leader.create_cron_run(epoch, "hourly", next, false, 0);
   ASSERT_TRUE(made);
   ASSERT_EQ(made->outcome, WriteOutcome::applied);
-  EXPECT_TRUE(leader.due_runs(10, {}, Millis{0})->empty()) << "not due yet";
-  EXPECT_TRUE(leader.due_runs(10, {}, Millis{1000})->empty()) << "its slot is more than a second away";
-  auto due = leader.due_runs(10, {}, Millis{4000});
+  EXPECT_TRUE(leader.due_runs(10, {}, Millis{0}, {{}})->empty()) << "not due yet";
+  EXPECT_TRUE(leader.due_runs(10, {}, Millis{1000}, {{}})->empty()) << "its slot is more than a second away";
+  auto due = leader.due_runs(10, {}, Millis{4000}, {{}});
   ASSERT_TRUE(due);
   ASSERT_EQ(due->size(), 1u);
   EXPECT_EQ(due->front().id, made->run);

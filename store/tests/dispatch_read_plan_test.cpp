@@ -40,7 +40,8 @@ class DispatchReadPlanTest : public OverlapStoreTest {
     tx.exec(due_runs_settings);
     tx.exec(due_runs_statement());
     std::string out;
-    for (const auto& row : tx.exec("EXPLAIN EXECUTE due_runs(100, '{}', 0)")) out += row[0].as<std::string>() + "\n";
+    for (const auto& row : tx.exec("EXPLAIN EXECUTE due_runs(100, '{}', 0, '[{}]')"))
+      out += row[0].as<std::string>() + "\n";
     return out;
   }
 };
@@ -59,11 +60,11 @@ TEST_F(DispatchReadPlanTest, WithAnExclusiveJobDefinedTheReadStillNeverScansTheR
       << "the exclusive job's due run is looked up among its own unfinished runs, not merged with all of them\n"
       << p;
   // And the read does what it did: no exclusive run due, the queue is read.
-  auto due = leader.due_runs(100, {}, Millis{0});
+  auto due = leader.due_runs(100, {}, Millis{0}, {{}});
   ASSERT_TRUE(due);
   EXPECT_EQ(due->size(), 100u);
   const RunId v = run_of("vacuum");
-  due = leader.due_runs(100, {}, Millis{0});
+  due = leader.due_runs(100, {}, Millis{0}, {{}});
   ASSERT_TRUE(due);
   ASSERT_EQ(due->size(), 1u) << "an exclusive run is due: it alone";
   EXPECT_EQ(due->front().id, v);

@@ -183,22 +183,51 @@ TEST_F(ExclusiveGateTest, AJobBecomesExclusiveOnlyOnceTheRunTablesWritesUnderWay
   EXPECT_EQ(text("SELECT count(*) FROM job_definitions WHERE exclusive_execution"), "1");
 }
 
+// Issue 64, decision 1: an exclusive run drains the cluster only while an
+// attached worker taking runs matches its selector. Until one does, the
+// others are read as before (the leader records no_worker_matches for it);
+// when one attaches, the drain begins.
+TEST_F(ExclusiveGateTest, AnExclusiveRunThatNoAttachedWorkerMatchesDrainsNothing) {
+  job("free", std::nullopt);
+  const RunId f1 = run_of("free");
+  exclusive_job("vacuum");
+  {
+    pqxx::connection c(url);
+    pqxx::work tx(c);
+    tx.exec(R"(UPDATE job_definitions SET worker_selector = '{"pool": "maint"}' WHERE name = 'vacuum')");
+    tx.commit();
+  }
+  const RunId v = run_of("vacuum");
+  const std::map<std::string, std::string> plain, maint{{"pool", "maint"}};
+  auto due = leader.due_runs(10, plain, Millis{0}, {plain});
+  ASSERT_TRUE(due);
+  ASSERT_EQ(due->size(), 1u) << "no worker that takes runs matches the exclusive job: the others are read";
+  EXPECT_EQ(due->front().id, f1);
+  due = leader.due_runs(10, plain, Millis{0}, {plain, maint});
+  ASSERT_TRUE(due);
+  EXPECT_TRUE(due->empty()) << "a maint worker is attached: the plain workers drain";
+  due = leader.due_runs(10, maint, Millis{0}, {plain, maint});
+  ASSERT_TRUE(due);
+  ASSERT_EQ(due->size(), 1u) << "and the maint worker reads the exclusive run alone";
+  EXPECT_EQ(due->front().id, v);
+}
+
 TEST_F(ExclusiveGateTest, WhileAnExclusiveRunIsDueOrActiveOnlyItIsReadForDispatch) {
   job("free", std::nullopt);
   const RunId f1 = run_of("free");
   exclusive_job("vacuum");
-  auto due = leader.due_runs(10, {}, Millis{0});
+  auto due = leader.due_runs(10, {}, Millis{0}, {{}});
   ASSERT_TRUE(due);
   ASSERT_EQ(due->size(), 1u) << "no exclusive run is due: the others are read";
   const RunId v = run_of("vacuum");
-  due = leader.due_runs(10, {}, Millis{0});
+  due = leader.due_runs(10, {}, Millis{0}, {{}});
   ASSERT_TRUE(due);
   ASSERT_EQ(due->size(), 1u) << "an exclusive run is due: it alone, so it is not starved";
   EXPECT_EQ(due->front().id, v);
   EXPECT_TRUE(due->front().exclusive_execution);
   ASSERT_TRUE(applied(assign_exclusive(v), v));
   run_of("vacuum");
-  due = leader.due_runs(10, {}, Millis{0});
+  due = leader.due_runs(10, {}, Millis{0}, {{}});
   ASSERT_TRUE(due);
   EXPECT_TRUE(due->empty()) << "one is active: nothing else is read";
   auto active = leader.active_runs(Millis{0});

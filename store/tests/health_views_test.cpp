@@ -138,4 +138,10 @@ TEST_F(HealthViewsTest, StaleRunsAreRunningRunsWhoseStaleAfterHasPassed) {
   EXPECT_EQ(row("SELECT string_agg(run_id::text, ',') FROM baton_stale_runs"), std::to_string(silent.value));
   EXPECT_EQ(row("SELECT stale_for_s >= 40 AND stale_for_s < 60 FROM baton_stale_runs"), "t");
   EXPECT_EQ(row("SELECT count(*) FROM baton_stale_runs WHERE run_id = " + std::to_string(fresh.value)), "0");
+  // What psql's \d+ shows of it (schemas/0053): a leaderless gap lists
+  // every RUNNING run, and the timeout is the worker's own.
+  const std::string comment = row("SELECT obj_description('baton_stale_runs'::regclass, 'pg_class')");
+  EXPECT_NE(comment.find("During a leaderless gap"), std::string::npos) << comment;
+  EXPECT_NE(comment.find("every RUNNING run shows here"), std::string::npos) << comment;
+  EXPECT_NE(comment.find("worker's own heartbeat timeout"), std::string::npos) << comment;
 }

@@ -296,7 +296,7 @@ TEST(RunTableMigration, EveryRunAttemptAndTransitionSurvivesTheUpgrade) {
 
   // The new reads find them: the due ones in dispatch order, the active ones.
   PgLeaderStore leader{url, "test-leader"};
-  auto due = leader.due_runs(100, {}, Millis{0});
+  auto due = leader.due_runs(100, {}, Millis{0}, {{}});
   ASSERT_TRUE(due) << due.error().message;
   std::set<std::int64_t> due_ids;
   for (const auto& d : *due) due_ids.insert(d.id.value);

@@ -68,7 +68,7 @@ class KeyedLimitsTest : public OverlapStoreTest {
   }
   static std::string error_of(const Result<BatchWriteResult>& r) { return r ? "" : r.error().message; }
   std::vector<DueRun> due() {
-    auto d = leader.due_runs(100, {}, Millis{0});
+    auto d = leader.due_runs(100, {}, Millis{0}, {{}});
     EXPECT_TRUE(d) << d.error().message;
     return d ? *d : std::vector<DueRun>{};
   }

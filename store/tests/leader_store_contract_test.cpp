@@ -242,10 +242,10 @@ TYPED_TEST(LeaderStoreContract, ASlotsRunIsNotDueBeforeItsTimeButIsReadAheadOfIt
   const std::int64_t slot = this->future_slot();
   auto r = this->leader.create_cron_run(this->epoch, "hourly", slot, false, 0);
   ASSERT_TRUE(r && r->outcome == WriteOutcome::applied);
-  auto now = this->leader.due_runs(10, {}, Millis{0});
+  auto now = this->leader.due_runs(10, {}, Millis{0}, {{}});
   ASSERT_TRUE(now);
   EXPECT_TRUE(now->empty()) << "a slot an hour or more away was due";
-  auto ahead = this->leader.due_runs(10, {}, std::chrono::hours(3));
+  auto ahead = this->leader.due_runs(10, {}, std::chrono::hours(3), {{}});
   ASSERT_TRUE(ahead);
   ASSERT_EQ(ahead->size(), 1u);
   EXPECT_EQ(ahead->front().id, r->run);
@@ -265,16 +265,41 @@ TYPED_TEST(LeaderStoreContract, DueRunsComeByPriorityThenAgeWhateverTheOrderThey
     return r ? r->run : RunId{0};
   };
   const RunId low1 = create(0), low2 = create(0), mid = create(5), high1 = create(9), high2 = create(9);
-  auto two = this->leader.due_runs(2, {}, Millis{0});
+  auto two = this->leader.due_runs(2, {}, Millis{0}, {{}});
   ASSERT_TRUE(two);
   ASSERT_EQ(two->size(), 2u);
   EXPECT_EQ((*two)[0].id, high1);
   EXPECT_EQ((*two)[1].id, high2);
-  auto all = this->leader.due_runs(10, {}, Millis{0});
+  auto all = this->leader.due_runs(10, {}, Millis{0}, {{}});
   ASSERT_TRUE(all);
   std::vector<RunId> order;
   for (const auto& d : *all) order.push_back(d.id);
   EXPECT_EQ(order, (std::vector<RunId>{high1, high2, mid, low1, low2}));
+}
+
+// SPEC 7.42: reassignment is priority-aware. ORPHANED runs come back in
+// dispatch order too, the highest priority first whatever order they were
+// orphaned in; the planner keeps that order when it paces reassignments
+// (AssignmentPlan.OrphansOverThePaceAreTheLowerPriorityOnes).
+TYPED_TEST(LeaderStoreContract, OrphanedRunsComeBackByPriorityToo) {
+  auto orphaned = [&](int priority) {
+    NewRun n;
+    n.priority = priority;
+    auto r = this->env.runs().create_run(this->epoch, n);
+    EXPECT_TRUE(r && r->outcome == WriteOutcome::applied);
+    if (!r) return RunId{0};
+    auto a = this->env.runs().assign({r->run, Version{1}, this->epoch}, "w1");
+    EXPECT_TRUE(a && a->outcome == WriteOutcome::applied);
+    auto o = this->env.runs().orphan({r->run, a->new_version, this->epoch});
+    EXPECT_TRUE(o && o->outcome == WriteOutcome::applied);
+    return r->run;
+  };
+  const RunId low = orphaned(0), high = orphaned(9), mid = orphaned(5);
+  auto all = this->leader.due_runs(10, {}, Millis{0}, {{}});
+  ASSERT_TRUE(all);
+  std::vector<RunId> order;
+  for (const auto& d : *all) order.push_back(d.id);
+  EXPECT_EQ(order, (std::vector<RunId>{high, mid, low}));
 }
 
 TYPED_TEST(LeaderStoreContract, AnEventIsRecordedOncePerKeyAndMakesOneRunPerSubscribedJob) {

@@ -81,6 +81,14 @@ TEST(LeaseStore, RenewReleaseAndCampaignPredicates) {
   auto history = baton::testing::DbInspector(url).epoch_history();
   ASSERT_EQ(history.size(), 2u);
   EXPECT_EQ(history[0].end_reason.value_or(""), "expired");
+  // SPEC 2.65: every election is in audit_log, written by the campaign's own
+  // transaction (a lost campaign writes none): who won which epoch, from whom.
+  EXPECT_EQ(
+      baton::testing::DbInspector(url).scalar(
+          "SELECT string_agg(actor || ':' || epoch || ':' || (details->>'previous_leader') || ':' ||"
+          " (details->>'incarnation'), ',' ORDER BY epoch) FROM audit_log WHERE action = 'election'"
+          " AND subject = 'leader_lease'"),
+      "n1:" + std::to_string(e.value) + "::n1-incarnation,n2:" + std::to_string(e.value + 1) + ":n1:n2-incarnation");
 }
 
 // A planned handover (schemas/0043): the lease is released, kept for the

@@ -42,7 +42,7 @@ TEST_F(OnErrorStoreTest, ARunThatFailsForGoodMakesOneRunOfTheHandler) {
   end(ok, true);
   EXPECT_EQ(handler_runs(), "on_error " + std::to_string(failed.value) + " etl FAILED") << "a success makes none";
   // The handler's run reads what failed as its parameters.
-  auto due = leader.due_runs(10, {}, Millis{0});
+  auto due = leader.due_runs(10, {}, Millis{0}, {{}});
   ASSERT_TRUE(due);
   auto handler = std::find_if(due->begin(), due->end(), [](const DueRun& d) { return d.job_name == "notify"; });
   ASSERT_NE(handler, due->end());

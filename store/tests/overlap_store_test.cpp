@@ -58,12 +58,12 @@ TEST_F(OverlapStoreTest, OneMutuallyExclusiveRunAtATimeAcrossJobs) {
 TEST_F(OverlapStoreTest, DueRunsOfAJobAtItsLimitAreNotRead) {
   job("single", 1);
   const RunId a = run_of("single"), b = run_of("single");
-  auto due = leader.due_runs(10, {}, Millis{0});
+  auto due = leader.due_runs(10, {}, Millis{0}, {{}});
   ASSERT_TRUE(due);
   ASSERT_EQ(due->size(), 2u);
   EXPECT_EQ(due->front().instance_limit, 1);
   ASSERT_TRUE(applied(assign(a, 1), a));
-  due = leader.due_runs(10, {}, Millis{0});
+  due = leader.due_runs(10, {}, Millis{0}, {{}});
   ASSERT_TRUE(due);
   EXPECT_TRUE(due->empty()) << "run " << b.value << " waits without filling the batch";
 }
@@ -105,7 +105,7 @@ TEST_F(OverlapStoreTest, ATriggeredRunComesBackAsTheDispatcherReadsItUnlessItsJo
       admin.trigger(Actor{"tester", epoch}, "free", std::string("key-1"), std::string(R"({"parameters":{"a":"1"}})"));
   ASSERT_TRUE(t && t->outcome == WriteOutcome::applied);
   ASSERT_TRUE(t->due.has_value());
-  auto read = leader.due_runs(10, {}, Millis{0});
+  auto read = leader.due_runs(10, {}, Millis{0}, {{}});
   ASSERT_TRUE(read);
   ASSERT_EQ(read->size(), 1u);
   const DueRun& d = (*read)[0];
@@ -460,7 +460,7 @@ TEST_F(OverlapStoreTest, TheDueReadSeesEveryChangeOfAJobAndOverlaysPayloadsAsThe
   // No payload at all: the job's defaults.
   ASSERT_TRUE(admin.trigger(Actor{"test", epoch}, "shaped", std::nullopt, std::nullopt));
   auto check_read = [&](const std::string& when) {
-    auto read = leader.due_runs(10, {}, Millis{0});
+    auto read = leader.due_runs(10, {}, Millis{0}, {{}});
     ASSERT_TRUE(read) << when;
     ASSERT_EQ(read->size(), payloads.size() + 1) << when;
     for (const auto& d : *read) {
@@ -487,8 +487,8 @@ TEST_F(OverlapStoreTest, TheDueReadSeesEveryChangeOfAJobAndOverlaysPayloadsAsThe
       " tasks = '[{\"name\": \"t2\", \"kind\": \"NOOP\"}]', worker_selector = '{\"pool\": \"gpu\"}'"
       " WHERE name = 'shaped' RETURNING 1");
   ASSERT_EQ(text("SELECT version FROM job_definitions WHERE name = 'shaped'"), version_before);
-  EXPECT_TRUE(leader.due_runs(10, {}, Millis{0})->empty()) << "the new selector is read: no run fits no labels";
-  auto gpu = leader.due_runs(10, {{"pool", "gpu"}}, Millis{0});
+  EXPECT_TRUE(leader.due_runs(10, {}, Millis{0}, {{}})->empty()) << "the new selector is read: no run fits no labels";
+  auto gpu = leader.due_runs(10, {{"pool", "gpu"}}, Millis{0}, {{{"pool", "gpu"}}});
   ASSERT_TRUE(gpu);
   ASSERT_EQ(gpu->size(), payloads.size() + 1);
   for (const auto& d : *gpu) {

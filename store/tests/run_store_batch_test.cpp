@@ -166,12 +166,12 @@ TEST_F(RunStoreBatchTest, DueRunsSkipRunsTheLabelSetCannotTake) {
   ASSERT_EQ(b_run->outcome, WriteOutcome::applied);
   RunId plain = create();  // no job, no selector: any worker
 
-  auto for_b = leader.due_runs(2, {{"pool", "b"}, {"zone", "x"}}, Millis{0});
+  auto for_b = leader.due_runs(2, {{"pool", "b"}, {"zone", "x"}}, Millis{0}, {{{"pool", "b"}, {"zone", "x"}}});
   ASSERT_TRUE(for_b);
   ASSERT_EQ(for_b->size(), 2u);
   std::set<std::int64_t> got{(*for_b)[0].id.value, (*for_b)[1].id.value};
   EXPECT_EQ(got, (std::set<std::int64_t>{b_run->run.value, plain.value}));
-  auto for_c = leader.due_runs(10, {{"pool", "c"}}, Millis{0});
+  auto for_c = leader.due_runs(10, {{"pool", "c"}}, Millis{0}, {{{"pool", "c"}}});
   ASSERT_TRUE(for_c);
   EXPECT_EQ(for_c->size(), 4u);  // the three c runs (priority first) and the plain one
   EXPECT_EQ(for_c->front().priority, 10);
@@ -209,7 +209,7 @@ TEST_F(RunStoreBatchTest, ReassignmentFromOrphanedKeepsTheAttempt) {
   auto a = runs.assign_batch(epoch, {{id, Version{1}, RunState::pending, "w1"}});
   auto o = runs.orphan({id, a->applied.at(id.value).new_version, epoch});
   ASSERT_EQ(o->outcome, WriteOutcome::applied);
-  auto due = leader.due_runs(10, {}, Millis{0});
+  auto due = leader.due_runs(10, {}, Millis{0}, {{}});
   ASSERT_TRUE(due);
   ASSERT_EQ(due->size(), 1u);
   EXPECT_EQ(due->front().unstarted_assignments, 1);

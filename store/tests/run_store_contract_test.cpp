@@ -35,7 +35,7 @@ class PgEnv {
   }
   // The leader's reads and batched heartbeat (store::LeaderStore).
   std::vector<ActiveRun> active(Millis margin) { return *leader_.active_runs(margin); }
-  std::vector<DueRun> due(int limit) { return *leader_.due_runs(limit, {}, Millis{0}); }
+  std::vector<DueRun> due(int limit) { return *leader_.due_runs(limit, {}, Millis{0}, {{}}); }
   HeartbeatBatchResult heartbeat_batch(Epoch e, const std::vector<HeartbeatRow>& rows) {
     return *leader_.heartbeat_batch(e, rows, Millis{10000});
   }
@@ -68,7 +68,7 @@ class FakeEnv {
   std::string progress(RunId id) { return db_.runs().at(id.value).progress.value_or("NULL"); }
   // Through FakeLeaderStore, the simulator's leader store.
   std::vector<ActiveRun> active(Millis margin) { return *leader_.active_runs(margin); }
-  std::vector<DueRun> due(int limit) { return *leader_.due_runs(limit, {}, Millis{0}); }
+  std::vector<DueRun> due(int limit) { return *leader_.due_runs(limit, {}, Millis{0}, {{}}); }
   HeartbeatBatchResult heartbeat_batch(Epoch e, const std::vector<HeartbeatRow>& rows) {
     return *leader_.heartbeat_batch(e, rows, Millis{10000});
   }

@@ -190,6 +190,42 @@ TEST_F(RunStoreTest, CancelFromEveryActiveStateAndIdempotencyKeys) {
   EXPECT_EQ(runs.create_run(epoch, NewRun{std::nullopt, "key-1", 1, 0, "api", "{}"})->outcome, WriteOutcome::applied);
 }
 
+// SPEC 3.7: CANCELED from every waiting state, ORPHANED and RETRY_WAITING
+// included (PENDING above; ASSIGNED in overlap_store_test.cpp, RUNNING
+// through cancel_attempt in the runtime tests). Each run's history ends
+// with the cancel, and a cancel naming the wrong state changes nothing.
+TEST_F(RunStoreTest, OrphanedAndRetryWaitingRunsAreCanceled) {
+  RunId orphaned = create();
+  auto a = runs.assign({orphaned, read(orphaned).version, epoch}, "w1");
+  auto o = runs.orphan({orphaned, a->new_version, epoch});
+  ASSERT_EQ(o->outcome, WriteOutcome::applied);
+  ASSERT_EQ(read(orphaned).state, RunState::orphaned);
+  EXPECT_EQ(runs.cancel({orphaned, o->new_version, epoch}, RunState::pending, "wrong state")->outcome,
+            WriteOutcome::conflict);
+  ASSERT_EQ(runs.cancel({orphaned, o->new_version, epoch}, RunState::orphaned, "operator")->outcome,
+            WriteOutcome::applied);
+  EXPECT_EQ(read(orphaned).state, RunState::canceled);
+
+  RunId waiting = create(3);
+  auto w = runs.assign({waiting, read(waiting).version, epoch}, "w1");
+  AttemptFence att{"w1", 1, w->lease_token};
+  auto st = runs.start({waiting, w->new_version, epoch}, att, Millis{5000});
+  Finish failed;
+  failed.final_state = RunState::failed;
+  failed.exit_code = 1;
+  auto later = runs.retry_later({waiting, st->new_version, epoch}, att, failed, Millis{60000});
+  ASSERT_EQ(later->outcome, WriteOutcome::applied);
+  ASSERT_EQ(read(waiting).state, RunState::retry_waiting);
+  ASSERT_EQ(runs.cancel({waiting, later->new_version, epoch}, RunState::retry_waiting, "operator")->outcome,
+            WriteOutcome::applied);
+  EXPECT_EQ(read(waiting).state, RunState::canceled);
+  for (RunId id : {orphaned, waiting})
+    EXPECT_EQ(scalar("SELECT count(*) FROM job_run_transitions WHERE to_state = 'CANCELED' AND from_state IN"
+                     " ('ORPHANED', 'RETRY_WAITING') AND run_id = " +
+                     std::to_string(id.value)),
+              1);
+}
+
 TEST_F(RunStoreTest, UnreachableDatabaseIsAnErrorNotAnOutcome) {
   PgRunStore dead("postgresql://postgres@127.0.0.1:1/x", "dead");
   auto r = dead.assign({RunId{1}, Version{1}, epoch}, "w1");

@@ -43,7 +43,7 @@ TEST_F(TriggerOptionsTest, ARunsOwnPriorityAndTimeoutReachTheDispatcher) {
   ASSERT_TRUE(t);
   ASSERT_EQ(t->outcome, WriteOutcome::applied) << t->parameters_refused.value_or("");
   auto plain = admin.trigger(Actor{"test", epoch}, "report", std::nullopt, std::nullopt);
-  auto due = leader.due_runs(10, {}, Millis{0});
+  auto due = leader.due_runs(10, {}, Millis{0}, {{}});
   ASSERT_TRUE(due);
   ASSERT_EQ(due->size(), 2u);
   // Dispatch order: the job's priority first, the lowered run after it.

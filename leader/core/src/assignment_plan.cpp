@@ -102,7 +102,7 @@ AssignmentPlan plan_assignments(const AssignmentPlanInput& in) {
     // frame carries the grant but the statement writes only the assignment,
     // as if the grant had left before a commit that then did not happen.
     if (p.granted && !weakened("grant_without_start_write"))
-      p.row.start = store::StartGrant{left->second.worker->instance, in.start_stale_after};
+      p.row.start = store::StartGrant{left->second.worker->instance, left->second.worker->start_stale_after};
     p.tasks = std::move(task_list);
     out.placed.push_back(std::move(p));
   }

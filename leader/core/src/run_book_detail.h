@@ -21,9 +21,14 @@ inline constexpr int event_batch = 100;
 inline constexpr int submission_batch = 200;
 /// Rows of each kind removed per retention statement; likewise.
 inline constexpr int prune_batch = 500;
-/// How long a start written now keeps its run from being stale without a
-/// heartbeat (a start on its own and one written with its assignment).
-inline Millis start_stale_after(const RuntimeConfig& cfg) { return cfg.heartbeat_timeout + cfg.heartbeat_interval; }
+/// How long a start (on its own or written with its assignment) and a
+/// heartbeat written now keep their run from being stale.
+// A RUNNING run's stale_after (the baton_stale_runs view; an operator's
+// signal, nothing decides by it): from its worker's own cadence, which the
+// leader stretches for a large fleet (heartbeat_cadence.h). From the
+// configured one, a stretched worker's live runs were listed stale.
+inline Millis start_stale_after(const HeartbeatCadence& c) { return c.timeout + c.interval; }
+inline Millis heartbeat_stale_after(const HeartbeatCadence& c) { return c.timeout * 2; }
 
 inline protocol::AttemptRef ref_of(const store::ActiveRun& r) {
   return protocol::AttemptRef{r.id.value, r.attempt, r.lease_token};

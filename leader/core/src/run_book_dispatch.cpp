@@ -81,10 +81,13 @@ void RunBook::dispatch() {
   // no insertions per worker (with 10,000 attached they were most of the
   // leader's CPU at idle).
   std::map<std::map<std::string, std::string>, int> free_by_labels;
+  std::set<std::map<std::string, std::string>> taking;
   for (const auto& [id, w] : workers_) {
+    if (takes_no_runs(id, w)) continue;
+    taking.insert(w.labels);
     const auto h = holding.find(id);
     const Room r = room_in(w, h == holding.end() ? 0 : h->second);
-    if (r.free + r.queue > 0 && !takes_no_runs(id, w)) free_by_labels[w.labels] += r.free + r.queue;
+    if (r.free + r.queue > 0) free_by_labels[w.labels] += r.free + r.queue;
   }
   if (free_by_labels.empty()) return;
   auto gather = std::make_shared<resume::DueGather>();
@@ -93,7 +96,7 @@ void RunBook::dispatch() {
     const int limit = std::min(cfg_.dispatch_batch, free);
     const OpId op = next_op();
     awaiting_.due.emplace(op, resume::DueSlice{gather, limit});
-    emit(ReadDue{op, limit, labels, cfg_.assign_ahead});
+    emit(ReadDue{op, limit, labels, cfg_.assign_ahead, {taking.begin(), taking.end()}});
   }
 }
 
@@ -127,10 +130,9 @@ void RunBook::dispatch_due(const std::vector<store::DueRun>& due) {
   for (const auto& [id, w] : workers_)
     in.workers.push_back({room_of(id, w, holding[id]),
                           cfg_.assign_with_start && w.protocol >= protocol::start_grant_version_min, w.instance,
-                          w.protocol});
+                          w.protocol, start_stale_after(w.cadence)});
   in.max_unstarted_assignments = cfg_.max_unstarted_assignments;
   in.continuation_timeout = cfg_.continuation_timeout;
-  in.start_stale_after = start_stale_after(cfg_);
   in.reassignments = reassignments_;
   in.now = now_;
   for (const auto& d : due) due_since_.try_emplace(d.id.value, now_);

@@ -52,7 +52,13 @@ void RunBook::flush_starts() {
   auto taken = lanes_.start.take();
   if (!taken) return;
   const OpId op = next_op();
-  emit(WriteStarts{op, taken->rows, start_stale_after(cfg_)});
+  // One stale_after for the batch: the largest of its workers' (nearly
+  // always one cadence), so that no live run is stale early.
+  Millis stale_after = start_stale_after(HeartbeatCadence{cfg_.heartbeat_interval, cfg_.heartbeat_timeout});
+  for (const auto& row : taken->rows)
+    if (auto w = workers_.find(row.attempt.worker_id); w != workers_.end())
+      stale_after = std::max(stale_after, start_stale_after(w->second.cadence));
+  emit(WriteStarts{op, taken->rows, stale_after});
   awaiting_.lanes.emplace(op, resume::StartBatch{std::move(*taken)});
 }
 

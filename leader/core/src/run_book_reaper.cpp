@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <set>
 
@@ -17,18 +18,25 @@ using namespace run_book_detail;
 
 void RunBook::flush_heartbeats() {
   if (heartbeat_due_.empty()) return;
-  std::vector<store::HeartbeatRow> rows;
+  // A statement per stale_after, each from its workers' own cadence (one,
+  // unless the fleet grew past max_heartbeats_per_second while some of its
+  // workers were attached).
+  const HeartbeatCadence configured{cfg_.heartbeat_interval, cfg_.heartbeat_timeout};
+  std::map<Millis, std::vector<store::HeartbeatRow>> by_stale_after;
   for (auto id : heartbeat_due_) {
     auto it = tracked_.find(id);
     if (it == tracked_.end()) continue;
     const auto& r = it->second.row;
-    rows.push_back({r.id, r.version, {r.worker_id, r.attempt, r.lease_token}, it->second.progress_unwritten});
+    auto w = workers_.find(r.worker_id);
+    by_stale_after[heartbeat_stale_after(w == workers_.end() ? configured : w->second.cadence)].push_back(
+        {r.id, r.version, {r.worker_id, r.attempt, r.lease_token}, it->second.progress_unwritten});
   }
   heartbeat_due_.clear();
-  if (rows.empty()) return;
-  const OpId op = next_op();
-  awaiting_.heartbeats.emplace(op, resume::HeartbeatBatch{rows});
-  emit(WriteHeartbeats{op, std::move(rows), cfg_.heartbeat_timeout * 2});
+  for (auto& [stale_after, rows] : by_stale_after) {
+    const OpId op = next_op();
+    awaiting_.heartbeats.emplace(op, resume::HeartbeatBatch{rows});
+    emit(WriteHeartbeats{op, std::move(rows), stale_after});
+  }
 }
 
 void RunBook::resumed(resume::HeartbeatBatch& s, const Result<store::HeartbeatBatchResult>& res) {

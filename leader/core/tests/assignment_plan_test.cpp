@@ -21,7 +21,8 @@ store::DueRun due(std::int64_t id, RunState state = RunState::pending) {
 }
 
 PlannerWorker worker(const std::string& id, int free, int queue, bool grants = true) {
-  return PlannerWorker{WorkerCapacity{id, {}, free, false, queue}, grants, id + "-process"};
+  return PlannerWorker{WorkerCapacity{id, {}, free, false, queue}, grants, id + "-process",
+                       protocol::protocol_version_max, 4s};
 }
 
 AssignmentPlanInput input(std::vector<store::DueRun>& runs, std::vector<PlannerWorker> workers) {
@@ -30,7 +31,6 @@ AssignmentPlanInput input(std::vector<store::DueRun>& runs, std::vector<PlannerW
   in.workers = std::move(workers);
   in.max_unstarted_assignments = 3;
   in.continuation_timeout = 30s;
-  in.start_stale_after = 4s;
   in.now = MonoTime{100s};
   return in;
 }
@@ -81,6 +81,20 @@ TEST(AssignmentPlan, AnOrphanAssignedTooOftenIsFailedNotPlaced) {
   EXPECT_NE(plan.over_budget[0].reason.find("assigned 3 times"), std::string::npos);
   ASSERT_EQ(plan.placed.size(), 1u);
   EXPECT_EQ(plan.placed[0].due.id, RunId{2});
+}
+
+// SPEC 7.42: the orphans the pace defers are the last of the read's order,
+// which is the priority order (LeaderStoreContract.OrphanedRunsComeBackByPriorityToo).
+TEST(AssignmentPlan, OrphansOverThePaceAreTheLowerPriorityOnes) {
+  auto high = due(3, RunState::orphaned), low = due(1, RunState::orphaned);
+  high.priority = 9;
+  std::vector<store::DueRun> runs{high, low};
+  auto in = input(runs, {worker("w1", 8, 0)});
+  in.reassignments = TokenBucket(1, 1);  // one at once
+  const auto plan = plan_assignments(in);
+  EXPECT_EQ(plan.orphans_deferred, 1);
+  ASSERT_EQ(plan.placed.size(), 1u);
+  EXPECT_EQ(plan.placed[0].due.id, RunId{3}) << "the higher priority is reassigned first";
 }
 
 TEST(AssignmentPlan, ReassignmentsOverThePaceWaitAndTheBucketComesBackSpent) {

@@ -995,6 +995,51 @@ TEST(RunBook, AWorkerWelcomedIntoALargeFleetGetsAStretchedCadenceAndIsDetachedBy
   EXPECT_EQ(late[0].reason, "heartbeat_timeout");
 }
 
+// Issue 64, decision 3: a run's stale_after (the baton_stale_runs view) is
+// written from its worker's own cadence, the stretched one included. From
+// the configured timeout, a stretched worker's live runs would be listed
+// stale between its heartbeats.
+TEST(RunBook, StaleAfterIsWrittenFromEachWorkersOwnCadence) {
+  auto c = config();
+  c.max_heartbeats_per_second = 2;  // two workers fit, a third stretches (1.5 s, 7.5 s)
+  Driver d(c);
+  auto r1 = active(1, RunState::running, "w1"), r2 = active(2, RunState::running, "w2"),
+       r3 = active(3, RunState::running, "w3");
+  // w1 and w2 full (one slot each, busy); w3 has a free slot and takes the
+  // start with its assignments.
+  auto h1 = hello("w1", {ref(r1)}), h2 = hello("w2", {ref(r2)});
+  h1.capacity = h2.capacity = 1;
+  auto h3 = hello_v4("w3", 2);
+  h3.running = {ref(r3)};
+  d.begin({r1, r2, r3}, h1);
+  d.attach(8, h2);
+  auto welcome = sent<protocol::Welcome>(d.attach(9, h3));
+  ASSERT_EQ(welcome.size(), 1u);
+  ASSERT_EQ(welcome[0].heartbeat_timeout_ms, 7500);
+  // A start written with its assignment: the worker's timeout and interval.
+  d.due = {due_run(5, 3)};
+  auto assigns = all<WriteAssigns>(d.tick(100ms));
+  ASSERT_EQ(assigns.size(), 1u);
+  ASSERT_EQ(assigns[0].rows.size(), 1u);
+  ASSERT_TRUE(assigns[0].rows[0].start);
+  EXPECT_EQ(assigns[0].rows[0].start->worker_instance, "w3-i1");
+  EXPECT_EQ(assigns[0].rows[0].start->stale_after, Millis{9000});
+  d.due.clear();
+  auto result = batch(kEpoch, {5});
+  result.applied[5].lease_token = "t5";
+  d.answer(assigns[0].op, result);
+  protocol::Heartbeat hb1, hb3;
+  hb1.running = {ref(r1)};
+  hb3.running = {ref(r3)};
+  d.msg(7, "w1", hb1);
+  d.msg(9, "w3", hb3);
+  std::map<std::int64_t, Millis> stale_after;
+  for (const auto& beat : all<WriteHeartbeats>(d.tick(1100ms)))
+    for (const auto& row : beat.rows) stale_after[row.id.value] = beat.stale_after;
+  EXPECT_EQ(stale_after, (std::map<std::int64_t, Millis>{{1, Millis{10000}}, {3, Millis{15000}}}))
+      << "twice each worker's own timeout: 5 s configured, 7.5 s stretched";
+}
+
 TEST(RunBook, TheRegistryGetsAtMostItsRowBudgetOfHeartbeatsARoundOldestFirst) {
   auto c = config();
   c.workers_seen_rows_per_second = 1;  // 5 rows a round of 5 s
@@ -1432,6 +1477,32 @@ TEST(RunBookCreated, ARunHandedOverWaitsForTheDispatcherWhenItCannotBePlacedNow)
     EXPECT_EQ(assigns[0].rows[0].run.value, 9);
     EXPECT_EQ(all<ReadDue>(e).size(), 1u);
   }
+}
+
+// Issue 64, decision 1: every due read carries the label sets of the
+// workers that take runs, busy ones included and draining ones not: the
+// store drains the cluster for an exclusive run only while one of them
+// matches it (store/tests/exclusive_gate_store_test.cpp).
+TEST(RunBook, ADueReadNamesTheLabelSetsOfEveryWorkerTakingRuns) {
+  Driver d;
+  auto busy_run = active(1, RunState::running, "busy");
+  auto busy = hello("busy", {ref(busy_run)});
+  busy.capacity = 1;
+  busy.labels = {{"pool", "maint"}};
+  d.begin({busy_run}, busy);
+  auto free = hello("free");
+  free.labels = {{"pool", "plain"}};
+  d.attach(8, free);
+  auto leaving = hello("leaving");
+  leaving.labels = {{"pool", "leaving"}};
+  d.attach(9, leaving);
+  d.msg(9, "leaving", protocol::Drain{});
+  auto reads = all<ReadDue>(d.tick(100ms));
+  ASSERT_EQ(reads.size(), 1u) << "one free label set: the plain one";
+  EXPECT_EQ(reads[0].labels, (std::map<std::string, std::string>{{"pool", "plain"}}));
+  EXPECT_EQ(reads[0].taking,
+            (std::vector<std::map<std::string, std::string>>{{{"pool", "maint"}}, {{"pool", "plain"}}}))
+      << "the busy maint worker counts, the draining one does not";
 }
 
 // A run read ahead of its time (assign_ahead) is assigned at once, and the

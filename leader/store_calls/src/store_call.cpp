@@ -88,7 +88,7 @@ std::optional<Call> call_of(lc::Effect& effect, const Stores& stores, Epoch epoc
           return Call{"run_read", Lane::loop, 0, [main, e] { return returned(e.op, main->read_run(e.run)); }};
         } else if constexpr (std::is_same_v<T, lc::ReadDue>) {
           return Call{"due_runs", Lane::reads, 0, [reads, e = std::move(e)] {
-                        return returned(e.op, reads->due_runs(e.limit, e.labels, e.ahead));
+                        return returned(e.op, reads->due_runs(e.limit, e.labels, e.ahead, e.taking));
                       }};
         } else if constexpr (std::is_same_v<T, lc::ReadScheduledJobs>) {
           return Call{"scheduled_jobs", Lane::reads, 0, [reads, e] { return returned(e.op, reads->scheduled_jobs()); }};

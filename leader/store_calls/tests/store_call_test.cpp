@@ -130,7 +130,7 @@ TEST(StoreCall, AReadSaysHowManyRowsItReturned) {
   Database d;
   const Epoch epoch = d.lease.campaign(NodeIdentity{"n1", "i1", "127.0.0.1:1"}, 10s).lease.epoch;
   for (int i = 0; i < 5; ++i) d.db.create_run(epoch, store::NewRun{});
-  lc::Effect e = lc::ReadDue{7, 3, {}, 0ms};
+  lc::Effect e = lc::ReadDue{7, 3, {}, 0ms, {}};
   auto call = call_of(e, d.stores, epoch, "n1");
   ASSERT_TRUE(call);
   EXPECT_EQ(call->run().rows, 3u);

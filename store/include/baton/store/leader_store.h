@@ -23,8 +23,14 @@ class LeaderStore {
   /// (priority, due time, id), at most `limit`.
   /// PENDING runs may be read up to `ahead` before their time (a cron slot):
   /// the leader assigns them early and writes their start at the time.
+  /// `taking`: the label sets of every attached worker that takes runs
+  /// (busy or not). An exclusive job's due run drains the cluster (no other
+  /// job's run is read) only while one of them satisfies its selector:
+  /// until then it would hold back every other run for a worker that is
+  /// not there (issue 64, decision 1; docs/scheduling.md).
   virtual Result<std::vector<DueRun>> due_runs(int limit, const std::map<std::string, std::string>& labels,
-                                               Millis ahead) = 0;
+                                               Millis ahead,
+                                               const std::vector<std::map<std::string, std::string>>& taking) = 0;
   virtual Result<std::vector<ActiveRun>> active_runs(Millis continuation_margin) = 0;
   /// One statement, fenced per row: RUNNING rows still held by the given
   /// attempts get heartbeat_at = now(), stale_after = now() + stale_after.

@@ -32,6 +32,9 @@ struct PlannerWorker {
   /// The protocol version its connection speaks: a run whose tasks use
   /// their own knobs goes to one of protocol::task_knobs_version_min only.
   int protocol = protocol::protocol_version_max;
+  /// The stale_after of a start written with its assignment: from this
+  /// worker's own heartbeat cadence.
+  Millis start_stale_after{0};
 };
 
 struct AssignmentPlanInput {
@@ -40,7 +43,6 @@ struct AssignmentPlanInput {
   std::vector<ActiveHold> holds;  ///< the overlap holds of the runs in flight
   int max_unstarted_assignments = 3;
   Millis continuation_timeout{0};
-  Millis start_stale_after{0};      ///< of a start written with its assignment
   TokenBucket reassignments{0, 1};  ///< the pace of ORPHANED runs handed out again (rate 0: none)
   MonoTime now{};
 };

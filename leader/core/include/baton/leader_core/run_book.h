@@ -167,6 +167,9 @@ struct ReadDue {
   int limit = 0;
   std::map<std::string, std::string> labels;
   Millis ahead{0};  ///< PENDING runs due within this long too (RuntimeConfig::assign_ahead)
+  /// The label sets of the attached workers that take runs, busy or not:
+  /// an exclusive run drains the cluster only while one of them matches it.
+  std::vector<std::map<std::string, std::string>> taking;
 };
 struct ReadScheduledJobs {
   OpId op = 0;

@@ -25,8 +25,8 @@ class FakeLeaderStore final : public LeaderStore {
  public:
   explicit FakeLeaderStore(FakeRunDb& db, int partition = 0) : db_(db), partition_(partition) {}
 
-  Result<std::vector<DueRun>> due_runs(int limit, const std::map<std::string, std::string>& labels,
-                                       Millis ahead) override;
+  Result<std::vector<DueRun>> due_runs(int limit, const std::map<std::string, std::string>& labels, Millis ahead,
+                                       const std::vector<std::map<std::string, std::string>>& taking) override;
   Result<std::vector<ActiveRun>> active_runs(Millis continuation_margin) override;
   Result<HeartbeatBatchResult> heartbeat_batch(Epoch epoch, const std::vector<HeartbeatRow>& rows,
                                                Millis stale_after) override;

@@ -16,8 +16,8 @@ class PgLeaderStore final : public LeaderStore {
  public:
   PgLeaderStore(const std::string& url, const std::string& application_name);
 
-  Result<std::vector<DueRun>> due_runs(int limit, const std::map<std::string, std::string>& labels,
-                                       Millis ahead) override;
+  Result<std::vector<DueRun>> due_runs(int limit, const std::map<std::string, std::string>& labels, Millis ahead,
+                                       const std::vector<std::map<std::string, std::string>>& taking) override;
   Result<std::vector<ActiveRun>> active_runs(Millis continuation_margin) override;
   Result<HeartbeatBatchResult> heartbeat_batch(Epoch epoch, const std::vector<HeartbeatRow>& rows,
                                                Millis stale_after) override;
