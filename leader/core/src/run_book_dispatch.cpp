@@ -81,22 +81,32 @@ void RunBook::dispatch() {
   // no insertions per worker (with 10,000 attached they were most of the
   // leader's CPU at idle).
   std::map<std::map<std::string, std::string>, int> free_by_labels;
-  std::set<std::map<std::string, std::string>> taking;
+  // And the label sets of the busy workers taking runs: with the free
+  // ones, every worker an exclusive run could drain the cluster for
+  // (ReadDue::taking). One lookup per worker either way.
+  std::set<std::map<std::string, std::string>> busy_labels;
   for (const auto& [id, w] : workers_) {
     if (takes_no_runs(id, w)) continue;
-    taking.insert(w.labels);
     const auto h = holding.find(id);
     const Room r = room_in(w, h == holding.end() ? 0 : h->second);
-    if (r.free + r.queue > 0) free_by_labels[w.labels] += r.free + r.queue;
+    if (r.free + r.queue > 0)
+      free_by_labels[w.labels] += r.free + r.queue;
+    else
+      busy_labels.insert(w.labels);
   }
   if (free_by_labels.empty()) return;
+  std::vector<std::map<std::string, std::string>> taking;
+  for (const auto& [labels, free] : free_by_labels) taking.push_back(labels);
+  for (const auto& labels : busy_labels)
+    if (!free_by_labels.count(labels)) taking.push_back(labels);
+  std::sort(taking.begin(), taking.end());
   auto gather = std::make_shared<resume::DueGather>();
   gather->waiting = free_by_labels.size();
   for (const auto& [labels, free] : free_by_labels) {
     const int limit = std::min(cfg_.dispatch_batch, free);
     const OpId op = next_op();
     awaiting_.due.emplace(op, resume::DueSlice{gather, limit});
-    emit(ReadDue{op, limit, labels, cfg_.assign_ahead, {taking.begin(), taking.end()}});
+    emit(ReadDue{op, limit, labels, cfg_.assign_ahead, taking});
   }
 }
 
