@@ -22,11 +22,14 @@ inline constexpr int submission_batch = 200;
 /// Rows of each kind removed per retention statement; likewise.
 inline constexpr int prune_batch = 500;
 /// How long a start (on its own or written with its assignment) and a
-/// heartbeat written now keep their run from being stale.
-// A RUNNING run's stale_after (the baton_stale_runs view; an operator's
-// signal, nothing decides by it): from its worker's own cadence, which the
-// leader stretches for a large fleet (heartbeat_cadence.h). From the
-// configured one, a stretched worker's live runs were listed stale.
+/// heartbeat written now keep their run from being stale: the
+/// baton_stale_runs view, an operator's signal that decides nothing. From
+/// the run's worker's own cadence, which the leader stretches for a large
+/// fleet (heartbeat_cadence.h); from the configured one, a stretched
+/// worker's live runs were listed stale.
+inline HeartbeatCadence configured_cadence(const RuntimeConfig& cfg) {
+  return {cfg.heartbeat_interval, cfg.heartbeat_timeout};
+}
 inline Millis start_stale_after(const HeartbeatCadence& c) { return c.timeout + c.interval; }
 inline Millis heartbeat_stale_after(const HeartbeatCadence& c) { return c.timeout * 2; }
 

@@ -54,7 +54,7 @@ void RunBook::flush_starts() {
   const OpId op = next_op();
   // One stale_after for the batch: the largest of its workers' (nearly
   // always one cadence), so that no live run is stale early.
-  Millis stale_after = start_stale_after(HeartbeatCadence{cfg_.heartbeat_interval, cfg_.heartbeat_timeout});
+  Millis stale_after = start_stale_after(configured_cadence(cfg_));
   for (const auto& row : taken->rows)
     if (auto w = workers_.find(row.attempt.worker_id); w != workers_.end())
       stale_after = std::max(stale_after, start_stale_after(w->second.cadence));

@@ -21,7 +21,7 @@ void RunBook::flush_heartbeats() {
   // A statement per stale_after, each from its workers' own cadence (one,
   // unless the fleet grew past max_heartbeats_per_second while some of its
   // workers were attached).
-  const HeartbeatCadence configured{cfg_.heartbeat_interval, cfg_.heartbeat_timeout};
+  const HeartbeatCadence configured = configured_cadence(cfg_);
   std::map<Millis, std::vector<store::HeartbeatRow>> by_stale_after;
   for (auto id : heartbeat_due_) {
     auto it = tracked_.find(id);
