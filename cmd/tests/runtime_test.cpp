@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "baton/testing/prometheus_conventions.h"
@@ -653,6 +654,19 @@ TEST(Runtime, TheLeadersSweepFindsASecondSuccessInsertedWithSqlAndBatonVerifyToo
   std::filesystem::remove(kept);
 
   // A run that succeeded, and a second attempt of it recorded SUCCEEDED.
+  // The sweep (every second, settle 0) is held at its cursor meanwhile, so
+  // it cannot judge the run between its end and the second row: the lock is
+  // taken, and the run triggered only once the sweep waits on it.
+  std::optional<TableLock> hold_sweep;
+  hold_sweep.emplace(c.url(), "verify_cursor");
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return c.db().scalar(
+                   "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'baton-node-n1-verify'"
+                   " AND wait_event_type = 'Lock'") == "1";
+      },
+      10s))
+      << "the sweep never reached the held cursor";
   const auto twice = c.trigger("n1", "kinds");
   ASSERT_TRUE(c.wait_for_state(twice, "SUCCEEDED", 20s));
   c.db().scalar(
@@ -661,6 +675,7 @@ TEST(Runtime, TheLeadersSweepFindsASecondSuccessInsertedWithSqlAndBatonVerifyToo
       " finished_at + interval '1 millisecond', finished_at + interval '2 milliseconds', 'SUCCEEDED', 0"
       " FROM job_runs WHERE id = " +
       std::to_string(twice) + " RETURNING run_id");
+  hold_sweep.reset();
   ASSERT_TRUE(wait_until([&] { return status().find("\"violations_total\": 1") != std::string::npos; }, 15s))
       << status();
   const std::string s = status();

@@ -162,6 +162,18 @@ std::int64_t DbInspector::count_rows(const std::string& table) const {
   return tx.exec1("SELECT count(*) FROM " + c.quote_name(table))[0].as<std::int64_t>();
 }
 
+struct TableLock::Held {
+  pqxx::connection c;
+  pqxx::work tx{c};
+  explicit Held(const std::string& url) : c(url) {}
+};
+
+TableLock::TableLock(const std::string& url, const std::string& table) : held_(std::make_unique<Held>(url)) {
+  held_->tx.exec("LOCK TABLE " + held_->tx.quote_name(table) + " IN ACCESS EXCLUSIVE MODE");
+}
+
+TableLock::~TableLock() = default;  // the transaction rolls back: the lock goes
+
 std::string DbInspector::scalar(const std::string& sql) const {
   pqxx::connection c(url_);
   pqxx::nontransaction tx(c);

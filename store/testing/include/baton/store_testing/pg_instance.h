@@ -4,6 +4,7 @@
 // code outside store/ never writes SQL of its own.
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -93,6 +94,22 @@ void erase_run_as_pruned(const std::string& url, std::int64_t run_id);
 /// Moves a finished run's finish `days` into the past (test scaffolding for
 /// retention, which prunes by that time).
 void age_finished_run(const std::string& url, std::int64_t run_id, int days);
+
+/// Holds `ACCESS EXCLUSIVE` on one table, in a transaction of its own, until
+/// destroyed: a test stops whatever reads or writes that table (the history
+/// checker's sweep, over `verify_cursor`) at a known point instead of racing
+/// it, and lets it go on by dropping the lock.
+class TableLock {
+ public:
+  TableLock(const std::string& url, const std::string& table);
+  ~TableLock();
+  TableLock(const TableLock&) = delete;
+  TableLock& operator=(const TableLock&) = delete;
+
+ private:
+  struct Held;
+  std::unique_ptr<Held> held_;
+};
 
 /// Read-only views of a Baton database for assertions.
 class DbInspector {
