@@ -300,7 +300,14 @@ async function overview() {
   const [epochs, nodes, failed, series] = await Promise.all([
     api('GET', '/api/v1/epochs?limit=20'), api('GET', '/api/v1/nodes'), api('GET', '/api/v1/runs?state=FAILED&limit=10'),
     seriesOf('window=' + chartWindow, s.epoch)]);
+  // Every state of SPEC section 3 with its count (GET /status, the node's
+  // counts a few seconds old at most), each a link to the runs in it.
+  const allStates = ['PENDING', 'ASSIGNED', 'RUNNING', 'RETRY_WAITING', 'ORPHANED', 'SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELED'];
+  const byState = table('states-table', [['State', r => el('a', { href: '#/runs', onclick: (e) => {
+    e.preventDefault(); runFilters.state = r.state; runCursors = []; runCursor = null; location.hash = '#/runs'; } }, stateCell(r.state))],
+    ['Runs', r => String(r.n)]], allStates.map(k => ({ state: k, n: counts[k] || 0 })), 'state');
   return [cards,
+    el('h2', { text: 'Runs by state' }), byState,
     el('h2', {}, 'Trends ', windowPicker()), ...clusterCharts(series),
     el('h2', { text: 'Recent failures' }),
     table('failures-table', [['Run', r => runLink(r.id)], ['Job', r => r.job], ['Worker', r => r.worker_id],

@@ -146,14 +146,9 @@ HttpResponse AdminApi::hand_over(const ApiCall& c) {
     if (!alive)
       return error(409, "conflict", "no node " + to + " is alive in the registry (baton ctl nodes): name a live one");
   }
-  // Recorded first, as a cancel is: no handover ever happens unrecorded.
-  if (auto a = with_store([&](auto& s) {
-        return s.audit(c.actor(), "leader.handover", "leader_lease",
-                       json::serialize(json::object{{"from", self.node_id}, {"to", to}}));
-      });
-      !a)
-    return db_error(a.error());
-  auto r = ports_.hand_over(to);
+  // Audited by the release itself, in its transaction (SPEC 2.64): a
+  // handover is recorded if and only if it happened.
+  auto r = ports_.hand_over(to, c.actor().name);
   if (!r) return error(503, "not_leader", "the handover did not happen: " + r.error().message);
   return ok_json(json::object{{"from", self.node_id}, {"to", to}, {"epoch", *r}, {"status", "released"}}, 202);
 }

@@ -12,28 +12,28 @@ namespace {
 
 namespace json = boost::json;
 
-const auto at = std::chrono::system_clock::time_point(std::chrono::microseconds(1795923612123456));
+const auto logged_at = std::chrono::system_clock::time_point(std::chrono::microseconds(1795923612123456));
 
 TEST(LogLine, TextIsLogfmtWithTheEventAsAKeyAndAZonedTimestamp) {
-  EXPECT_EQ(format_log_line(LogFormat::text, "n1", spdlog::level::info, at, "role_change node=n1 epoch=7"),
+  EXPECT_EQ(format_log_line(LogFormat::text, "n1", spdlog::level::info, logged_at, "role_change node=n1 epoch=7"),
             "ts=2026-11-29T03:40:12.123456Z level=info process=n1 event=role_change node=n1 epoch=7");
-  EXPECT_EQ(format_log_line(LogFormat::text, "w 1", spdlog::level::warn, at, "k=v"),
+  EXPECT_EQ(format_log_line(LogFormat::text, "w 1", spdlog::level::warn, logged_at, "k=v"),
             "ts=2026-11-29T03:40:12.123456Z level=warning process=\"w 1\" k=v");
   // Strict logfmt (issue 63): the free text is a msg field, not words a
   // parser would read as keys.
-  EXPECT_EQ(format_log_line(LogFormat::text, "n1", spdlog::level::err, at,
+  EXPECT_EQ(format_log_line(LogFormat::text, "n1", spdlog::level::err, logged_at,
                             R"(tls_reload_failed error="no \"file\"" (the previous certificate stays in use))"),
             R"(ts=2026-11-29T03:40:12.123456Z level=error process=n1 event=tls_reload_failed error="no \"file\"")"
             R"( msg="the previous certificate stays in use")");
-  EXPECT_EQ(format_log_line(LogFormat::text, "n1", spdlog::level::info, at, "(only \"text\")"),
+  EXPECT_EQ(format_log_line(LogFormat::text, "n1", spdlog::level::info, logged_at, "(only \"text\")"),
             R"(ts=2026-11-29T03:40:12.123456Z level=info process=n1 msg="only \"text\"")");
-  EXPECT_EQ(format_log_line(LogFormat::text, "n1", spdlog::level::info, at, "a=\"unterminated b=2"),
+  EXPECT_EQ(format_log_line(LogFormat::text, "n1", spdlog::level::info, logged_at, "a=\"unterminated b=2"),
             "ts=2026-11-29T03:40:12.123456Z level=info process=n1 a=\"unterminated b=2");
 }
 
 TEST(LogLine, JsonNamesTheEventAndEveryFieldAndKeepsQuotedValuesWhole) {
   const std::string line =
-      format_log_line(LogFormat::json, "n1", spdlog::level::err, at,
+      format_log_line(LogFormat::json, "n1", spdlog::level::err, logged_at,
                       R"(webhook_delivery webhook="pager \"a\"" attempt=2 error="HTTP 503" (the rest, in words))");
   auto v = json::parse(line).as_object();
   EXPECT_EQ(v.at("ts").as_string(), "2026-11-29T03:40:12.123456Z");
@@ -46,7 +46,7 @@ TEST(LogLine, JsonNamesTheEventAndEveryFieldAndKeepsQuotedValuesWhole) {
   EXPECT_EQ(v.at("msg").as_string(), "the rest, in words");
   // Typed where the text is a number or a boolean, and only there; a line
   // without free text has its event as its msg.
-  auto typed = json::parse(format_log_line(LogFormat::json, "n1", spdlog::level::info, at,
+  auto typed = json::parse(format_log_line(LogFormat::json, "n1", spdlog::level::info, logged_at,
                                            R"(run_finished run=465 epoch=3 started=false ratio=0.25 neg=-7)"
                                            R"( id=0042 big=12345678901234567 worker="17" v=1.2.3 t=true)"))
                    .as_object();
@@ -63,14 +63,14 @@ TEST(LogLine, JsonNamesTheEventAndEveryFieldAndKeepsQuotedValuesWhole) {
   EXPECT_EQ(typed.at("msg").as_string(), "run_finished");
   // Whatever a message holds, the line is JSON.
   for (const char* m : {"", "=", "a=\"unterminated", "x=\x01\x02 y", "(only text)", "\"quoted\" first", "k=v=w"})
-    EXPECT_NO_THROW(json::parse(format_log_line(LogFormat::json, "n1", spdlog::level::info, at, m))) << m;
+    EXPECT_NO_THROW(json::parse(format_log_line(LogFormat::json, "n1", spdlog::level::info, logged_at, m))) << m;
 }
 
 TEST(LogLine, UnderSystemdEachLineStartsWithItsSyslogPriority) {
-  EXPECT_EQ(format_log_line(LogFormat::text, "n1", spdlog::level::err, at, "x", true).substr(0, 3), "<3>");
-  EXPECT_EQ(format_log_line(LogFormat::json, "n1", spdlog::level::warn, at, "x", true).substr(0, 4), "<4>{");
-  EXPECT_EQ(format_log_line(LogFormat::text, "n1", spdlog::level::info, at, "x", true).substr(0, 3), "<6>");
-  EXPECT_EQ(format_log_line(LogFormat::text, "n1", spdlog::level::debug, at, "x", true).substr(0, 3), "<7>");
+  EXPECT_EQ(format_log_line(LogFormat::text, "n1", spdlog::level::err, logged_at, "x", true).substr(0, 3), "<3>");
+  EXPECT_EQ(format_log_line(LogFormat::json, "n1", spdlog::level::warn, logged_at, "x", true).substr(0, 4), "<4>{");
+  EXPECT_EQ(format_log_line(LogFormat::text, "n1", spdlog::level::info, logged_at, "x", true).substr(0, 3), "<6>");
+  EXPECT_EQ(format_log_line(LogFormat::text, "n1", spdlog::level::debug, logged_at, "x", true).substr(0, 3), "<7>");
 }
 
 TEST(LogLine, TheFormatIsTextOrJson) {

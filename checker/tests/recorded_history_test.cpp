@@ -16,8 +16,8 @@ using namespace baton::checker;
 
 namespace {
 
-constexpr std::int64_t T = 1'800'000'000'000'000;  // µs
-constexpr std::int64_t sec = 1'000'000;
+constexpr std::int64_t T0 = 1'800'000'000'000'000;  // µs
+constexpr std::int64_t one_sec = 1'000'000;
 
 const InvariantResult& get(const Report& r, const std::string& name) {
   for (const auto& i : r.invariants)
@@ -35,15 +35,15 @@ void finished_run(History& h, std::int64_t id, const std::string& job, const std
   r.state = outcome;
   r.attempt = 1;
   r.max_attempts = 1;
-  r.created_us = start - sec;
+  r.created_us = start - one_sec;
   h.runs[id] = r;
   auto tr = [&](const std::string& from, const std::string& to, std::optional<std::int64_t> fv, std::int64_t at) {
     h.transitions.push_back({0, id, from, to, "NONE", fv, fv.value_or(0) + 1, 1, 1, at, 30'000});
   };
-  tr("", "PENDING", {}, start - sec);
-  tr("PENDING", "ASSIGNED", 1, start - sec / 2);
+  tr("", "PENDING", {}, start - one_sec);
+  tr("PENDING", "ASSIGNED", 1, start - one_sec / 2);
   tr("ASSIGNED", "RUNNING", 2, start);
-  tr("RUNNING", outcome, 3, start + sec);
+  tr("RUNNING", outcome, 3, start + one_sec);
   AttemptRow a;
   a.run = id;
   a.attempt = 1;
@@ -52,7 +52,7 @@ void finished_run(History& h, std::int64_t id, const std::string& job, const std
   a.token = "t" + std::to_string(id);
   a.exit_code = outcome == "SUCCEEDED" ? 0 : 1;
   a.started_us = start;
-  a.finished_us = start + sec;
+  a.finished_us = start + one_sec;
   h.attempts.push_back(a);
   if (outcome == "FAILED") h.dead_letters.push_back({id, "FAILED", 1});
 }
@@ -61,13 +61,13 @@ History clean() {
   History h;
   h.window.continuation_margin_ms = 1000;
   h.window.owner_grace_ms = 10'000;
-  h.taken_us = T + 100 * sec;
-  h.epochs.push_back({1, "n1", "i1", T - 10 * sec});
+  h.taken_us = T0 + 100 * one_sec;
+  h.epochs.push_back({1, "n1", "i1", T0 - 10 * one_sec});
   h.jobs["once"] = JobRow{"once", 1, "allow", false, false, {}};
   h.workers["w1"] = {"w1", true, {}};
-  finished_run(h, 1, "once", "SUCCEEDED", T);
-  finished_run(h, 2, "once", "FAILED", T + 2 * sec);
-  finished_run(h, 3, "once", "SUCCEEDED", T + 4 * sec);
+  finished_run(h, 1, "once", "SUCCEEDED", T0);
+  finished_run(h, 2, "once", "FAILED", T0 + 2 * one_sec);
+  finished_run(h, 3, "once", "SUCCEEDED", T0 + 4 * one_sec);
   h.runs[3].key = "k3";
   h.accepted_keys.push_back("k3");
   // One run RUNNING now on the attached worker.
@@ -106,8 +106,8 @@ TEST(RecordedHistory, ASecondRecordedSuccessOfOneRunIsAViolation) {
   AttemptRow again = h.attempts.front();  // run 1's
   again.attempt = 2;
   again.token = "t1b";
-  again.started_us = T + 10 * sec;
-  again.finished_us = T + 11 * sec;
+  again.started_us = T0 + 10 * one_sec;
+  again.finished_us = T0 + 11 * one_sec;
   h.attempts.push_back(again);
   executions_from_attempts(h);
   const Report r = check_recorded_history(h);
@@ -117,7 +117,7 @@ TEST(RecordedHistory, ASecondRecordedSuccessOfOneRunIsAViolation) {
 
 TEST(RecordedHistory, TwoRecordedAttemptsOfALimitedJobAtOnceAreAViolation) {
   History h = clean();
-  h.attempts[1].started_us = T + sec / 2;  // run 2 starts while run 1 runs (max_instances 1)
+  h.attempts[1].started_us = T0 + one_sec / 2;  // run 2 starts while run 1 runs (max_instances 1)
   executions_from_attempts(h);
   const Report r = check_recorded_history(h);
   EXPECT_EQ(get(r, "overlap_respected").violations, 1) << r.markdown();
@@ -133,14 +133,14 @@ TEST(RecordedHistory, TwoRecordedAttemptsOfALimitedJobAtOnceAreAViolation) {
 TEST(RecordedHistory, AnAttemptGivenUpRunsAsRecordedUntilItWasGivenUpNotUntilItsLateSuccess) {
   History h = clean();
   for (auto& t : h.transitions)
-    if (t.run == 1 && t.from == "RUNNING") t.to = "RETRY_WAITING";  // given up at T + 1 s
-  h.transitions.push_back({0, 1, "RETRY_WAITING", "SUCCEEDED", "NONE", 4, 5, 1, 1, T + 6 * sec, 30'000});
-  h.attempts[0].finished_us = T + 6 * sec;  // the late success's write
+    if (t.run == 1 && t.from == "RUNNING") t.to = "RETRY_WAITING";  // given up at T0 + 1 s
+  h.transitions.push_back({0, 1, "RETRY_WAITING", "SUCCEEDED", "NONE", 4, 5, 1, 1, T0 + 6 * one_sec, 30'000});
+  h.attempts[0].finished_us = T0 + 6 * one_sec;  // the late success's write
   executions_from_attempts(h);
   Report r = check_recorded_history(h);
   EXPECT_EQ(get(r, "overlap_respected").violations, 0) << r.markdown();
   // Run 2 started before the attempt was given up: that is an overlap.
-  h.attempts[1].started_us = T + sec / 2;
+  h.attempts[1].started_us = T0 + one_sec / 2;
   executions_from_attempts(h);
   r = check_recorded_history(h);
   EXPECT_EQ(get(r, "overlap_respected").violations, 1) << r.markdown();
@@ -155,14 +155,14 @@ TEST(RecordedHistory, AContextRunGivenUpEndsWhereItWasGivenUpToo) {
   std::vector<TransitionRow> mine;
   for (auto& t : h.transitions) {
     if (t.run != 1) continue;
-    if (t.from == "RUNNING") t.to = "RETRY_WAITING";  // given up at T + 1 s
+    if (t.from == "RUNNING") t.to = "RETRY_WAITING";  // given up at T0 + 1 s
     mine.push_back(t);
   }
-  mine.push_back({0, 1, "RETRY_WAITING", "SUCCEEDED", "NONE", 4, 5, 1, 1, T + 6 * sec, 30'000});
+  mine.push_back({0, 1, "RETRY_WAITING", "SUCCEEDED", "NONE", 4, 5, 1, 1, T0 + 6 * one_sec, 30'000});
   h.transitions.erase(std::remove_if(h.transitions.begin(), h.transitions.end(), [](auto& t) { return t.run == 1; }),
                       h.transitions.end());
   h.context_runs.insert(1);
-  h.attempts[0].finished_us = T + 6 * sec;  // the late success's write; runs 2 and 3 start at T + 2 s and 4 s
+  h.attempts[0].finished_us = T0 + 6 * one_sec;  // the late success's write; runs 2 and 3 start at T0 + 2 s and 4 s
   executions_from_attempts(h);
   Report r = check_recorded_history(h);
   EXPECT_EQ(get(r, "overlap_respected").violations, 2) << "without its writes it ran until T + 6 s, over runs 2 and 3";
@@ -176,19 +176,19 @@ TEST(RecordedHistory, AContextRunGivenUpEndsWhereItWasGivenUpToo) {
 
 TEST(RecordedHistory, ARunningRunOnADetachedWorkerIsAViolationOnceTheGraceIsOver) {
   History h = clean();
-  h.workers["w1"] = {"w1", false, h.taken_us - 5 * sec};  // detached 5 s ago: the leader's to notice
+  h.workers["w1"] = {"w1", false, h.taken_us - 5 * one_sec};  // detached 5 s ago: the leader's to notice
   EXPECT_EQ(get(check_recorded_history(h), "running_has_owner").violations, 0);
-  h.workers["w1"].detached_us = h.taken_us - 60 * sec;
+  h.workers["w1"].detached_us = h.taken_us - 60 * one_sec;
   const Report r = check_recorded_history(h);
   EXPECT_EQ(get(r, "running_has_owner").violations, 1) << r.markdown();
   EXPECT_NE(r.markdown().find("run 4 (other) attempt 1 is RUNNING on w1, detached 60000 ms ago"), std::string::npos)
       << r.markdown();
   // CONFIRMING within its deadline is the leader keeping it: no violation.
   h.runs[4].continuation = "CONFIRMING";
-  h.runs[4].continuation_deadline_us = h.taken_us + 5 * sec;
+  h.runs[4].continuation_deadline_us = h.taken_us + 5 * one_sec;
   EXPECT_EQ(get(check_recorded_history(h), "running_has_owner").violations, 0);
   // Long past its deadline, margin and grace: nobody gave it up.
-  h.runs[4].continuation_deadline_us = h.taken_us - 60 * sec;
+  h.runs[4].continuation_deadline_us = h.taken_us - 60 * one_sec;
   EXPECT_EQ(get(check_recorded_history(h), "running_has_owner").violations, 1);
   // On a worker nobody knows.
   h.runs[4].continuation = "NONE";

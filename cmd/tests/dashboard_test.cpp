@@ -163,6 +163,21 @@ TEST_F(DashboardTest, EveryPageShowsWhatTheApiSaysAndTheOperatorsActionsWork) {
   const auto failed = triggered[0].at("id").as_int64();
   ASSERT_TRUE(cluster.wait_for_state(failed, "FAILED", 15s));
 
+  // The overview counts runs by state (SPEC 8.8), every state a row, as
+  // GET /status has them (its counts are a few seconds old: the page is
+  // read once they show the failed run).
+  open("#/", "document.querySelector('#states-table tr[data-key=\"FAILED\"]')");
+  browser.wait_for("document.querySelector('#states-table tr[data-key=\"FAILED\"]').textContent.endsWith('1')",
+                   std::chrono::seconds(15));
+  EXPECT_EQ(rows("states-table"), 9);
+  const auto by_state = get("/status").at("runs_by_state").as_object();
+  for (const char* state : {"PENDING", "ASSIGNED", "RUNNING", "RETRY_WAITING", "ORPHANED", "SUCCEEDED", "FAILED",
+                            "TIMED_OUT", "CANCELED"}) {
+    const auto n = by_state.contains(state) ? by_state.at(state).as_int64() : 0;
+    EXPECT_EQ(text_of(std::string("#states-table tr[data-key=\"") + state + "\"] td:last-child"), std::to_string(n))
+        << state;
+  }
+
   // Runs: the list, a state filter, and a failed run's detail with its output.
   open("#/runs", "document.querySelector('#runs-table')");
   browser.wait_for("document.querySelector('#runs-table tr[data-key=\"" + std::to_string(failed) + "\"]')");

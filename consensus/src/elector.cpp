@@ -149,7 +149,8 @@ void Elector::shutdown(store::LeaseStore& via) {
   spdlog::info("lease_released node={} epoch={} outcome={}", me_.node_id, to_release->value, store::to_string(*r));
 }
 
-Result<Epoch> Elector::hand_over(store::LeaseStore& via, const std::string& to, Millis reserved) {
+Result<Epoch> Elector::hand_over(store::LeaseStore& via, const std::string& to, Millis reserved,
+                                 const std::string& actor) {
   std::optional<Epoch> to_release;
   {
     std::lock_guard lock(mutex_);
@@ -160,7 +161,7 @@ Result<Epoch> Elector::hand_over(store::LeaseStore& via, const std::string& to, 
     campaigns_paused_until_ = clock_.mono() + reserved;
   }
   BATON_ASSERT(to_release.has_value());
-  auto r = via.hand_over(*to_release, me_, to, reserved);
+  auto r = via.hand_over(*to_release, me_, to, reserved, actor);
   handover_in_flight_.store(false);
   if (!r) {
     spdlog::warn("lease_handover_failed node={} epoch={} error={}", me_.node_id, to_release->value, r.error().message);

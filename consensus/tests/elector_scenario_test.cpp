@@ -99,7 +99,7 @@ TEST(ElectorScenario, GracefulShutdownLetsAFollowerTakeOverAtOnce) {
 TEST(ElectorScenario, AHandoverGoesToTheNodeNamedAndNoOtherWhileItIsKept) {
   SimCluster c;
   n1_leads_with(c, {"n2", "n3"});
-  auto handed = c.node(0).elector->hand_over(c.node(0).shutdown_store, "n3", c.cfg().lease * 2);
+  auto handed = c.node(0).elector->hand_over(c.node(0).shutdown_store, "n3", c.cfg().lease * 2, "ops");
   ASSERT_TRUE(handed) << handed.error().message;
   EXPECT_EQ(*handed, Epoch{1});
   EXPECT_EQ(c.node(0).changes.back().reason, "handover");
@@ -108,13 +108,13 @@ TEST(ElectorScenario, AHandoverGoesToTheNodeNamedAndNoOtherWhileItIsKept) {
   EXPECT_EQ(c.db().epoch(), Epoch{2});
   EXPECT_EQ(c.db().history().back().leader_id, "n3");
   // Not leading, a node cannot hand over.
-  EXPECT_FALSE(c.node(1).elector->hand_over(c.node(1).shutdown_store, "", c.cfg().lease * 2));
+  EXPECT_FALSE(c.node(1).elector->hand_over(c.node(1).shutdown_store, "", c.cfg().lease * 2, "ops"));
 }
 
 TEST(ElectorScenario, AHandoverToANodeThatDoesNotTakeItLeavesTheLeaseKeptThenAnyNodeLeads) {
   SimCluster c;
   n1_leads_with(c, {"n2"});
-  ASSERT_TRUE(c.node(0).elector->hand_over(c.node(0).shutdown_store, "n9", c.cfg().lease * 2));
+  ASSERT_TRUE(c.node(0).elector->hand_over(c.node(0).shutdown_store, "n9", c.cfg().lease * 2, "ops"));
   c.run_for(c.cfg().lease * 2 - 100ms);
   EXPECT_EQ(c.leader(), -1) << "kept for n9: neither n1 nor n2 campaigns";
   EXPECT_EQ(c.db().epoch(), Epoch{1});
@@ -129,10 +129,10 @@ TEST(ElectorScenario, AHandoverToANodeThatDoesNotTakeItLeavesTheLeaseKeptThenAny
 TEST(ElectorScenario, ANodeThatHandedOverTakesAHandoverBackAtOnce) {
   SimCluster c;
   n1_leads_with(c, {"n2"});
-  ASSERT_TRUE(c.node(0).elector->hand_over(c.node(0).shutdown_store, "n2", c.cfg().lease * 2));
+  ASSERT_TRUE(c.node(0).elector->hand_over(c.node(0).shutdown_store, "n2", c.cfg().lease * 2, "ops"));
   c.run_for(100ms);
   ASSERT_EQ(c.leader(), 1);
-  ASSERT_TRUE(c.node(1).elector->hand_over(c.node(1).shutdown_store, "n1", c.cfg().lease * 2));
+  ASSERT_TRUE(c.node(1).elector->hand_over(c.node(1).shutdown_store, "n1", c.cfg().lease * 2, "ops"));
   c.run_for(100ms);
   EXPECT_EQ(c.leader(), 0) << "n1, named, leads within a step or two";
 }
@@ -140,7 +140,7 @@ TEST(ElectorScenario, ANodeThatHandedOverTakesAHandoverBackAtOnce) {
 TEST(ElectorScenario, AHandoverToNoOneInParticularGoesToAnotherNode) {
   SimCluster c;
   n1_leads_with(c, {"n2"});
-  ASSERT_TRUE(c.node(0).elector->hand_over(c.node(0).shutdown_store, "", c.cfg().lease * 2));
+  ASSERT_TRUE(c.node(0).elector->hand_over(c.node(0).shutdown_store, "", c.cfg().lease * 2, "ops"));
   c.run_for(300ms);
   EXPECT_EQ(c.leader(), 1) << "the old leader holds back";
 }

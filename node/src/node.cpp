@@ -106,7 +106,7 @@ class NodeRuntime final : public ServerHandlers {
         admin_(AdminApiPorts{[this] { return status(); },
                              [this](std::int64_t run, const std::string& reason) { return cancel(run, reason); },
                              [this](std::vector<store::DueRun> due) { wake_dispatcher(std::move(due)); },
-                             [this](const std::string& to) { return hand_over(to); }},
+                             [this](const std::string& to, const std::string& actor) { return hand_over(to, actor); }},
                admin_store, metrics, clock_, cfg.admin_token, cfg.metrics_require_token),
         reception_(leader_core::reception_limits(cfg.election.poll_every, cfg.runtime.continuation_timeout,
                                                  cfg.runtime.continuation_margin)),
@@ -403,7 +403,7 @@ class NodeRuntime final : public ServerHandlers {
   /// they find the next leader as after any change, their unacknowledged
   /// finishes kept in their outboxes. Then the lease is released for `to`
   /// (empty: any other node), who alone may campaign for two leases.
-  Result<std::int64_t> hand_over(const std::string& to) {
+  Result<std::int64_t> hand_over(const std::string& to, const std::string& actor) {
     std::shared_ptr<LoopHandle> loop;
     {
       std::lock_guard lock(mutex_);
@@ -425,7 +425,7 @@ class NodeRuntime final : public ServerHandlers {
     const bool drained = loop->done.load();
     if (drained) loop->loop->wait_writes_landed();
     const auto drain_ms = std::chrono::duration_cast<Millis>(clock_.mono() - began).count();
-    auto r = elector_.hand_over(*handover_store_, to, cfg_.election.lease * 2);
+    auto r = elector_.hand_over(*handover_store_, to, cfg_.election.lease * 2, actor);
     {
       std::lock_guard lock(mutex_);
       handing_over_ = false;

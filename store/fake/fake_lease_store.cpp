@@ -88,7 +88,7 @@ Result<WriteOutcome> FakeLeaseStore::release(Epoch epoch, const NodeIdentity& me
   return call<WriteOutcome>([&] { return db_.release(epoch, me); }, true);
 }
 Result<WriteOutcome> FakeLeaseStore::hand_over(Epoch epoch, const NodeIdentity& me, const std::string& to,
-                                               Millis reserved) {
+                                               Millis reserved, const std::string& /*actor: no audit log here*/) {
   return call<WriteOutcome>([&] { return db_.hand_over(epoch, me, to, reserved); }, true);
 }
 Result<bool> FakeLeaseStore::wait_for_change(Millis) {

@@ -121,12 +121,13 @@ Result<WriteOutcome> PgLeaseStore::renew(Epoch epoch, const NodeIdentity& me, Mi
 }
 
 Result<WriteOutcome> PgLeaseStore::release(Epoch epoch, const NodeIdentity& me) {
-  return hand_over(epoch, me, "", Millis{0});  // kept for no one
+  return hand_over(epoch, me, "", Millis{0}, "");  // kept for no one; a node's own act, not audited
 }
 
-// A release, kept for `to` (none: for no one) for `reserved`.
+// A release, kept for `to` (none: for no one) for `reserved`; audited in
+// the same transaction when an operator (`actor`) asked for it.
 Result<WriteOutcome> PgLeaseStore::hand_over(Epoch epoch, const NodeIdentity& me, const std::string& to,
-                                             Millis reserved) {
+                                             Millis reserved, const std::string& actor) {
   return session_.with<WriteOutcome>([&](pqxx::connection& c) -> Result<WriteOutcome> {
     pqxx::work tx{c};
     auto r = tx.exec_params(
@@ -139,6 +140,11 @@ Result<WriteOutcome> PgLeaseStore::hand_over(Epoch epoch, const NodeIdentity& me
       return WriteOutcome::fenced;
     }
     tx.exec_params("UPDATE epoch_history SET ended_at = now(), end_reason = 'released' WHERE epoch = $1", epoch.value);
+    if (!actor.empty())
+      tx.exec_params(
+          "INSERT INTO audit_log (actor, action, subject, epoch, details) VALUES ($1, 'leader.handover',"
+          " 'leader_lease', $2, jsonb_build_object('from', $3::text, 'to', $4::text))",
+          actor, epoch.value, me.node_id, to);
     tx.exec_params("SELECT pg_notify($1, $2)", lease_channel, "released:" + std::to_string(epoch.value));
     tx.commit();
     return WriteOutcome::applied;

@@ -77,7 +77,7 @@ Result<AnchorsReport> PgVerifyStore::check_anchors(const std::vector<ReceiptAnch
   }
   return session_.with<AnchorsReport>(deadline + Millis{5000}, [&](pqxx::connection& c) -> Result<AnchorsReport> {
     pqxx::transaction<pqxx::repeatable_read, pqxx::read_only> tx{c};
-    tx.exec("SET LOCAL statement_timeout = " + std::to_string(deadline.count()));
+    tx.exec_params("SELECT set_config('statement_timeout', $1, true)", std::to_string(deadline.count()));
     AnchorsReport out;
     out.checked = static_cast<std::int64_t>(kept.size());
     // Each kept anchor beside what it names: the link (or retention's

@@ -438,7 +438,7 @@ Result<ReceiptsReport> PgVerifyStore::check_receipts(int limit, Millis deadline)
   // cut a little later, for a server that does not answer at all.
   return session_.with<ReceiptsReport>(deadline + Millis{5000}, [&](pqxx::connection& c) -> Result<ReceiptsReport> {
     pqxx::transaction<pqxx::repeatable_read, pqxx::read_only> tx{c};
-    tx.exec("SET LOCAL statement_timeout = " + std::to_string(deadline.count()));
+    tx.exec_params("SELECT set_config('statement_timeout', $1, true)", std::to_string(deadline.count()));
     ReceiptsReport out;
     auto n = tx.exec1(
         "SELECT (SELECT count(*) FROM receipt_links),"

@@ -32,20 +32,20 @@ class CronStoreTest : public ElectedStoreTest {
   }
 };
 
-constexpr std::int64_t kSlot = 1767225600;  // 2026-01-01T00:00:00Z
+constexpr std::int64_t kStoreSlot = 1767225600;  // 2026-01-01T00:00:00Z
 
 }  // namespace
 
 TEST_F(CronStoreTest, ASlotsRunCursorAndLedgerEntryCommitTogether) {
   EXPECT_EQ(cursor(), std::nullopt);
-  auto r = leader.create_cron_run(epoch, "hourly", kSlot, true, 0);
+  auto r = leader.create_cron_run(epoch, "hourly", kStoreSlot, true, 0);
   ASSERT_TRUE(r);
   ASSERT_EQ(r->outcome, WriteOutcome::applied);
-  EXPECT_EQ(cursor(), kSlot);
+  EXPECT_EQ(cursor(), kStoreSlot);
   EXPECT_EQ(text("SELECT decision || ' ' || reason || ' ' || run_id || ' ' || epoch FROM decision_ledger"),
             "created caught_up " + std::to_string(r->run.value) + " " + std::to_string(epoch.value));
   // The same slot again: no second run, no second entry.
-  auto again = leader.create_cron_run(epoch, "hourly", kSlot, false, 0);
+  auto again = leader.create_cron_run(epoch, "hourly", kStoreSlot, false, 0);
   ASSERT_TRUE(again);
   EXPECT_EQ(again->outcome, WriteOutcome::conflict);
   EXPECT_EQ(text("SELECT count(*) FROM job_runs"), "1");
@@ -55,10 +55,10 @@ TEST_F(CronStoreTest, ASlotsRunCursorAndLedgerEntryCommitTogether) {
 TEST_F(CronStoreTest, AStaleLeaderWritesNoRunNoCursorNoLedger) {
   const Epoch newer = force_election(url, "n2");
   ASSERT_GT(newer, epoch);
-  auto r = leader.create_cron_run(epoch, "hourly", kSlot, false, 0);
+  auto r = leader.create_cron_run(epoch, "hourly", kStoreSlot, false, 0);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->outcome, WriteOutcome::fenced);
-  auto s = leader.skip_cron_slots(epoch, "hourly", {{kSlot, kSlot + 3600, 2, 2, "misfire_policy"}}, "{}");
+  auto s = leader.skip_cron_slots(epoch, "hourly", {{kStoreSlot, kStoreSlot + 3600, 2, 2, "misfire_policy"}}, "{}");
   ASSERT_TRUE(s);
   EXPECT_EQ(s->outcome, WriteOutcome::fenced);
   EXPECT_EQ(text("SELECT count(*) FROM job_runs"), "0");
@@ -68,30 +68,30 @@ TEST_F(CronStoreTest, AStaleLeaderWritesNoRunNoCursorNoLedger) {
 
 TEST_F(CronStoreTest, SkippedRangesAreLedgerEntriesThatMoveTheCursor) {
   std::vector<SkippedCronSlots> ranges = {
-      {kSlot, kSlot + 7200, 3, 3, "catch_up_limit"},
-      {kSlot + 10800, kSlot + 10800 * 1000, std::nullopt, 100000, "starting_deadline"}};
+      {kStoreSlot, kStoreSlot + 7200, 3, 3, "catch_up_limit"},
+      {kStoreSlot + 10800, kStoreSlot + 10800 * 1000, std::nullopt, 100000, "starting_deadline"}};
   auto s = leader.skip_cron_slots(epoch, "hourly", ranges, R"({"policy":"run_all","gap_cause":"paused"})");
   ASSERT_TRUE(s);
   EXPECT_EQ(s->outcome, WriteOutcome::applied);
-  EXPECT_EQ(cursor(), kSlot + 10800 * 1000);
+  EXPECT_EQ(cursor(), kStoreSlot + 10800 * 1000);
   EXPECT_EQ(text("SELECT string_agg(reason || ':' || coalesce(slot_count::text, 'null') || ':' ||"
                  " (details->>'gap_cause') || ':' || coalesce(details->>'count_at_least', '-'), ',' ORDER BY id)"
                  " FROM decision_ledger WHERE decision = 'skipped'"),
             "catch_up_limit:3:paused:-,starting_deadline:null:paused:100000");
   // The cursor never moves back.
-  ASSERT_TRUE(leader.create_cron_run(epoch, "hourly", kSlot + 3600, false, 0));
-  EXPECT_EQ(cursor(), kSlot + 10800 * 1000);
+  ASSERT_TRUE(leader.create_cron_run(epoch, "hourly", kStoreSlot + 3600, false, 0));
+  EXPECT_EQ(cursor(), kStoreSlot + 10800 * 1000);
 }
 
 TEST_F(CronStoreTest, AResumeIsRecordedAndARevivedJobStartsWithoutACursor) {
-  ASSERT_TRUE(leader.create_cron_run(epoch, "hourly", kSlot, false, 0));
+  ASSERT_TRUE(leader.create_cron_run(epoch, "hourly", kStoreSlot, false, 0));
   ASSERT_TRUE(admin.set_job_paused(Actor{"test", epoch}, "hourly", true));
   EXPECT_TRUE(leader.scheduled_jobs()->empty()) << "a paused job is not planned";
   ASSERT_TRUE(admin.set_job_paused(Actor{"test", epoch}, "hourly", false));
   auto jobs = leader.scheduled_jobs();
   ASSERT_EQ(jobs->size(), 1u);
   EXPECT_TRUE(jobs->front().resumed_at_unix.has_value());
-  EXPECT_EQ(jobs->front().last_slot_unix, kSlot) << "resuming keeps the cursor: the gap follows the policy";
+  EXPECT_EQ(jobs->front().last_slot_unix, kStoreSlot) << "resuming keeps the cursor: the gap follows the policy";
 
   ASSERT_TRUE(admin.delete_job(Actor{"test", epoch}, "hourly", std::nullopt));
   JobDefinition j;

@@ -102,8 +102,16 @@ TEST(LeaseStore, AHandoverKeepsTheLeaseForTheNodeNamedUntilItCampaigns) {
   auto won = a.campaign(n1, Millis{60000});
   ASSERT_TRUE(won && won->won);
   const Epoch e = won->lease.epoch;
-  EXPECT_EQ(*b.hand_over(e, n2, "n3", Millis{60000}), WriteOutcome::fenced) << "not n2's lease";
-  ASSERT_EQ(*a.hand_over(e, n1, "n3", Millis{60000}), WriteOutcome::applied);
+  baton::testing::DbInspector db(url);
+  const std::string audited =
+      "SELECT string_agg(actor || ' ' || epoch || ' ' || (details ->> 'from') || '>' || (details ->> 'to'), ',')"
+      " FROM audit_log WHERE action = 'leader.handover'";
+  EXPECT_EQ(*b.hand_over(e, n2, "n3", Millis{60000}, "ops"), WriteOutcome::fenced) << "not n2's lease";
+  EXPECT_EQ(db.scalar(audited), "") << "a refused handover is not recorded";
+  ASSERT_EQ(*a.hand_over(e, n1, "n3", Millis{60000}, "ops"), WriteOutcome::applied);
+  // Audited by the release's own transaction (SPEC 2.64): who asked, the
+  // epoch handed over, from whom to whom.
+  EXPECT_EQ(db.scalar(audited), "ops " + std::to_string(e.value) + " n1>n3");
   auto seen = b.observe();
   ASSERT_TRUE(seen);
   EXPECT_TRUE(seen->expired());
@@ -118,7 +126,7 @@ TEST(LeaseStore, AHandoverKeepsTheLeaseForTheNodeNamedUntilItCampaigns) {
   EXPECT_EQ(taken->lease.epoch.value, e.value + 1);
   EXPECT_EQ(taken->lease.handover_to, "");
   // A reservation that ran out keeps no one out.
-  ASSERT_EQ(*b.hand_over(taken->lease.epoch, n3, "n9", Millis{1}), WriteOutcome::applied);
+  ASSERT_EQ(*b.hand_over(taken->lease.epoch, n3, "n9", Millis{1}, ""), WriteOutcome::applied);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_TRUE(a.campaign(n1, Millis{60000})->won);
 }

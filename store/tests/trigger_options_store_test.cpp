@@ -158,3 +158,26 @@ TEST_F(TriggerOptionsTest, TheSqlSubmissionTakesThemTooAndRefusesBeyondTheJob) {
   EXPECT_EQ(p->runs, 1);
   EXPECT_EQ(text("SELECT priority || ' ' || timeout_ms FROM job_runs"), "-3 20000");
 }
+
+// SPEC 10.11: a batch that is a bulk load (100 runs or more, a fifth of
+// the run table or more) analyzes the run table in its own transaction, so
+// the planner counts its runs before the leader reads them; a smaller
+// batch, or a batch into a table five times its size, does not.
+// pg_class.reltuples is what ANALYZE sets (-1: never analyzed).
+TEST_F(TriggerOptionsTest, ABulkLoadBatchAnalyzesTheRunTableAndASmallOneDoesNot) {
+  auto batch_of = [&](int n) {
+    std::vector<TriggerItem> batch;
+    for (int i = 0; i < n; ++i) batch.push_back(item("unbounded", std::nullopt));
+    auto r = admin.trigger_batch(Actor{"test", epoch}, batch);
+    EXPECT_TRUE(r && r->applied);
+  };
+  const std::string counted = "SELECT reltuples::bigint FROM pg_class WHERE oid = 'job_runs'::regclass";
+  batch_of(99);
+  EXPECT_EQ(text(counted), "-1") << "99 runs: not a bulk load";
+  batch_of(500);
+  EXPECT_EQ(text(counted), "599") << "500 runs into 99: analyzed before the commit";
+  batch_of(100);
+  EXPECT_EQ(text(counted), "599") << "100 runs into 599: under a fifth, left to autovacuum";
+  batch_of(150);
+  EXPECT_EQ(text(counted), "849") << "150 runs into 699: a fifth or more";
+}

@@ -1,6 +1,6 @@
 // The worker's only translation unit that includes Boost.Beast for its
 // connection to the leader (coordinator_probe.cpp holds the other, for
-// `baton worker --probe`).
+// the probe `baton doctor` runs with a worker's configuration).
 #include "coordinator_link.h"
 
 #include <boost/asio.hpp>

@@ -45,7 +45,7 @@ const TaskUser& task_user() {
   return user;
 }
 
-protocol::Task program(std::vector<std::string> argv) {
+protocol::Task user_program(std::vector<std::string> argv) {
   protocol::Task t;
   t.kind = protocol::TaskKind::program;
   t.command = std::move(argv);
@@ -112,9 +112,9 @@ TEST(TaskUser, ResolvingRefusesUnknownUsersRootAndTheWorkersOwnUser) {
 TEST(TaskUser, ATaskRunsAsTheTaskUserWithItsOwnIdentity) {
   const TaskUser& u = task_user();
   TaskRunner r;
-  auto f = r.run(ctx(&u), {program({"/bin/sh", "-c",
-                                    "echo uid=$(id -u) gid=$(id -g) groups=$(id -G); "
-                                    "echo home=$HOME user=$USER"})});
+  auto f = r.run(ctx(&u), {user_program({"/bin/sh", "-c",
+                                         "echo uid=$(id -u) gid=$(id -g) groups=$(id -G); "
+                                         "echo home=$HOME user=$USER"})});
   ASSERT_EQ(f.outcome, protocol::Outcome::succeeded) << f.stderr_tail;
   EXPECT_NE(f.stdout_tail.find("uid=" + std::to_string(u.uid) + " gid=" + std::to_string(u.gid)), std::string::npos)
       << f.stdout_tail;
@@ -132,7 +132,7 @@ TEST(TaskUser, ATaskCannotReadTheWorkersCredentialSpoolOrEnvironmentNorSignalIt)
                             "cat /proc/" + me + "/environ >/dev/null; echo environ=$?; " +  //
                             "kill -0 " + me + "; echo signal=$?";
   TaskRunner as_task_user;
-  auto f = as_task_user.run(ctx(&u), {program({"/bin/sh", "-c", probe})});
+  auto f = as_task_user.run(ctx(&u), {user_program({"/bin/sh", "-c", probe})});
   for (const char* what : {"credential=", "spool=", "outbox=", "environ=", "signal="}) {
     EXPECT_NE(f.stdout_tail.find(what), std::string::npos) << f.stdout_tail;
     EXPECT_EQ(f.stdout_tail.find(std::string(what) + "0\n"), std::string::npos)
@@ -144,7 +144,7 @@ TEST(TaskUser, ATaskCannotReadTheWorkersCredentialSpoolOrEnvironmentNorSignalIt)
   // The same task as the worker's own user reads all of it: what the task
   // user is for.
   TaskRunner as_worker;
-  auto g = as_worker.run(ctx(nullptr), {program({"/bin/sh", "-c", probe})});
+  auto g = as_worker.run(ctx(nullptr), {user_program({"/bin/sh", "-c", probe})});
   EXPECT_NE(g.stdout_tail.find("secret-worker-credential"), std::string::npos) << g.stdout_tail;
   EXPECT_NE(g.stdout_tail.find("credential=0"), std::string::npos) << g.stdout_tail;
 }
@@ -194,9 +194,9 @@ TEST(TaskUser, WithoutATaskUserATaskOfAWorkerHoldingCapabilitiesHoldsNone) {
       if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) != 0) fail("ambient");
     std::string report = "refused=[" + capabilities_without_task_user_problem() + "]\n";
     TaskRunner r;
-    auto f = r.run(ctx(nullptr), {program({"/bin/sh", "-c",
-                                           "grep -E '^Cap(Inh|Prm|Eff|Amb)' /proc/self/status; "
-                                           "setpriv --reuid=0 true 2>/dev/null; echo became_root=$?"})});
+    auto f = r.run(ctx(nullptr), {user_program({"/bin/sh", "-c",
+                                                "grep -E '^Cap(Inh|Prm|Eff|Amb)' /proc/self/status; "
+                                                "setpriv --reuid=0 true 2>/dev/null; echo became_root=$?"})});
     report += f.stdout_tail;
     (void)!::write(out[1], report.data(), report.size());
     ::_exit(0);
@@ -223,12 +223,12 @@ TEST(TaskResources, AForkBombMeetsItsPidsLimitWhileTheWorkerAndAnotherTaskCarryO
   // Another task of the same user, already running (an exec, no fork).
   auto other = std::async(std::launch::async, [&] {
     TaskRunner r;
-    return r.run(ctx(&u), {program({"/bin/sleep", "2"})});
+    return r.run(ctx(&u), {user_program({"/bin/sleep", "2"})});
   });
   std::this_thread::sleep_for(300ms);
   // A bounded bomb (100 children; unbounded would hurt this host if the
   // limit were missing): with pids 30 it cannot fork them all.
-  auto bomb = program({"/bin/sh", "-c", "i=0; while [ $i -lt 100 ]; do /bin/sleep 5 & i=$((i+1)); done; wait"});
+  auto bomb = user_program({"/bin/sh", "-c", "i=0; while [ $i -lt 100 ]; do /bin/sleep 5 & i=$((i+1)); done; wait"});
   bomb.resources.pids = 30;
   TaskRunner r;
   auto bombed = std::async(std::launch::async, [&] { return r.run(ctx(&u, 20s), {bomb}); });
@@ -257,13 +257,13 @@ TEST(TaskResources, AMemoryLimitStopsATaskThatAllocatesPastIt) {
   const TaskUser& u = task_user();
   // 64 MiB of address space cannot hold a 256 MiB buffer (as a cgroup's
   // memory.max, or RLIMIT_AS where the host delegates no memory controller).
-  auto t = program({"/usr/bin/python3", "-c", "b = bytearray(256 * 1024 * 1024); print('allocated')"});
+  auto t = user_program({"/usr/bin/python3", "-c", "b = bytearray(256 * 1024 * 1024); print('allocated')"});
   t.resources.memory_bytes = 64ll << 20;
   TaskRunner r;
   auto f = r.run(ctx(&u), {t});
   EXPECT_NE(f.outcome, protocol::Outcome::succeeded) << f.stdout_tail;
   EXPECT_EQ(f.stdout_tail.find("allocated"), std::string::npos);
-  auto unlimited = program({"/usr/bin/python3", "-c", "b = bytearray(256 * 1024 * 1024); print('allocated')"});
+  auto unlimited = user_program({"/usr/bin/python3", "-c", "b = bytearray(256 * 1024 * 1024); print('allocated')"});
   TaskRunner r2;
   auto g = r2.run(ctx(&u), {unlimited});
   EXPECT_EQ(g.outcome, protocol::Outcome::succeeded) << g.stderr_tail;

@@ -16,7 +16,7 @@ using namespace std::chrono;
 
 namespace {
 
-sys_seconds at(int y, unsigned mo, unsigned d, int h = 0, int mi = 0, int s = 0) {
+sys_seconds plan_at(int y, unsigned mo, unsigned d, int h = 0, int mi = 0, int s = 0) {
   return test::utc(y, mo, d, h, mi, s);
 }
 
@@ -48,26 +48,26 @@ TEST(CronPlan, MisfirePolicyWordsAreExact) {
 // The job's zone decides the wall clock its fields match: 09:00 at +02:00 is
 // 07:00 UTC (the node used to ignore the zone and fire at 09:00 UTC).
 TEST(CronPlan, SlotsFollowTheJobsZone) {
-  auto in = input("0 9 * * *", MisfirePolicy::run_latest, at(2026, 6, 1, 6, 59, 0), at(2026, 6, 1, 7, 0, 0));
+  auto in = input("0 9 * * *", MisfirePolicy::run_latest, plan_at(2026, 6, 1, 6, 59, 0), plan_at(2026, 6, 1, 7, 0, 0));
   in.zone = CronZone::fixed(minutes{120});
-  EXPECT_EQ(plan_cron_slots(in).slots, Slots{at(2026, 6, 1, 7, 0, 0)});
+  EXPECT_EQ(plan_cron_slots(in).slots, Slots{plan_at(2026, 6, 1, 7, 0, 0)});
   in.zone = CronZone{};
   EXPECT_TRUE(plan_cron_slots(in).slots.empty());
 }
 
 TEST(CronPlan, RunAllCatchesUpTheNewestMissedSlotsWithinTheLimit) {
   // Every minute, last planned 10:00, now 10:05:30: five slots were missed.
-  auto in = input("* * * * *", MisfirePolicy::run_all, at(2026, 1, 1, 10, 0), at(2026, 1, 1, 10, 5, 30));
+  auto in = input("* * * * *", MisfirePolicy::run_all, plan_at(2026, 1, 1, 10, 0), plan_at(2026, 1, 1, 10, 5, 30));
   auto all = plan_cron_slots(in);
   EXPECT_EQ(all.slots.size(), 5u);
   EXPECT_EQ(all.caught_up, 5u);
   EXPECT_TRUE(all.skipped.empty());
   in.catch_up_limit = 3;
   auto limited = plan_cron_slots(in);
-  EXPECT_EQ(limited.slots, (Slots{at(2026, 1, 1, 10, 3), at(2026, 1, 1, 10, 4), at(2026, 1, 1, 10, 5)}));
+  EXPECT_EQ(limited.slots, (Slots{plan_at(2026, 1, 1, 10, 3), plan_at(2026, 1, 1, 10, 4), plan_at(2026, 1, 1, 10, 5)}));
   ASSERT_EQ(limited.skipped.size(), 1u);
-  EXPECT_EQ(limited.skipped[0],
-            (SkippedSlots{at(2026, 1, 1, 10, 1), at(2026, 1, 1, 10, 2), 2, true, SkipReason::catch_up_limit}));
+  EXPECT_EQ(limited.skipped[0], (SkippedSlots{plan_at(2026, 1, 1, 10, 1), plan_at(2026, 1, 1, 10, 2), 2, true,
+                                              SkipReason::catch_up_limit}));
   in.catch_up_limit = 0;  // run_all with no catch-up: every missed slot is given up
   auto none = plan_cron_slots(in);
   EXPECT_TRUE(none.slots.empty());
@@ -76,83 +76,88 @@ TEST(CronPlan, RunAllCatchesUpTheNewestMissedSlotsWithinTheLimit) {
 }
 
 TEST(CronPlan, PerPassBoundAdmitsTheRestOnTheNextCall) {
-  auto in = input("* * * * *", MisfirePolicy::run_all, at(2026, 1, 1, 10, 0), at(2026, 1, 1, 10, 5, 30));
+  auto in = input("* * * * *", MisfirePolicy::run_all, plan_at(2026, 1, 1, 10, 0), plan_at(2026, 1, 1, 10, 5, 30));
   in.per_pass = 2;
   auto first = plan_cron_slots(in).slots;
-  EXPECT_EQ(first, (Slots{at(2026, 1, 1, 10, 1), at(2026, 1, 1, 10, 2)}));
+  EXPECT_EQ(first, (Slots{plan_at(2026, 1, 1, 10, 1), plan_at(2026, 1, 1, 10, 2)}));
   in.last_slot = first.back();  // the cursor: none lost, none twice
-  EXPECT_EQ(plan_cron_slots(in).slots, (Slots{at(2026, 1, 1, 10, 3), at(2026, 1, 1, 10, 4)}));
+  EXPECT_EQ(plan_cron_slots(in).slots, (Slots{plan_at(2026, 1, 1, 10, 3), plan_at(2026, 1, 1, 10, 4)}));
 }
 
 TEST(CronPlan, RunLatestRunsOnlyTheNewestMissedSlotAndRecordsTheRest) {
-  auto in = input("0 * * * *", MisfirePolicy::run_latest, at(2026, 1, 1, 4), at(2026, 1, 1, 10, 20));
+  auto in = input("0 * * * *", MisfirePolicy::run_latest, plan_at(2026, 1, 1, 4), plan_at(2026, 1, 1, 10, 20));
   auto plan = plan_cron_slots(in);
-  EXPECT_EQ(plan.slots, Slots{at(2026, 1, 1, 10)});
+  EXPECT_EQ(plan.slots, Slots{plan_at(2026, 1, 1, 10)});
   EXPECT_EQ(plan.caught_up, 1u);
   ASSERT_EQ(plan.skipped.size(), 1u);
-  EXPECT_EQ(plan.skipped[0], (SkippedSlots{at(2026, 1, 1, 5), at(2026, 1, 1, 9), 5, true, SkipReason::misfire_policy}));
+  EXPECT_EQ(plan.skipped[0],
+            (SkippedSlots{plan_at(2026, 1, 1, 5), plan_at(2026, 1, 1, 9), 5, true, SkipReason::misfire_policy}));
 }
 
 TEST(CronPlan, RunLatestAfterAYearOfAnEverySecondJobIsQuickAndBounded) {
-  auto in =
-      input("* * * * * *", MisfirePolicy::run_latest, at(2025, 1, 1), at(2026, 1, 1, 10, 0, 7) + milliseconds{400});
+  auto in = input("* * * * * *", MisfirePolicy::run_latest, plan_at(2025, 1, 1),
+                  plan_at(2026, 1, 1, 10, 0, 7) + milliseconds{400});
   auto plan = plan_cron_slots(in);
   // 10:00:05-07 are at most 2 s late: on time, not misfires.
-  EXPECT_EQ(plan.slots, (Slots{at(2026, 1, 1, 10, 0, 5), at(2026, 1, 1, 10, 0, 6), at(2026, 1, 1, 10, 0, 7)}));
+  EXPECT_EQ(plan.slots,
+            (Slots{plan_at(2026, 1, 1, 10, 0, 5), plan_at(2026, 1, 1, 10, 0, 6), plan_at(2026, 1, 1, 10, 0, 7)}));
   ASSERT_EQ(plan.skipped.size(), 1u);
-  EXPECT_EQ(plan.skipped[0].first, at(2025, 1, 1, 0, 0, 1));
-  EXPECT_EQ(plan.skipped[0].last, at(2026, 1, 1, 10, 0, 4));
+  EXPECT_EQ(plan.skipped[0].first, plan_at(2025, 1, 1, 0, 0, 1));
+  EXPECT_EQ(plan.skipped[0].last, plan_at(2026, 1, 1, 10, 0, 4));
   EXPECT_FALSE(plan.skipped[0].count_exact);
   EXPECT_EQ(plan.skipped[0].count, kSkipCountCap);
 }
 
 TEST(CronPlan, SkipRunsOnlyOnTimeSlotsAndNeverStalls) {
-  auto in = input("0 * * * *", MisfirePolicy::skip, at(2026, 1, 1, 9), at(2026, 1, 1, 10, 0, 1));
-  EXPECT_EQ(plan_cron_slots(in).slots, Slots{at(2026, 1, 1, 10)}) << "1 s late: on time";
-  in.db_now = at(2026, 1, 1, 10, 0, 5);
+  auto in = input("0 * * * *", MisfirePolicy::skip, plan_at(2026, 1, 1, 9), plan_at(2026, 1, 1, 10, 0, 1));
+  EXPECT_EQ(plan_cron_slots(in).slots, Slots{plan_at(2026, 1, 1, 10)}) << "1 s late: on time";
+  in.db_now = plan_at(2026, 1, 1, 10, 0, 5);
   auto late = plan_cron_slots(in);
   EXPECT_TRUE(late.slots.empty()) << "5 s late: skipped";
   ASSERT_EQ(late.skipped.size(), 1u);
   EXPECT_EQ(late.skipped[0],
-            (SkippedSlots{at(2026, 1, 1, 10), at(2026, 1, 1, 10), 1, true, SkipReason::misfire_policy}));
+            (SkippedSlots{plan_at(2026, 1, 1, 10), plan_at(2026, 1, 1, 10), 1, true, SkipReason::misfire_policy}));
 
   // After 28 hours without a leader an every-second job used to stop for good
   // (its slot walk gave up and the cursor never moved). Now the gap is one
   // skipped range and the next slot runs on time.
-  auto gap = input("* * * * * *", MisfirePolicy::skip, at(2026, 1, 1), at(2026, 1, 2, 4, 0, 0) + milliseconds{100});
+  auto gap =
+      input("* * * * * *", MisfirePolicy::skip, plan_at(2026, 1, 1), plan_at(2026, 1, 2, 4, 0, 0) + milliseconds{100});
   auto plan = plan_cron_slots(gap);
   ASSERT_EQ(plan.skipped.size(), 1u);
-  EXPECT_EQ(plan.skipped[0].last, at(2026, 1, 2, 3, 59, 57));
-  EXPECT_EQ(plan.slots, (Slots{at(2026, 1, 2, 3, 59, 58), at(2026, 1, 2, 3, 59, 59), at(2026, 1, 2, 4)}));
+  EXPECT_EQ(plan.skipped[0].last, plan_at(2026, 1, 2, 3, 59, 57));
+  EXPECT_EQ(plan.slots,
+            (Slots{plan_at(2026, 1, 2, 3, 59, 58), plan_at(2026, 1, 2, 3, 59, 59), plan_at(2026, 1, 2, 4)}));
 }
 
 TEST(CronPlan, StartingDeadlineGivesUpSlotsTooLateToStart) {
-  auto in = input("* * * * *", MisfirePolicy::run_all, at(2026, 1, 1, 10, 0), at(2026, 1, 1, 10, 5, 30));
+  auto in = input("* * * * *", MisfirePolicy::run_all, plan_at(2026, 1, 1, 10, 0), plan_at(2026, 1, 1, 10, 5, 30));
   in.starting_deadline = seconds{150};
   auto plan = plan_cron_slots(in);
-  EXPECT_EQ(plan.slots, (Slots{at(2026, 1, 1, 10, 3), at(2026, 1, 1, 10, 4), at(2026, 1, 1, 10, 5)}));
+  EXPECT_EQ(plan.slots, (Slots{plan_at(2026, 1, 1, 10, 3), plan_at(2026, 1, 1, 10, 4), plan_at(2026, 1, 1, 10, 5)}));
   ASSERT_EQ(plan.skipped.size(), 1u);
-  EXPECT_EQ(plan.skipped[0],
-            (SkippedSlots{at(2026, 1, 1, 10, 1), at(2026, 1, 1, 10, 2), 2, true, SkipReason::starting_deadline}));
+  EXPECT_EQ(plan.skipped[0], (SkippedSlots{plan_at(2026, 1, 1, 10, 1), plan_at(2026, 1, 1, 10, 2), 2, true,
+                                           SkipReason::starting_deadline}));
   // With a limit too: the limit's range first, then the deadline's.
   in.catch_up_limit = 4;
   in.starting_deadline = seconds{200};
   auto both = plan_cron_slots(in);
   ASSERT_EQ(both.skipped.size(), 2u);
   EXPECT_EQ(both.skipped[0].reason, SkipReason::catch_up_limit);
-  EXPECT_EQ(both.skipped[0].last, at(2026, 1, 1, 10, 1));
-  EXPECT_EQ(both.skipped[1],
-            (SkippedSlots{at(2026, 1, 1, 10, 2), at(2026, 1, 1, 10, 2), 1, true, SkipReason::starting_deadline}));
+  EXPECT_EQ(both.skipped[0].last, plan_at(2026, 1, 1, 10, 1));
+  EXPECT_EQ(both.skipped[1], (SkippedSlots{plan_at(2026, 1, 1, 10, 2), plan_at(2026, 1, 1, 10, 2), 1, true,
+                                           SkipReason::starting_deadline}));
   EXPECT_EQ(both.slots.size(), 3u);
 }
 
 TEST(CronPlan, GapsOfDecadesUnderEveryPolicy) {
   // Yearly, last planned 2000-01-01, now mid-2026: 26 slots were missed.
-  auto in = input("0 0 1 1 *", MisfirePolicy::run_latest, at(2000, 1, 1), at(2026, 6, 1));
+  auto in = input("0 0 1 1 *", MisfirePolicy::run_latest, plan_at(2000, 1, 1), plan_at(2026, 6, 1));
   auto latest = plan_cron_slots(in);
-  EXPECT_EQ(latest.slots, Slots{at(2026, 1, 1)});
+  EXPECT_EQ(latest.slots, Slots{plan_at(2026, 1, 1)});
   ASSERT_EQ(latest.skipped.size(), 1u);
-  EXPECT_EQ(latest.skipped[0], (SkippedSlots{at(2001, 1, 1), at(2025, 1, 1), 25, true, SkipReason::misfire_policy}));
+  EXPECT_EQ(latest.skipped[0],
+            (SkippedSlots{plan_at(2001, 1, 1), plan_at(2025, 1, 1), 25, true, SkipReason::misfire_policy}));
   in.policy = MisfirePolicy::run_all;
   EXPECT_EQ(plan_cron_slots(in).slots.size(), 26u);
   in.policy = MisfirePolicy::skip;
@@ -164,8 +169,8 @@ TEST(CronPlan, GapsOfDecadesUnderEveryPolicy) {
 TEST(CronPlan, ResumingAPausedJobFollowsThePolicyNotAFullBackfill) {
   // Daily at 06:00, paused for 30 days: run_all with a limit of 2 runs two,
   // run_latest one, skip none; each reports the rest.
-  const auto last = at(2026, 3, 1, 6);
-  const auto now = at(2026, 3, 31, 12);
+  const auto last = plan_at(2026, 3, 1, 6);
+  const auto now = plan_at(2026, 3, 31, 12);
   for (auto [policy, runs] : {std::pair{MisfirePolicy::run_all, 2u}, std::pair{MisfirePolicy::run_latest, 1u},
                               std::pair{MisfirePolicy::skip, 0u}}) {
     auto in = input("0 6 * * *", policy, last, now);
@@ -178,25 +183,26 @@ TEST(CronPlan, ResumingAPausedJobFollowsThePolicyNotAFullBackfill) {
 }
 
 TEST(CronPlan, CatchingUpAcrossADaylightSavingJumpCreatesEachLocalDayOnce) {
-  auto in = input("30 2 * * *", MisfirePolicy::run_all, at(2026, 3, 28, 1, 30), at(2026, 3, 30, 12));
+  auto in = input("30 2 * * *", MisfirePolicy::run_all, plan_at(2026, 3, 28, 1, 30), plan_at(2026, 3, 30, 12));
   in.zone = std::get<CronZone>(CronZone::locate("Europe/Berlin"));
-  EXPECT_EQ(plan_cron_slots(in).slots, (Slots{at(2026, 3, 29, 1), at(2026, 3, 30, 0, 30)}));
+  EXPECT_EQ(plan_cron_slots(in).slots, (Slots{plan_at(2026, 3, 29, 1), plan_at(2026, 3, 30, 0, 30)}));
 }
 
 TEST(CronPlan, SlotsWithinTheLookaheadAreCreatedAheadUnderEveryPolicy) {
   for (auto p : {MisfirePolicy::run_all, MisfirePolicy::run_latest, MisfirePolicy::skip}) {
-    auto in = input("* * * * * *", p, at(2026, 1, 1, 10, 0, 0), at(2026, 1, 1, 10, 0, 0) + milliseconds{200});
+    auto in = input("* * * * * *", p, plan_at(2026, 1, 1, 10, 0, 0), plan_at(2026, 1, 1, 10, 0, 0) + milliseconds{200});
     in.lookahead = milliseconds{1500};
-    EXPECT_EQ(plan_cron_slots(in).slots, (Slots{at(2026, 1, 1, 10, 0, 1)})) << to_string(p);
-    in.last_slot = at(2026, 1, 1, 10, 0, 1);  // already created ahead: nothing again
+    EXPECT_EQ(plan_cron_slots(in).slots, (Slots{plan_at(2026, 1, 1, 10, 0, 1)})) << to_string(p);
+    in.last_slot = plan_at(2026, 1, 1, 10, 0, 1);  // already created ahead: nothing again
     EXPECT_TRUE(plan_cron_slots(in).slots.empty());
   }
 }
 
 TEST(CronPlan, ANewJobStartsAtTheSlotDueNowWithoutInventingHistory) {
-  auto in = input("* * * * * *", MisfirePolicy::run_all, std::nullopt, at(2026, 1, 1, 10, 0, 3) + milliseconds{10});
+  auto in =
+      input("* * * * * *", MisfirePolicy::run_all, std::nullopt, plan_at(2026, 1, 1, 10, 0, 3) + milliseconds{10});
   auto plan = plan_cron_slots(in);
-  EXPECT_EQ(plan.slots, Slots{at(2026, 1, 1, 10, 0, 3)});
+  EXPECT_EQ(plan.slots, Slots{plan_at(2026, 1, 1, 10, 0, 3)});
   EXPECT_TRUE(plan.skipped.empty());
 }
 
@@ -211,7 +217,7 @@ TEST(CronPlan, EveryDueSlotIsCreatedOrReportedExactlyOnce) {
   for (int i = 0; i < 400; ++i) {
     const char* expr = exprs[rng() % exprs.size()];
     const auto policy = static_cast<MisfirePolicy>(rng() % 3);
-    const sys_seconds last = at(2026, 3, 1) + seconds{static_cast<long>(rng() % 86400)};
+    const sys_seconds last = plan_at(2026, 3, 1) + seconds{static_cast<long>(rng() % 86400)};
     const auto now = last + seconds{static_cast<long>(rng() % (3 * 86400))} + milliseconds{rng() % 1000};
     auto in = input(expr, policy, last, now);
     in.zone = std::get<CronZone>(CronZone::locate(i % 2 ? "Europe/Berlin" : "UTC"));
@@ -248,12 +254,13 @@ TEST(CronPlan, EveryDueSlotIsCreatedOrReportedExactlyOnce) {
 }
 
 TEST(CronJitter, TheSameForEveryLeaderWithinTheJitterAndSpread) {
-  EXPECT_EQ(cron_jitter_ms("nightly", at(2026, 1, 1), 0), 0);
-  EXPECT_EQ(cron_jitter_ms("nightly", at(2026, 1, 1), 60000), cron_jitter_ms("nightly", at(2026, 1, 1), 60000));
+  EXPECT_EQ(cron_jitter_ms("nightly", plan_at(2026, 1, 1), 0), 0);
+  EXPECT_EQ(cron_jitter_ms("nightly", plan_at(2026, 1, 1), 60000),
+            cron_jitter_ms("nightly", plan_at(2026, 1, 1), 60000));
   std::set<std::int64_t> seen;
   double sum = 0;
   for (int i = 0; i < 1000; ++i) {
-    const auto j = cron_jitter_ms("nightly", at(2026, 1, 1) + minutes{i}, 60000);
+    const auto j = cron_jitter_ms("nightly", plan_at(2026, 1, 1) + minutes{i}, 60000);
     ASSERT_GE(j, 0);
     ASSERT_LE(j, 60000);
     seen.insert(j);
@@ -261,6 +268,6 @@ TEST(CronJitter, TheSameForEveryLeaderWithinTheJitterAndSpread) {
   }
   EXPECT_GT(seen.size(), 950u) << "spread, not bunched";
   EXPECT_NEAR(sum / 1000, 30000, 3000);
-  EXPECT_NE(cron_jitter_ms("a", at(2026, 1, 1), 60000), cron_jitter_ms("b", at(2026, 1, 1), 60000))
+  EXPECT_NE(cron_jitter_ms("a", plan_at(2026, 1, 1), 60000), cron_jitter_ms("b", plan_at(2026, 1, 1), 60000))
       << "jobs firing on the same minute start apart";
 }

@@ -19,7 +19,7 @@ using namespace std::chrono;
 namespace {
 
 using test::utc;
-std::string show(sys_seconds t) { return test::show(t, false); }
+std::string zone_show(sys_seconds t) { return test::show(t, false); }
 
 CronZone zone(const char* name) {
   auto z = CronZone::locate(name);
@@ -38,7 +38,7 @@ std::vector<std::string> fires(const char* expr, const char* tz, sys_seconds fro
   for (int i = 0; i < n; ++i) {
     auto next = next_fire(s, from, z);
     if (!next) break;
-    out.push_back(show(*next));
+    out.push_back(zone_show(*next));
     from = *next;
   }
   return out;
@@ -114,7 +114,7 @@ TEST(CronDst, AYearOfHourlyFiresIsEveryHourExactlyOnce) {
       const auto next = next_fire(s, t, z);
       ASSERT_TRUE(next.has_value());
       if (*next > utc(2027, 1, 1)) break;
-      ASSERT_EQ(*next - t, hours{1}) << "after " << show(t);
+      ASSERT_EQ(*next - t, hours{1}) << "after " << zone_show(t);
       t = *next;
       ++n;
     }
@@ -148,17 +148,17 @@ TEST(CronZoneInstants, KindsOfLocalTimes) {
   const CronZone berlin = zone("Europe/Berlin");
   const LocalInstants skipped = berlin.instants_of(utc(2026, 3, 29, 2, 30));
   EXPECT_EQ(skipped.kind, LocalInstants::Kind::skipped);
-  EXPECT_EQ(show(skipped.at[0]), "2026-03-29 01:00");
+  EXPECT_EQ(zone_show(skipped.at[0]), "2026-03-29 01:00");
   const LocalInstants repeated = berlin.instants_of(utc(2026, 10, 25, 2, 30));
   EXPECT_EQ(repeated.kind, LocalInstants::Kind::repeated);
   EXPECT_EQ(repeated.count, 2u);
-  EXPECT_EQ(show(repeated.at[0]), "2026-10-25 00:30");
-  EXPECT_EQ(show(repeated.at[1]), "2026-10-25 01:30");
+  EXPECT_EQ(zone_show(repeated.at[0]), "2026-10-25 00:30");
+  EXPECT_EQ(zone_show(repeated.at[1]), "2026-10-25 01:30");
   const LocalInstants plain = berlin.instants_of(utc(2026, 7, 1, 12));
   EXPECT_EQ(plain.kind, LocalInstants::Kind::unique);
-  EXPECT_EQ(show(plain.at[0]), "2026-07-01 10:00");
+  EXPECT_EQ(zone_show(plain.at[0]), "2026-07-01 10:00");
   EXPECT_EQ(berlin.period_at(utc(2026, 7, 1)).offset, hours{2});
-  EXPECT_EQ(show(berlin.period_at(utc(2026, 7, 1)).end), "2026-10-25 01:00");
+  EXPECT_EQ(zone_show(berlin.period_at(utc(2026, 7, 1)).end), "2026-10-25 01:00");
 }
 
 }  // namespace

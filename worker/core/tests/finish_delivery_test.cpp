@@ -11,7 +11,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-MonoTime at(std::chrono::milliseconds t) { return MonoTime{t}; }
+MonoTime delivery_at(std::chrono::milliseconds t) { return MonoTime{t}; }
 
 protocol::Finish finish(std::int64_t run, int attempt = 1) {
   protocol::Finish f;
@@ -48,10 +48,10 @@ TEST(FinishDelivery, AFinishIsWrittenBeforeItIsSentAndListedAllTheWay) {
   EXPECT_EQ(d.state(finish(1).ref), FinishState::writing);
   EXPECT_EQ(d.unacknowledged(), std::vector<protocol::AttemptRef>{finish(1).ref}) << "listed while writing";
   EXPECT_TRUE(d.durable().empty());
-  d.tick(at(5000ms));
+  d.tick(delivery_at(5000ms));
   EXPECT_TRUE(sent_runs(d.take_effects()).empty()) << "no resend of a finish not yet written";
 
-  d.written({finish(1)}, true, at(20ms));
+  d.written({finish(1)}, true, delivery_at(20ms));
   EXPECT_EQ(sent_runs(d.take_effects()), std::vector<std::int64_t>{1});
   EXPECT_EQ(d.state(finish(1).ref), FinishState::durable);
   EXPECT_EQ(d.durable().size(), 1u);
@@ -63,8 +63,8 @@ TEST(FinishDelivery, DetachedNothingIsSentAndAWelcomeSendsEveryDurableFinish) {
   d.ended(finish(1));
   d.ended(finish(2));
   d.take_effects();
-  d.written({finish(1)}, true, at(5ms));
-  d.tick(at(10000ms));
+  d.written({finish(1)}, true, delivery_at(5ms));
+  d.tick(delivery_at(10000ms));
   EXPECT_TRUE(sent_runs(d.take_effects()).empty()) << "never sent while detached";
   d.attached();
   EXPECT_EQ(sent_runs(d.take_effects()), std::vector<std::int64_t>{1}) << "the durable one, not the one being written";
@@ -78,16 +78,16 @@ TEST(FinishDelivery, ADurableFinishUnacknowledgedIsSentAgainAfterTheResendInterv
   FinishDelivery d;
   d.attached();
   d.ended(finish(1));
-  d.written({finish(1)}, true, at(1000ms));
+  d.written({finish(1)}, true, delivery_at(1000ms));
   d.take_effects();
-  d.tick(at(3500ms));  // the resend clock's first round: but written only 2.5 s ago
+  d.tick(delivery_at(3500ms));  // the resend clock's first round: but written only 2.5 s ago
   EXPECT_TRUE(sent_runs(d.take_effects()).empty());
-  d.tick(at(4000ms));  // the round is every finish_resend_after
+  d.tick(delivery_at(4000ms));  // the round is every finish_resend_after
   EXPECT_TRUE(sent_runs(d.take_effects()).empty());
-  d.tick(at(6600ms));
+  d.tick(delivery_at(6600ms));
   EXPECT_EQ(sent_runs(d.take_effects()), std::vector<std::int64_t>{1});
   d.detached();
-  d.tick(at(20000ms));
+  d.tick(delivery_at(20000ms));
   EXPECT_TRUE(sent_runs(d.take_effects()).empty()) << "resent only while attached";
 }
 
@@ -96,27 +96,27 @@ TEST(FinishDelivery, AFinishTheOutboxCouldNotWriteIsSentAnywayAndWrittenAgain) {
   d.attached();
   d.ended(finish(1));
   d.take_effects();
-  d.written({finish(1)}, false, at(10ms));
+  d.written({finish(1)}, false, delivery_at(10ms));
   auto e = d.take_effects();
   EXPECT_EQ(sent_runs(e), std::vector<std::int64_t>{1}) << "sent anyway";
   EXPECT_EQ(d.state(finish(1).ref), FinishState::undurable);
   EXPECT_TRUE(d.durable().empty());
   EXPECT_EQ(d.unacknowledged().size(), 1u) << "still listed: no leader declares it lost";
-  d.tick(at(1500ms));
+  d.tick(delivery_at(1500ms));
   e = d.take_effects();
   ASSERT_EQ(only<WriteFinishes>(e).size(), 1u) << "written again";
-  d.tick(at(2000ms));
+  d.tick(delivery_at(2000ms));
   EXPECT_TRUE(only<WriteFinishes>(d.take_effects()).empty()) << "at most every outbox_retry_after";
-  d.tick(at(3100ms));
+  d.tick(delivery_at(3100ms));
   e = d.take_effects();
   EXPECT_EQ(only<WriteFinishes>(e).size(), 1u);
   EXPECT_EQ(sent_runs(e), std::vector<std::int64_t>{1}) << "an undurable finish is resent with every round";
-  d.written({finish(1)}, true, at(3200ms));
+  d.written({finish(1)}, true, delivery_at(3200ms));
   d.take_effects();
   EXPECT_EQ(d.state(finish(1).ref), FinishState::durable);
-  d.tick(at(4500ms));
+  d.tick(delivery_at(4500ms));
   EXPECT_TRUE(only<WriteFinishes>(d.take_effects()).empty()) << "durable now: no more retries";
-  d.written({finish(1)}, false, at(4600ms));
+  d.written({finish(1)}, false, delivery_at(4600ms));
   EXPECT_EQ(d.state(finish(1).ref), FinishState::durable) << "a later failed retry does not undo a write";
 }
 
@@ -125,14 +125,14 @@ TEST(FinishDelivery, AnAckForgetsTheFinishEverywhereAndWhatComesAfterItChangesNo
   d.attached();
   d.ended(finish(1));
   d.ended(finish(2));
-  d.written({finish(1), finish(2)}, false, at(1ms));
+  d.written({finish(1), finish(2)}, false, delivery_at(1ms));
   d.take_effects();
   d.acked(finish(1).ref);
   auto e = d.take_effects();
   ASSERT_EQ(only<ForgetFinish>(e).size(), 1u);
   EXPECT_EQ(only<ForgetFinish>(e)[0].ref, finish(1).ref);
   EXPECT_EQ(d.unacknowledged(), std::vector<protocol::AttemptRef>{finish(2).ref});
-  d.written({finish(1)}, true, at(2ms));  // the retry that was already queued
+  d.written({finish(1)}, true, delivery_at(2ms));  // the retry that was already queued
   EXPECT_TRUE(sent_runs(d.take_effects()).empty());
   EXPECT_FALSE(d.state(finish(1).ref).has_value());
   d.acked(finish(9).ref);  // a previous incarnation's, or a duplicate ack
@@ -144,7 +144,7 @@ TEST(FinishDelivery, AnAckForgetsTheFinishEverywhereAndWhatComesAfterItChangesNo
 
 TEST(FinishDelivery, FinishesAPreviousIncarnationLeftAreListedAndSentAtTheWelcome) {
   FinishDelivery d;
-  d.loaded({finish(7), finish(8, 2)}, at(0ms));
+  d.loaded({finish(7), finish(8, 2)}, delivery_at(0ms));
   EXPECT_EQ(d.unacknowledged().size(), 2u);
   EXPECT_TRUE(d.take_effects().empty()) << "already on disk: nothing to write";
   d.attached();
@@ -155,7 +155,7 @@ TEST(FinishDelivery, AnAttemptEndsOnce) {
   FinishDelivery d;
   d.attached();
   d.ended(finish(1));
-  d.written({finish(1)}, true, at(1ms));
+  d.written({finish(1)}, true, delivery_at(1ms));
   d.take_effects();
   auto second = finish(1);
   second.outcome = protocol::Outcome::failed;

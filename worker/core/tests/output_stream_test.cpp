@@ -10,7 +10,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-MonoTime at(Millis ms) { return MonoTime{ms}; }
+MonoTime stream_at(Millis ms) { return MonoTime{ms}; }
 
 /// Reassembles chunks by offset, as the leader does, checking they are
 /// contiguous or overlap consistently.
@@ -31,20 +31,20 @@ struct Receiver {
 
 TEST(OutputStream, AQuietStreamIsSentAfterTheFlushIntervalAndFullChunksAtOnce) {
   OutputStream s;
-  s.append("hello\n", at(0ms));
-  EXPECT_TRUE(s.take(at(500ms), false).empty());
-  auto c = s.take(at(1000ms), false);
+  s.append("hello\n", stream_at(0ms));
+  EXPECT_TRUE(s.take(stream_at(500ms), false).empty());
+  auto c = s.take(stream_at(1000ms), false);
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0], (OutputChunk{0, "hello\n"}));
-  EXPECT_TRUE(s.take(at(5000ms), false).empty());  // nothing new: nothing sent
+  EXPECT_TRUE(s.take(stream_at(5000ms), false).empty());  // nothing new: nothing sent
 
-  s.append(std::string(40 * 1024, 'x'), at(5000ms));
-  c = s.take(at(5000ms), false);  // two full chunks now, the rest waits
+  s.append(std::string(40 * 1024, 'x'), stream_at(5000ms));
+  c = s.take(stream_at(5000ms), false);  // two full chunks now, the rest waits
   ASSERT_EQ(c.size(), 2u);
   EXPECT_EQ(c[0].offset, 6);
   EXPECT_EQ(c[0].data.size(), 16u * 1024);
   EXPECT_EQ(c[1].offset, 6 + 16 * 1024);
-  c = s.take(at(5000ms), true);
+  c = s.take(stream_at(5000ms), true);
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].data.size(), 8u * 1024);
   EXPECT_EQ(s.length(), 6 + 40 * 1024);
@@ -54,22 +54,22 @@ TEST(OutputStream, ACharacterSplitAcrossReadsIsSentWhole) {
   OutputStream s;
   const std::string e_acute = "\xC3\xA9";   // é
   const std::string euro = "\xE2\x82\xAC";  // €
-  s.append("a" + e_acute.substr(0, 1), at(0ms));
-  s.append(e_acute.substr(1) + euro.substr(0, 2), at(1ms));
-  auto c = s.take(at(2000ms), false);
+  s.append("a" + e_acute.substr(0, 1), stream_at(0ms));
+  s.append(e_acute.substr(1) + euro.substr(0, 2), stream_at(1ms));
+  auto c = s.take(stream_at(2000ms), false);
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].data, "a" + e_acute);  // the € waits for its last byte
-  s.append(euro.substr(2), at(2001ms));
-  c = s.take(at(4000ms), false);
+  s.append(euro.substr(2), stream_at(2001ms));
+  c = s.take(stream_at(4000ms), false);
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0], (OutputChunk{3, euro}));
 }
 
 TEST(OutputStream, InvalidBytesBecomeReplacementCharactersAndOffsetsCountTheText) {
   OutputStream s;
-  s.append("x\xFFy", at(0ms));
-  s.append("\xE2\x82", at(0ms));  // a character the task never finished
-  auto c = s.take(at(0ms), true);
+  s.append("x\xFFy", stream_at(0ms));
+  s.append("\xE2\x82", stream_at(0ms));  // a character the task never finished
+  auto c = s.take(stream_at(0ms), true);
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].data.substr(0, 5), "x\xEF\xBF\xBDy");  // then U+FFFD for the unfinished one
   EXPECT_GT(c[0].data.size(), 5u);
@@ -80,8 +80,8 @@ TEST(OutputStream, ChunksAreCutOnCharacterBoundaries) {
   OutputLimits l;
   l.chunk_bytes = 5;
   OutputStream s(l);
-  s.append("ab\xE2\x82\xAC\xE2\x82\xAC", at(0ms));  // ab€€: 8 bytes
-  auto c = s.take(at(0ms), true);
+  s.append("ab\xE2\x82\xAC\xE2\x82\xAC", stream_at(0ms));  // ab€€: 8 bytes
+  auto c = s.take(stream_at(0ms), true);
   ASSERT_EQ(c.size(), 2u);
   EXPECT_EQ(c[0], (OutputChunk{0, "ab\xE2\x82\xAC"}));
   EXPECT_EQ(c[1], (OutputChunk{5, "\xE2\x82\xAC"}));
@@ -91,14 +91,14 @@ TEST(OutputStream, UnsentTextIsBoundedAndTheGapShowsInTheOffsets) {
   OutputLimits l;
   l.unsent_max = 100;
   OutputStream s(l);
-  s.append(std::string(30, 'a'), at(0ms));
-  auto c = s.take(at(0ms), true);
+  s.append(std::string(30, 'a'), stream_at(0ms));
+  auto c = s.take(stream_at(0ms), true);
   ASSERT_EQ(c.size(), 1u);
   // Detached: nothing is taken while 250 bytes arrive.
-  for (int i = 0; i < 5; ++i) s.append(std::string(50, static_cast<char>('b' + i)), at(10ms));
+  for (int i = 0; i < 5; ++i) s.append(std::string(50, static_cast<char>('b' + i)), stream_at(10ms));
   EXPECT_EQ(s.lost(), 150);
   s.rewind();  // the sent text no longer joins what is left: nothing resent
-  c = s.take(at(10ms), true);
+  c = s.take(stream_at(10ms), true);
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].offset, 30 + 150);  // the leader sees 150 bytes missing
   EXPECT_EQ(c[0].data, std::string(50, 'e') + std::string(50, 'f'));

@@ -79,7 +79,9 @@ struct AdminApiPorts {
   /// Hands leadership over (POST /api/v1/leader/handover) to the node named
   /// (empty: any other): the epoch handed over, or why not. Null: the node
   /// cannot (the route answers 503).
-  std::function<Result<std::int64_t>(const std::string& to)> hand_over = {};
+  /// Hands leadership over to `to`; `actor` (the token's name) is audited
+  /// in the release's own transaction.
+  std::function<Result<std::int64_t>(const std::string& to, const std::string& actor)> hand_over = {};
 };
 
 class AdminApi {

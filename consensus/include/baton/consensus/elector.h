@@ -50,8 +50,9 @@ class Elector {
   /// another takes over; if none does, it may lead again after that. The
   /// caller has stopped this node's control loop first. Returns the epoch
   /// handed over; an error when not leading, or when the release failed
-  /// (then step() releases it as after any step-down).
-  Result<Epoch> hand_over(store::LeaseStore& via, const std::string& to, Millis reserved);
+  /// (then step() releases it as after any step-down). `actor`, who asked,
+  /// is audited with the release (LeaseStore::hand_over).
+  Result<Epoch> hand_over(store::LeaseStore& via, const std::string& to, Millis reserved, const std::string& actor);
 
   bool is_leader() const;
   Epoch leader_epoch() const;  ///< 0 when not leading

@@ -31,8 +31,10 @@ class LeaseStore {
   /// A planned handover: release `epoch` as release() does, and keep the
   /// lease for `to` alone for `reserved` (empty `to`: for no one in
   /// particular; the caller itself holds back). Fenced like release().
-  virtual Result<WriteOutcome> hand_over(Epoch epoch, const NodeIdentity& me, const std::string& to,
-                                         Millis reserved) = 0;
+  /// `actor` (the token's name that asked) is audited as `leader.handover`
+  /// in the transaction that releases: recorded if and only if it happened.
+  virtual Result<WriteOutcome> hand_over(Epoch epoch, const NodeIdentity& me, const std::string& to, Millis reserved,
+                                         const std::string& actor) = 0;
   /// Blocks up to `max` for a lease-change notification; true if one came.
   virtual Result<bool> wait_for_change(Millis max) = 0;
   /// Upserts this process in the node registry with its current role and

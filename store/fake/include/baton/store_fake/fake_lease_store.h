@@ -58,7 +58,8 @@ class FakeLeaseStore final : public LeaseStore {
   Result<CampaignResult> campaign(const NodeIdentity& me, Millis lease) override;
   Result<WriteOutcome> renew(Epoch epoch, const NodeIdentity& me, Millis lease) override;
   Result<WriteOutcome> release(Epoch epoch, const NodeIdentity& me) override;
-  Result<WriteOutcome> hand_over(Epoch epoch, const NodeIdentity& me, const std::string& to, Millis reserved) override;
+  Result<WriteOutcome> hand_over(Epoch epoch, const NodeIdentity& me, const std::string& to, Millis reserved,
+                                 const std::string& actor) override;
   Result<bool> wait_for_change(Millis max) override;
   Result<void> record_node(const NodeIdentity&, const std::string&, Epoch) override { return {}; }
 
