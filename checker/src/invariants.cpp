@@ -618,6 +618,44 @@ InvariantResult check_running_has_owner(const History& h, const Report& /*so_far
   return inv;
 }
 
+// The runs assigned_has_owner judges: the ASSIGNED ones, with the same
+// window rule as owner_judged.
+bool assignee_judged(const History& h, const RunRow& r) {
+  return r.state == "ASSIGNED" && !(h.window.end_us > 0 && r.created_us > h.window.end_us);
+}
+
+/// An ASSIGNED run has a worker to start it: attached, or detached for less
+/// than the leader's grace.
+// The state when the history was taken, as for running_has_owner. The
+// leader takes an assignment back from a detached worker after
+// `reassign_detached_after` (a second by default), far inside the grace;
+// a run left ASSIGNED to a worker gone longer waits for a start that will
+// never come, and holds its job's overlap and its key's slot meanwhile.
+InvariantResult check_assigned_has_owner(const History& h, const Report& /*so_far*/) {
+  InvariantResult inv = invariant("assigned_has_owner",
+                                  "every ASSIGNED run is on an attached worker; a worker detached longer ago than "
+                                  "the leader's grace holds a run nothing will start or place again");
+  const std::int64_t grace_us =
+      (h.window.owner_grace_ms > 0 ? h.window.owner_grace_ms : 2 * (h.window.lease_ms + h.window.poll_ms)) * 1000;
+  for (const auto& [id, r] : h.runs) {
+    if (!assignee_judged(h, r)) continue;
+    inv.examined++;
+    const std::string what = "run " + std::to_string(id) + " (" + r.job + ") attempt " + std::to_string(r.attempt);
+    auto w = h.workers.find(r.worker);
+    if (w == h.workers.end()) {
+      add(inv, what + " is ASSIGNED to " + (r.worker.empty() ? "no worker" : "unknown worker " + r.worker));
+      continue;
+    }
+    if (w->second.attached) continue;
+    const std::int64_t gone = w->second.detached_us ? h.taken_us - *w->second.detached_us : grace_us + 1;
+    if (gone > grace_us)
+      add(inv, what + " is ASSIGNED to " + r.worker + ", detached " +
+                   (w->second.detached_us ? std::to_string(gone / 1000) + " ms ago" : std::string("(no time)")) +
+                   ": nothing will start it or place it again");
+  }
+  return inv;
+}
+
 /// The run did what was asked: every requested fault took effect.
 
 InvariantResult check_fault_coverage(const History& h, const Report& report) {
@@ -658,6 +696,9 @@ void fail_unexamined(const History& h, Report& report) {
     if (inv.name == "running_has_owner" &&
         std::none_of(h.runs.begin(), h.runs.end(), [&](const auto& r) { return owner_judged(h, r.second); }))
       continue;
+    if (inv.name == "assigned_has_owner" &&
+        std::none_of(h.runs.begin(), h.runs.end(), [&](const auto& r) { return assignee_judged(h, r.second); }))
+      continue;
     add(inv, "nothing was examined: the run was too short or the history is missing");
   }
 }
@@ -687,6 +728,7 @@ std::span<const InvariantCheck> invariant_checks() {
       check_legal_transitions,
       check_quiescent,
       check_running_has_owner,
+      check_assigned_has_owner,
       check_fault_coverage,
   };
   return all;
@@ -710,6 +752,7 @@ std::span<const InvariantCheck> recorded_invariant_checks() {
       check_idempotency_keys_once,
       check_legal_transitions,
       check_running_has_owner,
+      check_assigned_has_owner,
   };
   return recorded;
 }

@@ -196,6 +196,32 @@ TEST(RecordedHistory, ARunningRunOnADetachedWorkerIsAViolationOnceTheGraceIsOver
   EXPECT_EQ(get(check_recorded_history(h), "running_has_owner").violations, 1);
 }
 
+TEST(RecordedHistory, AnAssignedRunOnAWorkerGoneLongerThanTheGraceIsAViolation) {
+  History h = clean();
+  RunRow assigned = h.runs[4];
+  assigned.id = 5;
+  assigned.state = "ASSIGNED";
+  assigned.worker = "w2";
+  h.runs[5] = assigned;
+  h.workers["w2"] = {"w2", true, {}};
+  EXPECT_EQ(get(check_recorded_history(h), "assigned_has_owner").examined, 1);
+  EXPECT_EQ(get(check_recorded_history(h), "assigned_has_owner").violations, 0) << "its worker is attached";
+  h.workers["w2"] = {"w2", false, h.taken_us - 5 * one_sec};  // detached 5 s ago: the leader's to take back
+  EXPECT_EQ(get(check_recorded_history(h), "assigned_has_owner").violations, 0);
+  h.workers["w2"].detached_us = h.taken_us - 60 * one_sec;
+  const Report r = check_recorded_history(h);
+  EXPECT_EQ(get(r, "assigned_has_owner").violations, 1) << r.markdown();
+  EXPECT_NE(r.markdown().find("run 5 (other) attempt 1 is ASSIGNED to w2, detached 60000 ms ago"), std::string::npos)
+      << r.markdown();
+  EXPECT_EQ(get(r, "running_has_owner").violations, 0) << "run 4 is RUNNING on the attached w1";
+  // To a worker nobody knows.
+  h.runs[5].worker = "ghost";
+  EXPECT_EQ(get(check_recorded_history(h), "assigned_has_owner").violations, 1);
+  // A history with no ASSIGNED run has nothing to examine, and that is no failure.
+  h.runs.erase(5);
+  EXPECT_TRUE(check_recorded_history(h).ok()) << check_recorded_history(h).markdown();
+}
+
 TEST(RecordedHistory, AnAttemptThatNeverStartedIsNoExecution) {
   History h = clean();
   h.attempts[0].started_us.reset();

@@ -612,6 +612,31 @@ std::pair<std::string, int> shell(const std::string& command) {
 // it, is found within one sweep: in /api/v1/verify, the audit log and
 // baton_invariant_violations_total. `baton verify` over the same database
 // finds it too (exit 1, the run named); a clean history verifies (exit 0).
+// The sweep's finding reaches the leader's book (docs/assurance.md,
+// "Repair"): a run assigned by hand to a worker nobody knows is found by
+// the sweep (assigned_has_owner), handed to the book of the epoch swept
+// for, which re-reads the active runs and says what its reaper did with
+// it. Its assignment is younger than reassign_detached_after (2 minutes
+// here), so the reaper leaves it alone and says so: the answer does not
+// depend on whether the book's own periodic read saw the run first.
+TEST(Runtime, TheSweepHandsARunWithoutAnOwnerToTheLeadersBook) {
+  Cluster::Options o;
+  o.node_extra = "verify: {every: 1s, settle: 0s}\n";
+  o.runtime_extra = ", reassign_detached_after: 120s";
+  Cluster c("recheck", quiet_jobs(), o);
+  c.start_node("n1");
+  ASSERT_EQ(c.wait_for_leader(), "n1");
+  const auto run = c.trigger("n1", "kinds");  // no worker: it stays PENDING
+  ASSERT_TRUE(c.wait_for_state(run, "PENDING", 10s));
+  assign_run_by_hand(c.url(), run, "ghost");
+  const std::string said = "invariant_recheck_unrepaired run=" + std::to_string(run) +
+                           " invariant=\"assigned_has_owner\" seen=ASSIGNED worker=\"ghost\"";
+  ASSERT_TRUE(wait_until([&] { return c.proc("n1").log().find(said) != std::string::npos; }, 15s))
+      << c.proc("n1").log();
+  EXPECT_NE(c.proc("n1").log().find("invariant_recheck invariant=\"assigned_has_owner\" runs=" + std::to_string(run)),
+            std::string::npos);
+}
+
 TEST(Runtime, TheLeadersSweepFindsASecondSuccessInsertedWithSqlAndBatonVerifyToo) {
   Cluster::Options o;
   o.node_extra = "verify: {every: 1s, settle: 0s}\n";

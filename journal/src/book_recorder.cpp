@@ -81,6 +81,9 @@ void BookRecorder::message(lc::LinkId link, const std::string& worker, const pro
 void BookRecorder::cancel(RunId run, const std::string& reason, MonoTime now) {
   sink_.line(Line("cancel", wall_ms_(), &now).add("run", run).add("reason", reason).done());
 }
+void BookRecorder::recheck(const std::vector<RunId>& runs, const std::string& invariant, MonoTime now) {
+  sink_.line(Line("recheck", wall_ms_(), &now).add("runs", runs).add("invariant", invariant).done());
+}
 void BookRecorder::dispatch_now() { sink_.line(Line("dispatch_now", wall_ms_(), nullptr).done()); }
 void BookRecorder::inbox_noticed() { sink_.line(Line("inbox_noticed", wall_ms_(), nullptr).done()); }
 void BookRecorder::created(const std::vector<store::DueRun>& runs, MonoTime now) {

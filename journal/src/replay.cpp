@@ -169,6 +169,9 @@ ReplayReport replay(std::istream& in, const ReplayWindow& asked, bool effects, s
                       message_in(line, "m"), now_of(line));
       else if (kind == "cancel")
         book->cancel(value_of<RunId>(line.at("run")), std::string(line.at("reason").as_string()), now_of(line));
+      else if (kind == "recheck")
+        book->recheck(value_of<std::vector<RunId>>(line.at("runs")), std::string(line.at("invariant").as_string()),
+                      now_of(line));
       else if (kind == "dispatch_now")
         book->dispatch_now();
       else if (kind == "inbox_noticed")

@@ -170,6 +170,8 @@ void ControlLoop::feed(const LoopEvent& e) {
           book_.message(ev.link_id, ev.worker_id, ev.message, now);
         } else if constexpr (std::is_same_v<T, CancelRun>) {
           book_.cancel(ev.run, ev.reason, now);
+        } else if constexpr (std::is_same_v<T, RecheckRuns>) {
+          book_.recheck(ev.runs, ev.invariant, now);
         } else if constexpr (std::is_same_v<T, LaneDone>) {
           ev.deliver();
         } else if constexpr (std::is_same_v<T, InboxNoticed>) {

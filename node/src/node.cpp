@@ -21,8 +21,7 @@
 #include "baton/notify/https_post.h"
 #include "baton/notify/webhook_sender.h"
 #include "baton/service/service_manager.h"
-#include "baton/verify/history_sweep.h"
-#include "baton/verify/sweep_pace.h"
+#include "history_sweeper.h"
 #include "node_status.h"
 
 namespace baton::node {
@@ -304,6 +303,18 @@ class NodeRuntime final : public ServerHandlers {
         l->thread.detach();  // stuck in the database: its writes are fenced anyway
     }
     retiring_.clear();
+  }
+
+  /// The sweep of `epoch` found runs without an owner: the loop leading
+  /// that epoch re-reads them and repairs them (RunBook::recheck); none
+  /// if this node no longer leads it.
+  bool recheck(Epoch epoch, const std::vector<std::int64_t>& runs, const std::string& invariant) {
+    std::lock_guard lock(mutex_);
+    if (!active_ || active_->stop.load() || active_->epoch != epoch) return false;
+    std::vector<RunId> ids;
+    for (auto r : runs) ids.push_back(RunId{r});
+    active_->loop->post(RecheckRuns{std::move(ids), invariant});
+    return true;
   }
 
  private:
@@ -665,67 +676,10 @@ int run_node(const NodeConfig& cfg, const NodePorts& ports, const std::atomic<bo
   std::thread verifier;
   if (verify_store)
     verifier = std::thread([&] {
-      verify::SweepSettings settings;
-      settings.settle = cfg.verify.settle;
-      settings.slice_runs = cfg.verify.slice_runs;
-      settings.slices_max = cfg.verify.slices_per_sweep;
-      settings.check.continuation_margin_ms = cfg.runtime.continuation_margin.count();
-      settings.check.owner_grace_ms = cfg.verify.owner_grace.count();
-      // Under load the sweep yields (docs/assurance.md, "Under load"): the
-      // runs this node finished since the last round, and since the slice
-      // before, set how many slices it reads.
-      const verify::SweepPace pace{.busy_runs_per_s = cfg.verify.yield_above_runs_per_s,
-                                   .slices_busy = cfg.verify.slices_under_load,
-                                   .slices_max = cfg.verify.slices_per_sweep};
-      MonoTime next = clock.mono();
-      std::int64_t sweeping_epoch = 0;
-      MonoTime counted_at = clock.mono();
-      std::int64_t counted = metrics.runs_finished.load();
-      auto finishes_per_s = [&] {
-        const MonoTime now = clock.mono();
-        const std::int64_t finished = metrics.runs_finished.load();
-        const double rate =
-            verify::finished_per_s(finished - counted, std::chrono::duration_cast<Millis>(now - counted_at));
-        counted = finished;
-        counted_at = now;
-        return rate;
-      };
-      int slices_read = 0;
-      settings.keep_going = [&] {
-        return !stop.load() && leading_epoch.load() == sweeping_epoch &&
-               verify::next_slice_allowed(pace, ++slices_read, finishes_per_s());
-      };
-      while (!stop.load()) {
-        const std::int64_t epoch = leading_epoch.load();
-        if (epoch > 0 && clock.mono() >= next) {
-          sweeping_epoch = epoch;
-          next = clock.mono() + cfg.verify.every;
-          settings.slices_max = verify::slices_this_round(pace, finishes_per_s());
-          slices_read = 0;
-          if (settings.slices_max == 0) continue;  // yielding: nothing this round
-          auto swept = verify::sweep_once(*verify_store, settings, me.node_id, epoch, clock);
-          if (!swept) {
-            spdlog::warn("verify_sweep_failed node={} epoch={} error={}", me.node_id, epoch,
-                         json_quote(swept.error().message));
-          } else {
-            // Only what is new: a finding seen again (a run left RUNNING on
-            // a gone worker is found by every sweep) was told already.
-            for (const auto& v : swept->new_findings) {
-              std::string runs;
-              for (auto r : v.runs) runs += (runs.empty() ? "" : ",") + std::to_string(r);
-              spdlog::error("invariant_violation node={} epoch={} invariant={} runs={} evidence={}", me.node_id, epoch,
-                            v.invariant, runs.empty() ? "-" : runs, json_quote(v.evidence));
-            }
-            if (swept->tally.runs > 0 || swept->refused)
-              spdlog::info(
-                  "verify_swept node={} epoch={} runs={} slices={} violations={} new_violations={} "
-                  "database_ms={} refused={}",
-                  me.node_id, epoch, swept->tally.runs, swept->slices, swept->tally.violations_total,
-                  swept->new_violations, std::chrono::duration_cast<Millis>(swept->database).count(), swept->refused);
-          }
-        }
-        std::this_thread::sleep_for(Millis{200});
-      }
+      run_history_sweeps({cfg, me, clock, *verify_store, stop, leading_epoch, metrics.runs_finished,
+                          [&](Epoch epoch, const std::vector<std::int64_t>& runs, const std::string& invariant) {
+                            return runtime.recheck(epoch, runs, invariant);
+                          }});
       verify_done.store(true);
     });
 

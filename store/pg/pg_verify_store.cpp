@@ -230,10 +230,12 @@ Result<RecordedSlice> PgVerifyStore::recorded_slice(const VerifyCursor& after, M
           "SELECT r.id FROM unnest($1::bigint[], $2::bigint[]) AS s(job, ev) JOIN job_runs r ON r.job_definition_id ="
           " s.job AND r.event_id = s.ev AND r.event_id IS NOT NULL",
           pg_array(event_jobs), pg_array(events)));
-    // The runs RUNNING now, once a sweep (job_runs_open_idx: the open runs;
-    // the run table has no index by state or worker, on purpose).
+    // The runs RUNNING or ASSIGNED now, once a sweep (job_runs_open_idx:
+    // the open runs; the run table has no index by state or worker, on
+    // purpose): running_has_owner and assigned_has_owner judge them.
     if (running_now)
-      add_context(tx.exec("SELECT id FROM job_runs WHERE finished_at IS NULL AND state = 'RUNNING' LIMIT 100000"));
+      add_context(tx.exec(
+          "SELECT id FROM job_runs WHERE finished_at IS NULL AND state IN ('RUNNING', 'ASSIGNED') LIMIT 100000"));
     // The runs that ended while one of the slice ran, before the slice
     // (the slice's own and later ones are judged with it or later): of its
     // jobs, and of every job whose executions exclude others'. Two runs

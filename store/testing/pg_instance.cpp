@@ -174,6 +174,20 @@ TableLock::TableLock(const std::string& url, const std::string& table) : held_(s
 
 TableLock::~TableLock() = default;  // the transaction rolls back: the lock goes
 
+void assign_run_by_hand(const std::string& url, std::int64_t run, const std::string& worker) {
+  pqxx::connection c(url);
+  pqxx::work tx(c);
+  auto rows = tx.exec_params(
+      "UPDATE job_runs SET state = 'ASSIGNED', version = version + 1, attempt = 1, assigned_worker_id = $2,"
+      " assigned_at = now(), lease_token = gen_random_uuid(), leader_epoch = (SELECT epoch FROM leader_lease),"
+      " history = history || ARRAY[version + 1, version, baton_run_history_code('ASSIGNED', 'NONE', 1),"
+      " (SELECT epoch FROM leader_lease), txid_current(), (extract(epoch FROM clock_timestamp()) * 1000000)::bigint,"
+      " NULL] WHERE id = $1 AND state = 'PENDING' RETURNING id",
+      run, worker);
+  if (rows.empty()) throw std::runtime_error("assign_run_by_hand: run " + std::to_string(run) + " is not PENDING");
+  tx.commit();
+}
+
 std::string DbInspector::scalar(const std::string& sql) const {
   pqxx::connection c(url_);
   pqxx::nontransaction tx(c);

@@ -6,6 +6,8 @@
 // one sweep.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "baton/store_pg/pg_verify_store.h"
 #include "baton/verify/slice_verdict.h"
 #include "baton/verify/verify_tally.h"
@@ -175,6 +177,18 @@ TEST_F(VerifyStoreTest, ARunRunningOnAWorkerGoneLongAgoIsFoundAndADuplicateOfAnO
       std::string::npos)
       << s.verdict.violations[0].evidence;
   EXPECT_EQ(sweep().recorded.new_violations, 0) << "found again, recorded once";
+  // A run ASSIGNED to the same gone worker, never started nor taken back.
+  const RunId unstarted = run_of("etl");
+  ASSERT_TRUE(applied(assign(unstarted, std::nullopt), unstarted));
+  s = sweep();
+  EXPECT_EQ(s.recorded.new_violations, 1) << s.verdict.report.markdown();
+  const auto found = std::find_if(s.verdict.violations.begin(), s.verdict.violations.end(),
+                                  [](const auto& v) { return v.invariant == "assigned_has_owner"; });
+  ASSERT_NE(found, s.verdict.violations.end()) << s.verdict.report.markdown();
+  EXPECT_NE(found->evidence.find("run " + std::to_string(unstarted.value) + " (etl) attempt 1 is ASSIGNED to w1"),
+            std::string::npos)
+      << found->evidence;
+  EXPECT_EQ(found->runs, std::vector<std::int64_t>{unstarted.value});
 
   // A duplicate success of a run the sweep passed long ago: the next
   // sweeps do not read it again, a pass over everything (`baton verify`) does.

@@ -2,6 +2,10 @@
 
 namespace baton::verify {
 
+bool repairable_by_leader(const std::string& invariant) {
+  return invariant == "running_has_owner" || invariant == "assigned_has_owner";
+}
+
 Result<SweepOutcome> sweep_once(store::VerifyStore& store, const SweepSettings& settings, const std::string& node,
                                 std::int64_t epoch, const Clock& clock) {
   SweepOutcome out;
@@ -39,6 +43,11 @@ Result<SweepOutcome> sweep_once(store::VerifyStore& store, const SweepSettings& 
     out.new_violations += recorded->new_violations;
     for (const auto& v : verdict.violations)
       if (recorded->new_findings.count({v.invariant, v.finding})) out.new_findings.push_back(v);
+    for (const auto& v : verdict.violations)
+      if (repairable_by_leader(v.invariant)) {
+        auto& runs_of = out.to_repair[v.invariant];
+        runs_of.insert(runs_of.end(), v.runs.begin(), v.runs.end());
+      }
     out.tally.add(verdict, runs);
     if (!full) break;
   }

@@ -20,6 +20,8 @@ struct FixedClock final : Clock {
 class FakeVerifyStore final : public store::VerifyStore {
  public:
   std::int64_t n = 5, twice = 0;
+  /// Run 100 RUNNING on a worker gone ten minutes, read with the first slice.
+  bool stuck = false;
   bool refuse = false;
   store::VerifyCursor cursor;
   std::vector<store::SweepRecord> records;
@@ -27,9 +29,23 @@ class FakeVerifyStore final : public store::VerifyStore {
   int marks = 0;
 
   Result<store::VerifyCursor> verify_cursor() override { return cursor; }
-  Result<store::RecordedSlice> recorded_slice(const store::VerifyCursor& after, Millis, int limit, bool) override {
+  Result<store::RecordedSlice> recorded_slice(const store::VerifyCursor& after, Millis, int limit,
+                                              bool running_now) override {
     store::RecordedSlice s;
     s.next = after;
+    if (stuck && running_now) {
+      s.history.taken_us = 2'000'000'000'000'000;
+      s.history.workers["gone"] = {"gone", false, s.history.taken_us - 600'000'000};
+      checker::RunRow r;
+      r.id = 100;
+      r.job = "j";
+      r.state = "RUNNING";
+      r.attempt = 1;
+      r.worker = "gone";
+      r.continuation = "NONE";
+      s.history.runs[100] = r;
+      s.history.context_runs.insert(100);
+    }
     for (std::int64_t id = after.run + 1; id <= n && s.runs < limit; ++id) {
       checker::RunRow r;
       r.id = id;
@@ -116,6 +132,30 @@ TEST(HistorySweep, AFindingSeenAgainIsNotNew) {
   EXPECT_EQ(out->tally.violations.size(), 1u) << "found again";
   EXPECT_TRUE(out->new_findings.empty()) << "but not new";
   EXPECT_EQ(out->new_violations, 0);
+}
+
+// A run left RUNNING on a worker gone for good is the leader's to repair:
+// the sweep names it for the book to re-read at every sweep that finds it
+// (found again means not repaired yet), and names no run whose finding
+// nothing the leader writes could undo.
+TEST(HistorySweep, RunsWithoutAnOwnerAreNamedForRepairAtEverySweepThatFindsThem) {
+  FakeVerifyStore store;
+  store.twice = 2;
+  store.stuck = true;
+  SweepSettings settings;
+  FixedClock clock;
+  auto out = sweep_once(store, settings, "n1", 7, clock);
+  ASSERT_TRUE(out);
+  EXPECT_EQ(out->new_violations, 2) << "run 2 twice, run 100 without an owner";
+  ASSERT_EQ(out->to_repair.size(), 1u);
+  EXPECT_EQ(out->to_repair.at("running_has_owner"), std::vector<std::int64_t>{100});
+  store.n = 6;  // one more run finished
+  out = sweep_once(store, settings, "n1", 7, clock);
+  ASSERT_TRUE(out);
+  EXPECT_EQ(out->new_violations, 0);
+  EXPECT_EQ(out->to_repair.at("running_has_owner"), std::vector<std::int64_t>{100}) << "found again: asked again";
+  EXPECT_TRUE(repairable_by_leader("assigned_has_owner"));
+  EXPECT_FALSE(repairable_by_leader("one_successful_execution"));
 }
 
 TEST(HistorySweep, ASweepStopsBetweenSlicesWhenToldTo) {

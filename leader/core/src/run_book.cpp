@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <string_view>
 
 #include "baton/base/assert.h"
 #include "baton/base/json_text.h"
@@ -407,6 +408,16 @@ void RunBook::fence(const char* op, const std::string& subject, Epoch current, s
 }
 
 bool RunBook::note(const char* op, std::int64_t run, const Result<store::WriteResult>& r) {
+  if (auto repair = repairs_.find(run); repair != repairs_.end() && repair->second.asked) {
+    // The reaper's write for a run the sweep found without an owner.
+    if (r && r->outcome == WriteOutcome::applied)
+      log(LogLevel::warn, fmt::format("invariant_repaired run={} invariant={} write={} epoch={}", run,
+                                      json_quote(repair->second.invariant), op, epoch_.value));
+    else
+      log(LogLevel::warn, fmt::format("invariant_repair_not_applied run={} invariant={} write={} epoch={}", run,
+                                      json_quote(repair->second.invariant), op, epoch_.value));
+    if (std::string_view(op) != "adopt") repairs_.erase(repair);  // an adoption comes before the attempt's end
+  }
   if (!r) {
     distrust();  // the outcome is unknown: the next decision needs a read
     log(LogLevel::warn,
@@ -456,6 +467,24 @@ void RunBook::cancel(RunId run, const std::string& reason, MonoTime now) {
   if (journal_) journal_->cancel(run, reason, now);
   now_ = now;
   on_cancel(run, reason, 0);
+  after_input();
+}
+
+void RunBook::recheck(const std::vector<RunId>& runs, const std::string& invariant, MonoTime now) {
+  if (journal_) journal_->recheck(runs, invariant, now);
+  now_ = now;
+  if (!fencing_.fenced && !runs.empty()) {
+    std::string named;
+    for (const RunId r : runs) {
+      named += (named.empty() ? "" : ",") + std::to_string(r.value);
+      repairs_[r.value] = Repair{invariant, false};
+    }
+    log(LogLevel::warn,
+        fmt::format("invariant_recheck invariant={} runs={} epoch={}", json_quote(invariant), named, epoch_.value));
+    // The next pass reads every active run and reaps on what it read.
+    distrust();
+    last_.reap = now_ + -cfg_.reap_every;
+  }
   after_input();
 }
 

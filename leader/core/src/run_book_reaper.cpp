@@ -132,6 +132,7 @@ void RunBook::reap(bool /*fresh*/) {
     if (fencing_.fenced) return;
     auto it = tracked_.find(action.run_id);
     if (it == tracked_.end()) continue;
+    if (auto repair = repairs_.find(action.run_id); repair != repairs_.end()) repair->second.asked = true;
     const store::ActiveRun& r = it->second.row;
     const std::int64_t run = r.id.value;
     switch (action.kind) {
@@ -157,6 +158,26 @@ void RunBook::reap(bool /*fresh*/) {
       case ReapKind::attempt_lost: end_attempt(run, true); break;
       case ReapKind::enforce_timeout: end_attempt(run, false); break;
     }
+  }
+  settle_repairs();
+}
+
+void RunBook::settle_repairs() {
+  for (auto it = repairs_.begin(); it != repairs_.end();) {
+    if (it->second.asked) {
+      ++it;
+      continue;
+    }
+    // What the book saw: the run gone from the active runs (it ended, or
+    // moved on, since the sweep read it), or still within the reaper's own
+    // timings (a worker the book has attached, a detach it has not yet
+    // waited out).
+    auto t = tracked_.find(it->first);
+    log(LogLevel::warn, fmt::format("invariant_recheck_unrepaired run={} invariant={} seen={} worker={} epoch={}",
+                                    it->first, json_quote(it->second.invariant),
+                                    t == tracked_.end() ? "not_active" : to_string(t->second.row.state),
+                                    t == tracked_.end() ? "\"\"" : json_quote(t->second.row.worker_id), epoch_.value));
+    it = repairs_.erase(it);
   }
 }
 

@@ -51,6 +51,7 @@ class BookRecorder final : public leader_core::InputJournal {
   void detached(leader_core::LinkId link, const std::string& worker, const std::string& why, MonoTime now) override;
   void message(leader_core::LinkId link, const std::string& worker, const protocol::Message& m, MonoTime now) override;
   void cancel(RunId run, const std::string& reason, MonoTime now) override;
+  void recheck(const std::vector<RunId>& runs, const std::string& invariant, MonoTime now) override;
   void dispatch_now() override;
   void inbox_noticed() override;
   void created(const std::vector<store::DueRun>& runs, MonoTime now) override;

@@ -62,6 +62,13 @@ struct CancelRun {
 struct DispatchNow {
   std::vector<store::DueRun> due;
 };
+/// The production checker's sweep found these runs without an owner in
+/// the table (RunBook::recheck): re-read them and repair what the reaper
+/// would.
+struct RecheckRuns {
+  std::vector<RunId> runs;
+  std::string invariant;
+};
 /// A lane's statement returned: `deliver` feeds its result to the book (on
 /// the loop's thread, like every input).
 struct LaneDone {
@@ -70,8 +77,8 @@ struct LaneDone {
 /// A submission or an event was committed (the inbox channel's NOTIFY):
 /// take the inbox now instead of at the cron period.
 struct InboxNoticed {};
-using LoopEvent =
-    std::variant<WorkerAttached, WorkerDetached, WorkerMessage, CancelRun, DispatchNow, LaneDone, InboxNoticed>;
+using LoopEvent = std::variant<WorkerAttached, WorkerDetached, WorkerMessage, CancelRun, RecheckRuns, DispatchNow,
+                               LaneDone, InboxNoticed>;
 
 /// Worker messages the inbox holds at most. Beyond it, the connection whose
 /// message did not fit is closed (the worker reconnects and sends again:

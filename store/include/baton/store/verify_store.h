@@ -31,7 +31,8 @@ struct RecordedSlice {
   /// (History::context_runs: their rows and attempts, not judged
   /// themselves), the runs that share a slot, key or event with one of
   /// them, the runs of their jobs that ended while one of them ran, and
-  /// (running_now) the runs RUNNING now. Epochs, jobs and workers whole.
+  /// (running_now) the runs RUNNING or ASSIGNED now. Epochs, jobs and workers
+  /// whole.
   checker::History history;
   std::int64_t runs = 0;  ///< runs of the slice (those the cursor passes)
   VerifyCursor next;      ///< after the last of them; the cursor given when none
@@ -107,8 +108,9 @@ class VerifyStore {
   /// ago (a finish whose transaction is still open is not skipped: it
   /// commits within `settle` of its finished_at); the runs that finished in
   /// one statement are never split, so a slice may hold a few more.
-  /// `running_now`: also the runs RUNNING now, as context
-  /// (running_has_owner); the sweep asks for them once, with its first slice.
+  /// `running_now`: also the runs RUNNING or ASSIGNED now, as context
+  /// (running_has_owner, assigned_has_owner); the sweep asks for them once,
+  /// with its first slice.
   virtual Result<RecordedSlice> recorded_slice(const VerifyCursor& after, Millis settle, int limit,
                                                bool running_now) = 0;
   virtual Result<SweepRecorded> record_sweep(const SweepRecord& sweep) = 0;

@@ -6,6 +6,7 @@
 // the same code, whoever runs it.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,12 @@ struct SweepOutcome {
   /// The violations recorded by this sweep for the first time: the ones a
   /// node tells in its log (tally.violations also holds those found again).
   std::vector<store::InvariantViolation> new_findings;
+  /// The runs this sweep found without an owner (running_has_owner,
+  /// assigned_has_owner), by invariant, new findings or not: the leader's
+  /// book is asked to re-read each and its reaper to repair it through
+  /// its fenced writes (repairable_by_leader). A run found again was not
+  /// repaired since, and is asked for again.
+  std::map<std::string, std::vector<std::int64_t>> to_repair;
   /// A slice another node recorded first (a leader change mid-sweep): the
   /// sweep stopped there, and its runs are that node's.
   bool refused = false;
@@ -43,6 +50,13 @@ struct SweepOutcome {
   std::chrono::nanoseconds database{0};
   VerifyTally tally;
 };
+
+/// Findings of this invariant are runs the leader's reaper can repair
+/// once its book has re-read them: a run RUNNING or ASSIGNED on a worker
+/// gone longer than the grace, or CONFIRMING long past its deadline. The
+/// others (a run executed twice, a gap in a history) are facts to report;
+/// nothing the leader writes now undoes them.
+bool repairable_by_leader(const std::string& invariant);
 
 /// One sweep from the recorded cursor: up to `slices_max` slices, each
 /// judged and recorded with the cursor moved past it. Stops early at a

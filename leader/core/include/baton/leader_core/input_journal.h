@@ -29,6 +29,7 @@ class InputJournal {
   virtual void detached(LinkId link, const std::string& worker, const std::string& why, MonoTime now) = 0;
   virtual void message(LinkId link, const std::string& worker, const protocol::Message& m, MonoTime now) = 0;
   virtual void cancel(RunId run, const std::string& reason, MonoTime now) = 0;
+  virtual void recheck(const std::vector<RunId>& runs, const std::string& invariant, MonoTime now) = 0;
   virtual void dispatch_now() = 0;
   virtual void inbox_noticed() = 0;
   virtual void created(const std::vector<store::DueRun>& runs, MonoTime now) = 0;

@@ -311,6 +311,14 @@ class RunBook {
   void detached(LinkId link, const std::string& worker, const std::string& why, MonoTime now);
   void message(LinkId link, const std::string& worker, const protocol::Message& m, MonoTime now);
   void cancel(RunId run, const std::string& reason, MonoTime now);
+  /// The production checker's sweep found `runs` without an owner
+  /// (`invariant`: running_has_owner, assigned_has_owner) in the table: the
+  /// book's copy may have lost them. The next pass reads the active runs
+  /// and reaps at once; what the reaper writes for them (orphan, confirm,
+  /// give up) goes through the same fenced writes as ever, and each that
+  /// applies is logged `invariant_repaired`; a run the reaper leaves alone
+  /// is logged `invariant_recheck_unrepaired` with what the book saw.
+  void recheck(const std::vector<RunId>& runs, const std::string& invariant, MonoTime now);
   /// A run was just created: dispatch in this pass instead of at the period.
   void dispatch_now();
   /// A submission or an event was committed (the inbox channel's NOTIFY):
@@ -588,6 +596,17 @@ class RunBook {
 
   std::vector<Effect> effects_;
   InputJournal* journal_ = nullptr;
+  /// The runs a recheck asked about (recheck): the invariant the sweep
+  /// found them breaking, and whether the reaper has written for them.
+  /// Settled at the first reap after the recheck; a write asked for is
+  /// forgotten when its answer comes (note).
+  struct Repair {
+    std::string invariant;
+    bool asked = false;
+  };
+  std::map<std::int64_t, Repair> repairs_;
+  /// After a reap: logs the rechecked runs it wrote nothing for.
+  void settle_repairs();
   /// Once any write came back Fenced (a newer leader exists), nothing is
   /// sent or written again.
   struct Fencing {

@@ -111,6 +111,13 @@ class TableLock {
   std::unique_ptr<Held> held_;
 };
 
+/// Assigns the PENDING run `run` to `worker` (attempt 1, this epoch) with
+/// raw SQL, past the leader and its book, recording the write in the run's
+/// history as the write guard demands: a run the leader's copy does not
+/// hold, for the tests of the history checker's repair. Throws when the
+/// run is not PENDING.
+void assign_run_by_hand(const std::string& url, std::int64_t run, const std::string& worker);
+
 /// Read-only views of a Baton database for assertions.
 class DbInspector {
  public:
