@@ -110,6 +110,11 @@ PgSession::CallGuard::~CallGuard() {
   if (s.cut_) s.conn_.reset();  // its socket is shut: never reuse it
 }
 
+bool PgSession::CallGuard::cut() {
+  std::lock_guard lock(s.call_mutex_);
+  return s.cut_;
+}
+
 void PgSession::cut_if_overdue(std::chrono::steady_clock::time_point now) {
   std::lock_guard lock(call_mutex_);
   if (call_fd_ < 0 || cut_ || now < call_due_) return;

@@ -127,4 +127,26 @@ TEST(RuntimeRole, AGrantToTheOwnerASuperuserOrAnUnknownRoleIsRefusedWithTheReaso
   EXPECT_NE(unknown.error().message.find("'nobody_here' does not exist"), std::string::npos);
 }
 
+// A write that waits longer than its session's call deadline (here on a
+// lock on the audit log) is cut, and its error says that, not the driver's
+// "not connected"; the next call reconnects and is written.
+TEST_F(AuditLogTest, AWriteCutAtItsDeadlineSaysSoAndTheNextOneIsWritten) {
+  PgAdminStore slow{url, "test-admin-deadline"};
+  slow.set_call_deadline(std::chrono::milliseconds(300));
+  ASSERT_TRUE(slow.post_event(Actor{"alice", epoch}, "before", "{}", std::nullopt));
+  {
+    baton::testing::TableLock lock(url, "audit_log");
+    auto cut = slow.post_event(Actor{"alice", epoch}, "held", "{}", std::nullopt);
+    ASSERT_FALSE(cut);
+    EXPECT_EQ(cut.error().code, Errc::db_unavailable);
+    EXPECT_NE(cut.error().message.find("no answer from the database within this call's deadline of 300 ms"),
+              std::string::npos)
+        << cut.error().message;
+  }
+  auto after = slow.post_event(Actor{"alice", epoch}, "after", "{}", std::nullopt);
+  ASSERT_TRUE(after) << after.error().message;
+  EXPECT_EQ(text("SELECT count(*) FROM events WHERE kind = 'held'"), "0");
+  EXPECT_EQ(text("SELECT count(*) FROM events WHERE kind = 'after'"), "1");
+}
+
 }  // namespace

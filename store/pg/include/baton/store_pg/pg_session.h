@@ -72,6 +72,8 @@ class PgSession {
   struct CallGuard {
     CallGuard(PgSession& s, std::chrono::milliseconds deadline);
     ~CallGuard();
+    /// Whether the watchdog cut this call (its error then says so).
+    bool cut();
     PgSession& s;
   };
 
@@ -103,7 +105,12 @@ Result<T> PgSession::with(std::chrono::milliseconds deadline, const std::functio
   try {
     return fn(*conn_);
   } catch (...) {
-    return map_current_exception();
+    Error e = map_current_exception();
+    // The driver's words for a cut socket ("not connected") do not say why.
+    if (guard.cut())
+      e.message = "no answer from the database within this call's deadline of " + std::to_string(deadline.count()) +
+                  " ms (the call was cut; the next one reconnects): " + e.message;
+    return e;
   }
 }
 
