@@ -572,6 +572,25 @@ bool owner_judged(const History& h, const RunRow& r) {
   return r.state == "RUNNING" && !(h.window.end_us > 0 && r.created_us > h.window.end_us);
 }
 
+// The leader's grace for a run whose worker is gone (owner_grace_ms, or
+// twice a lease and a poll when the history does not say).
+std::int64_t owner_grace_us(const History& h) {
+  return (h.window.owner_grace_ms > 0 ? h.window.owner_grace_ms : 2 * (h.window.lease_ms + h.window.poll_ms)) * 1000;
+}
+
+// Why the worker a run is `held` ("is RUNNING on", "is ASSIGNED to") cannot
+// be counted on: unknown, or detached longer ago than the grace; empty when
+// it is attached or gone within the grace (the leader's to notice yet).
+std::string worker_gone(const History& h, const RunRow& r, const std::string& held, std::int64_t grace_us) {
+  auto w = h.workers.find(r.worker);
+  if (w == h.workers.end()) return held + " " + (r.worker.empty() ? "no worker" : "unknown worker " + r.worker);
+  if (w->second.attached) return "";
+  const std::int64_t gone = w->second.detached_us ? h.taken_us - *w->second.detached_us : grace_us + 1;
+  if (gone <= grace_us) return "";
+  return held + " " + r.worker + ", detached " +
+         (w->second.detached_us ? std::to_string(gone / 1000) + " ms ago" : std::string("(no time)"));
+}
+
 /// A RUNNING run has an owner: its worker attached, or a CONFIRMING
 /// deadline the leader still keeps.
 // The state when the history was taken (a live database's; a chaos export
@@ -585,8 +604,7 @@ InvariantResult check_running_has_owner(const History& h, const Report& /*so_far
       invariant("running_has_owner",
                 "every RUNNING run is on an attached worker, or CONFIRMING within its deadline (+ margin); a worker "
                 "detached or a deadline passed longer ago than the leader's grace is a run nothing will finish");
-  const std::int64_t grace_us =
-      (h.window.owner_grace_ms > 0 ? h.window.owner_grace_ms : 2 * (h.window.lease_ms + h.window.poll_ms)) * 1000;
+  const std::int64_t grace_us = owner_grace_us(h);
   const std::int64_t margin_us = h.window.continuation_margin_ms * 1000;
   for (const auto& [id, r] : h.runs) {
     if (!owner_judged(h, r)) continue;
@@ -603,17 +621,10 @@ InvariantResult check_running_has_owner(const History& h, const Report& /*so_far
                      " ms past its deadline and margin: nobody gave it up");
       continue;
     }
-    auto w = h.workers.find(r.worker);
-    if (w == h.workers.end()) {
-      add(inv, what + " is RUNNING on " + (r.worker.empty() ? "no worker" : "unknown worker " + r.worker));
-      continue;
-    }
-    if (w->second.attached) continue;
-    const std::int64_t gone = w->second.detached_us ? h.taken_us - *w->second.detached_us : grace_us + 1;
-    if (gone > grace_us)
-      add(inv, what + " is RUNNING on " + r.worker + ", detached " +
-                   (w->second.detached_us ? std::to_string(gone / 1000) + " ms ago" : std::string("(no time)")) +
-                   ", and not CONFIRMING: nothing will finish it");
+    const std::string gone = worker_gone(h, r, "is RUNNING on", grace_us);
+    if (gone.empty()) continue;
+    const bool known = h.workers.count(r.worker) > 0;
+    add(inv, what + " " + gone + (known ? ", and not CONFIRMING: nothing will finish it" : ""));
   }
   return inv;
 }
@@ -635,23 +646,15 @@ InvariantResult check_assigned_has_owner(const History& h, const Report& /*so_fa
   InvariantResult inv = invariant("assigned_has_owner",
                                   "every ASSIGNED run is on an attached worker; a worker detached longer ago than "
                                   "the leader's grace holds a run nothing will start or place again");
-  const std::int64_t grace_us =
-      (h.window.owner_grace_ms > 0 ? h.window.owner_grace_ms : 2 * (h.window.lease_ms + h.window.poll_ms)) * 1000;
+  const std::int64_t grace_us = owner_grace_us(h);
   for (const auto& [id, r] : h.runs) {
     if (!assignee_judged(h, r)) continue;
     inv.examined++;
     const std::string what = "run " + std::to_string(id) + " (" + r.job + ") attempt " + std::to_string(r.attempt);
-    auto w = h.workers.find(r.worker);
-    if (w == h.workers.end()) {
-      add(inv, what + " is ASSIGNED to " + (r.worker.empty() ? "no worker" : "unknown worker " + r.worker));
-      continue;
-    }
-    if (w->second.attached) continue;
-    const std::int64_t gone = w->second.detached_us ? h.taken_us - *w->second.detached_us : grace_us + 1;
-    if (gone > grace_us)
-      add(inv, what + " is ASSIGNED to " + r.worker + ", detached " +
-                   (w->second.detached_us ? std::to_string(gone / 1000) + " ms ago" : std::string("(no time)")) +
-                   ": nothing will start it or place it again");
+    const std::string gone = worker_gone(h, r, "is ASSIGNED to", grace_us);
+    if (gone.empty()) continue;
+    const bool known = h.workers.count(r.worker) > 0;
+    add(inv, what + " " + gone + (known ? ": nothing will start it or place it again" : ""));
   }
   return inv;
 }
