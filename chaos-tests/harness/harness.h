@@ -167,6 +167,47 @@ struct Options {
   /// "async", the negative control: a standby that falls behind and is
   /// promoted without the last elections and run writes.
   std::string pg_replication = "sync";
+  /// The database is a primary and two standbys under a real failover
+  /// manager (scripts/pg-ha), reached through a multi-host URL; its faults
+  /// are pg_ha_faults.
+  bool pg_ha = false;
+};
+
+/// A node's links to the database: one fault proxy per database host (the
+/// one server, or the HA formation's three, which the node's URL names in
+/// turn). A fault on the links is on every one of them.
+class DbLinks {
+ public:
+  DbLinks(boost::asio::io_context& ioc, const std::vector<int>& upstreams) {
+    for (int port : upstreams) proxies_.push_back(std::make_unique<FaultProxy>(ioc, 0, port));
+  }
+  /// "127.0.0.1:P1,127.0.0.1:P2,...": the hosts of a node's database URL.
+  std::string hosts() const {
+    std::string out;
+    for (const auto& p : proxies_)
+      out += (out.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(p->port());
+    return out;
+  }
+  /// The one server's proxy now leads to `port` (pg_failover's promotion).
+  void set_upstream(int port) { proxies_.front()->set_upstream(port); }
+  void set_mode(ProxyMode mode, std::chrono::milliseconds latency = std::chrono::milliseconds(0)) {
+    for (auto& p : proxies_) p->set_mode(mode, latency);
+  }
+  void heal() { set_mode(ProxyMode::pass); }
+  void strand_existing() {
+    for (auto& p : proxies_) p->strand_existing();
+  }
+  std::uint64_t faults_applied() const {
+    std::uint64_t n = 0;
+    for (const auto& p : proxies_) n += p->faults_applied();
+    return n;
+  }
+  void stop() {
+    for (auto& p : proxies_) p->stop();
+  }
+
+ private:
+  std::vector<std::unique_ptr<FaultProxy>> proxies_;
 };
 
 class Harness {
@@ -232,12 +273,18 @@ class Harness {
   /// A proxy fault took effect if the proxy held, delayed or reset
   /// something while it was on.
   void proxy_effect(const std::string& fault, const std::string& target, const FaultProxy& p, std::uint64_t before);
+  void proxy_effect(const std::string& fault, const std::string& target, const DbLinks& p, std::uint64_t before);
   void kill_effect(const std::string& fault, const std::string& target);
   void stop_effect(const std::string& fault, const std::string& target);
   /// A streaming standby of the current primary, which then waits at every
   /// commit until the standby has it (unless --pg-replication async).
   bool make_standby();
   std::string postmaster_pid();
+  /// pg_ha_faults (harness_pg_ha.cpp): what the failover manager does
+  /// about each, waited for and recorded as the fault's effect.
+  void inject_pg_ha(const std::string& fault);
+  /// `scripts/pg-ha VERB pg_dir_ ARGS`, its output.
+  std::string pg_ha(const std::string& verb, const std::string& args = "");
   /// The asynchronous standby falls behind (cut off from its primary), and
   /// meanwhile the cluster commits what it will not have: run writes, and an
   /// election, made by killing the leader `l` and waiting until the nodes
@@ -262,7 +309,9 @@ class Harness {
   boost::asio::io_context ioc_;
   std::thread io_thread_;
   std::map<std::string, int> node_port_;
-  std::map<std::string, std::unique_ptr<FaultProxy>> db_proxy_, worker_proxy_;
+  std::vector<int> pg_ports_;  ///< --pg-ha: the formation's hosts, in the URL's order
+  std::map<std::string, std::unique_ptr<DbLinks>> db_proxy_;
+  std::map<std::string, std::unique_ptr<FaultProxy>> worker_proxy_;
   std::map<std::string, std::unique_ptr<ChildProcess>> procs_;
   std::mutex mutex_;
   std::ofstream nemesis_, submissions_, probes_;

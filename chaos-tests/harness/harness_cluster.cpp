@@ -26,10 +26,23 @@ int Harness::run() {
   const std::string& pg_parent = pg_parent_;
   fs::permissions(pg_parent, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
   pg_dir_ = pg_parent + "/pg";
-  url_ = run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private start " + pg_dir_ + " baton");
-  if (url_.rfind("postgresql://", 0) != 0) return fail("cannot start PostgreSQL");
-  pg_port_ = std::stoi(url_.substr(url_.rfind(':') + 1, url_.rfind('/') - url_.rfind(':') - 1));
-  log("postgres " + url_);
+  if (o_.pg_ha) {
+    // postgresql://postgres@127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3/baton?...
+    url_ = pg_ha("start", "baton");
+    if (url_.rfind("postgresql://", 0) != 0) return fail("cannot start the HA formation (scripts/pg-ha): " + url_);
+    const std::string hosts = url_.substr(url_.find('@') + 1, url_.find('/', url_.find('@')) - url_.find('@') - 1);
+    std::stringstream list(hosts);
+    for (std::string h; std::getline(list, h, ',');) pg_ports_.push_back(std::stoi(h.substr(h.rfind(':') + 1)));
+    if (pg_ports_.size() != 3)
+      return fail("the HA formation's URL names " + std::to_string(pg_ports_.size()) + " hosts");
+    log("postgres (HA formation, primary " + pg_ha("primary") + ") " + url_);
+  } else {
+    url_ = run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private start " + pg_dir_ + " baton");
+    if (url_.rfind("postgresql://", 0) != 0) return fail("cannot start PostgreSQL");
+    pg_port_ = std::stoi(url_.substr(url_.rfind(':') + 1, url_.rfind('/') - url_.rfind(':') - 1));
+    pg_ports_ = {pg_port_};
+    log("postgres " + url_);
+  }
   // pg_failover: a synchronous streaming standby (docs/operations.md,
   // "PostgreSQL high availability": every acknowledged commit is on it),
   // or an asynchronous one for the negative control.
@@ -43,7 +56,7 @@ int Harness::run() {
   for (int i = 1; i <= o_.nodes; ++i) {
     std::string id = "n" + std::to_string(i);
     node_port_[id] = baton::testing::free_loopback_port();
-    db_proxy_[id] = std::make_unique<FaultProxy>(ioc_, 0, pg_port_);
+    db_proxy_[id] = std::make_unique<DbLinks>(ioc_, pg_ports_);
     for (int w = 1; w <= o_.workers; ++w)
       worker_proxy_["w" + std::to_string(w) + ">" + id] = std::make_unique<FaultProxy>(ioc_, 0, node_port_[id]);
     start_node(id);
@@ -189,7 +202,8 @@ int Harness::check(const std::string& dir) {
 }
 
 void Harness::stop_postgres() {
-  if (!pg_dir_.empty()) run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private stop " + pg_dir_);
+  if (!pg_dir_.empty() && o_.pg_ha) pg_ha("stop");
+  if (!pg_dir_.empty() && !o_.pg_ha) run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private stop " + pg_dir_);
   if (!standby_dir_.empty()) run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private stop " + standby_dir_);
   // The parent mkdtemp made, now empty (pg-private stop removes each
   // cluster's directory): a run leaves nothing in /tmp.
@@ -345,7 +359,7 @@ void Harness::start_node(const std::string& id) {
                      << "\nworker_token_file: " << BATON_SOURCE_DIR << "/cmd/tests/tokens/worker.token"
                      << "\nadmin_token_file: " << BATON_SOURCE_DIR << "/cmd/tests/tokens/admin.token"
                      << "\nincident_journal_dir: " << work_ << "/journal-" << id
-                     << "\ndatabase: {url: 'postgresql://postgres@127.0.0.1:" << db_proxy_[id]->port()
+                     << "\ndatabase: {url: 'postgresql://postgres@" << db_proxy_[id]->hosts()
                      << "/baton', start_timeout: 20s}\n"
                      << "election: {lease: " << lease.count()
                      << "ms, renew_every: 500ms, safety_margin: 1s, poll_every: " << poll_every.count() << "ms}\n"

@@ -27,6 +27,12 @@ void Harness::proxy_effect(const std::string& fault, const std::string& target, 
     event("effect", fault, target, "applied=" + std::to_string(p.faults_applied() - before));
 }
 
+void Harness::proxy_effect(const std::string& fault, const std::string& target, const DbLinks& p,
+                           std::uint64_t before) {
+  if (p.faults_applied() > before)
+    event("effect", fault, target, "applied=" + std::to_string(p.faults_applied() - before));
+}
+
 void Harness::kill_effect(const std::string& fault, const std::string& target) {
   if (auto code = procs_.at(target)->wait_for_exit(3s)) event("effect", fault, target, "exit=" + std::to_string(*code));
 }
@@ -293,6 +299,8 @@ void Harness::inject(const std::string& fault) {
     if (!make_standby()) log("pg_failover: no new standby; later failovers are skipped");
     if (!killed.empty()) start_node(killed);
     event("heal", fault, "postgres", "new primary port " + std::to_string(pg_port_));
+  } else if (o_.pg_ha && fault.rfind("pg_ha_", 0) == 0) {
+    inject_pg_ha(fault);
   } else if (fault == "pg_restart") {
     const std::string before = postmaster_pid();
     event("inject", fault, "postgres");

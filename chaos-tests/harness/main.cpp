@@ -3,7 +3,8 @@
 //   baton-chaos run --seed 7 --duration 120s --nodes 3 --workers 4 --faults all --out DIR
 //   baton-chaos check DIR            re-run the checker on a recorded history
 //
-// It starts a private PostgreSQL, fault-injecting proxies (node <-> database,
+// It starts a private PostgreSQL (with --pg-ha a primary and two standbys
+// under a real failover manager, scripts/pg-ha), fault-injecting proxies (node <-> database,
 // workers <-> node), the nodes (one with its clock skewed by libfaketime) and
 // the workers; drives a workload (a cron job every second, API triggers with
 // idempotency keys, PROGRAM tasks of varied length, failing and cancelled
@@ -12,6 +13,7 @@
 // code 0 only if every invariant holds.
 #include <csignal>
 #include <iostream>
+#include <iterator>
 #include <sstream>
 
 #include "harness.h"
@@ -22,7 +24,7 @@ namespace baton::chaos::harness {
 int usage(std::ostream& out = std::cerr) {
   out << "usage: baton-chaos run [--seed N] [--duration 120s] [--quiesce-for 120s] [--nodes 3] [--workers 3]\n"
          "                        [--faults all|kind,kind,...] [--out DIR] [--binary PATH]\n"
-         "                        [--pg-replication sync|async]\n"
+         "                        [--pg-replication sync|async] [--pg-ha]\n"
          "       baton-chaos check DIR\n"
          "fault kinds: ";
   for (const auto& f : all_faults) out << f << ' ';
@@ -74,7 +76,9 @@ int main(int argc, char** argv) {
         o.pg_replication = value();
         if (o.pg_replication != "sync" && o.pg_replication != "async")
           throw std::runtime_error("--pg-replication: '" + o.pg_replication + "' is neither sync nor async");
-      } else
+      } else if (args[i] == "--pg-ha")
+        o.pg_ha = true;
+      else
         throw std::runtime_error("unknown option " + args[i]);
     } catch (const std::exception& e) {
       std::cerr << "baton-chaos: " << e.what() << "\n";
@@ -85,8 +89,12 @@ int main(int argc, char** argv) {
     std::cerr << "baton-chaos: --nodes must be 2-9 and --workers 1-50\n";
     return 2;
   }
+  // The database's own faults are of one kind of database or the other:
+  // `all` takes the kind the run has.
+  const auto& not_here = o.pg_ha ? baton::checker::pg_private_faults : baton::checker::pg_ha_faults;
+  auto absent = [&](const std::string& f) { return std::find(not_here.begin(), not_here.end(), f) == not_here.end(); };
   if (faults == "all")
-    o.faults.insert(all_faults.begin(), all_faults.end());
+    std::copy_if(all_faults.begin(), all_faults.end(), std::inserter(o.faults, o.faults.end()), absent);
   else if (faults != "none") {
     std::stringstream s(faults);
     std::string f;
@@ -95,8 +103,20 @@ int main(int argc, char** argv) {
         std::cerr << "baton-chaos: unknown fault '" << f << "'\n";
         return usage();
       }
+      if (!absent(f)) {
+        std::cerr << "baton-chaos: the fault '" << f << "' needs "
+                  << (o.pg_ha ? "the database without --pg-ha (scripts/pg-private)"
+                              : "--pg-ha (the database under a failover manager)")
+                  << "\n";
+        return 2;
+      }
       o.faults.insert(f);
     }
+  }
+  if (o.pg_ha && o.pg_replication != "sync") {
+    std::cerr << "baton-chaos: --pg-ha runs with the manager's synchronous standby; --pg-replication async is "
+                 "pg_failover's negative control\n";
+    return 2;
   }
   ::signal(SIGPIPE, SIG_IGN);
   return Harness(o).run();

@@ -131,9 +131,11 @@ InvariantResult check_leaderless_bounded(const History& h, const Report& /*so_fa
   // is measured from that fault's heal -- but only if it began while the
   // gap was still within the bound; one that began later excuses nothing
   // (the bound was already broken). Worker faults never excuse a gap.
-  static const std::set<std::string> leadership_faults = {"kill9_leader",         "kill9_follower", "pause_leader",
-                                                          "partition_leader_db",  "proxy_latency",  "proxy_reset",
-                                                          "db_stale_connections", "pg_restart"};
+  // The failover manager's faults heal when a primary takes writes again.
+  static const std::set<std::string> leadership_faults = {
+      "kill9_leader",       "kill9_follower",     "pause_leader",         "partition_leader_db",
+      "proxy_latency",      "proxy_reset",        "db_stale_connections", "pg_restart",
+      "pg_ha_kill_primary", "pg_ha_lose_primary", "pg_ha_switchover"};
   std::vector<const FaultWindow*> by_start;
   for (const auto& f : h.faults)
     if (leadership_faults.count(f.fault)) by_start.push_back(&f);

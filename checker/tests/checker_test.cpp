@@ -413,14 +413,19 @@ TEST(Checker, LeaderlessGapIsMeasuredFromTheLastNodeFaultThatJoinedIt) {
     std::int64_t inject_s, heal_s, gap_end_s;
     int violations;
   };
-  for (const Case& c : {Case{"partition_leader_db", 11, 14, 17, 0},     // 3 s after its heal
-                        Case{"pause_worker", 11, 14, 17, 1},            // 8 s after the pause's heal
-                        Case{"partition_leader_db", 16, 18, 19, 1}}) {  // began 7 s after the pause's heal
+  // A failover manager's promotion (--pg-ha) heals when the new primary
+  // takes writes: the bound runs from then, not from the kill.
+  for (const Case& c : {Case{"partition_leader_db", 11, 14, 17, 0},  // 3 s after its heal
+                        Case{"pause_worker", 11, 14, 17, 1},         // 8 s after the pause's heal
+                        Case{"partition_leader_db", 16, 18, 19, 1},  // began 7 s after the pause's heal
+                        Case{"pg_ha_kill_primary", 10, 15, 19, 0},   // 4 s after the promotion
+                        Case{"pg_ha_switchover", 10, 12, 19, 1}}) {  // 7 s after it
     Fixture f;
     f.faults += "," + c.fault;
-    f.nemesis << Fixture::line("inject", c.fault, "n2", T + c.inject_s * sec)
-              << Fixture::line("effect", c.fault, "n2", T + c.inject_s * sec)
-              << Fixture::line("heal", c.fault, "n2", T + c.heal_s * sec);
+    const std::string target = c.fault.rfind("pg_", 0) == 0 ? "postgres" : "n2";
+    f.nemesis << Fixture::line("inject", c.fault, target, T + c.inject_s * sec)
+              << Fixture::line("effect", c.fault, target, T + c.inject_s * sec)
+              << Fixture::line("heal", c.fault, target, T + c.heal_s * sec);
     f.probes.str("");
     for (std::int64_t t = T; t <= T + 20 * sec; t += 200'000) {
       const bool gap = t >= T + 5 * sec && t < T + c.gap_end_s * sec;
@@ -747,12 +752,14 @@ TEST(FaultVocabulary, NamesAreUniqueAndTheHarnessOrderIsKept) {
     EXPECT_TRUE(k.harness || k.simulator) << k.name << " is injected by nobody";
   }
   EXPECT_FALSE(baton::checker::fault_named("kill9_everything").has_value());
-  EXPECT_EQ(
-      baton::checker::harness_fault_names(),
-      (std::vector<std::string>{"kill9_leader", "kill9_follower", "kill9_worker", "pause_leader", "pause_worker",
-                                "partition_leader_db", "partition_workers", "proxy_latency", "proxy_reset",
-                                "pg_restart", "clock_skew", "db_stale_connections", "continuation_skew",
-                                "duplicate_worker", "outbox_disk", "kill_supervisor", "clock_rate", "pg_failover"}));
+  EXPECT_EQ(baton::checker::harness_fault_names(),
+            (std::vector<std::string>{"kill9_leader",       "kill9_follower",     "kill9_worker",
+                                      "pause_leader",       "pause_worker",       "partition_leader_db",
+                                      "partition_workers",  "proxy_latency",      "proxy_reset",
+                                      "pg_restart",         "clock_skew",         "db_stale_connections",
+                                      "continuation_skew",  "duplicate_worker",   "outbox_disk",
+                                      "kill_supervisor",    "clock_rate",         "pg_failover",
+                                      "pg_ha_kill_primary", "pg_ha_lose_primary", "pg_ha_switchover"}));
 }
 
 // Keyed concurrency (schemas/0035): the limit holds per key, each key apart.

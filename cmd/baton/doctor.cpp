@@ -200,7 +200,18 @@ void examine_node(const std::string& file, std::vector<Finding>& out) {
                              " (docs/security.md, \"Safe defaults\")"));
     else if (!db->schema.empty())
       out.push_back(ok("database", "no role but the owner may create objects in schema " + db->schema));
-    if (db->synchronous_standby_names.empty())
+    // Standbys that all stream asynchronously are a failover waiting to
+    // lose commits (a failover tool promotes one of them); no standby at
+    // all is a database without failover, said but not refused.
+    if (db->synchronous_standby_names.empty() && db->standbys_streaming > 0)
+      out.push_back(fail("replication",
+                         std::to_string(db->standbys_streaming) + " standby" +
+                             (db->standbys_streaming == 1 ? " streams" : "s stream") +
+                             " and none is synchronous (synchronous_standby_names is empty)",
+                         "a failover to an asynchronous standby can lose an epoch bump and run writes: set "
+                         "synchronous_standby_names (or the failover manager's number of synchronous standbys) "
+                         "to at least 1 (docs/operations.md, \"PostgreSQL high availability\")"));
+    else if (db->synchronous_standby_names.empty())
       out.push_back(warn("replication", "no synchronous standby (synchronous_standby_names is empty)",
                          "an asynchronous failover can lose an epoch bump and let a stale leader's epoch be reused: "
                          "run a synchronous standby (docs/operations.md, \"PostgreSQL high availability\")"));
@@ -210,9 +221,14 @@ void examine_node(const std::string& file, std::vector<Finding>& out) {
                              "' but no standby streams in sync" +
                              (db->standbys_streaming ? "" : " (none is connected, or this role cannot see them)"),
                          "start the standby or fix its primary_conninfo: until one is in sync, every commit waits"));
-    else
-      out.push_back(ok("replication", std::to_string(db->sync_standbys_streaming) +
-                                          " synchronous standby streaming ('" + db->synchronous_standby_names + "')"));
+    else {
+      char lag[96];
+      std::snprintf(lag, sizeof lag, "replay lag %.3f s, the slowest %lld bytes behind", db->replay_lag_s,
+                    db->replay_behind_bytes);
+      out.push_back(ok("replication", std::to_string(db->sync_standbys_streaming) + " of " +
+                                          std::to_string(db->standbys_streaming) + " standbys streaming in sync ('" +
+                                          db->synchronous_standby_names + "'); " + lag));
+    }
     const double here = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     const double skew = here - db->now_unix;
     char text[64];

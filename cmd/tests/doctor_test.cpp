@@ -172,6 +172,54 @@ TEST(Doctor, EveryProblemOfANodeConfigIsNamedWithItsFix) {
   EXPECT_TRUE(has(b, "FAIL  config      " + broken + ": admin_token_file: is required")) << b.out;
 }
 
+// Replication as a failover manager leaves it: standbys that all stream
+// asynchronously fail (a failover would promote one of them and lose
+// commits); once the primary waits for one, it is reported in sync with
+// the standbys' lag. A private primary and standby (scripts/pg-private),
+// the shared test PostgreSQL staying without one.
+TEST(Doctor, AsynchronousStandbysOnlyFailAndASynchronousOneIsReportedWithItsLag) {
+  Cluster c("doctor_replication", jobs);
+  const auto& ca = ThrowawayCa::shared();
+  char tmpl[] = "/tmp/baton-doctor-pg-XXXXXX";
+  const std::string parent = ::mkdtemp(tmpl);
+  ::chmod(parent.c_str(), 0755);  // postgres runs the clusters when the tests run as root
+  const std::string scripts = std::string(BATON_SOURCE_DIR) + "/scripts/pg-private ";
+  auto sh = [](const std::string& cmd) {
+    std::string out;
+    std::unique_ptr<FILE, int (*)(FILE*)> p(::popen(cmd.c_str(), "r"), ::pclose);
+    char buf[512];
+    while (p && std::fgets(buf, sizeof buf, p.get())) out += buf;
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return out;
+  };
+  const std::string url = sh(scripts + "start " + parent + "/primary baton");
+  ASSERT_EQ(url.rfind("postgresql://", 0), 0u) << url;
+  ASSERT_EQ(sh(scripts + "standby " + parent + "/primary " + parent + "/standby >/dev/null; echo $?"), "0");
+  DbInspector primary(url);
+  auto standbys = [&](const std::string& where) {
+    return primary.scalar("SELECT count(*) FROM pg_stat_replication WHERE " + where);
+  };
+  ASSERT_TRUE(wait_until([&] { return standbys("state = 'streaming'") == "1"; }, 30s));
+  const std::string cfg = c.dir() + "/replicated.yaml";
+  std::ofstream(cfg) << "node_id: n9\nlisten: 127.0.0.1:7999\nadmin_token_file: " << token_copy(c.dir(), "admin")
+                     << "\ndatabase: {url: '" << url << "'}\ntls: {cert_file: " << ca.node_cert()
+                     << ", key_file: " << ca.node_key() << "}\n";
+  auto async_only = doctor(c.dir(), cfg);
+  EXPECT_EQ(async_only.exit_code, 1) << async_only.out;
+  EXPECT_TRUE(has(async_only, "FAIL  replication 1 standby streams and none is synchronous")) << async_only.out;
+  EXPECT_TRUE(has(async_only, "number of synchronous standbys")) << async_only.out;
+
+  sh(scripts + "sync " + parent + "/primary");
+  ASSERT_TRUE(wait_until([&] { return standbys("sync_state = 'sync'") == "1"; }, 30s));
+  auto in_sync = doctor(c.dir(), cfg);
+  EXPECT_TRUE(has(in_sync, "ok    replication 1 of 1 standbys streaming in sync ('*'); replay lag ")) << in_sync.out;
+  EXPECT_TRUE(has(in_sync, " bytes behind")) << in_sync.out;
+  EXPECT_FALSE(has(in_sync, "FAIL  replication")) << in_sync.out;
+  sh(scripts + "stop " + parent + "/standby");
+  sh(scripts + "stop " + parent + "/primary");
+  std::filesystem::remove(parent);
+}
+
 TEST(Doctor, AWorkerConfigIsCheckedAgainstTheCoordinatorsItWillDial) {
   Cluster c("doctor_worker", jobs);
   // The worker's systemd unit is looked for where SYSTEMD_UNIT_PATH says,

@@ -70,7 +70,12 @@ Result<DatabaseFacts> inspect_database(const std::string& url) {
         "pg_has_role(current_user, 'pg_read_server_files', 'MEMBER') OR "
         "pg_has_role(current_user, 'pg_write_server_files', 'MEMBER'), "
         "coalesce((SELECT pg_has_role(current_user, relowner, 'USAGE') FROM pg_class "
-        "WHERE oid = to_regclass('schema_migrations')), false)");
+        "WHERE oid = to_regclass('schema_migrations')), false), "
+        "(SELECT coalesce(extract(epoch FROM max(replay_lag)), 0)::float8 FROM pg_stat_replication "
+        "WHERE state = 'streaming'), "
+        "(SELECT coalesce(max(pg_wal_lsn_diff(CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() "
+        "ELSE pg_current_wal_lsn() END, replay_lsn)), 0)::bigint FROM pg_stat_replication WHERE state = "
+        "'streaming')");
     f.in_recovery = row[0].as<bool>();
     f.server_version = row[1].as<std::string>();
     f.synchronous_standby_names = row[2].as<std::string>();
@@ -81,6 +86,8 @@ Result<DatabaseFacts> inspect_database(const std::string& url) {
     f.superuser = row[8].as<bool>();
     f.server_rights = row[9].as<bool>();
     f.owns_tables = row[10].as<bool>();
+    f.replay_lag_s = row[11].as<double>();
+    f.replay_behind_bytes = row[12].as<long long>();
     if (row[6].as<bool>()) {
       f.schema_version = tx.exec1("SELECT coalesce(max(version), 0) FROM schema_migrations")[0].as<int>();
       // Who may create objects beside Baton's (security review N-L9): the

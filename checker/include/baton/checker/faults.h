@@ -29,6 +29,9 @@ enum class Fault {
   kill_supervisor,
   clock_rate,
   pg_failover,
+  pg_ha_kill_primary,
+  pg_ha_lose_primary,
+  pg_ha_switchover,
   kill9_node,
   pause_node,
   partition_node_db,
@@ -68,6 +71,14 @@ inline constexpr FaultKind fault_kinds[] = {
     {Fault::kill_supervisor, "kill_supervisor", true, true, "the supervisor of one task killed"},
     {Fault::clock_rate, "clock_rate", true, true, "a process's clock runs at another rate for a while"},
     {Fault::pg_failover, "pg_failover", true, false, "the database's primary fails over to its standby"},
+    // Only with `baton-chaos run --pg-ha` (a formation under a real failover
+    // manager, scripts/pg-ha), and then instead of pg_failover and
+    // pg_restart: pg_ha_faults.
+    {Fault::pg_ha_kill_primary, "pg_ha_kill_primary", true, false,
+     "kill -9 of the primary's postmaster; the failover manager promotes a synchronous standby"},
+    {Fault::pg_ha_lose_primary, "pg_ha_lose_primary", true, false,
+     "the primary's machine lost (its manager's agent and postmaster killed), back later as a standby"},
+    {Fault::pg_ha_switchover, "pg_ha_switchover", true, false, "a planned switchover by the failover manager"},
     {Fault::kill9_node, "kill9_node", false, true, "kill -9 of a node (leader or not), restarted later"},
     {Fault::pause_node, "pause_node", false, true, "SIGSTOP of a node that leads nothing"},
     {Fault::partition_node_db, "partition_node_db", false, true, "a node cut from the database"},
@@ -84,5 +95,9 @@ std::string name_of(Fault fault);
 std::optional<Fault> fault_named(std::string_view name);
 /// The names the chaos harness can inject, in its order.
 std::vector<std::string> harness_fault_names();
+/// Of those, the ones that need the database under a failover manager
+/// (`--pg-ha`), and the ones that need it without (`scripts/pg-private`).
+inline const std::vector<std::string> pg_ha_faults = {"pg_ha_kill_primary", "pg_ha_lose_primary", "pg_ha_switchover"};
+inline const std::vector<std::string> pg_private_faults = {"pg_failover", "pg_restart"};
 
 }  // namespace baton::checker

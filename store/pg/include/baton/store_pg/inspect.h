@@ -14,11 +14,16 @@ struct DatabaseFacts {
   std::string synchronous_standby_names;  ///< "" = asynchronous replication only
   int standbys_streaming = 0;             ///< pg_stat_replication rows (visible to superusers and pg_monitor)
   int sync_standbys_streaming = 0;        ///< ... of them in sync or quorum state
-  int schema_version = 0;                 ///< highest migration applied; 0 = none
-  int schema_version_shipped = 0;         ///< highest migration this binary carries
-  double now_unix = 0;                    ///< the database's clock
-  std::string role;                       ///< current_user
-  bool superuser = false;                 ///< the role bypasses every check, the audit log's trigger included
+  /// Of the standbys streaming, the largest replay lag the primary saw
+  /// (pg_stat_replication.replay_lag; 0 when idle or none) and how far the
+  /// slowest one's replay is behind the primary's WAL, in bytes.
+  double replay_lag_s = 0;
+  long long replay_behind_bytes = 0;
+  int schema_version = 0;          ///< highest migration applied; 0 = none
+  int schema_version_shipped = 0;  ///< highest migration this binary carries
+  double now_unix = 0;             ///< the database's clock
+  std::string role;                ///< current_user
+  bool superuser = false;          ///< the role bypasses every check, the audit log's trigger included
   /// Member of pg_execute_server_program, pg_read_server_files or
   /// pg_write_server_files: the role can run programs or touch files on
   /// the database host (COPY ... PROGRAM).
