@@ -47,7 +47,7 @@ void Harness::inject_pg_ha(const std::string& fault) {
   } else if (fault == "pg_ha_lose_primary") {
     // A lost machine: nothing of it reports to the manager until it is back.
     event("inject", fault, "postgres", before + " lost (agent and postmaster killed)");
-    pg_ha("kill-primary", "--with-keeper");
+    pg_ha("kill-primary", "--with-manager");
     const std::string after = pg_ha("wait-primary", "90");
     const bool failed_over = !after.empty() && first_word(after) != before;
     if (failed_over) writable_again(after);
