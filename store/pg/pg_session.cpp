@@ -4,9 +4,11 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <pqxx/pqxx>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "baton/base/weaken.h"
 
@@ -33,6 +35,30 @@ std::string with_default_timeouts(const std::string& url) {
   // for more than 30 s.
   add("options", "-c%20idle_in_transaction_session_timeout%3D5000%20-c%20statement_timeout%3D30000");
   return out;
+}
+
+std::string rotate_hosts(const std::string& url, std::size_t by) {
+  const auto scheme = url.find("://");
+  if (scheme == std::string::npos) return url;
+  const auto authority = scheme + 3;
+  const auto end = url.find_first_of("/?", authority);
+  const auto hosts_from = [&] {
+    const auto at = url.find('@', authority);
+    return at != std::string::npos && (end == std::string::npos || at < end) ? at + 1 : authority;
+  }();
+  const std::string list = url.substr(hosts_from, end == std::string::npos ? std::string::npos : end - hosts_from);
+  std::vector<std::string> hosts;
+  for (std::size_t from = 0;;) {
+    const auto comma = list.find(',', from);
+    hosts.push_back(list.substr(from, comma == std::string::npos ? std::string::npos : comma - from));
+    if (comma == std::string::npos) break;
+    from = comma + 1;
+  }
+  if (hosts.size() < 2 || by % hosts.size() == 0) return url;
+  std::rotate(hosts.begin(), hosts.begin() + static_cast<std::ptrdiff_t>(by % hosts.size()), hosts.end());
+  std::string rotated;
+  for (const auto& h : hosts) rotated += (rotated.empty() ? "" : ",") + h;
+  return url.substr(0, hosts_from) + rotated + (end == std::string::npos ? "" : url.substr(end));
 }
 
 std::string describe_url(const std::string& url) {
@@ -130,8 +156,9 @@ Result<void> PgSession::ensure_connected() {
   if (conn_ && conn_->is_open()) return {};
   conn_.reset();
   try {
-    std::string url = with_default_timeouts(url_);
+    std::string url = with_default_timeouts(rotate_hosts(url_, failed_connects_));
     url += "&application_name=" + application_name_;
+    ++failed_connects_;  // until this attempt is known to have worked
     auto c = std::make_unique<pqxx::connection>(url);
     // A broken connection must be an error this code sees, never a silent
     // reconnect inside libpqxx (see the header). Deprecated in 6.4 because 7
@@ -150,6 +177,7 @@ Result<void> PgSession::ensure_connected() {
     listening_.clear();
     if (on_connect_) on_connect_(*c);
     conn_ = std::move(c);
+    failed_connects_ = 0;
     return {};
   } catch (...) {
     return map_current_exception();

@@ -1,8 +1,14 @@
 // PgLeaseStore against real PostgreSQL: one winner per epoch under
 // concurrent campaigns, renewal and release predicates, NOTIFY on release,
 // and refusal to use a standby.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <barrier>
 #include <cstdlib>
 #include <fstream>
@@ -199,6 +205,54 @@ TEST(LeaseStore, RefusesAStandbyAndFindsThePrimaryAmongSeveralHosts) {
   auto r = lease.campaign(node("n1"), Millis{60000});
   ASSERT_TRUE(r) << both << ": " << r.error().message;
   EXPECT_TRUE(r->won);
+}
+
+TEST(RotateHosts, TheNextAttemptStartsAtTheNextHost) {
+  const std::string url = "postgresql://baton@a:1,b:2,c:3/baton?target_session_attrs=primary";
+  EXPECT_EQ(rotate_hosts(url, 0), url);
+  EXPECT_EQ(rotate_hosts(url, 1), "postgresql://baton@b:2,c:3,a:1/baton?target_session_attrs=primary");
+  EXPECT_EQ(rotate_hosts(url, 2), "postgresql://baton@c:3,a:1,b:2/baton?target_session_attrs=primary");
+  EXPECT_EQ(rotate_hosts(url, 3), url);
+  EXPECT_EQ(rotate_hosts("postgresql://a:1,b:2/baton", 1), "postgresql://b:2,a:1/baton");
+  EXPECT_EQ(rotate_hosts("postgresql://u:p@a:1,b:2", 1), "postgresql://u:p@b:2,a:1");
+  EXPECT_EQ(rotate_hosts("postgresql://u@one:5432/baton", 1), "postgresql://u@one:5432/baton");
+}
+
+// libpq tries the next host of a URL only when one refuses or times out: a
+// host that accepts and then closes (a TCP proxy or load balancer in front
+// of a dead server; the chaos harness's proxies found it) ended every
+// attempt, and the node could not reach the primary behind the next host
+// until the dead one came back. A failed attempt now makes the next start
+// at the next host.
+TEST(LeaseStore, AHostThatAcceptsAndClosesDoesNotHideThePrimaryBehindIt) {
+  auto url = baton::testing::PgInstance::shared().fresh_database("accepts_and_closes");
+  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 16), 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  const int dead_port = ntohs(addr.sin_port);
+  std::atomic<bool> stop{false};
+  std::thread closer([&] {
+    while (!stop.load()) {
+      pollfd p{listener, POLLIN, 0};
+      if (::poll(&p, 1, 50) > 0) ::close(::accept(listener, nullptr, nullptr));
+    }
+  });
+  const auto at = url.find('@');
+  const std::string both = url.substr(0, at + 1) + "127.0.0.1:" + std::to_string(dead_port) + "," + host_port(url) +
+                           url.substr(url.find('/', at));
+  PgLeaseStore lease(both, "accepts-and-closes");
+  auto first = lease.campaign(node("n1"), Millis{60000});
+  auto second = first ? first : lease.campaign(node("n1"), Millis{60000});
+  stop = true;
+  closer.join();
+  ::close(listener);
+  ASSERT_TRUE(second) << both << ": " << second.error().message;
+  EXPECT_TRUE(second->won);
 }
 
 TEST(LeaseStore, AConnectionThatTurnsReadOnlyIsDroppedAtItsNextStatement) {

@@ -79,7 +79,8 @@ class PgSession {
 
   std::unique_ptr<pqxx::connection> conn_;
   std::function<void(pqxx::connection&)> on_connect_;
-  std::string listening_;  ///< the channel conn_ LISTENs on ("" none): reset with each connection
+  std::string listening_;            ///< the channel conn_ LISTENs on ("" none): reset with each connection
+  std::size_t failed_connects_ = 0;  ///< since the last connect that worked: where the next starts (rotate_hosts)
   std::chrono::milliseconds call_deadline_{10000};
   std::mutex call_mutex_;                           ///< guards the two below against the watchdog
   int call_fd_ = -1;                                ///< socket of the call in progress, -1 if none
@@ -92,6 +93,13 @@ class PgSession {
 std::string with_default_timeouts(const std::string& url);
 /// "host:port/db" of a URL for messages (never the password).
 std::string describe_url(const std::string& url);
+/// The URL with its host list rotated `by` places (h1,h2,h3 by 1: h2,h3,h1);
+/// a URL of one host unchanged. libpq (15) tries the next host only when
+/// one refuses or times out: a host that accepts the connection and then
+/// closes it (a TCP proxy or load balancer in front of a dead server) ends
+/// the whole attempt. A session that failed to connect starts its next
+/// attempt at the next host.
+std::string rotate_hosts(const std::string& url, std::size_t by);
 
 template <class T>
 Result<T> PgSession::with(const std::function<Result<T>(pqxx::connection&)>& fn) {
