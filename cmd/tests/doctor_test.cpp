@@ -184,14 +184,7 @@ TEST(Doctor, AsynchronousStandbysOnlyFailAndASynchronousOneIsReportedWithItsLag)
   const std::string parent = ::mkdtemp(tmpl);
   ::chmod(parent.c_str(), 0755);  // postgres runs the clusters when the tests run as root
   const std::string scripts = std::string(BATON_SOURCE_DIR) + "/scripts/pg-private ";
-  auto sh = [](const std::string& cmd) {
-    std::string out;
-    std::unique_ptr<FILE, int (*)(FILE*)> p(::popen(cmd.c_str(), "r"), ::pclose);
-    char buf[512];
-    while (p && std::fgets(buf, sizeof buf, p.get())) out += buf;
-    while (!out.empty() && out.back() == '\n') out.pop_back();
-    return out;
-  };
+  const auto sh = command_stdout;
   const std::string url = sh(scripts + "start " + parent + "/primary baton");
   ASSERT_EQ(url.rfind("postgresql://", 0), 0u) << url;
   ASSERT_EQ(sh(scripts + "standby " + parent + "/primary " + parent + "/standby >/dev/null; echo $?"), "0");

@@ -96,6 +96,17 @@ inline int connect_loopback(int port, const std::string& source = "") {
   return fd;
 }
 
+/// What `cmd` (under /bin/sh) printed on stdout, trailing newlines cut: test
+/// scaffolding for the scripts a test drives (scripts/pg-private).
+inline std::string command_stdout(const std::string& cmd) {
+  std::unique_ptr<FILE, int (*)(FILE*)> p(::popen(cmd.c_str(), "r"), ::pclose);
+  std::string out;
+  char buf[512];
+  while (p && std::fgets(buf, sizeof buf, p.get())) out += buf;
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
 /// A minimal HTTP/1.1 client for tests (Connection: close). Returns the
 /// status code and the body; status 0 if the connection failed (`error`
 /// says why).
