@@ -210,6 +210,22 @@ class DbLinks {
   std::vector<std::unique_ptr<FaultProxy>> proxies_;
 };
 
+/// --pg-ha: one database member's links within the formation, each a fault
+/// proxy (scripts/pg-ha's links.env): the address its peers replicate and
+/// rewind from, its REST address for them, and its own way to etcd. Cut,
+/// the three partition the member from its standbys and the manager, while
+/// the nodes still reach it through their DbLinks.
+struct MemberLinks {
+  std::unique_ptr<FaultProxy> pg, api, etcd;
+  void set_mode(ProxyMode mode) {
+    for (auto* p : {pg.get(), api.get(), etcd.get()}) p->set_mode(mode);
+  }
+  std::uint64_t faults_applied() const { return pg->faults_applied() + api->faults_applied() + etcd->faults_applied(); }
+  void stop() {
+    for (auto* p : {pg.get(), api.get(), etcd.get()}) p->stop();
+  }
+};
+
 class Harness {
  public:
   explicit Harness(Options o) : o_(std::move(o)), rng_(o_.seed) {}
@@ -282,7 +298,14 @@ class Harness {
   std::string postmaster_pid();
   /// pg_ha_faults (harness_pg_ha.cpp): what the failover manager does
   /// about each, waited for and recorded as the fault's effect.
-  void inject_pg_ha(const std::string& fault);
+  /// `l`: the leading node (an asynchronous formation's fall-behind kills it).
+  void inject_pg_ha(const std::string& fault, const std::string& l);
+  /// Plans the formation's ports, puts a MemberLinks between its members
+  /// and starts it (scripts/pg-ha plan, links.env, start); its URL or "".
+  std::string start_pg_ha();
+  /// After a failover: whether `member`, the old primary, is back in
+  /// recovery (it follows the new primary and takes no writes).
+  bool in_recovery(const std::string& member);
   /// `scripts/pg-ha VERB pg_dir_ ARGS`, its output.
   std::string pg_ha(const std::string& verb, const std::string& args = "");
   /// The asynchronous standby falls behind (cut off from its primary), and
@@ -311,6 +334,7 @@ class Harness {
   std::map<std::string, int> node_port_;
   std::vector<int> pg_ports_;  ///< --pg-ha: the formation's hosts, in the URL's order
   std::map<std::string, std::unique_ptr<DbLinks>> db_proxy_;
+  std::map<std::string, MemberLinks> member_links_;  ///< --pg-ha: pg1..pg3
   std::map<std::string, std::unique_ptr<FaultProxy>> worker_proxy_;
   std::map<std::string, std::unique_ptr<ChildProcess>> procs_;
   std::mutex mutex_;

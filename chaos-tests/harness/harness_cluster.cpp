@@ -26,9 +26,13 @@ int Harness::run() {
   const std::string& pg_parent = pg_parent_;
   fs::permissions(pg_parent, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
   pg_dir_ = pg_parent + "/pg";
+  io_thread_ = std::thread([this] {
+    auto guard = boost::asio::make_work_guard(ioc_);
+    ioc_.run();
+  });
   if (o_.pg_ha) {
     // postgresql://postgres@127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3/baton?...
-    url_ = pg_ha("start", "baton");
+    url_ = start_pg_ha();
     if (url_.rfind("postgresql://", 0) != 0) return fail("cannot start the HA formation (scripts/pg-ha): " + url_);
     const std::string hosts = url_.substr(url_.find('@') + 1, url_.find('/', url_.find('@')) - url_.find('@') - 1);
     std::stringstream list(hosts);
@@ -48,10 +52,6 @@ int Harness::run() {
   // or an asynchronous one for the negative control.
   if (o_.faults.count("pg_failover") && !make_standby()) return fail("cannot start a standby");
 
-  io_thread_ = std::thread([this] {
-    auto guard = boost::asio::make_work_guard(ioc_);
-    ioc_.run();
-  });
   write_jobs();
   for (int i = 1; i <= o_.nodes; ++i) {
     std::string id = "n" + std::to_string(i);
@@ -150,6 +150,7 @@ int Harness::run() {
   stop_postgres();
   for (auto& [k, p] : db_proxy_) p->stop();
   for (auto& [k, p] : worker_proxy_) p->stop();
+  for (auto& [k, links] : member_links_) links.stop();
   ioc_.stop();
   io_thread_.join();
   for (auto* f : {&nemesis_, &submissions_, &probes_}) f->close();

@@ -67,8 +67,16 @@ std::string Harness::postmaster_pid() {
 }
 
 std::string Harness::fall_behind(const std::string& fault, const std::string& l) {
-  run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private detach " + standby_dir_);
-  event("effect", fault, "postgres", "standby detached");
+  if (o_.pg_ha) {
+    // Every standby of the formation: the primary's replication link cut.
+    const std::string primary = pg_ha("primary");
+    if (!member_links_.count(primary)) return "";
+    member_links_.at(primary).pg->set_mode(ProxyMode::blackhole);
+    event("effect", fault, "postgres", "standbys cut off from " + primary);
+  } else {
+    run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private detach " + standby_dir_);
+    event("effect", fault, "postgres", "standby detached");
+  }
   if (l.empty()) {
     std::this_thread::sleep_for(2s);
     return "";
@@ -300,7 +308,7 @@ void Harness::inject(const std::string& fault) {
     if (!killed.empty()) start_node(killed);
     event("heal", fault, "postgres", "new primary port " + std::to_string(pg_port_));
   } else if (o_.pg_ha && fault.rfind("pg_ha_", 0) == 0) {
-    inject_pg_ha(fault);
+    inject_pg_ha(fault, l);
   } else if (fault == "pg_restart") {
     const std::string before = postmaster_pid();
     event("inject", fault, "postgres");
@@ -313,6 +321,7 @@ void Harness::inject(const std::string& fault) {
 
 void Harness::heal_all() {
   for (auto& [k, p] : db_proxy_) p->heal();
+  for (auto& [k, links] : member_links_) links.set_mode(ProxyMode::pass);
   for (auto& [k, p] : worker_proxy_) p->heal();
   std::vector<std::string> dead;
   {

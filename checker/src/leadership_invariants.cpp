@@ -135,7 +135,7 @@ InvariantResult check_leaderless_bounded(const History& h, const Report& /*so_fa
   static const std::set<std::string> leadership_faults = {
       "kill9_leader",       "kill9_follower",     "pause_leader",         "partition_leader_db",
       "proxy_latency",      "proxy_reset",        "db_stale_connections", "pg_restart",
-      "pg_ha_kill_primary", "pg_ha_lose_primary", "pg_ha_switchover"};
+      "pg_ha_kill_primary", "pg_ha_lose_primary", "pg_ha_switchover",     "pg_ha_partition_primary"};
   std::vector<const FaultWindow*> by_start;
   for (const auto& f : h.faults)
     if (leadership_faults.count(f.fault)) by_start.push_back(&f);

@@ -415,11 +415,12 @@ TEST(Checker, LeaderlessGapIsMeasuredFromTheLastNodeFaultThatJoinedIt) {
   };
   // A failover manager's promotion (--pg-ha) heals when the new primary
   // takes writes: the bound runs from then, not from the kill.
-  for (const Case& c : {Case{"partition_leader_db", 11, 14, 17, 0},  // 3 s after its heal
-                        Case{"pause_worker", 11, 14, 17, 1},         // 8 s after the pause's heal
-                        Case{"partition_leader_db", 16, 18, 19, 1},  // began 7 s after the pause's heal
-                        Case{"pg_ha_kill_primary", 10, 15, 19, 0},   // 4 s after the promotion
-                        Case{"pg_ha_switchover", 10, 12, 19, 1}}) {  // 7 s after it
+  for (const Case& c : {Case{"partition_leader_db", 11, 14, 17, 0},        // 3 s after its heal
+                        Case{"pause_worker", 11, 14, 17, 1},               // 8 s after the pause's heal
+                        Case{"partition_leader_db", 16, 18, 19, 1},        // began 7 s after the pause's heal
+                        Case{"pg_ha_kill_primary", 10, 15, 19, 0},         // 4 s after the promotion
+                        Case{"pg_ha_switchover", 10, 12, 19, 1},           // 7 s after it
+                        Case{"pg_ha_partition_primary", 9, 16, 19, 0}}) {  // 3 s after the link healed
     Fixture f;
     f.faults += "," + c.fault;
     const std::string target = c.fault.rfind("pg_", 0) == 0 ? "postgres" : "n2";
@@ -753,13 +754,17 @@ TEST(FaultVocabulary, NamesAreUniqueAndTheHarnessOrderIsKept) {
   }
   EXPECT_FALSE(baton::checker::fault_named("kill9_everything").has_value());
   EXPECT_EQ(baton::checker::harness_fault_names(),
-            (std::vector<std::string>{"kill9_leader",       "kill9_follower",     "kill9_worker",
-                                      "pause_leader",       "pause_worker",       "partition_leader_db",
-                                      "partition_workers",  "proxy_latency",      "proxy_reset",
-                                      "pg_restart",         "clock_skew",         "db_stale_connections",
-                                      "continuation_skew",  "duplicate_worker",   "outbox_disk",
-                                      "kill_supervisor",    "clock_rate",         "pg_failover",
-                                      "pg_ha_kill_primary", "pg_ha_lose_primary", "pg_ha_switchover"}));
+            (std::vector<std::string>{"kill9_leader",       "kill9_follower",
+                                      "kill9_worker",       "pause_leader",
+                                      "pause_worker",       "partition_leader_db",
+                                      "partition_workers",  "proxy_latency",
+                                      "proxy_reset",        "pg_restart",
+                                      "clock_skew",         "db_stale_connections",
+                                      "continuation_skew",  "duplicate_worker",
+                                      "outbox_disk",        "kill_supervisor",
+                                      "clock_rate",         "pg_failover",
+                                      "pg_ha_kill_primary", "pg_ha_lose_primary",
+                                      "pg_ha_switchover",   "pg_ha_partition_primary"}));
 }
 
 // Keyed concurrency (schemas/0035): the limit holds per key, each key apart.

@@ -32,6 +32,7 @@ enum class Fault {
   pg_ha_kill_primary,
   pg_ha_lose_primary,
   pg_ha_switchover,
+  pg_ha_partition_primary,
   kill9_node,
   pause_node,
   partition_node_db,
@@ -79,6 +80,8 @@ inline constexpr FaultKind fault_kinds[] = {
     {Fault::pg_ha_lose_primary, "pg_ha_lose_primary", true, false,
      "the primary's machine lost (its manager's agent and postmaster killed), back later as a standby"},
     {Fault::pg_ha_switchover, "pg_ha_switchover", true, false, "a planned switchover by the failover manager"},
+    {Fault::pg_ha_partition_primary, "pg_ha_partition_primary", true, false,
+     "the primary cut from its standbys and the failover manager (the nodes still reach it), healed later"},
     {Fault::kill9_node, "kill9_node", false, true, "kill -9 of a node (leader or not), restarted later"},
     {Fault::pause_node, "pause_node", false, true, "SIGSTOP of a node that leads nothing"},
     {Fault::partition_node_db, "partition_node_db", false, true, "a node cut from the database"},
@@ -97,7 +100,8 @@ std::optional<Fault> fault_named(std::string_view name);
 std::vector<std::string> harness_fault_names();
 /// Of those, the ones that need the database under a failover manager
 /// (`--pg-ha`), and the ones that need it without (`scripts/pg-private`).
-inline const std::vector<std::string> pg_ha_faults = {"pg_ha_kill_primary", "pg_ha_lose_primary", "pg_ha_switchover"};
+inline const std::vector<std::string> pg_ha_faults = {"pg_ha_kill_primary", "pg_ha_lose_primary", "pg_ha_switchover",
+                                                      "pg_ha_partition_primary"};
 inline const std::vector<std::string> pg_private_faults = {"pg_failover", "pg_restart"};
 
 }  // namespace baton::checker
