@@ -12,6 +12,7 @@
 #include "baton/node/node_config.h"
 #include "baton/store_pg/inspect.h"
 #include "baton/store_pg/pg_session.h"
+#include "baton/store_pg/session_check.h"
 #include "baton/tls/certificate_facts.h"
 #include "baton/tls/tls_context.h"
 #include "baton/worker/coordinator_probe.h"
@@ -229,6 +230,15 @@ void examine_node(const std::string& file, std::vector<Finding>& out) {
                                           std::to_string(db->standbys_streaming) + " standbys streaming in sync ('" +
                                           db->synchronous_standby_names + "'); " + lag));
     }
+    // A pooler in transaction mode passes every query above and breaks the
+    // node's notifications and prepared statements.
+    constexpr std::chrono::milliseconds session_wait{3000};
+    if (auto s = store::pg::check_session_kept(cfg->database_url, "baton-doctor", session_wait); s && s->kept)
+      out.push_back(ok("database", "one session per connection (a NOTIFY reached the connection that LISTENed, in " +
+                                       std::to_string(s->waited.count()) + " ms)"));
+    else if (s)
+      out.push_back(fail("database", store::pg::session_not_kept_finding(where, session_wait),
+                         store::pg::session_not_kept_fix()));
     const double here = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     const double skew = here - db->now_unix;
     char text[64];

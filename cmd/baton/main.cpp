@@ -27,6 +27,7 @@
 #include "baton/store_pg/pg_session.h"
 #include "baton/store_pg/pg_verify_store.h"
 #include "baton/store_pg/pg_webhook_outbox.h"
+#include "baton/store_pg/session_check.h"
 #include "baton/worker/agent.h"
 #include "baton/worker/worker_config.h"
 #include "doctor.h"
@@ -270,6 +271,19 @@ int cmd_node(const std::vector<std::string>& args) {
       return fail("node " + cfg->node_id + ": cannot start: database " + where + ": " + r.error().message +
                   " (auto_migrate is false: run `baton migrate` first)");
   }
+
+  // Behind a pooler that hands each transaction to any server connection
+  // (pgbouncer in transaction mode) a node would never hear a notification
+  // and lose its prepared statements: refused here, with what to change.
+  // A database that cannot be asked now is the node's to wait for.
+  constexpr std::chrono::milliseconds session_wait{5000};
+  if (auto s = baton::store::pg::check_session_kept(cfg->database_url, "baton-node-" + cfg->node_id, session_wait);
+      s && !s->kept)
+    return fail("node " + cfg->node_id + ": cannot start: database " +
+                baton::store::pg::session_not_kept_finding(where, session_wait) + ": " +
+                baton::store::pg::session_not_kept_fix());
+  else if (!s)
+    spdlog::warn("session_check_skipped node={} reason={}", cfg->node_id, s.error().message);
 
   baton::node::NodePorts ports;
   ports.lease_store = [url = cfg->database_url](const std::string& app) {

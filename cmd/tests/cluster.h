@@ -134,7 +134,9 @@ class Cluster {
                        << (opt_.admin_token_file.empty()
                                ? std::string(BATON_SOURCE_DIR) + "/cmd/tests/tokens/admin.token"
                                : opt_.admin_token_file)
-                       << "\ndatabase: {url: '" << PgInstance::shared().runtime_url(url_) << "'}\n"
+                       << "\ndatabase: {url: '"
+                       << (node_database_url_.empty() ? PgInstance::shared().runtime_url(url_) : node_database_url_)
+                       << "'}\n"
                        << "election: {lease: " << opt_.lease << ", renew_every: " << opt_.renew_every
                        << ", safety_margin: " << opt_.safety_margin << ", poll_every: 300ms}\n"
                        << "runtime: {heartbeat_interval: " << opt_.heartbeat_interval
@@ -222,6 +224,11 @@ class Cluster {
   /// as `baton_runtime`, a role with row rights only (PgInstance::
   /// runtime_url): every cluster test is also a test of those grants.
   const std::string& url() const { return url_; }
+  /// The URL of the runtime role (what nodes are given unless told).
+  std::string runtime_url() const { return PgInstance::shared().runtime_url(url_); }
+  /// Nodes started from now on reach the database through `url` (a pooler
+  /// in front of it) instead of the runtime role's URL.
+  void set_node_database_url(const std::string& url) { node_database_url_ = url; }
   const std::string& dir() const { return dir_; }
   DbInspector db() const { return DbInspector(url_); }
 
@@ -319,7 +326,7 @@ class Cluster {
   }
 
   Options opt_;
-  std::string dir_, url_;
+  std::string dir_, url_, node_database_url_;
   std::map<std::string, int> node_ports_;
   std::map<std::string, std::unique_ptr<ChildProcess>> procs_;
   int spawns_ = 0;

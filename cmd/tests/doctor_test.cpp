@@ -63,6 +63,8 @@ TEST(Doctor, AHealthyNodeConfigPassesAndSaysWhatItChecked) {
   EXPECT_TRUE(has(d, "(CN = baton node; IP:127.0.0.1, IP:::1, DNS:localhost) is valid")) << d.out;
   EXPECT_TRUE(has(d, "ok    database    ")) << d.out;
   EXPECT_TRUE(has(d, "is a primary (PostgreSQL 15")) << d.out;
+  EXPECT_TRUE(has(d, "ok    database    one session per connection (a NOTIFY reached the connection that LISTENed"))
+      << d.out;
   EXPECT_TRUE(has(d, "ok    database    the role doctor_role_")) << d.out;
   EXPECT_TRUE(has(d, " is not a superuser and has no server-program rights")) << d.out;
   EXPECT_TRUE(has(d, "_runtime_")) << d.out;

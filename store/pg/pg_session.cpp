@@ -29,11 +29,10 @@ std::string with_default_timeouts(const std::string& url) {
   add("keepalives_interval", "2");
   add("keepalives_count", "2");
   add("tcp_user_timeout", "10000");
-  // A client that vanished in the middle of a transaction (partitioned,
-  // paused, killed behind a proxy) must not hold the lease row's lock for
-  // long: the server ends such a session after 5 s. A statement never runs
-  // for more than 30 s.
-  add("options", "-c%20idle_in_transaction_session_timeout%3D5000%20-c%20statement_timeout%3D30000");
+  // The session's own timeouts are set by its first statement
+  // (ensure_connected), not by the startup parameter `options`: a pooler
+  // (pgbouncer 1.18) refuses a client that sends `options`, or, told to
+  // ignore it, drops the settings without a word.
   return out;
 }
 
@@ -168,7 +167,17 @@ Result<void> PgSession::ensure_connected() {
     c->inhibit_reactivation(!weakened("no_db_deadline"));
 #pragma GCC diagnostic pop
     pqxx::nontransaction tx{*c};
-    bool standby = tx.exec1("SELECT pg_is_in_recovery()")[0].as<bool>();
+    // A client that vanished in the middle of a transaction (partitioned,
+    // paused, killed behind a proxy) must not hold the lease row's lock for
+    // long: the server ends such a session after 5 s. A statement never
+    // runs for more than 30 s. In the same round trip as the standby check;
+    // a URL with its own `options` keeps what it says.
+    const bool own_options = url_.find("options=") != std::string::npos;
+    bool standby = tx.exec1(own_options ? "SELECT pg_is_in_recovery()"
+                                        : "SELECT pg_is_in_recovery(), "
+                                          "set_config('idle_in_transaction_session_timeout', '5000', false), "
+                                          "set_config('statement_timeout', '30000', false)")[0]
+                       .as<bool>();
     tx.commit();
     if (standby) {
       return make_error(Errc::db_is_standby,
