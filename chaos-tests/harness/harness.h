@@ -232,6 +232,12 @@ class Harness {
 
   int run();
   static int check(const std::string& dir);
+  /// harness_teardown.cpp: from now on an abort, a crash or a fatal signal
+  /// first kills the children and stops the database (emergency_stop);
+  /// finished_cleanly() when they are stopped the normal way.
+  void stop_everything_if_it_dies();
+  void emergency_stop() noexcept;
+  void finished_cleanly();
   /// Replays each node's incident journal after the run (harness_cluster.cpp).
   void replay_journals();
 

@@ -23,6 +23,7 @@ int Harness::run() {
 
   char tmpl[] = "/tmp/baton-chaos-pg-XXXXXX";
   pg_parent_ = ::mkdtemp(tmpl);
+  stop_everything_if_it_dies();
   const std::string& pg_parent = pg_parent_;
   fs::permissions(pg_parent, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
   pg_dir_ = pg_parent + "/pg";
@@ -97,6 +98,8 @@ int Harness::run() {
     if (all.find("FAKETIME=+3m") != std::string::npos) event("effect", "clock_skew", skewed_node_, "faketime");
   }
 
+  // chaos_harness_teardown: a harness that aborts with its cluster up.
+  if (const char* a = std::getenv("BATON_CHAOS_ABORT_FOR_TEST"); a && std::string(a) == "1") std::abort();
   const std::int64_t start = wall_us(), start_mono = mono_ns();
   std::atomic<bool> stop_workload{false};
   std::thread workload([&] { drive(stop_workload); });
@@ -151,6 +154,7 @@ int Harness::run() {
   for (auto& [k, p] : db_proxy_) p->stop();
   for (auto& [k, p] : worker_proxy_) p->stop();
   for (auto& [k, links] : member_links_) links.stop();
+  finished_cleanly();
   ioc_.stop();
   io_thread_.join();
   for (auto* f : {&nemesis_, &submissions_, &probes_}) f->close();
@@ -203,7 +207,15 @@ int Harness::check(const std::string& dir) {
 }
 
 void Harness::stop_postgres() {
-  if (!pg_dir_.empty() && o_.pg_ha) pg_ha("stop");
+  if (!pg_dir_.empty() && o_.pg_ha) {
+    // What the manager did, kept with the run (its directory goes).
+    std::error_code ec;
+    for (const std::string m : {"pg1", "pg2", "pg3"})
+      fs::copy_file(pg_dir_ + "/" + m + "/patroni.log", o_.out + "/logs/patroni-" + m + ".log",
+                    fs::copy_options::overwrite_existing, ec);
+    fs::copy_file(pg_parent_ + "/pg-ha.log", o_.out + "/logs/pg-ha.log", fs::copy_options::overwrite_existing, ec);
+    pg_ha("stop");
+  }
   if (!pg_dir_.empty() && !o_.pg_ha) run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private stop " + pg_dir_);
   if (!standby_dir_.empty()) run_cmd(std::string(BATON_SOURCE_DIR) + "/scripts/pg-private stop " + standby_dir_);
   // The parent mkdtemp made, now empty (pg-private stop removes each
@@ -218,6 +230,7 @@ int Harness::fail(const std::string& why) {
   std::cerr << "baton-chaos: " << why << "\n";
   procs_.clear();
   stop_postgres();
+  finished_cleanly();
   if (io_thread_.joinable()) {
     ioc_.stop();
     io_thread_.join();
