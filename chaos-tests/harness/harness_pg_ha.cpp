@@ -2,9 +2,10 @@
 // manager, not the harness, decides whether and which standby is promoted.
 // The harness kills, cuts the primary off from its standbys and the manager
 // (a proxy on each link between the members, MemberLinks), asks for a
-// switchover or brings a machine back, and waits for what the manager does; each fault heals when a primary takes
-// writes again (the checker's leaderless bound runs from then), and the
-// formation is whole again (a primary and two standbys) before the next.
+// switchover or brings a machine back, and waits for what the manager
+// does; each fault heals when a primary takes writes again (the checker's
+// leaderless bound runs from then), and the formation is whole again (a
+// primary and two standbys) before the next.
 #include "harness.h"
 
 namespace baton::chaos::harness {
@@ -55,15 +56,18 @@ void Harness::inject_pg_ha(const std::string& fault, const std::string& l) {
     log(fault + ": no single primary now; skipped");
     return;
   }
-  // What the promotion took, as the manager's script measured it.
-  auto writable_again = [&](const std::string& after) {
-    if (after.empty()) {
-      log(fault + ": no primary within 90 s (" + pg_parent_ + "/pg-ha.log)");
-      return false;
-    }
-    event("effect", fault, "postgres", "primary " + before + " -> " + after);
-    return true;
+  // Records the primary that takes writes now ("pg2 after 5.41 s", as the
+  // manager's script measured it; "" for none) and the heal; whether
+  // another member than `before` was promoted.
+  auto healed = [&](const std::string& after) {
+    if (after.empty())
+      log(fault + ": no primary (" + pg_parent_ + "/pg-ha.log)");
+    else
+      event("effect", fault, "postgres", "primary " + before + " -> " + after);
+    event("heal", fault, "postgres", after.empty() ? "no primary" : "writable on " + first_word(after));
+    return !after.empty() && first_word(after) != before;
   };
+  auto heal_when_writable = [&] { return healed(pg_ha("wait-primary", "90")); };
   // The old primary, back: the manager rewinds it and it follows the new
   // primary; it must never serve writes again on its own history.
   auto back_as_standby = [&] {
@@ -75,14 +79,10 @@ void Harness::inject_pg_ha(const std::string& fault, const std::string& l) {
   if (fault == "pg_ha_kill_primary") {
     event("inject", fault, "postgres", "kill -9 of " + before + "'s postmaster");
     pg_ha("kill-primary");
-    const std::string after = pg_ha("wait-primary", "90");
-    writable_again(after);
-    event("heal", fault, "postgres", after.empty() ? "no primary" : "writable on " + first_word(after));
+    heal_when_writable();
   } else if (fault == "pg_ha_switchover") {
     event("inject", fault, "postgres", "switchover from " + before);
-    const std::string after = pg_ha("switchover");
-    if (!after.empty() && first_word(after) != before) writable_again(after);
-    event("heal", fault, "postgres", after.empty() ? "no primary" : "writable on " + first_word(after));
+    healed(pg_ha("switchover"));
   } else if (fault == "pg_ha_lose_primary") {
     // A lost machine: nothing of it reports to the manager until it is back.
     // Asynchronous (the negative control): its standbys fell behind first,
@@ -91,10 +91,7 @@ void Harness::inject_pg_ha(const std::string& fault, const std::string& l) {
     event("inject", fault, "postgres", before + " lost (agent and postmaster killed)");
     pg_ha("kill-primary", "--with-manager");
     member_links_.at(before).set_mode(ProxyMode::pass);
-    const std::string after = pg_ha("wait-primary", "90");
-    const bool failed_over = !after.empty() && first_word(after) != before;
-    if (failed_over) writable_again(after);
-    event("heal", fault, "postgres", after.empty() ? "no primary" : "writable on " + first_word(after));
+    const bool failed_over = heal_when_writable();
     if (!killed.empty()) start_node(killed);
     std::this_thread::sleep_for(std::chrono::milliseconds(2000 + rng_() % 3000));
     pg_ha("revive", before);
@@ -115,11 +112,7 @@ void Harness::inject_pg_ha(const std::string& fault, const std::string& l) {
     if (links.faults_applied() > applied)
       event("effect", fault, "postgres", "applied=" + std::to_string(links.faults_applied() - applied));
     links.set_mode(ProxyMode::pass);
-    const std::string after = pg_ha("wait-primary", "90");
-    const bool failed_over = !after.empty() && first_word(after) != before;
-    if (failed_over) writable_again(after);
-    event("heal", fault, "postgres", after.empty() ? "no primary" : "writable on " + first_word(after));
-    if (failed_over) back_as_standby();
+    if (heal_when_writable()) back_as_standby();
   }
   // The formation whole again before the next fault (a second loss before
   // the standbys caught up is two faults at once, which no manager
