@@ -61,7 +61,9 @@ for attempt in 1 2; do
   [ "$rc" -eq 1 ] && caught && exit 0
   [ "$rc" -eq 0 ] && echo "$what: the checker passed the run (exit 0)"
   seed=$(seed_of)
-  echo "$what: none of $invariant was violated (seed ${seed:-?})"
+  echo "$what: none of $invariant was violated (seed ${seed:-?}); what the faults did:"
+  grep -h "phase=effect" "$out/nemesis.log" 2>/dev/null | sed 's/.*fault=/    /' | tail -n 12
+  grep -h "exceeds maximum replication lag\|not healthy enough" "$out"/logs/patroni-*.log 2>/dev/null | tail -n 3 | sed 's/^/    /'
   [ "$attempt" -eq 2 ] || [ -z "$seed" ] && break
   for ((i = 0; i < ${#args[@]} - 1; i++)); do
     [ "${args[$i]}" = "--seed" ] && args[$((i + 1))]=$((seed + 1000))
