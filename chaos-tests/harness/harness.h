@@ -320,6 +320,8 @@ class Harness {
   /// report its successor. Returns the killed node, restarted after the
   /// failover (it then remembers no epoch, so nothing stops it campaigning
   /// on the promoted standby and winning the lost epoch's number again).
+  /// Before it returns, submissions the cluster created (with their keys)
+  /// while the standbys were cut off: what the checker must then miss.
   std::string fall_behind(const std::string& fault, const std::string& l);
 
   /// What a killed worker's outbox held while it was down: the checker
@@ -344,6 +346,9 @@ class Harness {
   std::map<std::string, std::unique_ptr<FaultProxy>> worker_proxy_;
   std::map<std::string, std::unique_ptr<ChildProcess>> procs_;
   std::mutex mutex_;
+  /// Submissions the cluster created (201); fall_behind waits for some made
+  /// while the standbys are cut off, so the control's lost window is never empty.
+  std::atomic<int> created_{0};
   std::ofstream nemesis_, submissions_, probes_;
   std::string evidence_, skewed_node_;
   int spawns_ = 0, snapshots_ = 0, disk_faults_ = 0;

@@ -68,6 +68,7 @@ std::int64_t Harness::submit(const std::string& job, const std::string& key, con
     auto r = http_request(node_port_[target], "POST", "/api/v1/jobs/" + job + "/trigger", headers, body);
     std::smatch m;
     if (r.status == 201 && std::regex_search(r.body, m, run_re)) {
+      ++created_;
       std::lock_guard lock(mutex_);
       submissions_ << "key=" << key << " job=" << job << " accepted=1 status=201 run=" << m[1] << "\n";
       submissions_.flush();
