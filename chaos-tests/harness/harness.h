@@ -320,8 +320,9 @@ class Harness {
   /// report its successor. Returns the killed node, restarted after the
   /// failover (it then remembers no epoch, so nothing stops it campaigning
   /// on the promoted standby and winning the lost epoch's number again).
-  /// Before it returns, submissions the cluster created (with their keys)
-  /// while the standbys were cut off: what the checker must then miss.
+  /// It returns only once the cluster has created runs (for keyed
+  /// submissions) since the cut, or no leader could create them: what the
+  /// checker must then find lost.
   std::string fall_behind(const std::string& fault, const std::string& l);
 
   /// What a killed worker's outbox held while it was down: the checker
